@@ -1,0 +1,209 @@
+"""Reading and replacing a layer's output: the hooks behind the Captum adapter.
+
+Two ways of putting the bottleneck output ``T`` in place of a layer's output:
+
+* :func:`replaced_by_hook` - Captum's way (as in ``LayerIntegratedGradients``):
+  a forward hook that returns the replacement. Works for any module, and with
+  ``DataParallel`` (each replica takes its device's chunk), but every step
+  re-runs the layers below the bottleneck.
+* :func:`replayed_in_stack` - when the layer is element ``i`` of a
+  ``ModuleList``/``Sequential`` that the model runs in order (a Hugging Face
+  encoder's ``layer`` list), elements ``0..i`` are swapped for stubs that
+  return ``T`` at once, so a step costs only the layers above the bottleneck.
+  The caller checks once per batch that this reproduces the model's output.
+
+Both restore the model in ``finally`` blocks: no hook and no stub is left
+behind, even when the forward raises.
+"""
+
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+from torch.nn import Module, ModuleList, Sequential
+
+from captum_iba._captum_compat import _sort_key_list
+
+
+def first_tensor(output: Any, layer_name: str = "layer") -> Tensor:
+    """The tensor the bottleneck acts on: the output itself, or its first element.
+
+    Hugging Face layers return a Tensor (transformers 5.x) or a tuple whose
+    first element is the hidden states, possibly followed by ``None`` s (4.x).
+
+    Args:
+        output (Any): What the layer returned.
+        layer_name (str): Used in the error message.
+
+    Returns:
+        Tensor: The hidden states.
+    """
+    if isinstance(output, Tensor):
+        return output
+    if isinstance(output, (tuple, list)) and output and isinstance(output[0], Tensor):
+        return output[0]
+    raise TypeError(
+        f"{layer_name} returned {type(output).__name__}; the bottleneck needs a "
+        "Tensor or a tuple/list whose first element is a Tensor."
+    )
+
+
+def replace_first(output: Any, value: Tensor) -> Any:
+    """``output`` with its bottlenecked tensor replaced by ``value``.
+
+    Other tensors of a tuple output whose batch size differs from ``value`` 's
+    by a whole factor (the noise copies) are repeated to match.
+    """
+    if isinstance(output, Tensor):
+        return value.to(output.dtype)
+    first = output[0]
+    rows = value.shape[0]
+    rest = []
+    for item in output[1:]:
+        if (
+            isinstance(item, Tensor)
+            and item.dim() > 0
+            and item.shape[0] == first.shape[0]
+            and rows != first.shape[0]
+        ):
+            item = item.repeat_interleave(rows // first.shape[0], dim=0)
+        rest.append(item)
+    return type(output)([value.to(first.dtype), *rest])
+
+
+def layer_input(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Optional[Tensor]:
+    """The hidden states a layer was called with (first positional argument, or
+    the ``hidden_states`` keyword of Hugging Face layers)."""
+    if args and isinstance(args[0], Tensor):
+        return args[0]
+    value = kwargs.get("hidden_states")
+    return value if isinstance(value, Tensor) else None
+
+
+@dataclass
+class LayerRecord:
+    """What one forward pass showed of a layer (per device under DataParallel)."""
+
+    outputs: Dict[torch.device, Any] = field(default_factory=dict)
+    inputs: Dict[torch.device, Optional[Tensor]] = field(default_factory=dict)
+    calls: int = 0
+
+    def gathered(self, device_ids: Optional[List[int]]) -> Tuple[Tensor, Any]:
+        """The bottlenecked tensor over the whole batch, and the layer input."""
+        keys = _sort_key_list(list(self.outputs), device_ids)
+        out = torch.cat([first_tensor(self.outputs[k]) for k in keys])
+        ins = [self.inputs[k] for k in keys]
+        inp = None if any(i is None for i in ins) else torch.cat(ins)  # type: ignore
+        return out, inp
+
+
+@contextmanager
+def recorded(layers: Sequence[Module]) -> Iterator[Dict[Module, LayerRecord]]:
+    """Record the inputs, outputs and number of calls of ``layers`` in a forward.
+
+    Args:
+        layers (Sequence[Module]): The modules to watch.
+
+    Yields:
+        Dict[Module, LayerRecord]: Filled in as the forward runs.
+    """
+    records = {layer: LayerRecord() for layer in layers}
+    lock = threading.Lock()
+
+    def make_hook(layer: Module) -> Callable[..., None]:
+        def hook(module: Module, args: Any, kwargs: Any, output: Any) -> None:
+            device = first_tensor(output).device
+            with lock:
+                rec = records[layer]
+                rec.calls += 1
+                rec.outputs[device] = output
+                rec.inputs[device] = layer_input(args, kwargs)
+
+        return hook
+
+    handles = [
+        layer.register_forward_hook(make_hook(layer), with_kwargs=True)
+        for layer in layers
+    ]
+    try:
+        yield records
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@contextmanager
+def replaced_by_hook(
+    layer: Module, replacement: Callable[[Tensor], Tensor]
+) -> Iterator[None]:
+    """Replace ``layer`` 's output by ``replacement(original_first_tensor)``.
+
+    Args:
+        layer (Module): The module whose output is replaced.
+        replacement (Callable): Maps the layer's (per-device) output tensor to
+            the tensor to use instead, of the same shape and device.
+    """
+
+    def hook(module: Module, args: Any, output: Any) -> Any:
+        return replace_first(output, replacement(first_tensor(output)))
+
+    handle = layer.register_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+class _Replay(Module):
+    """Stands in for a layer of a stack: returns the bottleneck output at once."""
+
+    def __init__(self, template: Any, value: Callable[[], Tensor]) -> None:
+        super().__init__()
+        self._template = template
+        self._value = value
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return replace_first(self._template, self._value())
+
+
+def find_in_stack(root: Module, layer: Module) -> Optional[Tuple[Module, int]]:
+    """Find the ``ModuleList``/``Sequential`` of ``root`` holding ``layer``.
+
+    Args:
+        root (Module): The model.
+        layer (Module): The layer to find.
+
+    Returns:
+        (stack, index) or None when ``layer`` is no element of such a container.
+    """
+    for module in root.modules():
+        if isinstance(module, (ModuleList, Sequential)):
+            for index, child in enumerate(module):
+                if child is layer:
+                    return module, index
+    return None
+
+
+@contextmanager
+def replayed_in_stack(
+    stack: Module, index: int, template: Any, value: Callable[[], Tensor]
+) -> Iterator[None]:
+    """Swap ``stack[0..index]`` for stubs returning ``value()`` (restored after).
+
+    Args:
+        stack (Module): A ``ModuleList`` or ``Sequential``.
+        index (int): Position of the bottlenecked layer in ``stack``.
+        template (Any): An output of the real layer (its structure is kept).
+        value (Callable): Returns the tensor to emit, called once per stub call.
+    """
+    originals = [stack[j] for j in range(index + 1)]
+    try:
+        for j in range(index + 1):
+            stack[j] = _Replay(template, value)
+        yield
+    finally:
+        for j, original in enumerate(originals):
+            stack[j] = original

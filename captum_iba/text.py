@@ -1,0 +1,94 @@
+"""Helpers for text models: per-token scores, layer sweeps, Hugging Face layers."""
+
+from typing import List, Optional, Sequence
+
+import torch
+from torch import Tensor
+from torch.nn import Module, ModuleList
+
+from captum_iba.bottleneck import NATS_PER_BIT
+
+
+def token_attributions(
+    attributions: Tensor,
+    token_mask: Optional[Tensor] = None,
+    unit: str = "nats",
+) -> Tensor:
+    """Reduce element-wise attributions (B, L, *features) to one score per token.
+
+    Sums over the feature dimensions, as the paper does for its heatmaps, so a
+    token's IBA score is the information (capacity) that passes the bottleneck
+    at that token.
+
+    Args:
+        attributions (Tensor): Shape (B, L, *features), e.g. the output of
+            :meth:`InformationBottleneckAttribution.attribute`.
+        token_mask (Tensor, optional): (B, L), 0 at padding; padding scores
+            are set to 0.
+        unit (str, optional): ``"nats"`` (as computed) or ``"bits"``.
+            Default: ``"nats"``.
+
+    Returns:
+        Tensor: (B, L) scores.
+    """
+    if attributions.dim() < 2:
+        raise ValueError(
+            f"attributions must be (B, L, ...), got shape {tuple(attributions.shape)}"
+        )
+    if unit not in ("nats", "bits"):
+        raise ValueError(f"unit must be 'nats' or 'bits', got {unit!r}")
+    scores = attributions.reshape(attributions.shape[:2] + (-1,)).sum(dim=-1)
+    if token_mask is not None:
+        if tuple(token_mask.shape) != tuple(scores.shape):
+            raise ValueError(
+                f"token_mask shape {tuple(token_mask.shape)} does not match the "
+                f"tokens {tuple(scores.shape)}"
+            )
+        scores = scores * token_mask.to(scores.dtype)
+    return scores / NATS_PER_BIT if unit == "bits" else scores
+
+
+def layer_token_map(
+    attributions: Sequence[Tensor],
+    token_mask: Optional[Tensor] = None,
+    unit: str = "nats",
+) -> Tensor:
+    """Stack per-layer attributions into a (B, n_layers, L) map (Figure 3).
+
+    Args:
+        attributions (Sequence[Tensor]): One (B, L, *features) tensor per
+            layer, e.g. from an ``InformationBottleneckAttribution`` built
+            with a list of layers.
+        token_mask (Tensor, optional): (B, L), 0 at padding.
+        unit (str, optional): ``"nats"`` or ``"bits"``.
+
+    Returns:
+        Tensor: (B, n_layers, L) per-token scores.
+    """
+    if not attributions:
+        raise ValueError("attributions is empty")
+    return torch.stack(
+        [token_attributions(a, token_mask, unit) for a in attributions], dim=1
+    )
+
+
+def encoder_layers(model: Module) -> List[Module]:
+    """The transformer blocks of a Hugging Face encoder, bottom to top.
+
+    Finds the longest ``ModuleList`` of the model (``bert.encoder.layer``,
+    ``roberta.encoder.layer``, ``distilbert.transformer.layer``, ...).
+
+    Args:
+        model (Module): A Hugging Face model (or any module).
+
+    Returns:
+        list[Module]: The blocks, so that ``encoder_layers(model)[8]`` is the
+        paper's "layer 9" of BERT-base.
+    """
+    best: Optional[ModuleList] = None
+    for module in model.modules():
+        if isinstance(module, ModuleList) and (best is None or len(module) > len(best)):
+            best = module
+    if best is None or len(best) == 0:
+        raise ValueError(f"No layer list (ModuleList) found in {type(model).__name__}")
+    return list(best)

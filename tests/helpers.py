@@ -1,0 +1,128 @@
+"""Small models shared by the tests (no downloads)."""
+
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+
+class OneTokenModel(nn.Module):
+    """A per-token stack whose classifier reads only token ``signal_pos``.
+
+    Tokens other than ``signal_pos`` cannot change the output, so IBA must
+    rank ``signal_pos`` first.
+    """
+
+    def __init__(self, dim: int = 8, signal_pos: int = 2) -> None:
+        super().__init__()
+        self.signal_pos = signal_pos
+        self.layers = nn.ModuleList([nn.Linear(dim, dim) for _ in range(3)])
+        self.head = nn.Linear(dim, 2)
+
+    def forward(self, x: Tensor, attention_mask: Optional[Tensor] = None) -> Tensor:
+        h = x
+        for layer in self.layers:
+            h = torch.tanh(layer(h)) + h
+        return self.head(h[:, self.signal_pos])
+
+
+class MeanPoolModel(nn.Module):
+    """Token embeddings -> per-token stack -> masked mean -> linear head."""
+
+    def __init__(self, vocab: int = 30, dim: int = 8, classes: int = 3) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.layers = nn.ModuleList([nn.Linear(dim, dim) for _ in range(2)])
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None):
+        h = self.embed(input_ids)
+        for layer in self.layers:
+            h = torch.relu(layer(h)) + h
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        m = attention_mask.unsqueeze(-1).to(h.dtype)
+        return self.head((h * m).sum(1) / m.sum(1))
+
+
+class TupleLayer(nn.Module):
+    """A transformers-4.x-style layer: returns (hidden, None)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(dim, dim)
+
+    def forward(self, h: Tensor):
+        return (torch.tanh(self.linear(h)) + h, None)
+
+
+class TupleStackModel(nn.Module):
+    def __init__(self, vocab: int = 30, dim: int = 8) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.layers = nn.ModuleList([TupleLayer(dim) for _ in range(3)])
+        self.head = nn.Linear(dim, 2)
+
+    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None):
+        h = self.embed(input_ids)
+        for layer in self.layers:
+            h = layer(h)[0]
+        return self.head(h.mean(1))
+
+
+class ReusedLayerModel(nn.Module):
+    """Runs the same module twice in one forward."""
+
+    def __init__(self, dim: int = 8) -> None:
+        super().__init__()
+        self.shared = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, 2)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.head(self.shared(self.shared(x)).mean(1))
+
+
+class RaisingModel(nn.Module):
+    """Raises after the watched layer has run."""
+
+    def __init__(self, dim: int = 8) -> None:
+        super().__init__()
+        self.layer = nn.Linear(dim, dim)
+        self.calls = 0
+
+    def forward(self, x: Tensor) -> Tensor:
+        self.layer(x)
+        raise RuntimeError("boom")
+
+
+def tiny_hf_model(kind: str, num_labels: int = 2, layers: int = 3):
+    """A tiny random Hugging Face classifier built from its config."""
+    import transformers as tf
+
+    common = dict(vocab_size=60, num_labels=num_labels)
+    if kind == "bert":
+        cfg = tf.BertConfig(
+            hidden_size=16,
+            num_hidden_layers=layers,
+            num_attention_heads=2,
+            intermediate_size=32,
+            **common,
+        )
+        return tf.BertForSequenceClassification(cfg).eval()
+    if kind == "roberta":
+        cfg = tf.RobertaConfig(
+            hidden_size=16,
+            num_hidden_layers=layers,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=40,
+            pad_token_id=1,
+            **common,
+        )
+        return tf.RobertaForSequenceClassification(cfg).eval()
+    if kind == "distilbert":
+        cfg = tf.DistilBertConfig(
+            dim=16, n_layers=layers, n_heads=2, hidden_dim=32, **common
+        )
+        return tf.DistilBertForSequenceClassification(cfg).eval()
+    raise ValueError(kind)
