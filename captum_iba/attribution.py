@@ -400,7 +400,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                     f"{name} ran {record.calls} times in one forward pass (shared or "
                     "tied module?); a bottleneck needs a layer that runs once."
                 )
-            x, x_in = record.gathered(self.device_ids)
+            x, x_in = record.gathered(self._device_ids())
             if not torch.isfinite(x).all():
                 raise FloatingPointError(f"{name} produced non-finite activations.")
             template = next(iter(record.outputs.values()))
@@ -411,6 +411,10 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             self.last_run[k] = info
             results.append(attr)
         return results
+
+    def _device_ids(self) -> Optional[List[int]]:
+        """``device_ids``, or those of a ``DataParallel`` forward_func."""
+        return self.device_ids or getattr(self.forward_func, "device_ids", None)
 
     def _layer_name(self, layer: Module) -> str:
         if isinstance(self.forward_func, Module):
@@ -516,7 +520,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         task = cap_mean = torch.zeros(batch)
 
         def replacement(out: Tensor) -> Tensor:
-            return _scatter_for(current["T"], out, self.device_ids)
+            return _scatter_for(current["T"], out, self._device_ids())
 
         ctx = (
             replayed_in_stack(stack[0], stack[1], template, lambda: current["T"])

