@@ -789,6 +789,7 @@ class RandomScorer(TokenScorer):
         self.settings.update(distribution="uniform[0, 1)", seed=self.seed)
         self.settings["explains"] = "n/a"
 
+    @log_usage()
     def attribute(
         self,
         input_ids: Tensor,

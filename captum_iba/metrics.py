@@ -481,6 +481,7 @@ class Comparison:
         return self.to_markdown()
 
 
+@log_usage()
 def compare(
     results: Mapping[str, DegradationResult], m: Optional[float] = None
 ) -> Comparison:
