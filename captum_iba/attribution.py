@@ -46,26 +46,10 @@ from captum_iba._layers import (
     replaced_by_hook,
     replayed_in_stack,
 )
+from captum_iba._outputs import logits_of
 from captum_iba.priors import NoisePrior, PriorLike, resolve_prior
 
 BetaType = Union[float, Literal["auto"]]
-
-
-def _logits(output: Any) -> Tensor:
-    """The class scores of a forward's output (a Tensor or a ModelOutput)."""
-    if isinstance(output, Tensor):
-        return output
-    logits = getattr(output, "logits", None)
-    if logits is None and isinstance(output, dict):
-        logits = output.get("logits")
-    if isinstance(logits, Tensor):
-        return logits
-    if isinstance(output, (tuple, list)) and output and isinstance(output[0], Tensor):
-        return output[0]
-    raise TypeError(
-        "forward_func must return class scores (logits) as a Tensor or an object "
-        f"with a .logits Tensor, got {type(output).__name__}."
-    )
 
 
 def _forward_signature(forward_func: Callable[..., Any]) -> List[str]:
@@ -383,7 +367,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
     ) -> List[Tensor]:
         batch = inputs[0].shape[0]
         with torch.no_grad(), recorded(self._layers) as records:
-            clean = _logits(_run_forward(self.forward_func, inputs, None, extra))
+            clean = logits_of(_run_forward(self.forward_func, inputs, None, extra))
         targets = _normalise_target(target, clean, batch)
         results = []
         for k, layer in enumerate(self._layers):
@@ -487,7 +471,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 torch.no_grad(),
                 replayed_in_stack(stack[0], stack[1], template, lambda: current["T"]),
             ):
-                replay = _logits(_run_forward(self.forward_func, inputs, None, extra))
+                replay = logits_of(_run_forward(self.forward_func, inputs, None, extra))
             tol = 1e-4 if x_raw.dtype == torch.float32 else 2e-2
             scale = clean.abs().max().clamp_min(1.0)
             if torch.allclose(replay, clean, rtol=tol, atol=tol * scale):
@@ -541,7 +525,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 keep = mask_f.repeat_interleave(n, dim=0)
                 t = keep * t + (1 - keep) * x.repeat_interleave(n, dim=0)
                 current["T"] = t.to(x_raw.dtype)
-                out = _logits(
+                out = logits_of(
                     _run_forward(self.forward_func, rows_inputs, None, rows_extra)
                 )
                 logp = torch.log_softmax(out.float(), dim=-1)

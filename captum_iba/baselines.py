@@ -50,6 +50,7 @@ from captum.attr import LayerIntegratedGradients, Lime
 from captum.log import log_usage
 from torch import Tensor, nn
 
+from captum_iba._outputs import logits_of
 from captum_iba.metrics import PAPER_LEVELS, DegradationResult, degradation_test
 
 __all__ = [
@@ -89,14 +90,6 @@ FAIR_TEST_SETTINGS: Dict[str, Any] = {
 # --------------------------------------------------------------------------------------
 
 
-def _logits(out: Any) -> Tensor:
-    if hasattr(out, "logits"):
-        return out.logits
-    if isinstance(out, (tuple, list)):
-        return out[0]
-    return out
-
-
 def _call(
     model: Callable[..., Any], ids: Tensor, mask: Optional[Tensor], tt: Optional[Tensor]
 ) -> Tensor:
@@ -104,7 +97,7 @@ def _call(
     if tt is not None and mask is None:
         mask = torch.ones_like(ids)
     args = [a for a in (ids, mask, tt) if a is not None]
-    return _logits(model(*args))
+    return logits_of(model(*args))
 
 
 def _device(model: Any) -> torch.device:

@@ -56,6 +56,7 @@ import torch
 from captum.log import log_usage
 from torch import Tensor
 
+from captum_iba._outputs import logits_of
 from captum_iba.version import __version__
 
 __all__ = [
@@ -547,15 +548,7 @@ def compare(
 
 
 def _logits_of(out: Any) -> Tensor:
-    if hasattr(out, "logits"):
-        out = out.logits
-    elif isinstance(out, (tuple, list)):
-        out = out[0]
-    if not isinstance(out, Tensor):
-        raise TypeError(
-            "forward_func must return logits (B, C) as a Tensor, a tuple whose first "
-            f"element they are, or an object with .logits; got {type(out).__name__}"
-        )
+    out = logits_of(out)
     if out.dim() != 2:
         raise ValueError(
             f"forward_func must return logits of shape (B, C); got {tuple(out.shape)}"
