@@ -250,15 +250,26 @@ class TokenScorer:
         if self.target_class is None and target is None:
             fallback = self._predicted(ids, mask, tt)
         tgt = _target_tensor(target, B, self.target_class, fallback)
+        # Columns that are padding in every row (a slice of a data set padded
+        # to its longest instance) are dropped for the method and put back.
+        real = mask.bool().any(dim=0).nonzero()
+        width = int(real.max()) + 1 if real.numel() else L
         start = time.perf_counter()
-        scores = self._scores(ids, mask, tt, tgt.to(dev)).detach().float().cpu()
+        scores = self._scores(
+            ids[:, :width],
+            mask[:, :width],
+            None if tt is None else tt[:, :width],
+            tgt.to(dev),
+        )
         self.seconds += time.perf_counter() - start
         self.instances += B
-        if scores.shape != (B, L):
+        if scores.shape != (B, width):
             raise RuntimeError(
-                f"{self.name} returned {tuple(scores.shape)}; expected {(B, L)}"
+                f"{self.name} returned {tuple(scores.shape)}; expected {(B, width)}"
             )
-        return scores.masked_fill(~mask.bool().cpu(), 0.0)
+        out = torch.zeros(B, L)
+        out[:, :width] = scores.detach().float().cpu()
+        return out.masked_fill(~mask.bool().cpu(), 0.0)
 
     def _scores(
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
