@@ -1,0 +1,291 @@
+"""Re-measure the paper's experiments (Table 1, Figures 1-3, Appendix C-E).
+
+Writes into one results folder:
+
+* ``table1.md`` / ``table1.json`` - absolute drop of the target-class
+  probability with the top 11 % of tokens removed, for random, LIME, IG and
+  IBA, per corpus, in the "paper" and the "fair" setting, beside the paper's
+  own numbers (MNLI cannot be measured here: no copy of it is reachable);
+* ``fig1_<corpus>_<setting>.png`` - normalised degradation curves;
+* ``fig2_layers.png`` / ``fig2_beta.png`` - the degradation test with the
+  bottleneck after each layer, and for beta in 1e-7 ... 1e-1;
+* ``fig3_layers_tokens.png`` / ``fig3_beta.png`` - layers x tokens maps of
+  one example, and the effect of beta on it (Appendix E);
+* every result as JSON (``captum_iba.DegradationResult.from_json`` reads it).
+
+Profiles: ``cpu`` (about an hour on 2 CPU cores: small samples, IMDB
+truncated to 256 tokens) and ``paper`` (1,000 instances, 512 tokens; for a
+GPU). Models: MiniLM-L6 fine-tuned per corpus by
+:func:`captum_iba.finetune.get_finetuned_model` (cached).
+
+Usage::
+
+    python experiments/reproduce.py --profile cpu --out results/reproduce
+    captum-iba reproduce --profile cpu          # the same
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+import torch
+from captum_iba.data import load_dataset
+from captum_iba.finetune import get_finetuned_model
+from captum_iba.visualization import (
+    layer_token_heatmap,
+    plot_beta_sweep,
+    plot_degradation_curves,
+    plot_layer_sweep,
+)
+
+from captum_iba import (
+    InformationBottleneckAttribution,
+    compare,
+    encoder_layers,
+    layer_token_map,
+)
+from captum_iba.evaluate import (
+    default_layer_index,
+    encode,
+    evaluate_corpus,
+    load_classifier,
+)
+
+#: Table 1 of the paper (bert-base-uncased; absolute drop at 11 %).
+PAPER_TABLE1 = {
+    "imdb": {"random": 0.011, "LIME": 0.038, "IG": 0.090, "IBA": 0.229},
+    "mnli_matched": {"random": 0.106, "LIME": 0.244, "IG": 0.226, "IBA": 0.374},
+    "mnli_mismatched": {"random": 0.106, "LIME": 0.260, "IG": 0.233, "IBA": 0.367},
+    "ag_news": {"random": 0.008, "LIME": 0.033, "IG": 0.036, "IBA": 0.029},
+    "rte": {"random": 0.012, "LIME": 0.014, "IG": 0.043, "IBA": 0.059},
+}
+EVAL_SPLIT = {"sst2": "dev", "imdb": "test", "ag_news": "heldout", "rte": "validation"}
+PROFILES: Dict[str, Dict[str, Any]] = {
+    "cpu": {
+        "n": {"sst2": 100, "imdb": 30, "ag_news": 100, "rte": 60},
+        "max_length": {"sst2": 128, "imdb": 256, "ag_news": 128, "rte": 256},
+        "sweep_n": 60,
+        "batch_size": 16,
+    },
+    "paper": {
+        "n": {"sst2": 872, "imdb": 1000, "ag_news": 1000, "rte": 277},
+        "max_length": {"sst2": 512, "imdb": 512, "ag_news": 512, "rte": 512},
+        "sweep_n": 1000,
+        "batch_size": 32,
+    },
+}
+BETAS = [1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1]
+EXAMPLE = (
+    "I liked this movie a lot: the plot intrigued me from the first scene, "
+    "although the ending felt rushed."
+)
+
+
+def iba_options(corpus: str) -> Dict[str, Any]:
+    """Appendix A: beta 1e-5, except RTE (1e-4)."""
+    return {"beta": 1e-4 if corpus == "rte" else 1e-5}
+
+
+def paper_layer(model: Any, corpus: str) -> int:
+    """Layer 9 of 12 (RTE: 10 of 12), scaled to the model's depth."""
+    if corpus == "rte":
+        return max(0, int(10 / 12 * len(encoder_layers(model))) - 1)
+    return default_layer_index(model)
+
+
+def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> None:
+    rows: List[Dict[str, Any]] = []
+    for corpus in args.datasets:
+        model, tok = load_classifier(get_finetuned_model(corpus))
+        n, length = profile["n"][corpus], profile["max_length"][corpus]
+        data = load_dataset(corpus, EVAL_SPLIT[corpus], max_examples=n, seed=3)
+        layer = paper_layer(model, corpus)
+        for setting in ("paper", "fair"):
+            methods = ("random", "IG", "LIME-text" if setting == "paper" else "LIME")
+            prior = "reference" if setting == "paper" else args.fair_prior
+            start = time.time()
+            results = evaluate_corpus(
+                model,
+                tok,
+                data,
+                methods=methods + ("IBA",),
+                setting=setting,
+                priors=(prior,),
+                layer_index=layer,
+                max_length=length,
+                batch_size=profile["batch_size"],
+                iba_options=iba_options(corpus),
+            )
+            minutes = (time.time() - start) / 60
+            for name, result in results.items():
+                result.to_json(out / "json" / f"{corpus}_{setting}_{name}.json")
+            plot_degradation_curves(
+                results,
+                normalized=True,
+                title=f"{corpus} ({setting} setting, n={len(data)})",
+                save_path=out / f"fig1_{corpus}_{setting}.png",
+            )
+            table = compare(results)
+            for row in table.rows:
+                method = "LIME" if row["method"].startswith("LIME") else row["method"]
+                rows.append(
+                    dict(
+                        corpus=corpus,
+                        setting=setting,
+                        method=method,
+                        n=row["num_instances"],
+                        drop_11=row["first_level_drop"],
+                        aopc=row["aopc"],
+                        paper=PAPER_TABLE1.get(corpus, {}).get(method),
+                        minutes=minutes,
+                        max_length=length,
+                        layer_index=layer,
+                    )
+                )
+            print(f"\n{corpus} / {setting} ({minutes:.1f} min)\n{table.to_markdown()}")
+    (out / "table1.json").write_text(json.dumps(rows, indent=2))
+    (out / "table1.md").write_text(table1_markdown(rows))
+    print("\n" + table1_markdown(rows))
+
+
+def table1_markdown(rows: List[Dict[str, Any]]) -> str:
+    lines = [
+        "| corpus | setting | method | n | drop @ 11 % (ours) | AOPC (ours) "
+        "| drop @ 11 % (paper, BERT-base) |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        paper = "-" if r["paper"] is None else f"{r['paper']:.3f}"
+        lines.append(
+            f"| {r['corpus']} | {r['setting']} | {r['method']} | {r['n']} "
+            f"| {r['drop_11']:.3f} | {r['aopc']:.3f} | {paper} |"
+        )
+    lines.append(
+        "| mnli (m/mm) | - | - | - | not measured: MNLI is not reachable offline "
+        "| - | see paper |"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def run_sweeps(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> None:
+    corpus = args.sweep_dataset
+    model, tok = load_classifier(get_finetuned_model(corpus))
+    data = load_dataset(
+        corpus, EVAL_SPLIT[corpus], max_examples=profile["sweep_n"], seed=3
+    )
+    common = dict(
+        setting="fair",
+        priors=(args.fair_prior,),
+        max_length=profile["max_length"][corpus],
+        batch_size=profile["batch_size"],
+    )
+    by_layer = {}
+    for index in range(len(encoder_layers(model))):
+        res = evaluate_corpus(
+            model, tok, data, methods=("IBA",), layer_index=index, **common
+        )
+        by_layer[index + 1] = res["IBA"]
+        res["IBA"].to_json(out / "json" / f"sweep_layer{index + 1}.json")
+    plot_layer_sweep(
+        by_layer,
+        title=f"IB after each layer ({corpus}, n={len(data)})",
+        save_path=out / "fig2_layers.png",
+    )
+    by_beta = {}
+    for beta in BETAS:
+        res = evaluate_corpus(
+            model, tok, data, methods=("IBA",), iba_options={"beta": beta}, **common
+        )
+        by_beta[beta] = res["IBA"]
+        res["IBA"].to_json(out / "json" / f"sweep_beta{beta:g}.json")
+    plot_beta_sweep(
+        by_beta,
+        title=f"IBA with different beta ({corpus}, n={len(data)})",
+        save_path=out / "fig2_beta.png",
+    )
+    summary = {
+        "layers": {k: v.first_level_drop for k, v in by_layer.items()},
+        "betas": {f"{k:g}": v.first_level_drop for k, v in by_beta.items()},
+    }
+    (out / "sweeps.json").write_text(json.dumps(summary, indent=2))
+    print("\nfirst-level drop by layer / beta:", json.dumps(summary, indent=1))
+
+
+def run_examples(args: argparse.Namespace, out: Path) -> None:
+    model, tok = load_classifier(get_finetuned_model("sst2"))
+    enc = encode(tok, [EXAMPLE])
+    tokens = tok.convert_ids_to_tokens(enc["input_ids"][0].tolist())
+    extra = (enc["attention_mask"],)
+    with torch.no_grad():
+        target = int(model(enc["input_ids"], *extra).logits.argmax())
+    layers = encoder_layers(model)
+    sweep = InformationBottleneckAttribution(model, layers).attribute(
+        enc["input_ids"], target=target, additional_forward_args=extra, seed=0
+    )
+    layer_token_heatmap(
+        layer_token_map(sweep)[0],
+        tokens,
+        normalize="layer",
+        title="IBA per layer (rows) and token (SST-2 model)",
+        save_path=out / "fig3_layers_tokens.png",
+    )
+    iba = InformationBottleneckAttribution(model, layers[default_layer_index(model)])
+    by_beta = torch.stack(
+        [
+            iba.attribute(
+                enc["input_ids"],
+                target=target,
+                additional_forward_args=extra,
+                beta=beta,
+                seed=0,
+            ).sum(-1)[0]
+            for beta in BETAS
+        ]
+    )
+    layer_token_heatmap(
+        by_beta,
+        tokens,
+        normalize="layer",
+        layer_labels=[f"{b:g}" for b in BETAS],
+        title="Effect of beta (rows) on one example (Appendix E)",
+        save_path=out / "fig3_beta.png",
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--profile", default="cpu", choices=sorted(PROFILES))
+    parser.add_argument("--out", default="results/reproduce")
+    parser.add_argument(
+        "--datasets",
+        default="sst2,imdb,ag_news,rte",
+        help="comma-separated corpora for Table 1 / Figure 1",
+    )
+    parser.add_argument("--sweep-dataset", default="sst2")
+    parser.add_argument("--fair-prior", default="paper")
+    parser.add_argument(
+        "--parts", default="table,sweeps,examples", help="which parts to run"
+    )
+    args = parser.parse_args()
+    args.datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
+    unknown = [d for d in args.datasets if d not in EVAL_SPLIT]
+    if unknown:
+        parser.error(f"unknown corpus {unknown}; choose from {sorted(EVAL_SPLIT)}")
+    out = Path(args.out)
+    (out / "json").mkdir(parents=True, exist_ok=True)
+    profile = PROFILES[args.profile]
+    parts = set(args.parts.split(","))
+    start = time.time()
+    if "examples" in parts:
+        run_examples(args, out)
+    if "table" in parts:
+        run_table(args, profile, out)
+    if "sweeps" in parts:
+        run_sweeps(args, profile, out)
+    print(f"\ndone in {(time.time() - start) / 60:.1f} min; results in {out}/")
+
+
+if __name__ == "__main__":
+    main()
