@@ -640,6 +640,7 @@ def layer_token_heatmap(
     max_width: float = 16.0,
     cmap: str = "viridis",
     unit: str = "nats",
+    ylabel: str = "layer",
     title: Optional[str] = None,
     save_path: Optional[PathLike] = None,
     dpi: int = 150,
@@ -677,6 +678,9 @@ def layer_token_heatmap(
         cmap (str, optional): Matplotlib colour map. Default ``"viridis"``.
         unit (str, optional): The scores' unit, for the colour bar. Default
             ``"nats"``.
+        ylabel (str, optional): The y-axis label. Default ``"layer"``; e.g.
+            ``"beta"`` when the rows are one layer at several betas (the
+            paper's Appendix E) with ``layer_labels`` the beta values.
         title (str, optional): Figure title.
         save_path (str or PathLike, optional): Also save the figure there (PNG
             unless the suffix says otherwise).
@@ -722,7 +726,7 @@ def layer_token_heatmap(
         lo = values.min(axis=1, keepdims=True)
         span = values.max(axis=1, keepdims=True) - lo
         values = np.divide(values - lo, span, out=np.zeros_like(values), where=span > 0)
-        bar_label = "min-max scaled per layer"
+        bar_label = f"min-max scaled per {ylabel}"
     elif normalize == "global":
         lo, span = float(values.min()), float(values.max() - values.min())
         values = (values - lo) / span if span > 0 else np.zeros_like(values)
@@ -785,7 +789,7 @@ def layer_token_heatmap(
         ax.set_yticklabels(
             [str(layer_labels[r]) for r in rows], fontsize=min(9.0, fontsize + 1)
         )
-        ax.set_ylabel("layer", fontsize=9)
+        ax.set_ylabel(ylabel, fontsize=9)
         ax.tick_params(length=2, pad=1)
         for spine in ax.spines.values():
             spine.set_visible(False)

@@ -209,6 +209,18 @@ class TestLayerTokenHeatmap(BaseTest):
         self.assertEqual([t.get_text() for t in ax.get_xticklabels()], ["a", "bc", "d"])
         self.assertEqual([t.get_text() for t in ax.get_yticklabels()], ["4", "9"])
         self.assertEqual(float(ax.get_images()[0].get_array()[0, 1]), 2.0)
+        self.assertEqual(ax.get_ylabel(), "layer")
+
+    def test_beta_rows(self) -> None:
+        fig = viz.layer_token_heatmap(
+            torch.rand(3, 4),
+            ["a", "b", "c", "d"],
+            layer_labels=["1e-07", "1e-05", "0.001"],
+            ylabel="beta",
+            normalize="layer",
+        )
+        self.assertEqual(fig.axes[0].get_ylabel(), "beta")
+        self.assertEqual(fig.axes[1].get_ylabel(), "min-max scaled per beta")
 
     def test_bad_inputs(self) -> None:
         with self.assertRaisesRegex(ValueError, r"layer_token_map\(...\)\[i\]"):
