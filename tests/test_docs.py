@@ -1,0 +1,59 @@
+"""The documentation builds without a single warning (``sphinx-build -W``)."""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from captum.testing.helpers.basic import BaseTest
+
+import captum_iba
+
+try:
+    import sphinx  # noqa: F401
+except ImportError:  # pragma: no cover - docs extras not installed
+    sphinx = None
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = os.path.join(ROOT, "docs")
+
+
+class TestDocs(BaseTest):
+    @unittest.skipIf(sphinx is None, "sphinx not installed (pip install .[docs])")
+    def test_build_without_warnings(self) -> None:
+        with tempfile.TemporaryDirectory() as out:
+            proc = subprocess.run(
+                [sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", DOCS, out],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            for page in ("index", "method", "metrics", "api", "api/visualization"):
+                self.assertTrue(os.path.exists(os.path.join(out, page + ".html")))
+
+    def test_api_page_lists_every_exported_name(self) -> None:
+        with open(os.path.join(DOCS, "api.rst"), encoding="utf-8") as fh:
+            text = fh.read()
+        listed = set(re.findall(r"``(\w+)``", text))
+        missing = sorted(set(captum_iba.__all__) - listed)
+        self.assertEqual(missing, [], "add these names to docs/api.rst")
+
+    def test_every_public_module_has_an_api_page(self) -> None:
+        package = os.path.join(ROOT, "captum_iba")
+        modules = sorted(
+            name[:-3]
+            for name in os.listdir(package)
+            if name.endswith(".py")
+            and not name.startswith("_")
+            and name != "version.py"
+        )
+        missing = [
+            m
+            for m in modules
+            if not os.path.exists(os.path.join(DOCS, "api", m + ".rst"))
+        ]
+        self.assertEqual(missing, [], "add docs/api/<module>.rst for these modules")
