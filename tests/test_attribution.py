@@ -54,10 +54,26 @@ class TestAttributionResults(BaseTest):
         ]
         assertTensorAlmostEqual(self, results[0], results[1], 1e-4, "max")
 
+    def test_stack_replay_falls_back_when_it_does_not_reproduce(self) -> None:
+        # MeanPoolModel adds a residual outside its layers: replaying layers[0..1]
+        # as stubs cannot reproduce the output, so hooks must be used instead.
+        model = MeanPoolModel().eval()
+        ids = torch.randint(1, 30, (2, 5))
+        iba = InformationBottleneckAttribution(model, model.layers[1])
+        with self.assertWarnsRegex(UserWarning, "did not reproduce"):
+            fallback = iba.attribute(ids, target=1, **FAST)
+        self.assertEqual(iba.last_run[0]["path"], "hooks")
+        hooks = InformationBottleneckAttribution(
+            model, model.layers[1], layer_stack=False
+        ).attribute(ids, target=1, **FAST)
+        assertTensorAlmostEqual(self, fallback, hooks, 0.0, "max")
+        self.assertEqual(list(model.layers), list(model.layers))
+        self.assertTrue(_no_hooks(model))
+
     def test_batch_invariance(self) -> None:
         model = MeanPoolModel().eval()
         ids = torch.randint(1, 30, (4, 5))
-        iba = InformationBottleneckAttribution(model, model.layers[1])
+        iba = InformationBottleneckAttribution(model, model.layers[0])
         together = iba.attribute(ids, target=[0, 1, 2, 0], **FAST)
         alone = torch.cat(
             [
@@ -143,13 +159,13 @@ class TestAttributionResults(BaseTest):
         model = MeanPoolModel().eval()
         ids = torch.randint(1, 30, (2, 5))
         layers = [model.layers[0], model.layers[1]]
-        sweep = InformationBottleneckAttribution(model, layers).attribute(
-            ids, target=1, **FAST
-        )
+        sweep = InformationBottleneckAttribution(
+            model, layers, layer_stack=False
+        ).attribute(ids, target=1, **FAST)
         self.assertIsInstance(sweep, list)
-        single = InformationBottleneckAttribution(model, model.layers[1]).attribute(
-            ids, target=1, **FAST
-        )
+        single = InformationBottleneckAttribution(
+            model, model.layers[1], layer_stack=False
+        ).attribute(ids, target=1, **FAST)
         assertTensorAlmostEqual(self, sweep[1], single, 1e-6, "max")
         heat = layer_token_map(sweep)
         self.assertEqual(tuple(heat.shape), (2, 2, 5))
