@@ -76,6 +76,16 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--max-length", type=int, default=128)
     ev.add_argument("--batch-size", type=int, default=16)
     ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--ig-steps", type=int, help="IG steps (paper 10, fair 50)")
+    ev.add_argument(
+        "--lime-samples", type=int, help="LIME samples (paper 100, fair 500)"
+    )
+    ev.add_argument(
+        "--lime-max-length",
+        type=int,
+        default=512,
+        help="paper-setting LIME pads perturbed texts to this length (paper: 512)",
+    )
     ev.add_argument("--out", default="results/evaluate", help="output folder")
     ev.add_argument("--data-dir", help="corpus folder (default $CAPTUM_IBA_DATA)")
 
@@ -109,7 +119,12 @@ def _model_and_tokenizer(path: Optional[str], dataset: str = "sst2") -> Any:
 
 def _looks_like_hub_name(path: str) -> bool:
     parts = path.split("/")
-    return len(parts) <= 2 and not path.startswith((".", "~")) and "\\" not in path
+    return (
+        len(parts) <= 2
+        and all(parts)
+        and not path.startswith((".", "~"))
+        and "\\" not in path
+    )
 
 
 def _layer_index(model: Any, layer: Optional[int]) -> int:
@@ -161,10 +176,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
         f"prediction: {label(pred)} (p={probs[pred]:.3f}); explaining "
         f"{label(target)}; IBA after layer index {index}, capacity in nats"
     )
-    top = float(scores.max()) or 1.0
+    # Bars are min-max scaled over the sentence, as the paper's heatmaps are.
+    low, high = float(scores.min()), float(scores.max())
+    span = (high - low) or 1.0
+    print(f"  {'token':>15s} {'nats':>9s}  relative (min-max)")
     for token, score in zip(tokens, scores.tolist()):
-        bar = "#" * int(round(20 * score / top))
-        print(f"  {token:>15s} {score:9.2f} {bar}")
+        bar = "#" * int(round(20 * (score - low) / span))
+        print(f"  {token:>15s} {score:9.1f}  {bar}")
     if args.html:
         from captum_iba.visualization import save_html
 
@@ -220,6 +238,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         max_length=args.max_length,
         batch_size=args.batch_size,
         seed=args.seed,
+        scorer_options=dict(
+            ig_steps=args.ig_steps,
+            lime_samples=args.lime_samples,
+            lime_max_length=args.lime_max_length,
+        ),
     )
     table = compare(results)
     out = Path(args.out)

@@ -124,6 +124,7 @@ def evaluate_corpus(
     batch_size: int = 16,
     seed: int = 0,
     iba_options: Optional[Mapping[str, Any]] = None,
+    scorer_options: Optional[Mapping[str, Any]] = None,
     show_progress: bool = True,
 ) -> Dict[str, DegradationResult]:
     """Degradation test of several methods on one corpus split.
@@ -148,6 +149,9 @@ def evaluate_corpus(
         batch_size (int): Instances per attribution call. Default 16.
         seed (int): Seed of random, LIME and IBA. Default 0.
         iba_options (Mapping, optional): More IBA options (beta, steps, ...).
+        scorer_options (Mapping, optional): More arguments of
+            :func:`~captum_iba.baselines.make_scorers` (``ig_steps``,
+            ``lime_samples``, ``lime_max_length``, ...).
         show_progress (bool): tqdm bars. Default True.
 
     Returns:
@@ -171,6 +175,7 @@ def evaluate_corpus(
         setting=setting,
         methods=[m for m in methods if m != "IBA"],
         seed=seed,
+        **dict(scorer_options or {}),
     )
     if "IBA" in methods:
         for prior in priors:
