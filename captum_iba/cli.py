@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any, List, Optional, Sequence
 
+from captum_iba.data import HELDOUT_SPLIT
+
 #: CLI method names -> names used by :mod:`captum_iba.evaluate`.
 METHOD_NAMES = {
     "iba": "IBA",
@@ -23,16 +25,8 @@ METHOD_NAMES = {
     "lime-text": "LIME-text",
     "random": "random",
 }
-DATASETS = ("sst2", "imdb", "rte", "ag_news", "bbc", "mnli")
-#: The held-out split each corpus is evaluated on.
-EVAL_SPLITS = {
-    "sst2": "dev",
-    "imdb": "test",
-    "rte": "validation",
-    "ag_news": "heldout",
-    "bbc": "heldout",
-    "mnli": "validation_matched",
-}
+#: Corpora ``evaluate`` accepts (each on its held-out split, see the loaders).
+DATASETS = tuple(HELDOUT_SPLIT)
 
 
 class CLIError(Exception):
@@ -219,7 +213,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     model, tok = _model_and_tokenizer(args.model, dataset)
     index = _layer_index(model, args.layer)
     data = load_dataset(
-        dataset, EVAL_SPLITS[dataset], data_dir=args.data_dir, max_examples=args.n
+        dataset, HELDOUT_SPLIT[dataset], data_dir=args.data_dir, max_examples=args.n
     )
     prior_data = None
     if "dataset" in priors:

@@ -31,8 +31,6 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import torch
-from captum_iba.data import load_dataset
-from captum_iba.finetune import get_finetuned_model
 
 from captum_iba import (
     InformationBottleneckAttribution,
@@ -40,12 +38,14 @@ from captum_iba import (
     encoder_layers,
     layer_token_map,
 )
+from captum_iba.data import HELDOUT_SPLIT, load_dataset
 from captum_iba.evaluate import (
     default_layer_index,
     encode,
     evaluate_corpus,
     load_classifier,
 )
+from captum_iba.finetune import get_finetuned_model
 from captum_iba.visualization import (
     layer_token_heatmap,
     plot_beta_sweep,
@@ -61,7 +61,7 @@ PAPER_TABLE1 = {
     "ag_news": {"random": 0.008, "LIME": 0.033, "IG": 0.036, "IBA": 0.029},
     "rte": {"random": 0.012, "LIME": 0.014, "IG": 0.043, "IBA": 0.059},
 }
-EVAL_SPLIT = {"sst2": "dev", "imdb": "test", "ag_news": "heldout", "rte": "validation"}
+CORPORA = ("sst2", "imdb", "ag_news", "rte")
 PROFILES: Dict[str, Dict[str, Any]] = {
     "cpu": {
         "n": {"sst2": 100, "imdb": 30, "ag_news": 100, "rte": 60},
@@ -100,7 +100,7 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
     for corpus in args.datasets:
         model, tok = load_classifier(get_finetuned_model(corpus))
         n, length = profile["n"][corpus], profile["max_length"][corpus]
-        data = load_dataset(corpus, EVAL_SPLIT[corpus], max_examples=n, seed=3)
+        data = load_dataset(corpus, HELDOUT_SPLIT[corpus], max_examples=n, seed=3)
         layer = paper_layer(model, corpus)
         for setting in ("paper", "fair"):
             methods = ("random", "IG", "LIME-text" if setting == "paper" else "LIME")
@@ -173,7 +173,7 @@ def run_sweeps(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> 
     corpus = args.sweep_dataset
     model, tok = load_classifier(get_finetuned_model(corpus))
     data = load_dataset(
-        corpus, EVAL_SPLIT[corpus], max_examples=profile["sweep_n"], seed=3
+        corpus, HELDOUT_SPLIT[corpus], max_examples=profile["sweep_n"], seed=3
     )
     common = dict(
         setting="fair",
@@ -271,9 +271,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     args.datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    unknown = [d for d in args.datasets if d not in EVAL_SPLIT]
+    unknown = [d for d in args.datasets if d not in CORPORA]
     if unknown:
-        parser.error(f"unknown corpus {unknown}; choose from {sorted(EVAL_SPLIT)}")
+        parser.error(f"unknown corpus {unknown}; choose from {CORPORA}")
     out = Path(args.out)
     (out / "json").mkdir(parents=True, exist_ok=True)
     profile = PROFILES[args.profile]
