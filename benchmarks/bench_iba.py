@@ -23,7 +23,7 @@ Usage::
 import argparse
 import statistics
 import time
-from typing import Callable, List
+from typing import Callable, List, Tuple
 
 import torch
 from transformers import AutoModelForSequenceClassification
@@ -43,6 +43,19 @@ def median_time(fn: Callable[[], object], repeats: int) -> float:
             torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def paired(
+    fn: Callable[[], object], base: Callable[[], object], repeats: int
+) -> Tuple[float, float, float]:
+    """Median seconds of ``fn`` and ``base`` and the median of their ratio,
+    timed back to back in every repeat so that load changes hit both alike."""
+    pairs = [(median_time(fn, 1), median_time(base, 1)) for _ in range(repeats)]
+    return (
+        statistics.median(a for a, _ in pairs),
+        statistics.median(b for _, b in pairs),
+        statistics.median(a / b for a, b in pairs),
+    )
 
 
 def load_model(device: str):
@@ -151,23 +164,26 @@ def main() -> None:
     with torch.no_grad():
         x = layer_output(model, layer, ids, mask)
     run(fast, ids, mask)()  # warm-up
-    t_fast = median_time(run(fast, ids, mask), reps)
-    t_hooks = median_time(run(hooks, ids, mask), reps)
-    t_ess = median_time(lambda: essential_work(model, args.layer, x, steps, n), reps)
-    t_ref = median_time(
-        lambda: released_code_way(model, args.layer, ids, mask, steps, n), reps
+
+    def ess(x=x):
+        return essential_work(model, args.layer, x, steps, n)
+
+    t_fast, t_ess, r_fast = paired(run(fast, ids, mask), ess, reps)
+    t_hooks, _, r_hooks = paired(run(hooks, ids, mask), ess, reps)
+    t_ref, _, r_ref = paired(
+        lambda: released_code_way(model, args.layer, ids, mask, steps, n), ess, reps
     )
-    print("\n## One instance, 77 tokens (median seconds)")
+    print("\n## One instance, 77 tokens (median seconds; ratio = median of paired)")
     print("| what | s/instance | ratio to essential |")
     print("|---|---|---|")
-    for name, t in (
-        ("essential work (upper layers fwd+bwd, 10x10)", t_ess),
-        ("captum-iba, stack path (default)", t_fast),
-        ("captum-iba, Captum-hook path", t_hooks),
-        ("released code's way (emulated)", t_ref),
+    for name, t, r in (
+        ("essential work (upper layers fwd+bwd, 10x10)", t_ess, 1.0),
+        ("captum-iba, stack path (default)", t_fast, r_fast),
+        ("captum-iba, Captum-hook path", t_hooks, r_hooks),
+        ("released code's way (emulated)", t_ref, r_ref),
     ):
-        print(f"| {name} | {t:.3f} | {t / t_ess:.2f} |")
-    print(f"\nspeed-up over the released code's way: {t_ref / t_fast:.1f}x")
+        print(f"| {name} | {t:.3f} | {r:.2f} |")
+    print(f"\nspeed-up over the released code's way: {r_ref / r_fast:.1f}x")
 
     # 4a: sequence length
     lengths = [64, 128, 256] if args.quick else [64, 128, 256, 512]
@@ -178,11 +194,12 @@ def main() -> None:
         ids, mask = make_inputs(1, length, args.device)
         with torch.no_grad():
             x = layer_output(model, layer, ids, mask)
-        t = median_time(run(fast, ids, mask), reps)
-        e = median_time(
-            lambda x=x: essential_work(model, args.layer, x, steps, n), reps
+        t, e, r = paired(
+            run(fast, ids, mask),
+            lambda x=x: essential_work(model, args.layer, x, steps, n),
+            reps,
         )
-        print(f"| {length} | {t:.3f} | {e:.3f} | {t / e:.2f} |")
+        print(f"| {length} | {t:.3f} | {e:.3f} | {r:.2f} |")
 
     # 4b: batch size
     batches = [1, 4, 16] if args.device == "cpu" else [1, 8, 32, 128]
@@ -194,11 +211,12 @@ def main() -> None:
         ids, mask = make_inputs(b, length, args.device)
         with torch.no_grad():
             x = layer_output(model, layer, ids, mask)
-        t = median_time(run(fast, ids, mask), reps)
-        e = median_time(
-            lambda x=x: essential_work(model, args.layer, x, steps, n), reps
+        t, e, r = paired(
+            run(fast, ids, mask),
+            lambda x=x: essential_work(model, args.layer, x, steps, n),
+            reps,
         )
-        print(f"| {b} | {t / b:.3f} | {b / t:.2f} | {t / e:.2f} |")
+        print(f"| {b} | {t / b:.3f} | {b / t:.2f} | {r:.2f} |")
 
 
 if __name__ == "__main__":
