@@ -28,7 +28,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import torch
 from tqdm.auto import tqdm
 
-from captum_iba.data import HELDOUT_SPLIT, TextClassificationData, load_dataset
+from captum_iba.data import (
+    HELDOUT_SPLIT,
+    TextClassificationData,
+    load_dataset,
+    stratified_subset,
+)
 
 CACHE_ENV_VAR = "CAPTUM_IBA_CACHE"
 RESULT_FILE = "captum_iba_finetune.json"
@@ -337,11 +342,12 @@ def _resolve_data(
             max_examples=settings["max_train_examples"],
             seed=settings["seed"],
         )
-    if (
-        settings["max_train_examples"] is not None
-        and len(train) > settings["max_train_examples"]
-    ):
-        train = train.subset(range(settings["max_train_examples"]))
+    cap = settings["max_train_examples"]
+    if cap is not None and len(train) > cap:
+        train = train.subset(
+            stratified_subset(train.labels, cap, settings["seed"]),
+            note=f"Stratified seeded subset of {cap} rows.",
+        )
     return train, held, name
 
 
