@@ -451,6 +451,8 @@ def fine_tune(
         torch.set_num_threads(num_threads)
     try:
         train, held, name = _resolve_data(dataset, eval_dataset, settings, data_dir)
+        if len(train) == 0:
+            raise ValueError(f"No training examples for {name!r}.")
         label_names = list(train.label_names)
         torch.manual_seed(seed)
         rng = random.Random(seed)
@@ -490,6 +492,7 @@ def fine_tune(
         step = 0
         stopped_early = False
         max_planned = planned
+        seen = 0
         mark = (0, 0.0)
         train_start = time.time()
         bar = tqdm(total=planned, desc=f"fine-tune {name}", disable=not progress)
@@ -499,6 +502,7 @@ def fine_tune(
                 if step >= planned:
                     break
                 batch = _collate([feats[i] for i in idx], pad_id)
+                seen += len(idx)
                 loss = model(**batch).loss
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -567,6 +571,7 @@ def fine_tune(
             "steps": step,
             "planned_steps": planned,
             "epochs_done": step / steps_per_epoch,
+            "examples_seen": seen,
             "stopped_early_by_time_budget": stopped_early,
             "train_seconds": round(train_seconds, 1),
             "total_seconds": round(seconds, 1),
