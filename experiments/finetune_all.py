@@ -27,6 +27,12 @@ def main() -> None:
     parser.add_argument("--time-budget-s", type=float, default=None)
     parser.add_argument("--max-train-examples", type=int, default=None)
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--num-threads",
+        type=int,
+        default=None,
+        help="torch threads while training (1 is faster on a busy shared CPU)",
+    )
     args = parser.parse_args()
 
     overrides = {}
@@ -39,7 +45,12 @@ def main() -> None:
         if name not in RECIPES:
             raise SystemExit(f"No recipe for {name!r}; known: {sorted(RECIPES)}")
         t0 = time.time()
-        folder = get_finetuned_model(name, progress=not args.no_progress, **overrides)
+        folder = get_finetuned_model(
+            name,
+            progress=not args.no_progress,
+            num_threads=args.num_threads,
+            **overrides,
+        )
         rec = read_result(folder)
         rows.append((name, rec, folder, time.time() - t0))
         print(json.dumps({"dataset": name, "folder": str(folder), **rec}, indent=1))
