@@ -246,7 +246,8 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 attention mask); tensors are repeated with the noise copies.
             beta (float or "auto", optional): Weight of the information term
                 (Eq. 5), >= 0. ``"auto"`` sets it per instance to
-                10 x L_CE / L_IB at the start (Appendix A). Default: 1e-5 (the
+                10 x L_CE / L_IB at the start (Appendix A), L_IB being the
+                instance's total capacity. Default: 1e-5 (the
                 paper's value for BERT-base).
             steps (int, optional): Adam steps. Default: 10.
             n_samples (int, optional): Noise copies per instance and step.
@@ -531,9 +532,10 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 logp = torch.log_softmax(out.float(), dim=-1)
                 task = -_select_targets(logp, rows_target).reshape(batch, n).mean(1)
                 cap = ib.capacity(x, alpha, mean, std) * mask_f
-                cap_mean = cap.reshape(batch, -1).sum(dim=1) / per_instance
+                cap_total = cap.reshape(batch, -1).sum(dim=1)
+                cap_mean = cap_total / per_instance
                 if step == 0 and beta == "auto":
-                    beta = ib.empirical_beta(task, cap_mean)
+                    beta = ib.empirical_beta(task, cap_total)
                 loss = ib.information_bottleneck_loss(task, cap_mean, beta)
                 if not torch.isfinite(loss).all():
                     raise FloatingPointError(

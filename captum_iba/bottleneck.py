@@ -120,21 +120,26 @@ def information_bottleneck_loss(
 
 
 def empirical_beta(
-    task_loss: Tensor, mean_capacity: Tensor, scale: float = 10.0
+    task_loss: Tensor, total_capacity: Tensor, scale: float = 10.0
 ) -> Tensor:
     r"""Appendix A: :math:`\beta \approx 10 \times \mathcal{L}_{CE} / \mathcal{L}_{IB}`.
 
     Both losses are taken at the start of the optimisation (``alpha`` at its
-    initial value), per instance, and treated as constants.
+    initial value), per instance, and treated as constants. :math:`\mathcal{L}_{IB}`
+    is the *total* capacity of the instance's bottleneck (summed over its
+    tokens and features): with it the rule gives the paper's
+    :math:`\beta \approx 10^{-5}` for BERT-base, whereas the mean capacity per
+    element (which the loss of Eq. (5) weighs with :math:`\beta`) would give
+    values around :math:`10^{-2}`-:math:`1`.
 
     Args:
         task_loss (Tensor): :math:`\mathcal{L}_{CE}` per instance.
-        mean_capacity (Tensor): :math:`\mathcal{L}_{IB}` (mean capacity) per
-            instance, in nats.
+        total_capacity (Tensor): :math:`\mathcal{L}_{IB}`, the summed capacity
+            per instance, in nats.
         scale (float, optional): The factor, 10 in the paper. Default: 10.
 
     Returns:
         Tensor: :math:`\beta` per instance (detached).
     """
-    ratio = task_loss.detach() / mean_capacity.detach().clamp_min(1e-12)
+    ratio = task_loss.detach() / total_capacity.detach().clamp_min(1e-12)
     return scale * ratio

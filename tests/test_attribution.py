@@ -182,6 +182,16 @@ class TestAttributionResults(BaseTest):
         high = iba.attribute(ids, target=0, beta=10.0, **FAST).sum()
         self.assertLess(high.item(), low.item())
 
+    def test_beta_auto_is_ten_times_ce_over_total_capacity(self) -> None:
+        model = MeanPoolModel().eval()
+        ids = torch.randint(1, 30, (2, 5))
+        iba = InformationBottleneckAttribution(model, model.layers[0])
+        iba.attribute(ids, target=0, beta="auto", steps=1, n_samples=3, seed=0)
+        run = iba.last_run[0]  # with one step: the losses at the start
+        total = run["mean_capacity"] * 5 * 8  # 5 tokens x 8 features
+        expected = 10 * run["task_loss"] / total
+        assertTensorAlmostEqual(self, run["beta"], expected, 1e-6, "max")
+
     def test_tuple_returning_layer(self) -> None:
         model = TupleStackModel().eval()
         ids = torch.randint(1, 30, (2, 5))
