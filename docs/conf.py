@@ -38,7 +38,7 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_mock_imports: list = []
 
 templates_path: list = []
-html_static_path: list = []
+html_static_path: list = ["_static"]
 html_theme = "alabaster"
 html_theme_options = {"description": "Information Bottleneck Attribution for Captum"}
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
