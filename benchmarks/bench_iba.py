@@ -190,15 +190,19 @@ def main() -> None:
     print("\n## Sequence length, batch 1 (median seconds per instance)")
     print("| tokens | captum-iba | essential | ratio |")
     print("|---|---|---|---|")
-    for length in lengths:
-        ids, mask = make_inputs(1, length, args.device)
+
+    def against_essential(batch: int, length: int) -> Tuple[float, float, float]:
+        ids, mask = make_inputs(batch, length, args.device)
         with torch.no_grad():
             x = layer_output(model, layer, ids, mask)
-        t, e, r = paired(
+        return paired(
             run(fast, ids, mask),
-            lambda x=x: essential_work(model, args.layer, x, steps, n),
+            lambda: essential_work(model, args.layer, x, steps, n),
             reps,
         )
+
+    for length in lengths:
+        t, e, r = against_essential(1, length)
         print(f"| {length} | {t:.3f} | {e:.3f} | {r:.2f} |")
 
     # 4b: batch size
@@ -208,14 +212,7 @@ def main() -> None:
     print("| batch | s/instance | instances/s | ratio to essential |")
     print("|---|---|---|---|")
     for b in batches:
-        ids, mask = make_inputs(b, length, args.device)
-        with torch.no_grad():
-            x = layer_output(model, layer, ids, mask)
-        t, e, r = paired(
-            run(fast, ids, mask),
-            lambda x=x: essential_work(model, args.layer, x, steps, n),
-            reps,
-        )
+        t, _, r = against_essential(b, length)
         print(f"| {b} | {t / b:.3f} | {b / t:.2f} | {r:.2f} |")
 
 
