@@ -513,18 +513,21 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             else replaced_by_hook(layer, replacement)
         )
         with ctx:
+            # Constant over the steps: X, the prior and the mask per noise copy.
+            x_rows = x.repeat_interleave(n, dim=0)
+            mean_rows, std_rows = _rows(mean, x, n), _rows(std, x, n)
+            keep = mask_f.repeat_interleave(n, dim=0)
             for step in range(options["steps"]):
                 noise = _draw_noise(generators, n, mask, x)
                 t = ib.inject_noise(
-                    x.repeat_interleave(n, dim=0),
+                    x_rows,
                     alpha.repeat_interleave(n, dim=0),
-                    _rows(mean, x, n),
-                    _rows(std, x, n),
+                    mean_rows,
+                    std_rows,
                     noise,
                 )
                 # Padding stays exactly as the model computed it.
-                keep = mask_f.repeat_interleave(n, dim=0)
-                t = keep * t + (1 - keep) * x.repeat_interleave(n, dim=0)
+                t = keep * t + (1 - keep) * x_rows
                 current["T"] = t.to(x_raw.dtype)
                 out = logits_of(
                     _run_forward(self.forward_func, rows_inputs, None, rows_extra)
