@@ -244,11 +244,7 @@ class TokenScorer:
         B, L = input_ids.shape
         dev = _device(self.model)
         ids = input_ids.to(dev)
-        mask = (
-            attention_mask.to(dev)
-            if attention_mask is not None
-            else (input_ids != self.pad_token_id).long().to(dev)
-        )
+        mask = self._mask_of(input_ids, attention_mask).to(dev)
         tt = token_type_ids.to(dev) if token_type_ids is not None else None
         fallback = None
         if self.target_class is None and target is None:
@@ -279,6 +275,12 @@ class TokenScorer:
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
     ) -> Tensor:
         raise NotImplementedError
+
+    def _mask_of(self, input_ids: Tensor, attention_mask: Optional[Tensor]) -> Tensor:
+        """The attention mask, or ``input_ids != pad`` when none is given."""
+        if attention_mask is not None:
+            return attention_mask
+        return (input_ids != self.pad_token_id).long()
 
     def _removable(self, ids: Tensor, mask: Tensor) -> Tensor:
         special = torch.isin(
@@ -805,12 +807,8 @@ class RandomScorer(TokenScorer):
         attention_mask: Optional[Tensor] = None,
         token_type_ids: Optional[Tensor] = None,
     ) -> Tensor:
-        """Uniform scores ``(B, L)``, zero at padding."""
-        mask = (
-            attention_mask
-            if attention_mask is not None
-            else input_ids != self.pad_token_id
-        )
+        """Uniform scores ``(B, L)``, zero at padding (no forward pass)."""
+        mask = self._mask_of(input_ids, attention_mask)
         scores = torch.rand(input_ids.shape, generator=self._generator)
         self.instances += input_ids.shape[0]
         return scores.masked_fill(~mask.bool().cpu(), 0.0)
