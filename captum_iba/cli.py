@@ -5,7 +5,7 @@ Commands::
     captum-iba explain "text" [--pair "text"] [--model PATH] [--layer N]
                        [--html out.html]
     captum-iba evaluate --dataset sst2 --methods iba,ig,lime,random [--n 300]
-    captum-iba reproduce [--profile cpu|paper]
+    captum-iba reproduce [--profile cpu|paper] [--parts table,sweeps,examples]
 
 Bad arguments get a one-line error and exit code 2, never a traceback.
 """
@@ -27,6 +27,9 @@ METHOD_NAMES = {
 }
 #: Corpora ``evaluate`` accepts (each on its held-out split, see the loaders).
 DATASETS = tuple(HELDOUT_SPLIT)
+#: Corpora of the paper's Table 1 that ``reproduce`` measures, and its parts.
+REPRODUCE_CORPORA = ("sst2", "imdb", "ag_news", "rte")
+REPRODUCE_PARTS = ("table", "sweeps", "examples")
 
 
 class CLIError(Exception):
@@ -86,7 +89,15 @@ def _parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("reproduce", help="re-run the paper's experiments")
     rp.add_argument("--profile", default="cpu", choices=["cpu", "paper"])
     rp.add_argument("--out", default="results/reproduce")
-    rp.add_argument("--datasets", help="comma-separated subset of the corpora")
+    rp.add_argument(
+        "--datasets",
+        help=f"comma-separated subset of {', '.join(REPRODUCE_CORPORA)}",
+    )
+    rp.add_argument(
+        "--parts",
+        default=",".join(REPRODUCE_PARTS),
+        help=f"comma-separated subset of {', '.join(REPRODUCE_PARTS)}",
+    )
     return parser
 
 
@@ -261,10 +272,23 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     import runpy
 
+    parts = _split(args.parts)
+    bad = [p for p in parts if p not in REPRODUCE_PARTS] or ([] if parts else [""])
+    if bad:
+        raise CLIError(f"unknown part(s) {bad}; choose from {list(REPRODUCE_PARTS)}")
     script = _experiments_dir() / "reproduce.py"
     argv = [str(script), "--profile", args.profile, "--out", args.out]
+    argv += ["--parts", ",".join(parts)]
     if args.datasets:
-        argv += ["--datasets", args.datasets]
+        corpora = _split(args.datasets)
+        bad = [d for d in corpora if d not in REPRODUCE_CORPORA] or (
+            [] if corpora else [""]
+        )
+        if bad:
+            raise CLIError(
+                f"unknown dataset(s) {bad}; choose from {list(REPRODUCE_CORPORA)}"
+            )
+        argv += ["--datasets", ",".join(corpora)]
     old = sys.argv
     sys.argv = argv
     try:

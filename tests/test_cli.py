@@ -73,6 +73,9 @@ def test_explain_pair_and_target(tiny_model_dir, capsys):
         (["evaluate", "--methods", "iba,shap"], "unknown method"),
         (["evaluate", "--priors", "uniform"], "unknown prior"),
         (["evaluate", "--n", "0"], "--n"),
+        (["reproduce", "--datasets", "sst2,mnli"], "unknown dataset"),
+        (["reproduce", "--parts", "table,figure9"], "unknown part"),
+        (["reproduce", "--parts", ","], "unknown part"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(argv, message, capsys):
