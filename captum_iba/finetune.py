@@ -80,12 +80,12 @@ RECIPES: Dict[str, Dict[str, Any]] = {
     },
     "imdb": {
         "epochs": 1.0,
-        "lr": 6e-5,
+        "lr": 8e-5,
         "batch_size": 16,
         "max_length": 256,
         "max_train_examples": 8000,
         "max_eval_examples": 2000,
-        "time_budget_s": 600.0,
+        "time_budget_s": 840.0,
     },
     "rte": {
         "epochs": 3.0,
