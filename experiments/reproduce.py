@@ -144,9 +144,9 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
                         n=row["num_instances"],
                         drop_11=row["first_level_drop"],
                         aopc=row["aopc"],
-                        seconds_per_instance=results[row["method"]].settings.get(
-                            "seconds_per_instance"
-                        ),
+                        seconds_per_instance=results[row["method"]]
+                        .settings["attribution"]
+                        .get("seconds_per_instance"),
                         paper=PAPER_TABLE1.get(corpus, {}).get(method),
                         minutes=minutes,
                         max_length=length,

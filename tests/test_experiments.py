@@ -1,0 +1,89 @@
+"""Smoke tests of ``experiments/reproduce.py`` on a tiny random model.
+
+They check that every part runs and writes what the docs say (numbers from a
+random model mean nothing); the real runs are in ``docs/results.rst``.
+"""
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from captum_iba import DegradationResult
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load_reproduce() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "reproduce", ROOT / "experiments" / "reproduce.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def reproduce(tiny_model_dir, monkeypatch):
+    from captum_iba.data import default_data_dir
+
+    try:
+        default_data_dir()
+    except FileNotFoundError as err:
+        pytest.skip(f"needs the shared corpora: {err}")
+    module = _load_reproduce()
+    monkeypatch.setattr(module, "get_finetuned_model", lambda corpus: tiny_model_dir)
+    monkeypatch.setitem(
+        module.PROFILES,
+        "tiny",
+        {
+            "n": {"sst2": 6, "rte": 4},
+            "max_length": {"sst2": 32, "rte": 48},
+            "lime_max_length": {"sst2": 32, "rte": 48},
+            "sweep_n": 4,
+            "batch_size": 4,
+        },
+    )
+    return module
+
+
+def test_table_writes_rows_figures_and_results(reproduce, tmp_path):
+    out = tmp_path / "results"
+    (out / "json").mkdir(parents=True)
+    args = argparse.Namespace(datasets=["sst2", "rte"], fair_prior="paper")
+    reproduce.run_table(args, reproduce.PROFILES["tiny"], out)
+
+    rows = json.loads((out / "table1.json").read_text())
+    assert {(r["corpus"], r["setting"]) for r in rows} == {
+        (c, s) for c in ("sst2", "rte") for s in ("paper", "fair")
+    }
+    for r in rows:
+        assert r["method"] in ("random", "LIME", "IG", "IBA")
+        assert r["n"] == reproduce.PROFILES["tiny"]["n"][r["corpus"]]
+        assert r["seconds_per_instance"] is not None and r["seconds_per_instance"] >= 0
+        assert -1.0 <= r["drop_11"] <= 1.0
+    rte_iba = next(r for r in rows if r["corpus"] == "rte" and r["method"] == "IBA")
+    assert rte_iba["paper"] == reproduce.PAPER_TABLE1["rte"]["IBA"]
+    md = (out / "table1.md").read_text()
+    assert "not measured" in md and md.count("\n| sst2 |") == 8
+    for corpus in ("sst2", "rte"):
+        for setting in ("paper", "fair"):
+            assert (out / f"fig1_{corpus}_{setting}.png").stat().st_size > 0
+    result = DegradationResult.from_json(out / "json" / "rte_paper_IBA.json")
+    assert result.settings["attribution"]["beta"] == 1e-4  # Appendix A, RTE
+
+
+def test_sweeps_and_examples_write_figures(reproduce, tmp_path):
+    out = tmp_path / "results"
+    (out / "json").mkdir(parents=True)
+    args = argparse.Namespace(sweep_dataset="sst2", fair_prior="paper")
+    reproduce.run_sweeps(args, reproduce.PROFILES["tiny"], out)
+    reproduce.run_examples(args, out)
+    summary = json.loads((out / "sweeps.json").read_text())
+    assert list(summary["layers"]) == ["1", "2"]  # the tiny model's two layers
+    assert list(summary["betas"]) == [f"{b:g}" for b in reproduce.BETAS]
+    for name in ("fig2_layers", "fig2_beta", "fig3_layers_tokens", "fig3_beta"):
+        assert (out / f"{name}.png").stat().st_size > 0
