@@ -322,7 +322,13 @@ class IntegratedGradientsScorer(TokenScorer):
         normalize (str, optional): ``"l2"`` divides each instance's scores by their L2
             norm (the paper's code). Default None.
         baseline_token_id (int, optional): Default the pad id.
-        internal_batch_size (int, optional): Captum's ``internal_batch_size``.
+        internal_batch_size (int, optional): Captum's ``internal_batch_size``
+            (rows per forward/backward pass). Default: as many rows as keep a
+            pass within ``max_tokens_per_pass`` tokens (at least the batch).
+        max_tokens_per_pass (int): Bounds the memory of a pass when
+            ``internal_batch_size`` is None: a batch of 16 reviews of 256
+            tokens at 50 steps is 204,800 tokens in one pass otherwise (tens of
+            GB). Default 16,384. The scores do not depend on it.
         target_class (int, optional): Always explain this class (the paper's code: 0).
         **kwargs: See :class:`TokenScorer`.
     """
@@ -338,11 +344,14 @@ class IntegratedGradientsScorer(TokenScorer):
         normalize: Optional[str] = None,
         baseline_token_id: Optional[int] = None,
         internal_batch_size: Optional[int] = None,
+        max_tokens_per_pass: int = 16384,
         **kwargs: Any,
     ) -> None:
         super().__init__(model, **kwargs)
         if layer is None:
             layer = model.get_input_embeddings()  # type: ignore[union-attr]
+        if max_tokens_per_pass < 1:
+            raise ValueError("max_tokens_per_pass must be a positive integer")
         if output not in ("logits", "probs"):
             raise ValueError("output must be 'logits' or 'probs'")
         if normalize not in (None, "l2"):
@@ -355,6 +364,7 @@ class IntegratedGradientsScorer(TokenScorer):
             self.pad_token_id if baseline_token_id is None else int(baseline_token_id)
         )
         self.internal_batch_size = internal_batch_size
+        self.max_tokens_per_pass = int(max_tokens_per_pass)
         self.settings.update(
             n_steps=self.n_steps,
             output=output,
@@ -362,6 +372,7 @@ class IntegratedGradientsScorer(TokenScorer):
             baseline_token_id=self.baseline_token_id,
             layer=type(layer).__name__,
             internal_batch_size=internal_batch_size,
+            max_tokens_per_pass=self.max_tokens_per_pass,
         )
 
     def _scores(
@@ -371,13 +382,16 @@ class IntegratedGradientsScorer(TokenScorer):
         removable = self._removable(ids, mask)
         baseline = ids.masked_fill(removable, self.baseline_token_id)
         extra = (mask,) if tt is None else (mask, tt)
+        rows = self.internal_batch_size
+        if rows is None and ids.numel() * self.n_steps > self.max_tokens_per_pass:
+            rows = max(ids.shape[0], self.max_tokens_per_pass // ids.shape[1])
         attr = lig.attribute(
             ids,
             baselines=baseline,
             target=target,
             additional_forward_args=extra,
             n_steps=self.n_steps,
-            internal_batch_size=self.internal_batch_size,
+            internal_batch_size=rows,
         )
         scores = attr.sum(-1) * mask
         if self.normalize == "l2":

@@ -28,7 +28,7 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import torch
 
@@ -63,6 +63,8 @@ PAPER_TABLE1 = {
 }
 CORPORA = ("sst2", "imdb", "ag_news", "rte")
 PARTS = ("table", "sweeps", "examples")
+SETTINGS = ("paper", "fair")
+METHODS = ("random", "LIME", "IG", "IBA")
 PROFILES: Dict[str, Dict[str, Any]] = {
     "cpu": {
         "n": {"sst2": 100, "imdb": 30, "ag_news": 100, "rte": 60},
@@ -101,13 +103,21 @@ def paper_layer(model: Any, corpus: str) -> int:
 
 
 def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> None:
-    rows: List[Dict[str, Any]] = []
+    settings = getattr(args, "settings", SETTINGS)
+    # Rows of an earlier run in the same folder are kept, except those re-run.
+    rerun = {(c, s) for c in args.datasets for s in settings}
+    old = out / "table1.json"
+    rows: List[Dict[str, Any]] = [
+        r
+        for r in (json.loads(old.read_text()) if old.exists() else [])
+        if (r["corpus"], r["setting"]) not in rerun
+    ]
     for corpus in args.datasets:
         model, tok = load_classifier(get_finetuned_model(corpus))
         n, length = profile["n"][corpus], profile["max_length"][corpus]
         data = load_dataset(corpus, HELDOUT_SPLIT[corpus], max_examples=n, seed=3)
         layer = paper_layer(model, corpus)
-        for setting in ("paper", "fair"):
+        for setting in settings:
             methods = ("random", "IG", "LIME-text" if setting == "paper" else "LIME")
             prior = "reference" if setting == "paper" else args.fair_prior
             start = time.time()
@@ -157,9 +167,18 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
             print(f"\n{corpus} / {setting} ({minutes:.1f} min)\n{table.to_markdown()}")
             # Written after every corpus and setting, so a long run can be read
             # (and an interrupted one kept) part-way.
+            rows.sort(key=_row_order)
             (out / "table1.json").write_text(json.dumps(rows, indent=2))
             (out / "table1.md").write_text(table1_markdown(rows))
     print("\n" + table1_markdown(rows))
+
+
+def _row_order(row: Dict[str, Any]) -> Tuple[int, int, int]:
+    return (
+        CORPORA.index(row["corpus"]),
+        SETTINGS.index(row["setting"]),
+        METHODS.index(row["method"]),
+    )
 
 
 def table1_markdown(rows: List[Dict[str, Any]]) -> str:
@@ -283,7 +302,15 @@ def main() -> None:
     parser.add_argument(
         "--parts", default="table,sweeps,examples", help="which parts to run"
     )
+    parser.add_argument(
+        "--settings",
+        default="paper,fair",
+        help="Table 1 settings to run (rows of others already in --out are kept)",
+    )
     args = parser.parse_args()
+    args.settings = [s.strip() for s in args.settings.split(",") if s.strip()]
+    if not args.settings or set(args.settings) - set(SETTINGS):
+        parser.error(f"unknown setting(s) {args.settings}; choose from {SETTINGS}")
     args.datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
     unknown = [d for d in args.datasets if d not in CORPORA]
     if unknown:

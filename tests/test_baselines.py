@@ -162,6 +162,25 @@ def test_ig_honours_target_and_completeness(model, tokenizer, batch):
     assert (s0[special] == 0).all()
 
 
+def test_ig_token_budget_splits_passes_not_scores(model, tokenizer, batch):
+    ids, mask, tt = batch
+    whole = IntegratedGradientsScorer(model, tokenizer=tokenizer, n_steps=16)
+    split = IntegratedGradientsScorer(
+        model, tokenizer=tokenizer, n_steps=16, max_tokens_per_pass=ids.shape[1]
+    )
+    rows = []
+    handle = split.layer.register_forward_hook(lambda m, i, o: rows.append(o.shape[0]))
+    try:
+        scores = split.attribute(ids, 1, mask, tt)
+    finally:
+        handle.remove()
+    torch.testing.assert_close(scores, whole.attribute(ids, 1, mask, tt))
+    # the budget allows one row of L tokens, and a pass holds at least the batch
+    assert max(rows) == ids.shape[0] and len(rows) > 2
+    with pytest.raises(ValueError, match="max_tokens_per_pass"):
+        IntegratedGradientsScorer(model, tokenizer=tokenizer, max_tokens_per_pass=0)
+
+
 def test_paper_ig_always_explains_class_zero(model, tokenizer, batch):
     ids, mask, tt = batch
     paper = make_scorers(model, tokenizer, "paper", methods=("IG",), ig_steps=10)["IG"]
