@@ -13,10 +13,12 @@ Writes into one results folder:
   one example, and the effect of beta on it (Appendix E);
 * every result as JSON (``captum_iba.DegradationResult.from_json`` reads it).
 
-Profiles: ``cpu`` (about an hour on 2 CPU cores: small samples, IMDB
-truncated to 256 tokens) and ``paper`` (1,000 instances, 512 tokens; for a
-GPU). Models: MiniLM-L6 fine-tuned per corpus by
-:func:`captum_iba.finetune.get_finetuned_model` (cached).
+Profiles: ``cpu`` (small samples, IMDB and RTE truncated to 256 tokens;
+measured on an idle 2-core CPU: 67 minutes for the table, 5 for the sweeps
+and examples, once the four models are cached) and ``paper`` (1,000
+instances, 512 tokens; for a GPU). Models: MiniLM-L6 fine-tuned per corpus by
+:func:`captum_iba.finetune.get_finetuned_model` (cached; about 15 minutes each
+on first use).
 
 Usage::
 
