@@ -13,7 +13,7 @@ Bad arguments get a one-line error and exit code 2, never a traceback.
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, List, Optional, Sequence
+from typing import Any, Iterable, List, Optional, Sequence
 
 from captum_iba.data import HELDOUT_SPLIT
 
@@ -30,6 +30,7 @@ DATASETS = tuple(HELDOUT_SPLIT)
 #: Corpora of the paper's Table 1 that ``reproduce`` measures, and its parts.
 REPRODUCE_CORPORA = ("sst2", "imdb", "ag_news", "rte")
 REPRODUCE_PARTS = ("table", "sweeps", "examples")
+REPRODUCE_SETTINGS = ("paper", "fair")
 
 
 class CLIError(Exception):
@@ -98,11 +99,26 @@ def _parser() -> argparse.ArgumentParser:
         default=",".join(REPRODUCE_PARTS),
         help=f"comma-separated subset of {', '.join(REPRODUCE_PARTS)}",
     )
+    rp.add_argument(
+        "--settings",
+        default=",".join(REPRODUCE_SETTINGS),
+        help="Table 1 settings to run (rows of others already in --out are kept)",
+    )
     return parser
 
 
 def _split(value: str) -> List[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _choices(value: str, allowed: Iterable[str], what: str) -> List[str]:
+    """The comma-separated ``value`` as a list; a CLIError when empty or unknown."""
+    allowed = list(allowed)
+    chosen = _split(value)
+    bad = [v for v in chosen if v not in allowed]
+    if bad or not chosen:
+        raise CLIError(f"unknown {what}(s) {bad or [value]}; choose from {allowed}")
+    return chosen
 
 
 def _model_and_tokenizer(path: Optional[str], dataset: str = "sst2") -> Any:
@@ -211,14 +227,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     dataset = args.dataset.lower()
     if dataset not in DATASETS:
         raise CLIError(f"unknown dataset {args.dataset!r}; choose from {DATASETS}")
-    methods = _split(args.methods.lower())
-    bad = [m for m in methods if m not in METHOD_NAMES]
-    if bad or not methods:
-        raise CLIError(f"unknown method(s) {bad}; choose from {list(METHOD_NAMES)}")
-    priors = _split(args.priors)
-    bad = [p for p in priors if p not in PRIOR_NAMES]
-    if bad or not priors:
-        raise CLIError(f"unknown prior(s) {bad}; choose from {list(PRIOR_NAMES)}")
+    methods = _choices(args.methods.lower(), METHOD_NAMES, "method")
+    priors = _choices(args.priors, PRIOR_NAMES, "prior")
     if args.n < 1:
         raise CLIError("--n must be at least 1")
     model, tok = _model_and_tokenizer(args.model, dataset)
@@ -272,22 +282,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     import runpy
 
-    parts = _split(args.parts)
-    bad = [p for p in parts if p not in REPRODUCE_PARTS] or ([] if parts else [""])
-    if bad:
-        raise CLIError(f"unknown part(s) {bad}; choose from {list(REPRODUCE_PARTS)}")
+    parts = _choices(args.parts, REPRODUCE_PARTS, "part")
+    settings = _choices(args.settings, REPRODUCE_SETTINGS, "setting")
     script = _experiments_dir() / "reproduce.py"
     argv = [str(script), "--profile", args.profile, "--out", args.out]
-    argv += ["--parts", ",".join(parts)]
+    argv += ["--parts", ",".join(parts), "--settings", ",".join(settings)]
     if args.datasets:
-        corpora = _split(args.datasets)
-        bad = [d for d in corpora if d not in REPRODUCE_CORPORA] or (
-            [] if corpora else [""]
-        )
-        if bad:
-            raise CLIError(
-                f"unknown dataset(s) {bad}; choose from {list(REPRODUCE_CORPORA)}"
-            )
+        corpora = _choices(args.datasets, REPRODUCE_CORPORA, "dataset")
         argv += ["--datasets", ",".join(corpora)]
     old = sys.argv
     sys.argv = argv

@@ -40,6 +40,7 @@ from captum_iba import (
     encoder_layers,
     layer_token_map,
 )
+from captum_iba.cli import REPRODUCE_CORPORA, REPRODUCE_PARTS, REPRODUCE_SETTINGS
 from captum_iba.data import HELDOUT_SPLIT, load_dataset
 from captum_iba.evaluate import (
     default_layer_index,
@@ -63,9 +64,7 @@ PAPER_TABLE1 = {
     "ag_news": {"random": 0.008, "LIME": 0.033, "IG": 0.036, "IBA": 0.029},
     "rte": {"random": 0.012, "LIME": 0.014, "IG": 0.043, "IBA": 0.059},
 }
-CORPORA = ("sst2", "imdb", "ag_news", "rte")
-PARTS = ("table", "sweeps", "examples")
-SETTINGS = ("paper", "fair")
+CORPORA, PARTS, SETTINGS = REPRODUCE_CORPORA, REPRODUCE_PARTS, REPRODUCE_SETTINGS
 METHODS = ("random", "LIME", "IG", "IBA")
 PROFILES: Dict[str, Dict[str, Any]] = {
     "cpu": {
@@ -105,7 +104,7 @@ def paper_layer(model: Any, corpus: str) -> int:
 
 
 def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> None:
-    settings = getattr(args, "settings", SETTINGS)
+    settings = args.settings
     # Rows of an earlier run in the same folder are kept, except those re-run.
     rerun = {(c, s) for c in args.datasets for s in settings}
     old = out / "table1.json"

@@ -48,6 +48,7 @@ def test_explain_pair_and_target(tiny_model_dir, capsys):
         (["reproduce", "--datasets", "sst2,mnli"], "unknown dataset"),
         (["reproduce", "--parts", "table,figure9"], "unknown part"),
         (["reproduce", "--parts", ","], "unknown part"),
+        (["reproduce", "--settings", "fast"], "unknown setting"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(argv, message, capsys):

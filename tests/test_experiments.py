@@ -53,7 +53,9 @@ def reproduce(tiny_model_dir, monkeypatch):
 def test_table_writes_rows_figures_and_results(reproduce, tmp_path):
     out = tmp_path / "results"
     (out / "json").mkdir(parents=True)
-    args = argparse.Namespace(datasets=["sst2", "rte"], fair_prior="paper")
+    args = argparse.Namespace(
+        datasets=["sst2", "rte"], settings=["paper", "fair"], fair_prior="paper"
+    )
     reproduce.run_table(args, reproduce.PROFILES["tiny"], out)
 
     rows = json.loads((out / "table1.json").read_text())
@@ -74,6 +76,15 @@ def test_table_writes_rows_figures_and_results(reproduce, tmp_path):
             assert (out / f"fig1_{corpus}_{setting}.png").stat().st_size > 0
     result = DegradationResult.from_json(out / "json" / "rte_paper_IBA.json")
     assert result.settings["attribution"]["beta"] == 1e-4  # Appendix A, RTE
+
+    # re-running one corpus and setting keeps every other row as it was
+    args.datasets, args.settings = ["rte"], ["fair"]
+    reproduce.run_table(args, reproduce.PROFILES["tiny"], out)
+    again = json.loads((out / "table1.json").read_text())
+    key = lambda r: (r["corpus"], r["setting"], r["method"])  # noqa: E731
+    assert [key(r) for r in again] == [key(r) for r in rows]
+    kept = [r for r in rows if (r["corpus"], r["setting"]) != ("rte", "fair")]
+    assert [r for r in again if (r["corpus"], r["setting"]) != ("rte", "fair")] == kept
 
 
 def test_sweeps_and_examples_write_figures(reproduce, tmp_path):
