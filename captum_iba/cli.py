@@ -111,8 +111,20 @@ def _split(value: str) -> List[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def _choices(value: str, allowed: Iterable[str], what: str) -> List[str]:
-    """The comma-separated ``value`` as a list; a CLIError when empty or unknown."""
+def split_choices(value: str, allowed: Iterable[str], what: str) -> List[str]:
+    """Splits a comma-separated option and checks every item.
+
+    Args:
+        value (str): The option's value, e.g. ``"iba,ig"``.
+        allowed (Iterable[str]): The accepted items.
+        what (str): The item's name for the error, e.g. ``"method"``.
+
+    Returns:
+        List[str]: The items, in the given order.
+
+    Raises:
+        CLIError: If ``value`` names no item or an unknown one.
+    """
     allowed = list(allowed)
     chosen = _split(value)
     bad = [v for v in chosen if v not in allowed]
@@ -227,8 +239,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     dataset = args.dataset.lower()
     if dataset not in DATASETS:
         raise CLIError(f"unknown dataset {args.dataset!r}; choose from {DATASETS}")
-    methods = _choices(args.methods.lower(), METHOD_NAMES, "method")
-    priors = _choices(args.priors, PRIOR_NAMES, "prior")
+    methods = split_choices(args.methods.lower(), METHOD_NAMES, "method")
+    priors = split_choices(args.priors, PRIOR_NAMES, "prior")
     if args.n < 1:
         raise CLIError("--n must be at least 1")
     model, tok = _model_and_tokenizer(args.model, dataset)
@@ -282,13 +294,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     import runpy
 
-    parts = _choices(args.parts, REPRODUCE_PARTS, "part")
-    settings = _choices(args.settings, REPRODUCE_SETTINGS, "setting")
+    parts = split_choices(args.parts, REPRODUCE_PARTS, "part")
+    settings = split_choices(args.settings, REPRODUCE_SETTINGS, "setting")
     script = _experiments_dir() / "reproduce.py"
     argv = [str(script), "--profile", args.profile, "--out", args.out]
     argv += ["--parts", ",".join(parts), "--settings", ",".join(settings)]
     if args.datasets:
-        corpora = _choices(args.datasets, REPRODUCE_CORPORA, "dataset")
+        corpora = split_choices(args.datasets, REPRODUCE_CORPORA, "dataset")
         argv += ["--datasets", ",".join(corpora)]
     old = sys.argv
     sys.argv = argv

@@ -40,7 +40,13 @@ from captum_iba import (
     encoder_layers,
     layer_token_map,
 )
-from captum_iba.cli import REPRODUCE_CORPORA, REPRODUCE_PARTS, REPRODUCE_SETTINGS
+from captum_iba.cli import (
+    REPRODUCE_CORPORA,
+    REPRODUCE_PARTS,
+    REPRODUCE_SETTINGS,
+    CLIError,
+    split_choices,
+)
 from captum_iba.data import HELDOUT_SPLIT, load_dataset
 from captum_iba.evaluate import (
     default_layer_index,
@@ -309,19 +315,15 @@ def main() -> None:
         help="Table 1 settings to run (rows of others already in --out are kept)",
     )
     args = parser.parse_args()
-    args.settings = [s.strip() for s in args.settings.split(",") if s.strip()]
-    if not args.settings or set(args.settings) - set(SETTINGS):
-        parser.error(f"unknown setting(s) {args.settings}; choose from {SETTINGS}")
-    args.datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    unknown = [d for d in args.datasets if d not in CORPORA]
-    if unknown:
-        parser.error(f"unknown corpus {unknown}; choose from {CORPORA}")
+    try:
+        args.settings = split_choices(args.settings, SETTINGS, "setting")
+        args.datasets = split_choices(args.datasets, CORPORA, "dataset")
+        parts = split_choices(args.parts, PARTS, "part")
+    except CLIError as err:
+        parser.error(str(err))
     out = Path(args.out)
     (out / "json").mkdir(parents=True, exist_ok=True)
     profile = PROFILES[args.profile]
-    parts = {p.strip() for p in args.parts.split(",") if p.strip()}
-    if not parts or parts - set(PARTS):
-        parser.error(f"unknown part(s) {sorted(parts - set(PARTS))}; choose {PARTS}")
     start = time.time()
     if "examples" in parts:
         run_examples(args, out)

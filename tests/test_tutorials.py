@@ -74,7 +74,7 @@ def _finetuned_sst2_cached() -> bool:
 
 
 @pytest.fixture(scope="module")
-def notebook_env() -> Iterator[Dict[str, str]]:
+def notebook_env() -> Iterator[None]:
     """Environment of the notebook kernels: the full SST-2 model when cached,
     else a quick one (``CAPTUM_IBA_FINETUNE_BUDGET_S``) fine-tuned on first use."""
     pytest.importorskip("nbclient")
@@ -93,7 +93,7 @@ def notebook_env() -> Iterator[Dict[str, str]]:
     if not _finetuned_sst2_cached():
         os.environ[BUDGET_ENV_VAR] = SMOKE_BUDGET_S
     try:
-        yield dict(os.environ)
+        yield
     finally:
         for key, value in old.items():
             if value is None:
@@ -103,10 +103,9 @@ def notebook_env() -> Iterator[Dict[str, str]]:
 
 
 @pytest.mark.notebook
+@pytest.mark.usefixtures("notebook_env")
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
-def test_notebook_executes(
-    path: Path, tmp_path: Path, notebook_env: Dict[str, str]
-) -> None:
+def test_notebook_executes(path: Path, tmp_path: Path) -> None:
     """Runs the notebook top to bottom in a fresh kernel (a copy, in tmp_path)."""
     import nbclient
     import nbformat
