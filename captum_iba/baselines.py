@@ -54,7 +54,7 @@ from captum.attr import LayerIntegratedGradients, Lime
 from captum.log import log_usage
 from torch import Tensor, nn
 
-from captum_iba._outputs import logits_of
+from captum_iba._utils.common import logits_of
 from captum_iba.metrics import PAPER_LEVELS, DegradationResult, degradation_test
 
 __all__ = [

@@ -56,7 +56,7 @@ import torch
 from captum.log import log_usage
 from torch import Tensor
 
-from captum_iba._outputs import logits_of
+from captum_iba._utils.common import logits_of
 from captum_iba.version import __version__
 
 __all__ = [

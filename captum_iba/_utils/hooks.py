@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 from torch.nn import Module, ModuleList, Sequential
 
-from captum_iba._captum_compat import _sort_key_list
+from captum_iba._utils.captum_compat import _sort_key_list
 
 
 def first_tensor(output: Any, layer_name: str = "layer") -> Tensor:

@@ -1,0 +1,267 @@
+"""One home for the small conventions every layer of the package shares.
+
+* :func:`logits_of` - the scores inside whatever a forward function returns;
+* :func:`format_target` / :func:`check_target_range` - Captum's ``TargetType``
+  turned into one index (or index tuple) per instance, and checked;
+* :func:`model_device` - where a model's parameters live;
+* :func:`tokenizer_ids` / :func:`special_token_ids` / :func:`pad_token_id` - the
+  ids a tokenizer reserves, with explicit values winning;
+* :func:`hf_call` - the Hugging Face positional call
+  ``model(input_ids, attention_mask, token_type_ids, *extra)``.
+"""
+
+import numbers
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor, nn
+
+__all__ = [
+    "check_target_range",
+    "format_target",
+    "hf_call",
+    "logits_of",
+    "model_device",
+    "pad_token_id",
+    "special_token_ids",
+    "tokenizer_ids",
+]
+
+
+def logits_of(output: Any) -> Tensor:
+    """The class scores (logits) of a forward's output.
+
+    Accepts a Tensor, an object with a ``.logits`` Tensor (a Hugging Face
+    ``ModelOutput``), a dict with ``"logits"``, or a tuple/list whose first
+    element is the Tensor.
+
+    Args:
+        output (Any): What the forward function returned.
+
+    Returns:
+        Tensor: The logits.
+
+    Raises:
+        TypeError: If no Tensor of scores can be found.
+    """
+    if isinstance(output, Tensor):
+        return output
+    logits = getattr(output, "logits", None)
+    if logits is None and isinstance(output, dict):
+        logits = output.get("logits")
+    if logits is None and isinstance(output, (tuple, list)) and output:
+        logits = output[0]
+    if isinstance(logits, Tensor):
+        return logits
+    raise TypeError(
+        "forward_func must return class scores (logits) as a Tensor, an object "
+        "with a .logits Tensor, or a tuple whose first element they are; got "
+        f"{type(output).__name__}."
+    )
+
+
+def _index(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"target must hold integer class indices; got {value!r} "
+            f"({type(value).__name__})."
+        )
+    return int(value)
+
+
+def _tensor_target(target: Tensor, batch: int) -> Tensor:
+    t = target.detach().cpu()
+    if t.is_floating_point() and not torch.equal(t, t.round()):
+        raise TypeError("target must hold integer class indices")
+    t = t.long()
+    if t.dim() == 0 or t.numel() == 1:
+        return t.reshape(()).expand(batch).clone()
+    if t.dim() != 1:
+        raise ValueError(
+            f"A Tensor target must be a scalar or 1-D, got {tuple(target.shape)}."
+        )
+    return t
+
+
+def format_target(target: Any, batch: int) -> Optional[Tensor]:
+    """Captum's ``TargetType`` as one index (or index tuple) per instance.
+
+    * ``None`` stays ``None`` (the caller explains the predicted class);
+    * an ``int``, a scalar Tensor or a one-element Tensor: the same index for
+      every instance, shape ``(B,)``;
+    * a ``tuple`` of ints: the same multi-dimensional index for every instance,
+      shape ``(B, d)``;
+    * a 1-D Tensor or a list of ints: one index per instance, shape ``(B,)``;
+    * a list of tuples: one multi-dimensional index per instance, ``(B, d)``.
+
+    Args:
+        target (Any): The target, as Captum's ``attribute`` methods take it.
+        batch (int): The number of instances ``B``.
+
+    Returns:
+        Tensor or None: Long tensor of shape ``(B,)`` or ``(B, d)`` on the CPU.
+
+    Raises:
+        TypeError: On booleans, non-integer values or unsupported types.
+        ValueError: When a per-instance target does not have ``B`` entries.
+    """
+    if target is None:
+        return None
+    if isinstance(target, Tensor):
+        out = _tensor_target(target, batch)
+    elif isinstance(target, tuple):
+        row = [_index(t) for t in target]
+        out = torch.tensor([row] * batch, dtype=torch.long).reshape(batch, len(row))
+    elif isinstance(target, (list, range)) or (
+        isinstance(target, Sequence) and not isinstance(target, (str, bytes))
+    ):
+        items = list(target)
+        if items and all(isinstance(t, tuple) for t in items):
+            rows = [[_index(v) for v in t] for t in items]
+            if len({len(r) for r in rows}) != 1:
+                raise ValueError("Tuple targets must all have the same length.")
+            out = torch.tensor(rows, dtype=torch.long)
+        else:
+            out = torch.tensor([_index(t) for t in items], dtype=torch.long)
+    else:
+        out = torch.full((batch,), _index(target), dtype=torch.long)
+    if out.shape[0] != batch:
+        raise ValueError(
+            f"target has {out.shape[0]} entries but inputs have {batch} instances."
+        )
+    return out
+
+
+def check_target_range(target: Tensor, output_shape: Sequence[int]) -> None:
+    """Check that every instance's target indexes the forward's output.
+
+    Args:
+        target (Tensor): From :func:`format_target`, ``(B,)`` or ``(B, d)``.
+        output_shape (Sequence[int]): Shape of the forward's output ``(B, ...)``.
+
+    Raises:
+        ValueError: Naming the first instance whose target is out of range.
+    """
+    dims = tuple(output_shape[1:])
+    rows = target.reshape(target.shape[0], -1)
+    if rows.shape[1] != len(dims):
+        raise ValueError(
+            f"target {rows[0].tolist() if rows.shape[1] > 1 else int(rows[0, 0])} "
+            f"does not index a forward output of shape {tuple(output_shape)}: "
+            f"expected {len(dims)} index value(s) per instance."
+        )
+    limits = torch.tensor(dims, dtype=torch.long)
+    bad = ((rows < 0) | (rows >= limits)).any(dim=1).nonzero().flatten()
+    if bad.numel():
+        i = int(bad[0])
+        value = rows[i].tolist() if rows.shape[1] > 1 else int(rows[i, 0])
+        raise ValueError(
+            f"target {value} for instance {i} is out of range for forward output "
+            f"of shape {tuple(output_shape)}."
+        )
+
+
+def model_device(model: Any, fallback: Optional[torch.device] = None) -> torch.device:
+    """The device of a module's first parameter (or ``fallback``, default CPU).
+
+    Args:
+        model (Any): A module, or any callable.
+        fallback (torch.device, optional): For callables and parameter-free
+            modules. Default: CPU.
+
+    Returns:
+        torch.device: The device.
+    """
+    if isinstance(model, nn.Module):
+        for p in model.parameters():
+            return p.device
+    return fallback if fallback is not None else torch.device("cpu")
+
+
+def tokenizer_ids(tokenizer: Any) -> Dict[str, Any]:
+    """The pad, mask and unknown ids of a tokenizer and its special ids.
+
+    The special ids exclude UNK (it stands for a real word of the text) and
+    PAD (padding is never a token).
+
+    Args:
+        tokenizer (Any): A Hugging Face tokenizer, or None.
+
+    Returns:
+        dict: ``pad_token_id``, ``mask_token_id``, ``unk_token_id`` (None when
+        the tokenizer has none) and ``special_token_ids`` (sorted list).
+    """
+    ids: Dict[str, Any] = {
+        name: getattr(tokenizer, name, None)
+        for name in ("pad_token_id", "mask_token_id", "unk_token_id")
+    }
+    specials = set(getattr(tokenizer, "all_special_ids", None) or [])
+    specials -= {ids["unk_token_id"], ids["pad_token_id"], None}
+    ids["special_token_ids"] = sorted(int(s) for s in specials)
+    return ids
+
+
+def special_token_ids(
+    tokenizer: Any, explicit: Optional[Iterable[int]] = None
+) -> List[int]:
+    """Ids never removed or scored: ``explicit`` when given, else the tokenizer's.
+
+    Args:
+        tokenizer (Any): A Hugging Face tokenizer, or None.
+        explicit (Iterable[int], optional): Ids given by the user.
+
+    Returns:
+        list[int]: Sorted ids (empty without either).
+    """
+    if explicit is not None:
+        return sorted({int(i) for i in explicit})
+    return tokenizer_ids(tokenizer)["special_token_ids"] if tokenizer else []
+
+
+def pad_token_id(
+    tokenizer: Any, explicit: Optional[int] = None, default: Optional[int] = 0
+) -> Optional[int]:
+    """The padding id: ``explicit``, else the tokenizer's, else ``default``.
+
+    Args:
+        tokenizer (Any): A Hugging Face tokenizer, or None.
+        explicit (int, optional): The id given by the user.
+        default (int, optional): When neither is known. Default 0.
+
+    Returns:
+        int or None: The id.
+    """
+    if explicit is not None:
+        return int(explicit)
+    found = getattr(tokenizer, "pad_token_id", None) if tokenizer is not None else None
+    return default if found is None else int(found)
+
+
+def hf_call(
+    forward_func: Any,
+    input_ids: Tensor,
+    attention_mask: Optional[Tensor] = None,
+    token_type_ids: Optional[Tensor] = None,
+    extra: Tuple[Any, ...] = (),
+) -> Tensor:
+    """Logits of ``forward_func(ids, [attention_mask], [token_type_ids], *extra)``.
+
+    The Hugging Face positional order; arguments that are None are left out,
+    except that segment ids without a mask get an all-ones mask (positions
+    must stay right).
+
+    Args:
+        forward_func (Any): A Hugging Face model or a function taking its
+            positional arguments.
+        input_ids (Tensor): ``(B, L)`` token ids.
+        attention_mask (Tensor, optional): ``(B, L)``, 0 at padding.
+        token_type_ids (Tensor, optional): ``(B, L)`` segment ids.
+        extra (tuple, optional): Further positional arguments.
+
+    Returns:
+        Tensor: The logits (:func:`logits_of`).
+    """
+    if token_type_ids is not None and attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    args = [a for a in (input_ids, attention_mask, token_type_ids) if a is not None]
+    return logits_of(forward_func(*args, *extra))

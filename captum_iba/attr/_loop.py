@@ -1,0 +1,169 @@
+"""The per-instance optimisation of one bottleneck, batched (Section 3, Eq. 5).
+
+:func:`optimise` runs Adam on ``alpha`` for every instance of a batch at once:
+each instance has its own ``alpha``, its own loss term and its own noise
+generator, so that its result does not depend on the rest of the batch. The
+forward pass itself is given as a function: the caller decides how the
+bottleneck output ``T`` replaces the layer's output (hooks or the stack replay).
+"""
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from captum_iba._utils.captum_compat import _select_targets
+from captum_iba.attr import bottleneck as ib
+
+
+@dataclass
+class Layer:
+    """What the loop needs to know of the bottlenecked layer's output.
+
+    Attributes:
+        x (Tensor): The layer output :math:`X`, float32, ``(B, L, ...)`` or
+            ``(B, ...)``.
+        mean (Tensor): :math:`\\mu` of the prior, broadcastable to ``x``.
+        std (Tensor): :math:`\\sigma` of the prior, broadcastable to ``x``.
+        mask (Tensor): ``(B, L)`` (or ``(B,)``) bool, True at real tokens.
+    """
+
+    x: Tensor
+    mean: Tensor
+    std: Tensor
+    mask: Tensor
+
+    @property
+    def mask_f(self) -> Tensor:
+        """The mask as float, broadcastable to ``x``."""
+        m = self.mask.to(self.x.dtype)
+        return m.reshape(m.shape + (1,) * (self.x.dim() - m.dim()))
+
+    def capacity(self, alpha: Tensor) -> Tensor:
+        """Eqs. (3)-(4) per element, zero at padding."""
+        return ib.capacity(self.x, alpha, self.mean, self.std) * self.mask_f
+
+
+def generators(seed: int, batch: int, device: torch.device) -> List[torch.Generator]:
+    """One generator per instance, all seeded alike: noise is batch-independent."""
+    gens = []
+    for _ in range(batch):
+        g = torch.Generator(device=device)
+        g.manual_seed(seed)
+        gens.append(g)
+    return gens
+
+
+def draw_noise(gens: List[torch.Generator], n: int, mask: Tensor, x: Tensor) -> Tensor:
+    """Standard normal noise ``(B * n, ...)`` drawn only at each instance's real
+    tokens, in order, so that padding does not change the draws."""
+    noise = torch.zeros((x.shape[0], n) + tuple(x.shape[1:]), device=x.device)
+    for i, g in enumerate(gens):
+        if x.dim() >= 3:
+            real = mask[i]
+            shape = (n, int(real.sum())) + tuple(x.shape[2:])
+            noise[i][:, real] = torch.randn(shape, generator=g, device=x.device)
+        else:
+            shape = (n,) + tuple(x.shape[1:])
+            noise[i] = torch.randn(shape, generator=g, device=x.device)
+    return noise.reshape((-1,) + tuple(x.shape[1:]))
+
+
+def repeat_rows(stat: Tensor, x: Tensor, n: int) -> Tensor:
+    """Per-instance statistics ``(B, ...)`` repeated for the ``n`` noise copies;
+    statistics shared by all instances broadcast as they are."""
+    if stat.dim() == x.dim() and stat.shape[0] == x.shape[0]:
+        return stat.repeat_interleave(n, dim=0)
+    return stat
+
+
+def row_targets(targets: Tensor, n: int) -> Any:
+    """Targets of the ``B * n`` rows, in the form Captum's ``_select_targets``
+    takes: a 1-D tensor, or a list of tuples for multi-dimensional outputs."""
+    rows = targets.repeat_interleave(n, dim=0)
+    if rows.dim() == 1:
+        return rows
+    return [tuple(r) for r in rows.tolist()]
+
+
+def task_loss(output: Tensor, rows_target: Any, batch: int, n: int) -> Tensor:
+    """:math:`\\mathcal{L}_{CE}` per instance: the cross-entropy of the target,
+    averaged over the instance's noise copies."""
+    logp = torch.log_softmax(output.float(), dim=-1)
+    if isinstance(rows_target, Tensor):
+        rows_target = rows_target.to(logp.device)
+    return -_select_targets(logp, rows_target).reshape(batch, n).mean(1)
+
+
+def optimise(
+    layer: Layer,
+    forward: Callable[[Tensor], Tensor],
+    targets: Tensor,
+    options: Any,
+    seed: int,
+    out_dtype: torch.dtype,
+) -> Tuple[Tensor, Dict[str, Any]]:
+    """Optimise ``alpha`` per instance and return the final capacity.
+
+    Args:
+        layer (Layer): The layer output, the prior's statistics and the mask.
+        forward (Callable): Runs the model with the given bottleneck output
+            ``T`` (``(B * n, ...)``) in place of the layer's output and
+            returns the scores.
+        targets (Tensor): ``(B,)`` or ``(B, d)`` target indices.
+        options (IBAOptions): ``beta``, ``steps``, ``n_samples``, ``lr``,
+            ``init_alpha``.
+        seed (int): Seed of every instance's noise generator.
+        out_dtype (torch.dtype): The layer's own dtype (``T`` is cast to it).
+
+    Returns:
+        (capacity, info): The capacity per element (nats, zero at padding) and
+        the diagnostics (beta, final task loss and mean capacity).
+    """
+    x, n = layer.x, options.n_samples
+    batch = x.shape[0]
+    per_instance = layer.mask_f.expand_as(x).reshape(batch, -1).sum(dim=1)
+    rows_target = row_targets(targets, n)
+    gens = generators(seed, batch, x.device)
+    alpha = torch.full_like(x, options.init_alpha, requires_grad=True)
+    optimizer = torch.optim.Adam([alpha], lr=options.lr)
+    beta: Any = options.beta
+    task = cap_mean = torch.zeros(batch)
+    # Constant over the steps: X, the prior and the mask per noise copy.
+    x_rows = x.repeat_interleave(n, dim=0)
+    mean_rows, std_rows = repeat_rows(layer.mean, x, n), repeat_rows(layer.std, x, n)
+    keep = layer.mask_f.repeat_interleave(n, dim=0)
+    for step in range(options.steps):
+        noise = draw_noise(gens, n, layer.mask, x)
+        t = ib.inject_noise(
+            x_rows, alpha.repeat_interleave(n, dim=0), mean_rows, std_rows, noise
+        )
+        t = keep * t + (1 - keep) * x_rows  # padding stays as the model computed it
+        task = task_loss(forward(t.to(out_dtype)), rows_target, batch, n)
+        cap_total = layer.capacity(alpha).reshape(batch, -1).sum(dim=1)
+        cap_mean = cap_total / per_instance
+        if step == 0 and beta == "auto":
+            beta = ib.empirical_beta(task, cap_total)
+        loss = ib.information_bottleneck_loss(task, cap_mean, beta)
+        _check_finite(loss, step)
+        (grad,) = torch.autograd.grad(loss.sum(), alpha)
+        optimizer.zero_grad(set_to_none=True)
+        alpha.grad = grad
+        optimizer.step()
+    with torch.no_grad():
+        attr = layer.capacity(alpha)
+    info = {
+        "beta": beta.detach().cpu() if isinstance(beta, Tensor) else beta,
+        "task_loss": task.detach().cpu(),
+        "mean_capacity": cap_mean.detach().cpu(),
+    }
+    return attr, info
+
+
+def _check_finite(loss: Tensor, step: int) -> None:
+    if not torch.isfinite(loss).all():
+        bad: Optional[List[int]] = (~torch.isfinite(loss)).nonzero().flatten().tolist()
+        raise FloatingPointError(
+            f"Non-finite IBA loss at step {step} for instance(s) {bad}."
+        )

@@ -1,0 +1,352 @@
+r"""Noise priors: where :math:`\mu` and :math:`\sigma` of Eq. (2) come from.
+
+The bottleneck replaces part of the layer output :math:`X` by noise
+:math:`\epsilon \sim \mathcal{N}(\mu, \sigma^2)` and measures information against
+:math:`Q(T) = \mathcal{N}(\mu, \sigma^2)`. Three choices are offered:
+
+* :class:`PaperPrior` (``"paper"``) - the paper's text (Section 3): the
+  per-feature mean and standard deviation of the instance's own layer output
+  :math:`X`, over its real (non-padding) tokens.
+* :class:`DatasetPrior` (``"dataset"``) - Schulz et al. (2020): per-feature mean
+  and standard deviation of the layer output over a data set, estimated with
+  Welford's algorithm over the real tokens of a data loader, with a floor on
+  :math:`\sigma`. Fit it once with :meth:`DatasetPrior.fit`.
+* :class:`ReferencePrior` (``"reference"``) - exactly what the paper's released
+  code does: :math:`\mu` = the *input* of the same layer, per token and feature,
+  and :math:`\sigma = \sqrt{10^{-5}}` everywhere. Use it to reproduce the paper's
+  numbers.
+
+Each prior maps an instance batch to ``(mean, std)`` tensors that broadcast
+against the layer output of shape ``(B, L, *features)``.
+"""
+
+import abc
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+from torch.nn import Module
+
+from captum_iba._utils.hooks import recorded
+
+__all__ = [
+    "PRIORS",
+    "PRIOR_NAMES",
+    "DatasetPrior",
+    "NoisePrior",
+    "PaperPrior",
+    "PriorLike",
+    "ReferencePrior",
+    "WelfordEstimator",
+    "resolve_prior",
+]
+
+PriorLike = Union[str, "NoisePrior"]
+
+
+def _expand_mask(token_mask: Tensor, x: Tensor) -> Tensor:
+    """(B, L) mask as float, broadcastable to ``x`` of shape (B, L, *features)."""
+    return token_mask.to(x.dtype).reshape(token_mask.shape + (1,) * (x.dim() - 2))
+
+
+class NoisePrior(abc.ABC):
+    """Base class of the noise priors.
+
+    Subclasses implement :meth:`statistics`.
+    """
+
+    #: Short name used in strings, results and error messages.
+    name: str = ""
+    #: Whether :meth:`statistics` needs the layer's input.
+    needs_layer_input: bool = False
+
+    @abc.abstractmethod
+    def statistics(
+        self, x: Tensor, layer_input: Optional[Tensor], token_mask: Tensor
+    ) -> Tuple[Tensor, Tensor]:
+        """Mean and standard deviation of the noise for a batch.
+
+        Args:
+            x (Tensor): The layer output, shape (B, L, *features), float32.
+            layer_input (Tensor or None): The layer's input, when captured.
+            token_mask (Tensor): (B, L) bool, True at real tokens.
+
+        Returns:
+            (mean, std): Tensors broadcastable to ``x``; ``std > 0``.
+        """
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class PaperPrior(NoisePrior):
+    r"""The paper's text: :math:`\mu_X, \sigma_X` of the instance's own layer output.
+
+    For every instance and feature, the mean and (population) standard
+    deviation over that instance's real tokens. Padding takes no part.
+
+    Args:
+        std_floor (float, optional): Lower bound on :math:`\sigma` (a feature
+            constant over the sentence would otherwise give zero). Default: 0.01.
+    """
+
+    name = "paper"
+
+    def __init__(self, std_floor: float = 0.01) -> None:
+        if not std_floor > 0:
+            raise ValueError(f"std_floor must be > 0, got {std_floor}")
+        self.std_floor = std_floor
+
+    def statistics(
+        self, x: Tensor, layer_input: Optional[Tensor], token_mask: Tensor
+    ) -> Tuple[Tensor, Tensor]:
+        if x.dim() < 3:
+            raise ValueError(
+                "The 'paper' prior takes statistics over the token axis (dim 1) of "
+                f"a (B, L, features) layer output; got shape {tuple(x.shape)}. Use "
+                "a DatasetPrior for layers without a token axis."
+            )
+        m = _expand_mask(token_mask, x)
+        count = m.sum(dim=1, keepdim=True)
+        mean = (x * m).sum(dim=1, keepdim=True) / count
+        var = (((x - mean) * m) ** 2).sum(dim=1, keepdim=True) / count
+        return mean, var.sqrt().clamp_min(self.std_floor)
+
+    def __repr__(self) -> str:
+        return f"PaperPrior(std_floor={self.std_floor})"
+
+
+class ReferencePrior(NoisePrior):
+    r"""What the paper's released code does.
+
+    :math:`\mu` = the layer's input (Hugging Face ``hidden_states[l]`` for the
+    output of layer ``l``), per token and feature, and :math:`\sigma = \sqrt{v}`
+    with ``v = 1e-5`` everywhere (a running estimator fed one sample, floored).
+    The bottleneck then computes
+    :math:`\lambda X_{out} + (1 - \lambda)(X_{in} + 0.0032\, z)`.
+
+    Args:
+        variance (float, optional): :math:`\sigma^2`. Default: 1e-5.
+    """
+
+    name = "reference"
+    needs_layer_input = True
+
+    def __init__(self, variance: float = 1e-5) -> None:
+        if not variance > 0:
+            raise ValueError(f"variance must be > 0, got {variance}")
+        self.variance = variance
+
+    def statistics(
+        self, x: Tensor, layer_input: Optional[Tensor], token_mask: Tensor
+    ) -> Tuple[Tensor, Tensor]:
+        if layer_input is None or layer_input.shape != x.shape:
+            got = None if layer_input is None else tuple(layer_input.shape)
+            raise ValueError(
+                "The 'reference' prior uses the layer's input as the noise mean, so "
+                "the layer must take a hidden-state tensor of its output's shape "
+                f"{tuple(x.shape)} as its first argument; got {got}."
+            )
+        std = torch.full((1,) * x.dim(), self.variance**0.5, device=x.device)
+        return layer_input.to(x.dtype), std
+
+    def __repr__(self) -> str:
+        return f"ReferencePrior(variance={self.variance})"
+
+
+class WelfordEstimator:
+    """Running per-feature mean and variance (Welford / Chan et al. merge).
+
+    Feed it batches of feature vectors with :meth:`update`; read
+    :attr:`mean` and :meth:`std`. Numerically stable for long streams.
+
+    Args:
+        num_features (int): Size of the feature vectors.
+    """
+
+    def __init__(self, num_features: int) -> None:
+        self.count = 0
+        self.mean = torch.zeros(num_features, dtype=torch.float64)
+        self._m2 = torch.zeros(num_features, dtype=torch.float64)
+
+    def update(self, values: Tensor) -> None:
+        """Add rows of ``values`` (N, num_features)."""
+        values = values.detach().to(torch.float64).cpu()
+        n = values.shape[0]
+        if n == 0:
+            return
+        batch_mean = values.mean(dim=0)
+        batch_m2 = ((values - batch_mean) ** 2).sum(dim=0)
+        delta = batch_mean - self.mean
+        total = self.count + n
+        self.mean = self.mean + delta * (n / total)
+        self._m2 = self._m2 + batch_m2 + delta**2 * (self.count * n / total)
+        self.count = total
+
+    def std(self, floor: float = 0.0) -> Tensor:
+        """Population standard deviation per feature, at least ``floor``."""
+        if self.count == 0:
+            raise ValueError("WelfordEstimator has seen no values.")
+        return (self._m2 / self.count).sqrt().clamp_min(floor)
+
+
+class DatasetPrior(NoisePrior):
+    r"""Per-feature :math:`\mu, \sigma` of the layer output over a data set.
+
+    As in Schulz et al. (2020). Build it with :meth:`fit`, or from tensors.
+
+    Args:
+        mean (Tensor): Per-feature mean, shape ``features``.
+        std (Tensor): Per-feature standard deviation (> 0), same shape.
+        count (int, optional): How many token vectors were seen.
+    """
+
+    name = "dataset"
+
+    def __init__(self, mean: Tensor, std: Tensor, count: int = 0) -> None:
+        if mean.shape != std.shape:
+            raise ValueError(f"mean and std shapes differ: {mean.shape} vs {std.shape}")
+        if not bool((std > 0).all()):
+            raise ValueError("DatasetPrior needs std > 0 everywhere.")
+        self.mean = mean.float()
+        self.std = std.float()
+        self.count = count
+
+    def statistics(
+        self, x: Tensor, layer_input: Optional[Tensor], token_mask: Tensor
+    ) -> Tuple[Tensor, Tensor]:
+        feat = tuple(x.shape[2:]) if x.dim() >= 3 else tuple(x.shape[1:])
+        if tuple(self.mean.shape) != feat:
+            raise ValueError(
+                f"DatasetPrior was fitted on features of shape "
+                f"{tuple(self.mean.shape)}, but the layer output has {feat}."
+            )
+        return self.mean.to(x.device), self.std.to(x.device)
+
+    @classmethod
+    def fit(
+        cls,
+        forward_func: Callable[..., Any],
+        layer: Module,
+        data: Iterable[Any],
+        std_floor: float = 0.01,
+        max_batches: Optional[int] = None,
+        device: Optional[Union[str, torch.device]] = None,
+    ) -> "DatasetPrior":
+        """Estimate the prior from the layer's outputs over ``data``.
+
+        Each element of ``data`` is a batch: a ``dict`` (called as
+        ``forward_func(**batch)``; its ``"attention_mask"``, when present,
+        selects the real tokens), a tuple/list (``forward_func(*batch)``; a
+        second element is taken as the attention mask when it has the token
+        shape) or a Tensor. Runs under ``torch.no_grad()``.
+
+        Args:
+            forward_func (Callable): The model or forward function.
+            layer (Module): The layer whose output is bottlenecked.
+            data (Iterable): Batches, e.g. a ``DataLoader``.
+            std_floor (float, optional): Lower bound on the std. Default: 0.01.
+            max_batches (int, optional): Stop after this many batches.
+            device (str or torch.device, optional): Move tensors there first.
+
+        Returns:
+            DatasetPrior: The fitted prior.
+        """
+        estimator: Optional[WelfordEstimator] = None
+        for i, batch in enumerate(data):
+            if max_batches is not None and i >= max_batches:
+                break
+            batch = _to_device(batch, device)
+            with torch.no_grad(), recorded([layer]) as records:
+                if isinstance(batch, dict):
+                    forward_func(**batch)
+                    mask = batch.get("attention_mask")
+                elif isinstance(batch, (tuple, list)):
+                    forward_func(*batch)
+                    mask = batch[1] if len(batch) > 1 else None
+                else:
+                    forward_func(batch)
+                    mask = None
+            if records[layer].calls == 0:
+                raise RuntimeError("The layer was not run by the forward function.")
+            x, _ = records[layer].gathered(None)
+            x = x.float()
+            if (
+                x.dim() >= 3
+                and isinstance(mask, Tensor)
+                and tuple(mask.shape) == tuple(x.shape[:2])
+            ):
+                rows = x[mask.bool()]
+            else:
+                rows = x.reshape(-1, *x.shape[2:]) if x.dim() >= 3 else x
+            rows = rows.reshape(rows.shape[0], -1)
+            if estimator is None:
+                estimator = WelfordEstimator(rows.shape[1])
+            estimator.update(rows)
+        if estimator is None or estimator.count == 0:
+            raise ValueError("DatasetPrior.fit got no data.")
+        feat = tuple(x.shape[2:]) if x.dim() >= 3 else tuple(x.shape[1:])
+        return cls(
+            estimator.mean.float().reshape(feat),
+            estimator.std(std_floor).float().reshape(feat),
+            count=estimator.count,
+        )
+
+    def __repr__(self) -> str:
+        return f"DatasetPrior(features={tuple(self.mean.shape)}, count={self.count})"
+
+
+def _to_device(batch: Any, device: Optional[Union[str, torch.device]]) -> Any:
+    if device is None:
+        return batch
+    if isinstance(batch, Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: _to_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(_to_device(v, device) for v in batch)
+    return batch
+
+
+#: The priors known by name: the one list of prior names. ``"dataset"`` needs
+#: statistics fitted on data (see :func:`resolve_prior`'s ``fit``).
+PRIORS: Dict[str, type] = {
+    "paper": PaperPrior,
+    "reference": ReferencePrior,
+    "dataset": DatasetPrior,
+}
+PRIOR_NAMES: Tuple[str, ...] = tuple(PRIORS)
+
+
+def resolve_prior(
+    prior: PriorLike, fit: Optional[Callable[[], "DatasetPrior"]] = None
+) -> NoisePrior:
+    """A :class:`NoisePrior` from its name (one of :data:`PRIOR_NAMES`) or itself.
+
+    Args:
+        prior (str or NoisePrior): The prior or its name.
+        fit (Callable, optional): Returns a fitted :class:`DatasetPrior`; called
+            only for ``"dataset"`` (e.g. ``lambda: DatasetPrior.fit(model,
+            layer, loader)``).
+
+    Returns:
+        NoisePrior: The prior object.
+
+    Raises:
+        ValueError: For an unknown name, or ``"dataset"`` without ``fit``.
+    """
+    if isinstance(prior, NoisePrior):
+        return prior
+    if prior == "dataset":
+        if fit is None:
+            raise ValueError(
+                "prior='dataset' needs fitted statistics: pass "
+                "DatasetPrior.fit(model, layer, data_loader) instead of the string."
+            )
+        return fit()
+    if isinstance(prior, str) and prior in PRIORS:
+        return PRIORS[prior]()
+    raise ValueError(
+        f"Unknown prior {prior!r}; use one of {list(PRIOR_NAMES)}, or a "
+        "NoisePrior instance such as DatasetPrior.fit(...)."
+    )

@@ -1,0 +1,143 @@
+"""Helpers for text models: per-token scores, layer sweeps, Hugging Face layers.
+
+Also the one place where a layer *index* becomes a layer *module*
+(:func:`resolve_layer`), with the default index and the range check.
+"""
+
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+from torch.nn import Module, ModuleList
+
+from captum_iba.attr.bottleneck import NATS_PER_BIT
+
+__all__ = [
+    "default_layer_index",
+    "encoder_layers",
+    "layer_token_map",
+    "resolve_layer",
+    "token_attributions",
+]
+
+
+def token_attributions(
+    attributions: Tensor,
+    token_mask: Optional[Tensor] = None,
+    unit: str = "nats",
+) -> Tensor:
+    """Reduce element-wise attributions (B, L, *features) to one score per token.
+
+    Sums over the feature dimensions, as the paper does for its heatmaps, so a
+    token's IBA score is the information (capacity) that passes the bottleneck
+    at that token.
+
+    Args:
+        attributions (Tensor): Shape (B, L, *features), e.g. the output of
+            :meth:`InformationBottleneckAttribution.attribute`.
+        token_mask (Tensor, optional): (B, L), 0 at padding; padding scores
+            are set to 0.
+        unit (str, optional): ``"nats"`` (as computed) or ``"bits"``.
+            Default: ``"nats"``.
+
+    Returns:
+        Tensor: (B, L) scores.
+    """
+    if attributions.dim() < 2:
+        raise ValueError(
+            f"attributions must be (B, L, ...), got shape {tuple(attributions.shape)}"
+        )
+    if unit not in ("nats", "bits"):
+        raise ValueError(f"unit must be 'nats' or 'bits', got {unit!r}")
+    scores = attributions.reshape(attributions.shape[:2] + (-1,)).sum(dim=-1)
+    if token_mask is not None:
+        if tuple(token_mask.shape) != tuple(scores.shape):
+            raise ValueError(
+                f"token_mask shape {tuple(token_mask.shape)} does not match the "
+                f"tokens {tuple(scores.shape)}"
+            )
+        scores = scores * token_mask.to(scores.dtype)
+    return scores / NATS_PER_BIT if unit == "bits" else scores
+
+
+def layer_token_map(
+    attributions: Sequence[Tensor],
+    token_mask: Optional[Tensor] = None,
+    unit: str = "nats",
+) -> Tensor:
+    """Stack per-layer attributions into a (B, n_layers, L) map (Figure 3).
+
+    Args:
+        attributions (Sequence[Tensor]): One (B, L, *features) tensor per
+            layer, e.g. from an ``InformationBottleneckAttribution`` built
+            with a list of layers.
+        token_mask (Tensor, optional): (B, L), 0 at padding.
+        unit (str, optional): ``"nats"`` or ``"bits"``.
+
+    Returns:
+        Tensor: (B, n_layers, L) per-token scores.
+    """
+    if not attributions:
+        raise ValueError("attributions is empty")
+    return torch.stack(
+        [token_attributions(a, token_mask, unit) for a in attributions], dim=1
+    )
+
+
+def encoder_layers(model: Module) -> List[Module]:
+    """The transformer blocks of a Hugging Face encoder, bottom to top.
+
+    Finds the longest ``ModuleList`` of the model (``bert.encoder.layer``,
+    ``roberta.encoder.layer``, ``distilbert.transformer.layer``, ...).
+
+    Args:
+        model (Module): A Hugging Face model (or any module).
+
+    Returns:
+        list[Module]: The blocks, so that ``encoder_layers(model)[8]`` is the
+        paper's "layer 9" of BERT-base.
+    """
+    best: Optional[ModuleList] = None
+    for module in model.modules():
+        if isinstance(module, ModuleList) and (best is None or len(module) > len(best)):
+            best = module
+    if best is None or len(best) == 0:
+        raise ValueError(f"No layer list (ModuleList) found in {type(model).__name__}")
+    return list(best)
+
+
+def default_layer_index(model: Module) -> int:
+    """The paper's choice scaled to the model's depth: layer 9 of 12 (index 8).
+
+    Args:
+        model (Module): A Hugging Face encoder classifier.
+
+    Returns:
+        int: ``int(0.75 * n_layers) - 1`` (8 for BERT-base, 3 for MiniLM-L6).
+    """
+    return max(0, int(0.75 * len(encoder_layers(model))) - 1)
+
+
+def resolve_layer(model: Module, index: Optional[int] = None) -> Tuple[int, Module]:
+    """The encoder layer at ``index`` (default :func:`default_layer_index`).
+
+    Args:
+        model (Module): A Hugging Face model (see :func:`encoder_layers`).
+        index (int, optional): 0-based index into the encoder's layers.
+
+    Returns:
+        (index, layer): The index used and the layer module.
+
+    Raises:
+        ValueError: If ``index`` is out of range; the message gives the range.
+    """
+    layers = encoder_layers(model)
+    chosen = default_layer_index(model) if index is None else index
+    if isinstance(chosen, bool) or not isinstance(chosen, int):
+        raise ValueError(f"layer index must be an int, got {chosen!r}")
+    if not 0 <= chosen < len(layers):
+        raise ValueError(
+            f"layer index {chosen} is out of range: the model has {len(layers)} "
+            f"encoder layers, valid indices are 0..{len(layers) - 1}"
+        )
+    return chosen, layers[chosen]
