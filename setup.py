@@ -58,7 +58,7 @@ setup(
             set(TEST_REQUIRES + TUTORIAL_REQUIRES + DOCS_REQUIRES + DATA_REQUIRES)
         ),
     },
-    entry_points={"console_scripts": ["captum-iba=captum_iba.cli:main"]},
+    entry_points={"console_scripts": ["captum-iba=captum_iba.app.cli:main"]},
     classifiers=[
         "Programming Language :: Python :: 3",
         "Topic :: Scientific/Engineering :: Artificial Intelligence",

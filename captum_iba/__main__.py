@@ -1,5 +1,5 @@
 """``python -m captum_iba``: the command line."""
 
-from captum_iba.cli import main
+from captum_iba.app.cli import main
 
 raise SystemExit(main())

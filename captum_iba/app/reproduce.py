@@ -22,45 +22,48 @@ on first use).
 
 Usage::
 
-    python experiments/reproduce.py --profile cpu --out results/reproduce
-    captum-iba reproduce --profile cpu          # the same
+    captum-iba reproduce --profile cpu --out results/reproduce
+    python experiments/reproduce.py --profile cpu   # the same (a thin wrapper)
 """
 
 import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
 
-from captum_iba import (
+from captum_iba.app.models import load_classifier
+from captum_iba.attr import (
     InformationBottleneckAttribution,
-    compare,
+    default_layer_index,
     encoder_layers,
     layer_token_map,
 )
-from captum_iba.cli import (
-    REPRODUCE_CORPORA,
-    REPRODUCE_PARTS,
-    REPRODUCE_SETTINGS,
-    CLIError,
-    split_choices,
-)
 from captum_iba.data import HELDOUT_SPLIT, load_dataset
-from captum_iba.evaluate import (
-    default_layer_index,
-    encode,
-    evaluate_corpus,
-    load_classifier,
-)
+from captum_iba.evaluation import SETTINGS, encode, evaluate_corpus
 from captum_iba.finetune import get_finetuned_model
+from captum_iba.metrics import compare
 from captum_iba.visualization import (
     layer_token_heatmap,
     plot_beta_sweep,
     plot_degradation_curves,
     plot_layer_sweep,
 )
+
+__all__ = [
+    "CORPORA",
+    "PAPER_TABLE1",
+    "PARTS",
+    "PROFILES",
+    "SETTINGS",
+    "run",
+    "run_examples",
+    "run_sweeps",
+    "run_table",
+    "table1_markdown",
+]
 
 #: Table 1 of the paper (bert-base-uncased; absolute drop at 11 %).
 PAPER_TABLE1 = {
@@ -70,7 +73,9 @@ PAPER_TABLE1 = {
     "ag_news": {"random": 0.008, "LIME": 0.033, "IG": 0.036, "IBA": 0.029},
     "rte": {"random": 0.012, "LIME": 0.014, "IG": 0.043, "IBA": 0.059},
 }
-CORPORA, PARTS, SETTINGS = REPRODUCE_CORPORA, REPRODUCE_PARTS, REPRODUCE_SETTINGS
+#: Corpora of the paper's Table 1 that can be measured here, and the parts.
+CORPORA = ("sst2", "imdb", "ag_news", "rte")
+PARTS = ("table", "sweeps", "examples")
 METHODS = ("random", "LIME", "IG", "IBA")
 PROFILES: Dict[str, Dict[str, Any]] = {
     "cpu": {
@@ -295,44 +300,45 @@ def run_examples(args: argparse.Namespace, out: Path) -> None:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--profile", default="cpu", choices=sorted(PROFILES))
-    parser.add_argument("--out", default="results/reproduce")
-    parser.add_argument(
-        "--datasets",
-        default="sst2,imdb,ag_news,rte",
-        help="comma-separated corpora for Table 1 / Figure 1",
+def run(
+    profile: str = "cpu",
+    out: str = "results/reproduce",
+    datasets: Sequence[str] = CORPORA,
+    parts: Sequence[str] = PARTS,
+    settings: Sequence[str] = SETTINGS,
+    sweep_dataset: str = "sst2",
+    fair_prior: str = "paper",
+) -> Path:
+    """Run the chosen parts of the reproduction into ``out``.
+
+    Args:
+        profile (str): A key of :data:`PROFILES` (``"cpu"`` or ``"paper"``).
+        out (str): The results folder (created).
+        datasets (Sequence[str]): Corpora of Table 1, among :data:`CORPORA`.
+        parts (Sequence[str]): Among :data:`PARTS`.
+        settings (Sequence[str]): Table 1 settings (rows of others already in
+            ``out`` are kept).
+        sweep_dataset (str): Corpus of the layer and beta sweeps.
+        fair_prior (str): IBA's prior in the fair setting and the sweeps.
+
+    Returns:
+        Path: The results folder.
+    """
+    folder = Path(out)
+    (folder / "json").mkdir(parents=True, exist_ok=True)
+    args = argparse.Namespace(
+        datasets=list(datasets),
+        settings=list(settings),
+        sweep_dataset=sweep_dataset,
+        fair_prior=fair_prior,
     )
-    parser.add_argument("--sweep-dataset", default="sst2")
-    parser.add_argument("--fair-prior", default="paper")
-    parser.add_argument(
-        "--parts", default="table,sweeps,examples", help="which parts to run"
-    )
-    parser.add_argument(
-        "--settings",
-        default="paper,fair",
-        help="Table 1 settings to run (rows of others already in --out are kept)",
-    )
-    args = parser.parse_args()
-    try:
-        args.settings = split_choices(args.settings, SETTINGS, "setting")
-        args.datasets = split_choices(args.datasets, CORPORA, "dataset")
-        parts = split_choices(args.parts, PARTS, "part")
-    except CLIError as err:
-        parser.error(str(err))
-    out = Path(args.out)
-    (out / "json").mkdir(parents=True, exist_ok=True)
-    profile = PROFILES[args.profile]
+    chosen = PROFILES[profile]
     start = time.time()
     if "examples" in parts:
-        run_examples(args, out)
+        run_examples(args, folder)
     if "table" in parts:
-        run_table(args, profile, out)
+        run_table(args, chosen, folder)
     if "sweeps" in parts:
-        run_sweeps(args, profile, out)
-    print(f"\ndone in {(time.time() - start) / 60:.1f} min; results in {out}/")
-
-
-if __name__ == "__main__":
-    main()
+        run_sweeps(args, chosen, folder)
+    print(f"\ndone in {(time.time() - start) / 60:.1f} min; results in {folder}/")
+    return folder

@@ -4,8 +4,8 @@ from types import SimpleNamespace
 import torch
 from captum.testing.helpers.basic import BaseTest
 
-from captum_iba.evaluate import (
-    default_layer_index,
+from captum_iba.attr.text import default_layer_index
+from captum_iba.evaluation import (
     encode,
     evaluate_corpus,
     fit_dataset_prior,

@@ -5,7 +5,7 @@ import unittest
 import pytest
 from captum.testing.helpers.basic import BaseTest
 
-from captum_iba.cli import main
+from captum_iba.app.cli import main
 
 
 def test_explain_prints_tokens_and_writes_html(tiny_model_dir, tmp_path, capsys):

@@ -1,29 +1,16 @@
-"""Smoke tests of ``experiments/reproduce.py`` on a tiny random model.
+"""Smoke tests of :mod:`captum_iba.app.reproduce` on a tiny random model.
 
 They check that every part runs and writes what the docs say (numbers from a
 random model mean nothing); the real runs are in ``docs/results.rst``.
 """
 
 import argparse
-import importlib.util
 import json
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from captum_iba import DegradationResult
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _load_reproduce() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "reproduce", ROOT / "experiments" / "reproduce.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from captum_iba.app import reproduce as reproduce_module
 
 
 @pytest.fixture
@@ -34,7 +21,7 @@ def reproduce(tiny_model_dir, monkeypatch):
         default_data_dir()
     except FileNotFoundError as err:
         pytest.skip(f"needs the shared corpora: {err}")
-    module = _load_reproduce()
+    module = reproduce_module
     monkeypatch.setattr(module, "get_finetuned_model", lambda corpus: tiny_model_dir)
     monkeypatch.setitem(
         module.PROFILES,

@@ -4,7 +4,7 @@ import torch
 from captum.testing.helpers.basic import BaseTest, assertTensorAlmostEqual
 from torch.distributions import Normal, kl_divergence
 
-from captum_iba import bottleneck as ib
+from captum_iba.attr import bottleneck as ib
 
 
 class TestBottleneckEquations(BaseTest):

@@ -8,9 +8,8 @@ from captum_iba import (
     InformationBottleneckAttribution,
     PaperPrior,
     ReferencePrior,
-    WelfordEstimator,
 )
-from captum_iba.priors import resolve_prior
+from captum_iba.attr.priors import WelfordEstimator, resolve_prior
 from tests.helpers import MeanPoolModel, tiny_hf_model
 
 

@@ -1,0 +1,72 @@
+"""The evaluation harness: attribution methods as per-token scorers, compared.
+
+* :mod:`~captum_iba.evaluation.scorers` - the scorer base class and the one
+  registry of method names (:func:`scorer_class`);
+* :mod:`~captum_iba.evaluation.ig`, :mod:`~captum_iba.evaluation.lime`,
+  :mod:`~captum_iba.evaluation.iba` - the methods;
+* :mod:`~captum_iba.evaluation.presets` - the ``"paper"`` and ``"fair"``
+  configurations, as data;
+* :mod:`~captum_iba.evaluation.suite` - building the methods, scoring a corpus
+  and running the degradation test on every method.
+"""
+
+# Import order = registration order of the scorers.
+from captum_iba.evaluation.scorers import (
+    SCORERS,
+    RandomScorer,
+    TokenScorer,
+    register_scorer,
+    scorer_class,
+    scorer_names,
+)
+
+from captum_iba.evaluation.ig import IntegratedGradientsScorer  # isort: skip
+from captum_iba.evaluation.lime import CaptumLimeScorer, LimeTextScorer  # isort: skip
+from captum_iba.evaluation.iba import IBAScorer  # isort: skip
+from captum_iba.evaluation.presets import (  # isort: skip
+    FAIR_TEST_SETTINGS,
+    PAPER_TEST_SETTINGS,
+    PRESETS,
+    SETTINGS,
+    Preset,
+    get_preset,
+)
+from captum_iba.evaluation.suite import (  # isort: skip
+    METHODS,
+    corpus_scorers,
+    encode,
+    evaluate_corpus,
+    fit_dataset_prior,
+    make_scorers,
+    resolve_priors,
+    run_corpus,
+    run_degradation_suite,
+)
+
+__all__ = [
+    "FAIR_TEST_SETTINGS",
+    "METHODS",
+    "PAPER_TEST_SETTINGS",
+    "PRESETS",
+    "SCORERS",
+    "SETTINGS",
+    "CaptumLimeScorer",
+    "IBAScorer",
+    "IntegratedGradientsScorer",
+    "LimeTextScorer",
+    "Preset",
+    "RandomScorer",
+    "TokenScorer",
+    "corpus_scorers",
+    "encode",
+    "evaluate_corpus",
+    "fit_dataset_prior",
+    "get_preset",
+    "make_scorers",
+    "register_scorer",
+    "resolve_priors",
+    "run_corpus",
+    "run_degradation_suite",
+    "scorer_class",
+    "scorer_names",
+]

@@ -1,0 +1,143 @@
+"""The compared methods' configurations as data: the ``"paper"`` and ``"fair"`` presets.
+
+``"paper"`` reproduces the released code of Jiang et al. (2020), quirks included:
+
+* IG: on the embedding output (``model.base_model.embeddings`` when it exists),
+  10 steps, baseline ``[CLS] [PAD] ... [SEP]``, explaining the softmax
+  probability of class 0 whatever the label, scores summed over the hidden
+  features and L2-normalised per instance (signed).
+* LIME: the ``lime`` package's ``LimeTextExplainer`` on the decoded text, 100
+  samples, explaining class 1 whatever the label; perturbed texts are
+  re-tokenised and padded to ``max_length`` (512) WITHOUT an attention mask; a
+  word piece (or punctuation) that matches no LIME word gets the maximum
+  weight. Captum's LIME (``"LIME"``) keeps its fair configuration with 100
+  samples.
+* random: uniform scores.
+* IBA: the ``"reference"`` prior (the released code's), target the gold label.
+
+The test itself: deletion, levels ``k/9``, ``length_convention="paper"``.
+
+``"fair"`` gives every method the same target as IBA (the label passed in),
+proper attention masks and its usual budget:
+
+* IG: the word-embedding layer, 50 steps, the target's logit, raw signed sums.
+* LIME (Captum): token features, removed tokens set to ``[PAD]`` and masked out
+  of attention, the lime package's text kernel, lime-style sampling, 500
+  samples, ridge regression.
+* LIME (lime package): LIME words are whole words built from the word pieces
+  (so the mapping back onto pieces is exact), removal by deletion with proper
+  masks, 500 samples.
+* random: uniform scores. IBA: the ``"paper"`` prior (or any prior given).
+
+The test itself: deletion, levels ``k/9`` of the removable tokens.
+"""
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Dict, Mapping, Tuple, Union
+
+from captum_iba.metrics import PAPER_LEVELS
+
+__all__ = [
+    "FAIR",
+    "FAIR_TEST_SETTINGS",
+    "PAPER",
+    "PAPER_TEST_SETTINGS",
+    "PRESETS",
+    "SETTINGS",
+    "Preset",
+    "get_preset",
+]
+
+
+def _frozen(**kwargs: Any) -> Mapping[str, Any]:
+    return MappingProxyType(dict(kwargs))
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named configuration of the degradation test and of every method.
+
+    Attributes:
+        name (str): ``"paper"`` or ``"fair"`` (recorded as each scorer's
+            ``setting``).
+        test (Mapping): Arguments of
+            :func:`~captum_iba.metrics.degradation_test`.
+        scorers (Mapping): Method name -> constructor arguments of its scorer
+            (methods not listed use their class defaults).
+    """
+
+    name: str
+    test: Mapping[str, Any]
+    scorers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def scorer_arguments(self, method: str) -> Dict[str, Any]:
+        """The constructor arguments this preset gives ``method`` (a copy)."""
+        return dict(self.scorers.get(method, {}))
+
+
+PAPER = Preset(
+    name="paper",
+    test=_frozen(
+        removal="delete",
+        levels=list(PAPER_LEVELS),
+        length_convention="paper",
+        order="morf",
+    ),
+    scorers=_frozen(
+        IG=_frozen(
+            layer="embeddings",
+            n_steps=10,
+            output="probs",
+            normalize="l2",
+            target_class=0,
+        ),
+        LIME=_frozen(n_samples=100),
+        **{"LIME-text": _frozen(mode="paper", n_samples=100, target_class=1)},
+        IBA=_frozen(prior="reference"),
+    ),
+)
+
+FAIR = Preset(
+    name="fair",
+    test=_frozen(
+        removal="delete",
+        levels=list(PAPER_LEVELS),
+        length_convention="tokens",
+        order="morf",
+    ),
+    scorers=_frozen(
+        IG=_frozen(n_steps=50),
+        LIME=_frozen(n_samples=500),
+        **{"LIME-text": _frozen(mode="fair", n_samples=500)},
+        IBA=_frozen(prior="paper"),
+    ),
+)
+
+#: The presets by name.
+PRESETS: Mapping[str, Preset] = MappingProxyType({p.name: p for p in (PAPER, FAIR)})
+#: Their names.
+SETTINGS: Tuple[str, ...] = tuple(PRESETS)
+#: Degradation-test arguments of the paper's code.
+PAPER_TEST_SETTINGS: Dict[str, Any] = dict(PAPER.test)
+#: Degradation-test arguments of the fair setting.
+FAIR_TEST_SETTINGS: Dict[str, Any] = dict(FAIR.test)
+
+
+def get_preset(setting: Union[str, Preset]) -> Preset:
+    """The preset named ``setting`` (or ``setting`` itself).
+
+    Args:
+        setting (str or Preset): ``"paper"``, ``"fair"`` or a preset.
+
+    Returns:
+        Preset: The preset.
+
+    Raises:
+        ValueError: For an unknown name.
+    """
+    if isinstance(setting, Preset):
+        return setting
+    if setting not in PRESETS:
+        raise ValueError(f"setting must be one of {SETTINGS}; got {setting!r}")
+    return PRESETS[setting]
