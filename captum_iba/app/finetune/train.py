@@ -11,9 +11,10 @@ import json
 import math
 import random
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import torch
 from tqdm.auto import tqdm
@@ -111,6 +112,19 @@ class _Budget:
             fits = step + int((self.seconds - elapsed) / per_step)
             return max(step + 1, min(self.max_planned, fits))
         return planned
+
+
+@contextmanager
+def _torch_threads(num_threads: Optional[int]) -> Iterator[None]:
+    """Sets torch's thread count for the block, if given; restores it after."""
+    old_threads = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        if num_threads is not None:
+            torch.set_num_threads(old_threads)
 
 
 def _resolve_data(
@@ -401,10 +415,7 @@ def fine_tune(
         "eval_batch_size": eval_batch_size,
     }
     base = resolve_base_model(base_model)
-    old_threads = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
-    try:
+    with _torch_threads(num_threads):
         train, held, name = _resolve_data(dataset, eval_dataset, settings, data_dir)
         if len(train) == 0:
             raise ValueError(f"No training examples for {name!r}.")
@@ -429,9 +440,6 @@ def fine_tune(
         )
         record = _record(name, base, settings, train, held, accuracy, run, seconds)
         _save(out, model, tokenizer, record)
-    finally:
-        if num_threads is not None:
-            torch.set_num_threads(old_threads)
     return FineTuneResult(
         path=out,
         accuracy=accuracy,
