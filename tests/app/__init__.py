@@ -1,0 +1,1 @@
+"""Tests of the application layer (captum_iba.app)."""

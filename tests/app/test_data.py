@@ -1,4 +1,4 @@
-"""Tests for captum_iba.data: local corpora, splits, subsets, errors, env var."""
+"""Tests for captum_iba.app.data: local corpora, splits, subsets, errors, env var."""
 
 import os
 from collections import Counter
@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from captum_iba import data as data_mod
-from captum_iba.data import (
+from captum_iba.app.data import (
     DATA_ENV_VAR,
     LOCAL_DATASETS,
     TextClassificationData,
+    _local,
     clean_imdb_text,
     default_data_dir,
     load_dataset,
@@ -18,7 +18,7 @@ from captum_iba.data import (
     stratified_subset,
 )
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _shared_data_dir():
@@ -118,7 +118,7 @@ class TestLocalCorpora:
         assert ". " in tr.texts[0]
 
     def test_ag_news_split_indices_disjoint(self):
-        full = data_mod._load_ag_news_all(SHARED)
+        full = _local._load_ag_news_all(SHARED)
         a, b = stratified_split(full.labels, 0.75, 0)
         assert not set(a) & set(b)
         assert sorted(a + b) == list(range(7600))
@@ -216,7 +216,7 @@ def test_env_var_missing_folder(tmp_path, monkeypatch):
 def test_no_data_folder_error(tmp_path, monkeypatch):
     monkeypatch.delenv(DATA_ENV_VAR, raising=False)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(data_mod, "_repo_root", lambda: tmp_path / "a" / "b")
+    monkeypatch.setattr(_local, "_repo_root", lambda: tmp_path / "a" / "b")
     with pytest.raises(FileNotFoundError, match=DATA_ENV_VAR):
         default_data_dir()
 
@@ -254,3 +254,12 @@ def test_subset_keeps_pairs():
     d = TextClassificationData(["a", "b"], ["x", "y"], [0, 1], ["n", "p"], "t", "s")
     s = d.subset([1])
     assert s.texts == ["b"] and s.text_pairs == ["y"] and s.labels == [1]
+
+
+def test_old_module_path_reexports():
+    import captum_iba.app.data as new
+    import captum_iba.data as old
+
+    assert old.__all__ == new.__all__
+    for name in old.__all__:
+        assert getattr(old, name) is getattr(new, name), name

@@ -1,0 +1,42 @@
+"""Loaders for the text-classification corpora used with captum-iba.
+
+Every loader returns a :class:`TextClassificationData`: plain Python lists of
+texts (and, for sentence-pair tasks, second texts), integer labels and label
+names. Nothing here depends on the Hugging Face ``datasets`` library; it is
+used only, and only when importable, to read corpora from the hub by their
+hub names (``glue/sst2``, ``imdb``, ``ag_news``, ``glue/rte``, ``glue/mnli``).
+
+Local corpora are read from a data folder (see :func:`default_data_dir`) with
+this layout::
+
+    sst2/train.tsv, sst2/dev.tsv                 # header "sentence<TAB>label"
+    imdb/train.csv.gz, imdb/test.csv.gz          # header "id,rating,label,text"
+    rte/train.jsonl, rte/validation.jsonl        # sentence1, sentence2, label
+    ag_news/test.csv, ag_news/classes.txt        # class (1..4), title, description
+    mnli/{train,validation_matched,validation_mismatched}.{jsonl,tsv}  # optional
+
+The modules: :mod:`~captum_iba.app.data.load` (:func:`load_dataset`, the entry
+point), :mod:`~captum_iba.app.data.corpora` (names, splits, label names),
+:mod:`~captum_iba.app.data.dataset` (:class:`TextClassificationData`),
+:mod:`~captum_iba.app.data.splits` (stratified subsets and splits), and the
+readers ``_local`` (files), ``_bbc`` (BBC News) and ``_hub`` (``datasets``).
+"""
+
+from captum_iba.app.data._local import DATA_ENV_VAR, clean_imdb_text, default_data_dir
+from captum_iba.app.data.corpora import HELDOUT_SPLIT, HUB_DATASETS, LOCAL_DATASETS
+from captum_iba.app.data.dataset import TextClassificationData
+from captum_iba.app.data.load import load_dataset
+from captum_iba.app.data.splits import stratified_split, stratified_subset
+
+__all__ = [
+    "DATA_ENV_VAR",
+    "HELDOUT_SPLIT",
+    "HUB_DATASETS",
+    "LOCAL_DATASETS",
+    "TextClassificationData",
+    "clean_imdb_text",
+    "default_data_dir",
+    "load_dataset",
+    "stratified_split",
+    "stratified_subset",
+]

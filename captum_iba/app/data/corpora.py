@@ -1,0 +1,82 @@
+"""The corpora the loaders know: names, splits and their aliases, label names."""
+
+from typing import Dict, List, Optional, Tuple
+
+_SPLIT_ALIASES: Dict[str, Dict[str, str]] = {
+    "sst2": {
+        "train": "train",
+        "dev": "dev",
+        "validation": "dev",
+        "val": "dev",
+    },
+    "imdb": {"train": "train", "test": "test"},
+    "rte": {
+        "train": "train",
+        "validation": "validation",
+        "dev": "validation",
+        "val": "validation",
+    },
+    "ag_news": {"train": "train", "heldout": "heldout", "held_out": "heldout"},
+    "bbc": {"train": "train", "heldout": "heldout", "held_out": "heldout"},
+    "mnli": {
+        "train": "train",
+        "validation_matched": "validation_matched",
+        "validation_mismatched": "validation_mismatched",
+        "dev_matched": "validation_matched",
+        "dev_mismatched": "validation_mismatched",
+    },
+}
+
+#: Names accepted for the local corpora.
+LOCAL_DATASETS: Tuple[str, ...] = tuple(_SPLIT_ALIASES)
+
+#: Hugging Face hub names accepted when ``datasets`` is importable, mapped to
+#: ``(path, config, local name)``.
+HUB_DATASETS: Dict[str, Tuple[str, Optional[str], str]] = {
+    "glue/sst2": ("glue", "sst2", "sst2"),
+    "imdb": ("imdb", None, "imdb"),
+    "ag_news": ("ag_news", None, "ag_news"),
+    "glue/rte": ("glue", "rte", "rte"),
+    "glue/mnli": ("glue", "mnli", "mnli"),
+}
+
+#: The split each corpus is evaluated on after fine-tuning.
+HELDOUT_SPLIT: Dict[str, str] = {
+    "sst2": "dev",
+    "imdb": "test",
+    "rte": "validation",
+    "ag_news": "heldout",
+    "bbc": "heldout",
+    "mnli": "validation_matched",
+}
+
+LABEL_NAMES: Dict[str, List[str]] = {
+    "sst2": ["negative", "positive"],
+    "imdb": ["negative", "positive"],
+    "rte": ["entailment", "not_entailment"],
+    "mnli": ["entailment", "neutral", "contradiction"],
+}
+
+
+def canonical_split(name: str, split: str) -> str:
+    """The canonical name of a split of a local corpus (``"val"`` -> ``"dev"``).
+
+    Args:
+        name (str): A name in :data:`LOCAL_DATASETS`.
+        split (str): A split name or one of its aliases, any case.
+
+    Returns:
+        str: The canonical split name.
+
+    Raises:
+        ValueError: For a split the corpus does not have.
+    """
+    aliases = _SPLIT_ALIASES[name]
+    key = split.lower().strip()
+    if key not in aliases:
+        valid = sorted(set(aliases.values()))
+        raise ValueError(
+            f"Unknown split {split!r} for dataset {name!r}; valid splits: {valid} "
+            f"(aliases: {sorted(aliases)})."
+        )
+    return aliases[key]

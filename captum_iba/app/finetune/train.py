@@ -1,0 +1,454 @@
+"""One fine-tuning run: data, model, optimizer and schedule, the loop, the record.
+
+:func:`fine_tune` reads top to bottom as the run itself: the train and
+held-out data (:func:`_resolve_data`), the seeded model (:func:`_load_model`),
+AdamW (:func:`_optimizer`), the training loop with its linear schedule, which
+a time budget may re-plan (:func:`_train_loop`, :class:`_Budget`), the
+held-out accuracy, then the saved model and its record (:func:`_save`).
+"""
+
+import json
+import math
+import random
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+
+import torch
+from tqdm.auto import tqdm
+
+from captum_iba.app.data import (
+    HELDOUT_SPLIT,
+    TextClassificationData,
+    load_dataset,
+    stratified_subset,
+)
+from captum_iba.app.finetune.batches import (
+    bucketed_batches,
+    collate,
+    encode,
+    evaluate_accuracy,
+)
+from captum_iba.app.finetune.recipes import (
+    DEFAULT_SETTINGS,
+    PathLike,
+    base_short_name,
+    resolve_base_model,
+)
+from captum_iba.app.finetune.store import RESULT_FILE, model_folder
+
+# With a time budget: speed is measured from step _REPLAN_SKIP on, and the
+# schedule length is re-planned every _REPLAN_EVERY steps.
+_REPLAN_SKIP = 10
+_REPLAN_EVERY = 25
+
+# Parameters without weight decay (matched by the end of their names).
+_NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
+
+
+@dataclass
+class FineTuneResult:
+    """Outcome of :func:`fine_tune`.
+
+    Attributes:
+        path (Path): Folder holding the saved model, tokenizer and
+            ``captum_iba_finetune.json``.
+        accuracy (float): Accuracy on the held-out split (in ``[0, 1]``).
+        n_train (int): Number of training examples available to the run.
+        n_eval (int): Number of held-out examples evaluated.
+        seconds (float): Wall-clock seconds of the whole run.
+        settings (Dict[str, Any]): The settings used (as saved in the json).
+        steps (int): Optimizer steps actually taken.
+        stopped_early (bool): Whether ``time_budget_s`` cut training short.
+        model (Any): The fine-tuned model, in ``eval()`` mode.
+        tokenizer (Any): Its tokenizer.
+    """
+
+    path: Path
+    accuracy: float
+    n_train: int
+    n_eval: int
+    seconds: float
+    settings: Dict[str, Any]
+    steps: int = 0
+    stopped_early: bool = False
+    model: Any = field(default=None, repr=False, compare=False)
+    tokenizer: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass
+class _Run:
+    """What the training loop did."""
+
+    planned: int
+    steps: int = 0
+    seen: int = 0
+    stopped_early: bool = False
+    epochs_done: float = 0.0
+    seconds: float = 0.0
+
+
+class _Budget:
+    """Re-plans the number of steps from the measured speed to fit a time budget.
+
+    The first ``_REPLAN_SKIP`` steps are not timed (warm-up of the machine);
+    then every ``_REPLAN_EVERY`` steps the plan becomes the number of steps
+    that still fit, so the learning-rate schedule decays to zero in time.
+    """
+
+    def __init__(self, seconds: float, max_planned: int) -> None:
+        self.seconds = seconds
+        self.max_planned = max_planned
+        self.mark: Tuple[int, float] = (0, 0.0)
+
+    def replan(self, step: int, elapsed: float, planned: int) -> int:
+        """The planned number of steps after ``step`` steps in ``elapsed`` s."""
+        if step == _REPLAN_SKIP:
+            self.mark = (step, elapsed)
+        elif step > _REPLAN_SKIP and step % _REPLAN_EVERY == 0:
+            per_step = (elapsed - self.mark[1]) / (step - self.mark[0])
+            fits = step + int((self.seconds - elapsed) / per_step)
+            return max(step + 1, min(self.max_planned, fits))
+        return planned
+
+
+@contextmanager
+def _torch_threads(num_threads: Optional[int]) -> Iterator[None]:
+    """Sets torch's thread count for the block, if given; restores it after."""
+    old_threads = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        if num_threads is not None:
+            torch.set_num_threads(old_threads)
+
+
+def _resolve_data(
+    dataset: Union[str, TextClassificationData],
+    eval_dataset: Optional[TextClassificationData],
+    settings: Dict[str, Any],
+    data_dir: Optional[PathLike],
+) -> Tuple[TextClassificationData, TextClassificationData, str]:
+    """The train and held-out data and the corpus name (train capped)."""
+    if isinstance(dataset, TextClassificationData):
+        if eval_dataset is None:
+            raise ValueError(
+                "Pass eval_dataset= when dataset is a TextClassificationData."
+            )
+        train, held = dataset, eval_dataset
+        name = dataset.name
+    else:
+        name = dataset.lower().strip()
+        if eval_dataset is not None:
+            held = eval_dataset
+        else:
+            held = load_dataset(
+                name,
+                HELDOUT_SPLIT.get(name, "validation"),
+                data_dir=data_dir,
+                max_examples=settings["max_eval_examples"],
+                seed=settings["seed"],
+            )
+        train = load_dataset(
+            name,
+            "train",
+            data_dir=data_dir,
+            max_examples=settings["max_train_examples"],
+            seed=settings["seed"],
+        )
+    cap = settings["max_train_examples"]
+    if cap is not None and len(train) > cap:
+        train = train.subset(
+            stratified_subset(train.labels, cap, settings["seed"]),
+            note=f"Stratified seeded subset of {cap} rows.",
+        )
+    return train, held, name
+
+
+def _load_model(base: str, label_names: List[str]) -> Tuple[Any, Any]:
+    """The tokenizer and a classifier with a fresh head of ``label_names``."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        base,
+        num_labels=len(label_names),
+        id2label=dict(enumerate(label_names)),
+        label2id={n: i for i, n in enumerate(label_names)},
+    )
+    return tokenizer, model
+
+
+def _optimizer(model: Any, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW, without weight decay on biases and norm weights."""
+    params = list(model.named_parameters())
+    groups = [
+        {
+            "params": [p for n, p in params if not n.endswith(_NO_DECAY)],
+            "weight_decay": weight_decay,
+        },
+        {
+            "params": [p for n, p in params if n.endswith(_NO_DECAY)],
+            "weight_decay": 0.0,
+        },
+    ]
+    return torch.optim.AdamW(groups, lr=lr)
+
+
+def _lr_schedule(
+    optimizer: torch.optim.Optimizer, warmup_ratio: float, planned: int, step: int = 0
+) -> Any:
+    """Linear warm-up then decay to zero at step ``planned``, from ``step`` on."""
+    from transformers import get_linear_schedule_with_warmup
+
+    warmup = int(round(warmup_ratio * planned))
+    if step == 0:
+        return get_linear_schedule_with_warmup(optimizer, warmup, planned)
+    return get_linear_schedule_with_warmup(
+        optimizer, min(warmup, planned), planned, last_epoch=step - 1
+    )
+
+
+def _train_step(
+    model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, batch: Dict
+) -> torch.Tensor:
+    """One optimizer step (gradient norm clipped to 1); returns the loss."""
+    loss = model(**batch).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss
+
+
+def _train_loop(
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    feats: List[Dict[str, Any]],
+    pad_id: int,
+    rng: random.Random,
+    settings: Dict[str, Any],
+    name: str,
+    progress: bool,
+) -> _Run:
+    """Trains ``model`` in place for the planned steps or the time budget."""
+    batch_size = settings["batch_size"]
+    lengths = [len(f["input_ids"]) for f in feats]
+    steps_per_epoch = math.ceil(len(feats) / batch_size)
+    run = _Run(planned=max(1, int(math.ceil(steps_per_epoch * settings["epochs"]))))
+    scheduler = _lr_schedule(optimizer, settings["warmup_ratio"], run.planned)
+    budget = None
+    if settings["time_budget_s"] is not None:
+        budget = _Budget(settings["time_budget_s"], run.planned)
+    model.train()
+    train_start = time.time()
+    bar = tqdm(total=run.planned, desc=f"fine-tune {name}", disable=not progress)
+    while run.steps < run.planned and not run.stopped_early:
+        for idx in bucketed_batches(lengths, batch_size, rng):
+            if run.steps >= run.planned:
+                break
+            batch = collate([feats[i] for i in idx], pad_id)
+            run.seen += len(idx)
+            loss = _train_step(model, optimizer, scheduler, batch)
+            run.steps += 1
+            bar.update(1)
+            if run.steps % 10 == 0:
+                bar.set_postfix(
+                    loss=f"{loss.item():.3f}",
+                    lr=f"{scheduler.get_last_lr()[0]:.1e}",
+                )
+            elapsed = time.time() - train_start
+            if budget is None:
+                continue
+            planned = budget.replan(run.steps, elapsed, run.planned)
+            if planned != run.planned:
+                run.planned = planned
+                scheduler = _lr_schedule(
+                    optimizer, settings["warmup_ratio"], planned, run.steps
+                )
+                bar.total = planned
+                bar.refresh()
+            if elapsed >= budget.seconds:
+                run.stopped_early = run.steps < run.planned
+                break
+    bar.close()
+    run.seconds = time.time() - train_start
+    run.epochs_done = run.steps / steps_per_epoch
+    return run
+
+
+def _record(
+    name: str,
+    base: str,
+    settings: Dict[str, Any],
+    train: TextClassificationData,
+    held: TextClassificationData,
+    accuracy: float,
+    run: _Run,
+    seconds: float,
+) -> Dict[str, Any]:
+    """The run's record, saved as ``captum_iba_finetune.json`` (less ``created``)."""
+    return {
+        "dataset": name,
+        "base_model": base,
+        "base_model_name": base_short_name(base),
+        "settings": settings,
+        "heldout_split": held.split,
+        "heldout_accuracy": accuracy,
+        "n_train": len(train),
+        "n_eval": len(held),
+        "label_names": list(train.label_names),
+        "steps": run.steps,
+        "planned_steps": run.planned,
+        "epochs_done": run.epochs_done,
+        "examples_seen": run.seen,
+        "stopped_early_by_time_budget": run.stopped_early,
+        "train_seconds": round(run.seconds, 1),
+        "total_seconds": round(seconds, 1),
+        "torch_threads": torch.get_num_threads(),
+        "torch_version": torch.__version__,
+        "train_notes": train.notes,
+        "eval_notes": held.notes,
+    }
+
+
+def _save(out: Path, model: Any, tokenizer: Any, record: Dict[str, Any]) -> None:
+    """Saves model and tokenizer into ``out``, then the record, stamped now."""
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    record["created"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    (out / RESULT_FILE).write_text(json.dumps(record, indent=2) + "\n")
+
+
+def fine_tune(
+    dataset: Union[str, TextClassificationData],
+    base_model: Optional[PathLike] = None,
+    output_dir: Optional[PathLike] = None,
+    epochs: float = DEFAULT_SETTINGS["epochs"],
+    lr: float = DEFAULT_SETTINGS["lr"],
+    batch_size: int = DEFAULT_SETTINGS["batch_size"],
+    max_length: int = DEFAULT_SETTINGS["max_length"],
+    seed: int = DEFAULT_SETTINGS["seed"],
+    max_train_examples: Optional[int] = DEFAULT_SETTINGS["max_train_examples"],
+    max_eval_examples: Optional[int] = DEFAULT_SETTINGS["max_eval_examples"],
+    time_budget_s: Optional[float] = DEFAULT_SETTINGS["time_budget_s"],
+    warmup_ratio: float = DEFAULT_SETTINGS["warmup_ratio"],
+    weight_decay: float = DEFAULT_SETTINGS["weight_decay"],
+    eval_batch_size: int = DEFAULT_SETTINGS["eval_batch_size"],
+    eval_dataset: Optional[TextClassificationData] = None,
+    data_dir: Optional[PathLike] = None,
+    num_threads: Optional[int] = None,
+    progress: bool = True,
+) -> FineTuneResult:
+    """Fine-tunes a sequence classifier on one corpus and saves it.
+
+    Training is a plain PyTorch loop: AdamW (no decay on biases and
+    LayerNorm), linear warm-up then linear decay
+    (:func:`transformers.get_linear_schedule_with_warmup`), batches of
+    similar-length examples with dynamic padding, seeded with
+    ``torch.manual_seed(seed)`` and a ``random.Random(seed)`` batch order.
+
+    With ``time_budget_s``, the planned number of steps is re-estimated after
+    the first steps from the measured speed so that the learning-rate schedule
+    still decays to zero within the budget; training also stops cleanly when
+    the budget is spent. The held-out evaluation runs after training in any
+    case (its time is not part of the budget). A budgeted run depends on the
+    machine's speed and is therefore not bit-for-bit reproducible; without a
+    budget, two runs with the same seed give identical weights.
+
+    Args:
+        dataset (str or TextClassificationData): Corpus name (see
+            :func:`captum_iba.data.load_dataset`; its ``train`` split is used
+            and its held-out split — SST-2 dev, IMDB test, AG News heldout, RTE
+            validation, BBC heldout — is evaluated), or training data given
+            directly (then ``eval_dataset`` is required).
+        base_model (str or Path, optional): Any ``from_pretrained`` name or
+            folder. Defaults to :func:`default_base_model` (MiniLM-L6).
+        output_dir (str or Path, optional): Where to save. Defaults to a new
+            folder under :func:`default_cache_dir`.
+        epochs (float, optional): Passes over the training data (fractions
+            allowed).
+        lr (float, optional): Peak learning rate.
+        batch_size (int, optional): Training batch size.
+        max_length (int, optional): Truncation length in tokens (train and
+            eval).
+        seed (int, optional): Seed of initialisation, dropout, batch order and
+            of the ``max_*_examples`` subsets.
+        max_train_examples (int, optional): Train on a seeded stratified
+            subset of this size.
+        max_eval_examples (int, optional): Evaluate on a seeded stratified
+            subset of this size (said in the json's ``notes``).
+        time_budget_s (float, optional): Wall-clock limit for training.
+        warmup_ratio (float, optional): Share of steps spent warming up.
+        weight_decay (float, optional): AdamW weight decay.
+        eval_batch_size (int, optional): Evaluation batch size.
+        eval_dataset (TextClassificationData, optional): Held-out data to use
+            instead of the corpus' held-out split.
+        data_dir (str or Path, optional): Data folder for
+            :func:`captum_iba.data.load_dataset`.
+        num_threads (int, optional): If given, ``torch.set_num_threads`` for
+            the run (restored afterwards).
+        progress (bool, optional): Show tqdm progress bars.
+
+    Returns:
+        FineTuneResult: Path, held-out accuracy, sizes, seconds, settings and
+        the model (in ``eval()`` mode) with its tokenizer.
+    """
+    start_time = time.time()
+    settings = {
+        "epochs": epochs,
+        "lr": lr,
+        "batch_size": batch_size,
+        "max_length": max_length,
+        "seed": seed,
+        "max_train_examples": max_train_examples,
+        "max_eval_examples": max_eval_examples,
+        "time_budget_s": time_budget_s,
+        "warmup_ratio": warmup_ratio,
+        "weight_decay": weight_decay,
+        "eval_batch_size": eval_batch_size,
+    }
+    base = resolve_base_model(base_model)
+    with _torch_threads(num_threads):
+        train, held, name = _resolve_data(dataset, eval_dataset, settings, data_dir)
+        if len(train) == 0:
+            raise ValueError(f"No training examples for {name!r}.")
+        torch.manual_seed(seed)
+        rng = random.Random(seed)
+        tokenizer, model = _load_model(base, list(train.label_names))
+        feats = encode(tokenizer, train, max_length)
+        optimizer = _optimizer(model, lr, weight_decay)
+        pad_id = tokenizer.pad_token_id or 0
+        run = _train_loop(
+            model, optimizer, feats, pad_id, rng, settings, name, progress
+        )
+        model.eval()
+        accuracy = evaluate_accuracy(
+            model, tokenizer, held, max_length, eval_batch_size, progress=progress
+        )
+        seconds = time.time() - start_time
+        out = (
+            Path(output_dir)
+            if output_dir is not None
+            else model_folder(name, base, settings)
+        )
+        record = _record(name, base, settings, train, held, accuracy, run, seconds)
+        _save(out, model, tokenizer, record)
+    return FineTuneResult(
+        path=out,
+        accuracy=accuracy,
+        n_train=len(train),
+        n_eval=len(held),
+        seconds=seconds,
+        settings=settings,
+        steps=run.steps,
+        stopped_early=run.stopped_early,
+        model=model,
+        tokenizer=tokenizer,
+    )
