@@ -21,7 +21,7 @@ from captum_iba.app import commands
 from captum_iba.app.errors import CLIError, split_choices
 from captum_iba.app.reproduce import CORPORA, PARTS, PROFILES
 from captum_iba.attr.priors import PRIOR_NAMES
-from captum_iba.data import HELDOUT_SPLIT
+from captum_iba.app.data import HELDOUT_SPLIT
 from captum_iba.evaluation import SETTINGS, scorer_names
 
 __all__ = [

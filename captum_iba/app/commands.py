@@ -21,7 +21,7 @@ from captum_iba.attr import (
     resolve_prior,
     token_attributions,
 )
-from captum_iba.data import HELDOUT_SPLIT, load_dataset
+from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
 from captum_iba.evaluation import (
     IBAScorer,
     corpus_scorers,
@@ -48,7 +48,7 @@ def _looks_like_hub_name(path: str) -> bool:
 
 def _model_and_tokenizer(path: Optional[str], dataset: str = "sst2") -> Any:
     if path is None:
-        from captum_iba.finetune import get_finetuned_model
+        from captum_iba.app.finetune import get_finetuned_model
 
         path = str(get_finetuned_model(dataset))
     elif not Path(path).exists() and not _looks_like_hub_name(path):

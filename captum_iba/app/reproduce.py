@@ -17,7 +17,7 @@ Profiles: ``cpu`` (small samples, IMDB and RTE truncated to 256 tokens;
 measured on an idle 2-core CPU: 67 minutes for the table, 5 for the sweeps
 and examples, once the four models are cached) and ``paper`` (1,000
 instances, 512 tokens; for a GPU). Models: MiniLM-L6 fine-tuned per corpus by
-:func:`captum_iba.finetune.get_finetuned_model` (cached; about 15 minutes each
+:func:`captum_iba.app.finetune.get_finetuned_model` (cached; about 15 minutes each
 on first use).
 
 Usage::
@@ -41,9 +41,9 @@ from captum_iba.attr import (
     encoder_layers,
     layer_token_map,
 )
-from captum_iba.data import HELDOUT_SPLIT, load_dataset
+from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
 from captum_iba.evaluation import SETTINGS, encode, evaluate_corpus
-from captum_iba.finetune import get_finetuned_model
+from captum_iba.app.finetune import get_finetuned_model
 from captum_iba.metrics import compare
 from captum_iba.visualization import (
     layer_token_heatmap,

@@ -123,7 +123,7 @@ def recipe_settings(dataset: str, **overrides: Any) -> Dict[str, Any]:
     """Returns the full fine-tuning settings for a corpus.
 
     Args:
-        dataset (str): Corpus name (see :func:`captum_iba.data.load_dataset`).
+        dataset (str): Corpus name (see :func:`captum_iba.app.data.load_dataset`).
         **overrides (Any): Settings replacing the recipe's; ``None`` values are
             kept (so ``time_budget_s=None`` removes the budget).
 

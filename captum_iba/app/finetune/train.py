@@ -364,7 +364,7 @@ def fine_tune(
 
     Args:
         dataset (str or TextClassificationData): Corpus name (see
-            :func:`captum_iba.data.load_dataset`; its ``train`` split is used
+            :func:`captum_iba.app.data.load_dataset`; its ``train`` split is used
             and its held-out split — SST-2 dev, IMDB test, AG News heldout, RTE
             validation, BBC heldout — is evaluated), or training data given
             directly (then ``eval_dataset`` is required).
@@ -391,7 +391,7 @@ def fine_tune(
         eval_dataset (TextClassificationData, optional): Held-out data to use
             instead of the corpus' held-out split.
         data_dir (str or Path, optional): Data folder for
-            :func:`captum_iba.data.load_dataset`.
+            :func:`captum_iba.app.data.load_dataset`.
         num_threads (int, optional): If given, ``torch.set_num_threads`` for
             the run (restored afterwards).
         progress (bool, optional): Show tqdm progress bars.
