@@ -18,10 +18,10 @@ import sys
 from typing import Optional, Sequence
 
 from captum_iba.app import commands
+from captum_iba.app.data import HELDOUT_SPLIT
 from captum_iba.app.errors import CLIError, split_choices
 from captum_iba.app.reproduce import CORPORA, PARTS, PROFILES
 from captum_iba.attr.priors import PRIOR_NAMES
-from captum_iba.app.data import HELDOUT_SPLIT
 from captum_iba.evaluation import SETTINGS, scorer_names
 
 __all__ = [

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import torch
 
 from captum_iba.app import reproduce
+from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
 from captum_iba.app.errors import CLIError
 from captum_iba.app.models import load_classifier
 from captum_iba.attr import (
@@ -21,7 +22,6 @@ from captum_iba.attr import (
     resolve_prior,
     token_attributions,
 )
-from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
 from captum_iba.evaluation import (
     IBAScorer,
     corpus_scorers,

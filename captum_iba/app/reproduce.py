@@ -34,6 +34,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
 
+from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
+from captum_iba.app.finetune import get_finetuned_model
 from captum_iba.app.models import load_classifier
 from captum_iba.attr import (
     InformationBottleneckAttribution,
@@ -41,9 +43,7 @@ from captum_iba.attr import (
     encoder_layers,
     layer_token_map,
 )
-from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
 from captum_iba.evaluation import SETTINGS, encode, evaluate_corpus
-from captum_iba.app.finetune import get_finetuned_model
 from captum_iba.metrics import compare
 from captum_iba.visualization import (
     layer_token_heatmap,
