@@ -29,7 +29,7 @@ import torch
 from transformers import AutoModelForSequenceClassification
 
 from captum_iba import InformationBottleneckAttribution, encoder_layers
-from captum_iba import bottleneck as ib
+from captum_iba.attr import bottleneck as ib
 
 
 def median_time(fn: Callable[[], object], repeats: int) -> float:

@@ -4,7 +4,7 @@ Usage (from the repository root)::
 
     PYTHONPATH=$PWD python experiments/finetune_all.py sst2 ag_news imdb rte
 
-Each corpus uses its recipe in ``captum_iba.finetune.RECIPES`` (about 15
+Each corpus uses its recipe in ``captum_iba.app.finetune.RECIPES`` (about 15
 minutes on a 2-core CPU) and is cached under ``$CAPTUM_IBA_CACHE`` or
 ``~/.cache/captum_iba``; an already cached model is only re-read.
 """
@@ -13,7 +13,7 @@ import argparse
 import json
 import time
 
-from captum_iba.finetune import RECIPES, get_finetuned_model, read_result
+from captum_iba.app.finetune import RECIPES, get_finetuned_model, read_result
 
 
 def main() -> None:

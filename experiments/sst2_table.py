@@ -25,15 +25,17 @@ from captum_iba import (
     make_scorers,
     plot_degradation_curves,
 )
-from captum_iba.baselines import FAIR_TEST_SETTINGS, PAPER_TEST_SETTINGS, IBAScorer
-from captum_iba.data import load_dataset
-from captum_iba.evaluate import (
-    default_layer_index,
+from captum_iba.app.data import load_dataset
+from captum_iba.app.finetune import get_finetuned_model
+from captum_iba.app.models import load_classifier
+from captum_iba.attr import default_layer_index
+from captum_iba.evaluation import (
+    FAIR_TEST_SETTINGS,
+    PAPER_TEST_SETTINGS,
+    IBAScorer,
     encode,
     fit_dataset_prior,
-    load_classifier,
 )
-from captum_iba.finetune import get_finetuned_model
 
 
 def main() -> None:
