@@ -1,7 +1,8 @@
-"""Tests for captum_iba.metrics: the degradation test, with analytical answers."""
+"""Tests for captum_iba.metrics.degradation: the test, with analytical answers."""
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -9,7 +10,6 @@ from torch import nn
 from captum_iba.metrics import (
     PAPER_LEVELS,
     DegradationResult,
-    compare,
     degradation_test,
 )
 
@@ -412,72 +412,7 @@ def test_runs_on_gpu_model():
     torch.testing.assert_close(gpu.probs, cpu.probs, atol=1e-4, rtol=0)
 
 
-# ------------------------------------------------------------------------- aggregates
-
-
-def handmade_result():
-    return DegradationResult(
-        levels=[0.5, 1.0],
-        target=torch.tensor([0, 1]),
-        original_probs=torch.tensor([0.9, 0.7], dtype=torch.float64),
-        original_preds=torch.tensor([0, 1]),
-        original_log_odds=torch.tensor([math.log(9), math.log(7 / 3)]).double(),
-        probs=torch.tensor([[0.5, 0.2], [0.3, 0.1]], dtype=torch.float64),
-        preds=torch.tensor([[0, 1], [0, 0]]),
-        log_odds=torch.tensor(
-            [[0.0, math.log(0.25)], [math.log(3 / 7), -2.0]]
-        ).double(),
-        n_tokens=torch.tensor([4, 6]),
-        n_removed=torch.tensor([[2, 4], [3, 6]]),
-        kept_probs=torch.tensor([[0.8, 0.9], [0.6, 0.7]], dtype=torch.float64),
-        settings={"method": "hand", "level_unit": "fraction"},
-    )
-
-
-def test_aggregates_by_hand():
-    r = handmade_result()
-    assert r.original_probability == pytest.approx(0.8)
-    torch.testing.assert_close(r.curve, torch.tensor([0.4, 0.15]).double())
-    assert r.first_level_drop == pytest.approx(0.4)
-    assert r.absolute_drop(1) == pytest.approx(0.65)
-    assert r.aopc == pytest.approx((0 + 0.4 + 0.65) / 3)
-    assert r.comprehensiveness == pytest.approx((0.4 + 0.65) / 2)
-    assert r.sufficiency == pytest.approx((0.1 + 0.0 + 0.1 + 0.0) / 4)
-    lo = torch.tensor(
-        [
-            (0 - math.log(9) + math.log(3 / 7) - math.log(7 / 3)) / 2,
-            (math.log(0.25) - math.log(9) - 2 - math.log(7 / 3)) / 2,
-        ]
-    ).double()
-    torch.testing.assert_close(r.log_odds_curve, lo)
-    assert r.original_accuracy == 1.0
-    torch.testing.assert_close(r.accuracy_curve, torch.tensor([0.5, 0.0]).double())
-    d = r.normalized_curve(m=0.1)
-    torch.testing.assert_close(d, torch.tensor([1.0, 3 / 7, 0.05 / 0.7]).double())
-
-
-def test_compare_uses_min_across_methods():
-    a = handmade_result()
-    b = handmade_result()
-    b.probs = b.probs * 0.5  # last-level mean 0.075
-    table = compare({"A": a, "B": b})
-    assert table.m == pytest.approx(0.075)
-    torch.testing.assert_close(
-        table.normalized_curves["A"],
-        torch.tensor([1.0, (0.4 - 0.075) / 0.725, (0.15 - 0.075) / 0.725]).double(),
-    )
-    md = table.to_markdown()
-    assert "| A |" in md and "| B |" in md and "AOPC" in md and "sufficiency" in md
-    assert "drop @ 50.0 %" in md
-    assert "| B |" in table.curves_markdown()
-    c = handmade_result()
-    c.levels = [0.25, 1.0]
-    with pytest.raises(ValueError, match="levels"):
-        compare({"A": a, "C": c})
-    d = handmade_result()
-    d.original_probs = d.original_probs * 0.5
-    with pytest.warns(UserWarning, match="same instances"):
-        compare({"A": a, "D": d})
+# ------------------------------------------------------------------------ persistence
 
 
 def test_json_round_trip(bow, tmp_path):
@@ -524,6 +459,18 @@ def test_json_round_trip(bow, tmp_path):
 def test_bad_inputs(bow, kw, err, match):
     with pytest.raises(err, match=match):
         run(bow, **kw)
+
+
+def test_targets_one_index_per_instance(bow):
+    """A tuple, a list, a column Tensor and a scalar all give one index each."""
+    expected = run(bow, levels=[1], level_unit="count")
+    for target in ((0, 2), [0, 2], torch.tensor([[0], [2]]), np.array([0, 2])):
+        res = run(bow, levels=[1], level_unit="count", target=target)
+        assert res.target.tolist() == [0, 2]
+        assert torch.equal(res.probs, expected.probs)
+    assert run(bow, levels=[1], level_unit="count", target=1).target.tolist() == [1, 1]
+    with pytest.raises(TypeError, match="integer"):
+        run(bow, target=[0.5, 1.0])
 
 
 def test_bad_attribution_shapes(bow):

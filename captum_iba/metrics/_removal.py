@@ -1,0 +1,335 @@
+"""The removal itself: which tokens go, the degraded inputs, the model calls.
+
+Everything here works on CPU tensors that :mod:`captum_iba.metrics._inputs`
+has checked: a :class:`TokenBatch` (the instances), a removal rank per token
+(:func:`removal_rank`), ``k`` per instance and level (:func:`level_counts`),
+and a :class:`Runner` that builds the degraded inputs of a list of jobs
+(instance, ``k``, keep-only flag), batches them into model calls and returns
+the logits in job order. A job removes the first ``k`` tokens of the order, or
+with the keep-only flag (sufficiency) every removable token but those ``k``.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+
+import torch
+from torch import Tensor
+
+from captum_iba._utils.common import logits_of
+
+# Guards floor() against products like 3/9 * 18 = 5.999999999999999.
+_EPS = 1e-9
+
+#: How an additional forward argument follows the jobs: ``"token"`` - a
+#: ``(B, L, ...)`` tensor that follows the tokens; ``"row"`` - a ``(B, ...)``
+#: tensor indexed per instance; ``"const"`` - passed unchanged.
+ExtraArg = Tuple[str, Any]
+
+
+def removal_rank(scores: Tensor, removable: Tensor, order: str) -> Tensor:
+    """Rank of each position in the removal order; non-removable positions get L.
+
+    Args:
+        scores (Tensor): ``(B, L)`` float scores.
+        removable (Tensor): ``(B, L)`` bool.
+        order (str): ``"morf"`` (highest score first) or ``"lerf"``.
+
+    Returns:
+        Tensor: ``(B, L)`` long ranks; ties go to the earlier position.
+    """
+    B, L = scores.shape
+    key = -scores if order == "morf" else scores
+    by_score = torch.sort(key, dim=1, stable=True).indices  # ties: earlier first
+    non_rem = (~removable).gather(1, by_score).to(torch.uint8)
+    by_flag = torch.sort(non_rem, dim=1, stable=True).indices
+    order_idx = by_score.gather(1, by_flag)
+    rank = torch.empty_like(order_idx)
+    rank.scatter_(1, order_idx, torch.arange(L).expand(B, L).contiguous())
+    return rank.masked_fill(~removable, L)
+
+
+def level_counts(
+    levels: Sequence[Union[float, int]],
+    unit: str,
+    convention: str,
+    n_rem: Tensor,
+    n_full: Tensor,
+) -> Tensor:
+    """``k``, the number of tokens removed, per instance and level.
+
+    Args:
+        levels (Sequence): Fractions or counts (``unit``).
+        unit (str): ``"fraction"`` or ``"count"``.
+        convention (str): ``"tokens"`` or ``"paper"`` (see
+            :mod:`captum_iba.metrics.degradation`).
+        n_rem (Tensor): ``(B,)`` removable tokens per instance.
+        n_full (Tensor): ``(B,)`` non-padding tokens per instance.
+
+    Returns:
+        Tensor: ``(B, K)`` long, capped at ``n_rem``.
+    """
+    cols = []
+    for lv in levels:
+        if unit == "count":
+            k = torch.full_like(n_rem, int(lv))
+        elif convention == "paper":
+            k = torch.floor(float(lv) * n_full.double() + _EPS).long()
+        else:
+            k = torch.floor(float(lv) * n_rem.double() + 0.5 + _EPS).long()
+        cols.append(torch.minimum(k, n_rem))
+    return torch.stack(cols, 1)
+
+
+def target_stats(logits: Tensor, target: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    """Target probability, predicted label and target log-odds of each row.
+
+    Args:
+        logits (Tensor): ``(N, C)`` float64.
+        target (Tensor): ``(N,)`` long.
+
+    Returns:
+        (Tensor, Tensor, Tensor): ``p(target)``, ``argmax``, and
+        ``log p(target) - log(1 - p(target))``, each ``(N,)``.
+    """
+    logp = torch.log_softmax(logits, dim=1)
+    lp_t = logp.gather(1, target[:, None]).squeeze(1)
+    others = logp.scatter(1, target[:, None], float("-inf"))
+    log_odds = lp_t - torch.logsumexp(others, dim=1)
+    return lp_t.exp(), logits.argmax(1), log_odds
+
+
+def removed_positions(
+    rank: Tensor, removable: Tensor, ks: Tensor, keep_only: Tensor
+) -> Tensor:
+    """``(N, L)`` bool: the positions each job removes."""
+    k = ks[:, None]
+    return torch.where(keep_only[:, None], removable & (rank >= k), rank < k)
+
+
+def _compact(t: Tensor, perm: Tensor, tail: Tensor, fill: int) -> Tensor:
+    idx = perm.reshape(perm.shape + (1,) * (t.dim() - 2)).expand_as(t)
+    out = t.gather(1, idx)
+    tail_t = tail.reshape(tail.shape + (1,) * (t.dim() - 2)).expand_as(out)
+    return out.masked_fill(tail_t, fill)
+
+
+def delete_tokens(
+    keep: Tensor, tensors: Sequence[Optional[Tensor]], fills: Sequence[int]
+) -> Tuple[List[Optional[Tensor]], Tensor]:
+    """Delete the positions not kept: each sequence is compacted to the left.
+
+    Args:
+        keep (Tensor): ``(N, L)`` bool, the positions that stay.
+        tensors (Sequence[Tensor or None]): ``(N, L, ...)`` per-token tensors
+            (ids, mask, segment ids, ...); None entries stay None.
+        fills (Sequence[int]): The value of the freed tail, per tensor.
+
+    Returns:
+        (list, Tensor): The compacted tensors and the ``(N,)`` lengths left.
+    """
+    lengths = keep.sum(1)
+    perm = torch.sort((~keep).to(torch.uint8), dim=1, stable=True).indices
+    tail = torch.arange(keep.shape[1])[None, :] >= lengths[:, None]
+    out = [
+        None if t is None else _compact(t, perm, tail, fill)
+        for t, fill in zip(tensors, fills)
+    ]
+    return out, lengths
+
+
+def _length_groups(lengths: Tensor, by_length: bool) -> Tuple[List[Tensor], List[int]]:
+    """Row groups and the width each is trimmed to (at least one position)."""
+    if by_length:
+        groups = [
+            (lengths == n).nonzero().reshape(-1) for n in torch.unique(lengths).tolist()
+        ]
+        return groups, [max(int(lengths[g[0]]), 1) for g in groups]
+    width = int(lengths.max()) if len(lengths) else 1
+    return [torch.arange(len(lengths))], [max(width, 1)]
+
+
+def checked_logits(output: Any) -> Tensor:
+    """The ``(N, C)`` logits of a forward's output (see :func:`logits_of`)."""
+    out = logits_of(output)
+    if out.dim() != 2:
+        raise ValueError(
+            f"forward_func must return logits of shape (B, C); got {tuple(out.shape)}"
+        )
+    return out
+
+
+@dataclass
+class TokenBatch:
+    """The instances of a test, on the CPU, as the removal sees them.
+
+    Attributes:
+        input_ids (Tensor): ``(B, L)`` long.
+        valid (Tensor): ``(B, L)`` bool, True at tokens (not padding).
+        removable (Tensor): ``(B, L)`` bool, the tokens a level may remove.
+        attention_mask (Tensor, optional): ``(B, L)``, passed to the model.
+        token_type_ids (Tensor, optional): ``(B, L)``, passed to the model.
+        extra (list): The additional forward arguments, classified
+            (:data:`ExtraArg`).
+    """
+
+    input_ids: Tensor
+    valid: Tensor
+    removable: Tensor
+    attention_mask: Optional[Tensor]
+    token_type_ids: Optional[Tensor]
+    extra: List[ExtraArg]
+
+    @property
+    def n_removable(self) -> Tensor:
+        """Tensor: ``(B,)`` removable tokens per instance ``n``."""
+        return self.removable.sum(1)
+
+    @property
+    def n_full(self) -> Tensor:
+        """Tensor: ``(B,)`` non-padding tokens per instance."""
+        return self.valid.sum(1)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """How removed tokens leave the input.
+
+    Attributes:
+        mode (str): ``"delete"``, or a replacement mode (``"mask"``, ``"pad"``,
+            ``"unk"``, ``"replace"``).
+        replacement_id (int, optional): The id that replaces removed tokens.
+        pad_id (int): Deletion's fill for the freed tail.
+        group_by_length (bool): Deletion: one model call per remaining length.
+    """
+
+    mode: str
+    replacement_id: Optional[int]
+    pad_id: int
+    group_by_length: bool
+
+
+class Runner:
+    """Builds the degraded inputs of jobs and runs the model on them in batches.
+
+    Args:
+        forward_func (Callable): The model.
+        batch (TokenBatch): The instances.
+        rank (Tensor): ``(B, L)`` from :func:`removal_rank`.
+        removal (Removal): How tokens are removed.
+        device (torch.device): Where the model runs.
+        max_examples_per_batch (int, optional): Most sequences per call.
+        show_progress (bool): Show a progress bar.
+    """
+
+    def __init__(
+        self,
+        forward_func: Callable[..., Any],
+        batch: TokenBatch,
+        rank: Tensor,
+        removal: Removal,
+        device: torch.device,
+        max_examples_per_batch: Optional[int] = None,
+        show_progress: bool = False,
+    ) -> None:
+        self.forward_func = forward_func
+        self.batch = batch
+        self.rank = rank
+        self.removal = removal
+        self.device = device
+        self.max_examples_per_batch = max_examples_per_batch
+        self.show_progress = show_progress
+
+    def run_originals(self) -> Tensor:
+        """Logits ``(B, C)`` (float64, CPU) of the original inputs."""
+        B = self.batch.input_ids.shape[0]
+        zeros = torch.zeros(B, dtype=torch.long)
+        return self.run(torch.arange(B), zeros, zeros.bool(), "original")
+
+    def run_levels(
+        self, k_table: Tensor, target: Tensor, keep_only_too: bool
+    ) -> Tuple[Tensor, Tensor, Tensor]:
+        """:func:`target_stats` at every level, ``(B, V, K)`` each.
+
+        ``V`` is 1, or 2 with ``keep_only_too`` (index 1: only the first ``k``
+        tokens kept, for sufficiency).
+        """
+        B, K = k_table.shape
+        variants = [False, True] if keep_only_too else [False]
+        V = len(variants)
+        rows = torch.arange(B).repeat_interleave(K * V)
+        keep_only = torch.tensor(variants).repeat_interleave(K).repeat(B)
+        ks = k_table[:, None, :].expand(B, V, K).reshape(-1)
+        logits = self.run(rows, ks, keep_only, "levels")
+        stats = target_stats(logits, target[rows])
+        return tuple(s.reshape(B, V, K) for s in stats)  # type: ignore[return-value]
+
+    def run(self, rows: Tensor, ks: Tensor, keep_only: Tensor, desc: str) -> Tensor:
+        """Logits (float64, CPU) of jobs, in job order, in batches.
+
+        Jobs are sorted by remaining length when deleting (less padding per
+        batch); results do not depend on the batch size (up to float rounding).
+        """
+        n = len(rows)
+        step = n if self.max_examples_per_batch is None else self.max_examples_per_batch
+        starts = range(0, n, max(step, 1))
+        if self.show_progress:
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, desc=desc)
+        if self.removal.mode == "delete":
+            removed = torch.where(keep_only, self.batch.n_removable[rows] - ks, ks)
+            by_len = torch.sort(self.batch.n_full[rows] - removed, stable=True).indices
+        else:
+            by_len = torch.arange(n)
+        outs = []
+        for s in starts:
+            sel = by_len[s : s + step]
+            outs.append(self._run_batch(rows[sel], ks[sel], keep_only[sel]))
+        out = torch.empty_like(torch.cat(outs, 0))
+        out[by_len] = torch.cat(outs, 0)
+        return out
+
+    def _degraded(
+        self, rows: Tensor, ks: Tensor, keep_only: Tensor
+    ) -> Tuple[List[Optional[Tensor]], List[Tensor], List[int]]:
+        """Per-token tensors of the jobs (ids, mask, segments, token extras),
+        and the row groups and widths of the model calls."""
+        b = self.batch
+        removed = removed_positions(self.rank[rows], b.removable[rows], ks, keep_only)
+        tensors = [
+            None if t is None else t[rows]
+            for t in (b.input_ids, b.attention_mask, b.token_type_ids)
+        ]
+        tensors += [a[rows] for kind, a in b.extra if kind == "token"]
+        if self.removal.mode == "delete":
+            fills = [self.removal.pad_id] + [0] * (len(tensors) - 1)
+            tensors, lengths = delete_tokens(b.valid[rows] & ~removed, tensors, fills)
+            groups, widths = _length_groups(lengths, self.removal.group_by_length)
+            return tensors, groups, widths
+        rid = int(self.removal.replacement_id)  # type: ignore[arg-type]
+        tensors[0] = tensors[0].masked_fill(removed, rid)  # type: ignore[union-attr]
+        return tensors, [torch.arange(len(rows))], [tensors[0].shape[1]]  # type: ignore
+
+    def _run_batch(self, rows: Tensor, ks: Tensor, keep_only: Tensor) -> Tensor:
+        """Logits (float64, CPU) of one batch of jobs (instance row, k, keep-only)."""
+        tensors, groups, widths = self._degraded(rows, ks, keep_only)
+        out: Optional[Tensor] = None
+        for g, w in zip(groups, widths):
+            args = [t[g, :w] for t in tensors[:3] if t is not None]
+            token_extra = iter(tensors[3:])
+            for kind, a in self.batch.extra:
+                if kind == "token":
+                    args.append(next(token_extra)[g, :w])  # type: ignore[index]
+                else:
+                    args.append(a[rows[g]] if kind == "row" else a)
+            args = [x.to(self.device) if isinstance(x, Tensor) else x for x in args]
+            logits = checked_logits(self.forward_func(*args))
+            if logits.shape[0] != len(g):
+                raise ValueError(
+                    f"forward_func returned {logits.shape[0]} rows for a batch of "
+                    f"{len(g)}"
+                )
+            if out is None:
+                out = torch.empty(len(rows), logits.shape[1], dtype=torch.float64)
+            out[g] = logits.detach().to("cpu", torch.float64)
+        return out  # type: ignore[return-value]

@@ -1,0 +1,395 @@
+r"""What a degradation test returns, and the normalised drop of Figure 1.
+
+* :class:`DegradationResult` - the per-instance probabilities, labels and
+  removal counts of one test, the aggregates people report (the mean curve,
+  Table 1's absolute drop, AOPC, ERASER comprehensiveness and sufficiency,
+  log-odds, accuracy), and an exact JSON form;
+* :func:`normalized_drop` - the paper's :math:`\bar d = (\bar p - m) / (o - m)`
+  on mean-probability curves: the one implementation that
+  :meth:`DegradationResult.normalized_curve`, :func:`~captum_iba.metrics.compare`
+  and :mod:`captum_iba.visualization` share.
+"""
+
+import json
+import numbers
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from captum_iba.version import __version__
+
+__all__ = ["DegradationResult", "normalized_drop"]
+
+#: A mean-probability curve: a 1-D float Tensor or numpy array.
+CurveT = TypeVar("CurveT", Tensor, np.ndarray)
+
+
+def normalized_drop(
+    curves: Sequence[CurveT],
+    m: Optional[float] = None,
+    origins: Optional[Sequence[float]] = None,
+) -> Tuple[List[CurveT], float]:
+    r"""The normalised probability drop :math:`d = (p - m) / (o - m)` (Figure 1).
+
+    :math:`p` is a curve of mean target probabilities, :math:`o` its value on
+    the original inputs (level 0) and :math:`m` the floor: by default, as in
+    the paper (Section 4), the lowest fully degraded (last-level) mean
+    probability across the curves compared. A curve thus starts at 1, and the
+    best method's curve ends at 0.
+
+    Args:
+        curves (Sequence[Tensor or numpy.ndarray]): Mean-probability curves,
+            1-D, in float; level 0 first unless ``origins`` is given.
+        m (float, optional): The floor. Default: the smallest last value of
+            ``curves``.
+        origins (Sequence[float], optional): :math:`o` of each curve. Default:
+            each curve's first value.
+
+    Returns:
+        (list, float): The normalised curves, of the type of each input (all
+        NaN where :math:`|o - m| < 10^{-12}`), and the floor :math:`m` used.
+
+    Raises:
+        ValueError: If ``curves`` is empty.
+
+    Examples::
+
+        >>> import numpy as np
+        >>> (a, b), m = normalized_drop([np.array([0.8, 0.5, 0.2]),
+        ...                              np.array([0.6, 0.5, 0.4])])
+        >>> m, a.round(6).tolist(), b.round(6).tolist()
+        (0.2, [1.0, 0.5, 0.0], [1.0, 0.75, 0.5])
+    """
+    if len(curves) == 0:
+        raise ValueError("no curve given")
+    if m is None:
+        m = min(float(curve[-1]) for curve in curves)
+    if origins is None:
+        origins = [float(curve[0]) for curve in curves]
+    out: List[CurveT] = []
+    for curve, o in zip(curves, origins):
+        denom = o - m
+        if abs(denom) < 1e-12:
+            out.append(_all_nan(curve))
+        else:
+            out.append((curve - m) / denom)
+    return out, m
+
+
+def _all_nan(curve: CurveT) -> CurveT:
+    if isinstance(curve, Tensor):
+        return torch.full_like(curve, float("nan"))
+    return np.full_like(curve, np.nan)
+
+
+def _mean(x: Tensor) -> float:
+    return float(x.double().mean()) if x.numel() else float("nan")
+
+
+@dataclass
+class DegradationResult:
+    """Per-instance outcome of a degradation test, with the usual aggregates.
+
+    All tensors live on the CPU. ``B`` is the number of instances, ``K`` the number of
+    removal levels.
+
+    Attributes:
+        levels (list): The removal levels, as given (fractions or counts, see
+            ``settings["level_unit"]``).
+        target (Tensor): ``(B,)`` long, the class whose probability is tracked.
+        original_probs (Tensor): ``(B,)`` float64, target probability on the
+            original input (``o`` per instance).
+        original_preds (Tensor): ``(B,)`` long, predicted label on the original input.
+        original_log_odds (Tensor): ``(B,)`` float64,
+            ``log p(target) - log(1 - p(target))`` on the original input.
+        probs (Tensor): ``(B, K)`` float64, target probability after removing the
+            first ``k`` tokens of the order at each level.
+        preds (Tensor): ``(B, K)`` long, predicted label at each level.
+        log_odds (Tensor): ``(B, K)`` float64, target log-odds at each level.
+        n_tokens (Tensor): ``(B,)`` long, the number of removable tokens ``n``.
+        n_removed (Tensor): ``(B, K)`` long, the ``k`` used per instance and level.
+        kept_probs (Tensor, optional): ``(B, K)`` float64, target probability when
+            ONLY the first ``k`` tokens of the order are kept (every other removable
+            token removed); used by :attr:`sufficiency`. None when not computed.
+        settings (dict): How the test was run (removal mode, levels, order, target,
+            method, seed, and any settings of the attribution method).
+    """
+
+    levels: List[Union[float, int]]
+    target: Tensor
+    original_probs: Tensor
+    original_preds: Tensor
+    original_log_odds: Tensor
+    probs: Tensor
+    preds: Tensor
+    log_odds: Tensor
+    n_tokens: Tensor
+    n_removed: Tensor
+    kept_probs: Optional[Tensor] = None
+    settings: Dict[str, Any] = field(default_factory=dict)
+
+    # ---- sizes -----------------------------------------------------------------------
+    @property
+    def num_instances(self) -> int:
+        """int: Number of instances ``B``."""
+        return int(self.probs.shape[0])
+
+    @property
+    def num_levels(self) -> int:
+        """int: Number of removal levels ``K``."""
+        return int(self.probs.shape[1])
+
+    @property
+    def method(self) -> Optional[str]:
+        """str or None: The attribution method's name, from ``settings``."""
+        return self.settings.get("method")
+
+    # ---- curves ----------------------------------------------------------------------
+    @property
+    def original_probability(self) -> float:
+        """float: ``o``, the mean target probability on the original inputs."""
+        return _mean(self.original_probs)
+
+    @property
+    def curve(self) -> Tensor:
+        """Tensor: ``(K,)`` mean target probability at each level."""
+        return self.probs.double().mean(0)
+
+    @property
+    def full_curve(self) -> Tensor:
+        """Tensor: ``(K + 1,)`` the mean curve with ``o`` (level 0) prepended."""
+        return torch.cat(
+            [self.original_probs.double().mean(0, keepdim=True), self.curve]
+        )
+
+    @property
+    def drop_curve(self) -> Tensor:
+        """Tensor: ``(K,)`` mean drop ``o - p`` at each level (positive = a drop)."""
+        return (self.original_probs.double()[:, None] - self.probs.double()).mean(0)
+
+    def absolute_drop(self, level_index: int = 0) -> float:
+        """Mean drop of the target probability at one level (Table 1 of the paper).
+
+        Args:
+            level_index (int): Index into :attr:`levels`. Default 0, the first level
+                (11.1 % with the paper's levels).
+
+        Returns:
+            float: ``mean(o) - mean(p_level)``; positive when the probability falls.
+        """
+        return float(self.drop_curve[level_index])
+
+    @property
+    def first_level_drop(self) -> float:
+        """float: :meth:`absolute_drop` at the first level (Table 1)."""
+        return self.absolute_drop(0)
+
+    def normalized_curve(
+        self, m: Optional[float] = None, include_origin: bool = True
+    ) -> Tensor:
+        """The normalised drop ``d = (p - m) / (o - m)`` of Figure 1.
+
+        Args:
+            m (float, optional): The floor. The paper takes the minimum, across all
+                methods compared, of the fully degraded mean probability; use
+                :func:`~captum_iba.metrics.compare` for that. Default: this
+                result's own last level (see :func:`normalized_drop`).
+            include_origin (bool): Prepend level 0 (where ``d = 1``). Default True.
+
+        Returns:
+            Tensor: ``(K + 1,)`` or ``(K,)`` float64.
+        """
+        curve = self.full_curve if include_origin else self.curve
+        (drop,), _ = normalized_drop([curve], m, [self.original_probability])
+        return drop
+
+    # ---- scalar summaries ------------------------------------------------------------
+    @property
+    def aopc(self) -> float:
+        """float: Area over the perturbation curve (Samek et al., 2017).
+
+        ``1 / (K + 1) * sum_{k=0..K} mean(o - p_k)``, the unperturbed level 0
+        (a zero term) included. With most-relevant-first order higher is better.
+        """
+        return float(self.drop_curve.sum() / (self.num_levels + 1))
+
+    @property
+    def comprehensiveness(self) -> float:
+        """float: ERASER comprehensiveness (DeYoung et al., 2020), AOPC form.
+
+        Mean over the levels (no level 0) and instances of ``o - p(x without the
+        first k tokens)``. Higher is better with most-relevant-first order.
+        """
+        return _mean(self.original_probs.double()[:, None] - self.probs.double())
+
+    @property
+    def sufficiency(self) -> float:
+        """float: ERASER sufficiency (DeYoung et al., 2020), AOPC form.
+
+        Mean over the levels and instances of ``o - p(x with only the first k tokens
+        kept)``. Lower is better with most-relevant-first order.
+
+        Raises:
+            ValueError: If the test ran with ``compute_sufficiency=False``.
+        """
+        if self.kept_probs is None:
+            raise ValueError(
+                "sufficiency needs the test run with compute_sufficiency=True"
+            )
+        return _mean(self.original_probs.double()[:, None] - self.kept_probs.double())
+
+    @property
+    def log_odds_curve(self) -> Tensor:
+        """Tensor: ``(K,)`` mean change of the target log-odds at each level.
+
+        ``mean(logodds(p_k) - logodds(o))`` with ``logodds(p) = log p - log(1 - p)``
+        computed from the logits (Shrikumar et al., 2017; Chen et al., 2019). More
+        negative is better with most-relevant-first order.
+        """
+        return (self.log_odds.double() - self.original_log_odds.double()[:, None]).mean(
+            0
+        )
+
+    @property
+    def log_odds_score(self) -> float:
+        """float: :attr:`log_odds_curve` averaged over the levels."""
+        return _mean(self.log_odds_curve)
+
+    @property
+    def original_accuracy(self) -> float:
+        """float: Share of instances predicted as the target on the original input."""
+        return _mean((self.original_preds == self.target).double())
+
+    @property
+    def accuracy_curve(self) -> Tensor:
+        """Tensor: ``(K,)`` share of instances predicted as the target at each level.
+
+        When the target is the gold label this is the accuracy; when it is the
+        predicted label (``target=None``) it is the agreement with the original
+        prediction.
+        """
+        return (self.preds == self.target[:, None]).double().mean(0)
+
+    def summary(self) -> Dict[str, Any]:
+        """The scalar aggregates, as a plain dict.
+
+        Returns:
+            dict: method, n, o, first-level drop, AOPC, comprehensiveness,
+            sufficiency (None if not computed), log-odds, original accuracy.
+        """
+        return {
+            "method": self.method,
+            "num_instances": self.num_instances,
+            "original_probability": self.original_probability,
+            "first_level_drop": self.first_level_drop,
+            "aopc": self.aopc,
+            "comprehensiveness": self.comprehensiveness,
+            "sufficiency": None if self.kept_probs is None else self.sufficiency,
+            "log_odds": self.log_odds_score,
+            "original_accuracy": self.original_accuracy,
+        }
+
+    # ---- persistence -----------------------------------------------------------------
+    _FLOAT_FIELDS = (
+        "original_probs",
+        "original_log_odds",
+        "probs",
+        "log_odds",
+        "kept_probs",
+    )
+    _LONG_FIELDS = ("target", "original_preds", "preds", "n_tokens", "n_removed")
+
+    def to_dict(self) -> Dict[str, Any]:
+        """A JSON-serialisable dict (tensors become nested lists).
+
+        Returns:
+            dict: Every field, plus ``format`` and ``captum_iba_version``.
+        """
+        out: Dict[str, Any] = {
+            "format": "captum_iba.DegradationResult/1",
+            "captum_iba_version": __version__,
+            "levels": list(self.levels),
+            "settings": _jsonable(self.settings),
+        }
+        for name in self._FLOAT_FIELDS + self._LONG_FIELDS:
+            value = getattr(self, name)
+            out[name] = None if value is None else value.tolist()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "DegradationResult":
+        """Rebuild a result from :meth:`to_dict`'s output.
+
+        Args:
+            data (Mapping): The dict.
+
+        Returns:
+            DegradationResult: The result.
+        """
+        kwargs: Dict[str, Any] = {
+            "levels": list(data["levels"]),
+            "settings": dict(data.get("settings") or {}),
+        }
+        for name in cls._FLOAT_FIELDS:
+            value = data.get(name)
+            kwargs[name] = (
+                None if value is None else torch.tensor(value, dtype=torch.float64)
+            )
+        for name in cls._LONG_FIELDS:
+            kwargs[name] = torch.tensor(data[name], dtype=torch.long)
+        for name in ("probs", "preds", "log_odds", "n_removed", "kept_probs"):
+            if kwargs.get(name) is not None and kwargs[name].dim() == 1:
+                kwargs[name] = kwargs[name].reshape(-1, len(kwargs["levels"]))
+        return cls(**kwargs)
+
+    def to_json(self, path: Optional[Union[str, os.PathLike]] = None) -> str:
+        """Serialise to JSON (exact: float64 values round-trip).
+
+        Args:
+            path (str or PathLike, optional): Also write the JSON to this file.
+
+        Returns:
+            str: The JSON text.
+        """
+        text = json.dumps(self.to_dict())
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        return text
+
+    @classmethod
+    def from_json(cls, source: Union[str, os.PathLike]) -> "DegradationResult":
+        """Load a result saved by :meth:`to_json`.
+
+        Args:
+            source (str or PathLike): JSON text, or the path of a file holding it.
+
+        Returns:
+            DegradationResult: The result.
+        """
+        if isinstance(source, os.PathLike) or (
+            isinstance(source, str) and not source.lstrip().startswith("{")
+        ):
+            with open(source, encoding="utf-8") as fh:
+                source = fh.read()
+        return cls.from_dict(json.loads(source))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Tensor):
+        return value.tolist()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return repr(value)

@@ -1,0 +1,120 @@
+"""Tests for captum_iba.metrics.result and .compare: aggregates by hand."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from captum_iba.metrics import DegradationResult, compare, normalized_drop
+
+
+def handmade_result():
+    return DegradationResult(
+        levels=[0.5, 1.0],
+        target=torch.tensor([0, 1]),
+        original_probs=torch.tensor([0.9, 0.7], dtype=torch.float64),
+        original_preds=torch.tensor([0, 1]),
+        original_log_odds=torch.tensor([math.log(9), math.log(7 / 3)]).double(),
+        probs=torch.tensor([[0.5, 0.2], [0.3, 0.1]], dtype=torch.float64),
+        preds=torch.tensor([[0, 1], [0, 0]]),
+        log_odds=torch.tensor(
+            [[0.0, math.log(0.25)], [math.log(3 / 7), -2.0]]
+        ).double(),
+        n_tokens=torch.tensor([4, 6]),
+        n_removed=torch.tensor([[2, 4], [3, 6]]),
+        kept_probs=torch.tensor([[0.8, 0.9], [0.6, 0.7]], dtype=torch.float64),
+        settings={"method": "hand", "level_unit": "fraction"},
+    )
+
+
+def test_aggregates_by_hand():
+    r = handmade_result()
+    assert r.original_probability == pytest.approx(0.8)
+    torch.testing.assert_close(r.curve, torch.tensor([0.4, 0.15]).double())
+    assert r.first_level_drop == pytest.approx(0.4)
+    assert r.absolute_drop(1) == pytest.approx(0.65)
+    assert r.aopc == pytest.approx((0 + 0.4 + 0.65) / 3)
+    assert r.comprehensiveness == pytest.approx((0.4 + 0.65) / 2)
+    assert r.sufficiency == pytest.approx((0.1 + 0.0 + 0.1 + 0.0) / 4)
+    lo = torch.tensor(
+        [
+            (0 - math.log(9) + math.log(3 / 7) - math.log(7 / 3)) / 2,
+            (math.log(0.25) - math.log(9) - 2 - math.log(7 / 3)) / 2,
+        ]
+    ).double()
+    torch.testing.assert_close(r.log_odds_curve, lo)
+    assert r.original_accuracy == 1.0
+    torch.testing.assert_close(r.accuracy_curve, torch.tensor([0.5, 0.0]).double())
+    d = r.normalized_curve(m=0.1)
+    torch.testing.assert_close(d, torch.tensor([1.0, 3 / 7, 0.05 / 0.7]).double())
+
+
+def test_compare_uses_min_across_methods():
+    a = handmade_result()
+    b = handmade_result()
+    b.probs = b.probs * 0.5  # last-level mean 0.075
+    table = compare({"A": a, "B": b})
+    assert table.m == pytest.approx(0.075)
+    torch.testing.assert_close(
+        table.normalized_curves["A"],
+        torch.tensor([1.0, (0.4 - 0.075) / 0.725, (0.15 - 0.075) / 0.725]).double(),
+    )
+    md = table.to_markdown()
+    assert "| A |" in md and "| B |" in md and "AOPC" in md and "sufficiency" in md
+    assert "drop @ 50.0 %" in md
+    assert "| B |" in table.curves_markdown()
+    c = handmade_result()
+    c.levels = [0.25, 1.0]
+    with pytest.raises(ValueError, match="levels"):
+        compare({"A": a, "C": c})
+    d = handmade_result()
+    d.original_probs = d.original_probs * 0.5
+    with pytest.warns(UserWarning, match="same instances"):
+        compare({"A": a, "D": d})
+
+
+# -------------------------------------------------------------------- normalised drop
+
+
+def test_normalized_drop_by_hand():
+    # d = (p - m) / (o - m); m = min of the last values = 0.2
+    (a, b), m = normalized_drop([np.array([0.8, 0.5, 0.2]), np.array([0.6, 0.5, 0.4])])
+    assert m == pytest.approx(0.2)
+    np.testing.assert_allclose(a, [1.0, 0.5, 0.0])
+    np.testing.assert_allclose(b, [1.0, 0.75, 0.5])
+    assert isinstance(a, np.ndarray)
+    # a given floor; Tensors stay Tensors
+    (t,), m = normalized_drop([torch.tensor([0.9, 0.5, 0.3]).double()], m=0.1)
+    assert m == 0.1
+    torch.testing.assert_close(t, torch.tensor([1.0, 0.5, 0.25]).double())
+    # origins given: curves without level 0
+    (c,), m = normalized_drop([torch.tensor([0.5, 0.3]).double()], origins=[0.9])
+    assert m == pytest.approx(0.3)
+    torch.testing.assert_close(c, torch.tensor([1 / 3, 0.0]).double())
+
+
+def test_normalized_drop_degenerate():
+    (flat,), _ = normalized_drop([np.array([0.4, 0.4])])
+    assert np.isnan(flat).all()
+    (flat_t,), _ = normalized_drop([torch.tensor([0.4, 0.4])])
+    assert torch.isnan(flat_t).all()
+    with pytest.raises(ValueError, match="no curve"):
+        normalized_drop([])
+
+
+def test_result_and_compare_use_normalized_drop():
+    a = handmade_result()
+    b = handmade_result()
+    b.probs = b.probs * 0.5
+    drops, m = normalized_drop(
+        [a.full_curve, b.full_curve],
+        origins=[a.original_probability, b.original_probability],
+    )
+    table = compare({"A": a, "B": b})
+    assert table.m == m
+    assert torch.equal(table.normalized_curves["A"], drops[0])
+    assert torch.equal(table.normalized_curves["B"], drops[1])
+    assert torch.equal(a.normalized_curve(m), drops[0])
+    (own,), _ = normalized_drop([a.curve], origins=[a.original_probability])
+    assert torch.equal(a.normalized_curve(include_origin=False), own)
