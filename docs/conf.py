@@ -44,41 +44,6 @@ html_theme_options = {"description": "Information Bottleneck Attribution for Cap
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 
 # ---------------------------------------------------------------------------
-# API pages of modules that live on other branches until they are merged.
-# A page docs/api/<name>.rst is built, and listed in the API toctree, only when
-# captum_iba.<name> exists in this checkout; otherwise it is excluded, so the
-# build stays warning-free (-W) on every branch.
-# ---------------------------------------------------------------------------
-PENDING_MODULES = ["metrics", "baselines", "evaluate", "data", "finetune", "cli"]
-# Checked as files of this checkout: an editable install elsewhere could
-# otherwise make importlib find another copy's module.
-AVAILABLE_MODULES = [
-    name
-    for name in PENDING_MODULES
-    if os.path.exists(os.path.join(ROOT, "captum_iba", f"{name}.py"))
-]
-exclude_patterns += [
-    f"api/{name}.rst" for name in PENDING_MODULES if name not in AVAILABLE_MODULES
-]
-_PLACEHOLDER = ".. PENDING-API-TOCTREE"
-
-
-def _pending_toctree(app, docname, source):
-    """Replace the placeholder in api.rst by a toctree of the available pages."""
-    if docname != "api" or _PLACEHOLDER not in source[0]:
-        return
-    if AVAILABLE_MODULES:
-        entries = "".join(f"   api/{name}\n" for name in AVAILABLE_MODULES)
-        block = (
-            ".. toctree::\n   :maxdepth: 1\n"
-            "   :caption: Evaluation, data and command line\n\n" + entries
-        )
-    else:
-        block = ""
-    source[0] = source[0].replace(_PLACEHOLDER, block)
-
-
-# ---------------------------------------------------------------------------
 # Docstrings write shapes the Python way, "(B, L, *features)". In reST a lone
 # "*" opens emphasis (a warning, an error under -W), so such a star, outside
 # inline literals and roles, is escaped. Runs after Napoleon (priority 600),
@@ -107,5 +72,4 @@ def _escape_lone_stars(app, what, name, obj, options, lines):
 
 
 def setup(app):
-    app.connect("source-read", _pending_toctree)
     app.connect("autodoc-process-docstring", _escape_lone_stars, priority=600)

@@ -13,10 +13,13 @@ Two ways of putting the bottleneck output ``T`` in place of a layer's output:
   The caller checks once per batch that this reproduces the model's output.
 
 Both restore the model in ``finally`` blocks: no hook and no stub is left
-behind, even when the forward raises.
+behind, even when the forward raises. :func:`evaluation_mode` switches dropout
+off and puts every ``training`` flag back; :func:`scatter_for` picks a
+``DataParallel`` replica's rows of a replacement.
 """
 
 import threading
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -207,3 +210,44 @@ def replayed_in_stack(
     finally:
         for j, original in enumerate(originals):
             stack[j] = original
+
+
+@contextmanager
+def evaluation_mode(
+    forward_func: Callable[..., Any], layers: Sequence[Module]
+) -> Iterator[None]:
+    """Run with dropout off; put every ``training`` flag back afterwards."""
+    if not isinstance(forward_func, Module):
+        if any(layer.training for layer in layers):
+            warnings.warn(
+                "The layer is in training mode (dropout active) and forward_func is "
+                "not a Module that could be switched to eval(): call model.eval() "
+                "for deterministic attributions.",
+                stacklevel=3,
+            )
+        yield
+        return
+    flags = [(m, m.training) for m in forward_func.modules()]
+    forward_func.eval()
+    try:
+        yield
+    finally:
+        for module, flag in flags:
+            module.training = flag
+
+
+def scatter_for(value: Tensor, out: Tensor, device_ids: Optional[List[int]]) -> Tensor:
+    """The rows of ``value`` that the replica on ``out.device`` computes."""
+    if value.shape[0] == out.shape[0]:
+        return value.to(out.device)
+    if device_ids is None:
+        raise RuntimeError(
+            "The layer saw a partial batch (DataParallel?) but no device_ids were "
+            "given; pass device_ids to InformationBottleneckAttribution."
+        )
+    from torch.nn.parallel.scatter_gather import scatter
+
+    for chunk in scatter(value, device_ids):
+        if chunk.device == out.device:
+            return chunk
+    raise RuntimeError(f"No chunk of the bottleneck output for device {out.device}.")

@@ -8,21 +8,17 @@ once (:class:`IBAOptions`), splits the batch into chunks and follows Captum's
 conventions for arguments and return values.
 """
 
-import inspect
 import numbers
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import (
     Any,
     Callable,
     ContextManager,
     Dict,
-    Iterator,
     List,
     Literal,
     Optional,
-    Sequence,
     Tuple,
     Union,
 )
@@ -46,12 +42,20 @@ from captum_iba._utils.captum_compat import (
 from captum_iba._utils.common import check_target_range, format_target, logits_of
 from captum_iba._utils.hooks import (
     LayerRecord,
+    evaluation_mode,
     find_in_stack,
     recorded,
     replaced_by_hook,
     replayed_in_stack,
+    scatter_for,
 )
 from captum_iba.attr import _loop
+from captum_iba.attr._inputs import (
+    check_batch,
+    check_token_mask,
+    infer_token_mask,
+    slice_rows,
+)
 from captum_iba.attr.priors import NoisePrior, PaperPrior, PriorLike, resolve_prior
 
 BetaType = Union[float, Literal["auto"]]
@@ -110,87 +114,6 @@ class IBAOptions:
         if self.internal_batch_size is None:
             return batch
         return max(1, self.internal_batch_size // self.n_samples)
-
-
-def _forward_signature(forward_func: Callable[..., Any]) -> List[str]:
-    fn = forward_func
-    while isinstance(fn, Module) and hasattr(fn, "module"):  # DataParallel
-        fn = fn.module
-    try:
-        params = inspect.signature(fn.forward if isinstance(fn, Module) else fn)
-    except (TypeError, ValueError):
-        return []
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return [p.name for p in params.parameters.values() if p.kind in kinds]
-
-
-def _infer_token_mask(
-    forward_func: Callable[..., Any], args: Tuple[Any, ...]
-) -> Optional[Tensor]:
-    """The argument passed in the ``attention_mask`` position of the forward."""
-    for name, value in zip(_forward_signature(forward_func), args):
-        if name == "attention_mask" and isinstance(value, Tensor):
-            return value
-    return None
-
-
-@contextmanager
-def _evaluation_mode(
-    forward_func: Callable[..., Any], layers: Sequence[Module]
-) -> Iterator[None]:
-    """Run with dropout off; put every ``training`` flag back afterwards."""
-    if not isinstance(forward_func, Module):
-        if any(layer.training for layer in layers):
-            warnings.warn(
-                "The layer is in training mode (dropout active) and forward_func is "
-                "not a Module that could be switched to eval(): call model.eval() "
-                "for deterministic attributions.",
-                stacklevel=3,
-            )
-        yield
-        return
-    flags = [(m, m.training) for m in forward_func.modules()]
-    forward_func.eval()
-    try:
-        yield
-    finally:
-        for module, flag in flags:
-            module.training = flag
-
-
-def _check_batch(
-    inputs: Tuple[Tensor, ...], extra: Tuple[Any, ...]
-) -> Tuple[int, Tensor]:
-    if not inputs or not all(isinstance(t, Tensor) for t in inputs):
-        raise TypeError("inputs must be a Tensor or a tuple of Tensors.")
-    batch = inputs[0].shape[0]
-    for name, group in (("inputs", inputs), ("additional_forward_args", extra)):
-        for t in group:
-            if isinstance(t, Tensor) and t.dim() > 0 and t.shape[0] != batch:
-                raise ValueError(
-                    f"All {name} tensors must share the batch size {batch} of "
-                    f"inputs[0]; got one of shape {tuple(t.shape)}."
-                )
-    return batch, inputs[0]
-
-
-def _check_token_mask(token_mask: Optional[Tensor], batch: int) -> None:
-    if token_mask is None:
-        return
-    if token_mask.dim() != 2 or token_mask.shape[0] != batch:
-        raise ValueError(
-            f"token_mask must have shape (B, L) with B={batch}; got "
-            f"{tuple(token_mask.shape)}."
-        )
-    empty = (token_mask.sum(dim=1) == 0).nonzero().flatten().tolist()
-    if empty:
-        raise ValueError(f"Instance(s) {empty} have no real token (all padding).")
-
-
-def _slice_rows(value: Any, rows: slice, batch: int) -> Any:
-    if isinstance(value, Tensor) and value.dim() > 0 and value.shape[0] == batch:
-        return value[rows]
-    return value
 
 
 class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
@@ -336,7 +259,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         """
         inputs_t = _format_tensor_into_tuples(inputs)
         extra = _format_additional_forward_args(additional_forward_args) or ()
-        batch, _ = _check_batch(inputs_t, extra)
+        batch, _ = check_batch(inputs_t, extra)
         options = IBAOptions(
             beta=beta,
             steps=steps,
@@ -350,8 +273,8 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         target_t = format_target(target, batch)
         mask_explicit = token_mask is not None
         if token_mask is None:
-            token_mask = _infer_token_mask(self.forward_func, (*inputs_t, *extra))
-        _check_token_mask(token_mask, batch)
+            token_mask = infer_token_mask(self.forward_func, (*inputs_t, *extra))
+        check_token_mask(token_mask, batch)
         run_seed = (
             int(torch.randint(0, 2**31 - 1, (1,)).item()) if seed is None else seed
         )
@@ -359,13 +282,13 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         chunks: List[List[Tensor]] = []
         self.last_run = [{} for _ in self._layers]
         starts = range(0, batch, per_chunk)
-        with torch.enable_grad(), _evaluation_mode(self.forward_func, self._layers):
+        with torch.enable_grad(), evaluation_mode(self.forward_func, self._layers):
             for start in tqdm(starts, disable=not show_progress, desc="IBA"):
                 rows = slice(start, start + per_chunk)
                 chunks.append(
                     self._attribute_chunk(
                         tuple(t[rows] for t in inputs_t),
-                        tuple(_slice_rows(a, rows, batch) for a in extra),
+                        tuple(slice_rows(a, rows, batch) for a in extra),
                         None if target_t is None else target_t[rows],
                         None if token_mask is None else token_mask[rows],
                         (options, run_seed, mask_explicit),
@@ -540,22 +463,5 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             )
         device_ids = self._device_ids()
         return "hooks", lambda value: replaced_by_hook(
-            layer, lambda out: _scatter_for(value(), out, device_ids)
+            layer, lambda out: scatter_for(value(), out, device_ids)
         )
-
-
-def _scatter_for(value: Tensor, out: Tensor, device_ids: Optional[List[int]]) -> Tensor:
-    """The rows of ``value`` that the replica on ``out.device`` computes."""
-    if value.shape[0] == out.shape[0]:
-        return value.to(out.device)
-    if device_ids is None:
-        raise RuntimeError(
-            "The layer saw a partial batch (DataParallel?) but no device_ids were "
-            "given; pass device_ids to InformationBottleneckAttribution."
-        )
-    from torch.nn.parallel.scatter_gather import scatter
-
-    for chunk in scatter(value, device_ids):
-        if chunk.device == out.device:
-            return chunk
-    raise RuntimeError(f"No chunk of the bottleneck output for device {out.device}.")

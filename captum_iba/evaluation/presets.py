@@ -100,12 +100,7 @@ PAPER = Preset(
 
 FAIR = Preset(
     name="fair",
-    test=_frozen(
-        removal="delete",
-        levels=list(PAPER_LEVELS),
-        length_convention="tokens",
-        order="morf",
-    ),
+    test=_frozen(**dict(PAPER.test, length_convention="tokens")),
     scorers=_frozen(
         IG=_frozen(n_steps=50),
         LIME=_frozen(n_samples=500),

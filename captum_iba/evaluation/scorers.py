@@ -168,11 +168,20 @@ class TokenScorer:
         """
         if input_ids.dim() != 2:
             raise ValueError("input_ids must be (B, L)")
+        mask = self._mask_of(input_ids, attention_mask)
+        scores = self._attribute(input_ids, target, mask, token_type_ids)
+        self.instances += input_ids.shape[0]
+        return scores.masked_fill(~mask.bool().cpu(), 0.0)
+
+    def _attribute(
+        self, input_ids: Tensor, target: Any, mask: Tensor, tt: Optional[Tensor]
+    ) -> Tensor:
+        """Scores ``(B, L)`` on the CPU, before padding is zeroed: the method
+        runs on the model's device, without the all-padding columns."""
         B, L = input_ids.shape
         dev = model_device(self.model)
-        ids = input_ids.to(dev)
-        mask = self._mask_of(input_ids, attention_mask).to(dev)
-        tt = token_type_ids.to(dev) if token_type_ids is not None else None
+        ids, mask = input_ids.to(dev), mask.to(dev)
+        tt = tt.to(dev) if tt is not None else None
         tgt = self._target(target, ids, mask, tt)
         # Columns that are padding in every row (a slice of a data set padded
         # to its longest instance) are dropped for the method and put back.
@@ -186,14 +195,13 @@ class TokenScorer:
             tgt.to(dev),
         )
         self.seconds += time.perf_counter() - start
-        self.instances += B
         if scores.shape != (B, width):
             raise RuntimeError(
                 f"{self.name} returned {tuple(scores.shape)}; expected {(B, width)}"
             )
         out = torch.zeros(B, L)
         out[:, :width] = scores.detach().float().cpu()
-        return out.masked_fill(~mask.bool().cpu(), 0.0)
+        return out
 
     def _target(
         self, target: Any, ids: Tensor, mask: Tensor, tt: Optional[Tensor]
@@ -266,16 +274,8 @@ class RandomScorer(TokenScorer):
         self.settings.update(distribution="uniform[0, 1)", seed=self.seed)
         self.settings["explains"] = "n/a"
 
-    @log_usage()
-    def attribute(
-        self,
-        input_ids: Tensor,
-        target: Any = None,
-        attention_mask: Optional[Tensor] = None,
-        token_type_ids: Optional[Tensor] = None,
+    def _attribute(
+        self, input_ids: Tensor, target: Any, mask: Tensor, tt: Optional[Tensor]
     ) -> Tensor:
-        """Uniform scores ``(B, L)``, zero at padding (no forward pass)."""
-        mask = self._mask_of(input_ids, attention_mask)
-        scores = torch.rand(input_ids.shape, generator=self._generator)
-        self.instances += input_ids.shape[0]
-        return scores.masked_fill(~mask.bool().cpu(), 0.0)
+        """Uniform scores ``(B, L)`` (no forward pass, no target needed)."""
+        return torch.rand(input_ids.shape, generator=self._generator)
