@@ -3,7 +3,12 @@
 * :mod:`~captum_iba.evaluation.scorers` - the scorer base class and the one
   registry of method names (:func:`scorer_class`);
 * :mod:`~captum_iba.evaluation.ig`, :mod:`~captum_iba.evaluation.lime`,
-  :mod:`~captum_iba.evaluation.iba` - the methods;
+  :mod:`~captum_iba.evaluation.iba` - the paper's methods;
+* :mod:`~captum_iba.evaluation.loo`,
+  :mod:`~captum_iba.evaluation.captum_methods` (any Captum method through one
+  adapter, and the occlusion, gradient x activation, KernelSHAP and Shapley
+  sampling anchors), :mod:`~captum_iba.evaluation.attnlrp` (optional) - the
+  strongest cheap anchors of the faithfulness comparison;
 * :mod:`~captum_iba.evaluation.presets` - the ``"paper"`` and ``"fair"``
   configurations, as data;
 * :mod:`~captum_iba.evaluation.suite` - building the methods, scoring a corpus
@@ -23,6 +28,17 @@ from captum_iba.evaluation.scorers import (
 from captum_iba.evaluation.ig import IntegratedGradientsScorer  # isort: skip
 from captum_iba.evaluation.lime import CaptumLimeScorer, LimeTextScorer  # isort: skip
 from captum_iba.evaluation.iba import IBAScorer  # isort: skip
+from captum_iba.evaluation.loo import LeaveOneOutScorer  # isort: skip
+from captum_iba.evaluation.captum_methods import (  # isort: skip
+    CaptumScorer,
+    GradientXActivationScorer,
+    KernelShapScorer,
+    OcclusionMaskScorer,
+    OcclusionScorer,
+    SamplingScorer,
+    ShapleySamplingScorer,
+)
+from captum_iba.evaluation.attnlrp import AttnLRPScorer, attnlrp_available  # isort: skip
 from captum_iba.evaluation.presets import (  # isort: skip
     FAIR_TEST_SETTINGS,
     PAPER_TEST_SETTINGS,
@@ -44,6 +60,16 @@ from captum_iba.evaluation.suite import (  # isort: skip
 )
 
 __all__ = [
+    "AttnLRPScorer",
+    "CaptumScorer",
+    "GradientXActivationScorer",
+    "KernelShapScorer",
+    "LeaveOneOutScorer",
+    "OcclusionMaskScorer",
+    "OcclusionScorer",
+    "SamplingScorer",
+    "ShapleySamplingScorer",
+    "attnlrp_available",
     "FAIR_TEST_SETTINGS",
     "METHODS",
     "PAPER_TEST_SETTINGS",
