@@ -12,7 +12,9 @@
 * :mod:`~captum_iba.evaluation.presets` - the ``"paper"`` and ``"fair"``
   configurations, as data;
 * :mod:`~captum_iba.evaluation.suite` - building the methods, scoring a corpus
-  and running the degradation test on every method.
+  and running the degradation test on every method;
+* :mod:`~captum_iba.evaluation.layer_choice` - choosing IBA's layer for a model
+  and task from a small held-in degradation test.
 """
 
 # Import order = registration order of the scorers.
@@ -47,6 +49,7 @@ from captum_iba.evaluation.presets import (  # isort: skip
     Preset,
     get_preset,
 )
+from captum_iba.evaluation.layer_choice import LayerChoice, choose_layer  # isort: skip
 from captum_iba.evaluation.suite import (  # isort: skip
     METHODS,
     corpus_scorers,
@@ -64,12 +67,14 @@ __all__ = [
     "CaptumScorer",
     "GradientXActivationScorer",
     "KernelShapScorer",
+    "LayerChoice",
     "LeaveOneOutScorer",
     "OcclusionMaskScorer",
     "OcclusionScorer",
     "SamplingScorer",
     "ShapleySamplingScorer",
     "attnlrp_available",
+    "choose_layer",
     "FAIR_TEST_SETTINGS",
     "METHODS",
     "PAPER_TEST_SETTINGS",
