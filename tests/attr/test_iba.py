@@ -293,7 +293,7 @@ class TestBadInput(BaseTest):
         self._raises("beta", beta=-1.0)
         self._raises("beta", beta="big")
         self._raises("lr", lr=0.0)
-        self._raises("internal_batch_size", internal_batch_size=2, n_samples=3)
+        self._raises("internal_batch_size", internal_batch_size=0)
 
     def test_targets(self) -> None:
         self._raises("out of range", target=3)
@@ -303,6 +303,7 @@ class TestBadInput(BaseTest):
 
     def test_batch_size_mismatch(self) -> None:
         self._raises("batch size", additional_forward_args=(torch.ones(3, 5),))
+        self._raises("batch size", inputs=(self.ids, torch.ones(3, 5)))
 
     def test_all_padding_row(self) -> None:
         mask = torch.ones(2, 5, dtype=torch.long)
