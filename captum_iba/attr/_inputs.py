@@ -4,7 +4,7 @@ forward's arguments through the usual wrappers)."""
 
 import functools
 import inspect
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, FrozenSet, List, Optional, Tuple
 
 from torch import Tensor
 from torch.nn import Module
@@ -188,11 +188,17 @@ def check_batch(
     return batch, inputs[0]
 
 
-def expand_rows(extra: Tuple[Any, ...], batch: int, n: int) -> Tuple[Any, ...]:
+def expand_rows(
+    extra: Tuple[Any, ...], batch: int, n: int, constant: FrozenSet[int] = frozenset()
+) -> Tuple[Any, ...]:
     """Per-instance additional tensors repeated for the ``n`` noise copies of
-    every instance; everything else passes through untouched."""
+    every instance; everything else (and the positions in ``constant``) passes
+    through untouched."""
     return tuple(
-        t.repeat_interleave(n, dim=0) if _per_instance(t, batch) else t for t in extra
+        t.repeat_interleave(n, dim=0)
+        if i not in constant and _per_instance(t, batch)
+        else t
+        for i, t in enumerate(extra)
     )
 
 
@@ -213,7 +219,14 @@ def check_token_mask(token_mask: Optional[Tensor], batch: int) -> None:
         raise ValueError(f"Instance(s) {empty} have no real token (all padding).")
 
 
-def slice_rows(value: Any, rows: slice, batch: int) -> Any:
-    if _per_instance(value, batch):
-        return value[rows]
-    return value
+def slice_rows(
+    extra: Tuple[Any, ...],
+    rows: slice,
+    batch: int,
+    constant: FrozenSet[int] = frozenset(),
+) -> Tuple[Any, ...]:
+    """The rows of the per-instance additional tensors; the rest as it is."""
+    return tuple(
+        t[rows] if i not in constant and _per_instance(t, batch) else t
+        for i, t in enumerate(extra)
+    )

@@ -15,6 +15,7 @@ from typing import (
     Any,
     Callable,
     Dict,
+    FrozenSet,
     List,
     Literal,
     Optional,
@@ -113,7 +114,7 @@ class IBAOptions:
                 f"internal_batch_size ({ibs}) is below n_samples ({self.n_samples}): "
                 "one instance's noise copies run together, so it is raised to "
                 f"{self.n_samples}.",
-                stacklevel=4,
+                stacklevel=5,
             )
             object.__setattr__(self, "internal_batch_size", self.n_samples)
 
@@ -187,6 +188,11 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             raise TypeError("layer must be a torch.nn.Module or a list of them.")
         self._layers: List[Module] = layers
         self.layer_stack = layer_stack
+        #: Positions in ``additional_forward_args`` that are constants, never
+        #: sliced nor repeated with the noise copies even when their first
+        #: dimension equals the batch size (tensors whose first dimension is
+        #: not the batch size always are).
+        self.unbatched_args: FrozenSet[int] = frozenset()
         #: Diagnostics of the last ``attribute`` call (per layer): the path
         #: used ("stack" or "hooks"), beta, final task loss and mean capacity.
         self.last_run: List[Dict[str, Any]] = []
@@ -321,7 +327,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 chunks.append(
                     self._attribute_chunk(
                         tuple(t[rows] for t in inputs_t),
-                        tuple(slice_rows(a, rows, batch) for a in extra),
+                        slice_rows(extra, rows, batch, self.unbatched_args),
                         None if target_t is None else target_t[rows],
                         None if token_mask is None else token_mask[rows],
                         run,
@@ -367,7 +373,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         n = options.n_samples
         rows = (
             tuple(t.repeat_interleave(n, dim=0) for t in inputs),
-            expand_rows(extra, inputs[0].shape[0], n),
+            expand_rows(extra, inputs[0].shape[0], n, self.unbatched_args),
         )
         results: List[Any] = []
         for k, layer in enumerate(self._layers):

@@ -82,8 +82,17 @@ class NoisePrior(abc.ABC):
 class PaperPrior(NoisePrior):
     r"""The paper's text: :math:`\mu_X, \sigma_X` of the instance's own layer output.
 
-    For every instance and feature, the mean and (population) standard
-    deviation over that instance's real tokens. Padding takes no part.
+    The statistics are taken per instance, over the layer output's positions,
+    by the output's rank:
+
+    * ``(B, L, features)`` (a transformer layer): per feature, over the
+      instance's real tokens (the paper); padding takes no part;
+    * ``(B, C, *spatial)`` with two or more spatial dims (a conv layer): per
+      channel, over the spatial positions;
+    * ``(B, features)`` (a linear layer): one mean and std per instance, over
+      its features.
+
+    The standard deviation is the population one, floored.
 
     Args:
         std_floor (float, optional): Lower bound on :math:`\sigma` (a feature
@@ -100,12 +109,16 @@ class PaperPrior(NoisePrior):
     def statistics(
         self, x: Tensor, layer_input: Optional[Tensor], token_mask: Tensor
     ) -> Tuple[Tensor, Tensor]:
-        if x.dim() < 3:
+        if x.dim() < 2:
             raise ValueError(
-                "The 'paper' prior takes statistics over the token axis (dim 1) of "
-                f"a (B, L, features) layer output; got shape {tuple(x.shape)}. Use "
-                "a DatasetPrior for layers without a token axis."
+                "The 'paper' prior needs a layer output with positions or features "
+                f"beyond the batch; got shape {tuple(x.shape)}."
             )
+        if x.dim() == 2 or x.dim() >= 4:
+            dims = (1,) if x.dim() == 2 else tuple(range(2, x.dim()))
+            mean = x.mean(dim=dims, keepdim=True)
+            var = ((x - mean) ** 2).mean(dim=dims, keepdim=True)
+            return mean, var.sqrt().clamp_min(self.std_floor)
         m = _expand_mask(token_mask, x)
         count = m.sum(dim=1, keepdim=True)
         mean = (x * m).sum(dim=1, keepdim=True) / count
