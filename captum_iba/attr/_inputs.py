@@ -106,8 +106,9 @@ def infer_token_mask(
       ``attention_mask``, a lambda's ``mask``...), read through the wrappers
       of :func:`unwrap_forward`, holding 0/1 with the inputs' (B, L) shape;
     * when the parameter names cannot be read (``*args``): the second
-      positional argument when it holds 0/1 with the inputs' shape and, the
-      pad id being known, every 0 sits on a pad token of ``args[0]``.
+      positional argument when it holds 0/1 with the shape of the token ids
+      ``args[0]`` and every 0 sits on one same id (the pad id, when known):
+      segment ids, whose zeros hold the first segment's words, are not taken.
 
     Args:
         forward_func (Callable): The forward function.
@@ -126,12 +127,16 @@ def infer_token_mask(
             if name in MASK_NAMES and _is_mask_like(value, first):
                 return value
         return None
-    if len(args) < 2 or pad_id is None or not _is_mask_like(args[1], first):
+    if len(args) < 2 or not _is_mask_like(args[1], first):
         return None
     mask = args[1]
-    if first.is_floating_point() or not bool((first[mask == 0] == pad_id).all()):
+    if first.is_floating_point():
         return None
-    return mask
+    at_zeros = first[mask == 0].unique()
+    pad_ok = (
+        at_zeros.numel() <= 1 if pad_id is None else bool((at_zeros == pad_id).all())
+    )
+    return mask if pad_ok else None
 
 
 def model_pad_token_id(forward_func: Any) -> Optional[int]:
