@@ -35,7 +35,7 @@ autodoc_typehints = "signature"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 # Nothing is mocked: the package's dependencies (torch, captum, transformers,
 # matplotlib) are needed to import it and are installed with it.
-autodoc_mock_imports: list = []
+autodoc_mock_imports: list = ["inseq"]  # optional extra (captum_iba.attr.inseq_method)
 
 templates_path: list = []
 html_static_path: list = ["_static"]
