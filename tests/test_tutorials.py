@@ -19,6 +19,7 @@ EXPECTED = {
     "02_faithfulness.ipynb",
     "03_layers_and_beta.ipynb",
     "04_captum_integration.ipynb",
+    "05_any_model.ipynb",
 }
 CELL_TIMEOUT_S = 900
 
