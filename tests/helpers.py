@@ -6,6 +6,13 @@ import torch
 from torch import Tensor, nn
 
 
+def no_hooks(model: nn.Module) -> bool:
+    """True when no forward (pre-)hook is registered on any module of ``model``."""
+    return all(
+        not m._forward_hooks and not m._forward_pre_hooks for m in model.modules()
+    )
+
+
 class OneTokenModel(nn.Module):
     """A per-token stack whose classifier reads only token ``signal_pos``.
 

@@ -14,15 +14,9 @@ from captum.testing.helpers.basic_models import (
 )
 
 from captum_iba import InformationBottleneckAttribution, encoder_layers
-from tests.helpers import tiny_hf_model
+from tests.helpers import no_hooks, tiny_hf_model
 
 FAST = dict(steps=2, n_samples=2, seed=0)
-
-
-def _no_hooks(model: torch.nn.Module) -> bool:
-    return all(
-        not m._forward_hooks and not m._forward_pre_hooks for m in model.modules()
-    )
 
 
 def _state(model: torch.nn.Module):
@@ -40,7 +34,7 @@ def _same_state(test: BaseTest, model: torch.nn.Module, before) -> None:
     for k in before[1]:
         test.assertTrue(torch.equal(after[1][k], before[1][k]), k)
     test.assertEqual(after[2], before[2])
-    test.assertTrue(_no_hooks(model))
+    test.assertTrue(no_hooks(model))
 
 
 def _multidim(model):
@@ -89,7 +83,7 @@ class TestBatchVersusSingle(BaseTest):
                         t = target[i]
                     alone = iba.attribute(x[i : i + 1], target=t, **FAST)
                     assertTensorAlmostEqual(self, batch[i : i + 1], alone, 1e-5, "max")
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
 
     def test_conv_model(self) -> None:
         model = BasicModel_ConvNet_One_Conv().eval()
@@ -199,7 +193,7 @@ class TestCaptumWrappers(BaseTest):
             x, nt_type="smoothgrad", nt_samples=2, stdevs=0.0, target=1, **FAST
         )
         assertTensorAlmostEqual(self, same, plain, 1e-5, "max")
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
 
     @unittest.skipUnless(torch.cuda.device_count() > 1, "DataParallel needs 2+ GPUs")
     def test_data_parallel(self) -> None:  # pragma: no cover - GPU only

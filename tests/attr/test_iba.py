@@ -17,15 +17,10 @@ from tests.helpers import (
     RaisingModel,
     ReusedLayerModel,
     TupleStackModel,
+    no_hooks,
 )
 
 FAST = dict(steps=3, n_samples=3, seed=0)
-
-
-def _no_hooks(model: torch.nn.Module) -> bool:
-    return all(
-        not m._forward_hooks and not m._forward_pre_hooks for m in model.modules()
-    )
 
 
 class TestAttributionResults(BaseTest):
@@ -68,7 +63,7 @@ class TestAttributionResults(BaseTest):
         ).attribute(ids, target=1, **FAST)
         assertTensorAlmostEqual(self, fallback, hooks, 0.0, "max")
         self.assertEqual(list(model.layers), list(model.layers))
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
 
     def test_batch_invariance(self) -> None:
         model = MeanPoolModel().eval()
@@ -225,7 +220,7 @@ class TestModelLeftAsFound(BaseTest):
         self.assertEqual([p.requires_grad for p in model.parameters()], grads)
         self.assertTrue(all(p.grad is None for p in model.parameters()))
         self.assertEqual(list(model.modules()), modules)
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
 
     def test_under_no_grad(self) -> None:
         model = MeanPoolModel().eval()
@@ -242,13 +237,13 @@ class TestModelLeftAsFound(BaseTest):
         iba = InformationBottleneckAttribution(model, model.layer)
         with self.assertRaisesRegex(RuntimeError, "boom"):
             iba.attribute(torch.randn(2, 3, 8), target=0)
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
         model = MeanPoolModel().eval()
         modules = list(model.modules())
         iba = InformationBottleneckAttribution(model, model.layers[0])
         with self.assertRaisesRegex(ValueError, "out of range"):
             iba.attribute(torch.randint(1, 30, (2, 5)), target=7)
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
         self.assertEqual(list(model.modules()), modules)
 
     def test_stack_restored_when_forward_raises_mid_optimisation(self) -> None:
@@ -270,7 +265,7 @@ class TestModelLeftAsFound(BaseTest):
         finally:
             handle.remove()
         self.assertEqual(list(model.modules()), modules)
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
 
 
 class TestBadInput(BaseTest):
@@ -285,7 +280,7 @@ class TestBadInput(BaseTest):
         args.update(kwargs)
         with self.assertRaisesRegex((ValueError, RuntimeError, TypeError), regex):
             self.iba.attribute(**args)
-        self.assertTrue(_no_hooks(self.model))
+        self.assertTrue(no_hooks(self.model))
 
     def test_scalar_arguments(self) -> None:
         self._raises("steps", steps=0)
@@ -323,7 +318,7 @@ class TestBadInput(BaseTest):
         iba = InformationBottleneckAttribution(model, model.shared)
         with self.assertRaisesRegex(RuntimeError, "2 times"):
             iba.attribute(torch.randn(2, 3, 8), target=0)
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
 
     def test_non_finite(self) -> None:
         model = OneTokenModel().eval()
@@ -335,7 +330,7 @@ class TestBadInput(BaseTest):
         x = torch.randn(2, 5, 8)
         with self.assertRaisesRegex(FloatingPointError, "Non-finite IBA loss"):
             iba.attribute(x, target=0, beta=float("inf"), steps=1, n_samples=1)
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
 
     def test_bad_layer_and_prior(self) -> None:
         with self.assertRaises(TypeError):

@@ -11,15 +11,9 @@ from captum.testing.helpers.basic_models import (
 )
 
 from captum_iba import InformationBottleneckAttribution, PaperPrior
-from tests.helpers import MeanPoolModel, tiny_hf_model
+from tests.helpers import MeanPoolModel, no_hooks, tiny_hf_model
 
 FAST = dict(steps=3, n_samples=3, seed=0)
-
-
-def _no_hooks(model: torch.nn.Module) -> bool:
-    return all(
-        not m._forward_hooks and not m._forward_pre_hooks for m in model.modules()
-    )
 
 
 class TestPaperPriorShapes(BaseTest):
@@ -81,7 +75,7 @@ class TestLayerShapes(BaseTest):
         chunked = iba.attribute(x, target=0, internal_batch_size=3, **FAST)
         for a, b in zip(attr, chunked):
             assertTensorAlmostEqual(self, a, b, 1e-5, "max")
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
 
     def test_internal_batch_size_below_n_samples_clamps(self) -> None:
         model = MeanPoolModel().eval()
@@ -104,7 +98,7 @@ class TestLayerInput(BaseTest):
             x, target=0, **FAST
         )
         assertTensorAlmostEqual(self, on_input, on_output, 1e-6, "max")
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
 
     def test_hugging_face_layers_positional_and_keyword(self) -> None:
         for kind in ("bert", "distilbert"):  # BERT passes hidden states
@@ -126,7 +120,7 @@ class TestLayerInput(BaseTest):
             ).attribute(ids, **args)
             assertTensorAlmostEqual(self, on_input, on_output, 1e-5, "max")
             self.assertEqual(on_input[1, 4:].abs().sum().item(), 0.0)
-            self.assertTrue(_no_hooks(model))
+            self.assertTrue(no_hooks(model))
 
     def test_reference_prior_on_the_input_is_refused(self) -> None:
         model = BasicModel_MultiLayer().eval()

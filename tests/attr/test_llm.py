@@ -13,18 +13,13 @@ from captum_iba.attr.llm import (
 )
 from tests.helpers import (
     causal_lm_layers,
+    no_hooks,
     tiny_causal_lm,
     tiny_word_tokenizer,
 )
 
 FAST = dict(steps=2, n_samples=2, seed=0)
 KINDS = ("gpt2", "llama")
-
-
-def _no_hooks(model: torch.nn.Module) -> bool:
-    return all(
-        not m._forward_hooks and not m._forward_pre_hooks for m in model.modules()
-    )
 
 
 class TestCaptumLLMAPI(BaseTest):
@@ -59,7 +54,7 @@ class TestCaptumLLMAPI(BaseTest):
 
                 plt.close(fig)
                 plt.close(fig2)
-                self.assertTrue(_no_hooks(model))
+                self.assertTrue(no_hooks(model))
                 self.assertEqual(list(model.modules()), modules)
                 self.assertTrue(all(p.grad is None for p in model.parameters()))
 
