@@ -21,6 +21,8 @@ __all__ = [
     "unwrap_forward",
 ]
 
+#: Parameters never taken for a token mask, whatever their values.
+NOT_MASK_NAMES = frozenset({"token_type_ids", "segment_ids", "position_ids", "labels"})
 #: Parameter names taken for a token mask (with a (B, L) 0/1 value).
 MASK_NAMES = frozenset(
     {"attention_mask", "mask", "attn_mask", "token_mask", "input_mask", "padding_mask"}
@@ -105,10 +107,11 @@ def infer_token_mask(
     * an argument in a parameter named as in :data:`MASK_NAMES` (the model's
       ``attention_mask``, a lambda's ``mask``...), read through the wrappers
       of :func:`unwrap_forward`, holding 0/1 with the inputs' (B, L) shape;
-    * when the parameter names cannot be read (``*args``): the second
-      positional argument when it holds 0/1 with the shape of the token ids
-      ``args[0]`` and every 0 sits on one same id (the pad id, when known):
-      segment ids, whose zeros hold the first segment's words, are not taken.
+    * otherwise (``lambda ids, m: ...``, ``*args``): the second positional
+      argument when it holds 0/1 with the shape of the token ids ``args[0]``
+      and every 0 sits on one same id (the pad id, when known) - segment ids,
+      whose zeros hold the first segment's words, are not taken, nor an
+      argument named as in :data:`NOT_MASK_NAMES`.
 
     Args:
         forward_func (Callable): The forward function.
@@ -126,7 +129,8 @@ def infer_token_mask(
         for name, value in zip(names, args):
             if name in MASK_NAMES and _is_mask_like(value, first):
                 return value
-        return None
+        if len(names) > 1 and names[1] in NOT_MASK_NAMES:
+            return None
     if len(args) < 2 or not _is_mask_like(args[1], first):
         return None
     mask = args[1]

@@ -38,6 +38,7 @@ def _wrappers(model):
         "functools.partial": functools.partial(model, return_dict=True),
         "lambda ids, mask": lambda ids, mask: model(ids, attention_mask=mask).logits,
         "lambda *args": lambda *a: model(a[0], attention_mask=a[1]).logits,
+        "lambda i, m": lambda i, m: model(i, attention_mask=m).logits,
     }
 
 
@@ -61,6 +62,8 @@ class TestMaskFound(BaseTest):
             return self.model(ids, token_type_ids=token_type_ids).logits
 
         self.assertIsNone(infer_token_mask(by_segment, (self.ids, segments), 0))
+        # named token_type_ids: never a mask, even when it looks like one
+        self.assertIsNone(infer_token_mask(by_segment, (self.ids, self.mask), 0))
         # *args: a second 0/1 tensor whose zeros are not all pad tokens
         anon = lambda *a: self.model(a[0], token_type_ids=a[1]).logits  # noqa: E731
         self.assertIsNone(infer_token_mask(anon, (self.ids, segments), 0))
