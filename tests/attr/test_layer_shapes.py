@@ -1,6 +1,7 @@
 """Any layer shape: (B, features), conv outputs, tuple outputs, the layer's
 input, and internal_batch_size clamping (issue #10, point 4)."""
 
+import inspect
 import warnings
 
 import torch
@@ -10,7 +11,7 @@ from captum.testing.helpers.basic_models import (
     BasicModel_MultiLayer,
 )
 
-from captum_iba import InformationBottleneckAttribution, PaperPrior
+from captum_iba import InformationBottleneckAttribution, PaperPrior, encoder_layers
 from tests.helpers import MeanPoolModel, no_hooks, tiny_hf_model
 
 FAST = dict(steps=3, n_samples=3, seed=0)
@@ -101,23 +102,34 @@ class TestLayerInput(BaseTest):
         self.assertTrue(no_hooks(model))
 
     def test_hugging_face_layers_positional_and_keyword(self) -> None:
-        for kind in ("bert", "distilbert"):  # BERT passes hidden states
-            model = tiny_hf_model(kind)  # positionally, DistilBERT by keyword
+        # transformers 5.x passes the hidden states positionally; a pre-hook
+        # registered first moves them to hidden_states= for the keyword case
+        def to_keyword(module, args, kwargs):
+            bound = inspect.signature(module.forward).bind(*args, **kwargs)
+            return (), dict(bound.arguments)
+
+        for kind, keyword in (("bert", False), ("distilbert", False), ("bert", True)):
+            model = tiny_hf_model(kind)
             ids = torch.randint(5, 60, (2, 6))
             mask = torch.ones_like(ids)
             mask[1, 4:] = 0
-            layers = (
-                model.bert.encoder.layer
-                if kind == "bert"
-                else model.distilbert.transformer.layer
+            layers = encoder_layers(model)
+            handle = (
+                layers[2].register_forward_pre_hook(to_keyword, with_kwargs=True)
+                if keyword
+                else None
             )
-            args = dict(target=1, additional_forward_args=(mask,), **FAST)
-            on_input = InformationBottleneckAttribution(
-                model, layers[2], layer_stack=False
-            ).attribute(ids, attribute_to_layer_input=True, **args)
-            on_output = InformationBottleneckAttribution(
-                model, layers[1], layer_stack=False
-            ).attribute(ids, **args)
+            try:
+                args = dict(target=1, additional_forward_args=(mask,), **FAST)
+                on_input = InformationBottleneckAttribution(
+                    model, layers[2], layer_stack=False
+                ).attribute(ids, attribute_to_layer_input=True, **args)
+                on_output = InformationBottleneckAttribution(
+                    model, layers[1], layer_stack=False
+                ).attribute(ids, **args)
+            finally:
+                if handle is not None:
+                    handle.remove()
             assertTensorAlmostEqual(self, on_input, on_output, 1e-5, "max")
             self.assertEqual(on_input[1, 4:].abs().sum().item(), 0.0)
             self.assertTrue(no_hooks(model))
