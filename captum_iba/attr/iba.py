@@ -132,7 +132,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
     ``layer``: the layer output :math:`X` is replaced by
     :math:`T = \lambda X + (1-\lambda)\epsilon` (Eq. 2), and :math:`\alpha`
     (:math:`\lambda = \sigma(\alpha)`, one per instance, token and feature) is
-    optimised with Adam to keep the target's cross-entropy low while letting
+    optimised with Adam to keep the task loss low - the target's
+    cross-entropy for class logits, as in the paper, or what the ``objective``
+    option says for scores, probabilities and log-probabilities - while letting
     as little information through as possible (Eq. 5). The attribution is the
     capacity :math:`D_{KL}[P(T|X)\|Q(T)]` of the final bottleneck, per element,
     in **nats** - how much of each token's features the prediction needed.
@@ -149,8 +151,10 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
 
     Args:
         forward_func (Callable): The model (e.g. a Hugging Face
-            ``...ForSequenceClassification``) or a function returning class
-            scores (logits) as a Tensor or an object with ``.logits``.
+            ``...ForSequenceClassification``) or any function returning a
+            Tensor (or an object with ``.logits``): class logits,
+            probabilities, or one score per instance (see ``objective``).
+            Generative LLMs: :mod:`captum_iba.attr.llm`.
         layer (torch.nn.Module or list(torch.nn.Module)): The layer after
             which the bottleneck is inserted. A list of layers runs one
             independent bottleneck per layer (the paper's layer sweep) and
