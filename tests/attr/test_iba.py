@@ -300,6 +300,18 @@ class TestBadInput(BaseTest):
         self._raises("batch size", additional_forward_args=(torch.ones(3, 5),))
         self._raises("batch size", inputs=(self.ids, torch.ones(3, 5)))
 
+    def test_non_batch_additional_args_pass_untouched(self) -> None:
+        seen = []
+
+        def forward(ids, table):
+            seen.append(tuple(table.shape))
+            return self.model(ids) + table.sum()
+
+        iba = InformationBottleneckAttribution(forward, self.model.layers[0])
+        iba.attribute(self.ids, target=0, additional_forward_args=(torch.ones(7),))
+        self.assertEqual(set(seen), {(7,)})
+        self.assertTrue(no_hooks(self.model))
+
     def test_all_padding_row(self) -> None:
         mask = torch.ones(2, 5, dtype=torch.long)
         mask[1] = 0
