@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from captum_iba._utils.io import atomic_write
 from captum_iba.visualization.style import TOKEN_OPTIONS, HeatmapStyle
 
 __all__ = ["merge_word_pieces", "prepare_tokens", "scale_scores"]
@@ -213,3 +214,21 @@ def scale_scores(scores: ArrayLike, method: str = "max") -> np.ndarray:
     if top == 0.0:
         return np.zeros_like(arr)
     return np.clip(arr / top, -1.0, 1.0)
+
+
+def save_figure(fig: Any, path: PathLike, dpi: int) -> None:
+    """Saves a figure atomically, in the format its file name ends with.
+
+    Args:
+        fig (matplotlib.figure.Figure): The figure.
+        path (str or PathLike): The file (``.png``, ``.pdf``, ``.svg``, ...);
+            its folder is created when missing.
+        dpi (int): Resolution of raster formats.
+    """
+    path = os.fspath(path)
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    fmt = os.path.splitext(path)[1].lstrip(".").lower() or "png"
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format=fmt, dpi=dpi)

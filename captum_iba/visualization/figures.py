@@ -8,7 +8,6 @@ The figure is a :class:`matplotlib.figure.Figure` made without ``pyplot``.
 """
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Tuple
 
@@ -21,6 +20,7 @@ from captum_iba.visualization._inputs import (
     PathLike,
     as_array,
     prepare_tokens,
+    save_figure,
 )
 from captum_iba.visualization.style import TOKEN_OPTIONS, HeatmapStyle
 
@@ -274,5 +274,5 @@ def layer_token_heatmap(
     bar.set_label(bar_label, fontsize=9)
     bar.ax.tick_params(labelsize=8)
     if save_path is not None:
-        fig.savefig(os.fspath(save_path), dpi=dpi)
+        save_figure(fig, save_path, dpi)
     return fig

@@ -20,6 +20,7 @@ import torch
 from captum.attr import visualization as captum_viz
 from torch import Tensor
 
+from captum_iba._utils.io import atomic_write_text
 from captum_iba.visualization._inputs import (
     ArrayLike,
     PathLike,
@@ -334,7 +335,7 @@ def save_html(
             (``full_page`` is always True), the style options included.
 
     Returns:
-        str: The path written.
+        str: The path written (atomically: a temporary file, then a rename).
     """
     kwargs["full_page"] = True
     page = text_heatmap_html(tokens, scores, **kwargs)
@@ -342,8 +343,7 @@ def save_html(
     parent = os.path.dirname(path)
     if parent:
         os.makedirs(parent, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(page)
+    atomic_write_text(path, page)
     return path
 
 
