@@ -19,7 +19,7 @@ an unexpected error).
 import argparse
 import os
 import sys
-from typing import Optional, Sequence
+from typing import NoReturn, Optional, Sequence
 
 from captum_iba.app import commands
 from captum_iba.app.checks import nonnegative_float, positive_int, seed_int
@@ -134,8 +134,15 @@ def _reproduce_parser(sub: "argparse._SubParsersAction") -> None:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad argument reported in one line (no usage block)."""
+
+    def error(self, message: str) -> "NoReturn":  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="captum-iba",
         description="Information Bottleneck Attribution for transformers (Captum).",
     )

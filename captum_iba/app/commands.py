@@ -122,7 +122,7 @@ def _encode_checked(tok: Any, args: argparse.Namespace, model: Any) -> Dict:
     if full > limit:
         print(f"note: the text has {full} tokens; only the first {limit} are used")
     ids = enc["input_ids"][0]
-    special = set(tok.all_special_ids)
+    special = set(tok.all_special_ids) - {tok.unk_token_id}
     words = [i for i in ids.tolist() if i not in special]
     if words and tok.unk_token_id is not None and set(words) == {tok.unk_token_id}:
         raise CLIError(

@@ -13,8 +13,9 @@ import json
 import os
 import re
 import socket
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Iterator, Optional, Tuple, Union
 from urllib.parse import urlparse
 
 import torch
@@ -108,6 +109,20 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0]
 
 
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """No per-tensor loading bars while loading (restored afterwards)."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
 def model_config(path: PathLike) -> Any:
     """The configuration of a model, read before any weights.
 
@@ -152,10 +167,11 @@ def load_classifier(
 
     name, local = _source(path)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local)
-        model = AutoModelForSequenceClassification.from_pretrained(
-            name, local_files_only=local
-        )
+        with _quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local)
+            model = AutoModelForSequenceClassification.from_pretrained(
+                name, local_files_only=local
+            )
     except Exception as err:  # transformers raises many kinds on damaged files
         raise ModelLoadError(
             f"cannot load model {name!r}: {_first_line(err)}"
