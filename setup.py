@@ -48,6 +48,9 @@ setup(
         "scikit-learn",
         "matplotlib>=3.5",
         "tqdm",
+        # fine-tune cache: one fine-tune per model at a time; priors without pickle
+        "filelock>=3.12",
+        "safetensors>=0.4",
     ],
     extras_require={
         "test": TEST_REQUIRES,
