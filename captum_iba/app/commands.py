@@ -94,13 +94,15 @@ def _layer(model: Any, index: Optional[int]) -> Tuple[int, torch.nn.Module]:
         raise CLIError(f"--layer: {err}") from None
 
 
-def _print_scores(tokens: Any, scores: torch.Tensor) -> None:
-    # Bars are min-max scaled over the sentence, as the paper's heatmaps are.
-    low, high = float(scores.min()), float(scores.max())
+def _print_scores(tokens: Any, scores: torch.Tensor, special: Any) -> None:
+    # Bars are min-max scaled over the words (special tokens left out of the
+    # scale, their bars clipped), as the paper's heatmaps are.
+    words = [s for t, s in zip(tokens, scores.tolist()) if t not in special]
+    low, high = (min(words), max(words)) if words else (0.0, 1.0)
     span = (high - low) or 1.0
-    print(f"  {'token':>15s} {'nats':>9s}  relative (min-max)")
+    print(f"  {'token':>15s} {'nats':>9s}  relative (min-max over the words)")
     for token, score in zip(tokens, scores.tolist()):
-        bar = "#" * int(round(20 * (score - low) / span))
+        bar = "#" * int(round(20 * min(max((score - low) / span, 0.0), 1.0)))
         print(f"  {token:>15s} {score:9.1f}  {bar}")
 
 
@@ -171,8 +173,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
         f"prediction: {label(pred)} (p={probs[pred]:.3f}); explaining "
         f"{label(target)}; IBA after layer index {index}, capacity in nats"
     )
-    _print_scores(tokens, scores)
     special = set(tok.all_special_tokens)
+    _print_scores(tokens, scores, special)
     print(f"top tokens: {_top_tokens(tokens, scores, special, args.top)}")
     if html is not None:
         from captum_iba.visualization import text_heatmap_html
@@ -180,6 +182,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         page = text_heatmap_html(
             tokens,
             scores,
+            skip_tokens=sorted(special),  # the scale spans the words
             full_page=True,
             title=args.text if args.pair is None else f"{args.text} | {args.pair}",
             pred=label(pred),
