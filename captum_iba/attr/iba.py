@@ -56,6 +56,7 @@ from captum_iba.attr._inputs import (
     infer_token_mask,
     slice_rows,
 )
+from captum_iba.attr._validate import check_numbers, check_token_inputs
 from captum_iba.attr.priors import NoisePrior, PaperPrior, PriorLike, resolve_prior
 
 BetaType = Union[float, Literal["auto"]]
@@ -259,6 +260,8 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         """
         inputs_t = _format_tensor_into_tuples(inputs)
         extra = _format_additional_forward_args(additional_forward_args) or ()
+        check_numbers(beta, lr, init_alpha, seed, internal_batch_size)
+        check_token_inputs(self.forward_func, inputs_t)
         batch, _ = check_batch(inputs_t, extra)
         options = IBAOptions(
             beta=beta,
