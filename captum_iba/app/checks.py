@@ -32,26 +32,26 @@ __all__ = [
 SINGLE_TEXT_CORPORA = ("sst2", "imdb", "ag_news", "bbc")
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
+def _int_in(text: str, low: int, high: Optional[int] = None) -> int:
+    """``text`` as an integer in ``low .. high`` (argparse's error otherwise)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < low or (high is not None and value > high):
+        span = f"at least {low}" if high is None else f"in {low} .. {high}"
+        raise argparse.ArgumentTypeError(f"must be {span}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    return _int_in(text, 1)
 
 
 def seed_int(text: str) -> int:
     """argparse type: a seed in 0 .. 2**63 - 1 (what torch accepts)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not 0 <= value < 2**63:
-        raise argparse.ArgumentTypeError(f"must be in 0 .. 2**63 - 1, got {value}")
-    return value
+    return _int_in(text, 0, 2**63 - 1)
 
 
 def nonnegative_float(text: str) -> float:
