@@ -56,6 +56,7 @@ def _config_and_record(path: Optional[str], dataset: str) -> Tuple[Any, Optional
     configuration with the corpus' classes, and a record naming the corpus.
     """
     from captum_iba.app.finetune import default_base_model, read_result
+    from captum_iba.app.finetune.store import check_folder
 
     if path is None:
         config = model_config(default_base_model())
@@ -63,12 +64,19 @@ def _config_and_record(path: Optional[str], dataset: str) -> Tuple[Any, Optional
         config.num_labels = len(names)
         return config, {"dataset": dataset}
     config = model_config(path)
-    record = None
-    if Path(path).expanduser().is_dir():
-        try:
-            record = read_result(Path(path).expanduser())
-        except FileNotFoundError:
-            record = None
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        return config, None
+    try:
+        record = read_result(folder)
+    except (FileNotFoundError, ValueError):
+        return config, None  # not made by fine_tune, or its record is unreadable
+    problem = check_folder(folder, record) if "files" in record else None
+    if problem:
+        raise CLIError(
+            f"model folder {folder} is damaged: {problem}; delete it (a cached "
+            "model is fine-tuned again when next needed)"
+        )
     return config, record
 
 

@@ -166,3 +166,24 @@ def test_names_cannot_escape_the_cache(tiny_base, tmp_path, monkeypatch, name):
         ft.fine_tune(data, base_model=tiny_base, eval_dataset=data, **SETTINGS)
     assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["cache"])
     assert not (tmp_path / "x").exists()
+
+
+def test_damaged_cache_folder_given_to_the_cli_is_named(tiny_base, tmp_path, capsys):
+    """P2: a fine-tuned folder passed as --model is checked against its
+    manifest; the error names the folder to delete."""
+    from captum_iba.app.cli import main
+
+    res = ft.fine_tune(
+        _synthetic(16, 0),
+        base_model=tiny_base,
+        output_dir=tmp_path / "m",
+        eval_dataset=_synthetic(8, 1),
+        **SETTINGS,
+    )
+    _truncate(res.path / "model.safetensors")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["explain", "good film", "--model", str(res.path)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "Traceback" not in err
+    assert f"model folder {res.path} is damaged" in err and "delete it" in err
