@@ -235,7 +235,7 @@ def test_old_budget_env_var_is_not_silently_ignored(monkeypatch):
 @pytest.mark.parametrize(
     "name, folder",
     [
-        ("sst2", "sst2-base-7ab77d30fd"),
+        ("sst2", "sst2-base-2d13256df7"),
         ("imdb", "imdb-base-9ace4bc184"),
         ("ag_news", "ag_news-base-521177793f"),
         ("rte", "rte-base-49d1ae2e9e"),

@@ -44,7 +44,7 @@ DEFAULT_SETTINGS: Dict[str, Any] = {
 #: (experiments/FINETUNE_RESULTS.md).
 RECIPES: Dict[str, Dict[str, Any]] = {
     "sst2": {
-        "steps": 800,
+        "steps": 900,
         "lr": 1e-4,
         "batch_size": 16,
         "max_length": 64,
