@@ -91,8 +91,8 @@ def output_file(path: Optional[str], option: str) -> Optional[Path]:
         Path or None: The path; its folder exists and is writable.
 
     Raises:
-        ~captum_iba.app.errors.CLIError: When it names a folder, or its folder cannot be made or
-            written.
+        ~captum_iba.app.errors.CLIError: When it names a folder, or its
+            folder cannot be made or written.
     """
     if path is None:
         return None
@@ -114,7 +114,8 @@ def output_folder(path: str, option: str) -> Path:
         Path: The folder, created and writable.
 
     Raises:
-        ~captum_iba.app.errors.CLIError: When it names a file, or cannot be created or written.
+        ~captum_iba.app.errors.CLIError: When it names a file, or cannot be
+            created or written.
     """
     folder = Path(path).expanduser()
     _writable_folder(folder, option)
@@ -145,7 +146,8 @@ def check_against_config(
         max_length (int, optional): ``--max-length`` (tokens).
 
     Raises:
-        ~captum_iba.app.errors.CLIError: Giving the valid range of the first value out of it.
+        ~captum_iba.app.errors.CLIError: Giving the valid range of the first
+            value out of it.
     """
     n_layers = n_encoder_layers(config)
     if layer is not None and n_layers is not None and not 0 <= layer < n_layers:
