@@ -332,7 +332,8 @@ class TestBadInput(BaseTest):
         with self.assertRaisesRegex(FloatingPointError, "non-finite"):
             iba.attribute(x, target=0)
         x = torch.randn(2, 5, 8)
-        with self.assertRaisesRegex(FloatingPointError, "Non-finite IBA loss"):
+        # an infinite beta is refused by name before the loop (issue #11, P9)
+        with self.assertRaisesRegex(ValueError, "beta must be a finite"):
             iba.attribute(x, target=0, beta=float("inf"), steps=1, n_samples=1)
         self.assertTrue(_no_hooks(model))
 
