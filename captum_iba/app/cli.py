@@ -10,14 +10,19 @@ Commands::
 Every name on the command line is resolved here, once, into the object the
 library takes (a layer index into the layer, a prior name into a prior, method
 names into scorers, a setting into its preset), and the objects are passed
-down. Bad arguments get a one-line error and exit code 2, never a traceback.
+down. Numbers, names and output paths are checked before any model loads.
+Bad arguments, missing or damaged files and data get a one-line error and
+exit code 2, never a traceback (``CAPTUM_IBA_DEBUG=1`` shows the traceback of
+an unexpected error).
 """
 
 import argparse
+import os
 import sys
-from typing import Optional, Sequence
+from typing import NoReturn, Optional, Sequence
 
 from captum_iba.app import commands
+from captum_iba.app.checks import nonnegative_float, positive_int, seed_int
 from captum_iba.app.data import HELDOUT_SPLIT
 from captum_iba.app.errors import CLIError, split_choices
 from captum_iba.app.reproduce import CORPORA, PARTS, PROFILES
@@ -54,10 +59,13 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
     )
     ex.add_argument("--layer", type=int, help="encoder layer index (0-based)")
     ex.add_argument("--target", type=int, help="class to explain (default: predicted)")
-    ex.add_argument("--beta", type=float, default=1e-5)
+    ex.add_argument("--beta", type=nonnegative_float, default=1e-5)
     ex.add_argument("--prior", default="paper", choices=["paper", "reference"])
     ex.add_argument("--html", help="write an HTML heatmap to this file")
-    ex.add_argument("--seed", type=int, default=0)
+    ex.add_argument("--seed", type=seed_int, default=0)
+    ex.add_argument(
+        "--top", type=positive_int, default=5, help="how many top tokens to print"
+    )
 
 
 def _evaluate_parser(sub: "argparse._SubParsersAction") -> None:
@@ -68,7 +76,7 @@ def _evaluate_parser(sub: "argparse._SubParsersAction") -> None:
         default="iba,ig,lime,random",
         help=f"comma-separated, among {', '.join(METHOD_NAMES)}",
     )
-    ev.add_argument("--n", type=int, default=300, help="number of instances")
+    ev.add_argument("--n", type=positive_int, default=300, help="number of instances")
     ev.add_argument("--setting", default="fair", choices=list(SETTINGS))
     ev.add_argument(
         "--priors",
@@ -77,16 +85,18 @@ def _evaluate_parser(sub: "argparse._SubParsersAction") -> None:
     )
     ev.add_argument("--model", help="fine-tuned classifier (default: cached MiniLM)")
     ev.add_argument("--layer", type=int, help="encoder layer index (0-based)")
-    ev.add_argument("--max-length", type=int, default=128)
-    ev.add_argument("--batch-size", type=int, default=16)
-    ev.add_argument("--seed", type=int, default=0)
-    ev.add_argument("--ig-steps", type=int, help="IG steps (paper 10, fair 50)")
+    ev.add_argument("--max-length", type=positive_int, default=128)
+    ev.add_argument("--batch-size", type=positive_int, default=16)
+    ev.add_argument("--seed", type=seed_int, default=0)
     ev.add_argument(
-        "--lime-samples", type=int, help="LIME samples (paper 100, fair 500)"
+        "--ig-steps", type=positive_int, help="IG steps (paper 10, fair 50)"
+    )
+    ev.add_argument(
+        "--lime-samples", type=positive_int, help="LIME samples (paper 100, fair 500)"
     )
     ev.add_argument(
         "--lime-max-length",
-        type=int,
+        type=positive_int,
         default=512,
         help="paper-setting LIME pads perturbed texts to this length (paper: 512)",
     )
@@ -124,8 +134,15 @@ def _reproduce_parser(sub: "argparse._SubParsersAction") -> None:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad argument reported in one line (no usage block)."""
+
+    def error(self, message: str) -> "NoReturn":  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="captum-iba",
         description="Information Bottleneck Attribution for transformers (Captum).",
     )
@@ -143,14 +160,23 @@ def _check_evaluate(args: argparse.Namespace) -> None:
     chosen = split_choices(args.methods.lower(), METHOD_NAMES, "method")
     args.methods = [METHOD_NAMES[m] for m in chosen]
     args.priors = split_choices(args.priors, PRIOR_NAMES, "prior")
-    if args.n < 1:
-        raise CLIError("--n must be at least 1")
 
 
 def _check_reproduce(args: argparse.Namespace) -> None:
     args.parts = split_choices(args.parts, PARTS, "part")
     args.settings = split_choices(args.settings, SETTINGS, "setting")
     args.datasets = split_choices(args.datasets, CORPORA, "dataset")
+
+
+#: Errors that user input, missing or damaged files and data end in: printed
+#: as one line. ``KeyError`` is not among them: a missing key is a bug.
+_USER_ERRORS = (CLIError, ValueError, OSError, ImportError, RuntimeError)
+
+
+def _one_line(err: BaseException) -> str:
+    """The first line of an error's message (never quotes stripped off it)."""
+    text = str(err).strip() or type(err).__name__
+    return next(ln.strip() for ln in text.splitlines() if ln.strip())
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -160,19 +186,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         argv (Sequence[str], optional): Arguments (default ``sys.argv[1:]``).
 
     Returns:
-        int: The exit code.
+        int: The exit code: 0 on success, 2 for bad input or files, 130 when
+        interrupted, 1 for an unexpected error.
     """
     parser = _parser()
     args = parser.parse_args(argv)
     checks = {"evaluate": _check_evaluate, "reproduce": _check_reproduce}
+    debug = os.environ.get("CAPTUM_IBA_DEBUG", "").strip() not in ("", "0")
     try:
         checks.get(args.command, lambda a: None)(args)
         return commands.COMMANDS[args.command](args)
-    except CLIError as err:
-        parser.exit(2, f"captum-iba: error: {err}\n")
-    except (ValueError, FileNotFoundError, KeyError) as err:
-        message = str(err).strip("'\"").splitlines()[0] if str(err) else repr(err)
-        parser.exit(2, f"captum-iba: error: {message}\n")
+    except KeyboardInterrupt:
+        parser.exit(130, "captum-iba: interrupted\n")
+    except _USER_ERRORS as err:
+        if debug:
+            raise
+        parser.exit(2, f"captum-iba: error: {_one_line(err)}\n")
+    except Exception as err:  # a bug: one line, the traceback on request
+        if debug:
+            raise
+        parser.exit(
+            1,
+            f"captum-iba: unexpected error: {type(err).__name__}: {_one_line(err)} "
+            "(set CAPTUM_IBA_DEBUG=1 to see the traceback)\n",
+        )
     return 0
 
 

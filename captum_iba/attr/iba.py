@@ -50,6 +50,7 @@ from captum_iba.attr._inputs import (
     pads_without_mask,
     slice_rows,
 )
+from captum_iba.attr._validate import check_numbers, check_token_inputs
 from captum_iba.attr.objectives import Objective, ObjectiveLike, resolve_objective
 from captum_iba.attr.priors import NoisePrior, PaperPrior, PriorLike, resolve_prior
 
@@ -301,6 +302,8 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         """
         inputs_t = _format_tensor_into_tuples(inputs)
         extra = _format_additional_forward_args(additional_forward_args) or ()
+        check_numbers(beta, lr, init_alpha, seed, internal_batch_size)
+        check_token_inputs(self.forward_func, inputs_t)
         batch, _ = check_batch(inputs_t, extra)
         options = IBAOptions(
             beta=beta,

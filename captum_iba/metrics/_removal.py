@@ -155,6 +155,11 @@ def checked_logits(output: Any) -> Tensor:
         raise ValueError(
             f"forward_func must return logits of shape (B, C); got {tuple(out.shape)}"
         )
+    if not bool(torch.isfinite(out).all()):
+        raise FloatingPointError(
+            "forward_func returned NaN or infinite logits: the model's weights or "
+            "inputs are not finite, so no probability can be measured"
+        )
     return out
 
 
@@ -235,6 +240,13 @@ class Runner:
         self.batch = batch
         self.rank = rank
         self.removal = removal
+        vocab = getattr(getattr(forward_func, "config", None), "vocab_size", None)
+        rid = removal.replacement_id
+        if rid is not None and (rid < 0 or (isinstance(vocab, int) and rid >= vocab)):
+            raise ValueError(
+                f"replacement token id {rid} is not in the model's vocabulary "
+                f"(0..{vocab - 1 if isinstance(vocab, int) else 'vocab_size - 1'})"
+            )
         self.device = device
         self.max_examples_per_batch = max_examples_per_batch
         self.show_progress = show_progress

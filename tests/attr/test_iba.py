@@ -340,8 +340,12 @@ class TestBadInput(BaseTest):
         with self.assertRaisesRegex(FloatingPointError, "non-finite"):
             iba.attribute(x, target=0)
         x = torch.randn(2, 5, 8)
-        with self.assertRaisesRegex(FloatingPointError, "Non-finite IBA loss"):
+        # an infinite beta is refused by name before the loop (issue #11, P9)
+        with self.assertRaisesRegex(ValueError, "beta must be a finite"):
             iba.attribute(x, target=0, beta=float("inf"), steps=1, n_samples=1)
+        # a finite beta whose loss overflows still stops at the loop's guard
+        with self.assertRaisesRegex(FloatingPointError, "Non-finite IBA loss"):
+            iba.attribute(x, target=0, beta=1e308, steps=1, n_samples=1)
         self.assertTrue(no_hooks(model))
 
     def test_bad_layer_and_prior(self) -> None:
