@@ -289,5 +289,7 @@ def instance_seed(seed: int, token_ids: Tensor) -> int:
     """
     digest = hashlib.blake2b(digest_size=8)
     digest.update(int(seed).to_bytes(16, "little", signed=True))
-    digest.update(token_ids.detach().reshape(-1).to("cpu", torch.int64).numpy().tobytes())
+    digest.update(
+        token_ids.detach().reshape(-1).to("cpu", torch.int64).numpy().tobytes()
+    )
     return int.from_bytes(digest.digest(), "little") & (2**63 - 1)

@@ -142,7 +142,9 @@ class CaptumLimeScorer(TokenScorer):
             fmask = torch.full_like(ids[b], n)
             fmask[rem] = torch.arange(n, device=ids.device)
 
-            def perturb(original_inp: Any, n: int = n, **kw: Any) -> Tensor:
+            def perturb(
+                original_inp: Any, n: int = n, gen: torch.Generator = gen, **kw: Any
+            ) -> Tensor:
                 z = torch.ones(1, n + 1, dtype=torch.long)
                 off = int(torch.randint(1, n + 1, (1,), generator=gen))
                 z[0, torch.randperm(n, generator=gen)[:off]] = 0
