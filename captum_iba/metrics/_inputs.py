@@ -162,6 +162,7 @@ class DegradationOptions:
     pad_token_id: Optional[int]
     compute_sufficiency: bool
     max_examples_per_batch: Optional[int]
+    max_tokens_per_batch: int
 
     @classmethod
     def resolve(
@@ -179,6 +180,7 @@ class DegradationOptions:
         unk_token_id: Optional[int],
         compute_sufficiency: bool,
         max_examples_per_batch: Optional[int],
+        max_tokens_per_batch: int,
     ) -> "DegradationOptions":
         """Check the options and fill the token ids in (explicit values win)."""
         check_choice("order", order, ORDERS)
@@ -186,6 +188,8 @@ class DegradationOptions:
         level_list = parse_levels(levels, level_unit)
         if max_examples_per_batch is not None and int(max_examples_per_batch) < 1:
             raise ValueError("max_examples_per_batch must be a positive integer")
+        if isinstance(max_tokens_per_batch, bool) or int(max_tokens_per_batch) < 1:
+            raise ValueError("max_tokens_per_batch must be a positive integer")
         found = tokenizer_ids(tokenizer) if tokenizer is not None else {}
         explicit = (pad_token_id, mask_token_id, unk_token_id)
         names = ("pad_token_id", "mask_token_id", "unk_token_id")
@@ -207,6 +211,7 @@ class DegradationOptions:
             max_examples_per_batch=(
                 None if max_examples_per_batch is None else int(max_examples_per_batch)
             ),
+            max_tokens_per_batch=int(max_tokens_per_batch),
         )
 
     def level_counts(self, batch: TokenBatch) -> Tensor:
