@@ -6,6 +6,8 @@
   :mod:`~captum_iba.evaluation.iba` - the methods;
 * :mod:`~captum_iba.evaluation.presets` - the ``"paper"`` and ``"fair"``
   configurations, as data;
+* :mod:`~captum_iba.evaluation.corpus` - a corpus split's protocol, fixed
+  scoring order and encoding;
 * :mod:`~captum_iba.evaluation.suite` - building the methods, scoring a corpus
   and running the degradation test on every method.
 """
@@ -33,6 +35,7 @@ from captum_iba.evaluation.presets import (  # isort: skip
 )
 from captum_iba.evaluation.suite import (  # isort: skip
     METHODS,
+    corpus_order,
     corpus_scorers,
     encode,
     evaluate_corpus,
@@ -41,6 +44,7 @@ from captum_iba.evaluation.suite import (  # isort: skip
     resolve_priors,
     run_corpus,
     run_degradation_suite,
+    scorer_degradation,
 )
 
 __all__ = [
@@ -57,6 +61,7 @@ __all__ = [
     "Preset",
     "RandomScorer",
     "TokenScorer",
+    "corpus_order",
     "corpus_scorers",
     "encode",
     "evaluate_corpus",
@@ -68,5 +73,6 @@ __all__ = [
     "run_corpus",
     "run_degradation_suite",
     "scorer_class",
+    "scorer_degradation",
     "scorer_names",
 ]
