@@ -5,17 +5,23 @@ Commands::
     captum-iba explain "text" [--pair "text"] [--model PATH] [--layer N]
                        [--html out.html]
     captum-iba evaluate --dataset sst2 --methods iba,ig,lime,random [--n 300]
+    captum-iba attribute --dataset imdb --method iba --out DIR [--degradation]
     captum-iba reproduce [--profile cpu|paper] [--parts table,sweeps,examples]
 
 Every name on the command line is resolved here, once, into the object the
 library takes (a layer index into the layer, a prior name into a prior, method
 names into scorers, a setting into its preset), and the objects are passed
 down. Bad arguments get a one-line error and exit code 2, never a traceback.
+
+``evaluate`` and ``attribute`` run on the corpus engine
+(:mod:`captum_iba.app.engine`): the same command line runs as one process or
+as ``torchrun --nproc_per_node N -m captum_iba ...``, and a re-run with the
+same ``--out`` resumes.
 """
 
 import argparse
 import sys
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from captum_iba.app import commands
 from captum_iba.app.data import HELDOUT_SPLIT
@@ -60,38 +66,86 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
     ex.add_argument("--seed", type=int, default=0)
 
 
-def _evaluate_parser(sub: "argparse._SubParsersAction") -> None:
-    ev = sub.add_parser("evaluate", help="degradation test of several methods")
-    ev.add_argument("--dataset", default="sst2", help=f"one of {', '.join(DATASETS)}")
-    ev.add_argument(
+def _corpus_arguments(p: argparse.ArgumentParser, methods: str, n: Any) -> None:
+    """The options ``evaluate`` and ``attribute`` share (the corpus engine's)."""
+    p.add_argument("--dataset", default="sst2", help=f"one of {', '.join(DATASETS)}")
+    p.add_argument(
         "--methods",
-        default="iba,ig,lime,random",
+        "--method",
+        default=methods,
         help=f"comma-separated, among {', '.join(METHOD_NAMES)}",
     )
-    ev.add_argument("--n", type=int, default=300, help="number of instances")
-    ev.add_argument("--setting", default="fair", choices=list(SETTINGS))
-    ev.add_argument(
+    p.add_argument("--n", type=int, default=n, help="number of instances")
+    p.add_argument("--setting", default="fair", choices=list(SETTINGS))
+    p.add_argument(
         "--priors",
         default="paper",
         help=f"IBA priors, comma-separated, among {', '.join(PRIOR_NAMES)}",
     )
-    ev.add_argument("--model", help="fine-tuned classifier (default: cached MiniLM)")
-    ev.add_argument("--layer", type=int, help="encoder layer index (0-based)")
-    ev.add_argument("--max-length", type=int, default=128)
-    ev.add_argument("--batch-size", type=int, default=16)
-    ev.add_argument("--seed", type=int, default=0)
-    ev.add_argument("--ig-steps", type=int, help="IG steps (paper 10, fair 50)")
-    ev.add_argument(
+    p.add_argument("--model", help="fine-tuned classifier (default: cached MiniLM)")
+    p.add_argument("--layer", type=int, help="encoder layer index (0-based)")
+    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=16,
+        help="instances per batch (a unit of work: the results do not depend on "
+        "the number of processes)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ig-steps", type=int, help="IG steps (paper 10, fair 50)")
+    p.add_argument(
         "--lime-samples", type=int, help="LIME samples (paper 100, fair 500)"
     )
-    ev.add_argument(
+    p.add_argument(
         "--lime-max-length",
         type=int,
         default=512,
         help="paper-setting LIME pads perturbed texts to this length (paper: 512)",
     )
+    p.add_argument("--data-dir", help="corpus folder (default $CAPTUM_IBA_DATA)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="CPU threads per process (default 1: on a CPU, start one process per "
+        "core with torchrun; the numbers depend on it, not on the processes)",
+    )
+    p.add_argument(
+        "--device",
+        default="auto",
+        choices=["auto", "cpu"],
+        help="auto: cuda:LOCAL_RANK when CUDA is present, else the CPU",
+    )
+
+
+def _evaluate_parser(sub: "argparse._SubParsersAction") -> None:
+    ev = sub.add_parser("evaluate", help="degradation test of several methods")
+    _corpus_arguments(ev, "iba,ig,lime,random", 300)
     ev.add_argument("--out", default="results/evaluate", help="output folder")
-    ev.add_argument("--data-dir", help="corpus folder (default $CAPTUM_IBA_DATA)")
+
+
+def _attribute_parser(sub: "argparse._SubParsersAction") -> None:
+    at = sub.add_parser(
+        "attribute", help="token attributions of a whole corpus, saved as JSON lines"
+    )
+    _corpus_arguments(at, "iba", None)
+    at.add_argument("--out", required=True, help="output folder")
+    at.add_argument("--split", help="corpus split (default: the held-out one)")
+    at.add_argument(
+        "--target",
+        default="label",
+        choices=["label", "predicted"],
+        help="explain the gold label or the predicted class",
+    )
+    at.add_argument(
+        "--degradation",
+        action="store_true",
+        help="also run the degradation test (--setting) and write its summary",
+    )
+    at.add_argument("--beta", type=float, default=1e-5, help="IBA's beta")
+    at.add_argument("--steps", type=int, default=10, help="IBA's steps")
+    at.add_argument("--n-samples", type=int, default=10, help="IBA's noise samples")
 
 
 def _reproduce_parser(sub: "argparse._SubParsersAction") -> None:
@@ -132,19 +186,22 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _explain_parser(sub)
     _evaluate_parser(sub)
+    _attribute_parser(sub)
     _reproduce_parser(sub)
     return parser
 
 
-def _check_evaluate(args: argparse.Namespace) -> None:
+def _check_corpus(args: argparse.Namespace) -> None:
     args.dataset = args.dataset.lower()
     if args.dataset not in DATASETS:
         raise CLIError(f"unknown dataset {args.dataset!r}; choose from {DATASETS}")
     chosen = split_choices(args.methods.lower(), METHOD_NAMES, "method")
     args.methods = [METHOD_NAMES[m] for m in chosen]
     args.priors = split_choices(args.priors, PRIOR_NAMES, "prior")
-    if args.n < 1:
-        raise CLIError("--n must be at least 1")
+    for name in ("n", "batch_size", "max_length", "steps", "n_samples", "threads"):
+        value = getattr(args, name, None)
+        if value is not None and value < 1:
+            raise CLIError(f"--{name.replace('_', '-')} must be at least 1")
 
 
 def _check_reproduce(args: argparse.Namespace) -> None:
@@ -164,7 +221,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """
     parser = _parser()
     args = parser.parse_args(argv)
-    checks = {"evaluate": _check_evaluate, "reproduce": _check_reproduce}
+    checks = {
+        "evaluate": _check_corpus,
+        "attribute": _check_corpus,
+        "reproduce": _check_reproduce,
+    }
     try:
         checks.get(args.command, lambda a: None)(args)
         return commands.COMMANDS[args.command](args)

@@ -7,6 +7,7 @@ to the library.
 """
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -14,6 +15,14 @@ import torch
 
 from captum_iba.app import reproduce
 from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
+from captum_iba.app.engine import (
+    CorpusJob,
+    Merged,
+    World,
+    atomic_write_text,
+    init_world,
+    run_corpus_job,
+)
 from captum_iba.app.errors import CLIError
 from captum_iba.app.models import load_classifier
 from captum_iba.attr import (
@@ -28,12 +37,11 @@ from captum_iba.evaluation import (
     encode,
     get_preset,
     resolve_priors,
-    run_corpus,
     scorer_class,
 )
 from captum_iba.metrics import compare
 
-__all__ = ["COMMANDS", "cmd_evaluate", "cmd_explain", "cmd_reproduce"]
+__all__ = ["COMMANDS", "cmd_attribute", "cmd_evaluate", "cmd_explain", "cmd_reproduce"]
 
 
 def _looks_like_hub_name(path: str) -> bool:
@@ -128,7 +136,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
-    """The scorers of ``evaluate``: every name resolved here, once."""
+    """The scorers of ``evaluate`` / ``attribute``: every name resolved here, once."""
     layer = _layer(model, args.layer)
     priors = []
     if any(scorer_class(m) is IBAScorer for m in args.methods):
@@ -140,6 +148,7 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
         priors = resolve_priors(
             args.priors, model, tok, layer[1], prior_data, args.max_length
         )
+    iba = {k: getattr(args, k) for k in ("beta", "steps", "n_samples") if k in args}
     return corpus_scorers(
         model,
         tok,
@@ -148,6 +157,7 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
         priors,
         setting=get_preset(args.setting),
         seed=args.seed,
+        iba_options=iba,
         scorer_options=dict(
             ig_steps=args.ig_steps,
             lime_samples=args.lime_samples,
@@ -156,38 +166,91 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
     )
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    """``captum-iba evaluate``: the degradation test of several methods."""
+#: Options that do not change any number of a corpus run (left out of the
+#: settings a re-run is compared with).
+_RUN_ONLY = ("out", "data_dir", "device", "command")
+
+
+def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob:
+    """The model on this rank's device, the scorers and the corpus of a run."""
+    if args.model is None and not world.is_main:
+        world.barrier()  # rank 0 fine-tunes (or finds) the default model first
     model, tok = _model_and_tokenizer(args.model, args.dataset)
-    scorers = _evaluate_scorers(args, model, tok)
+    if args.model is None and world.is_main:
+        world.barrier()
+    model.to(world.device)
     data = load_dataset(
-        args.dataset,
-        HELDOUT_SPLIT[args.dataset],
-        data_dir=args.data_dir,
-        max_examples=args.n,
+        args.dataset, split, data_dir=args.data_dir, max_examples=args.n
     )
-    results = run_corpus(
-        model,
-        tok,
-        data,
-        scorers,
-        get_preset(args.setting),
+    settings = {k: v for k, v in sorted(vars(args).items()) if k not in _RUN_ONLY}
+    return CorpusJob(
+        model=model,
+        tokenizer=tok,
+        data=data,
+        scorers=_evaluate_scorers(args, model, tok),
+        settings=dict(settings, command=args.command, split=data.split),
+        preset=get_preset(args.setting),
         max_length=args.max_length,
         batch_size=args.batch_size,
+        target=getattr(args, "target", "label"),
+        degradation=args.command == "evaluate" or args.degradation,
     )
-    table = compare(results)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = f"{args.dataset}_{args.setting}"
-    for name, result in results.items():
-        result.to_json(out / f"{stem}_{_slug(name)}.json")
-    (out / f"{stem}.md").write_text(table.to_markdown() + "\n")
-    from captum_iba.visualization import plot_degradation_curves
 
-    plot_degradation_curves(results, save_path=out / f"{stem}_curves.png")
-    print(f"{args.dataset} ({data.split}, n={len(data)}), setting={args.setting}")
+
+def _write_degradation(out: Path, stem: str, results: Dict, curves: bool) -> Any:
+    """Each method's result as JSON, the comparison table (and the curves)."""
+    for name, result in results.items():
+        atomic_write_text(out / f"{stem}_{_slug(name)}.json", result.to_json())
+    table = compare(results)
+    atomic_write_text(out / f"{stem}.md", table.to_markdown() + "\n")
+    if curves:
+        from captum_iba.visualization import plot_degradation_curves
+
+        tmp = out / f".tmp-{os.getpid()}-{stem}_curves.png"
+        plot_degradation_curves(results, save_path=tmp)
+        os.replace(tmp, out / f"{stem}_curves.png")
+    return table
+
+
+def _run_corpus_command(args: argparse.Namespace, split: str) -> Optional[Merged]:
+    """Run ``args``' corpus job on this process's share; rank 0 gets the merge."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads)  # CPU rounding depends on it
+    world = init_world(args.device)
+    try:
+        return run_corpus_job(_corpus_job(args, world, split), args.out, world)
+    finally:
+        world.close()
+        torch.set_num_threads(threads)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """``captum-iba evaluate``: the degradation test of several methods, on
+    the corpus engine (resumable; one process or ``torchrun``)."""
+    merged = _run_corpus_command(args, HELDOUT_SPLIT[args.dataset])
+    if merged is None:
+        return 0
+    out = Path(args.out)
+    stem = f"{args.dataset}_{args.setting}"
+    table = _write_degradation(out, stem, merged.results, curves=True)
+    print(f"{args.dataset} (n={len(merged.rows) // len(args.methods)}), "
+          f"setting={args.setting}")  # fmt: skip
     print(table.to_markdown())
     print(f"results in {out}/")
+    return 0
+
+
+def cmd_attribute(args: argparse.Namespace) -> int:
+    """``captum-iba attribute``: token scores of a whole corpus as JSON lines
+    (and the degradation test's summary with ``--degradation``)."""
+    merged = _run_corpus_command(args, args.split or HELDOUT_SPLIT[args.dataset])
+    if merged is None:
+        return 0
+    out = Path(args.out)
+    if merged.results:
+        table = _write_degradation(out, "degradation", merged.results, curves=False)
+        print(table.to_markdown())
+    print(f"{len(merged.rows)} attributions in {out / 'attributions.jsonl'}")
     return 0
 
 
@@ -213,5 +276,6 @@ def _slug(name: str) -> str:
 COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {
     "explain": cmd_explain,
     "evaluate": cmd_evaluate,
+    "attribute": cmd_attribute,
     "reproduce": cmd_reproduce,
 }

@@ -25,6 +25,7 @@ from captum_iba.evaluation.scorers import (
 from captum_iba.evaluation.ig import IntegratedGradientsScorer  # isort: skip
 from captum_iba.evaluation.lime import CaptumLimeScorer, LimeTextScorer  # isort: skip
 from captum_iba.evaluation.iba import IBAScorer  # isort: skip
+from captum_iba.evaluation.corpus import CorpusLike, encode_instances  # isort: skip
 from captum_iba.evaluation.presets import (  # isort: skip
     FAIR_TEST_SETTINGS,
     PAPER_TEST_SETTINGS,
@@ -55,6 +56,7 @@ __all__ = [
     "SCORERS",
     "SETTINGS",
     "CaptumLimeScorer",
+    "CorpusLike",
     "IBAScorer",
     "IntegratedGradientsScorer",
     "LimeTextScorer",
@@ -64,6 +66,7 @@ __all__ = [
     "corpus_order",
     "corpus_scorers",
     "encode",
+    "encode_instances",
     "evaluate_corpus",
     "fit_dataset_prior",
     "get_preset",
