@@ -15,12 +15,14 @@ import torch
 
 from captum_iba.app import reproduce
 from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
+from captum_iba.app.data.corpora import canonical_split
 from captum_iba.app.engine import (
     CorpusJob,
     Merged,
     World,
     atomic_write_text,
     init_world,
+    prepare_out,
     run_corpus_job,
 )
 from captum_iba.app.errors import CLIError
@@ -171,6 +173,12 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
 _RUN_ONLY = ("out", "data_dir", "device", "command")
 
 
+def _run_settings(args: argparse.Namespace, split: str) -> Dict[str, Any]:
+    """What defines a corpus run: its resolved options (compared on a re-run)."""
+    settings = {k: v for k, v in sorted(vars(args).items()) if k not in _RUN_ONLY}
+    return dict(settings, command=args.command, split=split)
+
+
 def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob:
     """The model on this rank's device, the scorers and the corpus of a run."""
     if args.model is None and not world.is_main:
@@ -182,13 +190,12 @@ def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob
     data = load_dataset(
         args.dataset, split, data_dir=args.data_dir, max_examples=args.n
     )
-    settings = {k: v for k, v in sorted(vars(args).items()) if k not in _RUN_ONLY}
     return CorpusJob(
         model=model,
         tokenizer=tok,
         data=data,
         scorers=_evaluate_scorers(args, model, tok),
-        settings=dict(settings, command=args.command, split=data.split),
+        settings=_run_settings(args, split),
         preset=get_preset(args.setting),
         max_length=args.max_length,
         batch_size=args.batch_size,
@@ -218,6 +225,7 @@ def _run_corpus_command(args: argparse.Namespace, split: str) -> Optional[Merged
     torch.set_num_threads(args.threads)  # CPU rounding depends on it
     world = init_world(args.device)
     try:
+        prepare_out(args.out, _run_settings(args, split), world)
         return run_corpus_job(_corpus_job(args, world, split), args.out, world)
     finally:
         world.close()
@@ -243,7 +251,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_attribute(args: argparse.Namespace) -> int:
     """``captum-iba attribute``: token scores of a whole corpus as JSON lines
     (and the degradation test's summary with ``--degradation``)."""
-    merged = _run_corpus_command(args, args.split or HELDOUT_SPLIT[args.dataset])
+    split = HELDOUT_SPLIT[args.dataset] if args.split is None else args.split
+    merged = _run_corpus_command(args, canonical_split(args.dataset, split))
     if merged is None:
         return 0
     out = Path(args.out)

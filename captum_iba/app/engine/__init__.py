@@ -15,7 +15,7 @@ resumable and crash-safe.
 from captum_iba.app.engine.dist import World, init_world, launch_env
 from captum_iba.app.engine.merge import Merged, merge_shards
 from captum_iba.app.engine.records import atomic_write_text, read_lines
-from captum_iba.app.engine.run import CorpusJob, run_corpus_job
+from captum_iba.app.engine.run import CorpusJob, prepare_out, run_corpus_job
 from captum_iba.app.engine.units import rank_units, work_units
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "init_world",
     "launch_env",
     "merge_shards",
+    "prepare_out",
     "rank_units",
     "read_lines",
     "run_corpus_job",

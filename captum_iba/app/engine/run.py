@@ -41,7 +41,7 @@ from captum_iba.evaluation import (
     scorer_degradation,
 )
 
-__all__ = ["CorpusJob", "run_corpus_job"]
+__all__ = ["CorpusJob", "prepare_out", "run_corpus_job"]
 
 #: Which class each instance is explained for.
 TARGETS = ("label", "predicted")
@@ -78,6 +78,24 @@ class CorpusJob:
     target: str = "label"
     degradation: bool = False
     test_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+def prepare_out(out: os.PathLike, settings: Dict[str, Any], world: World) -> None:
+    """Check ``out`` for a run with ``settings`` before any work (rank 0
+    checks, every rank gets the verdict): see :func:`check_settings`.
+
+    Raises:
+        CLIError: On every rank alike.
+    """
+    error = None
+    if world.is_main:
+        try:
+            check_settings(Path(out), settings)
+        except CLIError as err:
+            error = str(err)
+    error = world.decide(error)
+    if error:
+        raise CLIError(error)
 
 
 def _check(job: CorpusJob, out: Path, world: World) -> None:
