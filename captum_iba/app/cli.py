@@ -75,7 +75,15 @@ def _corpus_arguments(p: argparse.ArgumentParser, methods: str, n: Any) -> None:
         default=methods,
         help=f"comma-separated, among {', '.join(METHOD_NAMES)}",
     )
-    p.add_argument("--n", type=int, default=n, help="number of instances")
+    p.add_argument(
+        "--n",
+        "--num-instances",
+        dest="n",
+        type=int,
+        default=n,
+        help="number of instances (under torchrun write --num-instances: torchrun "
+        "takes --n for an abbreviation of its own options)",
+    )
     p.add_argument("--setting", default="fair", choices=list(SETTINGS))
     p.add_argument(
         "--priors",
