@@ -10,12 +10,14 @@ conventions for arguments and return values.
 
 import numbers
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import (
     Any,
     Callable,
     ContextManager,
     Dict,
+    Iterator,
     List,
     Literal,
     Optional,
@@ -49,7 +51,7 @@ from captum_iba._utils.hooks import (
     replayed_in_stack,
     scatter_for,
 )
-from captum_iba.attr import _loop
+from captum_iba.attr import _loop, _speed
 from captum_iba.attr._inputs import (
     check_batch,
     check_token_mask,
@@ -154,6 +156,14 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             ``forward_func`` (when it is a Module) to skip the lower layers;
             a container can be given for wrapped forward functions; ``False``
             always uses forward hooks.
+        precision (str, optional): ``"float32"`` (default) or ``"bf16"``: the
+            optimisation's forward and backward under bfloat16 autocast with
+            eager attention (``alpha``, statistics, noise and capacity stay
+            float32); see :mod:`captum_iba.attr._speed`.
+        cuts (bool, optional): The exact cuts (frozen weights, embeddings
+            once, the last layer's [CLS] row when the head reads only it,
+            rows chunked per pass), each checked against or equal to the full
+            computation. Default True.
 
     Examples::
 
@@ -171,7 +181,12 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         layer: ModuleOrModuleList,
         device_ids: Union[None, List[int]] = None,
         layer_stack: Union[bool, Module] = True,
+        precision: str = "float32",
+        cuts: bool = True,
     ) -> None:
+        if precision not in _speed.PRECISIONS:
+            raise ValueError(f"precision must be one of {_speed.PRECISIONS}.")
+        self.precision, self.cuts = precision, bool(cuts)
         LayerAttribution.__init__(self, forward_func, layer, device_ids)
         GradientAttribution.__init__(self, forward_func)
         layers = layer if isinstance(layer, list) else [layer]
@@ -180,7 +195,8 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         self._layers: List[Module] = layers
         self.layer_stack = layer_stack
         #: Diagnostics of the last ``attribute`` call (per layer): the path
-        #: used ("stack" or "hooks"), beta, final task loss and mean capacity.
+        #: used ("stack" or "hooks"), whether the exact cuts of the stack
+        #: path were used, beta, final task loss and mean capacity.
         self.last_run: List[Dict[str, Any]] = []
 
     @property
@@ -279,10 +295,21 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             int(torch.randint(0, 2**31 - 1, (1,)).item()) if seed is None else seed
         )
         per_chunk = options.instances_per_chunk(batch)
+        if self.cuts and internal_batch_size is None:
+            first = inputs_t[0]
+            length = first.shape[1] if first.dim() > 1 else 1
+            per_chunk = _speed.instances_per_chunk(
+                batch, n_samples, length, first.device
+            )
         chunks: List[List[Tensor]] = []
         self.last_run = [{} for _ in self._layers]
         starts = range(0, batch, per_chunk)
-        with torch.enable_grad(), evaluation_mode(self.forward_func, self._layers):
+        frozen = _speed.frozen_parameters(self.forward_func if self.cuts else None)
+        with (
+            torch.enable_grad(),
+            evaluation_mode(self.forward_func, self._layers),
+            frozen,
+        ):
             for start in tqdm(starts, disable=not show_progress, desc="IBA"):
                 rows = slice(start, start + per_chunk)
                 chunks.append(
@@ -331,7 +358,10 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 rows,
                 (targets, options, seed, x.dtype),
             )
-            self.last_run[k] = dict(info, path=path, prior=options.prior.name)
+            cuts = getattr(substitute, "cuts", False)
+            self.last_run[k] = dict(
+                info, path=path, cuts=cuts, prior=options.prior.name
+            )
             results.append(attr.to(x.device))
         return results
 
@@ -349,8 +379,11 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             current["T"] = t
             return logits_of(_run_forward(self.forward_func, rows[0], None, rows[1]))
 
+        precision = _speed.precision_context(
+            self.forward_func, self.precision, state.x.device
+        )
         try:
-            with substitute(lambda: current["T"]):
+            with substitute(lambda: current["T"]), precision:
                 return _loop.optimise(state, forward, *run)
         finally:
             current.clear()
@@ -430,6 +463,23 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             return find_in_stack(self.forward_func, layer)
         return None
 
+    def _replay(
+        self, stack: Tuple[Module, int], template: Any, cut: bool
+    ) -> Callable[[Callable[[], Tensor]], ContextManager[None]]:
+        """The stack replay (with the exact cuts when ``cut``)."""
+
+        @contextmanager
+        def replay(value: Callable[[], Tensor]) -> Iterator[None]:
+            with replayed_in_stack(stack[0], stack[1], template, value):
+                if not cut:
+                    yield
+                    return
+                with _speed.stack_cuts(self.forward_func, stack[0], stack[1]):
+                    yield
+
+        replay.cuts = cut  # type: ignore[attr-defined]
+        return replay
+
     def _substitution(
         self,
         layer: Module,
@@ -442,19 +492,16 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         reproduces the model's output on the clean input, else a hook."""
         stack = self._stack_for(layer)
         if stack is not None:
-            with (
-                torch.no_grad(),
-                replayed_in_stack(stack[0], stack[1], template, lambda: x),
-            ):
-                replay = logits_of(
-                    _run_forward(self.forward_func, call[0], None, call[1])
-                )
-            tol = 1e-4 if x.dtype == torch.float32 else 2e-2
-            scale = clean.abs().max().clamp_min(1.0)
-            if torch.allclose(replay, clean, rtol=tol, atol=tol * scale):
-                return "stack", lambda value: replayed_in_stack(
-                    stack[0], stack[1], template, value
-                )
+            for cut in (True, False) if self.cuts else (False,):
+                replay = self._replay(stack, template, cut)
+                with torch.no_grad(), replay(lambda: x):
+                    out = logits_of(
+                        _run_forward(self.forward_func, call[0], None, call[1])
+                    )
+                tol = 1e-4 if x.dtype == torch.float32 else 2e-2
+                scale = clean.abs().max().clamp_min(1.0)
+                if torch.allclose(out, clean, rtol=tol, atol=tol * scale):
+                    return "stack", replay
             warnings.warn(
                 f"{self._layer_name(layer)}: re-running only the layers above the "
                 "bottleneck did not reproduce the model output; using forward hooks "
