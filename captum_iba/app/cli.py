@@ -113,6 +113,12 @@ def _corpus_arguments(p: argparse.ArgumentParser, methods: str, n: Any) -> None:
     )
     p.add_argument("--data-dir", help="corpus folder (default $CAPTUM_IBA_DATA)")
     p.add_argument(
+        "--bf16",
+        action="store_true",
+        help="IBA in bfloat16 autocast (about half the time; scores close to, not "
+        "equal to, float32)",
+    )
+    p.add_argument(
         "--threads",
         type=int,
         default=1,

@@ -151,6 +151,8 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
             args.priors, model, tok, layer[1], prior_data, args.max_length
         )
     iba = {k: getattr(args, k) for k in ("beta", "steps", "n_samples") if k in args}
+    if args.bf16:
+        iba["precision"] = "bf16"
     return corpus_scorers(
         model,
         tok,
