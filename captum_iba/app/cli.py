@@ -136,7 +136,12 @@ def _corpus_arguments(p: argparse.ArgumentParser, methods: str, n: Any) -> None:
 def _evaluate_parser(sub: "argparse._SubParsersAction") -> None:
     ev = sub.add_parser("evaluate", help="degradation test of several methods")
     _corpus_arguments(ev, "iba,ig,lime,random", 300)
-    ev.add_argument("--out", default="results/evaluate", help="output folder")
+    ev.add_argument(
+        "--out",
+        default="results/evaluate",
+        help="output folder (a re-run with the same options resumes; other options "
+        "are refused)",
+    )
 
 
 def _attribute_parser(sub: "argparse._SubParsersAction") -> None:
@@ -144,7 +149,12 @@ def _attribute_parser(sub: "argparse._SubParsersAction") -> None:
         "attribute", help="token attributions of a whole corpus, saved as JSON lines"
     )
     _corpus_arguments(at, "iba", None)
-    at.add_argument("--out", required=True, help="output folder")
+    at.add_argument(
+        "--out",
+        required=True,
+        help="output folder (a re-run with the same options resumes; other options "
+        "are refused)",
+    )
     at.add_argument("--split", help="corpus split (default: the held-out one)")
     at.add_argument(
         "--target",
