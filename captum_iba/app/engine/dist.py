@@ -47,8 +47,9 @@ def launch_env(env: Optional[Mapping[str, str]] = None) -> Tuple[int, int, int, 
         tuple: ``launcher`` is ``"single"``, ``"torchrun"`` or ``"slurm"``.
 
     Raises:
-        CLIError: On inconsistent values (a rank outside the world, a world
-            size below 1, ``WORLD_SIZE`` without ``RANK``, non-integers).
+        ~captum_iba.app.errors.CLIError:
+            On inconsistent values (a rank outside the world, a world size below 1,
+            ``WORLD_SIZE`` without ``RANK``, non-integers).
     """
     env = os.environ if env is None else env
     if "WORLD_SIZE" in env or "RANK" in env:
@@ -146,8 +147,9 @@ def init_world(device: str = "auto", env: Optional[Mapping[str, str]] = None) ->
         World: Call :meth:`World.close` at the end.
 
     Raises:
-        CLIError: On inconsistent launcher variables, or more processes on a
-            machine than it has GPUs.
+        ~captum_iba.app.errors.CLIError:
+            On inconsistent launcher variables, or more processes on a machine than it
+            has GPUs.
     """
     env = os.environ if env is None else env
     rank, size, local, launcher = launch_env(env)

@@ -77,7 +77,8 @@ def merge_shards(
         Merged: The rows and results.
 
     Raises:
-        CLIError: If a unit is missing (a rank stopped without recording it).
+        ~captum_iba.app.errors.CLIError:
+            If a unit is missing (a rank stopped without recording it).
     """
     found = complete_rows(out, sizes)
     missing = [

@@ -80,8 +80,9 @@ def read_lines(path: Path) -> Iterator[Dict[str, Any]]:
     """The records of one shard file; a torn last line is dropped.
 
     Raises:
-        CLIError: On a damaged line that is not the last one (the file was
-            changed by something else than a run).
+        ~captum_iba.app.errors.CLIError:
+            On a damaged line that is not the last one (the file was changed by
+            something else than a run).
     """
     with open(path, "rb") as fh:
         data = fh.read()
@@ -112,7 +113,7 @@ def check_settings(out: Path, settings: Mapping[str, Any]) -> None:
     other settings is refused, as is an ``out`` that is a file.
 
     Raises:
-        CLIError: With the differing settings named.
+        ~captum_iba.app.errors.CLIError: With the differing settings named.
     """
     if out.exists() and not out.is_dir():
         raise CLIError(f"--out {out} is a file; give a folder")

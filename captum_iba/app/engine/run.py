@@ -85,7 +85,7 @@ def prepare_out(out: os.PathLike, settings: Dict[str, Any], world: World) -> Non
     checks, every rank gets the verdict): see :func:`check_settings`.
 
     Raises:
-        CLIError: On every rank alike.
+        ~captum_iba.app.errors.CLIError: On every rank alike.
     """
     error = None
     if world.is_main:
@@ -226,8 +226,9 @@ def run_corpus_job(
         None on the other ranks.
 
     Raises:
-        CLIError: On every rank alike, for a bad ``--out``, a re-run with other
-            settings, more processes than instances, or inconsistent ranks.
+        ~captum_iba.app.errors.CLIError:
+            On every rank alike, for a bad ``--out``, a re-run with other settings, more
+            processes than instances, or inconsistent ranks.
     """
     world = world or World()
     out = Path(out)
