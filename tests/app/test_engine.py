@@ -268,6 +268,15 @@ def test_attribute_writes_rows_resumes_and_refuses_another_run(
     assert "Loading" not in err  # refused before any work
 
 
+def test_pandas_reads_the_rows(tiny_model_dir, corpus, tmp_path):
+    pd = pytest.importorskip("pandas")
+    out = tmp_path / "out"
+    assert main(_argv(tiny_model_dir, corpus, out, methods="random")) == 0
+    df = pd.read_json(out / "attributions.jsonl", lines=True)
+    assert len(df) == len(SENTENCES) and set(df.method) == {"random"}
+    assert all(len(t) == len(s) for t, s in zip(df.tokens, df.scores))
+
+
 def test_out_that_is_a_file_is_refused(tiny_model_dir, corpus, tmp_path, capsys):
     (tmp_path / "f").write_text("x")
     with pytest.raises(SystemExit) as exc:

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import torch
 from torch import Tensor, nn
 
-from captum_iba._utils.common import hf_call
+from captum_iba._utils.common import hf_call, model_device
 from captum_iba.app.engine.dist import World
 from captum_iba.app.engine.merge import Merged, merge_shards
 from captum_iba.app.engine.progress import Progress
@@ -131,7 +131,7 @@ def _unit_tensors(job: CorpusJob, indices: Sequence[int]) -> Dict[str, Any]:
     enc = encode_instances(job.tokenizer, job.data, indices, job.max_length)
     ids, mask = enc["input_ids"], enc["attention_mask"]
     tt = enc.get("token_type_ids")
-    device = next(job.model.parameters()).device
+    device = model_device(job.model)
     with torch.no_grad():
         logits = (
             hf_call(
