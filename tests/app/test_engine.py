@@ -223,7 +223,8 @@ class _FakeWorld(World):
         self.others = others
 
     def gather(self, value):
-        return [value] + [(self.others[0], value[1], self.size)] * (self.size - 1)
+        other = (self.others[0], value[1], dict(value[2], **self.others[1]))
+        return [value] + [other] * (self.size - 1)
 
     def decide(self, decision):
         return decision
@@ -234,9 +235,12 @@ def test_world_larger_than_corpus_and_inconsistent_ranks(tmp_path):
 
     job = CorpusJob(None, None, _Data(["a", "b"]), {}, {"x": 1})
     with pytest.raises(CLIError, match="3 processes for a corpus of 2"):
-        _check(job, tmp_path, _FakeWorld(3, (2,)))
+        _check(job, tmp_path, _FakeWorld(3, (2, {})))
     with pytest.raises(CLIError, match="inconsistent ranks: rank 1 has 7"):
-        _check(job, tmp_path, _FakeWorld(2, (7,)))
+        _check(job, tmp_path, _FakeWorld(2, (7, {})))
+    with pytest.raises(CLIError, match="weights: 'a' there, 'b' here.*at random"):
+        job.settings["weights"] = "a"
+        _check(job, tmp_path, _FakeWorld(2, (2, {"weights": "b"})))
 
 
 # ------------------------------------------------------------------- one process
@@ -255,6 +259,7 @@ def test_attribute_writes_rows_resumes_and_refuses_another_run(
         assert len(r["degradation"]["probs"]) == 9
     settings = json.loads((out / "settings.json").read_text())
     assert settings["methods"]["IBA"]["steps"] == 2 and settings["instances"] == 12
+    assert len(settings["weights"]) == 24  # the model's weights, hashed
     before = (out / "attributions.jsonl").read_bytes()
     capsys.readouterr()
     assert main(_argv(tiny_model_dir, corpus, out, extra=["--degradation"])) == 0

@@ -32,6 +32,8 @@ from typing import (
     Union,
 )
 
+import torch
+
 from captum_iba.app.errors import CLIError
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "fingerprint",
     "read_lines",
     "shard_path",
+    "weights_digest",
 ]
 
 #: (unit, method) -> that unit's rows for that method.
@@ -63,6 +66,25 @@ def atomic_write_text(path: Path, text: Union[str, Iterable[str]]) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def weights_digest(model: Any) -> str:
+    """A hash of the bytes of every parameter and buffer of ``model`` (its
+    weights as they are: two processes that loaded a head initialised at random
+    get different digests)."""
+    digest = hashlib.blake2b(digest_size=12)
+    for name, tensor in list(model.named_parameters()) + list(model.named_buffers()):
+        digest.update(name.encode())
+        digest.update(
+            tensor.detach()
+            .cpu()
+            .contiguous()
+            .view(-1)
+            .view(torch.uint8)
+            .numpy()
+            .tobytes()
+        )
+    return digest.hexdigest()
 
 
 def fingerprint(settings: Mapping[str, Any]) -> str:
@@ -96,7 +118,8 @@ def read_lines(path: Path) -> Iterator[Dict[str, Any]]:
             ) from None
 
 
-def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> List[str]:
+def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> List[str]:
+    """``"key: old there, new here"`` for every setting that differs."""
     keys = sorted(set(old) | set(new))
     return [
         f"{k}: {old.get(k)!r} there, {new.get(k)!r} here"
@@ -106,11 +129,13 @@ def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> List[str]:
     ]
 
 
-def check_settings(out: Path, settings: Mapping[str, Any]) -> None:
+def check_settings(out: Path, settings: Mapping[str, Any], write: bool = True) -> None:
     """Make ``out`` ready for a run with ``settings``, or refuse it.
 
     A new folder gets ``shards/settings.json``; a folder holding a run with
-    other settings is refused, as is an ``out`` that is a file.
+    other settings is refused, as is an ``out`` that is a file. With
+    ``write=False`` (an early check, before the model's weights are known)
+    only the keys of ``settings`` are compared and nothing is written.
 
     Raises:
         ~captum_iba.app.errors.CLIError: With the differing settings named.
@@ -123,13 +148,17 @@ def check_settings(out: Path, settings: Mapping[str, Any]) -> None:
     mine = json.loads(json.dumps(settings, sort_keys=True, default=repr))
     if path.exists():
         theirs = json.loads(path.read_text(encoding="utf-8"))
-        diff = _differences(theirs, mine)
+        if not write:
+            theirs = {k: v for k, v in theirs.items() if k in mine}
+        diff = differences(theirs, mine)
         if diff:
             raise CLIError(
                 f"--out {out} holds a different run ({'; '.join(diff[:3])}"
                 f"{'; ...' if len(diff) > 3 else ''}): use another --out, or delete "
                 "the folder to start afresh"
             )
+        return
+    if not write:
         return
     started = [
         rec

@@ -27,6 +27,7 @@ from captum_iba.app.engine.records import (
     ShardWriter,
     check_settings,
     complete_rows,
+    differences,
     fingerprint,
     shard_path,
 )
@@ -82,7 +83,9 @@ class CorpusJob:
 
 def prepare_out(out: os.PathLike, settings: Dict[str, Any], world: World) -> None:
     """Check ``out`` for a run with ``settings`` before any work (rank 0
-    checks, every rank gets the verdict): see :func:`check_settings`.
+    checks, every rank gets the verdict): see :func:`check_settings`
+    (``write=False``: the run's full settings, with the model's weights, are
+    checked and recorded when the job starts).
 
     Raises:
         ~captum_iba.app.errors.CLIError: On every rank alike.
@@ -90,7 +93,7 @@ def prepare_out(out: os.PathLike, settings: Dict[str, Any], world: World) -> Non
     error = None
     if world.is_main:
         try:
-            check_settings(Path(out), settings)
+            check_settings(Path(out), settings, write=False)
         except CLIError as err:
             error = str(err)
     error = world.decide(error)
@@ -103,14 +106,23 @@ def _check(job: CorpusJob, out: Path, world: World) -> None:
     n = len(job.data)
     if job.target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}; got {job.target!r}")
-    seen = world.gather((n, fingerprint(job.settings), world.size))
+    seen = world.gather((n, world.size, job.settings))
     error = None
-    if any(s != seen[0] for s in seen):
+    if any(
+        s[:2] != seen[0][:2] or fingerprint(s[2]) != fingerprint(seen[0][2])
+        for s in seen
+    ):
         bad = next(r for r, s in enumerate(seen) if s != seen[0])
+        diff = differences(seen[0][2], seen[bad][2])
         error = (
-            f"inconsistent ranks: rank {bad} has {seen[bad][0]} instances and "
-            f"settings {seen[bad][1]}, rank 0 has {seen[0][0]} and {seen[0][1]}: "
-            "start every rank with the same command"
+            f"inconsistent ranks: rank {bad} has {seen[bad][0]} instances, rank 0 "
+            f"{seen[0][0]}; {'; '.join(diff[:2]) or 'same settings'} (rank 0 first)"
+            + (
+                " - a model head initialised at random?"
+                if any(d.startswith("weights") for d in diff)
+                else ""
+            )
+            + ": start every rank with the same command and model"
         )
     elif world.size > n:
         error = (
