@@ -29,11 +29,22 @@ statistics, the noise and the capacity stay float32.
 
 import sys
 from contextlib import ExitStack, contextmanager
-from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional
+from typing import (
+    Any,
+    Callable,
+    ContextManager,
+    Dict,
+    Iterator,
+    List,
+    Optional,
+    Tuple,
+)
 
 import torch
 from torch import Tensor
 from torch.nn import Module
+
+from captum_iba._utils.hooks import replayed_in_stack
 
 __all__ = [
     "PRECISIONS",
@@ -44,6 +55,7 @@ __all__ = [
     "instances_per_chunk",
     "precision_context",
     "stack_cuts",
+    "stack_replay",
 ]
 
 #: The precisions IBA runs in.
@@ -53,12 +65,12 @@ PRECISIONS = ("float32", "bf16")
 ROW_TOKENS: Dict[str, int] = {"cpu": 8192, "cuda": 262144}
 
 
-def instances_per_chunk(
-    batch: int, n_samples: int, length: int, device: torch.device
-) -> int:
+def instances_per_chunk(batch: int, n_samples: int, first_input: Tensor) -> int:
     """Instances per forward pass without ``internal_batch_size``: as many as
-    keep ``instances x n_samples x length`` within :data:`ROW_TOKENS`."""
-    budget = ROW_TOKENS.get(torch.device(device).type, ROW_TOKENS["cuda"])
+    keep ``instances x n_samples x length`` within :data:`ROW_TOKENS` (the
+    length is dim 1 of the first input, e.g. token ids ``(B, L)``)."""
+    length = first_input.shape[1] if first_input.dim() > 1 else 1
+    budget = ROW_TOKENS.get(first_input.device.type, ROW_TOKENS["cuda"])
     return max(1, min(batch, budget // max(n_samples * length, 1)))
 
 
@@ -191,6 +203,26 @@ class ClsRowLayer(Module):
         first = layer.attention.output(context.reshape(B, 1, -1), h[:, :1])
         first = layer.output(layer.intermediate(first), first)
         return torch.cat([first, first.new_full((B, L - 1, H), float("nan"))], 1)
+
+
+def stack_replay(
+    model: Any, stack: Tuple[Module, int], template: Any, cut: bool
+) -> Callable[[Callable[[], Tensor]], ContextManager[None]]:
+    """The stack replay of :func:`~captum_iba._utils.hooks.replayed_in_stack`,
+    with the exact cuts of :func:`stack_cuts` when ``cut``; the returned
+    factory's ``cuts`` attribute says which."""
+
+    @contextmanager
+    def replay(value: Callable[[], Tensor]) -> Iterator[None]:
+        with replayed_in_stack(stack[0], stack[1], template, value):
+            if not cut:
+                yield
+                return
+            with stack_cuts(model, stack[0], stack[1]):
+                yield
+
+    replay.cuts = cut  # type: ignore[attr-defined]
+    return replay
 
 
 def stack_cuts(model: Any, stack: Module, index: int) -> ContextManager[None]:

@@ -10,14 +10,12 @@ conventions for arguments and return values.
 
 import numbers
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import (
     Any,
     Callable,
     ContextManager,
     Dict,
-    Iterator,
     List,
     Literal,
     Optional,
@@ -48,7 +46,6 @@ from captum_iba._utils.hooks import (
     find_in_stack,
     recorded,
     replaced_by_hook,
-    replayed_in_stack,
     scatter_for,
 )
 from captum_iba.attr import _loop, _speed
@@ -296,11 +293,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         )
         per_chunk = options.instances_per_chunk(batch)
         if self.cuts and internal_batch_size is None:
-            first = inputs_t[0]
-            length = first.shape[1] if first.dim() > 1 else 1
-            per_chunk = _speed.instances_per_chunk(
-                batch, n_samples, length, first.device
-            )
+            per_chunk = _speed.instances_per_chunk(batch, n_samples, inputs_t[0])
         chunks: List[List[Tensor]] = []
         self.last_run = [{} for _ in self._layers]
         starts = range(0, batch, per_chunk)
@@ -463,23 +456,6 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             return find_in_stack(self.forward_func, layer)
         return None
 
-    def _replay(
-        self, stack: Tuple[Module, int], template: Any, cut: bool
-    ) -> Callable[[Callable[[], Tensor]], ContextManager[None]]:
-        """The stack replay (with the exact cuts when ``cut``)."""
-
-        @contextmanager
-        def replay(value: Callable[[], Tensor]) -> Iterator[None]:
-            with replayed_in_stack(stack[0], stack[1], template, value):
-                if not cut:
-                    yield
-                    return
-                with _speed.stack_cuts(self.forward_func, stack[0], stack[1]):
-                    yield
-
-        replay.cuts = cut  # type: ignore[attr-defined]
-        return replay
-
     def _substitution(
         self,
         layer: Module,
@@ -493,7 +469,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         stack = self._stack_for(layer)
         if stack is not None:
             for cut in (True, False) if self.cuts else (False,):
-                replay = self._replay(stack, template, cut)
+                replay = _speed.stack_replay(self.forward_func, stack, template, cut)
                 with torch.no_grad(), replay(lambda: x):
                     out = logits_of(
                         _run_forward(self.forward_func, call[0], None, call[1])

@@ -105,8 +105,10 @@ def test_bf16_is_float32_out_and_close():
 
 
 def test_default_chunks_bounded_by_tokens():
-    cpu = torch.device("cpu")
-    assert instances_per_chunk(32, 10, 77, cpu) == 10  # 10 x 10 x 77 <= 8192
-    assert instances_per_chunk(32, 10, 512, cpu) == 1
-    assert instances_per_chunk(4, 10, 16, cpu) == 4
-    assert instances_per_chunk(256, 10, 512, torch.device("cuda")) == 51
+    def ids(length, device="cpu"):
+        return torch.empty(1, length, device=device)
+
+    assert instances_per_chunk(32, 10, ids(77)) == 10  # 10 x 10 x 77 <= 8192
+    assert instances_per_chunk(32, 10, ids(512)) == 1
+    assert instances_per_chunk(4, 10, ids(16)) == 4
+    assert instances_per_chunk(256, 10, ids(512, "meta")) == 51  # other devices
