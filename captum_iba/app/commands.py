@@ -22,6 +22,16 @@ from captum_iba.app.checks import (
     pair_warning,
 )
 from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
+from captum_iba.app.data.corpora import canonical_split
+from captum_iba.app.engine import (
+    CorpusJob,
+    Merged,
+    World,
+    init_world,
+    prepare_out,
+    run_corpus_job,
+)
+from captum_iba.app.engine.records import weights_digest
 from captum_iba.app.errors import CLIError
 from captum_iba.app.models import load_classifier, model_config
 from captum_iba.attr import (
@@ -36,12 +46,11 @@ from captum_iba.evaluation import (
     encode,
     get_preset,
     resolve_priors,
-    run_corpus,
     scorer_class,
 )
 from captum_iba.metrics import compare
 
-__all__ = ["COMMANDS", "cmd_evaluate", "cmd_explain", "cmd_reproduce"]
+__all__ = ["COMMANDS", "cmd_attribute", "cmd_evaluate", "cmd_explain", "cmd_reproduce"]
 
 #: The corpus of the default model (MiniLM-L6 fine-tuned on first use).
 DEFAULT_CORPUS = "sst2"
@@ -203,7 +212,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
-    """The scorers of ``evaluate``: every name resolved here, once."""
+    """The scorers of ``evaluate`` / ``attribute``: every name resolved here, once."""
     layer = _layer(model, args.layer)
     priors = []
     if any(scorer_class(m) is IBAScorer for m in args.methods):
@@ -215,6 +224,9 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
         priors = resolve_priors(
             args.priors, model, tok, layer[1], prior_data, args.max_length
         )
+    iba = {k: getattr(args, k) for k in ("beta", "steps", "n_samples") if k in args}
+    if args.bf16:
+        iba["precision"] = "bf16"
     return corpus_scorers(
         model,
         tok,
@@ -223,6 +235,7 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
         priors,
         setting=get_preset(args.setting),
         seed=args.seed,
+        iba_options=iba,
         scorer_options=dict(
             ig_steps=args.ig_steps,
             lime_samples=args.lime_samples,
@@ -231,65 +244,127 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
     )
 
 
-def _check_evaluate_inputs(args: argparse.Namespace) -> Path:
-    """Checks ``evaluate``'s output folder and model-dependent numbers early."""
-    out = output_folder(args.out, "--out")
-    config, _ = _config_and_record(args.model, args.dataset)
-    check_against_config(config, layer=args.layer, max_length=args.max_length)
-    return out
+#: Options that do not change any number of a corpus run (left out of the
+#: settings a re-run is compared with).
+_RUN_ONLY = ("out", "data_dir", "device", "command")
 
 
-def _write_results(
-    out: Path, stem: str, results: Dict, table: Any, args: argparse.Namespace
-) -> List[str]:
-    """Every result file, each atomically; returns the names written."""
-    from captum_iba.visualization import plot_degradation_curves
+def _run_settings(args: argparse.Namespace, split: str) -> Dict[str, Any]:
+    """What defines a corpus run: its resolved options (compared on a re-run)."""
+    settings = {k: v for k, v in sorted(vars(args).items()) if k not in _RUN_ONLY}
+    return dict(settings, command=args.command, split=split)
 
+
+def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob:
+    """The model on this rank's device, the scorers and the corpus of a run."""
+    if args.model is None and not world.is_main:
+        world.barrier()  # rank 0 fine-tunes (or finds) the default model first
+    model, tok = _model_and_tokenizer(args.model, args.dataset)
+    if args.model is None and world.is_main:
+        world.barrier()
+    settings = dict(_run_settings(args, split), weights=weights_digest(model))
+    model.to(world.device)
+    data = load_dataset(
+        args.dataset, split, data_dir=args.data_dir, max_examples=args.n
+    )
+    return CorpusJob(
+        model=model,
+        tokenizer=tok,
+        data=data,
+        scorers=_evaluate_scorers(args, model, tok),
+        settings=settings,
+        preset=get_preset(args.setting),
+        max_length=args.max_length,
+        batch_size=args.batch_size,
+        target=getattr(args, "target", "label"),
+        degradation=args.command == "evaluate" or args.degradation,
+    )
+
+
+def _write_degradation(
+    out: Path, stem: str, results: Dict, curves: bool
+) -> Tuple[Any, List[str]]:
+    """Each method's result as JSON, the comparison table (and the curves),
+    each written atomically; returns the table and the names written."""
     written = []
     for name, result in results.items():
         path = out / f"{stem}_{_slug(name)}.json"
         result.to_json(path)
         written.append(path.name)
+    table = compare(results)
     atomic_write_text(out / f"{stem}.md", table.to_markdown() + "\n")
-    plot_degradation_curves(results, save_path=out / f"{stem}_curves.png")
-    return written + [f"{stem}.md", f"{stem}_curves.png"]
+    written.append(f"{stem}.md")
+    if curves:
+        from captum_iba.visualization import plot_degradation_curves
+
+        plot_degradation_curves(results, save_path=out / f"{stem}_curves.png")
+        written.append(f"{stem}_curves.png")
+    return table, written
+
+
+def _run_corpus_command(args: argparse.Namespace, split: str) -> Optional[Merged]:
+    """Run ``args``' corpus job on this process's share; rank 0 gets the merge.
+
+    The output folder and the model-dependent numbers are checked before any
+    model loads; the folder's completion marker is removed until the run ends.
+    """
+    out = output_folder(args.out, "--out")
+    config, _ = _config_and_record(args.model, args.dataset)
+    check_against_config(config, layer=args.layer, max_length=args.max_length)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads)  # CPU rounding depends on it
+    world = init_world(args.device)
+    try:
+        prepare_out(args.out, _run_settings(args, split), world)
+        if world.is_main:
+            (out / MARKER).unlink(missing_ok=True)  # this run is not complete yet
+        return run_corpus_job(_corpus_job(args, world, split), args.out, world)
+    finally:
+        world.close()
+        torch.set_num_threads(threads)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    """``captum-iba evaluate``: the degradation test of several methods."""
-    out = _check_evaluate_inputs(args)
-    data = load_dataset(
-        args.dataset,
-        HELDOUT_SPLIT[args.dataset],
-        data_dir=args.data_dir,
-        max_examples=args.n,
-    )
-    model, tok = _model_and_tokenizer(args.model, args.dataset)
-    scorers = _evaluate_scorers(args, model, tok)
-    (out / MARKER).unlink(missing_ok=True)  # this run is not complete yet
+    """``captum-iba evaluate``: the degradation test of several methods, on
+    the corpus engine (resumable; one process or ``torchrun``)."""
     start = time.time()
-    results = run_corpus(
-        model,
-        tok,
-        data,
-        scorers,
-        get_preset(args.setting),
-        max_length=args.max_length,
-        batch_size=args.batch_size,
-    )
+    merged = _run_corpus_command(args, HELDOUT_SPLIT[args.dataset])
+    if merged is None:
+        return 0
     seconds = time.time() - start
-    table = compare(results)
+    out = Path(args.out)
     stem = f"{args.dataset}_{args.setting}"
-    written = _write_results(out, stem, results, table, args)
-    write_marker(out, MARKER, files=written, command="evaluate", n=len(data))
-    accuracy = next(iter(results.values())).original_accuracy
-    print(f"{args.dataset} ({data.split}, n={len(data)}), setting={args.setting}")
+    table, written = _write_degradation(out, stem, merged.results, curves=True)
+    n = len(merged.rows) // len(args.methods)
+    write_marker(out, MARKER, files=written, command="evaluate", n=n)
+    accuracy = next(iter(merged.results.values())).original_accuracy
+    print(f"{args.dataset} (n={n}), setting={args.setting}")
     print(table.to_markdown())
     print(
-        f"evaluated {len(data)} instances x {len(results)} methods in "
-        f"{seconds:.0f} s ({len(data) / seconds:.2f} instances/s); model accuracy "
+        f"evaluated {n} instances x {len(merged.results)} methods in "
+        f"{seconds:.0f} s ({n / seconds:.2f} instances/s); model accuracy "
         f"on them {100 * accuracy:.1f} %; results in {out}/"
     )
+    return 0
+
+
+def cmd_attribute(args: argparse.Namespace) -> int:
+    """``captum-iba attribute``: token scores of a whole corpus as JSON lines
+    (and the degradation test's summary with ``--degradation``)."""
+    split = HELDOUT_SPLIT[args.dataset] if args.split is None else args.split
+    merged = _run_corpus_command(args, canonical_split(args.dataset, split))
+    if merged is None:
+        return 0
+    out = Path(args.out)
+    written = ["attributions.jsonl", "settings.json"]
+    if merged.results:
+        table, files = _write_degradation(
+            out, "degradation", merged.results, curves=False
+        )
+        written += files
+        print(table.to_markdown())
+    write_marker(out, MARKER, files=written, command="attribute", n=len(merged.rows))
+    print(f"{len(merged.rows)} attributions in {out / 'attributions.jsonl'}")
     return 0
 
 
@@ -315,5 +390,6 @@ def _slug(name: str) -> str:
 COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {
     "explain": cmd_explain,
     "evaluate": cmd_evaluate,
+    "attribute": cmd_attribute,
     "reproduce": cmd_reproduce,
 }

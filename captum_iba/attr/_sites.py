@@ -23,11 +23,11 @@ from captum_iba._utils.hooks import (
     find_in_stack,
     replaced_by_hook,
     replaced_input_by_hook,
-    replayed_in_stack,
     scatter_for,
     tensor_at,
     tensor_positions,
 )
+from captum_iba.attr._speed import stack_replay
 
 Substitute = Callable[[Callable[[], Tensor]], ContextManager[None]]
 
@@ -143,19 +143,19 @@ def substitution(
     template: Any,
     replay_matches: Callable[[Substitute], bool],
     device_ids: Optional[List[int]],
+    cuts_model: Any = None,
 ) -> Tuple[str, Substitute]:
     """How ``T`` replaces the site: the stack replay when it reproduces the
     model's output on the clean input (``replay_matches``), else a hook.
 
-    A layer's input always uses hooks.
+    With ``cuts_model`` (the model), the replay with :mod:`._speed`'s exact
+    cuts is tried first. A layer's input always uses hooks.
     """
     if stack is not None and not site.on_input:
-
-        def replay(value: Callable[[], Tensor]) -> ContextManager[None]:
-            return replayed_in_stack(stack[0], stack[1], template, value, site.position)
-
-        if replay_matches(replay):
-            return "stack", replay
+        for cut in (True, False) if cuts_model is not None else (False,):
+            replay = stack_replay(cuts_model, stack, template, cut, site.position)
+            if replay_matches(replay):
+                return "stack", replay
         warnings.warn(
             f"{site.name}: re-running only the layers above the bottleneck did "
             "not reproduce the model output; using forward hooks (slower) instead.",

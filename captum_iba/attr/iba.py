@@ -39,7 +39,7 @@ from captum_iba._utils.captum_compat import (
 )
 from captum_iba._utils.common import format_target, logits_of
 from captum_iba._utils.hooks import LayerRecord, evaluation_mode, recorded
-from captum_iba.attr import _loop
+from captum_iba.attr import _loop, _speed
 from captum_iba.attr import _sites as sites
 from captum_iba.attr._inputs import (
     check_batch,
@@ -168,6 +168,14 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             ``forward_func`` (when it is a Module) to skip the lower layers;
             a container can be given for wrapped forward functions; ``False``
             always uses forward hooks.
+        precision (str, optional): ``"float32"`` (default) or ``"bf16"``: the
+            optimisation's forward and backward under bfloat16 autocast with
+            eager attention (``alpha``, statistics, noise and capacity stay
+            float32); see :mod:`captum_iba.attr._speed`.
+        cuts (bool, optional): The exact cuts (frozen weights, embeddings
+            once, the last layer's [CLS] row when the head reads only it,
+            rows chunked per pass), each checked against or equal to the full
+            computation. Default True.
 
     Examples::
 
@@ -185,7 +193,12 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         layer: ModuleOrModuleList,
         device_ids: Union[None, List[int]] = None,
         layer_stack: Union[bool, Module] = True,
+        precision: str = "float32",
+        cuts: bool = True,
     ) -> None:
+        if precision not in _speed.PRECISIONS:
+            raise ValueError(f"precision must be one of {_speed.PRECISIONS}.")
+        self.precision, self.cuts = precision, bool(cuts)
         LayerAttribution.__init__(self, forward_func, layer, device_ids)
         GradientAttribution.__init__(self, forward_func)
         layers = layer if isinstance(layer, list) else [layer]
@@ -199,7 +212,8 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         #: not the batch size always are).
         self.unbatched_args: FrozenSet[int] = frozenset()
         #: Diagnostics of the last ``attribute`` call (per layer): the path
-        #: used ("stack" or "hooks"), beta, final task loss and mean capacity.
+        #: used ("stack" or "hooks"), whether the exact cuts of the stack
+        #: path were used, beta, final task loss and mean capacity.
         self.last_run: List[Dict[str, Any]] = []
 
     @property
@@ -324,11 +338,18 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             int(torch.randint(0, 2**31 - 1, (1,)).item()) if seed is None else seed
         )
         per_chunk = options.instances_per_chunk(batch)
+        if self.cuts and internal_batch_size is None:
+            per_chunk = _speed.instances_per_chunk(batch, n_samples, inputs_t[0])
         chunks: List[List[Any]] = []
         self.last_run = [{} for _ in self._layers]
         run = _Run(options, run_seed, mask_explicit)
         starts = range(0, batch, per_chunk)
-        with torch.enable_grad(), evaluation_mode(self.forward_func, self._layers):
+        frozen = _speed.frozen_parameters(self.forward_func if self.cuts else None)
+        with (
+            torch.enable_grad(),
+            evaluation_mode(self.forward_func, self._layers),
+            frozen,
+        ):
             for start in tqdm(starts, disable=not show_progress, desc="IBA"):
                 rows = slice(start, start + per_chunk)
                 chunks.append(
@@ -429,8 +450,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             return torch.allclose(out, clean, rtol=tol, atol=tol * scale)
 
         path, substitute = sites.substitution(
-            site, stack, template, replay_matches, self._device_ids()
-        )
+            site, stack, template, replay_matches, self._device_ids(),
+            self.forward_func if self.cuts else None,
+        )  # fmt: skip
         current: Dict[str, Tensor] = {}
 
         def forward(t: Tensor) -> Tensor:
@@ -438,7 +460,10 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             return logits_of(_run_forward(self.forward_func, rows[0], None, rows[1]))
 
         try:
-            with substitute(lambda: current["T"]):
+            precision = _speed.precision_context(
+                self.forward_func, self.precision, x.device
+            )
+            with substitute(lambda: current["T"]), precision:
                 attr, info = _loop.optimise(
                     _loop.Layer(x_f, mean, std, mask),
                     forward,
@@ -449,7 +474,8 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 )
         finally:
             current.clear()
-        info = dict(info, path=path, prior=run.options.prior.name)
+        cuts = getattr(substitute, "cuts", False)
+        info = dict(info, path=path, cuts=cuts, prior=run.options.prior.name)
         return attr.to(x.device), info
 
     def _device_ids(self) -> Optional[List[int]]:

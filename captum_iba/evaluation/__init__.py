@@ -6,6 +6,8 @@
   :mod:`~captum_iba.evaluation.iba` - the methods;
 * :mod:`~captum_iba.evaluation.presets` - the ``"paper"`` and ``"fair"``
   configurations, as data;
+* :mod:`~captum_iba.evaluation.corpus` - a corpus split's protocol, fixed
+  scoring order and encoding;
 * :mod:`~captum_iba.evaluation.suite` - building the methods, scoring a corpus
   and running the degradation test on every method.
 """
@@ -23,6 +25,7 @@ from captum_iba.evaluation.scorers import (
 from captum_iba.evaluation.ig import IntegratedGradientsScorer  # isort: skip
 from captum_iba.evaluation.lime import CaptumLimeScorer, LimeTextScorer  # isort: skip
 from captum_iba.evaluation.iba import IBAScorer  # isort: skip
+from captum_iba.evaluation.corpus import CorpusLike, encode_instances  # isort: skip
 from captum_iba.evaluation.presets import (  # isort: skip
     FAIR_TEST_SETTINGS,
     PAPER_TEST_SETTINGS,
@@ -33,6 +36,7 @@ from captum_iba.evaluation.presets import (  # isort: skip
 )
 from captum_iba.evaluation.suite import (  # isort: skip
     METHODS,
+    corpus_order,
     corpus_scorers,
     encode,
     evaluate_corpus,
@@ -41,6 +45,7 @@ from captum_iba.evaluation.suite import (  # isort: skip
     resolve_priors,
     run_corpus,
     run_degradation_suite,
+    scorer_degradation,
 )
 
 __all__ = [
@@ -51,14 +56,17 @@ __all__ = [
     "SCORERS",
     "SETTINGS",
     "CaptumLimeScorer",
+    "CorpusLike",
     "IBAScorer",
     "IntegratedGradientsScorer",
     "LimeTextScorer",
     "Preset",
     "RandomScorer",
     "TokenScorer",
+    "corpus_order",
     "corpus_scorers",
     "encode",
+    "encode_instances",
     "evaluate_corpus",
     "fit_dataset_prior",
     "get_preset",
@@ -68,5 +76,6 @@ __all__ = [
     "run_corpus",
     "run_degradation_suite",
     "scorer_class",
+    "scorer_degradation",
     "scorer_names",
 ]

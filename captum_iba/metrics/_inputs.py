@@ -167,6 +167,7 @@ class DegradationOptions:
     pad_token_id: Optional[int]
     compute_sufficiency: bool
     max_examples_per_batch: Optional[int]
+    max_tokens_per_batch: int
 
     @classmethod
     def resolve(
@@ -184,20 +185,22 @@ class DegradationOptions:
         unk_token_id: Optional[int],
         compute_sufficiency: bool,
         max_examples_per_batch: Optional[int],
+        max_tokens_per_batch: int,
     ) -> "DegradationOptions":
         """Check the options and fill the token ids in (explicit values win)."""
         check_choice("order", order, ORDERS)
         check_choice("length_convention", length_convention, LENGTH_CONVENTIONS)
         level_list = parse_levels(levels, level_unit)
-        if max_examples_per_batch is not None and (
-            isinstance(max_examples_per_batch, bool)
-            or not isinstance(max_examples_per_batch, numbers.Integral)
-            or max_examples_per_batch < 1
+        for name, value in (
+            ("max_examples_per_batch", max_examples_per_batch),
+            ("max_tokens_per_batch", max_tokens_per_batch),
         ):
-            raise ValueError(
-                "max_examples_per_batch must be a positive integer, got "
-                f"{max_examples_per_batch!r}"
-            )
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, numbers.Integral)
+                or value < 1
+            ):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
         found = tokenizer_ids(tokenizer) if tokenizer is not None else {}
         explicit = (pad_token_id, mask_token_id, unk_token_id)
         names = ("pad_token_id", "mask_token_id", "unk_token_id")
@@ -219,6 +222,7 @@ class DegradationOptions:
             max_examples_per_batch=(
                 None if max_examples_per_batch is None else int(max_examples_per_batch)
             ),
+            max_tokens_per_batch=int(max_tokens_per_batch),
         )
 
     def level_counts(self, batch: TokenBatch) -> Tensor:

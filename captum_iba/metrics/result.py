@@ -380,6 +380,53 @@ class DegradationResult:
                 raise ValueError(f"{name} has {kwargs[name].numel()} values for {n}")
         return cls(**kwargs)
 
+    def instance_records(self) -> List[Dict[str, Any]]:
+        """One JSON-serialisable dict per instance, with every per-instance field
+        (``target``, ``original_probs``, ``probs`` ..., ``kept_probs`` when
+        computed): the rows a corpus run stores per instance.
+
+        Returns:
+            list[dict]: ``B`` dicts; floats round-trip exactly through JSON.
+        """
+        names = [
+            n
+            for n in self._FLOAT_FIELDS + self._LONG_FIELDS
+            if getattr(self, n) is not None
+        ]
+        columns = {n: getattr(self, n).tolist() for n in names}
+        return [{n: columns[n][i] for n in names} for i in range(self.num_instances)]
+
+    @classmethod
+    def from_instance_records(
+        cls,
+        records: Sequence[Mapping[str, Any]],
+        levels: Sequence[Union[float, int]],
+        settings: Optional[Mapping[str, Any]] = None,
+    ) -> "DegradationResult":
+        """Rebuild a result from :meth:`instance_records` (of one or several
+        results, concatenated in the order given).
+
+        Args:
+            records (Sequence[Mapping]): Per-instance dicts.
+            levels (Sequence): The removal levels they share.
+            settings (Mapping, optional): The settings of the result;
+                ``num_instances`` is set to ``len(records)``.
+
+        Returns:
+            DegradationResult: The result.
+
+        Raises:
+            ValueError: If there is no record.
+        """
+        if not records:
+            raise ValueError("no instance record given")
+        data: Dict[str, Any] = {"levels": list(levels)}
+        data["settings"] = dict(settings or {}, num_instances=len(records))
+        for name in cls._FLOAT_FIELDS + cls._LONG_FIELDS:
+            present = records[0].get(name) is not None
+            data[name] = [r[name] for r in records] if present else None
+        return cls.from_dict(data)
+
     def to_json(self, path: Optional[Union[str, os.PathLike]] = None) -> str:
         """Serialise to JSON (exact: float64 values round-trip).
 
