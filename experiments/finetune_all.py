@@ -4,16 +4,24 @@ Usage (from the repository root)::
 
     PYTHONPATH=$PWD python experiments/finetune_all.py sst2 ag_news imdb rte
 
-Each corpus uses its recipe in ``captum_iba.app.finetune.RECIPES`` (about 15
-minutes on a 2-core CPU) and is cached under ``$CAPTUM_IBA_CACHE`` or
-``~/.cache/captum_iba``; an already cached model is only re-read.
+Each corpus uses the model ``captum-iba reproduce`` uses: its recipe in
+``captum_iba.app.finetune.RECIPES`` with ``REPRODUCE_OVERRIDES`` (a number of
+optimisation steps; 8-15 minutes each on a 2-core CPU), cached under
+``$CAPTUM_IBA_CACHE`` or ``~/.cache/captum_iba``; an already cached model is
+only checked and re-read. ``--quick`` uses the plain recipes instead (SST-2:
+``explain``'s 5-minute recipe).
 """
 
 import argparse
 import json
 import time
 
-from captum_iba.app.finetune import RECIPES, get_finetuned_model, read_result
+from captum_iba.app.finetune import (
+    RECIPES,
+    REPRODUCE_OVERRIDES,
+    get_finetuned_model,
+    read_result,
+)
 
 
 def main() -> None:
@@ -23,9 +31,11 @@ def main() -> None:
         "datasets", nargs="*", default=["sst2", "ag_news", "imdb", "rte"]
     )
     parser.add_argument("--lr", type=float, default=None)
-    parser.add_argument("--epochs", type=float, default=None)
-    parser.add_argument("--time-budget-s", type=float, default=None)
+    parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--max-train-examples", type=int, default=None)
+    parser.add_argument(
+        "--quick", action="store_true", help="the plain recipes, not reproduce's"
+    )
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument(
         "--num-threads",
@@ -35,16 +45,18 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    overrides = {}
-    for key in ("lr", "epochs", "time_budget_s", "max_train_examples"):
+    given = {}
+    for key in ("lr", "steps", "max_train_examples"):
         if getattr(args, key) is not None:
-            overrides[key] = getattr(args, key)
+            given[key] = getattr(args, key)
 
     rows = []
     for name in args.datasets:
         if name not in RECIPES:
             raise SystemExit(f"No recipe for {name!r}; known: {sorted(RECIPES)}")
         t0 = time.time()
+        overrides = {} if args.quick else dict(REPRODUCE_OVERRIDES.get(name, {}))
+        overrides.update(given)
         folder = get_finetuned_model(
             name,
             progress=not args.no_progress,

@@ -94,7 +94,7 @@ def main() -> None:
     for name, (scorer, settings) in plan.items():
         cache = out / f"scores_{_slug(name)}.pt"
         if cache.exists():
-            saved = torch.load(cache)
+            saved = torch.load(cache, weights_only=True)  # no unpickling
             scores, seconds = saved["scores"], saved["seconds_per_instance"]
         else:
             start = time.perf_counter()

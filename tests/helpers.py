@@ -6,6 +6,13 @@ import torch
 from torch import Tensor, nn
 
 
+def no_hooks(model: nn.Module) -> bool:
+    """True when no forward (pre-)hook is registered on any module of ``model``."""
+    return all(
+        not m._forward_hooks and not m._forward_pre_hooks for m in model.modules()
+    )
+
+
 class OneTokenModel(nn.Module):
     """A per-token stack whose classifier reads only token ``signal_pos``.
 
@@ -126,3 +133,53 @@ def tiny_hf_model(kind: str, num_labels: int = 2, layers: int = 3):
         )
         return tf.DistilBertForSequenceClassification(cfg).eval()
     raise ValueError(kind)
+
+
+#: The words of :func:`tiny_word_tokenizer` (ids in this order).
+TINY_WORDS = (
+    "<pad> <eos> <unk> the cat sat on mat a dog ran in park big small red blue "
+    "is was very"
+).split()
+
+
+def tiny_word_tokenizer():
+    """A word-level Hugging Face tokenizer over :data:`TINY_WORDS` (no download)."""
+    import transformers as tf
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {w: i for i, w in enumerate(TINY_WORDS)}
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Whitespace()
+    return tf.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
+    )
+
+
+def tiny_causal_lm(kind: str, layers: int = 3, seed: int = 0):
+    """A tiny random GPT-2 or Llama causal LM over :data:`TINY_WORDS`."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    ids = dict(
+        vocab_size=len(TINY_WORDS), pad_token_id=0, eos_token_id=1, bos_token_id=1
+    )
+    if kind == "gpt2":
+        cfg = tf.GPT2Config(n_positions=32, n_embd=16, n_layer=layers, n_head=2, **ids)
+        return tf.GPT2LMHeadModel(cfg).eval()
+    if kind == "llama":
+        cfg = tf.LlamaConfig(
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=layers,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            max_position_embeddings=32,
+            **ids,
+        )
+        return tf.LlamaForCausalLM(cfg).eval()
+    raise ValueError(kind)
+
+
+def causal_lm_layers(model):
+    """The decoder blocks of a tiny GPT-2 or Llama."""
+    return model.transformer.h if hasattr(model, "transformer") else model.model.layers

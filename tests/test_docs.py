@@ -34,6 +34,14 @@ class TestDocs(BaseTest):
             self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
             for page in ("index", "method", "metrics", "api", "api/attr", "api/app"):
                 self.assertTrue(os.path.exists(os.path.join(out, page + ".html")))
+            # The maths renders offline: MathJax is served from the site itself.
+            with open(os.path.join(out, "method.html"), encoding="utf-8") as fh:
+                page = fh.read()
+            self.assertIn("_static/mathjax/tex-chtml.js", page)
+            self.assertNotIn("cdn.jsdelivr.net", page)
+            self.assertTrue(
+                os.path.exists(os.path.join(out, "_static", "mathjax", "tex-chtml.js"))
+            )
 
     def test_api_page_lists_every_exported_name(self) -> None:
         with open(os.path.join(DOCS, "api.rst"), encoding="utf-8") as fh:

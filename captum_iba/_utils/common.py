@@ -7,9 +7,13 @@
 * :func:`tokenizer_ids` / :func:`special_token_ids` / :func:`pad_token_id` - the
   ids a tokenizer reserves, with explicit values winning;
 * :func:`hf_call` - the Hugging Face positional call
-  ``model(input_ids, attention_mask, token_type_ids, *extra)``.
+  ``model(input_ids, attention_mask, token_type_ids, *extra)``;
+* :func:`instance_seed` - a seed derived from a base seed and an instance's
+  tokens, so that seeded methods give an instance the same result in any
+  batch, order or process.
 """
 
+import hashlib
 import numbers
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -20,6 +24,7 @@ __all__ = [
     "check_target_range",
     "format_target",
     "hf_call",
+    "instance_seed",
     "logits_of",
     "model_device",
     "pad_token_id",
@@ -265,3 +270,26 @@ def hf_call(
         attention_mask = torch.ones_like(input_ids)
     args = [a for a in (input_ids, attention_mask, token_type_ids) if a is not None]
     return logits_of(forward_func(*args, *extra))
+
+
+def instance_seed(seed: int, token_ids: Tensor) -> int:
+    """A seed derived from ``seed`` and one instance's token ids.
+
+    The same instance (same real tokens) gets the same seed whatever batch,
+    order, padding or process it is scored in; a different seed or instance
+    gets an unrelated one (BLAKE2b of both, 63 bits).
+
+    Args:
+        seed (int): The method's base seed.
+        token_ids (Tensor): The instance's real token ids (padding removed),
+            any integer dtype and device.
+
+    Returns:
+        int: A seed in ``[0, 2**63)``.
+    """
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(int(seed).to_bytes(16, "little", signed=True))
+    digest.update(
+        token_ids.detach().reshape(-1).to("cpu", torch.int64).numpy().tobytes()
+    )
+    return int.from_bytes(digest.digest(), "little") & (2**63 - 1)

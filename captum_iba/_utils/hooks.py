@@ -54,27 +54,63 @@ def first_tensor(output: Any, layer_name: str = "layer") -> Tensor:
     )
 
 
-def replace_first(output: Any, value: Tensor) -> Any:
-    """``output`` with its bottlenecked tensor replaced by ``value``.
+def tensor_positions(output: Any, batch: Optional[int] = None) -> List[Optional[int]]:
+    """Where a layer's output holds tensors a bottleneck can act on.
+
+    Args:
+        output (Any): What the layer returned.
+        batch (int, optional): Keep only tensors with this many rows.
+
+    Returns:
+        list: ``[None]`` for a Tensor output; the indices of the Tensor
+        elements (with the batch as first dimension) of a tuple/list.
+    """
+    if isinstance(output, Tensor) or not isinstance(output, (tuple, list)):
+        return [None]
+    found = [
+        i
+        for i, item in enumerate(output)
+        if isinstance(item, Tensor)
+        and item.dim() > 0
+        and (batch is None or item.shape[0] == batch)
+    ]
+    return found or [None]
+
+
+def tensor_at(
+    output: Any, position: Optional[int], layer_name: str = "layer"
+) -> Tensor:
+    """The tensor at ``position`` of a tuple output (None: the first tensor)."""
+    if position is None:
+        return first_tensor(output, layer_name)
+    return output[position]
+
+
+def replace_at(output: Any, position: Optional[int], value: Tensor) -> Any:
+    """``output`` with its tensor at ``position`` (None: the first) replaced by
+    ``value``.
 
     Other tensors of a tuple output whose batch size differs from ``value`` 's
     by a whole factor (the noise copies) are repeated to match.
     """
     if isinstance(output, Tensor):
         return value.to(output.dtype)
-    first = output[0]
+    position = 0 if position is None else position
+    target = output[position]
     rows = value.shape[0]
-    rest = []
-    for item in output[1:]:
-        if (
+    items = []
+    for i, item in enumerate(output):
+        if i == position:
+            item = value.to(target.dtype)
+        elif (
             isinstance(item, Tensor)
             and item.dim() > 0
-            and item.shape[0] == first.shape[0]
-            and rows != first.shape[0]
+            and item.shape[0] == target.shape[0]
+            and rows != target.shape[0]
         ):
-            item = item.repeat_interleave(rows // first.shape[0], dim=0)
-        rest.append(item)
-    return type(output)([value.to(first.dtype), *rest])
+            item = item.repeat_interleave(rows // target.shape[0], dim=0)
+        items.append(item)
+    return type(output)(items)
 
 
 def layer_input(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Optional[Tensor]:
@@ -94,10 +130,13 @@ class LayerRecord:
     inputs: Dict[torch.device, Optional[Tensor]] = field(default_factory=dict)
     calls: int = 0
 
-    def gathered(self, device_ids: Optional[List[int]]) -> Tuple[Tensor, Any]:
-        """The bottlenecked tensor over the whole batch, and the layer input."""
+    def gathered(
+        self, device_ids: Optional[List[int]], position: Optional[int] = None
+    ) -> Tuple[Tensor, Any]:
+        """The tensor at ``position`` of the output (None: the first) over the
+        whole batch, and the layer input."""
         keys = _sort_key_list(list(self.outputs), device_ids)
-        out = torch.cat([first_tensor(self.outputs[k]) for k in keys])
+        out = torch.cat([tensor_at(self.outputs[k], position) for k in keys])
         ins = [self.inputs[k] for k in keys]
         inp = None if any(i is None for i in ins) else torch.cat(ins)  # type: ignore
         return out, inp
@@ -140,20 +179,56 @@ def recorded(layers: Sequence[Module]) -> Iterator[Dict[Module, LayerRecord]]:
 
 @contextmanager
 def replaced_by_hook(
-    layer: Module, replacement: Callable[[Tensor], Tensor]
+    layer: Module,
+    replacement: Callable[[Tensor], Tensor],
+    position: Optional[int] = None,
 ) -> Iterator[None]:
-    """Replace ``layer`` 's output by ``replacement(original_first_tensor)``.
+    """Replace ``layer`` 's output tensor at ``position`` (None: the first) by
+    ``replacement(original_tensor)``.
 
     Args:
         layer (Module): The module whose output is replaced.
         replacement (Callable): Maps the layer's (per-device) output tensor to
             the tensor to use instead, of the same shape and device.
+        position (int, optional): Index of the tensor in a tuple output.
     """
 
     def hook(module: Module, args: Any, output: Any) -> Any:
-        return replace_first(output, replacement(first_tensor(output)))
+        return replace_at(output, position, replacement(tensor_at(output, position)))
 
     handle = layer.register_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+@contextmanager
+def replaced_input_by_hook(
+    layer: Module, replacement: Callable[[Tensor], Tensor]
+) -> Iterator[None]:
+    """Replace the hidden states ``layer`` is called with (its first positional
+    argument, or the ``hidden_states`` keyword of Hugging Face layers) by
+    ``replacement(original)``.
+
+    Args:
+        layer (Module): The module whose input is replaced.
+        replacement (Callable): Maps the (per-device) input tensor to the
+            tensor to use instead, of the same shape and device.
+    """
+
+    def hook(module: Module, args: Any, kwargs: Any) -> Any:
+        if args and isinstance(args[0], Tensor):
+            return (replacement(args[0]), *args[1:]), kwargs
+        if isinstance(kwargs.get("hidden_states"), Tensor):
+            new = dict(kwargs, hidden_states=replacement(kwargs["hidden_states"]))
+            return args, new
+        raise TypeError(
+            f"{type(module).__name__} was called without a hidden-state tensor "
+            "(first positional argument or hidden_states=)."
+        )
+
+    handle = layer.register_forward_pre_hook(hook, with_kwargs=True)
     try:
         yield
     finally:
@@ -163,13 +238,16 @@ def replaced_by_hook(
 class _Replay(Module):
     """Stands in for a layer of a stack: returns the bottleneck output at once."""
 
-    def __init__(self, template: Any, value: Callable[[], Tensor]) -> None:
+    def __init__(
+        self, template: Any, value: Callable[[], Tensor], position: Optional[int]
+    ) -> None:
         super().__init__()
         self._template = template
         self._value = value
+        self._position = position
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return replace_first(self._template, self._value())
+        return replace_at(self._template, self._position, self._value())
 
 
 def find_in_stack(root: Module, layer: Module) -> Optional[Tuple[Module, int]]:
@@ -192,7 +270,11 @@ def find_in_stack(root: Module, layer: Module) -> Optional[Tuple[Module, int]]:
 
 @contextmanager
 def replayed_in_stack(
-    stack: Module, index: int, template: Any, value: Callable[[], Tensor]
+    stack: Module,
+    index: int,
+    template: Any,
+    value: Callable[[], Tensor],
+    position: Optional[int] = None,
 ) -> Iterator[None]:
     """Swap ``stack[0..index]`` for stubs returning ``value()`` (restored after).
 
@@ -201,11 +283,13 @@ def replayed_in_stack(
         index (int): Position of the bottlenecked layer in ``stack``.
         template (Any): An output of the real layer (its structure is kept).
         value (Callable): Returns the tensor to emit, called once per stub call.
+        position (int, optional): Index of the bottlenecked tensor in a tuple
+            output (None: the first).
     """
     originals = [stack[j] for j in range(index + 1)]
     try:
         for j in range(index + 1):
-            stack[j] = _Replay(template, value)
+            stack[j] = _Replay(template, value, position)
         yield
     finally:
         for j, original in enumerate(originals):

@@ -7,15 +7,33 @@ to the library.
 """
 
 import argparse
+import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
+from captum_iba._utils.io import atomic_write_text, write_marker
 from captum_iba.app import reproduce
+from captum_iba.app.checks import (
+    check_against_config,
+    output_file,
+    output_folder,
+    pair_warning,
+)
 from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
+from captum_iba.app.data.corpora import canonical_split
+from captum_iba.app.engine import (
+    CorpusJob,
+    Merged,
+    World,
+    init_world,
+    prepare_out,
+    run_corpus_job,
+)
+from captum_iba.app.engine.records import weights_digest
 from captum_iba.app.errors import CLIError
-from captum_iba.app.models import load_classifier
+from captum_iba.app.models import load_classifier, model_config
 from captum_iba.attr import (
     InformationBottleneckAttribution,
     resolve_layer,
@@ -28,37 +46,62 @@ from captum_iba.evaluation import (
     encode,
     get_preset,
     resolve_priors,
-    run_corpus,
     scorer_class,
 )
 from captum_iba.metrics import compare
 
-__all__ = ["COMMANDS", "cmd_evaluate", "cmd_explain", "cmd_reproduce"]
+__all__ = ["COMMANDS", "cmd_attribute", "cmd_evaluate", "cmd_explain", "cmd_reproduce"]
+
+#: The corpus of the default model (MiniLM-L6 fine-tuned on first use).
+DEFAULT_CORPUS = "sst2"
+#: Name of the marker written last into a results folder.
+MARKER = "COMPLETE.json"
 
 
-def _looks_like_hub_name(path: str) -> bool:
-    parts = path.split("/")
-    return (
-        len(parts) <= 2
-        and all(parts)
-        and not path.startswith((".", "~"))
-        and "\\" not in path
-    )
+def _config_and_record(path: Optional[str], dataset: str) -> Tuple[Any, Optional[dict]]:
+    """The model's configuration and fine-tuning record, before any weights load.
+
+    For the default model (``path`` None) these are the base model's
+    configuration with the corpus' classes, and a record naming the corpus.
+    """
+    from captum_iba.app.finetune import default_base_model, read_result
+    from captum_iba.app.finetune.store import check_folder
+
+    if path is None:
+        config = model_config(default_base_model())
+        names = load_label_names(dataset)
+        config.num_labels = len(names)
+        return config, {"dataset": dataset}
+    config = model_config(path)
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        return config, None
+    try:
+        record = read_result(folder)
+    except (FileNotFoundError, ValueError):
+        return config, None  # not made by fine_tune, or its record is unreadable
+    problem = check_folder(folder, record) if "files" in record else None
+    if problem:
+        raise CLIError(
+            f"model folder {folder} is damaged: {problem}; delete it (a cached "
+            "model is fine-tuned again when next needed)"
+        )
+    return config, record
 
 
-def _model_and_tokenizer(path: Optional[str], dataset: str = "sst2") -> Any:
+def load_label_names(dataset: str) -> List[str]:
+    """The class names of a corpus (without reading it, where they are known)."""
+    from captum_iba.app.data.corpora import LABEL_NAMES
+
+    return list(LABEL_NAMES.get(dataset, ["0", "1"]))
+
+
+def _model_and_tokenizer(path: Optional[str], dataset: str = DEFAULT_CORPUS) -> Any:
     if path is None:
         from captum_iba.app.finetune import get_finetuned_model
 
         path = str(get_finetuned_model(dataset))
-    elif not Path(path).exists() and not _looks_like_hub_name(path):
-        raise CLIError(f"model path not found: {path}")
-    try:
-        return load_classifier(path)
-    except OSError as err:
-        raise CLIError(
-            f"cannot load model {path!r}: {str(err).splitlines()[0]}"
-        ) from None
+    return load_classifier(path)
 
 
 def _layer(model: Any, index: Optional[int]) -> Tuple[int, torch.nn.Module]:
@@ -68,24 +111,60 @@ def _layer(model: Any, index: Optional[int]) -> Tuple[int, torch.nn.Module]:
         raise CLIError(f"--layer: {err}") from None
 
 
-def _print_scores(tokens: Any, scores: torch.Tensor) -> None:
-    # Bars are min-max scaled over the sentence, as the paper's heatmaps are.
-    low, high = float(scores.min()), float(scores.max())
+def _print_scores(tokens: Any, scores: torch.Tensor, special: Any) -> None:
+    # Bars are min-max scaled over the words (special tokens left out of the
+    # scale, their bars clipped), as the paper's heatmaps are.
+    words = [s for t, s in zip(tokens, scores.tolist()) if t not in special]
+    low, high = (min(words), max(words)) if words else (0.0, 1.0)
     span = (high - low) or 1.0
-    print(f"  {'token':>15s} {'nats':>9s}  relative (min-max)")
+    print(f"  {'token':>15s} {'nats':>9s}  relative (min-max over the words)")
     for token, score in zip(tokens, scores.tolist()):
-        bar = "#" * int(round(20 * (score - low) / span))
+        bar = "#" * int(round(20 * min(max((score - low) / span, 0.0), 1.0)))
         print(f"  {token:>15s} {score:9.1f}  {bar}")
+
+
+def _top_tokens(tokens: List[str], scores: torch.Tensor, special: Any, k: int) -> str:
+    """The ``k`` highest-scoring tokens, special tokens left out."""
+    ranked = sorted(
+        (i for i, t in enumerate(tokens) if t not in special),
+        key=lambda i: -float(scores[i]),
+    )
+    return ", ".join(f"{tokens[i]} ({float(scores[i]):.1f})" for i in ranked[:k])
+
+
+def _encode_checked(tok: Any, args: argparse.Namespace, model: Any) -> Dict:
+    """The text encoded (truncated to the model's positions), with checks."""
+    limit = min(512, getattr(model.config, "max_position_embeddings", 512) or 512)
+    pair = None if args.pair is None else [args.pair]
+    enc = encode(tok, [args.text], pair, limit)
+    full = len(tok(args.text, args.pair)["input_ids"])
+    if full > limit:
+        print(f"note: the text has {full} tokens; only the first {limit} are used")
+    ids = enc["input_ids"][0]
+    special = set(tok.all_special_ids) - {tok.unk_token_id}
+    words = [i for i in ids.tolist() if i not in special]
+    if words and tok.unk_token_id is not None and set(words) == {tok.unk_token_id}:
+        raise CLIError(
+            "the tokenizer maps every word to its unknown token "
+            f"({tok.unk_token}): its vocabulary files are missing or damaged"
+        )
+    return enc
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """``captum-iba explain``: IBA scores of one text, printed (and as HTML)."""
     if not args.text.strip() or (args.pair is not None and not args.pair.strip()):
         raise CLIError("the text to explain is empty")
+    html = output_file(args.html, "--html")
     prior = resolve_prior(args.prior)
+    config, record = _config_and_record(args.model, DEFAULT_CORPUS)
+    check_against_config(config, layer=args.layer, target=args.target)
+    warning = pair_warning(config, record) if args.pair is not None else None
+    if warning:
+        print(f"warning: {warning}")
     model, tok = _model_and_tokenizer(args.model)
     index, layer = _layer(model, args.layer)
-    enc = encode(tok, [args.text], None if args.pair is None else [args.pair], 512)
+    enc = _encode_checked(tok, args, model)
     extra = (enc["attention_mask"],)
     if "token_type_ids" in enc:
         extra += (enc["token_type_ids"],)
@@ -111,24 +190,29 @@ def cmd_explain(args: argparse.Namespace) -> int:
         f"prediction: {label(pred)} (p={probs[pred]:.3f}); explaining "
         f"{label(target)}; IBA after layer index {index}, capacity in nats"
     )
-    _print_scores(tokens, scores)
-    if args.html:
-        from captum_iba.visualization import save_html
+    special = set(tok.all_special_tokens)
+    _print_scores(tokens, scores, special)
+    print(f"top tokens: {_top_tokens(tokens, scores, special, args.top)}")
+    if html is not None:
+        from captum_iba.visualization import text_heatmap_html
 
-        save_html(
-            args.html,
+        page = text_heatmap_html(
             tokens,
             scores,
+            skip_tokens=sorted(special),  # the scale spans the words
+            full_page=True,
+            title=args.text if args.pair is None else f"{args.text} | {args.pair}",
             pred=label(pred),
             pred_prob=float(probs[pred]),
             label=label(target),
         )
-        print(f"wrote {args.html}")
+        atomic_write_text(html, page)
+        print(f"wrote {html}")
     return 0
 
 
 def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
-    """The scorers of ``evaluate``: every name resolved here, once."""
+    """The scorers of ``evaluate`` / ``attribute``: every name resolved here, once."""
     layer = _layer(model, args.layer)
     priors = []
     if any(scorer_class(m) is IBAScorer for m in args.methods):
@@ -140,6 +224,9 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
         priors = resolve_priors(
             args.priors, model, tok, layer[1], prior_data, args.max_length
         )
+    iba = {k: getattr(args, k) for k in ("beta", "steps", "n_samples") if k in args}
+    if args.bf16:
+        iba["precision"] = "bf16"
     return corpus_scorers(
         model,
         tok,
@@ -148,6 +235,7 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
         priors,
         setting=get_preset(args.setting),
         seed=args.seed,
+        iba_options=iba,
         scorer_options=dict(
             ig_steps=args.ig_steps,
             lime_samples=args.lime_samples,
@@ -156,38 +244,127 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
     )
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    """``captum-iba evaluate``: the degradation test of several methods."""
+#: Options that do not change any number of a corpus run (left out of the
+#: settings a re-run is compared with).
+_RUN_ONLY = ("out", "data_dir", "device", "command")
+
+
+def _run_settings(args: argparse.Namespace, split: str) -> Dict[str, Any]:
+    """What defines a corpus run: its resolved options (compared on a re-run)."""
+    settings = {k: v for k, v in sorted(vars(args).items()) if k not in _RUN_ONLY}
+    return dict(settings, command=args.command, split=split)
+
+
+def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob:
+    """The model on this rank's device, the scorers and the corpus of a run."""
+    if args.model is None and not world.is_main:
+        world.barrier()  # rank 0 fine-tunes (or finds) the default model first
     model, tok = _model_and_tokenizer(args.model, args.dataset)
-    scorers = _evaluate_scorers(args, model, tok)
+    if args.model is None and world.is_main:
+        world.barrier()
+    settings = dict(_run_settings(args, split), weights=weights_digest(model))
+    model.to(world.device)
     data = load_dataset(
-        args.dataset,
-        HELDOUT_SPLIT[args.dataset],
-        data_dir=args.data_dir,
-        max_examples=args.n,
+        args.dataset, split, data_dir=args.data_dir, max_examples=args.n
     )
-    results = run_corpus(
-        model,
-        tok,
-        data,
-        scorers,
-        get_preset(args.setting),
+    return CorpusJob(
+        model=model,
+        tokenizer=tok,
+        data=data,
+        scorers=_evaluate_scorers(args, model, tok),
+        settings=settings,
+        preset=get_preset(args.setting),
         max_length=args.max_length,
         batch_size=args.batch_size,
+        target=getattr(args, "target", "label"),
+        degradation=args.command == "evaluate" or args.degradation,
     )
-    table = compare(results)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = f"{args.dataset}_{args.setting}"
-    for name, result in results.items():
-        result.to_json(out / f"{stem}_{_slug(name)}.json")
-    (out / f"{stem}.md").write_text(table.to_markdown() + "\n")
-    from captum_iba.visualization import plot_degradation_curves
 
-    plot_degradation_curves(results, save_path=out / f"{stem}_curves.png")
-    print(f"{args.dataset} ({data.split}, n={len(data)}), setting={args.setting}")
+
+def _write_degradation(
+    out: Path, stem: str, results: Dict, curves: bool
+) -> Tuple[Any, List[str]]:
+    """Each method's result as JSON, the comparison table (and the curves),
+    each written atomically; returns the table and the names written."""
+    written = []
+    for name, result in results.items():
+        path = out / f"{stem}_{_slug(name)}.json"
+        result.to_json(path)
+        written.append(path.name)
+    table = compare(results)
+    atomic_write_text(out / f"{stem}.md", table.to_markdown() + "\n")
+    written.append(f"{stem}.md")
+    if curves:
+        from captum_iba.visualization import plot_degradation_curves
+
+        plot_degradation_curves(results, save_path=out / f"{stem}_curves.png")
+        written.append(f"{stem}_curves.png")
+    return table, written
+
+
+def _run_corpus_command(args: argparse.Namespace, split: str) -> Optional[Merged]:
+    """Run ``args``' corpus job on this process's share; rank 0 gets the merge.
+
+    The output folder and the model-dependent numbers are checked before any
+    model loads; the folder's completion marker is removed until the run ends.
+    """
+    out = output_folder(args.out, "--out")
+    config, _ = _config_and_record(args.model, args.dataset)
+    check_against_config(config, layer=args.layer, max_length=args.max_length)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads)  # CPU rounding depends on it
+    world = init_world(args.device)
+    try:
+        prepare_out(args.out, _run_settings(args, split), world)
+        if world.is_main:
+            (out / MARKER).unlink(missing_ok=True)  # this run is not complete yet
+        return run_corpus_job(_corpus_job(args, world, split), args.out, world)
+    finally:
+        world.close()
+        torch.set_num_threads(threads)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """``captum-iba evaluate``: the degradation test of several methods, on
+    the corpus engine (resumable; one process or ``torchrun``)."""
+    start = time.time()
+    merged = _run_corpus_command(args, HELDOUT_SPLIT[args.dataset])
+    if merged is None:
+        return 0
+    seconds = time.time() - start
+    out = Path(args.out)
+    stem = f"{args.dataset}_{args.setting}"
+    table, written = _write_degradation(out, stem, merged.results, curves=True)
+    n = len(merged.rows) // len(args.methods)
+    write_marker(out, MARKER, files=written, command="evaluate", n=n)
+    accuracy = next(iter(merged.results.values())).original_accuracy
+    print(f"{args.dataset} (n={n}), setting={args.setting}")
     print(table.to_markdown())
-    print(f"results in {out}/")
+    print(
+        f"evaluated {n} instances x {len(merged.results)} methods in "
+        f"{seconds:.0f} s ({n / seconds:.2f} instances/s); model accuracy "
+        f"on them {100 * accuracy:.1f} %; results in {out}/"
+    )
+    return 0
+
+
+def cmd_attribute(args: argparse.Namespace) -> int:
+    """``captum-iba attribute``: token scores of a whole corpus as JSON lines
+    (and the degradation test's summary with ``--degradation``)."""
+    split = HELDOUT_SPLIT[args.dataset] if args.split is None else args.split
+    merged = _run_corpus_command(args, canonical_split(args.dataset, split))
+    if merged is None:
+        return 0
+    out = Path(args.out)
+    written = ["attributions.jsonl", "settings.json"]
+    if merged.results:
+        table, files = _write_degradation(
+            out, "degradation", merged.results, curves=False
+        )
+        written += files
+        print(table.to_markdown())
+    write_marker(out, MARKER, files=written, command="attribute", n=len(merged.rows))
+    print(f"{len(merged.rows)} attributions in {out / 'attributions.jsonl'}")
     return 0
 
 
@@ -195,7 +372,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     """``captum-iba reproduce``: the paper's experiments, package code."""
     reproduce.run(
         profile=args.profile,
-        out=args.out,
+        out=str(output_folder(args.out, "--out")),
         datasets=args.datasets,
         parts=args.parts,
         settings=args.settings,
@@ -213,5 +390,6 @@ def _slug(name: str) -> str:
 COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {
     "explain": cmd_explain,
     "evaluate": cmd_evaluate,
+    "attribute": cmd_attribute,
     "reproduce": cmd_reproduce,
 }

@@ -1,29 +1,188 @@
-"""Loading classifiers with Hugging Face ``from_pretrained``."""
+"""Loading classifiers with Hugging Face ``from_pretrained``, with clear errors.
 
+A model is named by a folder or a Hugging Face hub id. :func:`model_config`
+reads only its configuration (cheap: arguments can be checked against it
+before the weights load); :func:`load_classifier` loads tokenizer and model.
+A hub id is looked up in the local Hugging Face cache first; the hub is asked
+only when it can be reached, so a wrong name fails at once instead of after
+a minute of retries. Every failure is a :class:`ModelLoadError` naming the
+model and what to do.
+"""
+
+import json
+import os
+import re
+import socket
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Iterator, Optional, Tuple, Union
+from urllib.parse import urlparse
 
 import torch
 
-__all__ = ["load_classifier"]
+__all__ = ["ModelLoadError", "load_classifier", "looks_like_hub_id", "model_config"]
+
+PathLike = Union[str, Path]
+
+# owner/name, or a legacy one-part id such as "gpt2" or "roberta-base".
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}")
+_LEGACY_ID = re.compile(r"[a-z0-9][a-z0-9._-]{1,95}")
+
+
+class ModelLoadError(OSError):
+    """A model or tokenizer that cannot be loaded (the message says why)."""
+
+
+def looks_like_hub_id(name: str) -> bool:
+    """Whether ``name`` could be a Hugging Face hub model id.
+
+    Args:
+        name (str): A ``--model`` value that is not an existing path.
+
+    Returns:
+        bool: True for ``owner/name`` and for lower-case one-part legacy ids
+        with a digit or a hyphen (``gpt2``, ``bert-base-uncased``); False for
+        anything else (``PATH``, ``./x``, ``~/m``, ``a/b/c``).
+    """
+    if name.startswith((".", "~", "/")) or "\\" in name or ".." in name:
+        return False
+    if _HUB_ID.fullmatch(name):
+        return True
+    return bool(_LEGACY_ID.fullmatch(name)) and bool(re.search(r"[-\d]", name))
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the hub's host answers on its port (False when offline mode)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip() not in ("", "0", "false"):
+        return False
+    if any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy")):
+        return True  # the proxy decides; let the hub client try
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname or "", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _source(path: PathLike) -> Tuple[str, bool]:
+    """The name to load and whether only local files may be used.
+
+    Raises:
+        ModelLoadError: For a path that does not exist and is no hub id, a
+            folder without ``config.json``, or a hub id that is neither in the
+            local cache nor reachable.
+    """
+    name = str(path)
+    folder = Path(name).expanduser()
+    if folder.exists():
+        if not (folder / "config.json").is_file():
+            raise ModelLoadError(
+                f"model folder {folder} has no config.json (not a Hugging Face "
+                "model folder, or an incomplete one)"
+            )
+        return str(folder), True
+    if not looks_like_hub_id(name):
+        raise ModelLoadError(
+            f"model {name!r} not found: no such folder, and not a Hugging Face "
+            "hub id (owner/name)"
+        )
+    from transformers import AutoConfig
+
+    try:
+        AutoConfig.from_pretrained(name, local_files_only=True)
+        return name, True
+    except (OSError, ValueError):
+        pass
+    if not _hub_reachable():
+        raise ModelLoadError(
+            f"model {name!r} is not a folder, not in the local Hugging Face cache, "
+            "and the hub cannot be reached (offline?): pass a model folder, or "
+            "run once online"
+        )
+    return name, False
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip() or type(err).__name__
+    return text.splitlines()[0]
+
+
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """No per-tensor loading bars while loading (restored afterwards)."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
+def model_config(path: PathLike) -> Any:
+    """The configuration of a model, read before any weights.
+
+    Args:
+        path (str or Path): A model folder or hub id.
+
+    Returns:
+        transformers.PretrainedConfig: Its configuration.
+
+    Raises:
+        ModelLoadError: Naming the model, when it cannot be found or read.
+    """
+    from transformers import AutoConfig
+
+    name, local = _source(path)
+    try:
+        return AutoConfig.from_pretrained(name, local_files_only=local)
+    except (OSError, ValueError, json.JSONDecodeError) as err:
+        raise ModelLoadError(
+            f"cannot read the configuration of model {name!r}: {_first_line(err)}"
+        ) from None
 
 
 def load_classifier(
-    path: Union[str, Path], device: Optional[Union[str, torch.device]] = None
+    path: PathLike, device: Optional[Union[str, torch.device]] = None
 ) -> Tuple[Any, Any]:
     """A sequence classifier and its tokenizer, from a folder or hub name.
 
     Args:
-        path (str or Path): Anything ``from_pretrained`` accepts.
+        path (str or Path): A model folder or hub id (see :func:`model_config`).
         device (str or torch.device, optional): Where to put the model.
 
     Returns:
         (model, tokenizer): The model in ``eval()`` mode.
+
+    Raises:
+        ModelLoadError: Naming the model (and for a folder, what to do), when
+            the tokenizer or the weights cannot be loaded, or hold non-finite
+            values.
     """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(path))
-    model = AutoModelForSequenceClassification.from_pretrained(str(path))
+    name, local = _source(path)
+    try:
+        with _quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local)
+            model = AutoModelForSequenceClassification.from_pretrained(
+                name, local_files_only=local
+            )
+    except Exception as err:  # transformers raises many kinds on damaged files
+        raise ModelLoadError(
+            f"cannot load model {name!r}: {_first_line(err)}"
+            + (" (the folder is damaged or incomplete)" if local else "")
+        ) from None
+    bad = [n for n, p in model.named_parameters() if not torch.isfinite(p).all()]
+    if bad:
+        raise ModelLoadError(
+            f"model {name!r} has non-finite (NaN or inf) weights, e.g. in {bad[0]} "
+            f"({len(bad)} tensors)"
+        )
     if device is not None:
         model = model.to(device)
     return model.eval(), tokenizer

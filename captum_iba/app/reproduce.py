@@ -11,14 +11,20 @@ Writes into one results folder:
   bottleneck after each layer, and for beta in 1e-7 ... 1e-1;
 * ``fig3_layers_tokens.png`` / ``fig3_beta.png`` - layers x tokens maps of
   one example, and the effect of beta on it (Appendix E);
-* every result as JSON (``captum_iba.DegradationResult.from_json`` reads it).
+* every result as JSON (``captum_iba.DegradationResult.from_json`` reads it);
+* ``COMPLETE.json``, written last: its presence says the run finished.
+
+Every file is written atomically (a temporary file, then a rename), so a run
+that is killed leaves the earlier files whole; ``table1.json`` is rewritten
+after each corpus and setting, so a long run can be read part-way.
 
 Profiles: ``cpu`` (small samples, IMDB and RTE truncated to 256 tokens;
 measured on an idle 2-core CPU: 67 minutes for the table, 5 for the sweeps
 and examples, once the four models are cached) and ``paper`` (1,000
 instances, 512 tokens; for a GPU). Models: MiniLM-L6 fine-tuned per corpus by
-:func:`captum_iba.app.finetune.get_finetuned_model` (cached; about 15 minutes each
-on first use).
+:func:`captum_iba.app.finetune.get_finetuned_model` with the corpus' recipe and
+:data:`~captum_iba.app.finetune.REPRODUCE_OVERRIDES` (cached; 8-15 minutes each
+on a 2-core CPU on first use).
 
 Usage::
 
@@ -34,8 +40,9 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
 
+from captum_iba._utils.io import atomic_write_text, write_marker
 from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
-from captum_iba.app.finetune import get_finetuned_model
+from captum_iba.app.finetune import REPRODUCE_OVERRIDES, get_finetuned_model
 from captum_iba.app.models import load_classifier
 from captum_iba.attr import (
     InformationBottleneckAttribution,
@@ -102,6 +109,36 @@ EXAMPLE = (
 )
 
 
+def corpus_model(corpus: str) -> Tuple[Any, Any]:
+    """The fine-tuned classifier of ``corpus`` and its tokenizer (cached)."""
+    return load_classifier(
+        get_finetuned_model(corpus, **REPRODUCE_OVERRIDES.get(corpus, {}))
+    )
+
+
+def read_rows(path: Path) -> List[Dict[str, Any]]:
+    """The rows of an earlier ``table1.json`` (none when there is no file).
+
+    Raises:
+        ValueError: Naming the file, when it is not a list of rows (a damaged
+            or foreign file): move it away or delete it.
+    """
+    if not path.exists():
+        return []
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(rows, list) or not all(
+            isinstance(r, dict) and {"corpus", "setting", "method"} <= set(r)
+            for r in rows
+        ):
+            raise ValueError("not a list of Table 1 rows")
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise ValueError(
+            f"{path} is damaged ({err}); move it away or delete it to start a new table"
+        ) from None
+    return rows
+
+
 def iba_options(corpus: str) -> Dict[str, Any]:
     """Appendix A: beta 1e-5, except RTE (1e-4)."""
     return {"beta": 1e-4 if corpus == "rte" else 1e-5}
@@ -118,14 +155,13 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
     settings = args.settings
     # Rows of an earlier run in the same folder are kept, except those re-run.
     rerun = {(c, s) for c in args.datasets for s in settings}
-    old = out / "table1.json"
     rows: List[Dict[str, Any]] = [
         r
-        for r in (json.loads(old.read_text()) if old.exists() else [])
+        for r in read_rows(out / "table1.json")
         if (r["corpus"], r["setting"]) not in rerun
     ]
     for corpus in args.datasets:
-        model, tok = load_classifier(get_finetuned_model(corpus))
+        model, tok = corpus_model(corpus)
         n, length = profile["n"][corpus], profile["max_length"][corpus]
         data = load_dataset(corpus, HELDOUT_SPLIT[corpus], max_examples=n, seed=3)
         layer = paper_layer(model, corpus)
@@ -180,8 +216,8 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
             # Written after every corpus and setting, so a long run can be read
             # (and an interrupted one kept) part-way.
             rows.sort(key=_row_order)
-            (out / "table1.json").write_text(json.dumps(rows, indent=2))
-            (out / "table1.md").write_text(table1_markdown(rows))
+            atomic_write_text(out / "table1.json", json.dumps(rows, indent=2))
+            atomic_write_text(out / "table1.md", table1_markdown(rows))
     print("\n" + table1_markdown(rows))
 
 
@@ -216,7 +252,7 @@ def table1_markdown(rows: List[Dict[str, Any]]) -> str:
 
 def run_sweeps(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> None:
     corpus = args.sweep_dataset
-    model, tok = load_classifier(get_finetuned_model(corpus))
+    model, tok = corpus_model(corpus)
     data = load_dataset(
         corpus, HELDOUT_SPLIT[corpus], max_examples=profile["sweep_n"], seed=3
     )
@@ -254,12 +290,12 @@ def run_sweeps(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> 
         "layers": {k: v.first_level_drop for k, v in by_layer.items()},
         "betas": {f"{k:g}": v.first_level_drop for k, v in by_beta.items()},
     }
-    (out / "sweeps.json").write_text(json.dumps(summary, indent=2))
+    atomic_write_text(out / "sweeps.json", json.dumps(summary, indent=2))
     print("\nfirst-level drop by layer / beta:", json.dumps(summary, indent=1))
 
 
 def run_examples(args: argparse.Namespace, out: Path) -> None:
-    model, tok = load_classifier(get_finetuned_model("sst2"))
+    model, tok = corpus_model("sst2")
     enc = encode(tok, [EXAMPLE])
     tokens = tok.convert_ids_to_tokens(enc["input_ids"][0].tolist())
     extra = (enc["attention_mask"],)
@@ -326,6 +362,8 @@ def run(
     """
     folder = Path(out)
     (folder / "json").mkdir(parents=True, exist_ok=True)
+    read_rows(folder / "table1.json")  # a damaged table fails before any work
+    (folder / "COMPLETE.json").unlink(missing_ok=True)
     args = argparse.Namespace(
         datasets=list(datasets),
         settings=list(settings),
@@ -340,5 +378,13 @@ def run(
         run_table(args, chosen, folder)
     if "sweeps" in parts:
         run_sweeps(args, chosen, folder)
+    write_marker(
+        folder,
+        profile=profile,
+        datasets=list(datasets),
+        parts=list(parts),
+        settings=list(settings),
+        minutes=round((time.time() - start) / 60, 1),
+    )
     print(f"\ndone in {(time.time() - start) / 60:.1f} min; results in {folder}/")
     return folder

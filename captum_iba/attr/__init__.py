@@ -7,11 +7,22 @@
 * :mod:`~captum_iba.attr.iba` - :class:`InformationBottleneckAttribution`,
   the Captum layer method, with its options validated once
   (:class:`IBAOptions`);
+* :mod:`~captum_iba.attr.objectives` - the task loss, following the output
+  (cross-entropy of logits, probabilities, scores, log-probabilities);
+* :mod:`~captum_iba.attr.llm` - generative LLMs through Captum's LLM API,
+  and batched prompts with their continuations;
+* :mod:`~captum_iba.attr.inseq_method` - IBA as an inseq method (optional);
 * :mod:`~captum_iba.attr.text` - per-token scores, layer maps, encoder layers.
 """
 
 from captum_iba.attr.bottleneck import NATS_PER_BIT
 from captum_iba.attr.iba import IBAOptions, InformationBottleneckAttribution
+from captum_iba.attr.llm import (
+    CausalLMLogLikelihood,
+    LLMInformationBottleneckAttribution,
+    prompt_target_batch,
+)
+from captum_iba.attr.objectives import OBJECTIVE_NAMES, resolve_objective
 from captum_iba.attr.priors import (
     PRIOR_NAMES,
     DatasetPrior,
@@ -30,6 +41,9 @@ from captum_iba.attr.text import (
 
 __all__ = [
     "NATS_PER_BIT",
+    "OBJECTIVE_NAMES",
+    "CausalLMLogLikelihood",
+    "LLMInformationBottleneckAttribution",
     "PRIOR_NAMES",
     "DatasetPrior",
     "IBAOptions",
@@ -41,6 +55,8 @@ __all__ = [
     "encoder_layers",
     "layer_token_map",
     "resolve_layer",
+    "prompt_target_batch",
+    "resolve_objective",
     "resolve_prior",
     "token_attributions",
 ]

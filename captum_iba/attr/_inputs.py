@@ -1,61 +1,223 @@
-"""Checking and reading the inputs of IBA's ``attribute``: batch sizes, and the
-token mask (given, or found in the forward's arguments)."""
+"""Checking and reading the inputs of IBA's ``attribute``: batch sizes, the
+per-instance additional arguments, and the token mask (given, or found in the
+forward's arguments through the usual wrappers)."""
 
+import functools
 import inspect
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, FrozenSet, List, Optional, Tuple
 
 from torch import Tensor
 from torch.nn import Module
 
 __all__ = [
+    "MASK_NAMES",
     "check_batch",
     "check_token_mask",
+    "expand_rows",
     "infer_token_mask",
+    "model_pad_token_id",
+    "pads_without_mask",
     "slice_rows",
+    "unwrap_forward",
 ]
 
+#: Parameters never taken for a token mask, whatever their values.
+NOT_MASK_NAMES = frozenset({"token_type_ids", "segment_ids", "position_ids", "labels"})
+#: Parameter names taken for a token mask (with a (B, L) 0/1 value).
+MASK_NAMES = frozenset(
+    {"attention_mask", "mask", "attn_mask", "token_mask", "input_mask", "padding_mask"}
+)
 
-def forward_signature(forward_func: Callable[..., Any]) -> List[str]:
-    fn = forward_func
-    while isinstance(fn, Module) and hasattr(fn, "module"):  # DataParallel
-        fn = fn.module
+
+def unwrap_forward(forward_func: Any) -> Tuple[Any, int, Tuple[str, ...]]:
+    """The function whose parameters ``forward_func`` 's positional arguments
+    fill, through the usual wrappers.
+
+    Follows ``torch.compile`` 's ``_orig_mod``, ``DataParallel`` /
+    ``DistributedDataParallel`` 's ``.module``, a Module's ``forward``, bound
+    methods of such wrappers and ``functools.partial``.
+
+    Returns:
+        (fn, shift, bound): The function, how many leading positional
+        parameters a ``partial`` already filled, and the keyword names it
+        fixed.
+    """
+    fn, shift, bound = forward_func, 0, ()
+    for _ in range(16):  # wrappers nest a few levels at most
+        if isinstance(fn, functools.partial):
+            shift += len(fn.args)
+            bound += tuple(fn.keywords)
+            fn = fn.func
+        elif isinstance(fn, Module) and isinstance(
+            getattr(fn, "_orig_mod", None), Module
+        ):
+            fn = fn._orig_mod
+        elif isinstance(fn, Module) and isinstance(getattr(fn, "module", None), Module):
+            fn = fn.module
+        elif inspect.ismethod(fn) and isinstance(fn.__self__, Module):
+            owner = fn.__self__
+            wrapper = hasattr(owner, "_orig_mod") or isinstance(
+                getattr(owner, "module", None), Module
+            )
+            if fn.__name__ == "forward" and wrapper:
+                fn = owner  # DataParallel(model).forward: the wrapped model's
+            else:
+                return fn, shift, bound
+        elif isinstance(fn, Module):
+            return fn.forward, shift, bound
+        else:
+            return fn, shift, bound
+    return fn, shift, bound
+
+
+def forward_signature(forward_func: Callable[..., Any]) -> Optional[List[str]]:
+    """Names of the positional parameters that ``forward_func`` 's positional
+    arguments fill (None when they cannot be read, e.g. ``*args``)."""
+    fn, shift, bound = unwrap_forward(forward_func)
     try:
-        params = inspect.signature(fn.forward if isinstance(fn, Module) else fn)
+        params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
-        return []
+        return None
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return [p.name for p in params.parameters.values() if p.kind in kinds]
+    names = [p.name for p in params if p.kind in kinds][shift:]
+    names = [n for n in names if n not in bound]
+    if not names and any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in params):
+        return None
+    return names
+
+
+def _is_mask_like(value: Any, first: Tensor) -> bool:
+    """A (B, L) tensor of 0/1 with the shape of ``first`` 's first two dims."""
+    return (
+        isinstance(value, Tensor)
+        and value.dim() == 2
+        and first.dim() >= 2
+        and tuple(value.shape) == tuple(first.shape[:2])
+        and bool(((value == 0) | (value == 1)).all())
+    )
 
 
 def infer_token_mask(
-    forward_func: Callable[..., Any], args: Tuple[Any, ...]
+    forward_func: Callable[..., Any],
+    args: Tuple[Any, ...],
+    pad_id: Optional[int] = None,
 ) -> Optional[Tensor]:
-    """The argument passed in the ``attention_mask`` position of the forward."""
-    for name, value in zip(forward_signature(forward_func), args):
-        if name == "attention_mask" and isinstance(value, Tensor):
-            return value
-    return None
+    """The token mask among the forward's positional arguments, if any.
+
+    * an argument in a parameter named as in :data:`MASK_NAMES` (the model's
+      ``attention_mask``, a lambda's ``mask``...), read through the wrappers
+      of :func:`unwrap_forward`, holding 0/1 with the inputs' (B, L) shape;
+    * otherwise (``lambda ids, m: ...``, ``*args``): the second positional
+      argument when it holds 0/1 with the shape of the token ids ``args[0]``
+      and every 0 sits on one same id (the pad id, when known) - segment ids,
+      whose zeros hold the first segment's words, are not taken, nor an
+      argument named as in :data:`NOT_MASK_NAMES`.
+
+    Args:
+        forward_func (Callable): The forward function.
+        args (tuple): Its positional arguments (inputs, then additional ones).
+        pad_id (int, optional): The model's pad token id.
+
+    Returns:
+        Tensor or None: The (B, L) mask.
+    """
+    if not args or not isinstance(args[0], Tensor):
+        return None
+    first = args[0]
+    names = forward_signature(forward_func)
+    if names is not None:
+        for name, value in zip(names, args):
+            if name in MASK_NAMES and _is_mask_like(value, first):
+                return value
+        if len(names) > 1 and names[1] in NOT_MASK_NAMES:
+            return None
+    if len(args) < 2 or not _is_mask_like(args[1], first):
+        return None
+    mask = args[1]
+    if first.is_floating_point():
+        return None
+    at_zeros = first[mask == 0].unique()
+    pad_ok = (
+        at_zeros.numel() <= 1 if pad_id is None else bool((at_zeros == pad_id).all())
+    )
+    return mask if pad_ok else None
+
+
+def model_pad_token_id(forward_func: Any) -> Optional[int]:
+    """The pad token id in the config of the model behind ``forward_func``."""
+    fn, _, _ = unwrap_forward(forward_func)
+    owner = getattr(fn, "__self__", fn)
+    pad = getattr(getattr(owner, "config", None), "pad_token_id", None)
+    return pad if isinstance(pad, int) and not isinstance(pad, bool) else None
+
+
+def pads_without_mask(inputs: Tuple[Tensor, ...], pad_id: Optional[int]) -> bool:
+    """True when integer ``inputs[0]`` holds the pad token id."""
+    first = inputs[0]
+    if pad_id is None or first.is_floating_point() or first.dim() < 2:
+        return False
+    return bool((first == pad_id).any())
+
+
+def _per_instance(t: Any, batch: int) -> bool:
+    return isinstance(t, Tensor) and t.dim() > 0 and t.shape[0] == batch
 
 
 def check_batch(
     inputs: Tuple[Tensor, ...], extra: Tuple[Any, ...]
 ) -> Tuple[int, Tensor]:
+    """The batch size; every input shares it, and an additional tensor that
+    looks per-instance (an input's trailing shape) must have as many rows.
+
+    Additional tensors whose first dimension is not the batch (e.g. the target
+    token ids of a generative model) are constants: they pass through
+    untouched and are never repeated with the noise copies.
+    """
     if not inputs or not all(isinstance(t, Tensor) for t in inputs):
         raise TypeError("inputs must be a Tensor or a tuple of Tensors.")
     batch = inputs[0].shape[0]
-    for name, group in (("inputs", inputs), ("additional_forward_args", extra)):
-        for t in group:
-            if isinstance(t, Tensor) and t.dim() > 0 and t.shape[0] != batch:
-                raise ValueError(
-                    f"All {name} tensors must share the batch size {batch} of "
-                    f"inputs[0]; got one of shape {tuple(t.shape)}."
-                )
+    for t in inputs:
+        if t.dim() == 0 or t.shape[0] != batch:
+            raise ValueError(
+                f"All inputs tensors must share the batch size {batch} of inputs[0]; "
+                f"got one of shape {tuple(t.shape)}."
+            )
+    trailing = {tuple(t.shape[1:]) for t in inputs if t.dim() > 1}
+    for t in extra:
+        if (
+            isinstance(t, Tensor)
+            and t.dim() > 1
+            and t.shape[0] != batch
+            and tuple(t.shape[1:]) in trailing
+        ):
+            raise ValueError(
+                f"additional_forward_args holds a tensor of shape {tuple(t.shape)}: it "
+                f"has the inputs' trailing shape but not their batch size {batch}."
+            )
     return batch, inputs[0]
+
+
+def expand_rows(
+    extra: Tuple[Any, ...], batch: int, n: int, constant: FrozenSet[int] = frozenset()
+) -> Tuple[Any, ...]:
+    """Per-instance additional tensors repeated for the ``n`` noise copies of
+    every instance; everything else (and the positions in ``constant``) passes
+    through untouched."""
+    return tuple(
+        t.repeat_interleave(n, dim=0)
+        if i not in constant and _per_instance(t, batch)
+        else t
+        for i, t in enumerate(extra)
+    )
 
 
 def check_token_mask(token_mask: Optional[Tensor], batch: int) -> None:
     if token_mask is None:
         return
+    if not isinstance(token_mask, Tensor):
+        raise TypeError(
+            f"token_mask must be a Tensor (B, L); got {type(token_mask).__name__}."
+        )
     if token_mask.dim() != 2 or token_mask.shape[0] != batch:
         raise ValueError(
             f"token_mask must have shape (B, L) with B={batch}; got "
@@ -66,7 +228,14 @@ def check_token_mask(token_mask: Optional[Tensor], batch: int) -> None:
         raise ValueError(f"Instance(s) {empty} have no real token (all padding).")
 
 
-def slice_rows(value: Any, rows: slice, batch: int) -> Any:
-    if isinstance(value, Tensor) and value.dim() > 0 and value.shape[0] == batch:
-        return value[rows]
-    return value
+def slice_rows(
+    extra: Tuple[Any, ...],
+    rows: slice,
+    batch: int,
+    constant: FrozenSet[int] = frozenset(),
+) -> Tuple[Any, ...]:
+    """The rows of the per-instance additional tensors; the rest as it is."""
+    return tuple(
+        t[rows] if i not in constant and _per_instance(t, batch) else t
+        for i, t in enumerate(extra)
+    )

@@ -13,8 +13,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import torch
 from torch import Tensor
 
-from captum_iba._utils.captum_compat import _select_targets
 from captum_iba.attr import bottleneck as ib
+from captum_iba.attr.objectives import Objective
 
 
 @dataclass
@@ -78,28 +78,41 @@ def repeat_rows(stat: Tensor, x: Tensor, n: int) -> Tensor:
     return stat
 
 
-def row_targets(targets: Tensor, n: int) -> Any:
-    """Targets of the ``B * n`` rows, in the form Captum's ``_select_targets``
-    takes: a 1-D tensor, or a list of tuples for multi-dimensional outputs."""
-    rows = targets.repeat_interleave(n, dim=0)
-    if rows.dim() == 1:
-        return rows
-    return [tuple(r) for r in rows.tolist()]
+@dataclass(frozen=True)
+class Task:
+    """What the bottleneck keeps: the objective and the per-instance targets.
+
+    Attributes:
+        objective (Objective): The concrete task loss.
+        targets (Tensor or None): ``(B,)`` or ``(B, d)`` target indices, or
+            None when the output is one score per instance.
+    """
+
+    objective: Objective
+    targets: Optional[Tensor]
 
 
-def task_loss(output: Tensor, rows_target: Any, batch: int, n: int) -> Tensor:
-    """:math:`\\mathcal{L}_{CE}` per instance: the cross-entropy of the target,
-    averaged over the instance's noise copies."""
-    logp = torch.log_softmax(output.float(), dim=-1)
-    if isinstance(rows_target, Tensor):
-        rows_target = rows_target.to(logp.device)
-    return -_select_targets(logp, rows_target).reshape(batch, n).mean(1)
+def row_targets(targets: Optional[Tensor], n: int) -> Optional[Tensor]:
+    """Targets of the ``B * n`` rows (None stays None)."""
+    return None if targets is None else targets.repeat_interleave(n, dim=0)
+
+
+def task_loss(
+    objective: Objective,
+    output: Tensor,
+    rows_target: Optional[Tensor],
+    batch: int,
+    n: int,
+) -> Tensor:
+    """:math:`\\mathcal{L}_{task}` per instance: the objective's loss (e.g. the
+    cross-entropy of the target), averaged over the instance's noise copies."""
+    return objective.loss(output, rows_target).reshape(batch, n).mean(1)
 
 
 def optimise(
     layer: Layer,
     forward: Callable[[Tensor], Tensor],
-    targets: Tensor,
+    task: Task,
     options: Any,
     seed: int,
     out_dtype: torch.dtype,
@@ -111,7 +124,7 @@ def optimise(
         forward (Callable): Runs the model with the given bottleneck output
             ``T`` (``(B * n, ...)``) in place of the layer's output and
             returns the scores.
-        targets (Tensor): ``(B,)`` or ``(B, d)`` target indices.
+        task (Task): The objective and the targets.
         options (IBAOptions): ``beta``, ``steps``, ``n_samples``, ``lr``,
             ``init_alpha``.
         seed (int): Seed of every instance's noise generator.
@@ -124,12 +137,12 @@ def optimise(
     x, n = layer.x, options.n_samples
     batch = x.shape[0]
     per_instance = layer.mask_f.expand_as(x).reshape(batch, -1).sum(dim=1)
-    rows_target = row_targets(targets, n)
+    rows_target = row_targets(task.targets, n)
     gens = generators(seed, batch, x.device)
     alpha = torch.full_like(x, options.init_alpha, requires_grad=True)
     optimizer = torch.optim.Adam([alpha], lr=options.lr)
     beta: Any = options.beta
-    task = cap_mean = torch.zeros(batch)
+    loss_task = cap_mean = torch.zeros(batch)
     # Constant over the steps: X, the prior and the mask per noise copy.
     x_rows = x.repeat_interleave(n, dim=0)
     mean_rows, std_rows = repeat_rows(layer.mean, x, n), repeat_rows(layer.std, x, n)
@@ -140,12 +153,13 @@ def optimise(
             x_rows, alpha.repeat_interleave(n, dim=0), mean_rows, std_rows, noise
         )
         t = keep * t + (1 - keep) * x_rows  # padding stays as the model computed it
-        task = task_loss(forward(t.to(out_dtype)), rows_target, batch, n)
+        output = forward(t.to(out_dtype))
+        loss_task = task_loss(task.objective, output, rows_target, batch, n)
         cap_total = layer.capacity(alpha).reshape(batch, -1).sum(dim=1)
         cap_mean = cap_total / per_instance
         if step == 0 and beta == "auto":
-            beta = ib.empirical_beta(task, cap_total)
-        loss = ib.information_bottleneck_loss(task, cap_mean, beta)
+            beta = ib.empirical_beta(loss_task.abs(), cap_total)
+        loss = ib.information_bottleneck_loss(loss_task, cap_mean, beta)
         _check_finite(loss, step)
         (grad,) = torch.autograd.grad(loss.sum(), alpha)
         optimizer.zero_grad(set_to_none=True)
@@ -155,7 +169,7 @@ def optimise(
         attr = layer.capacity(alpha)
     info = {
         "beta": beta.detach().cpu() if isinstance(beta, Tensor) else beta,
-        "task_loss": task.detach().cpu(),
+        "task_loss": loss_task.detach().cpu(),
         "mean_capacity": cap_mean.detach().cpu(),
     }
     return attr, info

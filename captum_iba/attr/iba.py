@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import (
     Any,
     Callable,
-    ContextManager,
     Dict,
+    FrozenSet,
     List,
     Literal,
     Optional,
@@ -31,31 +31,27 @@ from torch.nn import Module
 from tqdm.auto import tqdm
 
 from captum_iba._utils.captum_compat import (
-    ExpansionTypes,
     ModuleOrModuleList,
     TargetType,
-    _expand_additional_forward_args,
     _format_additional_forward_args,
     _format_tensor_into_tuples,
     _run_forward,
 )
-from captum_iba._utils.common import check_target_range, format_target, logits_of
-from captum_iba._utils.hooks import (
-    LayerRecord,
-    evaluation_mode,
-    find_in_stack,
-    recorded,
-    replaced_by_hook,
-    replayed_in_stack,
-    scatter_for,
-)
-from captum_iba.attr import _loop
+from captum_iba._utils.common import format_target, logits_of
+from captum_iba._utils.hooks import LayerRecord, evaluation_mode, recorded
+from captum_iba.attr import _loop, _speed
+from captum_iba.attr import _sites as sites
 from captum_iba.attr._inputs import (
     check_batch,
     check_token_mask,
+    expand_rows,
     infer_token_mask,
+    model_pad_token_id,
+    pads_without_mask,
     slice_rows,
 )
+from captum_iba.attr._validate import check_numbers, check_token_inputs
+from captum_iba.attr.objectives import Objective, ObjectiveLike, resolve_objective
 from captum_iba.attr.priors import NoisePrior, PaperPrior, PriorLike, resolve_prior
 
 BetaType = Union[float, Literal["auto"]]
@@ -85,6 +81,8 @@ class IBAOptions:
     prior: NoisePrior = field(default_factory=PaperPrior)
     seed: Optional[int] = None
     internal_batch_size: Optional[int] = None
+    objective: Objective = field(default_factory=lambda: resolve_objective("auto"))
+    attribute_to_layer_input: bool = False
 
     def __post_init__(self) -> None:
         _check_int("steps", self.steps)
@@ -102,12 +100,24 @@ class IBAOptions:
             raise ValueError(f"init_alpha must be a number, got {self.init_alpha!r}.")
         object.__setattr__(self, "init_alpha", float(self.init_alpha))
         object.__setattr__(self, "prior", resolve_prior(self.prior))
-        ibs = self.internal_batch_size
-        if ibs is not None and ibs < self.n_samples:
+        object.__setattr__(self, "objective", resolve_objective(self.objective))
+        if self.attribute_to_layer_input and self.prior.needs_layer_input:
             raise ValueError(
-                f"internal_batch_size ({ibs}) must be at least n_samples "
-                f"({self.n_samples}): one instance's noise copies run together."
+                f"prior={self.prior.name!r} takes its mean from the layer's input, "
+                "so it cannot bottleneck that input: use attribute_to_layer_input="
+                "False or another prior."
             )
+        ibs = self.internal_batch_size
+        if ibs is not None:
+            _check_int("internal_batch_size", ibs)
+        if ibs is not None and ibs < self.n_samples:
+            warnings.warn(
+                f"internal_batch_size ({ibs}) is below n_samples ({self.n_samples}): "
+                "one instance's noise copies run together, so it is raised to "
+                f"{self.n_samples}.",
+                stacklevel=5,
+            )
+            object.__setattr__(self, "internal_batch_size", self.n_samples)
 
     def instances_per_chunk(self, batch: int) -> int:
         """How many instances go through one forward pass together."""
@@ -123,7 +133,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
     ``layer``: the layer output :math:`X` is replaced by
     :math:`T = \lambda X + (1-\lambda)\epsilon` (Eq. 2), and :math:`\alpha`
     (:math:`\lambda = \sigma(\alpha)`, one per instance, token and feature) is
-    optimised with Adam to keep the target's cross-entropy low while letting
+    optimised with Adam to keep the task loss low - the target's
+    cross-entropy for class logits, as in the paper, or what the ``objective``
+    option says for scores, probabilities and log-probabilities - while letting
     as little information through as possible (Eq. 5). The attribution is the
     capacity :math:`D_{KL}[P(T|X)\|Q(T)]` of the final bottleneck, per element,
     in **nats** - how much of each token's features the prediction needed.
@@ -140,8 +152,10 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
 
     Args:
         forward_func (Callable): The model (e.g. a Hugging Face
-            ``...ForSequenceClassification``) or a function returning class
-            scores (logits) as a Tensor or an object with ``.logits``.
+            ``...ForSequenceClassification``) or any function returning a
+            Tensor (or an object with ``.logits``): class logits,
+            probabilities, or one score per instance (see ``objective``).
+            Generative LLMs: :mod:`captum_iba.attr.llm`.
         layer (torch.nn.Module or list(torch.nn.Module)): The layer after
             which the bottleneck is inserted. A list of layers runs one
             independent bottleneck per layer (the paper's layer sweep) and
@@ -154,6 +168,14 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             ``forward_func`` (when it is a Module) to skip the lower layers;
             a container can be given for wrapped forward functions; ``False``
             always uses forward hooks.
+        precision (str, optional): ``"float32"`` (default) or ``"bf16"``: the
+            optimisation's forward and backward under bfloat16 autocast with
+            eager attention (``alpha``, statistics, noise and capacity stay
+            float32); see :mod:`captum_iba.attr._speed`.
+        cuts (bool, optional): The exact cuts (frozen weights, embeddings
+            once, the last layer's [CLS] row when the head reads only it,
+            rows chunked per pass), each checked against or equal to the full
+            computation. Default True.
 
     Examples::
 
@@ -171,7 +193,12 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         layer: ModuleOrModuleList,
         device_ids: Union[None, List[int]] = None,
         layer_stack: Union[bool, Module] = True,
+        precision: str = "float32",
+        cuts: bool = True,
     ) -> None:
+        if precision not in _speed.PRECISIONS:
+            raise ValueError(f"precision must be one of {_speed.PRECISIONS}.")
+        self.precision, self.cuts = precision, bool(cuts)
         LayerAttribution.__init__(self, forward_func, layer, device_ids)
         GradientAttribution.__init__(self, forward_func)
         layers = layer if isinstance(layer, list) else [layer]
@@ -179,8 +206,14 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             raise TypeError("layer must be a torch.nn.Module or a list of them.")
         self._layers: List[Module] = layers
         self.layer_stack = layer_stack
+        #: Positions in ``additional_forward_args`` that are constants, never
+        #: sliced nor repeated with the noise copies even when their first
+        #: dimension equals the batch size (tensors whose first dimension is
+        #: not the batch size always are).
+        self.unbatched_args: FrozenSet[int] = frozenset()
         #: Diagnostics of the last ``attribute`` call (per layer): the path
-        #: used ("stack" or "hooks"), beta, final task loss and mean capacity.
+        #: used ("stack" or "hooks"), whether the exact cuts of the stack
+        #: path were used, beta, final task loss and mean capacity.
         self.last_run: List[Dict[str, Any]] = []
 
     @property
@@ -202,26 +235,32 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         lr: float = 1.0,
         init_alpha: float = 5.0,
         prior: PriorLike = "paper",
+        objective: ObjectiveLike = "auto",
         token_mask: Optional[Tensor] = None,
         seed: Optional[int] = None,
         internal_batch_size: Optional[int] = None,
+        attribute_to_layer_input: bool = False,
         show_progress: bool = False,
-    ) -> Union[Tensor, List[Tensor]]:
+    ) -> Union[Tensor, Tuple[Tensor, ...], List[Union[Tensor, Tuple[Tensor, ...]]]]:
         r"""Optimise one bottleneck per instance and return its capacity.
 
         Args:
             inputs (Tensor or tuple[Tensor, ...]): Inputs of ``forward_func``;
                 dim 0 is the batch (e.g. ``input_ids`` of shape (B, L)).
             target (int, tuple, Tensor, list, optional): Captum's
-                ``TargetType``: the output index (class) whose cross-entropy
-                the bottleneck keeps low - one for all instances or one per
-                instance. ``None`` explains the predicted class.
+                ``TargetType``: the output index (class) whose loss the
+                bottleneck keeps low - one for all instances or one per
+                instance. ``None`` explains the predicted class of ``(B, C)``
+                scores, column 0 of a ``(B, 1)`` output and the score itself
+                of a ``(B,)`` output.
             additional_forward_args (Any, optional): Further positional
                 arguments of ``forward_func`` after ``inputs`` (e.g. the
-                attention mask); tensors are repeated with the noise copies.
+                attention mask). Tensors whose first dimension is the batch
+                are repeated with the noise copies; others (e.g. target token
+                ids) pass through untouched.
             beta (float or "auto", optional): Weight of the information term
                 (Eq. 5), >= 0. ``"auto"`` sets it per instance to
-                10 x L_CE / L_IB at the start (Appendix A), L_IB being the
+                10 x \|L_task\| / L_IB at the start (Appendix A), L_IB being the
                 instance's total capacity. Default: 1e-5 (the
                 paper's value for BERT-base).
             steps (int, optional): Adam steps. Default: 10.
@@ -234,31 +273,51 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 instance's own layer output), ``"reference"`` (the released
                 code's prior) or a fitted :class:`~captum_iba.DatasetPrior`.
                 Default: ``"paper"``.
+            objective (str or Callable, optional): The task loss
+                (:mod:`captum_iba.attr.objectives`): ``"auto"`` (the
+                cross-entropy of ``(B, C > 1)`` logits as in the paper,
+                ``-log p`` of probabilities, the negated score of a ``(B,)``
+                or ``(B, 1)`` output), ``"cross_entropy"``, ``"probability"``,
+                ``"log_probability"``, ``"score"``, or a callable
+                ``(output, target) -> loss per row`` (minimised).
+                Default: ``"auto"``.
             token_mask (Tensor, optional): (B, L) with 1 at real tokens and 0
                 at padding. Padding gets zero capacity and takes no part in
-                the loss or the statistics. When omitted, the argument passed
-                in the ``attention_mask`` position of ``forward_func`` is used
-                (Hugging Face models, or functions with such a parameter);
-                otherwise every position counts.
+                the loss or the statistics. When omitted, it is found among the
+                forward's arguments (a parameter named ``attention_mask`` or
+                ``mask``..., through ``torch.compile``, ``DataParallel``,
+                bound methods and ``functools.partial``); when none is found
+                and the inputs hold the model's pad token id, a warning says
+                so. Otherwise every position counts.
             seed (int, optional): Seed of the noise. Every instance draws its
                 own noise from it, so a result does not depend on the rest of
                 the batch or on padding. ``None`` draws the seed from torch's
                 global generator.
             internal_batch_size (int, optional): Maximum rows (instances x
-                ``n_samples``) per forward pass, to bound memory; at least
-                ``n_samples``. Default: the whole batch at once.
+                ``n_samples``) per forward pass, to bound memory; raised to
+                ``n_samples`` with a warning when below. Default: the whole
+                batch at once.
+            attribute_to_layer_input (bool, optional): Insert the bottleneck on
+                the hidden states the layer is called with (first positional
+                argument or ``hidden_states=``) instead of its output (always
+                through hooks). Default: False.
             show_progress (bool, optional): Show a tqdm progress bar over
                 instance chunks. Default: False.
 
         Returns:
-            Tensor or list[Tensor]: The capacity per element of the (first
-            tensor of the) layer output, shape (B, L, H) for a transformer
-            layer, in nats, zero at padding; a list when ``layer`` is a list.
-            Reduce to tokens with ``attr.sum(-1)`` or
+            Tensor, tuple or list: The capacity per element of the layer output
+            (or input), shape (B, L, H) for a transformer layer, in nats, zero
+            at padding. A layer returning a tuple with several batch tensors
+            gets one bottleneck per tensor, optimised one after the other with
+            the others passing unchanged, and a tuple of attributions (as
+            Captum's layer methods return one per output tensor); a list when
+            ``layer`` is a list. Reduce to tokens with ``attr.sum(-1)`` or
             :func:`captum_iba.token_attributions`.
         """
         inputs_t = _format_tensor_into_tuples(inputs)
         extra = _format_additional_forward_args(additional_forward_args) or ()
+        check_numbers(beta, lr, init_alpha, seed, internal_batch_size)
+        check_token_inputs(self.forward_func, inputs_t)
         batch, _ = check_batch(inputs_t, extra)
         options = IBAOptions(
             beta=beta,
@@ -269,80 +328,131 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             prior=prior,
             seed=seed,
             internal_batch_size=internal_batch_size,
+            objective=objective,
+            attribute_to_layer_input=attribute_to_layer_input,
         )
         target_t = format_target(target, batch)
-        mask_explicit = token_mask is not None
-        if token_mask is None:
-            token_mask = infer_token_mask(self.forward_func, (*inputs_t, *extra))
+        token_mask, mask_explicit = self._token_mask(token_mask, inputs_t, extra)
         check_token_mask(token_mask, batch)
         run_seed = (
             int(torch.randint(0, 2**31 - 1, (1,)).item()) if seed is None else seed
         )
         per_chunk = options.instances_per_chunk(batch)
-        chunks: List[List[Tensor]] = []
+        if self.cuts and internal_batch_size is None:
+            per_chunk = _speed.instances_per_chunk(batch, n_samples, inputs_t[0])
+        chunks: List[List[Any]] = []
         self.last_run = [{} for _ in self._layers]
+        run = _Run(options, run_seed, mask_explicit)
         starts = range(0, batch, per_chunk)
-        with torch.enable_grad(), evaluation_mode(self.forward_func, self._layers):
+        frozen = _speed.frozen_parameters(self.forward_func if self.cuts else None)
+        with (
+            torch.enable_grad(),
+            evaluation_mode(self.forward_func, self._layers),
+            frozen,
+        ):
             for start in tqdm(starts, disable=not show_progress, desc="IBA"):
                 rows = slice(start, start + per_chunk)
                 chunks.append(
                     self._attribute_chunk(
                         tuple(t[rows] for t in inputs_t),
-                        tuple(slice_rows(a, rows, batch) for a in extra),
+                        slice_rows(extra, rows, batch, self.unbatched_args),
                         None if target_t is None else target_t[rows],
                         None if token_mask is None else token_mask[rows],
-                        (options, run_seed, mask_explicit),
+                        run,
                     )
                 )
-        results = [torch.cat(parts) for parts in zip(*chunks)]
+        results = [_concat(parts) for parts in zip(*chunks)]
         return results if isinstance(self.layer, list) else results[0]
 
     # ------------------------------------------------------------------ #
+    def _token_mask(
+        self, token_mask: Optional[Tensor], inputs: Tuple[Tensor, ...], extra: Any
+    ) -> Tuple[Optional[Tensor], bool]:
+        """The given mask, else the one found among the forward's arguments;
+        warns once when padding is present but no mask was found."""
+        if token_mask is not None:
+            return token_mask, True
+        pad_id = model_pad_token_id(self.forward_func)
+        found = infer_token_mask(self.forward_func, (*inputs, *extra), pad_id)
+        if found is None and pads_without_mask(inputs, pad_id):
+            warnings.warn(
+                f"The inputs hold the model's pad token id ({pad_id}) but no "
+                "attention mask was found among forward_func's arguments: padding "
+                "would get capacity and change the prior's statistics. Pass "
+                "token_mask= (1 at real tokens, 0 at padding).",
+                stacklevel=4,
+            )
+        return found, False
+
     def _attribute_chunk(
         self,
         inputs: Tuple[Tensor, ...],
         extra: Tuple[Any, ...],
         target: Optional[Tensor],
         token_mask: Optional[Tensor],
-        run: Tuple[IBAOptions, int, bool],
-    ) -> List[Tensor]:
-        options, seed, mask_explicit = run
+        run: "_Run",
+    ) -> List[Any]:
+        options = run.options
         with torch.no_grad(), recorded(self._layers) as records:
             clean = logits_of(_run_forward(self.forward_func, inputs, None, extra))
-        targets = self._targets(target, clean)
+        if run.objective is None:  # "auto" resolved once, on the first chunk
+            run.objective = options.objective.for_output(clean)
+        task = _loop.Task(run.objective, run.objective.targets(target, clean))
         n = options.n_samples
         rows = (
             tuple(t.repeat_interleave(n, dim=0) for t in inputs),
-            _expand_additional_forward_args(extra, n, ExpansionTypes.repeat_interleave),
+            expand_rows(extra, inputs[0].shape[0], n, self.unbatched_args),
         )
-        results = []
+        results: List[Any] = []
         for k, layer in enumerate(self._layers):
-            x, x_in, template = self._layer_output(layer, records[layer])
-            mask = self._resolve_mask(token_mask, x, mask_explicit)
-            x_f = x.detach().float()
-            in_f = None if x_in is None else x_in.detach().float()
-            mean, std = options.prior.statistics(x_f, in_f, mask)
-            path, substitute = self._substitution(
-                layer, template, x, clean, (inputs, extra)
-            )
-            attr, info = self._optimise_layer(
-                _loop.Layer(x_f, mean, std, mask),
-                substitute,
-                rows,
-                (targets, options, seed, x.dtype),
-            )
-            self.last_run[k] = dict(info, path=path, prior=options.prior.name)
-            results.append(attr.to(x.device))
+            attrs, infos = [], []
+            record = records[layer]
+            on_input = options.attribute_to_layer_input
+            for site in sites.sites_of(self.forward_func, layer, record, on_input):
+                attr, info = self._attribute_site(
+                    site, record, (clean, inputs, extra, rows), token_mask, task, run
+                )
+                attrs.append(attr)
+                infos.append(info)
+            info = dict(infos[0], objective=run.objective.name)
+            if len(infos) > 1:
+                info["per_output"] = infos
+            self.last_run[k] = info
+            results.append(attrs[0] if len(attrs) == 1 else tuple(attrs))
         return results
 
-    def _optimise_layer(
+    def _attribute_site(
         self,
-        state: "_loop.Layer",
-        substitute: Callable[[Callable[[], Tensor]], ContextManager[None]],
-        rows: Tuple[Tuple[Tensor, ...], Any],
-        run: Tuple[Tensor, IBAOptions, int, torch.dtype],
+        site: "sites.Site",
+        record: LayerRecord,
+        call: Tuple[Tensor, Tuple[Tensor, ...], Tuple[Any, ...], Any],
+        token_mask: Optional[Tensor],
+        task: "_loop.Task",
+        run: "_Run",
     ) -> Tuple[Tensor, Dict[str, Any]]:
-        """Run :func:`_loop.optimise` with ``T`` substituted for the layer."""
+        """Optimise the bottleneck at one site (a tensor of the layer's output,
+        or its input)."""
+        clean, inputs, extra, rows = call
+        x, x_in, template = sites.read_site(site, record, self._device_ids())
+        mask = sites.site_mask(token_mask, x, run.mask_explicit)
+        x_f = x.detach().float()
+        in_f = None if x_in is None else x_in.detach().float()
+        mean, std = run.options.prior.statistics(x_f, in_f, mask)
+        stack = sites.stack_for(
+            self.forward_func, site.layer, self.layer_stack, self.device_ids
+        )
+
+        def replay_matches(replay: "sites.Substitute") -> bool:
+            with torch.no_grad(), replay(lambda: x):
+                out = logits_of(_run_forward(self.forward_func, inputs, None, extra))
+            tol = 1e-4 if x.dtype == torch.float32 else 2e-2
+            scale = clean.abs().max().clamp_min(1.0)
+            return torch.allclose(out, clean, rtol=tol, atol=tol * scale)
+
+        path, substitute = sites.substitution(
+            site, stack, template, replay_matches, self._device_ids(),
+            self.forward_func if self.cuts else None,
+        )  # fmt: skip
         current: Dict[str, Tensor] = {}
 
         def forward(t: Tensor) -> Tensor:
@@ -350,118 +460,41 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             return logits_of(_run_forward(self.forward_func, rows[0], None, rows[1]))
 
         try:
-            with substitute(lambda: current["T"]):
-                return _loop.optimise(state, forward, *run)
+            precision = _speed.precision_context(
+                self.forward_func, self.precision, x.device
+            )
+            with substitute(lambda: current["T"]), precision:
+                attr, info = _loop.optimise(
+                    _loop.Layer(x_f, mean, std, mask),
+                    forward,
+                    task,
+                    run.options,
+                    run.seed,
+                    x.dtype,
+                )
         finally:
             current.clear()
-
-    @staticmethod
-    def _targets(target: Optional[Tensor], clean: Tensor) -> Tensor:
-        if target is None:
-            if clean.dim() != 2:
-                raise ValueError(
-                    "target=None explains the predicted class and needs (B, C) "
-                    f"scores; the forward returned shape {tuple(clean.shape)}: pass "
-                    "a target."
-                )
-            return clean.argmax(dim=1).cpu()
-        check_target_range(target, clean.shape)
-        return target
-
-    def _layer_output(
-        self, layer: Module, record: LayerRecord
-    ) -> Tuple[Tensor, Optional[Tensor], Any]:
-        """The bottlenecked tensor, the layer's input and an output template."""
-        name = self._layer_name(layer)
-        if record.calls == 0:
-            raise RuntimeError(
-                f"{name} was not run by forward_func, so no bottleneck can be "
-                "inserted after it."
-            )
-        if record.calls > len(record.outputs):  # one call per replica under DP
-            raise RuntimeError(
-                f"{name} ran {record.calls} times in one forward pass (shared or "
-                "tied module?); a bottleneck needs a layer that runs once."
-            )
-        x, x_in = record.gathered(self._device_ids())
-        if not torch.isfinite(x).all():
-            raise FloatingPointError(f"{name} produced non-finite activations.")
-        return x, x_in, next(iter(record.outputs.values()))
+        cuts = getattr(substitute, "cuts", False)
+        info = dict(info, path=path, cuts=cuts, prior=run.options.prior.name)
+        return attr.to(x.device), info
 
     def _device_ids(self) -> Optional[List[int]]:
         """``device_ids``, or those of a ``DataParallel`` forward_func."""
         return self.device_ids or getattr(self.forward_func, "device_ids", None)
 
-    def _layer_name(self, layer: Module) -> str:
-        if isinstance(self.forward_func, Module):
-            for name, module in self.forward_func.named_modules():
-                if module is layer:
-                    return f"layer '{name}'"
-        return f"layer {type(layer).__name__}"
 
-    @staticmethod
-    def _resolve_mask(
-        token_mask: Optional[Tensor], x: Tensor, explicit: bool
-    ) -> Tensor:
-        """(B, L) bool mask over the layer output's token axis."""
-        full = torch.ones(x.shape[:2] if x.dim() >= 3 else x.shape[:1], device=x.device)
-        if token_mask is None:
-            return full.bool()
-        if x.dim() >= 3 and tuple(token_mask.shape) == tuple(x.shape[:2]):
-            return token_mask.to(x.device).bool()
-        if explicit:
-            raise ValueError(
-                f"token_mask has shape {tuple(token_mask.shape)} but the layer output "
-                f"has shape {tuple(x.shape)}: expected (B, L) = {tuple(x.shape[:2])}."
-            )
-        return full.bool()  # inferred mask does not fit this layer: ignore it
+@dataclass
+class _Run:
+    """What stays fixed over one ``attribute`` call's chunks."""
 
-    def _stack_for(self, layer: Module) -> Optional[Tuple[Module, int]]:
-        if self.layer_stack is False or self.device_ids is not None:
-            return None
-        if isinstance(self.layer_stack, Module):
-            found = find_in_stack(self.layer_stack, layer)
-            if found is None:
-                raise ValueError("layer_stack does not contain the layer.")
-            return found
-        if isinstance(self.forward_func, Module) and not hasattr(
-            self.forward_func, "device_ids"
-        ):
-            return find_in_stack(self.forward_func, layer)
-        return None
+    options: IBAOptions
+    seed: int
+    mask_explicit: bool
+    objective: Optional[Objective] = None
 
-    def _substitution(
-        self,
-        layer: Module,
-        template: Any,
-        x: Tensor,
-        clean: Tensor,
-        call: Tuple[Tuple[Tensor, ...], Tuple[Any, ...]],
-    ) -> Tuple[str, Callable[[Callable[[], Tensor]], ContextManager[None]]]:
-        """How ``T`` replaces the layer's output: the stack replay when it
-        reproduces the model's output on the clean input, else a hook."""
-        stack = self._stack_for(layer)
-        if stack is not None:
-            with (
-                torch.no_grad(),
-                replayed_in_stack(stack[0], stack[1], template, lambda: x),
-            ):
-                replay = logits_of(
-                    _run_forward(self.forward_func, call[0], None, call[1])
-                )
-            tol = 1e-4 if x.dtype == torch.float32 else 2e-2
-            scale = clean.abs().max().clamp_min(1.0)
-            if torch.allclose(replay, clean, rtol=tol, atol=tol * scale):
-                return "stack", lambda value: replayed_in_stack(
-                    stack[0], stack[1], template, value
-                )
-            warnings.warn(
-                f"{self._layer_name(layer)}: re-running only the layers above the "
-                "bottleneck did not reproduce the model output; using forward hooks "
-                "(slower) instead.",
-                stacklevel=5,
-            )
-        device_ids = self._device_ids()
-        return "hooks", lambda value: replaced_by_hook(
-            layer, lambda out: scatter_for(value(), out, device_ids)
-        )
+
+def _concat(parts: Tuple[Any, ...]) -> Any:
+    """Chunks joined along the batch (a tuple per layer output tensor)."""
+    if isinstance(parts[0], tuple):
+        return tuple(torch.cat(p) for p in zip(*parts))
+    return torch.cat(parts)

@@ -21,6 +21,7 @@ against the layer output of shape ``(B, L, *features)``.
 """
 
 import abc
+import os
 from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
 
 import torch
@@ -28,6 +29,7 @@ from torch import Tensor
 from torch.nn import Module
 
 from captum_iba._utils.hooks import recorded
+from captum_iba._utils.io import atomic_write
 
 __all__ = [
     "PRIORS",
@@ -82,8 +84,17 @@ class NoisePrior(abc.ABC):
 class PaperPrior(NoisePrior):
     r"""The paper's text: :math:`\mu_X, \sigma_X` of the instance's own layer output.
 
-    For every instance and feature, the mean and (population) standard
-    deviation over that instance's real tokens. Padding takes no part.
+    The statistics are taken per instance, over the layer output's positions,
+    by the output's rank:
+
+    * ``(B, L, features)`` (a transformer layer): per feature, over the
+      instance's real tokens (the paper); padding takes no part;
+    * ``(B, C, *spatial)`` with two or more spatial dims (a conv layer): per
+      channel, over the spatial positions;
+    * ``(B, features)`` (a linear layer): one mean and std per instance, over
+      its features.
+
+    The standard deviation is the population one, floored.
 
     Args:
         std_floor (float, optional): Lower bound on :math:`\sigma` (a feature
@@ -100,12 +111,16 @@ class PaperPrior(NoisePrior):
     def statistics(
         self, x: Tensor, layer_input: Optional[Tensor], token_mask: Tensor
     ) -> Tuple[Tensor, Tensor]:
-        if x.dim() < 3:
+        if x.dim() < 2:
             raise ValueError(
-                "The 'paper' prior takes statistics over the token axis (dim 1) of "
-                f"a (B, L, features) layer output; got shape {tuple(x.shape)}. Use "
-                "a DatasetPrior for layers without a token axis."
+                "The 'paper' prior needs a layer output with positions or features "
+                f"beyond the batch; got shape {tuple(x.shape)}."
             )
+        if x.dim() == 2 or x.dim() >= 4:
+            dims = (1,) if x.dim() == 2 else tuple(range(2, x.dim()))
+            mean = x.mean(dim=dims, keepdim=True)
+            var = ((x - mean) ** 2).mean(dim=dims, keepdim=True)
+            return mean, var.sqrt().clamp_min(self.std_floor)
         m = _expand_mask(token_mask, x)
         count = m.sum(dim=1, keepdim=True)
         mean = (x * m).sum(dim=1, keepdim=True) / count
@@ -190,10 +205,15 @@ class WelfordEstimator:
         return (self._m2 / self.count).sqrt().clamp_min(floor)
 
 
+#: The ``format`` metadata of :meth:`DatasetPrior.save`'s files.
+_PRIOR_FORMAT = "captum_iba.DatasetPrior/1"
+
+
 class DatasetPrior(NoisePrior):
     r"""Per-feature :math:`\mu, \sigma` of the layer output over a data set.
 
-    As in Schulz et al. (2020). Build it with :meth:`fit`, or from tensors.
+    As in Schulz et al. (2020). Build it with :meth:`fit`, or from tensors;
+    keep it with :meth:`save` and :meth:`load` (safetensors, no pickle).
 
     Args:
         mean (Tensor): Per-feature mean, shape ``features``.
@@ -204,13 +224,73 @@ class DatasetPrior(NoisePrior):
     name = "dataset"
 
     def __init__(self, mean: Tensor, std: Tensor, count: int = 0) -> None:
+        if not isinstance(mean, Tensor) or not isinstance(std, Tensor):
+            raise TypeError("DatasetPrior needs mean and std as Tensors.")
         if mean.shape != std.shape:
             raise ValueError(f"mean and std shapes differ: {mean.shape} vs {std.shape}")
+        if not bool(torch.isfinite(mean).all()) or not bool(torch.isfinite(std).all()):
+            raise ValueError("DatasetPrior needs finite mean and std (no NaN or inf).")
         if not bool((std > 0).all()):
             raise ValueError("DatasetPrior needs std > 0 everywhere.")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"count must be an integer >= 0, got {count!r}")
         self.mean = mean.float()
         self.std = std.float()
         self.count = count
+
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Saves the prior as a safetensors file (no pickle), atomically.
+
+        Args:
+            path (str or PathLike): The file, e.g. ``"prior_layer3.safetensors"``.
+
+        Examples::
+
+            >>> prior = DatasetPrior.fit(model, layer, loader)
+            >>> prior.save("prior.safetensors")
+            >>> prior = DatasetPrior.load("prior.safetensors")
+        """
+        from safetensors.torch import save
+
+        data = save(
+            {"mean": self.mean.contiguous(), "std": self.std.contiguous()},
+            metadata={"format": _PRIOR_FORMAT, "count": str(self.count)},
+        )
+        with atomic_write(path, "wb") as fh:
+            fh.write(data)
+
+    @classmethod
+    def load(cls, path: Union[str, "os.PathLike[str]"]) -> "DatasetPrior":
+        """Loads a prior saved by :meth:`save`; nothing is unpickled.
+
+        Args:
+            path (str or PathLike): The safetensors file.
+
+        Returns:
+            DatasetPrior: The prior.
+
+        Raises:
+            FileNotFoundError: Naming the file, when there is none.
+            ValueError: Naming the file, when it is not a prior saved by
+                :meth:`save`, or its statistics are not finite or std <= 0.
+        """
+        from safetensors import SafetensorError, safe_open
+
+        where = os.fspath(path)
+        if not os.path.isfile(where):
+            raise FileNotFoundError(f"{where}: no such file")
+        try:
+            with safe_open(where, "pt") as handle:
+                meta = handle.metadata() or {}
+                tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+        except (OSError, SafetensorError, ValueError) as err:
+            raise ValueError(f"{where}: not a safetensors file ({err})") from None
+        if meta.get("format") != _PRIOR_FORMAT or set(tensors) != {"mean", "std"}:
+            raise ValueError(f"{where}: not a DatasetPrior saved by DatasetPrior.save")
+        try:
+            return cls(tensors["mean"], tensors["std"], int(meta.get("count", "0")))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{where}: {err}") from None
 
     def statistics(
         self, x: Tensor, layer_input: Optional[Tensor], token_mask: Tensor

@@ -11,6 +11,8 @@
   strongest cheap anchors of the faithfulness comparison;
 * :mod:`~captum_iba.evaluation.presets` - the ``"paper"`` and ``"fair"``
   configurations, as data;
+* :mod:`~captum_iba.evaluation.corpus` - a corpus split's protocol, fixed
+  scoring order and encoding;
 * :mod:`~captum_iba.evaluation.suite` - building the methods, scoring a corpus
   and running the degradation test on every method;
 * :mod:`~captum_iba.evaluation.layer_choice` - choosing IBA's layer for a model
@@ -41,6 +43,7 @@ from captum_iba.evaluation.captum_methods import (  # isort: skip
     ShapleySamplingScorer,
 )
 from captum_iba.evaluation.attnlrp import AttnLRPScorer, attnlrp_available  # isort: skip
+from captum_iba.evaluation.corpus import CorpusLike, encode_instances  # isort: skip
 from captum_iba.evaluation.presets import (  # isort: skip
     FAIR_TEST_SETTINGS,
     PAPER_TEST_SETTINGS,
@@ -52,6 +55,7 @@ from captum_iba.evaluation.presets import (  # isort: skip
 from captum_iba.evaluation.layer_choice import LayerChoice, choose_layer  # isort: skip
 from captum_iba.evaluation.suite import (  # isort: skip
     METHODS,
+    corpus_order,
     corpus_scorers,
     encode,
     evaluate_corpus,
@@ -60,6 +64,7 @@ from captum_iba.evaluation.suite import (  # isort: skip
     resolve_priors,
     run_corpus,
     run_degradation_suite,
+    scorer_degradation,
 )
 
 __all__ = [
@@ -82,14 +87,17 @@ __all__ = [
     "SCORERS",
     "SETTINGS",
     "CaptumLimeScorer",
+    "CorpusLike",
     "IBAScorer",
     "IntegratedGradientsScorer",
     "LimeTextScorer",
     "Preset",
     "RandomScorer",
     "TokenScorer",
+    "corpus_order",
     "corpus_scorers",
     "encode",
+    "encode_instances",
     "evaluate_corpus",
     "fit_dataset_prior",
     "get_preset",
@@ -99,5 +107,6 @@ __all__ = [
     "run_corpus",
     "run_degradation_suite",
     "scorer_class",
+    "scorer_degradation",
     "scorer_names",
 ]

@@ -21,6 +21,8 @@ class IBAScorer(TokenScorer):
         beta (float), steps (int), n_samples (int), lr (float): IBA's settings.
         seed (int, optional): Noise seed. Default 0.
         internal_batch_size (int, optional): IBA's ``internal_batch_size``.
+        precision (str): ``"float32"`` (default) or ``"bf16"`` (bfloat16
+            autocast, see :class:`~captum_iba.InformationBottleneckAttribution`).
         iba_class (type, optional): The attribution class (default
             ``captum_iba.InformationBottleneckAttribution``), for tests.
         **kwargs: See :class:`TokenScorer`.
@@ -46,11 +48,15 @@ class IBAScorer(TokenScorer):
         lr: float = 1.0,
         seed: Optional[int] = 0,
         internal_batch_size: Optional[int] = None,
+        precision: str = "float32",
         iba_class: Optional[type] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(model, **kwargs)
-        self.iba = (iba_class or InformationBottleneckAttribution)(model, layer)
+        speed = {} if precision == "float32" else {"precision": precision}
+        self.iba = (iba_class or InformationBottleneckAttribution)(
+            model, layer, **speed
+        )
         self.options = dict(
             beta=beta,
             steps=steps,
@@ -67,7 +73,8 @@ class IBAScorer(TokenScorer):
             else getattr(prior, "name", type(prior).__name__)
         )
         self.settings.update(
-            {**self.options, "prior": prior_name, "layer": type(layer).__name__}
+            {**self.options, "prior": prior_name, "layer": type(layer).__name__},
+            precision=precision,
         )
 
     def _scores(

@@ -15,7 +15,7 @@ import torch
 from captum.attr import Lime
 from torch import Tensor
 
-from captum_iba._utils.common import hf_call
+from captum_iba._utils.common import hf_call, instance_seed
 from captum_iba.evaluation.scorers import TokenScorer, register_scorer
 
 __all__ = ["CaptumLimeScorer", "LimeTextScorer"]
@@ -48,7 +48,9 @@ class CaptumLimeScorer(TokenScorer):
     * removal by ``baseline_token_id`` (default ``[PAD]``), masked out of attention
       when it is the pad id (``mask_baseline``);
     * lime-style sampling: the number of tokens removed is uniform in ``1..n``, then
-      the tokens are drawn uniformly (seeded);
+      the tokens are drawn uniformly, from a generator seeded per instance with
+      :func:`~captum_iba._utils.common.instance_seed` (``seed`` and the
+      instance's tokens: the same result in any batch, order or process);
     * the ``lime`` package's text kernel on the binary vector: cosine distance
       ``d`` to the all-ones vector, weight ``exp(-d^2 / (2 w^2))`` with ``w = 0.25``;
     * ridge regression (alpha 1) as the interpretable model (Lasso(0.01), Captum's
@@ -97,7 +99,6 @@ class CaptumLimeScorer(TokenScorer):
         )
         self.output = output
         self.seed = int(seed)
-        self._generator = torch.Generator().manual_seed(self.seed)
         self.settings.update(
             implementation="captum.attr.Lime",
             n_samples=self.n_samples,
@@ -109,6 +110,7 @@ class CaptumLimeScorer(TokenScorer):
             mask_baseline=self.mask_baseline,
             output=output,
             seed=self.seed,
+            seeding="per instance",
         )
 
     def _lime_forward(self) -> Callable[..., Tensor]:
@@ -128,17 +130,21 @@ class CaptumLimeScorer(TokenScorer):
         out = torch.zeros(ids.shape, dtype=torch.float32)
         removable = self._removable(ids, mask)
         forward = self._lime_forward()
-        gen = self._generator
         width = self.kernel_width
         for b in range(ids.shape[0]):
             rem = removable[b]
             n = int(rem.sum())
             if n == 0:
                 continue
+            gen = torch.Generator().manual_seed(
+                instance_seed(self.seed, ids[b][mask[b].bool()])
+            )
             fmask = torch.full_like(ids[b], n)
             fmask[rem] = torch.arange(n, device=ids.device)
 
-            def perturb(original_inp: Any, n: int = n, **kw: Any) -> Tensor:
+            def perturb(
+                original_inp: Any, n: int = n, gen: torch.Generator = gen, **kw: Any
+            ) -> Tensor:
                 z = torch.ones(1, n + 1, dtype=torch.long)
                 off = int(torch.randint(1, n + 1, (1,), generator=gen))
                 z[0, torch.randperm(n, generator=gen)[:off]] = 0

@@ -24,7 +24,12 @@ from captum.log import log_usage
 from torch import Tensor
 
 from captum_iba._utils import common
-from captum_iba._utils.common import format_target, hf_call, model_device
+from captum_iba._utils.common import (
+    format_target,
+    hf_call,
+    instance_seed,
+    model_device,
+)
 
 __all__ = [
     "SCORERS",
@@ -253,8 +258,10 @@ class TokenScorer:
 class RandomScorer(TokenScorer):
     """Seeded uniform random scores (a lower bound for any method).
 
-    The generator is seeded once at construction: two scorers built with the same seed
-    return the same scores for the same sequence of calls.
+    Each instance's scores are drawn at its real tokens from a generator seeded
+    with :func:`~captum_iba._utils.common.instance_seed` (``seed`` and the
+    instance's token ids): an instance gets the same scores in any batch,
+    order, padding width or process.
 
     Args:
         model (Callable, optional): Unused (kept for a uniform interface).
@@ -270,12 +277,19 @@ class RandomScorer(TokenScorer):
     ) -> None:
         super().__init__(model, **kwargs)  # type: ignore[arg-type]
         self.seed = int(seed)
-        self._generator = torch.Generator().manual_seed(self.seed)
-        self.settings.update(distribution="uniform[0, 1)", seed=self.seed)
+        self.settings.update(
+            distribution="uniform[0, 1)", seed=self.seed, seeding="per instance"
+        )
         self.settings["explains"] = "n/a"
 
     def _attribute(
         self, input_ids: Tensor, target: Any, mask: Tensor, tt: Optional[Tensor]
     ) -> Tensor:
         """Uniform scores ``(B, L)`` (no forward pass, no target needed)."""
-        return torch.rand(input_ids.shape, generator=self._generator)
+        out = torch.zeros(input_ids.shape)
+        real = mask.bool().cpu()
+        for b in range(input_ids.shape[0]):
+            ids = input_ids[b].cpu()[real[b]]
+            gen = torch.Generator().manual_seed(instance_seed(self.seed, ids))
+            out[b, real[b]] = torch.rand(ids.shape[0], generator=gen)
+        return out

@@ -14,11 +14,9 @@ import time
 from typing import (
     Any,
     Dict,
-    Iterator,
     List,
     Mapping,
     Optional,
-    Protocol,
     Sequence,
     Tuple,
     Union,
@@ -30,6 +28,13 @@ from torch import Tensor, nn
 
 from captum_iba.attr.priors import PRIOR_NAMES, DatasetPrior, NoisePrior, resolve_prior
 from captum_iba.attr.text import default_layer_index, resolve_layer
+from captum_iba.evaluation.corpus import (
+    CorpusLike,
+    corpus_order,
+    encode,
+    encode_instances,
+    fit_dataset_prior,
+)
 from captum_iba.evaluation.iba import IBAScorer
 from captum_iba.evaluation.presets import Preset, get_preset
 from captum_iba.evaluation.scorers import TokenScorer, scorer_class, scorer_names
@@ -38,6 +43,7 @@ from captum_iba.metrics import DegradationResult, degradation_test
 __all__ = [
     "METHODS",
     "PRIOR_NAMES",
+    "corpus_order",
     "corpus_scorers",
     "default_layer_index",
     "encode",
@@ -47,24 +53,12 @@ __all__ = [
     "resolve_priors",
     "run_corpus",
     "run_degradation_suite",
+    "scorer_degradation",
 ]
 
 #: The method names registered when the package loads (the registry itself is
 #: :data:`~captum_iba.evaluation.scorers.SCORERS`).
 METHODS: Tuple[str, ...] = tuple(scorer_names())
-
-
-class CorpusLike(Protocol):
-    """What the harness needs of a corpus split (e.g.
-    :class:`captum_iba.app.data.TextClassificationData`)."""
-
-    texts: List[str]
-    text_pairs: Optional[List[str]]
-    labels: List[int]
-
-    def __len__(self) -> int: ...
-
-    def subset(self, indices: Sequence[int]) -> "CorpusLike": ...
 
 
 def make_scorers(
@@ -216,89 +210,82 @@ def run_degradation_suite(
         settings (``settings["attribution"]``) and its seconds per instance.
     """
     preset = get_preset(setting)
-    kwargs: Dict[str, Any] = dict(preset.test)
-    kwargs.update(test_kwargs or {})
-    kwargs.setdefault("max_examples_per_batch", batch_size * 4)
+    test_kwargs = dict(test_kwargs or {})
+    test_kwargs.setdefault("max_examples_per_batch", batch_size * 4)
     tgt = torch.as_tensor(target).reshape(-1)
     n = input_ids.shape[0]
     results: Dict[str, DegradationResult] = {}
     for name, scorer in scorers.items():
-        scores, seconds = _score_all(
-            scorer, (input_ids, tgt, attention_mask, token_type_ids), batch_size,
-            show_progress,
-        )  # fmt: skip
-        record = dict(scorer.settings, seconds_per_instance=seconds / max(n, 1))
-        results[name] = degradation_test(
+        tensors = (input_ids, tgt, attention_mask, token_type_ids)
+        scores, seconds = _score_all(scorer, tensors, batch_size, show_progress)
+        results[name] = scorer_degradation(
             model,
-            input_ids,
+            name,
+            scorer,
             scores,
-            target=tgt,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
+            tensors,
             tokenizer=tokenizer,
-            special_token_ids=scorer.special_token_ids or None,
-            pad_token_id=scorer.pad_token_id,
-            method=name,
-            seed=getattr(scorer, "seed", None),
-            settings=dict(record, setting=preset.name),
+            setting=preset,
+            test_kwargs=test_kwargs,
+            seconds_per_instance=seconds / max(n, 1),
             show_progress=show_progress,
-            **kwargs,
         )
     return results
 
 
-def encode(
-    tokenizer: Any,
-    texts: Sequence[str],
-    text_pairs: Optional[Sequence[str]] = None,
-    max_length: int = 128,
-) -> Dict[str, Tensor]:
-    """Tokenise (pairs too), padded to the longest, truncated to ``max_length``."""
-    args = (list(texts),) if text_pairs is None else (list(texts), list(text_pairs))
-    return dict(
-        tokenizer(
-            *args,
-            padding=True,
-            truncation=True,
-            max_length=max_length,
-            return_tensors="pt",
-        )
-    )
-
-
-def _batches(
-    tokenizer: Any, data: CorpusLike, max_length: int, batch_size: int
-) -> Iterator[Dict[str, Tensor]]:
-    for start in range(0, len(data), batch_size):
-        stop = start + batch_size
-        pairs = None if data.text_pairs is None else data.text_pairs[start:stop]
-        enc = encode(tokenizer, data.texts[start:stop], pairs, max_length)
-        yield {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask")}
-
-
-def fit_dataset_prior(
+def scorer_degradation(
     model: nn.Module,
-    tokenizer: Any,
-    layer: nn.Module,
-    data: CorpusLike,
-    max_length: int = 128,
-    batch_size: int = 32,
-) -> DatasetPrior:
-    """Fit a :class:`~captum_iba.DatasetPrior` on the real tokens of a corpus split.
+    name: str,
+    scorer: TokenScorer,
+    scores: Tensor,
+    tensors: Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]],
+    tokenizer: Any = None,
+    setting: Union[str, Preset] = "fair",
+    test_kwargs: Optional[Mapping[str, Any]] = None,
+    seconds_per_instance: Optional[float] = None,
+    show_progress: bool = False,
+) -> DegradationResult:
+    """The degradation test of one scorer's scores, as the suite runs it.
+
+    The test's arguments are the preset's, overridden by ``test_kwargs``; the
+    scorer's special and pad ids, name, seed and settings are recorded.
 
     Args:
-        model (torch.nn.Module): The classifier.
-        tokenizer (Any): Its tokenizer.
-        layer (torch.nn.Module): The bottlenecked layer.
-        data (CorpusLike): Texts to run (e.g. a training subset).
-        max_length (int): Truncation length.
-        batch_size (int): Texts per forward.
+        model (nn.Module): The classifier (eval mode).
+        name (str): The method's name in the result.
+        scorer (TokenScorer): The scorer that produced ``scores``.
+        scores (Tensor): ``(N, L)`` its scores.
+        tensors (tuple): ``(input_ids, target, attention_mask,
+            token_type_ids)``; ``target`` None tracks the predicted class.
+        tokenizer (optional): For the test's special ids.
+        setting (str or Preset): The preset. Default ``"fair"``.
+        test_kwargs (Mapping, optional): Overrides for :func:`degradation_test`.
+        seconds_per_instance (float, optional): Recorded in the settings.
+        show_progress (bool): Progress bars. Default False.
 
     Returns:
-        DatasetPrior: The fitted prior.
+        DegradationResult: The result.
     """
-    return DatasetPrior.fit(
-        model, layer, _batches(tokenizer, data, max_length, batch_size)
+    preset = get_preset(setting)
+    kwargs: Dict[str, Any] = dict(preset.test)
+    kwargs.update(test_kwargs or {})
+    input_ids, target, attention_mask, token_type_ids = tensors
+    record = dict(scorer.settings, seconds_per_instance=seconds_per_instance)
+    return degradation_test(
+        model,
+        input_ids,
+        scores,
+        target=target,
+        attention_mask=attention_mask,
+        token_type_ids=token_type_ids,
+        tokenizer=tokenizer,
+        special_token_ids=scorer.special_token_ids or None,
+        pad_token_id=scorer.pad_token_id,
+        method=name,
+        seed=getattr(scorer, "seed", None),
+        settings=dict(record, setting=preset.name),
+        show_progress=show_progress,
+        **kwargs,
     )
 
 
@@ -412,16 +399,15 @@ def run_corpus(
     Returns:
         dict[str, DegradationResult]: Method name -> result (with settings).
     """
-    order = sorted(range(len(data)), key=lambda i: len(data.texts[i]))
-    data = data.subset(order)
-    enc = encode(tokenizer, data.texts, data.text_pairs, max_length)
+    order = corpus_order(data)
+    enc = encode_instances(tokenizer, data, order, max_length)
     return run_degradation_suite(
         model,
         scorers,
         enc["input_ids"],
-        torch.tensor(data.labels),
+        torch.tensor([data.labels[i] for i in order]),
         attention_mask=enc["attention_mask"],
-        token_type_ids=enc.get("token_type_ids") if data.text_pairs else None,
+        token_type_ids=enc.get("token_type_ids"),
         tokenizer=tokenizer,
         setting=setting,
         batch_size=batch_size,

@@ -8,6 +8,7 @@ the target (:func:`resolve_target`). The removal itself is in
 :mod:`captum_iba.metrics._removal`.
 """
 
+import math
 import numbers
 import warnings
 from dataclasses import dataclass
@@ -60,8 +61,12 @@ def check_inputs(inputs: Any, attributions: Any) -> Tuple[Tensor, Tensor]:
     B, L = inputs.shape
     if B == 0:
         raise ValueError("inputs hold no instance")
+    if L == 0:
+        raise ValueError(f"inputs have shape {(B, L)}: no token to remove")
     if not isinstance(attributions, Tensor):
         attributions = torch.as_tensor(attributions)
+    if attributions.is_complex():
+        raise TypeError("attributions must be real numbers, got a complex tensor")
     scores = attributions.detach()
     if scores.dim() == 3 and scores.shape[:2] == (B, L):
         scores = scores.sum(-1)
@@ -99,7 +104,7 @@ def parse_levels(
                 )
             out.append(f)
         else:
-            if float(lv) != int(lv) or int(lv) < 0:
+            if not math.isfinite(float(lv)) or float(lv) != int(lv) or int(lv) < 0:
                 raise ValueError(
                     f"with level_unit='count' levels are non-negative integers; got "
                     f"{lv!r}"
@@ -162,6 +167,7 @@ class DegradationOptions:
     pad_token_id: Optional[int]
     compute_sufficiency: bool
     max_examples_per_batch: Optional[int]
+    max_tokens_per_batch: int
 
     @classmethod
     def resolve(
@@ -179,13 +185,22 @@ class DegradationOptions:
         unk_token_id: Optional[int],
         compute_sufficiency: bool,
         max_examples_per_batch: Optional[int],
+        max_tokens_per_batch: int,
     ) -> "DegradationOptions":
         """Check the options and fill the token ids in (explicit values win)."""
         check_choice("order", order, ORDERS)
         check_choice("length_convention", length_convention, LENGTH_CONVENTIONS)
         level_list = parse_levels(levels, level_unit)
-        if max_examples_per_batch is not None and int(max_examples_per_batch) < 1:
-            raise ValueError("max_examples_per_batch must be a positive integer")
+        for name, value in (
+            ("max_examples_per_batch", max_examples_per_batch),
+            ("max_tokens_per_batch", max_tokens_per_batch),
+        ):
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, numbers.Integral)
+                or value < 1
+            ):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
         found = tokenizer_ids(tokenizer) if tokenizer is not None else {}
         explicit = (pad_token_id, mask_token_id, unk_token_id)
         names = ("pad_token_id", "mask_token_id", "unk_token_id")
@@ -207,6 +222,7 @@ class DegradationOptions:
             max_examples_per_batch=(
                 None if max_examples_per_batch is None else int(max_examples_per_batch)
             ),
+            max_tokens_per_batch=int(max_tokens_per_batch),
         )
 
     def level_counts(self, batch: TokenBatch) -> Tensor:
@@ -321,6 +337,9 @@ def token_batch(
         valid = ids != int(pad_id)
     else:
         valid = torch.ones(B, L, dtype=torch.bool)
+    empty = (~valid.bool()).all(1).nonzero().flatten().tolist()
+    if empty:
+        raise ValueError(f"instance(s) {empty} have no real token (all padding)")
     tt = None if token_type_ids is None else token_type_ids.detach().cpu()
     if tt is not None and mask is None:
         mask = valid.long()

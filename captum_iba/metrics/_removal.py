@@ -20,6 +20,9 @@ from captum_iba._utils.common import logits_of
 # Guards floor() against products like 3/9 * 18 = 5.999999999999999.
 _EPS = 1e-9
 
+#: Default bound of one model call of the test: sequences x padded width.
+DEFAULT_TOKENS_PER_BATCH = 2048
+
 #: How an additional forward argument follows the jobs: ``"token"`` - a
 #: ``(B, L, ...)`` tensor that follows the tokens; ``"row"`` - a ``(B, ...)``
 #: tensor indexed per instance; ``"const"`` - passed unchanged.
@@ -155,6 +158,11 @@ def checked_logits(output: Any) -> Tensor:
         raise ValueError(
             f"forward_func must return logits of shape (B, C); got {tuple(out.shape)}"
         )
+    if not bool(torch.isfinite(out).all()):
+        raise FloatingPointError(
+            "forward_func returned NaN or infinite logits: the model's weights or "
+            "inputs are not finite, so no probability can be measured"
+        )
     return out
 
 
@@ -217,8 +225,11 @@ class Runner:
         rank (Tensor): ``(B, L)`` from :func:`removal_rank`.
         removal (Removal): How tokens are removed.
         device (torch.device): Where the model runs.
-        max_examples_per_batch (int, optional): Most sequences per call.
+        max_examples_per_batch (int, optional): Most sequences per call; None:
+            as many as fit ``max_tokens_per_batch``.
         show_progress (bool): Show a progress bar.
+        max_tokens_per_batch (int): Bound of a call (sequences x padded
+            width) when ``max_examples_per_batch`` is None.
     """
 
     def __init__(
@@ -230,13 +241,22 @@ class Runner:
         device: torch.device,
         max_examples_per_batch: Optional[int] = None,
         show_progress: bool = False,
+        max_tokens_per_batch: int = DEFAULT_TOKENS_PER_BATCH,
     ) -> None:
         self.forward_func = forward_func
         self.batch = batch
         self.rank = rank
         self.removal = removal
+        vocab = getattr(getattr(forward_func, "config", None), "vocab_size", None)
+        rid = removal.replacement_id
+        if rid is not None and (rid < 0 or (isinstance(vocab, int) and rid >= vocab)):
+            raise ValueError(
+                f"replacement token id {rid} is not in the model's vocabulary "
+                f"(0..{vocab - 1 if isinstance(vocab, int) else 'vocab_size - 1'})"
+            )
         self.device = device
         self.max_examples_per_batch = max_examples_per_batch
+        self.max_tokens_per_batch = max_tokens_per_batch
         self.show_progress = show_progress
 
     def run_originals(self) -> Tensor:
@@ -267,27 +287,44 @@ class Runner:
         """Logits (float64, CPU) of jobs, in job order, in batches.
 
         Jobs are sorted by remaining length when deleting (less padding per
-        batch); results do not depend on the batch size (up to float rounding).
+        batch); results do not depend on the batching (up to float rounding).
         """
         n = len(rows)
-        step = n if self.max_examples_per_batch is None else self.max_examples_per_batch
-        starts = range(0, n, max(step, 1))
+        if self.removal.mode == "delete":
+            removed = torch.where(keep_only, self.batch.n_removable[rows] - ks, ks)
+            widths = (self.batch.n_full[rows] - removed).clamp_min(1)
+            by_len = torch.sort(widths, stable=True).indices
+            widths = widths[by_len]
+        else:
+            by_len = torch.arange(n)
+            widths = torch.full((n,), self.batch.input_ids.shape[1])
+        bounds = self._batch_bounds(widths)
         if self.show_progress:
             from tqdm.auto import tqdm
 
-            starts = tqdm(starts, desc=desc)
-        if self.removal.mode == "delete":
-            removed = torch.where(keep_only, self.batch.n_removable[rows] - ks, ks)
-            by_len = torch.sort(self.batch.n_full[rows] - removed, stable=True).indices
-        else:
-            by_len = torch.arange(n)
+            bounds = tqdm(bounds, desc=desc)
         outs = []
-        for s in starts:
-            sel = by_len[s : s + step]
+        for start, stop in bounds:
+            sel = by_len[start:stop]
             outs.append(self._run_batch(rows[sel], ks[sel], keep_only[sel]))
         out = torch.empty_like(torch.cat(outs, 0))
         out[by_len] = torch.cat(outs, 0)
         return out
+
+    def _batch_bounds(self, widths: Tensor) -> List[Tuple[int, int]]:
+        """``(start, stop)`` of each call over jobs of ascending ``widths``: a
+        fixed number of jobs (``max_examples_per_batch``), or as many as keep
+        jobs x widest job within ``max_tokens_per_batch`` (at least one)."""
+        n = len(widths)
+        if self.max_examples_per_batch is not None:
+            step = max(self.max_examples_per_batch, 1)
+            return [(s, min(s + step, n)) for s in range(0, n, step)]
+        bounds, start = [], 0
+        for i, width in enumerate(widths.tolist()):
+            if i > start and (i - start + 1) * width > self.max_tokens_per_batch:
+                bounds.append((start, i))
+                start = i
+        return bounds + [(start, n)] if n else bounds
 
     def _degraded(
         self, rows: Tensor, ks: Tensor, keep_only: Tensor

@@ -50,6 +50,7 @@ from captum_iba.metrics._inputs import (
     warn_if_training,
 )
 from captum_iba.metrics._removal import (
+    DEFAULT_TOKENS_PER_BATCH,
     Runner,
     TokenBatch,
     removal_rank,
@@ -82,6 +83,7 @@ def degradation_test(
     unk_token_id: Optional[int] = None,
     compute_sufficiency: bool = True,
     max_examples_per_batch: Optional[int] = None,
+    max_tokens_per_batch: int = DEFAULT_TOKENS_PER_BATCH,
     group_by_length: Optional[bool] = None,
     method: Optional[str] = None,
     seed: Optional[int] = None,
@@ -168,8 +170,12 @@ def degradation_test(
             inputs, for :attr:`DegradationResult.sufficiency` (doubles the forward
             passes). Default True.
         max_examples_per_batch (int, optional): Most sequences per forward call.
-            Default None: all sequences of a phase (the originals, then every level)
-            in one call. Results do not depend on it (up to float rounding).
+            Default None: as many as ``max_tokens_per_batch`` allows.
+        max_tokens_per_batch (int): When ``max_examples_per_batch`` is None, a
+            forward call takes as many sequences (sorted by length) as keep
+            sequences x padded width within this bound, which bounds memory and
+            keeps padding low. Default 2048. Results do not depend on the
+            batching (up to float rounding).
         group_by_length (bool, optional): See ``"delete"``. Default None: True when
             deleting without an attention mask or per-token additional argument.
         method (str, optional): Name of the attribution method, recorded.
@@ -212,6 +218,7 @@ def degradation_test(
         unk_token_id=unk_token_id,
         compute_sufficiency=compute_sufficiency,
         max_examples_per_batch=max_examples_per_batch,
+        max_tokens_per_batch=max_tokens_per_batch,
     )
     batch = token_batch(
         ids, attention_mask, token_type_ids, additional_forward_args, options
@@ -228,6 +235,7 @@ def degradation_test(
         model_device(forward_func, inputs.device),
         options.max_examples_per_batch,
         show_progress,
+        options.max_tokens_per_batch,
     )
     k_table = options.level_counts(batch)
     with torch.no_grad():

@@ -20,10 +20,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from captum_iba._utils.io import atomic_write_text
 from captum_iba.version import __version__
 
 __all__ = ["DegradationResult", "normalized_drop"]
 
+#: The ``format`` field of :meth:`DegradationResult.to_dict`.
+_FORMAT = "captum_iba.DegradationResult/1"
 #: A mean-probability curve: a 1-D float Tensor or numpy array.
 CurveT = TypeVar("CurveT", Tensor, np.ndarray)
 
@@ -310,7 +313,7 @@ class DegradationResult:
             dict: Every field, plus ``format`` and ``captum_iba_version``.
         """
         out: Dict[str, Any] = {
-            "format": "captum_iba.DegradationResult/1",
+            "format": _FORMAT,
             "captum_iba_version": __version__,
             "levels": list(self.levels),
             "settings": _jsonable(self.settings),
@@ -329,36 +332,114 @@ class DegradationResult:
 
         Returns:
             DegradationResult: The result.
+
+        Raises:
+            ValueError: When ``format`` is not this class's, a field is missing
+                or not numeric, or the fields' shapes disagree (``levels`` with
+                ``probs``, every per-instance field with ``target``).
         """
-        kwargs: Dict[str, Any] = {
-            "levels": list(data["levels"]),
-            "settings": dict(data.get("settings") or {}),
-        }
-        for name in cls._FLOAT_FIELDS:
-            value = data.get(name)
-            kwargs[name] = (
-                None if value is None else torch.tensor(value, dtype=torch.float64)
+        if not isinstance(data, Mapping):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        if data.get("format") != _FORMAT:
+            raise ValueError(
+                f"format is {data.get('format')!r}, expected {_FORMAT!r} (not a "
+                "file written by DegradationResult.to_json)"
             )
-        for name in cls._LONG_FIELDS:
-            kwargs[name] = torch.tensor(data[name], dtype=torch.long)
+        missing = [k for k in ("levels",) + cls._LONG_FIELDS if data.get(k) is None]
+        missing += [k for k in ("original_probs", "probs") if data.get(k) is None]
+        if missing:
+            raise ValueError(f"missing field(s) {missing}")
+        try:
+            kwargs: Dict[str, Any] = {
+                "levels": [float(v) for v in data["levels"]],
+                "settings": dict(data.get("settings") or {}),
+            }
+            for name in cls._FLOAT_FIELDS:
+                value = data.get(name)
+                kwargs[name] = (
+                    None if value is None else torch.tensor(value, dtype=torch.float64)
+                )
+            for name in cls._LONG_FIELDS:
+                kwargs[name] = torch.tensor(data[name], dtype=torch.long)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise ValueError(f"a field is not numeric: {err}") from None
+        n_levels, n = len(kwargs["levels"]), kwargs["target"].numel()
         for name in ("probs", "preds", "log_odds", "n_removed", "kept_probs"):
             if kwargs.get(name) is not None and kwargs[name].dim() == 1:
-                kwargs[name] = kwargs[name].reshape(-1, len(kwargs["levels"]))
+                kwargs[name] = kwargs[name].reshape(-1, max(n_levels, 1))
+            if kwargs.get(name) is not None and tuple(kwargs[name].shape) != (
+                n,
+                n_levels,
+            ):
+                raise ValueError(
+                    f"{name} has shape {tuple(kwargs[name].shape)}, expected "
+                    f"({n}, {n_levels}) for {n} instances and {n_levels} levels"
+                )
+        for name in ("original_probs", "original_log_odds", "original_preds"):
+            if kwargs.get(name) is not None and kwargs[name].numel() != n:
+                raise ValueError(f"{name} has {kwargs[name].numel()} values for {n}")
         return cls(**kwargs)
+
+    def instance_records(self) -> List[Dict[str, Any]]:
+        """One JSON-serialisable dict per instance, with every per-instance field
+        (``target``, ``original_probs``, ``probs`` ..., ``kept_probs`` when
+        computed): the rows a corpus run stores per instance.
+
+        Returns:
+            list[dict]: ``B`` dicts; floats round-trip exactly through JSON.
+        """
+        names = [
+            n
+            for n in self._FLOAT_FIELDS + self._LONG_FIELDS
+            if getattr(self, n) is not None
+        ]
+        columns = {n: getattr(self, n).tolist() for n in names}
+        return [{n: columns[n][i] for n in names} for i in range(self.num_instances)]
+
+    @classmethod
+    def from_instance_records(
+        cls,
+        records: Sequence[Mapping[str, Any]],
+        levels: Sequence[Union[float, int]],
+        settings: Optional[Mapping[str, Any]] = None,
+    ) -> "DegradationResult":
+        """Rebuild a result from :meth:`instance_records` (of one or several
+        results, concatenated in the order given).
+
+        Args:
+            records (Sequence[Mapping]): Per-instance dicts.
+            levels (Sequence): The removal levels they share.
+            settings (Mapping, optional): The settings of the result;
+                ``num_instances`` is set to ``len(records)``.
+
+        Returns:
+            DegradationResult: The result.
+
+        Raises:
+            ValueError: If there is no record.
+        """
+        if not records:
+            raise ValueError("no instance record given")
+        data: Dict[str, Any] = {"levels": list(levels)}
+        data["settings"] = dict(settings or {}, num_instances=len(records))
+        for name in cls._FLOAT_FIELDS + cls._LONG_FIELDS:
+            present = records[0].get(name) is not None
+            data[name] = [r[name] for r in records] if present else None
+        return cls.from_dict(data)
 
     def to_json(self, path: Optional[Union[str, os.PathLike]] = None) -> str:
         """Serialise to JSON (exact: float64 values round-trip).
 
         Args:
-            path (str or PathLike, optional): Also write the JSON to this file.
+            path (str or PathLike, optional): Also write the JSON to this file,
+                atomically (a temporary file beside it, then a rename).
 
         Returns:
             str: The JSON text.
         """
         text = json.dumps(self.to_dict())
         if path is not None:
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
+            atomic_write_text(path, text)
         return text
 
     @classmethod
@@ -370,13 +451,28 @@ class DegradationResult:
 
         Returns:
             DegradationResult: The result.
+
+        Raises:
+            FileNotFoundError: Naming the file, when there is none.
+            ValueError: Naming the file (when ``source`` is one), for text that
+                is not JSON or not a result (see :meth:`from_dict`).
         """
+        where = "JSON text"
         if isinstance(source, os.PathLike) or (
             isinstance(source, str) and not source.lstrip().startswith("{")
         ):
-            with open(source, encoding="utf-8") as fh:
-                source = fh.read()
-        return cls.from_dict(json.loads(source))
+            where = os.fspath(source)
+            try:
+                with open(source, encoding="utf-8") as fh:
+                    source = fh.read()
+            except FileNotFoundError:
+                raise FileNotFoundError(f"{where}: no such file") from None
+            except (OSError, UnicodeDecodeError) as err:
+                raise ValueError(f"{where}: cannot be read ({err})") from None
+        try:
+            return cls.from_dict(json.loads(source))
+        except ValueError as err:  # json.JSONDecodeError is a ValueError
+            raise ValueError(f"{where}: not a DegradationResult: {err}") from None
 
 
 def _jsonable(value: Any) -> Any:

@@ -14,9 +14,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from captum_iba._utils.io import atomic_write
 from captum_iba.visualization.style import TOKEN_OPTIONS, HeatmapStyle
 
-__all__ = ["merge_word_pieces", "prepare_tokens", "scale_scores"]
+__all__ = ["merge_word_pieces", "prepare_tokens", "resolve_scale", "scale_scores"]
 
 ArrayLike = Union[Tensor, np.ndarray, Sequence[float]]
 PathLike = Union[str, "os.PathLike[str]"]
@@ -174,23 +175,45 @@ def prepare_tokens(
     return kept_tokens, kept
 
 
-def scale_scores(scores: ArrayLike, method: str = "max") -> np.ndarray:
+def resolve_scale(method: str, scores: Sequence[np.ndarray]) -> str:
+    """The concrete scale of ``"auto"``: ``"minmax"`` unless a score is < 0.
+
+    Args:
+        method (str): ``"auto"``, ``"minmax"`` or ``"max"``.
+        scores (Sequence[numpy.ndarray]): Every instance's scores (one
+            decision for all, so one legend fits them).
+
+    Returns:
+        str: ``"minmax"`` or ``"max"``.
+    """
+    if method not in ("auto", "minmax", "max"):
+        raise ValueError(f"method must be 'auto', 'minmax' or 'max', got {method!r}")
+    if method != "auto":
+        return method
+    signed = any(bool((np.asarray(a) < 0).any()) for a in scores)
+    return "max" if signed else "minmax"
+
+
+def scale_scores(scores: ArrayLike, method: str = "auto") -> np.ndarray:
     """Scale scores into Captum's colour range [-1, 1].
 
-    * ``"max"`` (default): divide by the largest absolute score, so that the
-      sign is kept, 0 stays 0 (no colour) and the largest score becomes 1 (or
-      -1). IBA capacities are >= 0 and end up in [0, 1].
-    * ``"minmax"``: map the smallest score to 0 and the largest to 1, as the
-      paper's released code scales its heatmaps; more contrast when every
-      token carries a lot of information, but the smallest score always looks
-      like zero.
+    * ``"minmax"``: map the smallest score to 0 and the largest to 1, per
+      instance, as the paper's heatmaps are scaled. Unsigned scores such as
+      IBA's capacities are large and close together (e.g. 1,900-2,100 nats per
+      token), and only this scale shows their differences; the smallest score
+      always looks like zero.
+    * ``"max"``: divide by the largest absolute score, so that the sign is
+      kept, 0 stays 0 (no colour) and the largest score becomes 1 (or -1): a
+      diverging scale for signed scores such as integrated gradients'.
+    * ``"auto"`` (default): ``"minmax"`` when every score is >= 0, else
+      ``"max"`` (see :func:`resolve_scale`).
 
     Constant (or empty) input becomes zeros.
 
     Args:
         scores (Tensor or array): Scores of the tokens shown (padding already
             removed: it must not set the scale).
-        method (str, optional): ``"max"`` or ``"minmax"``. Default ``"max"``.
+        method (str, optional): ``"auto"``, ``"minmax"`` or ``"max"``.
 
     Returns:
         numpy.ndarray: float64 scores in [-1, 1] (``"minmax"``: [0, 1]), same
@@ -199,9 +222,8 @@ def scale_scores(scores: ArrayLike, method: str = "max") -> np.ndarray:
     Raises:
         ValueError: On NaN or infinite scores, or an unknown method.
     """
-    if method not in ("max", "minmax"):
-        raise ValueError(f"method must be 'max' or 'minmax', got {method!r}")
     arr = as_array(scores, "scores")
+    method = resolve_scale(method, [arr])
     if arr.size == 0:
         return arr.copy()
     if not np.isfinite(arr).all():
@@ -213,3 +235,21 @@ def scale_scores(scores: ArrayLike, method: str = "max") -> np.ndarray:
     if top == 0.0:
         return np.zeros_like(arr)
     return np.clip(arr / top, -1.0, 1.0)
+
+
+def save_figure(fig: Any, path: PathLike, dpi: int) -> None:
+    """Saves a figure atomically, in the format its file name ends with.
+
+    Args:
+        fig (matplotlib.figure.Figure): The figure.
+        path (str or PathLike): The file (``.png``, ``.pdf``, ``.svg``, ...);
+            its folder is created when missing.
+        dpi (int): Resolution of raster formats.
+    """
+    path = os.fspath(path)
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    fmt = os.path.splitext(path)[1].lstrip(".").lower() or "png"
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format=fmt, dpi=dpi)

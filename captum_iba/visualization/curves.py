@@ -13,7 +13,6 @@ existing axes.
 
 import math
 import numbers
-import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -21,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from captum_iba.metrics import result as metrics_result
-from captum_iba.visualization._inputs import ArrayLike, PathLike, as_array
+from captum_iba.visualization._inputs import ArrayLike, PathLike, as_array, save_figure
 
 __all__ = [
     "degradation_curves",
@@ -251,7 +250,7 @@ def _plot_curves(
     if title:
         ax.set_title(title)
     if save_path is not None:
-        fig.savefig(os.fspath(save_path), dpi=dpi)
+        save_figure(fig, save_path, dpi)
     return fig
 
 

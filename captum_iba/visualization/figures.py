@@ -8,7 +8,6 @@ The figure is a :class:`matplotlib.figure.Figure` made without ``pyplot``.
 """
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Tuple
 
@@ -21,10 +20,14 @@ from captum_iba.visualization._inputs import (
     PathLike,
     as_array,
     prepare_tokens,
+    save_figure,
 )
 from captum_iba.visualization.style import TOKEN_OPTIONS, HeatmapStyle
 
 __all__ = ["layer_token_heatmap"]
+
+#: The ``normalize`` choices of :func:`layer_token_heatmap`.
+NORMALIZE = ("auto", "layer", "global", "diverging", None)
 
 
 def _short(token: str, limit: int = 14) -> str:
@@ -41,10 +44,8 @@ def _check_layer_map(
             f"layer_map must be (n_layers, L), got shape {arr.shape}; for a batch "
             "from layer_token_map(...), pass one instance: layer_token_map(...)[i]"
         )
-    if normalize not in (None, "layer", "global"):
-        raise ValueError(
-            f"normalize must be None, 'layer' or 'global', got {normalize!r}"
-        )
+    if normalize not in NORMALIZE:
+        raise ValueError(f"normalize must be one of {NORMALIZE}, got {normalize!r}")
     n_layers = arr.shape[0]
     if labels is None:
         labels = list(range(1, n_layers + 1))
@@ -57,6 +58,12 @@ def _normalized(
     values: np.ndarray, normalize: Optional[str], unit: str, ylabel: str
 ) -> Tuple[np.ndarray, str]:
     """The values as drawn, and the colour bar's label."""
+    if normalize == "auto":
+        normalize = "diverging" if bool((values < 0).any()) else "layer"
+    if normalize == "diverging":
+        top = np.abs(values).max(axis=1, keepdims=True)
+        values = np.divide(values, top, out=np.zeros_like(values), where=top > 0)
+        return values, f"score / largest |score| per {ylabel} (diverging)"
     if normalize == "layer":
         lo = values.min(axis=1, keepdims=True)
         span = values.max(axis=1, keepdims=True) - lo
@@ -171,11 +178,11 @@ def layer_token_heatmap(
     tokens: Sequence[str],
     *,
     token_mask: Optional[ArrayLike] = None,
-    normalize: Optional[str] = None,
+    normalize: Optional[str] = "auto",
     layer_labels: Optional[Sequence[Any]] = None,
     tokens_per_row: Optional[int] = None,
     max_width: float = 16.0,
-    cmap: str = "viridis",
+    cmap: Optional[str] = None,
     unit: str = "nats",
     ylabel: str = "layer",
     title: Optional[str] = None,
@@ -199,17 +206,23 @@ def layer_token_heatmap(
             ``layer_token_map(attributions)[i]`` for instance ``i``.
         tokens (Sequence[str]): The ``L`` tokens.
         token_mask (Tensor or array, optional): ``(L,)``, 0 at padding.
-        normalize (str, optional): ``None`` (raw scores, one colour scale
-            from the smallest to the largest value shown), ``"layer"`` (each
-            row min-max scaled to [0, 1] on its own, as the paper's released
-            code scales a heatmap: where *within* a layer the information is)
-            or ``"global"`` (all rows min-max scaled together). Default: None.
+        normalize (str, optional): ``"auto"`` (the default: ``"layer"``
+            when every score is >= 0, as IBA's capacities are, else
+            ``"diverging"``), ``"layer"`` (each row min-max scaled to [0, 1]
+            on its own, as the paper's released code scales a heatmap: where
+            *within* a layer the information is), ``"global"`` (all rows
+            min-max scaled together), ``"diverging"`` (each row divided by its
+            largest magnitude, in [-1, 1], on a diverging colour map) or
+            ``None`` (raw scores, one colour scale from the smallest to the
+            largest value shown: IBA's capacities are large and close
+            together, so rows look uniform). The colour bar says which.
         layer_labels (Sequence, optional): ``n_layers`` labels for the y axis.
         tokens_per_row (int, optional): Most tokens per panel. Default: as
             many 0.2-inch columns as ``max_width`` holds (71 at 16 inches); the
             panels are balanced (500 tokens: 8 panels of 63).
         max_width (float, optional): Largest figure width in inches. Default 16.
-        cmap (str, optional): Matplotlib colour map. Default ``"viridis"``.
+        cmap (str, optional): Matplotlib colour map. Default ``"viridis"``,
+            ``"RdBu_r"`` for the diverging scale.
         unit (str, optional): The scores' unit, for the colour bar. Default
             ``"nats"``.
         ylabel (str, optional): The y-axis label. Default ``"layer"``; e.g.
@@ -253,12 +266,14 @@ def layer_token_heatmap(
     vmin, vmax = float(values.min()), float(values.max())
     if vmax <= vmin:
         vmax = vmin + 1.0
+    if "diverging" in bar_label:
+        vmin, vmax, cmap = -1.0, 1.0, cmap or "RdBu_r"
     for p, ax in enumerate(axes):
         image = ax.imshow(
             np.ma.masked_invalid(grid.panel_block(values, p)),
             aspect="auto",
             interpolation="nearest",
-            cmap=cmap,
+            cmap=cmap or "viridis",
             vmin=vmin,
             vmax=vmax,
         )
@@ -274,5 +289,5 @@ def layer_token_heatmap(
     bar.set_label(bar_label, fontsize=9)
     bar.ax.tick_params(labelsize=8)
     if save_path is not None:
-        fig.savefig(os.fspath(save_path), dpi=dpi)
+        save_figure(fig, save_path, dpi)
     return fig

@@ -14,6 +14,8 @@ from typing import Any, Iterable, Mapping, Optional, Tuple
 
 __all__ = ["DEFAULT_SKIP_TOKENS", "HeatmapStyle"]
 
+#: The colour scales of the HTML heatmaps (see :func:`scale_scores`).
+SCALES: Tuple[str, ...] = ("auto", "minmax", "max")
 #: Padding tokens of the common Hugging Face tokenizers; never shown by default.
 DEFAULT_SKIP_TOKENS: Tuple[str, ...] = ("[PAD]", "<pad>")
 
@@ -30,8 +32,13 @@ class HeatmapStyle:
             their scores (:func:`merge_word_pieces`). Default: False.
         subword_prefix (str): The continuation marker. Default ``"##"``.
         scale (str): How scores become colours, per instance over the tokens
-            shown: ``"max"`` (divide by the largest magnitude) or ``"minmax"``
-            (see :func:`scale_scores`). Default ``"max"``. Used by the HTML
+            shown (see :func:`scale_scores`): ``"auto"`` (the default: the
+            paper's min-max scale when every score is >= 0, as IBA's
+            capacities are, and a diverging scale, score / largest
+            magnitude, when some are negative, as integrated gradients'
+            are), ``"minmax"`` or ``"max"`` (score / largest magnitude). IBA's
+            capacities are large and close together (e.g. 1,900-2,100 nats per
+            token), so ``"max"`` colours every token alike. Used by the HTML
             heatmaps; :func:`layer_token_heatmap` has ``normalize`` instead.
 
     Examples::
@@ -46,10 +53,12 @@ class HeatmapStyle:
     skip_tokens: Iterable[str] = DEFAULT_SKIP_TOKENS
     merge_subwords: bool = False
     subword_prefix: str = "##"
-    scale: str = "max"
+    scale: str = "auto"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "skip_tokens", tuple(self.skip_tokens))
+        if self.scale not in SCALES:
+            raise ValueError(f"scale must be one of {SCALES}, got {self.scale!r}")
 
     @classmethod
     def resolve(

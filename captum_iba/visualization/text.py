@@ -20,6 +20,7 @@ import torch
 from captum.attr import visualization as captum_viz
 from torch import Tensor
 
+from captum_iba._utils.io import atomic_write_text
 from captum_iba.visualization._inputs import (
     ArrayLike,
     PathLike,
@@ -27,6 +28,7 @@ from captum_iba.visualization._inputs import (
     as_mask,
     check_tokens,
     prepare_tokens,
+    resolve_scale,
     scale_scores,
 )
 from captum_iba.visualization.style import HeatmapStyle
@@ -117,9 +119,10 @@ def heatmap_records(
             merge ``"##"`` word pieces into words, summing their scores,
             default False; ``subword_prefix`` (str): the continuation marker,
             default ``"##"``; ``scale`` (str): how scores become colours, per
-            instance over the tokens shown: ``"max"`` (divide by the largest
-            magnitude) or ``"minmax"`` (see :func:`scale_scores`), default
-            ``"max"``.
+            instance over the tokens shown: ``"auto"`` (default: min-max for
+            scores >= 0, diverging when some are negative), ``"minmax"`` or
+            ``"max"`` (see :func:`scale_scores`); ``"auto"`` decides once for
+            all instances, so one legend fits them.
 
     Returns:
         list[VisualizationDataRecord]: One per instance. ``word_attributions``
@@ -166,16 +169,18 @@ def heatmap_records(
     trues = _per_row(true_label, n, "true_label")
     totals = _per_row(attr_score, n, "attr_score")
 
+    shown = [
+        prepare_tokens(token_rows[i], arr[i], token_mask=mask_rows[i], style=style)
+        for i in range(n)
+    ]
+    scale = resolve_scale(style.scale, [raw for _, raw in shown])
     records = []
-    for i in range(n):
-        words, raw = prepare_tokens(
-            token_rows[i], arr[i], token_mask=mask_rows[i], style=style
-        )
+    for i, (words, raw) in enumerate(shown):
         total = float(raw.sum()) if totals[i] is None else float(totals[i])
         prob = float("nan") if probs[i] is None else float(probs[i])
         records.append(
             captum_viz.VisualizationDataRecord(
-                torch.from_numpy(scale_scores(raw, style.scale)),
+                torch.from_numpy(scale_scores(raw, scale)),
                 prob,
                 _text(preds[i]),  # type: ignore[arg-type]
                 _text(trues[i]),  # type: ignore[arg-type]
@@ -189,15 +194,22 @@ def heatmap_records(
 
 
 def _legend_html(signed: bool, scale: str) -> str:
-    if scale == "minmax":
+    """The legend: which scale the colours follow, with three sample cells."""
+    if scale == "minmax" or (scale == "auto" and not signed):
         values, names = [0.0, 0.5, 1.0], ["min", "halfway", "max"]
-        what = "score between the smallest and largest of the instance"
+        what = (
+            "min-max scale: (score - min) / (max - min) over the tokens of each "
+            "instance, as in the paper; the palest token is the instance's lowest"
+        )
     elif signed:
         values, names = [-1.0, 0.0, 1.0], ["-max", "0", "+max"]
-        what = "score / largest magnitude of the instance"
+        what = (
+            "diverging scale: score / largest |score| of each instance; red "
+            "negative, green positive, white 0"
+        )
     else:
         values, names = [0.0, 0.5, 1.0], ["0", "max / 2", "max"]
-        what = "score / largest score of the instance"
+        what = "score / largest score of each instance"
     cells = captum_viz.format_word_importances(names, values)
     return (
         '<table class="captum-iba-legend"><tr><td><b>Legend:</b> '
@@ -260,8 +272,10 @@ def text_heatmap_html(
 
     Each instance is a table row laid out as Captum's ``visualize_text`` does
     (true label, predicted label (probability), attribution label, attribution
-    score, then the tokens on a green background whose strength is the
-    token's score divided by the instance's largest score magnitude); label
+    score, then the tokens on a background whose strength is the token's
+    scaled score: by default min-max within the instance for scores >= 0,
+    as the paper's heatmaps, and score / largest magnitude, red for negative
+    and green for positive, for signed scores; the legend says which); label
     columns that no instance has are left out. Tokens and labels are escaped,
     so a token ``<script>`` is shown as text. See :func:`heatmap_records` for
     the arguments and how tokens are chosen and scores scaled.
@@ -285,8 +299,10 @@ def text_heatmap_html(
             ``style``: ``skip_tokens`` (tokens never shown, default: padding
             tokens), ``merge_subwords`` (merge ``"##"`` word pieces, scores
             summed; default False), ``subword_prefix`` (the continuation
-            marker, default ``"##"``), ``scale`` (``"max"``, the default, or
-            ``"minmax"``, see :func:`scale_scores`).
+            marker, default ``"##"``), ``scale`` (``"auto"``, the default:
+            min-max for scores >= 0, diverging for signed ones; or
+            ``"minmax"``, ``"max"``; see :func:`scale_scores`). The legend
+            says which scale the colours follow.
 
     Returns:
         str: The HTML.
@@ -334,7 +350,7 @@ def save_html(
             (``full_page`` is always True), the style options included.
 
     Returns:
-        str: The path written.
+        str: The path written (atomically: a temporary file, then a rename).
     """
     kwargs["full_page"] = True
     page = text_heatmap_html(tokens, scores, **kwargs)
@@ -342,8 +358,7 @@ def save_html(
     parent = os.path.dirname(path)
     if parent:
         os.makedirs(parent, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(page)
+    atomic_write_text(path, page)
     return path
 
 

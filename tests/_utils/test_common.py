@@ -10,6 +10,7 @@ from captum_iba._utils.common import (
     check_target_range,
     format_target,
     hf_call,
+    instance_seed,
     logits_of,
     model_device,
     pad_token_id,
@@ -97,3 +98,11 @@ def test_hf_call_positional_order_and_device():
     assert mask.tolist() == [[1, 1]] and tt.tolist() == [[0, 0]] and extra == "x"
     assert model_device(nn.Linear(2, 2)) == torch.device("cpu")
     assert model_device(lambda x: x, torch.device("meta")) == torch.device("meta")
+
+
+def test_instance_seed_depends_on_seed_and_tokens_only():
+    ids = torch.tensor([101, 7, 8, 102])
+    assert instance_seed(0, ids) == instance_seed(0, ids.int().clone())
+    assert instance_seed(0, ids) != instance_seed(1, ids)
+    assert instance_seed(0, ids) != instance_seed(0, ids.flip(0))
+    assert 0 <= instance_seed(-5, ids) < 2**63

@@ -22,7 +22,9 @@ def reproduce(tiny_model_dir, monkeypatch):
     except FileNotFoundError as err:
         pytest.skip(f"needs the shared corpora: {err}")
     module = reproduce_module
-    monkeypatch.setattr(module, "get_finetuned_model", lambda corpus: tiny_model_dir)
+    monkeypatch.setattr(
+        module, "get_finetuned_model", lambda corpus, **settings: tiny_model_dir
+    )
     monkeypatch.setitem(
         module.PROFILES,
         "tiny",

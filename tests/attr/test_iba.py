@@ -17,15 +17,10 @@ from tests.helpers import (
     RaisingModel,
     ReusedLayerModel,
     TupleStackModel,
+    no_hooks,
 )
 
 FAST = dict(steps=3, n_samples=3, seed=0)
-
-
-def _no_hooks(model: torch.nn.Module) -> bool:
-    return all(
-        not m._forward_hooks and not m._forward_pre_hooks for m in model.modules()
-    )
 
 
 class TestAttributionResults(BaseTest):
@@ -68,7 +63,7 @@ class TestAttributionResults(BaseTest):
         ).attribute(ids, target=1, **FAST)
         assertTensorAlmostEqual(self, fallback, hooks, 0.0, "max")
         self.assertEqual(list(model.layers), list(model.layers))
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
 
     def test_batch_invariance(self) -> None:
         model = MeanPoolModel().eval()
@@ -225,7 +220,7 @@ class TestModelLeftAsFound(BaseTest):
         self.assertEqual([p.requires_grad for p in model.parameters()], grads)
         self.assertTrue(all(p.grad is None for p in model.parameters()))
         self.assertEqual(list(model.modules()), modules)
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
 
     def test_under_no_grad(self) -> None:
         model = MeanPoolModel().eval()
@@ -242,13 +237,13 @@ class TestModelLeftAsFound(BaseTest):
         iba = InformationBottleneckAttribution(model, model.layer)
         with self.assertRaisesRegex(RuntimeError, "boom"):
             iba.attribute(torch.randn(2, 3, 8), target=0)
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
         model = MeanPoolModel().eval()
         modules = list(model.modules())
         iba = InformationBottleneckAttribution(model, model.layers[0])
         with self.assertRaisesRegex(ValueError, "out of range"):
             iba.attribute(torch.randint(1, 30, (2, 5)), target=7)
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
         self.assertEqual(list(model.modules()), modules)
 
     def test_stack_restored_when_forward_raises_mid_optimisation(self) -> None:
@@ -270,7 +265,7 @@ class TestModelLeftAsFound(BaseTest):
         finally:
             handle.remove()
         self.assertEqual(list(model.modules()), modules)
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
 
 
 class TestBadInput(BaseTest):
@@ -285,7 +280,7 @@ class TestBadInput(BaseTest):
         args.update(kwargs)
         with self.assertRaisesRegex((ValueError, RuntimeError, TypeError), regex):
             self.iba.attribute(**args)
-        self.assertTrue(_no_hooks(self.model))
+        self.assertTrue(no_hooks(self.model))
 
     def test_scalar_arguments(self) -> None:
         self._raises("steps", steps=0)
@@ -293,7 +288,7 @@ class TestBadInput(BaseTest):
         self._raises("beta", beta=-1.0)
         self._raises("beta", beta="big")
         self._raises("lr", lr=0.0)
-        self._raises("internal_batch_size", internal_batch_size=2, n_samples=3)
+        self._raises("internal_batch_size", internal_batch_size=0)
 
     def test_targets(self) -> None:
         self._raises("out of range", target=3)
@@ -303,6 +298,19 @@ class TestBadInput(BaseTest):
 
     def test_batch_size_mismatch(self) -> None:
         self._raises("batch size", additional_forward_args=(torch.ones(3, 5),))
+        self._raises("batch size", inputs=(self.ids, torch.ones(3, 5)))
+
+    def test_non_batch_additional_args_pass_untouched(self) -> None:
+        seen = []
+
+        def forward(ids, table):
+            seen.append(tuple(table.shape))
+            return self.model(ids) + table.sum()
+
+        iba = InformationBottleneckAttribution(forward, self.model.layers[0])
+        iba.attribute(self.ids, target=0, additional_forward_args=(torch.ones(7),))
+        self.assertEqual(set(seen), {(7,)})
+        self.assertTrue(no_hooks(self.model))
 
     def test_all_padding_row(self) -> None:
         mask = torch.ones(2, 5, dtype=torch.long)
@@ -322,7 +330,7 @@ class TestBadInput(BaseTest):
         iba = InformationBottleneckAttribution(model, model.shared)
         with self.assertRaisesRegex(RuntimeError, "2 times"):
             iba.attribute(torch.randn(2, 3, 8), target=0)
-        self.assertTrue(_no_hooks(model))
+        self.assertTrue(no_hooks(model))
 
     def test_non_finite(self) -> None:
         model = OneTokenModel().eval()
@@ -332,9 +340,13 @@ class TestBadInput(BaseTest):
         with self.assertRaisesRegex(FloatingPointError, "non-finite"):
             iba.attribute(x, target=0)
         x = torch.randn(2, 5, 8)
-        with self.assertRaisesRegex(FloatingPointError, "Non-finite IBA loss"):
+        # an infinite beta is refused by name before the loop (issue #11, P9)
+        with self.assertRaisesRegex(ValueError, "beta must be a finite"):
             iba.attribute(x, target=0, beta=float("inf"), steps=1, n_samples=1)
-        self.assertTrue(_no_hooks(model))
+        # a finite beta whose loss overflows still stops at the loop's guard
+        with self.assertRaisesRegex(FloatingPointError, "Non-finite IBA loss"):
+            iba.attribute(x, target=0, beta=1e308, steps=1, n_samples=1)
+        self.assertTrue(no_hooks(model))
 
     def test_bad_layer_and_prior(self) -> None:
         with self.assertRaises(TypeError):

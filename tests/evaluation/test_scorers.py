@@ -138,6 +138,19 @@ def test_random_is_seeded(batch):
     assert (a[mask == 1] > 0).all()
 
 
+def test_random_scores_depend_only_on_the_instance(batch):
+    """Per-instance seeds: alone, reordered or padded wider, the same scores."""
+    ids, mask, tt = batch
+    together = RandomScorer(seed=3).attribute(ids, None, mask)
+    scorer = RandomScorer(seed=3)
+    for b in reversed(range(ids.shape[0])):
+        n = int(mask[b].sum())
+        wide = torch.cat([ids[b : b + 1, :n], torch.zeros(1, 5, dtype=ids.dtype)], 1)
+        wide_mask = (torch.arange(n + 5) < n).long()[None]
+        alone = scorer.attribute(wide, None, wide_mask)
+        assert torch.equal(alone[0, :n], together[b, :n])
+
+
 # -------------------------------------------------------------------------------- LIME
 
 
@@ -158,6 +171,10 @@ def test_captum_lime_recovers_linear_weights(tokenizer, batch):
         bow, n_samples=200, output="logits", ridge_alpha=1e-6, tokenizer=tokenizer
     ).attribute(ids, target, mask, tt)
     assert torch.equal(scores, again)  # seeded
+    last = CaptumLimeScorer(
+        bow, n_samples=200, output="logits", ridge_alpha=1e-6, tokenizer=tokenizer
+    ).attribute(ids[2:], target[2:], mask[2:], None if tt is None else tt[2:])
+    assert torch.equal(last[0], scores[2])  # seeded per instance, not per call
 
 
 def test_paper_lime_mapping_unmatched_pieces_get_max():

@@ -353,8 +353,10 @@ def test_batching_invariance_bert(removal, sufficiency):
     )
     one = degradation_test(model, ids, scores, max_examples_per_batch=1, **kw)
     three = degradation_test(model, ids, scores, max_examples_per_batch=3, **kw)
-    every = degradation_test(model, ids, scores, **kw)
-    for other in (three, every):
+    every = degradation_test(model, ids, scores, max_examples_per_batch=10**6, **kw)
+    budget = degradation_test(model, ids, scores, max_tokens_per_batch=17, **kw)
+    default = degradation_test(model, ids, scores, **kw)
+    for other in (three, every, budget, default):
         torch.testing.assert_close(one.probs, other.probs, atol=1e-5, rtol=0)
         torch.testing.assert_close(one.original_probs, other.original_probs)
         assert torch.equal(one.preds, other.preds)
@@ -364,6 +366,34 @@ def test_batching_invariance_bert(removal, sufficiency):
             )
     assert one.settings["target"] == "predicted"
     assert torch.equal(one.target, one.original_preds)
+
+
+@pytest.mark.parametrize("removal", ["delete", "mask"])
+def test_default_batches_bounded_by_tokens(removal):
+    """Without max_examples_per_batch a call holds as many sequences as keep
+    sequences x width within max_tokens_per_batch (one sequence at least)."""
+    model = tiny_bert()
+    ids, mask, tt, scores, _ = make_batch()
+    calls = []
+
+    def forward(ids_, mask_, tt_):
+        calls.append(tuple(ids_.shape))
+        return model(ids_, mask_, tt_)
+
+    kw = dict(
+        attention_mask=mask,
+        token_type_ids=tt,
+        special_token_ids=SPECIALS,
+        removal=removal,
+        mask_token_id=MASK,
+    )
+    for budget in (1, 25, 10**6):
+        calls.clear()
+        res = degradation_test(forward, ids, scores, max_tokens_per_batch=budget, **kw)
+        assert all(rows == 1 or rows * width <= budget for rows, width in calls)
+        assert sum(rows for rows, _ in calls) == 2 * (1 + 2 * res.num_levels)
+        if budget == 10**6:
+            assert len(calls) == 2  # the originals, then every level at once
 
 
 def test_hf_model_output_and_captum_style_args():
@@ -454,6 +484,7 @@ def test_json_round_trip(bow, tmp_path):
         (dict(target=[0, 1, 2]), ValueError, "entries"),
         (dict(target=[(0, 1), (1, 0)]), TypeError, "tuples"),
         (dict(max_examples_per_batch=0), ValueError, "positive"),
+        (dict(max_tokens_per_batch=0), ValueError, "positive"),
     ],
 )
 def test_bad_inputs(bow, kw, err, match):

@@ -118,3 +118,19 @@ def test_result_and_compare_use_normalized_drop():
     assert torch.equal(a.normalized_curve(m), drops[0])
     (own,), _ = normalized_drop([a.curve], origins=[a.original_probability])
     assert torch.equal(a.normalized_curve(include_origin=False), own)
+
+
+def test_instance_records_round_trip_exactly():
+    """Per-instance records (as a corpus run stores them), split and joined."""
+    import json
+
+    res = handmade_result()
+    rows = [json.loads(json.dumps(r)) for r in res.instance_records()]
+    assert len(rows) == res.num_instances and "probs" in rows[0]
+    back = DegradationResult.from_instance_records(rows, res.levels, res.settings)
+    for name in DegradationResult._FLOAT_FIELDS + DegradationResult._LONG_FIELDS:
+        a, b = getattr(res, name), getattr(back, name)
+        assert (a is None and b is None) or torch.equal(a, b), name
+    assert back.settings["num_instances"] == res.num_instances
+    with pytest.raises(ValueError, match="no instance"):
+        DegradationResult.from_instance_records([], res.levels)

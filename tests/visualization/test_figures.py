@@ -54,12 +54,31 @@ class TestLayerTokenHeatmap(BaseTest):
             ["a", "b", "##c", "d"],
             merge_subwords=True,
             layer_labels=[4, 9],
+            normalize=None,
         )
         ax = fig.axes[0]
         self.assertEqual([t.get_text() for t in ax.get_xticklabels()], ["a", "bc", "d"])
         self.assertEqual([t.get_text() for t in ax.get_yticklabels()], ["4", "9"])
         self.assertEqual(float(ax.get_images()[0].get_array()[0, 1]), 2.0)
         self.assertEqual(ax.get_ylabel(), "layer")
+
+    def test_default_scale_shows_contrast(self) -> None:
+        """IBA-like capacities (large, close together) are min-max scaled per
+        layer by default; signed scores get a diverging scale."""
+        caps = torch.tensor([[1900.0, 2000.0, 2100.0], [10.0, 30.0, 20.0]])
+        fig = viz.layer_token_heatmap(caps, ["a", "b", "c"])
+        drawn = np.asarray(fig.axes[0].get_images()[0].get_array())
+        np.testing.assert_allclose(drawn, [[0.0, 0.5, 1.0], [0.0, 1.0, 0.5]])
+        self.assertEqual(fig.axes[1].get_ylabel(), "min-max scaled per layer")
+        signed = torch.tensor([[-2.0, 1.0, 0.5], [4.0, -1.0, 0.0]])
+        fig = viz.layer_token_heatmap(signed, ["a", "b", "c"])
+        image = fig.axes[0].get_images()[0]
+        np.testing.assert_allclose(
+            np.asarray(image.get_array()), [[-1.0, 0.5, 0.25], [1.0, -0.25, 0.0]]
+        )
+        self.assertEqual(image.get_clim(), (-1.0, 1.0))
+        self.assertEqual(image.get_cmap().name, "RdBu_r")
+        self.assertIn("diverging", fig.axes[1].get_ylabel())
 
     def test_beta_rows(self) -> None:
         fig = viz.layer_token_heatmap(

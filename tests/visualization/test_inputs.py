@@ -53,6 +53,10 @@ class TestPrepareTokens(BaseTest):
         np.testing.assert_allclose(viz.scale_scores([0.0, 0.0]), [0.0, 0.0])
         mm = viz.scale_scores([2.0, 4.0, 3.0], method="minmax")
         np.testing.assert_allclose(mm, [0.0, 1.0, 0.5])
+        # the default, "auto": min-max when unsigned, score / max |score| if not
+        np.testing.assert_allclose(viz.scale_scores([2.0, 4.0, 3.0]), [0.0, 1.0, 0.5])
+        mx = viz.scale_scores([2.0, 4.0, 3.0], method="max")
+        np.testing.assert_allclose(mx, [0.5, 1.0, 0.75])
         with self.assertRaisesRegex(ValueError, "finite"):
             viz.scale_scores([1.0, float("inf")])
         with self.assertRaisesRegex(ValueError, "method"):

@@ -24,7 +24,9 @@ class TestHeatmapStyle(BaseTest):
         self.assertEqual(style.skip_tokens, DEFAULT_SKIP_TOKENS)
         self.assertFalse(style.merge_subwords)
         self.assertEqual(style.subword_prefix, "##")
-        self.assertEqual(style.scale, "max")
+        self.assertEqual(style.scale, "auto")
+        with self.assertRaisesRegex(ValueError, "scale must be one of"):
+            HeatmapStyle(scale="sum")
         self.assertEqual(HeatmapStyle(skip_tokens=["a", "b"]).skip_tokens, ("a", "b"))
         with self.assertRaises(dataclasses.FrozenInstanceError):
             style.scale = "minmax"  # type: ignore[misc]

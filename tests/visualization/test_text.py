@@ -43,12 +43,33 @@ class TestTextHeatmap(BaseTest):
         for r in recs:
             self.assertLessEqual(float(r.word_attributions.abs().max()), 1.0)
         self.assertEqual(float(recs[0].word_attributions.max()), 1.0)
+        # one instance is signed: one diverging scale (score / max |score|) for all
         np.testing.assert_allclose(recs[0].word_attributions, [0.25, 1.0, 0.5])
         np.testing.assert_allclose(recs[1].word_attributions, [0.25, -1.0, 0.5, 0.0])
         self.assertAlmostEqual(recs[0].attr_score, 7.0)  # padding not counted
         self.assertEqual([r.attr_class for r in recs], ["1", "0"])
         page = viz.text_heatmap_html(tokens, scores, token_mask=mask)
         self.assertNotIn("[PAD]", page)
+
+    def test_capacities_get_contrast_by_default(self) -> None:
+        """IBA's capacities (1,900-2,100 nats) are min-max scaled per instance,
+        so the lowest token is pale and the highest saturated; the legend says
+        so. With score / max they would all be 0.9-1.0."""
+        tokens = ["[CLS]", "a", "gripping", "film", "[SEP]"]
+        caps = torch.tensor([1950.0, 1900.0, 2100.0, 2000.0, 1925.0])
+        (rec,) = viz.heatmap_records(tokens, caps)
+        np.testing.assert_allclose(rec.word_attributions, [0.25, 0.0, 1.0, 0.5, 0.125])
+        page = viz.text_heatmap_html(tokens, caps)
+        self.assertIn("min-max scale", page)
+        (old,) = viz.heatmap_records(tokens, caps, scale="max")
+        self.assertGreater(float(old.word_attributions.min()), 0.9)
+
+    def test_signed_scores_get_a_diverging_scale(self) -> None:
+        tokens = ["a", "b", "c"]
+        ig = torch.tensor([-0.4, 0.1, 0.2])
+        (rec,) = viz.heatmap_records(tokens, ig)
+        np.testing.assert_allclose(rec.word_attributions, [-1.0, 0.25, 0.5])
+        self.assertIn("diverging scale", viz.text_heatmap_html(tokens, ig))
 
     def test_merge_in_html(self) -> None:
         page = viz.text_heatmap_html(

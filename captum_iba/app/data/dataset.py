@@ -29,6 +29,35 @@ class TextClassificationData:
     notes: str = ""
     extra: Dict[str, object] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """Checks the rows: texts are strings, labels ids of ``label_names``.
+
+        Raises:
+            ValueError: Naming the corpus, split and row of the first bad one.
+        """
+        where = f"{self.name}/{self.split}"
+        n = len(self.texts)
+        if len(self.labels) != n or (
+            self.text_pairs is not None and len(self.text_pairs) != n
+        ):
+            raise ValueError(f"{where}: texts, pairs and labels differ in length")
+        if not self.label_names:
+            raise ValueError(f"{where}: no label names")
+        k = len(self.label_names)
+        columns = [("text", self.texts)]
+        if self.text_pairs is not None:
+            columns.append(("text pair", self.text_pairs))
+        for what, values in columns:
+            for i, text in enumerate(values):
+                if not isinstance(text, str):
+                    raise ValueError(f"{where}, row {i}: {what} is {text!r}, not text")
+        for i, y in enumerate(self.labels):
+            if isinstance(y, bool) or not isinstance(y, int) or not 0 <= y < k:
+                raise ValueError(
+                    f"{where}, row {i}: label {y!r} is not one of 0..{k - 1} "
+                    f"({self.label_names})"
+                )
+
     def __len__(self) -> int:
         return len(self.texts)
 

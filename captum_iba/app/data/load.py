@@ -4,7 +4,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from captum_iba.app.data._hub import datasets_available, load_from_hub
-from captum_iba.app.data._local import load_local
+from captum_iba.app.data._local import DATA_ENV_VAR, load_local, user_data_dir
 from captum_iba.app.data.corpora import HUB_DATASETS, LOCAL_DATASETS, canonical_split
 from captum_iba.app.data.dataset import TextClassificationData
 from captum_iba.app.data.splits import DEFAULT_SEED, stratified_subset
@@ -43,13 +43,18 @@ def load_dataset(
       ``validation_mismatched``. Not available offline: loads only from a
       local ``<data_dir>/mnli/`` folder in GLUE TSV or JSONL format.
 
-    Hub names (``"glue/sst2"``, ``"glue/rte"``, ``"glue/mnli"``; also
-    ``"imdb"`` and ``"ag_news"`` when no local data folder is found and
-    ``data_dir`` is not given) are read with the Hugging Face ``datasets``
-    library, only if it is installed (it is not a dependency); the local copy
-    always wins when it exists. Hub splits: ``train`` and the held-out split
-    names above (``dev`` = GLUE validation, AG News ``heldout`` = hub
-    ``test``).
+    Where the corpora are found, in order: the folder ``data_dir``, else
+    ``$CAPTUM_IBA_DATA``, else a local default (``../shared/data`` beside a
+    development checkout, then ``~/.cache/captum_iba/data``; see
+    :func:`default_data_dir`); else, when ``data_dir`` is not given, the
+    Hugging Face hub through the ``datasets`` library, when it is installed
+    (it is not a dependency) and the hub can be reached (``sst2`` is read as
+    ``glue/sst2``, ``rte`` as ``glue/rte``, ``mnli`` as ``glue/mnli``). When
+    all fail, one message names these three ways. Hub names
+    (``"glue/sst2"``, ``"glue/rte"``, ``"glue/mnli"``) always read the hub.
+    Hub splits: ``train`` and the held-out split names above (``dev`` = GLUE
+    validation, AG News ``heldout`` = the hub's ``test``: the hub has the
+    full AG News training set).
 
     Args:
         name (str): Corpus name (see above).
@@ -68,7 +73,10 @@ def load_dataset(
 
     Raises:
         ValueError: Unknown dataset or split name.
-        FileNotFoundError: The corpus files are missing (or MNLI offline).
+        FileNotFoundError: The corpus is in no local folder and cannot be read
+            from the hub (the message names the three ways to provide it).
+        CorpusError: A corpus file is damaged (a ``ValueError`` naming the
+            file and line).
         ImportError: A hub name or ``bbc`` was asked for without the optional
             package it needs.
     """
@@ -85,12 +93,10 @@ def load_dataset(
         canon = canonical_split(key, split)
         try:
             data = load_local(key, canon, data_dir, split_seed)
-        except FileNotFoundError:
-            # imdb / ag_news also exist on the hub: use it when possible.
-            if key in HUB_DATASETS and data_dir is None and datasets_available():
-                data = load_from_hub(key, split)
-            else:
+        except FileNotFoundError as err:
+            if data_dir is not None or key not in HUB_NAME:
                 raise
+            data = _from_hub_or_explain(key, split, err)
     if max_examples is not None and max_examples < len(data):
         idx = stratified_subset(data.labels, max_examples, seed)
         data = data.subset(
@@ -101,3 +107,46 @@ def load_dataset(
             ),
         )
     return data
+
+
+#: The hub name of each local corpus that the hub also has.
+HUB_NAME = {local: hub for hub, (_, _, local) in HUB_DATASETS.items()}
+
+
+def missing_corpus_message(key: str, reasons: str) -> str:
+    """The one message for a corpus found nowhere: the three ways to provide it.
+
+    Args:
+        key (str): The corpus' local name.
+        reasons (str): What was tried and why it failed.
+
+    Returns:
+        str: The message.
+    """
+    return (
+        f"Corpus {key!r} not found. Provide it in one of three ways: "
+        f"(1) set {DATA_ENV_VAR} to a folder holding {key}/ (layout: "
+        "captum_iba.app.data); (2) put that folder into the default data folder "
+        f"{user_data_dir()}; (3) `pip install datasets` and be online: it is then "
+        f"read from the Hugging Face hub as {HUB_NAME[key]!r}. ({reasons})"
+    )
+
+
+def _from_hub_or_explain(
+    key: str, split: str, local_error: FileNotFoundError
+) -> TextClassificationData:
+    """The corpus from the hub, or the three-ways message saying why not."""
+    local = str(local_error).splitlines()[0]
+    if not datasets_available():
+        raise FileNotFoundError(
+            missing_corpus_message(
+                key, f"locally: {local}; hub: `datasets` is not installed"
+            )
+        ) from None
+    try:
+        return load_from_hub(HUB_NAME[key], split)
+    except Exception as err:  # offline, hub errors: all say "not from the hub"
+        reason = (str(err).strip() or type(err).__name__).splitlines()[0]
+        raise FileNotFoundError(
+            missing_corpus_message(key, f"locally: {local}; hub: {reason}")
+        ) from None

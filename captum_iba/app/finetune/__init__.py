@@ -5,7 +5,9 @@ The recipe is a plain PyTorch loop (AdamW, linear warm-up and decay from
 length-bucketed batches) meant to give the attribution experiments real,
 reasonably accurate classifiers on a CPU in minutes. Fine-tuned models are
 cached outside the repository, in ``~/.cache/captum_iba/`` (override with the
-environment variable ``CAPTUM_IBA_CACHE``), and reused when the settings match.
+environment variable ``CAPTUM_IBA_CACHE``), and reused when the settings match
+and every file matches the manifest recorded when it was saved. Recipes are
+numbers of optimisation steps, so every machine gets the same model.
 
 Typical use::
 
@@ -30,20 +32,31 @@ from captum_iba.app.finetune.recipes import (
     BUDGET_ENV_VAR,
     CACHE_ENV_VAR,
     DEFAULT_SETTINGS,
+    MAX_SECONDS_ENV_VAR,
     RECIPES,
+    REPRODUCE_OVERRIDES,
+    STEPS_ENV_VAR,
     default_base_model,
     recipe_settings,
 )
 from captum_iba.app.finetune.store import RESULT_FILE as RESULT_FILE  # not in __all__
 from captum_iba.app.finetune.store import default_cache_dir
-from captum_iba.app.finetune.train import FineTuneResult, fine_tune
+from captum_iba.app.finetune.train import (
+    FineTuneResult,
+    FineTuneTimeoutError,
+    fine_tune,
+)
 
 __all__ = [
     "BUDGET_ENV_VAR",
     "CACHE_ENV_VAR",
     "DEFAULT_SETTINGS",
+    "MAX_SECONDS_ENV_VAR",
     "RECIPES",
+    "REPRODUCE_OVERRIDES",
+    "STEPS_ENV_VAR",
     "FineTuneResult",
+    "FineTuneTimeoutError",
     "cached_model_dir",
     "default_base_model",
     "default_cache_dir",

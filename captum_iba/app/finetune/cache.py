@@ -6,19 +6,28 @@ Fine-tuned models are cached outside the repository, in
 come from :mod:`captum_iba.app.finetune.store`.
 """
 
-import json
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
+
+from filelock import FileLock, Timeout
 
 from captum_iba.app.finetune.recipes import (
+    MAX_SECONDS_ENV_VAR,
     PathLike,
     base_short_name,
+    env_number,
     recipe_settings,
     resolve_base_model,
 )
-from captum_iba.app.finetune.store import RESULT_FILE, model_folder
+from captum_iba.app.finetune.store import (
+    RESULT_FILE,
+    check_folder,
+    model_folder,
+    read_record,
+)
 from captum_iba.app.finetune.train import fine_tune
 
 
@@ -46,21 +55,74 @@ def cached_model_dir(
     return model_folder(dataset, base, full, cache_dir)
 
 
-def _matches(folder: Path, dataset: str, settings: Dict[str, Any]) -> bool:
-    path = folder / RESULT_FILE
-    if not path.is_file():
-        return False
+def cache_problem(folder: Path, dataset: str, settings: Dict[str, Any]) -> str:
+    """Why a cache folder cannot be used as it is ("" when it can).
+
+    Args:
+        folder (Path): The cache folder.
+        dataset (str): Corpus name it must hold a model of.
+        settings (Dict[str, Any]): The settings it must have been made with.
+
+    Returns:
+        str: ``""`` when the folder's record matches ``dataset`` and
+        ``settings`` and every file matches the record's manifest; ``"absent"``
+        when there is no folder; else what is wrong.
+    """
+    if not folder.exists():
+        return "absent"
     try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return False
-    return record.get("dataset") == dataset and record.get("settings") == settings
+        record = read_record(folder)
+    except (OSError, ValueError) as err:
+        return str(err)
+    if record.get("dataset") != dataset or record.get("settings") != settings:
+        return f"its record {RESULT_FILE} is for other settings"
+    return check_folder(folder, record) or ""
 
 
-def _estimate_minutes(settings: Dict[str, Any]) -> str:
-    if settings.get("time_budget_s"):
-        return f"about {settings['time_budget_s'] / 60 + 2:.0f} minutes on a 2-core CPU"
-    return "minutes to hours on a CPU, depending on the corpus size"
+@contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """Holds the lock of one cache folder (a file beside it), saying if it waits."""
+    lock = FileLock(str(folder.parent / f".{folder.name}.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(
+            f"[captum_iba] Another process is fine-tuning {folder.name}; waiting "
+            f"for it (lock {lock.lock_file}).",
+            flush=True,
+        )
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def remove_stale_temporaries(root: Path) -> None:
+    """Removes the temporary folders of fine-tunes that no process is running.
+
+    A fine-tune writes into ``.<folder name>-<random>`` and renames it into
+    place at the end; a killed run leaves it behind. A temporary folder whose
+    lock can be taken at once belongs to no running fine-tune and is removed.
+
+    Args:
+        root (Path): The cache root.
+    """
+    if not root.is_dir():
+        return
+    for tmp in root.glob(".*-*"):
+        if not tmp.is_dir():
+            continue
+        name = tmp.name[1:].rsplit("-", 1)[0]
+        lock = FileLock(str(root / f".{name}.lock"))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            continue  # a fine-tune of that folder is running
+        try:
+            shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            lock.release()
 
 
 def get_finetuned_model(
@@ -70,15 +132,20 @@ def get_finetuned_model(
     data_dir: Optional[PathLike] = None,
     progress: bool = True,
     num_threads: Optional[int] = None,
+    max_seconds: Optional[float] = None,
     **settings: Any,
 ) -> Path:
     """Returns the folder of a fine-tuned model, fine-tuning it if needed.
 
     The folder is looked up in the cache (see :func:`cached_model_dir`); it
     is reused when its ``captum_iba_finetune.json`` records the same corpus
-    and settings. Otherwise the model is fine-tuned with :func:`fine_tune`
-    (a message says so and roughly how long it takes), saved there first
-    under a temporary name and then moved in place.
+    and settings and every file matches the size and SHA-256 recorded when
+    it was saved. A damaged folder is said so and fine-tuned again. Otherwise
+    the model is fine-tuned with :func:`fine_tune` (a message says so; a
+    progress bar shows the ETA), saved under a temporary name and then moved
+    in place. A file lock makes a second process wanting the same model wait
+    for the first one and reuse its result; temporary folders left by killed
+    runs are removed.
 
     Args:
         dataset (str): Corpus name (``sst2``, ``imdb``, ``ag_news``, ``rte``,
@@ -91,42 +158,73 @@ def get_finetuned_model(
         num_threads (int, optional): ``torch.set_num_threads`` while training
             (restored afterwards); not part of the cache key. On a shared,
             busy CPU one thread is often much faster than several.
+        max_seconds (float, optional): Time guard of the training loop (see
+            :func:`fine_tune`; default ``$CAPTUM_IBA_FINETUNE_MAX_S``, else
+            none); not part of the cache key.
         **settings (Any): Overrides of the corpus recipe (:data:`RECIPES`),
-            e.g. ``epochs=2``.
+            e.g. ``steps=400``.
 
     Returns:
         Path: Folder loadable with ``from_pretrained``.
+
+    Raises:
+        ValueError: For a dataset name that cannot name a cache folder.
+        RuntimeError: When a damaged folder cannot be removed (it is named).
     """
     dataset = dataset.lower().strip()
     base = resolve_base_model(base_model)
     full = recipe_settings(dataset, **settings)
     folder = cached_model_dir(dataset, base, cache_dir, **settings)
-    if _matches(folder, dataset, full):
-        return folder
-    print(
-        f"[captum_iba] No cached fine-tuned model for {dataset!r} "
-        f"({base_short_name(base)}); fine-tuning now into {folder} "
-        f"({_estimate_minutes(full)})."
-    )
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-    try:
-        fine_tune(
-            dataset,
-            base_model=base,
-            output_dir=tmp,
-            data_dir=data_dir,
-            progress=progress,
-            num_threads=num_threads,
-            **full,
+    with _folder_lock(folder):
+        problem = cache_problem(folder, dataset, full)
+        if not problem:
+            return folder
+        remove_stale_temporaries(folder.parent)
+        if problem != "absent":
+            print(f"[captum_iba] The cached model {folder} is damaged: {problem}.")
+            _remove(folder)
+        print(
+            f"[captum_iba] No cached fine-tuned model for {dataset!r} "
+            f"({base_short_name(base)}); fine-tuning now into {folder} "
+            f"({_plan(full)}).",
+            flush=True,
         )
-        if folder.exists():
-            shutil.rmtree(folder)
-        tmp.rename(folder)
-    finally:
-        if tmp.exists():
+        if max_seconds is None:
+            max_seconds = env_number(MAX_SECONDS_ENV_VAR, float)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+        try:
+            fine_tune(
+                dataset,
+                base_model=base,
+                output_dir=tmp,
+                data_dir=data_dir,
+                progress=progress,
+                num_threads=num_threads,
+                max_seconds=max_seconds,
+                **full,
+            )
+            tmp.rename(folder)
+        finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return folder
+
+
+def _plan(settings: Dict[str, Any]) -> str:
+    if settings["steps"] is None:
+        return f"{settings['epochs']:g} epochs; a progress bar shows the ETA"
+    return f"{settings['steps']} steps; a progress bar shows the ETA"
+
+
+def _remove(folder: Path) -> None:
+    """Deletes a damaged cache folder, or says which folder to delete."""
+    try:
+        shutil.rmtree(folder)
+    except OSError as err:
+        raise RuntimeError(
+            f"The cached model {folder} is damaged and could not be removed "
+            f"({err}); delete that folder and run again."
+        ) from None
 
 
 def load_finetuned_model(
@@ -142,13 +240,9 @@ def load_finetuned_model(
     Returns:
         Tuple[Any, Any]: ``(model, tokenizer)``, the model in ``eval()`` mode.
     """
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from captum_iba.app.models import load_classifier
 
-    folder = get_finetuned_model(dataset, base_model, **kwargs)
-    model = AutoModelForSequenceClassification.from_pretrained(folder)
-    model.eval()
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    return model, tokenizer
+    return load_classifier(get_finetuned_model(dataset, base_model, **kwargs))
 
 
 def read_result(folder: PathLike) -> Dict[str, Any]:
@@ -158,6 +252,10 @@ def read_result(folder: PathLike) -> Dict[str, Any]:
         folder (str or Path): A folder written by :func:`fine_tune`.
 
     Returns:
-        Dict[str, Any]: The record (settings, accuracy, sizes, timings).
+        Dict[str, Any]: The record (settings, accuracy, sizes, timings, files).
+
+    Raises:
+        FileNotFoundError: Naming the file, when there is none.
+        ValueError: Naming the file, when it is damaged.
     """
-    return json.loads((Path(folder) / RESULT_FILE).read_text())
+    return read_record(Path(folder))

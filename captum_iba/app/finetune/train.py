@@ -2,9 +2,10 @@
 
 :func:`fine_tune` reads top to bottom as the run itself: the train and
 held-out data (:func:`_resolve_data`), the seeded model (:func:`_load_model`),
-AdamW (:func:`_optimizer`), the training loop with its linear schedule, which
-a time budget may re-plan (:func:`_train_loop`, :class:`_Budget`), the
-held-out accuracy, then the saved model and its record (:func:`_save`).
+AdamW (:func:`_optimizer`), the training loop with its linear schedule over a
+fixed number of steps (:func:`_train_loop`; a time guard may stop it with an
+error, never silently), the held-out accuracy, then the saved model and its
+record with the manifest of its files (:func:`_save`).
 """
 
 import json
@@ -19,6 +20,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 import torch
 from tqdm.auto import tqdm
 
+from captum_iba._utils.io import atomic_write_text
 from captum_iba.app.data import (
     HELDOUT_SPLIT,
     TextClassificationData,
@@ -37,12 +39,7 @@ from captum_iba.app.finetune.recipes import (
     base_short_name,
     resolve_base_model,
 )
-from captum_iba.app.finetune.store import RESULT_FILE, model_folder
-
-# With a time budget: speed is measured from step _REPLAN_SKIP on, and the
-# schedule length is re-planned every _REPLAN_EVERY steps.
-_REPLAN_SKIP = 10
-_REPLAN_EVERY = 25
+from captum_iba.app.finetune.store import RESULT_FILE, file_manifest, model_folder
 
 # Parameters without weight decay (matched by the end of their names).
 _NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
@@ -60,8 +57,7 @@ class FineTuneResult:
         n_eval (int): Number of held-out examples evaluated.
         seconds (float): Wall-clock seconds of the whole run.
         settings (Dict[str, Any]): The settings used (as saved in the json).
-        steps (int): Optimizer steps actually taken.
-        stopped_early (bool): Whether ``time_budget_s`` cut training short.
+        steps (int): Optimizer steps taken (the planned number).
         model (Any): The fine-tuned model, in ``eval()`` mode.
         tokenizer (Any): Its tokenizer.
     """
@@ -73,9 +69,12 @@ class FineTuneResult:
     seconds: float
     settings: Dict[str, Any]
     steps: int = 0
-    stopped_early: bool = False
     model: Any = field(default=None, repr=False, compare=False)
     tokenizer: Any = field(default=None, repr=False, compare=False)
+
+
+class FineTuneTimeoutError(RuntimeError):
+    """A fine-tune ran past its time guard (``max_seconds``); nothing was saved."""
 
 
 @dataclass
@@ -85,33 +84,40 @@ class _Run:
     planned: int
     steps: int = 0
     seen: int = 0
-    stopped_early: bool = False
     epochs_done: float = 0.0
     seconds: float = 0.0
 
 
-class _Budget:
-    """Re-plans the number of steps from the measured speed to fit a time budget.
+def planned_steps(n_train: int, settings: Dict[str, Any]) -> int:
+    """The run's number of optimisation steps: ``steps``, else from ``epochs``.
 
-    The first ``_REPLAN_SKIP`` steps are not timed (warm-up of the machine);
-    then every ``_REPLAN_EVERY`` steps the plan becomes the number of steps
-    that still fit, so the learning-rate schedule decays to zero in time.
+    Args:
+        n_train (int): Training examples.
+        settings (Dict[str, Any]): The run's settings.
+
+    Returns:
+        int: ``settings["steps"]`` when given, else ``ceil(epochs x steps
+        per epoch)`` (at least 1).
     """
+    if settings["steps"] is not None:
+        return int(settings["steps"])
+    per_epoch = math.ceil(n_train / settings["batch_size"])
+    return max(1, int(math.ceil(per_epoch * settings["epochs"])))
 
-    def __init__(self, seconds: float, max_planned: int) -> None:
-        self.seconds = seconds
-        self.max_planned = max_planned
-        self.mark: Tuple[int, float] = (0, 0.0)
 
-    def replan(self, step: int, elapsed: float, planned: int) -> int:
-        """The planned number of steps after ``step`` steps in ``elapsed`` s."""
-        if step == _REPLAN_SKIP:
-            self.mark = (step, elapsed)
-        elif step > _REPLAN_SKIP and step % _REPLAN_EVERY == 0:
-            per_step = (elapsed - self.mark[1]) / (step - self.mark[0])
-            fits = step + int((self.seconds - elapsed) / per_step)
-            return max(step + 1, min(self.max_planned, fits))
-        return planned
+def _check_guard(run: _Run, elapsed: float, max_seconds: Optional[float], name: str):
+    """Raises :class:`FineTuneTimeoutError` once ``elapsed`` passes the guard."""
+    if max_seconds is None or elapsed <= max_seconds:
+        return
+    eta = elapsed / max(run.steps, 1) * (run.planned - run.steps)
+    raise FineTuneTimeoutError(
+        f"fine-tuning {name!r} passed its time guard of {max_seconds:.0f} s after "
+        f"{run.steps} of {run.planned} steps (about {eta / 60:.0f} more minutes "
+        "needed); nothing was saved. The recipe is a number of steps, so the "
+        "model is the same on any machine: raise the guard (max_seconds= or "
+        "$CAPTUM_IBA_FINETUNE_MAX_S), run when the CPU is less busy, or pass a "
+        "fine-tuned model (--model)."
+    )
 
 
 @contextmanager
@@ -235,20 +241,19 @@ def _train_loop(
     settings: Dict[str, Any],
     name: str,
     progress: bool,
+    max_seconds: Optional[float] = None,
 ) -> _Run:
-    """Trains ``model`` in place for the planned steps or the time budget."""
+    """Trains ``model`` in place for the planned number of steps."""
     batch_size = settings["batch_size"]
     lengths = [len(f["input_ids"]) for f in feats]
-    steps_per_epoch = math.ceil(len(feats) / batch_size)
-    run = _Run(planned=max(1, int(math.ceil(steps_per_epoch * settings["epochs"]))))
+    run = _Run(planned=planned_steps(len(feats), settings))
     scheduler = _lr_schedule(optimizer, settings["warmup_ratio"], run.planned)
-    budget = None
-    if settings["time_budget_s"] is not None:
-        budget = _Budget(settings["time_budget_s"], run.planned)
     model.train()
     train_start = time.time()
-    bar = tqdm(total=run.planned, desc=f"fine-tune {name}", disable=not progress)
-    while run.steps < run.planned and not run.stopped_early:
+    bar = tqdm(
+        total=run.planned, desc=f"fine-tune {name}", unit="step", disable=not progress
+    )
+    while run.steps < run.planned:
         for idx in bucketed_batches(lengths, batch_size, rng):
             if run.steps >= run.planned:
                 break
@@ -262,23 +267,10 @@ def _train_loop(
                     loss=f"{loss.item():.3f}",
                     lr=f"{scheduler.get_last_lr()[0]:.1e}",
                 )
-            elapsed = time.time() - train_start
-            if budget is None:
-                continue
-            planned = budget.replan(run.steps, elapsed, run.planned)
-            if planned != run.planned:
-                run.planned = planned
-                scheduler = _lr_schedule(
-                    optimizer, settings["warmup_ratio"], planned, run.steps
-                )
-                bar.total = planned
-                bar.refresh()
-            if elapsed >= budget.seconds:
-                run.stopped_early = run.steps < run.planned
-                break
+            _check_guard(run, time.time() - train_start, max_seconds, name)
     bar.close()
     run.seconds = time.time() - train_start
-    run.epochs_done = run.steps / steps_per_epoch
+    run.epochs_done = run.steps / math.ceil(len(feats) / batch_size)
     return run
 
 
@@ -307,7 +299,6 @@ def _record(
         "planned_steps": run.planned,
         "epochs_done": run.epochs_done,
         "examples_seen": run.seen,
-        "stopped_early_by_time_budget": run.stopped_early,
         "train_seconds": round(run.seconds, 1),
         "total_seconds": round(seconds, 1),
         "torch_threads": torch.get_num_threads(),
@@ -318,18 +309,35 @@ def _record(
 
 
 def _save(out: Path, model: Any, tokenizer: Any, record: Dict[str, Any]) -> None:
-    """Saves model and tokenizer into ``out``, then the record, stamped now."""
+    """Saves model and tokenizer into ``out``, then the record, stamped now.
+
+    The record, written last and atomically, lists every file with its size
+    and SHA-256, so a damaged or incomplete folder is recognised later.
+    """
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     record["created"] = time.strftime("%Y-%m-%d %H:%M:%S")
-    (out / RESULT_FILE).write_text(json.dumps(record, indent=2) + "\n")
+    record["files"] = file_manifest(out)
+    atomic_write_text(out / RESULT_FILE, json.dumps(record, indent=2) + "\n")
+
+
+def _summary(name: str, run: _Run, held: TextClassificationData, acc: float) -> str:
+    """The one line printed at the end of a fine-tune."""
+    speed = run.seen / run.seconds if run.seconds > 0 else float("nan")
+    return (
+        f"[captum_iba] fine-tuned {name}: {run.steps} steps ({run.epochs_done:.2f} "
+        f"epochs, {run.seen} examples) in {run.seconds:.0f} s ({speed:.0f} "
+        f"examples/s); {held.name}/{held.split} accuracy {100 * acc:.2f} % on "
+        f"{len(held)} examples"
+    )
 
 
 def fine_tune(
     dataset: Union[str, TextClassificationData],
     base_model: Optional[PathLike] = None,
     output_dir: Optional[PathLike] = None,
+    steps: Optional[int] = DEFAULT_SETTINGS["steps"],
     epochs: float = DEFAULT_SETTINGS["epochs"],
     lr: float = DEFAULT_SETTINGS["lr"],
     batch_size: int = DEFAULT_SETTINGS["batch_size"],
@@ -337,7 +345,6 @@ def fine_tune(
     seed: int = DEFAULT_SETTINGS["seed"],
     max_train_examples: Optional[int] = DEFAULT_SETTINGS["max_train_examples"],
     max_eval_examples: Optional[int] = DEFAULT_SETTINGS["max_eval_examples"],
-    time_budget_s: Optional[float] = DEFAULT_SETTINGS["time_budget_s"],
     warmup_ratio: float = DEFAULT_SETTINGS["warmup_ratio"],
     weight_decay: float = DEFAULT_SETTINGS["weight_decay"],
     eval_batch_size: int = DEFAULT_SETTINGS["eval_batch_size"],
@@ -345,22 +352,19 @@ def fine_tune(
     data_dir: Optional[PathLike] = None,
     num_threads: Optional[int] = None,
     progress: bool = True,
+    max_seconds: Optional[float] = None,
 ) -> FineTuneResult:
     """Fine-tunes a sequence classifier on one corpus and saves it.
 
     Training is a plain PyTorch loop: AdamW (no decay on biases and
-    LayerNorm), linear warm-up then linear decay
+    LayerNorm), linear warm-up then linear decay to zero at the last step
     (:func:`transformers.get_linear_schedule_with_warmup`), batches of
     similar-length examples with dynamic padding, seeded with
     ``torch.manual_seed(seed)`` and a ``random.Random(seed)`` batch order.
-
-    With ``time_budget_s``, the planned number of steps is re-estimated after
-    the first steps from the measured speed so that the learning-rate schedule
-    still decays to zero within the budget; training also stops cleanly when
-    the budget is spent. The held-out evaluation runs after training in any
-    case (its time is not part of the budget). A budgeted run depends on the
-    machine's speed and is therefore not bit-for-bit reproducible; without a
-    budget, two runs with the same seed give identical weights.
+    The run is a fixed number of optimisation steps, so two runs with the
+    same settings give the same weights on any machine, however busy.
+    A progress bar shows the steps and the ETA; a summary line (steps,
+    examples/s, held-out accuracy) ends the run.
 
     Args:
         dataset (str or TextClassificationData): Corpus name (see
@@ -372,8 +376,10 @@ def fine_tune(
             folder. Defaults to :func:`default_base_model` (MiniLM-L6).
         output_dir (str or Path, optional): Where to save. Defaults to a new
             folder under :func:`default_cache_dir`.
+        steps (int, optional): Optimisation steps; when None, ``epochs``
+            passes over the training data.
         epochs (float, optional): Passes over the training data (fractions
-            allowed).
+            allowed), used when ``steps`` is None.
         lr (float, optional): Peak learning rate.
         batch_size (int, optional): Training batch size.
         max_length (int, optional): Truncation length in tokens (train and
@@ -384,7 +390,6 @@ def fine_tune(
             subset of this size.
         max_eval_examples (int, optional): Evaluate on a seeded stratified
             subset of this size (said in the json's ``notes``).
-        time_budget_s (float, optional): Wall-clock limit for training.
         warmup_ratio (float, optional): Share of steps spent warming up.
         weight_decay (float, optional): AdamW weight decay.
         eval_batch_size (int, optional): Evaluation batch size.
@@ -394,31 +399,46 @@ def fine_tune(
             :func:`captum_iba.app.data.load_dataset`.
         num_threads (int, optional): If given, ``torch.set_num_threads`` for
             the run (restored afterwards).
-        progress (bool, optional): Show tqdm progress bars.
+        progress (bool, optional): Show tqdm progress bars and the summary.
+        max_seconds (float, optional): A time guard for the training loop:
+            past it the run stops with :class:`FineTuneTimeoutError` and
+            saves nothing (never a silently shorter run). Not a setting of
+            the model.
 
     Returns:
         FineTuneResult: Path, held-out accuracy, sizes, seconds, settings and
         the model (in ``eval()`` mode) with its tokenizer.
+
+    Raises:
+        FineTuneTimeoutError: When training passes ``max_seconds``.
+        ValueError: On settings out of range or a corpus without examples.
     """
     start_time = time.time()
-    settings = {
-        "epochs": epochs,
-        "lr": lr,
-        "batch_size": batch_size,
-        "max_length": max_length,
-        "seed": seed,
-        "max_train_examples": max_train_examples,
-        "max_eval_examples": max_eval_examples,
-        "time_budget_s": time_budget_s,
-        "warmup_ratio": warmup_ratio,
-        "weight_decay": weight_decay,
-        "eval_batch_size": eval_batch_size,
-    }
+    settings = _check_settings(
+        {
+            "steps": steps,
+            "epochs": epochs,
+            "lr": lr,
+            "batch_size": batch_size,
+            "max_length": max_length,
+            "seed": seed,
+            "max_train_examples": max_train_examples,
+            "max_eval_examples": max_eval_examples,
+            "warmup_ratio": warmup_ratio,
+            "weight_decay": weight_decay,
+            "eval_batch_size": eval_batch_size,
+        }
+    )
     base = resolve_base_model(base_model)
     with _torch_threads(num_threads):
         train, held, name = _resolve_data(dataset, eval_dataset, settings, data_dir)
-        if len(train) == 0:
-            raise ValueError(f"No training examples for {name!r}.")
+        if len(train) == 0 or len(held) == 0:
+            raise ValueError(f"No training or held-out examples for {name!r}.")
+        out = (
+            Path(output_dir)
+            if output_dir is not None
+            else model_folder(name, base, settings)
+        )
         torch.manual_seed(seed)
         rng = random.Random(seed)
         tokenizer, model = _load_model(base, list(train.label_names))
@@ -426,20 +446,17 @@ def fine_tune(
         optimizer = _optimizer(model, lr, weight_decay)
         pad_id = tokenizer.pad_token_id or 0
         run = _train_loop(
-            model, optimizer, feats, pad_id, rng, settings, name, progress
+            model, optimizer, feats, pad_id, rng, settings, name, progress, max_seconds
         )
         model.eval()
         accuracy = evaluate_accuracy(
             model, tokenizer, held, max_length, eval_batch_size, progress=progress
         )
         seconds = time.time() - start_time
-        out = (
-            Path(output_dir)
-            if output_dir is not None
-            else model_folder(name, base, settings)
-        )
         record = _record(name, base, settings, train, held, accuracy, run, seconds)
         _save(out, model, tokenizer, record)
+    if progress:
+        print(_summary(name, run, held, accuracy), flush=True)
     return FineTuneResult(
         path=out,
         accuracy=accuracy,
@@ -448,7 +465,28 @@ def fine_tune(
         seconds=seconds,
         settings=settings,
         steps=run.steps,
-        stopped_early=run.stopped_early,
         model=model,
         tokenizer=tokenizer,
     )
+
+
+def _check_settings(settings: Dict[str, Any]) -> Dict[str, Any]:
+    """The settings, each checked against its range (a ValueError names it)."""
+    positive_ints = ("batch_size", "eval_batch_size", "max_length")
+    optional_ints = ("steps", "max_train_examples", "max_eval_examples")
+    for key in positive_ints + optional_ints:
+        value = settings[key]
+        if value is None and key in optional_ints:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{key} must be a positive integer, got {value!r}")
+    for key in ("epochs", "lr"):
+        if not isinstance(settings[key], (int, float)) or not (
+            0 < settings[key] < float("inf")
+        ):
+            raise ValueError(f"{key} must be a positive number, got {settings[key]!r}")
+    if not 0 <= settings["warmup_ratio"] < 1:
+        raise ValueError(
+            f"warmup_ratio must be in [0, 1), got {settings['warmup_ratio']}"
+        )
+    return settings

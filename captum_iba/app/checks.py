@@ -1,0 +1,205 @@
+"""Checks of command-line arguments that run before any model loads.
+
+Numbers are checked by argparse types (:func:`positive_int`,
+:func:`nonnegative_float`, ...), output paths by :func:`output_file` and
+:func:`output_folder`, and what depends on the model (layer index, class
+index, sequence length, single-sentence or pair) against its configuration
+alone (:func:`check_against_config`), which loads in a fraction of a second
+where the weights take a minute. Every failure is a one-line
+:class:`~captum_iba.app.errors.CLIError` that gives the valid range.
+"""
+
+import argparse
+import math
+import os
+from pathlib import Path
+from typing import Any, Optional
+
+from captum_iba.app.errors import CLIError
+
+__all__ = [
+    "check_against_config",
+    "n_encoder_layers",
+    "nonnegative_float",
+    "output_file",
+    "output_folder",
+    "pair_warning",
+    "positive_int",
+    "seed_int",
+]
+
+#: Corpora made of single sentences (a fine-tuned model's record names one).
+SINGLE_TEXT_CORPORA = ("sst2", "imdb", "ag_news", "bbc")
+
+
+def _int_in(text: str, low: int, high: Optional[int] = None) -> int:
+    """``text`` as an integer in ``low .. high`` (argparse's error otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < low or (high is not None and value > high):
+        span = f"at least {low}" if high is None else f"in {low} .. {high}"
+        raise argparse.ArgumentTypeError(f"must be {span}, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    return _int_in(text, 1)
+
+
+def seed_int(text: str) -> int:
+    """argparse type: a seed in 0 .. 2**63 - 1 (what torch accepts)."""
+    return _int_in(text, 0, 2**63 - 1)
+
+
+def nonnegative_float(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def _writable_folder(folder: Path, option: str) -> None:
+    """Creates ``folder`` (and parents) if needed and checks it can be written."""
+    for part in [folder, *folder.parents]:
+        if part.exists() and not part.is_dir():
+            raise CLIError(f"{option}: {part} is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise CLIError(
+            f"{option}: cannot create folder {folder}: {err.strerror}"
+        ) from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise CLIError(f"{option}: folder {folder} is not writable")
+
+
+def output_file(path: Optional[str], option: str) -> Optional[Path]:
+    """Checks a file the command will write, before any work starts.
+
+    Args:
+        path (str, optional): The file (None: nothing to check).
+        option (str): The option's name, for the error (e.g. ``"--html"``).
+
+    Returns:
+        Path or None: The path; its folder exists and is writable.
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: When it names a folder, or its
+            folder cannot be made or written.
+    """
+    if path is None:
+        return None
+    target = Path(path).expanduser()
+    if not target.name or target.is_dir():
+        raise CLIError(f"{option}: {path} is a folder; give a file name")
+    _writable_folder(target.parent if str(target.parent) else Path("."), option)
+    return target
+
+
+def output_folder(path: str, option: str) -> Path:
+    """Checks (and creates) the folder a command writes its results into.
+
+    Args:
+        path (str): The folder.
+        option (str): The option's name, for the error (e.g. ``"--out"``).
+
+    Returns:
+        Path: The folder, created and writable.
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: When it names a file, or cannot be
+            created or written.
+    """
+    folder = Path(path).expanduser()
+    _writable_folder(folder, option)
+    return folder
+
+
+def n_encoder_layers(config: Any) -> Optional[int]:
+    """The number of encoder layers a Hugging Face configuration declares."""
+    for key in ("num_hidden_layers", "n_layers", "num_layers", "n_layer"):
+        value = getattr(config, key, None)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def check_against_config(
+    config: Any,
+    layer: Optional[int] = None,
+    target: Optional[int] = None,
+    max_length: Optional[int] = None,
+) -> None:
+    """Checks indices and lengths against a model's configuration.
+
+    Args:
+        config: A ``transformers`` configuration.
+        layer (int, optional): ``--layer`` (0-based encoder layer index).
+        target (int, optional): ``--target`` (class index).
+        max_length (int, optional): ``--max-length`` (tokens).
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: Giving the valid range of the first
+            value out of it.
+    """
+    n_layers = n_encoder_layers(config)
+    if layer is not None and n_layers is not None and not 0 <= layer < n_layers:
+        raise CLIError(
+            f"--layer {layer} is out of range: the model has {n_layers} encoder "
+            f"layers, valid indices are 0..{n_layers - 1}"
+        )
+    n_labels = getattr(config, "num_labels", None)
+    if target is not None and n_labels and not 0 <= target < n_labels:
+        raise CLIError(
+            f"--target {target} is out of range: the model has {n_labels} "
+            f"classes, valid indices are 0..{n_labels - 1}"
+        )
+    positions = getattr(config, "max_position_embeddings", None)
+    if max_length is not None:
+        if max_length < 3:
+            raise CLIError(
+                f"--max-length {max_length} is too short: at least 3 tokens "
+                "([CLS], one token, [SEP])"
+            )
+        if isinstance(positions, int) and max_length > positions:
+            raise CLIError(
+                f"--max-length {max_length} is longer than the model's "
+                f"{positions} positions; valid values are 3..{positions}"
+            )
+
+
+def pair_warning(config: Any, record: Optional[dict]) -> Optional[str]:
+    """A warning when a sentence pair goes to a single-sentence classifier.
+
+    Args:
+        config: The model's ``transformers`` configuration.
+        record (dict, optional): Its fine-tuning record, when it has one.
+
+    Returns:
+        str or None: The warning, saying how it was known (the record) or
+        guessed (the label names); None when nothing suggests it.
+    """
+    if record is not None:
+        corpus = record.get("dataset")
+        if corpus in SINGLE_TEXT_CORPORA:
+            return (
+                f"--pair given, but this model was fine-tuned on {corpus!r}, a "
+                "single-sentence corpus (its fine-tuning record says so); the "
+                "two texts are read as one input it was never trained on"
+            )
+        return None
+    names = {str(v).lower() for v in (getattr(config, "id2label", None) or {}).values()}
+    if names and names <= {"negative", "positive", "neutral", "neg", "pos"}:
+        return (
+            "--pair given, but this looks like a single-sentence (sentiment) "
+            f"classifier, guessed from its label names {sorted(names)}; it has no "
+            "record saying what it was trained on"
+        )
+    return None

@@ -1,0 +1,288 @@
+"""The corpus engine: score a corpus with registered methods on one or many
+processes, record every instance as it is done, and merge on rank 0.
+
+:func:`run_corpus_job` is the one loop behind ``captum-iba attribute`` and
+``captum-iba evaluate``. Each rank takes its units
+(:mod:`~captum_iba.app.engine.units`), skips those already recorded in
+``--out`` (:mod:`~captum_iba.app.engine.records`), scores the others unit by
+unit with every method (and, when asked, runs the degradation test on the
+unit), and appends the unit's rows to its shard. When every rank is done,
+rank 0 merges the shards (:mod:`~captum_iba.app.engine.merge`).
+"""
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from captum_iba._utils.common import hf_call, model_device
+from captum_iba.app.engine.dist import World
+from captum_iba.app.engine.merge import Merged, merge_shards
+from captum_iba.app.engine.progress import Progress
+from captum_iba.app.engine.records import (
+    ShardWriter,
+    check_settings,
+    complete_rows,
+    differences,
+    fingerprint,
+    shard_path,
+)
+from captum_iba.app.engine.units import rank_units, work_units
+from captum_iba.app.errors import CLIError
+from captum_iba.evaluation import (
+    CorpusLike,
+    Preset,
+    TokenScorer,
+    encode_instances,
+    get_preset,
+    scorer_degradation,
+)
+
+__all__ = ["CorpusJob", "prepare_out", "run_corpus_job"]
+
+#: Which class each instance is explained for.
+TARGETS = ("label", "predicted")
+
+
+@dataclass
+class CorpusJob:
+    """Everything a corpus run needs, resolved.
+
+    Attributes:
+        model (nn.Module): The classifier, on this rank's device, eval mode.
+        tokenizer (Any): Its tokenizer.
+        data (CorpusLike): The corpus (the same on every rank).
+        scorers (Mapping[str, TokenScorer]): Method name -> scorer.
+        settings (dict): What defines the run (the command line's resolved
+            options); recorded, and compared on a re-run.
+        preset (Preset): The degradation test's preset. Default ``"fair"``.
+        max_length (int): Truncation length. Default 128.
+        batch_size (int): Instances per unit. Default 16.
+        target (str): Explain the gold ``"label"`` or the ``"predicted"``
+            class. Default ``"label"``.
+        degradation (bool): Also run the degradation test. Default False.
+        test_kwargs (Mapping): Overrides of the test's arguments.
+    """
+
+    model: nn.Module
+    tokenizer: Any
+    data: CorpusLike
+    scorers: Mapping[str, TokenScorer]
+    settings: Dict[str, Any]
+    preset: Preset = field(default_factory=lambda: get_preset("fair"))
+    max_length: int = 128
+    batch_size: int = 16
+    target: str = "label"
+    degradation: bool = False
+    test_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+def prepare_out(out: os.PathLike, settings: Dict[str, Any], world: World) -> None:
+    """Check ``out`` for a run with ``settings`` before any work (rank 0
+    checks, every rank gets the verdict): see :func:`check_settings`
+    (``write=False``: the run's full settings, with the model's weights, are
+    checked and recorded when the job starts).
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: On every rank alike.
+    """
+    error = None
+    if world.is_main:
+        try:
+            check_settings(Path(out), settings, write=False)
+        except CLIError as err:
+            error = str(err)
+    error = world.decide(error)
+    if error:
+        raise CLIError(error)
+
+
+def _check(job: CorpusJob, out: Path, world: World) -> None:
+    """The same verdict on every rank: world size, consistency, ``--out``."""
+    n = len(job.data)
+    if job.target not in TARGETS:
+        raise ValueError(f"target must be one of {TARGETS}; got {job.target!r}")
+    seen = world.gather((n, world.size, job.settings))
+    error = None
+    if any(
+        s[:2] != seen[0][:2] or fingerprint(s[2]) != fingerprint(seen[0][2])
+        for s in seen
+    ):
+        bad = next(r for r, s in enumerate(seen) if s != seen[0])
+        diff = differences(seen[0][2], seen[bad][2])
+        error = (
+            f"inconsistent ranks: rank {bad} has {seen[bad][0]} instances, rank 0 "
+            f"{seen[0][0]}; {'; '.join(diff[:2]) or 'same settings'} (rank 0 first)"
+            + (
+                " - a model head initialised at random?"
+                if any(d.startswith("weights") for d in diff)
+                else ""
+            )
+            + ": start every rank with the same command and model"
+        )
+    elif world.size > n:
+        error = (
+            f"{world.size} processes for a corpus of {n} instance(s): start at most {n}"
+        )
+    elif world.is_main:
+        try:
+            check_settings(out, job.settings)
+        except CLIError as err:
+            error = str(err)
+    error = world.decide(error)
+    if error:
+        raise CLIError(error)
+
+
+def _unit_tensors(job: CorpusJob, indices: Sequence[int]) -> Dict[str, Any]:
+    """Token ids, mask, segment ids and the explained class of one unit."""
+    enc = encode_instances(job.tokenizer, job.data, indices, job.max_length)
+    ids, mask = enc["input_ids"], enc["attention_mask"]
+    tt = enc.get("token_type_ids")
+    device = model_device(job.model)
+    with torch.no_grad():
+        logits = (
+            hf_call(
+                job.model,
+                ids.to(device),
+                mask.to(device),
+                None if tt is None else tt.to(device),
+            )
+            .float()
+            .cpu()
+        )
+    labels = torch.tensor([job.data.labels[i] for i in indices])
+    target = labels if job.target == "label" else logits.argmax(-1)
+    return dict(ids=ids, mask=mask, tt=tt, target=target, logits=logits)
+
+
+def _instance_row(
+    job: CorpusJob, t: Dict[str, Any], j: int, index: int, scores: Tensor
+) -> Dict[str, Any]:
+    real = t["mask"][j].bool()
+    ids = t["ids"][j][real]
+    probs = t["logits"][j].double().softmax(-1)
+    row: Dict[str, Any] = {
+        "index": index,
+        "text": job.data.texts[index],
+    }
+    if job.data.text_pairs is not None:
+        row["text_pair"] = job.data.text_pairs[index]
+    row.update(
+        label=int(job.data.labels[index]),
+        target=int(t["target"][j]),
+        predicted=int(probs.argmax()),
+        target_probability=float(probs[int(t["target"][j])]),
+        tokens=job.tokenizer.convert_ids_to_tokens(ids.tolist()),
+        input_ids=ids.tolist(),
+        scores=scores[j][real].tolist(),
+    )
+    return row
+
+
+def _score_unit(
+    job: CorpusJob, unit: int, indices: Sequence[int], methods: Sequence[str]
+) -> List[List[Dict[str, Any]]]:
+    """The rows of one unit, per method."""
+    t = _unit_tensors(job, indices)
+    out = []
+    for name in methods:
+        scorer = job.scorers[name]
+        start = time.perf_counter()
+        scores = scorer.attribute(t["ids"], t["target"], t["mask"], t["tt"])
+        seconds = (time.perf_counter() - start) / len(indices)
+        tests: List[Optional[Dict[str, Any]]] = [None] * len(indices)
+        test_settings = None
+        if job.degradation:
+            result = scorer_degradation(
+                job.model,
+                name,
+                scorer,
+                scores,
+                (t["ids"], t["target"], t["mask"], t["tt"]),
+                tokenizer=job.tokenizer,
+                setting=job.preset,
+                test_kwargs=job.test_kwargs,
+            )
+            tests = result.instance_records()  # type: ignore[assignment]
+            test_settings = dict(result.settings, levels=list(result.levels))
+        rows = []
+        for j, index in enumerate(indices):
+            row = dict(kind="row", unit=unit, method=name, seconds=seconds)
+            row.update(_instance_row(job, t, j, index, scores))
+            if tests[j] is not None:
+                row["degradation"] = tests[j]
+            if j == 0 and test_settings is not None:
+                row["test_settings"] = test_settings
+            rows.append(row)
+        out.append(rows)
+    return out
+
+
+def run_corpus_job(
+    job: CorpusJob, out: os.PathLike, world: Optional[World] = None
+) -> Optional[Merged]:
+    """Score ``job``'s corpus on this rank's units; rank 0 merges.
+
+    Args:
+        job (CorpusJob): What to run.
+        out (PathLike): The run's folder (shards, settings and outputs).
+        world (World, optional): This process's place; default one process.
+
+    Returns:
+        Merged or None: On rank 0, the merged rows (and degradation results);
+        None on the other ranks.
+
+    Raises:
+        ~captum_iba.app.errors.CLIError:
+            On every rank alike, for a bad ``--out``, a re-run with other settings, more
+            processes than instances, or inconsistent ranks.
+    """
+    world = world or World()
+    out = Path(out)
+    _check(job, out, world)
+    units = work_units(job.data, job.batch_size)
+    sizes = [len(u) for u in units]
+    methods = list(job.scorers)
+    start = time.perf_counter()
+    with ShardWriter(shard_path(out, world.rank)) as writer:
+        done = set(complete_rows(out, sizes))
+        writer.append(
+            [
+                dict(
+                    kind="start",
+                    rank=world.rank,
+                    world_size=world.size,
+                    pid=os.getpid(),
+                    device=str(world.device),
+                    fingerprint=fingerprint(job.settings),
+                    time=time.time(),
+                )
+            ]
+        )
+        mine = rank_units(len(units), world.rank, world.size)
+        todo = {u: [m for m in methods if (u, m) not in done] for u in mine}
+        todo = {u: ms for u, ms in todo.items() if ms}
+        progress = Progress(out, world, len(job.data) * len(methods), todo, sizes)
+        for u, todo_methods in todo.items():
+            for rows in _score_unit(job, u, units[u], todo_methods):
+                writer.append(rows)
+                progress.update(len(rows))
+        progress.close()
+    world.barrier()
+    if not world.is_main:
+        return None
+    merged = merge_shards(out, job, sizes, methods)
+    seconds = time.perf_counter() - start
+    new = progress.new_rows() / max(len(methods), 1)
+    print(
+        f"{len(job.data)} instances x {len(methods)} method(s) in {out}: "
+        f"{new:.0f} scored now in {seconds:.1f} s, {new / seconds:.2f} instances/s "
+        f"({world.size} process(es)); {len(job.data) - new:.0f} were recorded before",
+        flush=True,
+    )
+    return merged

@@ -1,0 +1,39 @@
+"""The work of a corpus run, cut into units that do not depend on the processes.
+
+The corpus is put in its one fixed order
+(:func:`~captum_iba.evaluation.corpus_order`) and cut into units of
+``batch_size`` consecutive instances; unit ``u`` goes to rank ``u mod N``. A
+unit is scored as one batch, so every number it gives is the same whichever
+rank computes it, in whichever run: CPU float results depend on the batch's
+composition (its padding width and size), and the units fix that composition
+for any number of processes.
+"""
+
+from typing import List, Sequence
+
+from captum_iba.evaluation import CorpusLike, corpus_order
+
+__all__ = ["rank_units", "work_units"]
+
+
+def work_units(data: CorpusLike, batch_size: int) -> List[List[int]]:
+    """The units: lists of instance indices, ``batch_size`` each (the last
+    one may be shorter), in the corpus' fixed order.
+
+    Args:
+        data (CorpusLike): The corpus.
+        batch_size (int): Instances per unit, >= 1.
+
+    Returns:
+        list[list[int]]: The units.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    order = corpus_order(data)
+    return [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+
+
+def rank_units(n_units: int, rank: int, world_size: int) -> Sequence[int]:
+    """The units of ``rank`` among ``world_size`` processes: ``rank``,
+    ``rank + N``, ... (dealt round robin, so ranks get similar lengths)."""
+    return range(rank, n_units, world_size)

@@ -1,0 +1,170 @@
+"""Where a bottleneck sits: one tensor of a layer's output, or its input.
+
+A layer returning a Tensor has one site; a layer returning a tuple has one
+site per tensor of the tuple with the batch as first dimension (Captum's
+layer methods return one attribution per layer output tensor); with
+``attribute_to_layer_input=True`` the site is the hidden-state tensor the
+layer is called with (first positional argument or ``hidden_states=``).
+This module reads a site's tensor from a recorded forward pass, turns the
+token mask into the site's mask, and builds the context that puts the
+bottleneck output ``T`` in the site's place (stack replay or hooks).
+"""
+
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, ContextManager, List, Optional, Tuple
+
+import torch
+from torch import Tensor
+from torch.nn import Module
+
+from captum_iba._utils.hooks import (
+    LayerRecord,
+    find_in_stack,
+    replaced_by_hook,
+    replaced_input_by_hook,
+    scatter_for,
+    tensor_at,
+    tensor_positions,
+)
+from captum_iba.attr._speed import stack_replay
+
+Substitute = Callable[[Callable[[], Tensor]], ContextManager[None]]
+
+
+@dataclass(frozen=True)
+class Site:
+    """One bottleneck position.
+
+    Attributes:
+        layer (Module): The layer.
+        name (str): The layer's name, for messages.
+        position (int or None): Index in a tuple output (None: the output
+            itself, or its first tensor).
+        on_input (bool): The layer's input instead of its output.
+    """
+
+    layer: Module
+    name: str
+    position: Optional[int] = None
+    on_input: bool = False
+
+
+def layer_name(forward_func: Any, layer: Module) -> str:
+    """``layer 'bert.encoder.layer.3'`` (or the class name) for messages."""
+    if isinstance(forward_func, Module):
+        for name, module in forward_func.named_modules():
+            if module is layer:
+                return f"layer '{name}'"
+    return f"layer {type(layer).__name__}"
+
+
+def sites_of(
+    forward_func: Any, layer: Module, record: LayerRecord, on_input: bool
+) -> List[Site]:
+    """The sites of ``layer`` after checking it ran exactly once."""
+    name = layer_name(forward_func, layer)
+    if record.calls == 0:
+        raise RuntimeError(
+            f"{name} was not run by forward_func, so no bottleneck can be "
+            "inserted after it."
+        )
+    if record.calls > len(record.outputs):  # one call per replica under DP
+        raise RuntimeError(
+            f"{name} ran {record.calls} times in one forward pass (shared or "
+            "tied module?); a bottleneck needs a layer that runs once."
+        )
+    if on_input:
+        if any(v is None for v in record.inputs.values()):
+            raise TypeError(
+                f"attribute_to_layer_input=True: {name} was called without a "
+                "hidden-state tensor (first positional argument or hidden_states=)."
+            )
+        return [Site(layer, name, None, True)]
+    template = next(iter(record.outputs.values()))
+    rows = tensor_at(template, None, name).shape[0]
+    return [Site(layer, name, p) for p in tensor_positions(template, rows)]
+
+
+def read_site(
+    site: Site, record: LayerRecord, device_ids: Optional[List[int]]
+) -> Tuple[Tensor, Optional[Tensor], Any]:
+    """The site's tensor over the batch, the layer's input (for priors that
+    need it) and an output template (for the stack replay)."""
+    x, x_in = record.gathered(device_ids, site.position)
+    if site.on_input:
+        x, x_in = x_in, None
+    if not torch.isfinite(x).all():
+        raise FloatingPointError(f"{site.name} produced non-finite activations.")
+    return x, x_in, next(iter(record.outputs.values()))
+
+
+def site_mask(token_mask: Optional[Tensor], x: Tensor, explicit: bool) -> Tensor:
+    """(B, L) bool mask over the site's token axis (``(B,)`` without one).
+
+    A (B, L, *features) tensor has a token axis; a ``(B, C, H, W)`` one is
+    masked along dim 1 only when the mask fits it (given explicitly).
+    """
+    full = torch.ones(x.shape[:2] if x.dim() >= 3 else x.shape[:1], device=x.device)
+    if token_mask is None:
+        return full.bool()
+    if x.dim() >= 3 and tuple(token_mask.shape) == tuple(x.shape[:2]):
+        return token_mask.to(x.device).bool()
+    if explicit:
+        raise ValueError(
+            f"token_mask has shape {tuple(token_mask.shape)} but the layer output "
+            f"has shape {tuple(x.shape)}: expected (B, L) = {tuple(x.shape[:2])}."
+        )
+    return full.bool()  # inferred mask does not fit this layer: ignore it
+
+
+def stack_for(
+    forward_func: Any,
+    layer: Module,
+    layer_stack: Any,
+    device_ids: Optional[List[int]],
+) -> Optional[Tuple[Module, int]]:
+    """The ``ModuleList``/``Sequential`` holding ``layer`` for the fast path."""
+    if layer_stack is False or device_ids is not None:
+        return None
+    if isinstance(layer_stack, Module):
+        found = find_in_stack(layer_stack, layer)
+        if found is None:
+            raise ValueError("layer_stack does not contain the layer.")
+        return found
+    if isinstance(forward_func, Module) and not hasattr(forward_func, "device_ids"):
+        return find_in_stack(forward_func, layer)
+    return None
+
+
+def substitution(
+    site: Site,
+    stack: Optional[Tuple[Module, int]],
+    template: Any,
+    replay_matches: Callable[[Substitute], bool],
+    device_ids: Optional[List[int]],
+    cuts_model: Any = None,
+) -> Tuple[str, Substitute]:
+    """How ``T`` replaces the site: the stack replay when it reproduces the
+    model's output on the clean input (``replay_matches``), else a hook.
+
+    With ``cuts_model`` (the model), the replay with :mod:`._speed`'s exact
+    cuts is tried first. A layer's input always uses hooks.
+    """
+    if stack is not None and not site.on_input:
+        for cut in (True, False) if cuts_model is not None else (False,):
+            replay = stack_replay(cuts_model, stack, template, cut, site.position)
+            if replay_matches(replay):
+                return "stack", replay
+        warnings.warn(
+            f"{site.name}: re-running only the layers above the bottleneck did "
+            "not reproduce the model output; using forward hooks (slower) instead.",
+            stacklevel=6,
+        )
+    if site.on_input:
+        return "hooks", lambda value: replaced_input_by_hook(
+            site.layer, lambda inp: scatter_for(value(), inp, device_ids)
+        )
+    return "hooks", lambda value: replaced_by_hook(
+        site.layer, lambda out: scatter_for(value(), out, device_ids), site.position
+    )

@@ -1,0 +1,265 @@
+"""What makes IBA's optimisation cheaper without changing what it computes.
+
+The **exact cuts** (on by default, ``cuts=True``), each checked or exact by
+construction:
+
+* **frozen weights** (:func:`frozen_parameters`): the model's parameters do not
+  require grad during the run (flags restored after), so the forward keeps
+  no tensors for weight gradients;
+* **embeddings once** (:func:`embeddings_once`): the embedding block's output
+  depends only on the token ids, which are the same at every step, so it is
+  computed once per chunk and reused;
+* **the [CLS] row of the last layer** (:class:`ClsRowLayer`): when the
+  classifier reads only token 0 of the last layer (BERT's pooler, RoBERTa's
+  and DistilBERT's heads), the last layer computes its attention query and
+  feed-forward for that row only; the other rows are NaN, so a head that read
+  them would give NaN. The cut is used only when the model's output with it
+  matches the full computation on the clean input (the check that the stack
+  replay already makes);
+* **row chunking** (:func:`instances_per_chunk`): without
+  ``internal_batch_size``, a forward pass takes as many instances as keep
+  instances x noise samples x tokens within :data:`ROW_TOKENS` (the batch
+  stays independent, each instance with its own noise and ``alpha``).
+
+And an approximation, off by default: ``precision="bf16"`` runs the model's
+forward and backward under ``torch.autocast`` in bfloat16 with eager attention
+(the SDPA kernels' bfloat16 backward is slow on CPUs); ``alpha``, the prior's
+statistics, the noise and the capacity stay float32.
+"""
+
+import sys
+from contextlib import ExitStack, contextmanager
+from typing import (
+    Any,
+    Callable,
+    ContextManager,
+    Dict,
+    Iterator,
+    List,
+    Optional,
+    Tuple,
+)
+
+import torch
+from torch import Tensor
+from torch.nn import Module
+
+from captum_iba._utils.hooks import replayed_in_stack
+
+__all__ = [
+    "PRECISIONS",
+    "ROW_TOKENS",
+    "ClsRowLayer",
+    "embeddings_once",
+    "frozen_parameters",
+    "instances_per_chunk",
+    "precision_context",
+    "stack_cuts",
+    "stack_replay",
+]
+
+#: The precisions IBA runs in.
+PRECISIONS = ("float32", "bf16")
+#: Default bound of one forward pass (instances x samples x tokens), per device
+#: type, when ``internal_batch_size`` is None.
+ROW_TOKENS: Dict[str, int] = {"cpu": 8192, "cuda": 262144}
+
+
+def instances_per_chunk(batch: int, n_samples: int, first_input: Tensor) -> int:
+    """Instances per forward pass without ``internal_batch_size``: as many as
+    keep ``instances x n_samples x length`` within :data:`ROW_TOKENS` (the
+    length is dim 1 of the first input, e.g. token ids ``(B, L)``)."""
+    length = first_input.shape[1] if first_input.dim() > 1 else 1
+    budget = ROW_TOKENS.get(first_input.device.type, ROW_TOKENS["cuda"])
+    return max(1, min(batch, budget // max(n_samples * length, 1)))
+
+
+@contextmanager
+def frozen_parameters(model: Any) -> Iterator[None]:
+    """Parameters of ``model`` (a Module) without ``requires_grad`` inside;
+    every flag restored after."""
+    params = list(model.parameters()) if isinstance(model, Module) else []
+    flags = [p.requires_grad for p in params]
+    try:
+        for p in params:
+            p.requires_grad_(False)
+        yield
+    finally:
+        for p, flag in zip(params, flags):
+            p.requires_grad_(flag)
+
+
+def _attribute_swap(parent: Module, name: str, module: Module) -> ContextManager[None]:
+    @contextmanager
+    def swap() -> Iterator[None]:
+        original = getattr(parent, name)
+        setattr(parent, name, module)
+        try:
+            yield
+        finally:
+            setattr(parent, name, original)
+
+    return swap()
+
+
+class _Once(Module):
+    """Runs ``module`` once per set of tensor arguments (compared by identity)
+    and returns that output while they stay the same."""
+
+    def __init__(self, module: Module) -> None:
+        super().__init__()
+        self.inner = module
+        self._key: List[Any] = []
+        self._out: Any = None
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        key = list(args) + sorted(kwargs.items(), key=lambda kv: kv[0])
+        flat = [v[1] if isinstance(v, tuple) else v for v in key]
+        old = [v[1] if isinstance(v, tuple) else v for v in self._key]
+        same = len(key) == len(self._key) and all(
+            a is b
+            or (not isinstance(a, Tensor) and not isinstance(b, Tensor) and a == b)
+            for a, b in zip(flat, old)
+        )
+        if not same:
+            with torch.no_grad():
+                self._out = self.inner(*args, **kwargs)
+            self._key = key
+        return self._out
+
+
+def embeddings_once(model: Any) -> ContextManager[None]:
+    """``model.base_model.embeddings`` computed once per input (see
+    :class:`_Once`); nothing when the model has no such block."""
+    base = getattr(model, "base_model", None)
+    if isinstance(base, Module) and isinstance(
+        getattr(base, "embeddings", None), Module
+    ):
+        return _attribute_swap(base, "embeddings", _Once(base.embeddings))
+    return ExitStack()
+
+
+def _eager_attention(module: Module) -> Optional[Callable[..., Any]]:
+    return getattr(
+        sys.modules.get(type(module).__module__), "eager_attention_forward", None
+    )
+
+
+class ClsRowLayer(Module):
+    """A BERT-style encoder layer computed for row 0 only (rows 1.. are NaN).
+
+    Keys and values come from every row; the query, the attention output and
+    the feed-forward block only from row 0, so row 0 equals the full layer's.
+
+    Args:
+        layer (Module): A layer with ``attention.self`` (``query``, ``key``,
+            ``value``), ``attention.output``, ``intermediate`` and ``output``
+            (BERT, RoBERTa and their copies in transformers).
+    """
+
+    def __init__(self, layer: Module) -> None:
+        super().__init__()
+        self.layer = layer
+
+    @staticmethod
+    def supports(layer: Module) -> bool:
+        """Whether ``layer`` has the structure this class computes."""
+        sa = getattr(getattr(layer, "attention", None), "self", None)
+        return (
+            all(hasattr(sa, n) for n in ("query", "key", "value", "config"))
+            and hasattr(layer.attention, "output")
+            and hasattr(layer, "intermediate")
+            and hasattr(layer, "output")
+            and _eager_attention(sa) is not None
+        )
+
+    def forward(
+        self,
+        hidden_states: Tensor,
+        attention_mask: Optional[Tensor] = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Tensor:
+        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+        layer, h = self.layer, hidden_states
+        sa = layer.attention.self
+        B, L, H = h.shape
+        d = sa.attention_head_size
+
+        def heads(t: Tensor) -> Tensor:
+            return t.view(B, t.shape[1], -1, d).transpose(1, 2)
+
+        mask = attention_mask
+        if isinstance(mask, Tensor) and mask.dim() == 4 and mask.shape[-2] == L:
+            mask = mask[:, :, :1, :]
+        attend = ALL_ATTENTION_FUNCTIONS.get_interface(
+            sa.config._attn_implementation, _eager_attention(sa)
+        )
+        context, _ = attend(
+            sa, heads(sa.query(h[:, :1])), heads(sa.key(h)), heads(sa.value(h)), mask,
+            dropout=0.0, scaling=sa.scaling,
+        )  # fmt: skip
+        first = layer.attention.output(context.reshape(B, 1, -1), h[:, :1])
+        first = layer.output(layer.intermediate(first), first)
+        return torch.cat([first, first.new_full((B, L - 1, H), float("nan"))], 1)
+
+
+def stack_replay(
+    model: Any,
+    stack: Tuple[Module, int],
+    template: Any,
+    cut: bool,
+    position: Optional[int] = None,
+) -> Callable[[Callable[[], Tensor]], ContextManager[None]]:
+    """The stack replay of :func:`~captum_iba._utils.hooks.replayed_in_stack`
+    (``position``: the bottlenecked tensor in a tuple output), with the exact
+    cuts of :func:`stack_cuts` when ``cut``; the returned factory's ``cuts``
+    attribute says which."""
+
+    @contextmanager
+    def replay(value: Callable[[], Tensor]) -> Iterator[None]:
+        with replayed_in_stack(stack[0], stack[1], template, value, position):
+            if not cut:
+                yield
+                return
+            with stack_cuts(model, stack[0], stack[1]):
+                yield
+
+    replay.cuts = cut  # type: ignore[attr-defined]
+    return replay
+
+
+def stack_cuts(model: Any, stack: Module, index: int) -> ContextManager[None]:
+    """The cuts around the stack replay of ``stack[index]``: embeddings once,
+    and the [CLS] row of the last layer when it lies above
+    the bottleneck and has a BERT-style structure. The caller checks the
+    model's output against the full computation."""
+    cuts = ExitStack()
+    cuts.enter_context(embeddings_once(model))
+    last = len(stack) - 1
+    if index < last and ClsRowLayer.supports(stack[last]):
+        cuts.enter_context(_attribute_swap(stack, str(last), ClsRowLayer(stack[last])))
+    return cuts
+
+
+@contextmanager
+def precision_context(
+    model: Any, precision: str, device: torch.device
+) -> Iterator[None]:
+    """``torch.autocast`` in bfloat16 with eager attention for ``"bf16"``
+    (the attention implementation is put back after); nothing for
+    ``"float32"``."""
+    if precision == "float32":
+        yield
+        return
+    config = getattr(model, "config", None)
+    old = getattr(config, "_attn_implementation_internal", None)
+    try:
+        if config is not None and old is not None:
+            config._attn_implementation_internal = "eager"
+        with torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
+            yield
+    finally:
+        if config is not None and old is not None:
+            config._attn_implementation_internal = old

@@ -1,0 +1,90 @@
+"""Checks of ``attribute``'s numbers and token inputs that name the argument.
+
+Kept apart from :class:`~captum_iba.attr.iba.IBAOptions` so that they can be
+read (and merged) on their own: each function raises a ``ValueError`` or
+``TypeError`` naming the argument and the valid range, before any forward
+pass (issue #11, P9).
+"""
+
+import math
+import numbers
+from typing import Any, Optional, Tuple
+
+from torch import Tensor
+
+__all__ = ["check_numbers", "check_token_inputs"]
+
+
+def _finite(name: str, value: Any) -> None:
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if not math.isfinite(float(value)):
+            raise ValueError(f"{name} must be a finite number, got {value!r}.")
+
+
+def check_numbers(
+    beta: Any, lr: Any, init_alpha: Any, seed: Any, internal_batch_size: Any
+) -> None:
+    """Finite ``beta``, ``lr``, ``init_alpha``; an integer seed torch accepts;
+    an integer ``internal_batch_size``.
+
+    Raises:
+        ValueError: Naming the argument and what it must be.
+    """
+    for name, value in (("beta", beta), ("lr", lr), ("init_alpha", init_alpha)):
+        _finite(name, value)
+    if seed is not None and (
+        isinstance(seed, bool)
+        or not isinstance(seed, numbers.Integral)
+        or not 0 <= seed < 2**63
+    ):
+        raise ValueError(f"seed must be an integer in 0 .. 2**63 - 1, got {seed!r}.")
+    if internal_batch_size is not None and (
+        isinstance(internal_batch_size, bool)
+        or not isinstance(internal_batch_size, numbers.Integral)
+        or internal_batch_size < 1
+    ):
+        raise ValueError(
+            f"internal_batch_size must be an integer >= 1, got {internal_batch_size!r}."
+        )
+
+
+def check_token_inputs(forward_func: Any, inputs: Tuple[Tensor, ...]) -> None:
+    """An empty batch, and for a Hugging Face model, token ids that it cannot
+    take: not ``(B, L)``, outside its vocabulary, or longer than its positions.
+
+    Args:
+        forward_func: The forward function; a model with a ``config`` holding
+            ``vocab_size`` / ``max_position_embeddings`` is checked against it.
+        inputs (tuple of Tensor): The formatted inputs.
+
+    Raises:
+        ValueError: Naming ``inputs`` and the valid shape or range.
+    """
+    first = inputs[0]
+    if first.dim() == 0 or first.shape[0] == 0:
+        raise ValueError(
+            f"inputs hold no instance (shape {tuple(first.shape)}): pass at least "
+            "one row"
+        )
+    config: Optional[Any] = getattr(forward_func, "config", None)
+    if config is None or first.is_floating_point() or first.is_complex():
+        return
+    if first.dim() != 2:
+        raise ValueError(
+            f"inputs must be token ids of shape (B, L) for this model, got "
+            f"{tuple(first.shape)}"
+        )
+    vocab = getattr(config, "vocab_size", None)
+    if isinstance(vocab, int) and first.numel():
+        low, high = int(first.min()), int(first.max())
+        if low < 0 or high >= vocab:
+            raise ValueError(
+                f"inputs hold token id {high if high >= vocab else low}, outside the "
+                f"model's vocabulary 0..{vocab - 1}"
+            )
+    positions = getattr(config, "max_position_embeddings", None)
+    if isinstance(positions, int) and first.shape[1] > positions:
+        raise ValueError(
+            f"inputs have {first.shape[1]} tokens, more than the model's "
+            f"{positions} positions: truncate them (e.g. max_length={positions})"
+        )

@@ -1,0 +1,201 @@
+"""Generative LLMs through Captum's own LLM API, and batched prompts padded
+left or right (issue #10, point 2), on tiny GPT-2 and Llama built from configs."""
+
+import torch
+from captum.attr import LLMAttributionResult, TextTokenInput
+from captum.testing.helpers.basic import BaseTest, assertTensorAlmostEqual
+
+from captum_iba import InformationBottleneckAttribution
+from captum_iba.attr.llm import (
+    CausalLMLogLikelihood,
+    LLMInformationBottleneckAttribution,
+    prompt_target_batch,
+)
+from tests.helpers import (
+    causal_lm_layers,
+    no_hooks,
+    tiny_causal_lm,
+    tiny_word_tokenizer,
+)
+
+FAST = dict(steps=2, n_samples=2, seed=0)
+KINDS = ("gpt2", "llama")
+
+
+class TestCaptumLLMAPI(BaseTest):
+    def setUp(self) -> None:
+        super().setUp()
+        self.tok = tiny_word_tokenizer()
+
+    def test_result_per_output_token(self) -> None:
+        for kind in KINDS:
+            with self.subTest(kind):
+                model = tiny_causal_lm(kind)
+                modules = list(model.modules())
+                iba = InformationBottleneckAttribution(
+                    model, causal_lm_layers(model)[1]
+                )
+                llm = LLMInformationBottleneckAttribution(iba, self.tok)
+                inp = TextTokenInput("the cat sat on the", self.tok)
+                res = llm.attribute(inp, target="mat a dog", **FAST)
+                self.assertIsInstance(res, LLMAttributionResult)
+                self.assertEqual(res.output_tokens, ["mat", "a", "dog"])
+                self.assertEqual(tuple(res.token_attr.shape), (3, 5))
+                assertTensorAlmostEqual(self, res.seq_attr, res.token_attr.sum(0))
+                self.assertTrue((res.token_attr > 0).all())
+                self.assertEqual(
+                    llm.attr_method.last_run[0]["objective"], "log_probability"
+                )
+                self.assertEqual(llm.attr_method.last_run[0]["path"], "stack")
+                # Captum's plots work on the result
+                fig, _ = res.plot_token_attr(show=False)
+                fig2, _ = res.plot_seq_attr(show=False)
+                import matplotlib.pyplot as plt
+
+                plt.close(fig)
+                plt.close(fig2)
+                self.assertTrue(no_hooks(model))
+                self.assertEqual(list(model.modules()), modules)
+                self.assertTrue(all(p.grad is None for p in model.parameters()))
+
+    def test_each_token_matches_iba_on_its_log_probability(self) -> None:
+        """token_attr[k] is IBA of log p(target_k | prompt, target_<k) at the
+        prompt's positions, summed over features."""
+        model = tiny_causal_lm("gpt2")
+        layer = causal_lm_layers(model)[1]
+        llm = LLMInformationBottleneckAttribution(
+            InformationBottleneckAttribution(model, layer), self.tok
+        )
+        inp = TextTokenInput("the cat sat", self.tok)
+        res = llm.attribute(inp, target="on the", **FAST)
+        prompt = self.tok.encode("the cat sat", return_tensors="pt")
+        target = self.tok.encode("on the", add_special_tokens=False)
+        for k in range(2):
+            ids = torch.cat([prompt, torch.tensor([target[:k]], dtype=torch.long)], 1)
+
+            def log_p(x, k=k):
+                logits = model(x).logits[:, -1]
+                return torch.log_softmax(logits, dim=-1)[:, target[k]]
+
+            attr = InformationBottleneckAttribution(
+                log_p, layer, layer_stack=model.transformer.h
+            ).attribute(ids, objective="log_probability", **FAST)
+            expected = attr[0, :3].sum(-1)
+            assertTensorAlmostEqual(self, res.token_attr[k], expected, 1e-4, "max")
+
+    def test_generated_target_and_skip_tokens(self) -> None:
+        model = tiny_causal_lm("llama")
+        iba = InformationBottleneckAttribution(model, causal_lm_layers(model)[0])
+        llm = LLMInformationBottleneckAttribution(iba, self.tok)
+        inp = TextTokenInput("the big dog ran", self.tok, skip_tokens=["the"])
+        res = llm.attribute(
+            inp, gen_args={"max_new_tokens": 2, "do_sample": False}, **FAST
+        )
+        self.assertEqual(len(res.output_tokens), 2)
+        self.assertEqual(tuple(res.token_attr.shape), (2, 3))  # "the" skipped
+
+    def test_single_target_token_is_not_repeated(self) -> None:
+        # B = 1 prompt and T = 1 target token: the ids look per-instance by
+        # shape but must reach the forward untouched
+        model = tiny_causal_lm("gpt2")
+        iba = InformationBottleneckAttribution(model, causal_lm_layers(model)[1])
+        llm = LLMInformationBottleneckAttribution(iba, self.tok)
+        seen = []
+        forward = llm.attr_method.forward_func  # Captum's GradientForwardFunc
+        handle = forward.register_forward_pre_hook(
+            lambda m, a: seen.append((a[0].shape[0], tuple(a[2].shape)))
+        )
+        try:
+            res = llm.attribute(TextTokenInput("a dog", self.tok), target="ran", **FAST)
+        finally:
+            handle.remove()
+        self.assertEqual(tuple(res.token_attr.shape), (1, 2))
+        self.assertIn((2, (1,)), seen)  # noise rows: 2, target ids still (1,)
+        self.assertTrue(all(shape == (1,) for _, shape in seen))
+
+    def test_bad_input(self) -> None:
+        model = tiny_causal_lm("gpt2")
+        layer = causal_lm_layers(model)[1]
+        with self.assertRaisesRegex(TypeError, "causal LM itself"):
+            LLMInformationBottleneckAttribution(
+                InformationBottleneckAttribution(lambda x: model(x).logits, layer),
+                self.tok,
+            )
+        with self.assertRaisesRegex(TypeError, "attr_method"):
+            LLMInformationBottleneckAttribution(object(), self.tok)
+        llm = LLMInformationBottleneckAttribution(
+            InformationBottleneckAttribution(model, layer), self.tok
+        )
+        with self.assertRaisesRegex(ValueError, "token_mask"):
+            llm.attribute(
+                TextTokenInput("a dog", self.tok), target="ran", token_mask=None
+            )
+
+
+class TestBatchedPrompts(BaseTest):
+    def setUp(self) -> None:
+        super().setUp()
+        self.tok = tiny_word_tokenizer()
+        self.prompts = ["the cat sat on the", "a dog", "big red"]
+        self.targets = ["mat", "ran in the park", "dog is very small"]
+
+    def test_batch(self) -> None:
+        b = prompt_target_batch(self.tok, ["a dog"], ["ran in"], padding_side="right")
+        ids = self.tok.convert_tokens_to_ids(["a", "dog", "ran", "in"])
+        self.assertEqual(b["input_ids"].tolist(), [ids])
+        self.assertEqual(b["labels"].tolist(), [[-100, -100, ids[2], ids[3]]])
+        with self.assertRaisesRegex(ValueError, "padding_side"):
+            prompt_target_batch(self.tok, ["a"], ["b"], padding_side="middle")
+        with self.assertRaisesRegex(ValueError, "equal length"):
+            prompt_target_batch(self.tok, ["a", "b"], ["c"])
+        with self.assertRaisesRegex(TypeError, "sequences"):
+            prompt_target_batch(self.tok, "a", "b")
+
+    def test_log_likelihood_is_padding_invariant(self) -> None:
+        for kind in KINDS:
+            model = tiny_causal_lm(kind)
+            wrapped = CausalLMLogLikelihood(model)
+            scores = []
+            for side in ("left", "right"):
+                b = prompt_target_batch(self.tok, self.prompts, self.targets, side)
+                scores.append(wrapped(**b))
+            alone = torch.cat(
+                [
+                    wrapped(**prompt_target_batch(self.tok, [p], [t]))
+                    for p, t in zip(self.prompts, self.targets)
+                ]
+            )
+            for s in scores:
+                assertTensorAlmostEqual(self, s, alone, 1e-4, "max")
+            self.assertTrue((alone < 0).all())
+
+    def test_iba_batch_invariant_left_and_right(self) -> None:
+        for kind in KINDS:
+            model = tiny_causal_lm(kind)
+            layer = causal_lm_layers(model)[1]
+            iba = InformationBottleneckAttribution(CausalLMLogLikelihood(model), layer)
+            alone = []
+            for p, t in zip(self.prompts, self.targets):
+                b = prompt_target_batch(self.tok, [p], [t])
+                alone.append(
+                    iba.attribute(
+                        b["input_ids"],
+                        additional_forward_args=(b["attention_mask"], b["labels"]),
+                        **FAST,
+                    )[0]
+                )
+            for side in ("left", "right"):
+                with self.subTest(kind=kind, side=side):
+                    b = prompt_target_batch(self.tok, self.prompts, self.targets, side)
+                    attr = iba.attribute(
+                        b["input_ids"],
+                        additional_forward_args=(b["attention_mask"], b["labels"]),
+                        **FAST,
+                    )
+                    self.assertEqual(iba.last_run[0]["objective"], "score")
+                    real = b["attention_mask"].bool()
+                    self.assertEqual(attr[~real].abs().sum().item(), 0.0)
+                    for i, ref in enumerate(alone):
+                        assertTensorAlmostEqual(
+                            self, attr[i][real[i]], ref, 1e-4, "max"
+                        )

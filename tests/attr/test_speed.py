@@ -1,0 +1,114 @@
+"""The exact cuts and the bfloat16 option of IBA (captum_iba.attr._speed)."""
+
+import pytest
+import torch
+from torch import nn
+
+from captum_iba import InformationBottleneckAttribution
+from captum_iba.attr._speed import ClsRowLayer, instances_per_chunk
+from tests.helpers import tiny_hf_model
+
+
+def _batch(vocab=60):
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, vocab, (3, 9), generator=g)
+    mask = torch.ones_like(ids)
+    mask[1, 6:] = 0
+    mask[2, 4:] = 0
+    return ids, mask
+
+
+def _attr(model, layer, **kw):
+    ids, mask = _batch()
+    iba = InformationBottleneckAttribution(model, layer, **kw)
+    out = iba.attribute(ids, target=[0, 1, 1], additional_forward_args=(mask,),
+                        steps=3, n_samples=4, seed=0)  # fmt: skip
+    run = iba.last_run[0]
+    return out, run["path"] + ("+cuts" if run["cuts"] else "")
+
+
+@pytest.mark.parametrize("kind", ["bert", "roberta"])
+def test_cls_row_layer_equals_the_full_layer_at_row_0(kind):
+    model = tiny_hf_model(kind)
+    layer = model.base_model.encoder.layer[-1]
+    assert ClsRowLayer.supports(layer)
+    h = torch.randn(2, 7, 16)
+    mask = torch.zeros(2, 1, 7, 7)
+    mask[1, :, :, 5:] = torch.finfo(torch.float32).min
+    with torch.no_grad():
+        full = layer(h, mask)
+        full = full[0] if isinstance(full, tuple) else full
+        cut = ClsRowLayer(layer)(h, mask)
+    torch.testing.assert_close(cut[:, 0], full[:, 0], rtol=1e-6, atol=1e-6)
+    assert torch.isnan(cut[:, 1:]).all()
+
+
+@pytest.mark.parametrize("kind", ["bert", "roberta", "distilbert"])
+def test_cuts_give_the_full_computation(kind):
+    model = tiny_hf_model(kind)
+    layer = model.base_model.transformer.layer[0] if kind == "distilbert" else (
+        model.base_model.encoder.layer[0]
+    )  # fmt: skip
+    cut, path = _attr(model, layer)
+    full, full_path = _attr(model, layer, cuts=False)
+    assert path == "stack+cuts" and full_path == "stack"
+    torch.testing.assert_close(cut, full, rtol=1e-5, atol=1e-5)
+
+
+class MeanPooledBert(nn.Module):
+    """A BERT whose head averages every row of the last layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = tiny_hf_model("bert")
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, ids, mask):
+        h = self.inner.bert(ids, mask).last_hidden_state
+        return self.head(h.mean(1))
+
+
+def test_cls_cut_refused_when_the_head_reads_other_rows():
+    model = MeanPooledBert().eval()
+    cut, path = _attr(model, model.inner.bert.encoder.layer[0])
+    full, _ = _attr(model, model.inner.bert.encoder.layer[0], cuts=False)
+    assert path == "stack"  # the NaN rows showed in the check: no cut
+    torch.testing.assert_close(cut, full)
+
+
+def test_model_left_as_found():
+    model = tiny_hf_model("bert")
+    model.classifier.weight.requires_grad_(False)
+    flags = [p.requires_grad for p in model.parameters()]
+    modules = list(model.modules())
+    attn = model.config._attn_implementation
+    _attr(model, model.bert.encoder.layer[0], precision="bf16")
+    with pytest.raises(ValueError):
+        InformationBottleneckAttribution(model, model.bert.encoder.layer[0]).attribute(
+            _batch()[0], target=5, additional_forward_args=(_batch()[1],)
+        )
+    assert [p.requires_grad for p in model.parameters()] == flags
+    assert list(model.modules()) == modules
+    assert model.config._attn_implementation == attn
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_bf16_is_float32_out_and_close():
+    model = tiny_hf_model("bert")
+    half, _ = _attr(model, model.bert.encoder.layer[0], precision="bf16")
+    full, _ = _attr(model, model.bert.encoder.layer[0])
+    assert half.dtype == torch.float32 and torch.isfinite(half).all()
+    assert not torch.equal(half, full)
+    torch.testing.assert_close(half, full, rtol=0.05, atol=0.05 * full.abs().max())
+    with pytest.raises(ValueError, match="precision"):
+        InformationBottleneckAttribution(model, model.bert.pooler, precision="fp16")
+
+
+def test_default_chunks_bounded_by_tokens():
+    def ids(length, device="cpu"):
+        return torch.empty(1, length, device=device)
+
+    assert instances_per_chunk(32, 10, ids(77)) == 10  # 10 x 10 x 77 <= 8192
+    assert instances_per_chunk(32, 10, ids(512)) == 1
+    assert instances_per_chunk(4, 10, ids(16)) == 4
+    assert instances_per_chunk(256, 10, ids(512, "meta")) == 51  # other devices

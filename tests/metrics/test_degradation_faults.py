@@ -1,0 +1,45 @@
+"""degradation_test refuses bad input, and a model with NaN weights, with a
+message naming the problem (P8, P10)."""
+
+import pytest
+import torch
+
+from captum_iba import degradation_test
+from tests.helpers import tiny_hf_model
+
+IDS = torch.randint(5, 50, (2, 6), generator=torch.Generator().manual_seed(0))
+SCORES = torch.rand(2, 6, generator=torch.Generator().manual_seed(1))
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return tiny_hf_model("bert")
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, says",
+    [
+        (dict(inputs=IDS[:, :0], attributions=SCORES[:, :0]), ValueError, "no token"),
+        (dict(levels=[float("inf")], level_unit="count"), ValueError, "integers"),
+        (dict(levels=[float("nan")], level_unit="count"), ValueError, "integers"),
+        (dict(removal=1000), ValueError, "vocabulary"),
+        (dict(removal=-3), ValueError, "vocabulary"),
+        (dict(attributions=SCORES.to(torch.complex64)), TypeError, "complex"),
+        (dict(max_examples_per_batch=2.5), ValueError, "max_examples_per_batch"),
+        (dict(attention_mask=torch.zeros_like(IDS)), ValueError, "all padding"),
+    ],
+)
+def test_bad_input_is_refused(model, kwargs, error, says):
+    call = dict(inputs=IDS, attributions=SCORES, target=0)
+    call.update(kwargs)
+    with pytest.raises(error, match=says):
+        degradation_test(model, **call)
+
+
+def test_nan_weights_are_not_all_nan_results():
+    model = tiny_hf_model("bert")
+    with torch.no_grad():
+        model.bert.encoder.layer[0].output.dense.weight[0, 0] = float("nan")
+    with pytest.raises(FloatingPointError, match="NaN or infinite logits"):
+        degradation_test(model, IDS, SCORES, target=0)
