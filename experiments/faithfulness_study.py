@@ -41,16 +41,16 @@ from captum_iba.app.data import HELDOUT_SPLIT, load_dataset, stratified_split
 from captum_iba.app.models import load_classifier
 from captum_iba.attr import encoder_layers
 from captum_iba.evaluation import encode, get_preset, make_scorers
-from captum_iba.evaluation.iba import IBAScorer
+from captum_iba.evaluation.iba import IBAFaithfulScorer, IBAScorer
 from captum_iba.metrics import degradation_test
 
 CORPORA = ("sst2", "imdb", "ag_news", "rte")
 MAX_LENGTH = {"sst2": 128, "imdb": 256, "ag_news": 128, "rte": 256}
 N = {  # instances per split (search, report)
-    "sst2": (200, 300),
-    "imdb": (100, 100),
-    "ag_news": (200, 300),
-    "rte": (200, 277),
+    "sst2": (100, 200),
+    "imdb": (30, 100),
+    "ag_news": (100, 200),
+    "rte": (60, 200),
 }
 BATCH = {"sst2": 16, "imdb": 4, "ag_news": 8, "rte": 8}
 #: The anchors, by registered name, with the fair preset's arguments.
@@ -65,6 +65,8 @@ ANCHORS = (
     "shapley",
     "AttnLRP",
 )
+#: The references of the paired differences.
+REFS = ("IG", "LIME", "LOO", "AttnLRP")
 BOOTSTRAP = 1000
 FAIR = get_preset("fair")
 
@@ -113,25 +115,51 @@ def encoded(corpus: str, split: str, tokenizer: Any) -> Dict[str, Any]:
 
 
 def iba_grid(n_layers: int) -> Dict[str, Dict[str, Any]]:
-    """The IBA candidates of the search (name -> IBAScorer arguments)."""
+    """The IBA candidates of the search (name -> scorer arguments): the paper's
+    configuration and ``iba-faithful`` after every layer but the last."""
     grid: Dict[str, Dict[str, Any]] = {}
-    for layer in range(n_layers):
+    for layer in range(n_layers - 1):
         grid[f"IBA l{layer}"] = {"layer": layer}
+        grid[f"iba-faithful l{layer}"] = {"layer": layer, "faithful": True}
     return grid
 
 
+def chosen_layers(out: Path, corpus: str) -> Dict[str, Dict[str, Any]]:
+    """The report's IBA runs: the paper's configuration at the old default
+    layer (index 3 of 6) and at the new one (4), and ``iba-faithful`` at the
+    layer with the best AOPC on the search split (cached results)."""
+    recs = load_records(out, corpus, "search")
+    faithful = {m: r for m, r in recs.items() if m.startswith("iba-faithful l")}
+    if not faithful:
+        raise SystemExit(f"{corpus}: run the search with --iba grid first")
+    best = max(faithful, key=lambda m: np.mean(faithful[m]["aopc"]))
+    layer = int(best.rsplit("l", 1)[1])
+    return {
+        "IBA l3 (old default)": {"layer": 3},
+        "IBA l4 (new default)": {"layer": 4},
+        f"iba-faithful (l{layer}, chosen)": {"layer": layer, "faithful": True},
+    }
+
+
 def build_scorer(
-    name: str, model: Any, tokenizer: Any, iba: Optional[Dict[str, Any]] = None
+    name: str,
+    model: Any,
+    tokenizer: Any,
+    iba: Optional[Dict[str, Any]] = None,
+    anchor_options: Optional[Dict[str, Any]] = None,
 ) -> Any:
-    """A registered anchor (fair preset), or an IBA candidate."""
+    """A registered anchor (fair preset, ``anchor_options`` overriding its
+    arguments), or an IBA candidate."""
     if iba is None:
-        return make_scorers(model, tokenizer, FAIR, methods=[name])[name]
+        options = {name: dict(anchor_options or {})}
+        return make_scorers(
+            model, tokenizer, FAIR, methods=[name], method_options=options
+        )[name]
     options = dict(iba)
     layer = options.pop("layer")
+    cls = IBAFaithfulScorer if options.pop("faithful", False) else IBAScorer
     module = encoder_layers(model)[layer] if isinstance(layer, int) else layer
-    return IBAScorer(
-        model, module, tokenizer=tokenizer, setting="fair", name=name, **options
-    )
+    return cls(model, module, tokenizer=tokenizer, setting="fair", name=name, **options)
 
 
 def score(scorer: Any, enc: Dict[str, Any], batch_size: int) -> Tuple[Tensor, list]:
@@ -234,23 +262,50 @@ def fmt(stat: Tuple[float, float, float], signed: bool = False) -> str:
     return f"{stat[0]:{sign}.3f} [{stat[1]:{sign}.3f}, {stat[2]:{sign}.3f}]"
 
 
-def table(records: Dict[str, Dict[str, Any]], refs: Sequence[str]) -> str:
-    """Markdown: every method's metrics and paired differences to ``refs``."""
+def table(records: Dict[str, Dict[str, Any]]) -> str:
+    """Markdown: every method's metrics (means, 95 % bootstrap intervals)."""
     cols = ["drop11", "aopc", "comprehensiveness", "sufficiency"]
-    head = "| method | n | " + " | ".join(cols) + " | CPU-s | "
-    head += " | ".join(f"d AOPC vs {r}" for r in refs if r in records) + " |"
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    order = sorted(records, key=lambda m: np.mean(records[m]["aopc"]))
-    for m in order:
+    head = "| method | n | " + " | ".join(cols) + " | CPU-s |"
+    lines = [head, "|" + "---|" * (len(cols) + 3)]
+    for m in sorted(records, key=lambda m: np.mean(records[m]["aopc"])):
         r = records[m]
         cells = [fmt(bootstrap(np.array(r[c]))) for c in cols]
         cells.append(f"{np.mean(r['cpu_seconds']):.3f}")
-        for ref in refs:
-            if ref in records:
-                diff = np.array(r["aopc"]) - np.array(records[ref]["aopc"])
-                cells.append(fmt(bootstrap(diff), signed=True))
         lines.append(f"| {m} | {len(r['aopc'])} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def paired_table(
+    records: Dict[str, Dict[str, Any]], methods: Sequence[str], refs: Sequence[str]
+) -> str:
+    """Markdown: paired differences (method minus reference) of drop@11 % and
+    AOPC, with 95 % bootstrap intervals over the same resampled instances."""
+    refs = [r for r in refs if r in records]
+    head = "| method | reference | d drop11 | d AOPC |"
+    lines = [head, "|---|---|---|---|"]
+    for m in methods:
+        for ref in refs:
+            if m == ref or m not in records:
+                continue
+            diffs = [
+                np.array(records[m][k]) - np.array(records[ref][k])
+                for k in ("drop11", "aopc")
+            ]
+            cells = [fmt(bootstrap(d), signed=True) for d in diffs]
+            lines.append(f"| {m} | {ref} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(records: Dict[str, Dict[str, Any]], title: str, path: Path) -> None:
+    """The cost-faithfulness picture of one corpus (AOPC against CPU-seconds)."""
+    from captum_iba.visualization import plot_cost_faithfulness
+
+    points = {}
+    for m, r in records.items():
+        mean, low, high = bootstrap(np.array(r["aopc"]))
+        points[m] = (float(np.mean(r["cpu_seconds"])), mean, (low, high))
+    iba = [m for m in records if m.lower().startswith("iba")]
+    plot_cost_faithfulness(points, highlight=iba, title=title, save_path=path)
 
 
 def load_records(out: Path, corpus: str, split: str) -> Dict[str, Dict[str, Any]]:
@@ -272,8 +327,17 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("phase", choices=["search", "report", "tables"])
     parser.add_argument("--corpora", default=",".join(CORPORA))
     parser.add_argument("--methods", default="", help="anchors, comma-separated")
-    parser.add_argument("--iba", default="", help="'grid' or a JSON file of configs")
-    parser.add_argument("--model-dir", default="/work/models")
+    parser.add_argument(
+        "--iba",
+        default="",
+        help="'grid' (search), 'chosen' (report: the layers chosen on the "
+        "search) or a JSON file of configs",
+    )
+    parser.add_argument(
+        "--model-dir",
+        help="folder of one model folder per corpus (default: the cached "
+        "get_finetuned_model(corpus), fine-tuned on first use)",
+    )
     parser.add_argument("--out", default="results/faithfulness")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
@@ -286,19 +350,35 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             for sp in ("search", "report"):
                 recs = load_records(out, corpus, sp)
                 if recs:
-                    md = table(recs, ("IG", "LIME", "LOO", "AttnLRP"))
+                    iba = sorted(m for m in recs if m.lower().startswith("iba"))
+                    md = table(recs) + "\n\n" + paired_table(recs, iba, REFS)
                     (out / corpus / f"{sp}.md").write_text(md + "\n")
+                    title = f"{corpus} ({sp} split, n={len(recs['IG']['aopc'])})"
+                    plot(recs, title, out / corpus / f"{sp}.png")
                     print(f"\n## {corpus} / {sp}\n\n{md}")
             continue
-        model, tok = load_classifier(Path(args.model_dir) / corpus)
+        model, tok = load_classifier(_model_path(args.model_dir, corpus))
         enc = encoded(corpus, split, tok)
         for name in [m for m in args.methods.split(",") if m]:
             rec = run_method(corpus, split, name, out, model, tok, enc)
             print(_line(rec), flush=True)
-        configs = _iba_configs(args.iba, len(encoder_layers(model)))
+        n_layers = len(encoder_layers(model))
+        configs = (
+            chosen_layers(out, corpus)
+            if args.iba == "chosen"
+            else _iba_configs(args.iba, n_layers)
+        )
         for name, config in configs.items():
             rec = run_method(corpus, split, name, out, model, tok, enc, config)
             print(_line(rec), flush=True)
+
+
+def _model_path(model_dir: Optional[str], corpus: str) -> Path:
+    if model_dir is not None:
+        return Path(model_dir) / corpus
+    from captum_iba.app.finetune import get_finetuned_model
+
+    return get_finetuned_model(corpus)
 
 
 def _iba_configs(spec: str, n_layers: int) -> Dict[str, Dict[str, Any]]:

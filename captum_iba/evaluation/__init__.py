@@ -31,7 +31,7 @@ from captum_iba.evaluation.scorers import (
 
 from captum_iba.evaluation.ig import IntegratedGradientsScorer  # isort: skip
 from captum_iba.evaluation.lime import CaptumLimeScorer, LimeTextScorer  # isort: skip
-from captum_iba.evaluation.iba import IBAScorer  # isort: skip
+from captum_iba.evaluation.iba import IBAFaithfulScorer, IBAScorer  # isort: skip
 from captum_iba.evaluation.loo import LeaveOneOutScorer  # isort: skip
 from captum_iba.evaluation.captum_methods import (  # isort: skip
     CaptumScorer,
@@ -88,6 +88,7 @@ __all__ = [
     "SETTINGS",
     "CaptumLimeScorer",
     "CorpusLike",
+    "IBAFaithfulScorer",
     "IBAScorer",
     "IntegratedGradientsScorer",
     "LimeTextScorer",

@@ -39,6 +39,7 @@ from captum.attr import (
 )
 from torch import Tensor, nn
 
+from captum_iba._utils.common import instance_seed
 from captum_iba.evaluation.ig import embedding_block
 from captum_iba.evaluation.scorers import TokenScorer, register_scorer
 
@@ -76,9 +77,11 @@ class CaptumScorer(TokenScorer):
         attribute_options (Mapping, optional): More arguments of the method's
             ``attribute`` (e.g. ``n_samples``, ``perturbations_per_eval``).
         seed (int, optional): Seeds torch's generator for every instance of a
-            perturbation method (sampling methods draw from it), inside
-            ``torch.random.fork_rng``, so the caller's random state is left
-            as it was. Default 0; None leaves the generator alone.
+            perturbation method (sampling methods draw from it) with
+            :func:`~captum_iba._utils.common.instance_seed` of the seed and
+            the instance's tokens (so a score does not depend on the batch),
+            inside ``torch.random.fork_rng``: the caller's random state is
+            left as it was. Default 0; None leaves the generator alone.
         **kwargs: See :class:`TokenScorer`.
     """
 
@@ -186,7 +189,8 @@ class CaptumScorer(TokenScorer):
                 continue
             with torch.random.fork_rng(devices=[]):
                 if self.seed is not None:
-                    torch.manual_seed(self.seed)
+                    real = ids[b][mask[b].bool()]
+                    torch.manual_seed(instance_seed(self.seed, real))
                 out[b] = self._instance(method, ids, mask, tt, target, removable, b)
         return out
 
