@@ -244,6 +244,10 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
     )
 
 
+#: What the corpus engine leaves in ``--out`` (the merge, its settings, the
+#: per-rank shards a re-run resumes from).
+ENGINE_FILES = ["attributions.jsonl", "settings.json", "shards"]
+
 #: Options that do not change any number of a corpus run (left out of the
 #: settings a re-run is compared with).
 _RUN_ONLY = ("out", "data_dir", "device", "command")
@@ -336,7 +340,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     stem = f"{args.dataset}_{args.setting}"
     table, written = _write_degradation(out, stem, merged.results, curves=True)
     n = len(merged.rows) // len(args.methods)
-    write_marker(out, MARKER, files=written, command="evaluate", n=n)
+    files = ENGINE_FILES + written
+    write_marker(out, MARKER, files=files, command="evaluate", n=n)
     accuracy = next(iter(merged.results.values())).original_accuracy
     print(f"{args.dataset} (n={n}), setting={args.setting}")
     print(table.to_markdown())
@@ -356,7 +361,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     if merged is None:
         return 0
     out = Path(args.out)
-    written = ["attributions.jsonl", "settings.json"]
+    written = list(ENGINE_FILES)
     if merged.results:
         table, files = _write_degradation(
             out, "degradation", merged.results, curves=False

@@ -420,7 +420,7 @@ class DegradationResult:
         """
         if not records:
             raise ValueError("no instance record given")
-        data: Dict[str, Any] = {"levels": list(levels)}
+        data: Dict[str, Any] = {"format": _FORMAT, "levels": list(levels)}
         data["settings"] = dict(settings or {}, num_instances=len(records))
         for name in cls._FLOAT_FIELDS + cls._LONG_FIELDS:
             present = records[0].get(name) is not None
