@@ -296,6 +296,20 @@ def paired_table(
     return "\n".join(lines)
 
 
+def to_rst(markdown: str, title: str) -> str:
+    """A markdown table as an RST ``list-table`` (for ``docs/``)."""
+    rows = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in markdown.splitlines()
+        if line.startswith("|") and not line.startswith("|---")
+    ]
+    out = [f".. list-table:: {title}", "   :header-rows: 1", ""]
+    for row in rows:
+        out.append("   * - " + row[0])
+        out += [f"     - {cell}" for cell in row[1:]]
+    return "\n".join(out) + "\n"
+
+
 def plot(records: Dict[str, Dict[str, Any]], title: str, path: Path) -> None:
     """The cost-faithfulness picture of one corpus (AOPC against CPU-seconds)."""
     from captum_iba.visualization import plot_cost_faithfulness
@@ -330,8 +344,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument(
         "--iba",
         default="",
-        help="'grid' (search), 'chosen' (report: the layers chosen on the "
-        "search) or a JSON file of configs",
+        help="'grid' (search), 'faithful-grid' (search, iba-faithful only), "
+        "'chosen' (report: the layers chosen on the search) or a JSON file",
     )
     parser.add_argument(
         "--model-dir",
@@ -340,6 +354,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     )
     parser.add_argument("--out", default="results/faithfulness")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--docs", help="tables: also write the docs' files here")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     out = Path(args.out)
@@ -356,6 +371,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                     title = f"{corpus} ({sp} split, n={len(recs['IG']['aopc'])})"
                     plot(recs, title, out / corpus / f"{sp}.png")
                     print(f"\n## {corpus} / {sp}\n\n{md}")
+                    if args.docs and sp == "report":
+                        _write_docs(Path(args.docs), corpus, recs, iba, title, out)
             continue
         model, tok = load_classifier(_model_path(args.model_dir, corpus))
         enc = encoded(corpus, split, tok)
@@ -373,6 +390,20 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             print(_line(rec), flush=True)
 
 
+def _write_docs(
+    docs: Path, corpus: str, recs: Dict, iba: List[str], title: str, out: Path
+) -> None:
+    """The report split's tables (RST) and plot, for docs/faithfulness.rst."""
+    import shutil
+
+    (docs / "_generated").mkdir(exist_ok=True)
+    rst = to_rst(table(recs), f"{title}: means [95 % CI]")
+    rst += "\n" + to_rst(paired_table(recs, iba, REFS), "Paired differences")
+    (docs / "_generated" / f"faithfulness_{corpus}.rst").write_text(rst)
+    png = docs / "_static" / f"tradeoff_{corpus}.png"
+    shutil.copy(out / corpus / "report.png", png)
+
+
 def _model_path(model_dir: Optional[str], corpus: str) -> Path:
     if model_dir is not None:
         return Path(model_dir) / corpus
@@ -386,6 +417,8 @@ def _iba_configs(spec: str, n_layers: int) -> Dict[str, Dict[str, Any]]:
         return {}
     if spec == "grid":
         return iba_grid(n_layers)
+    if spec == "faithful-grid":  # only iba-faithful's layers (a cheaper search)
+        return {k: v for k, v in iba_grid(n_layers).items() if v.get("faithful")}
     return json.loads(Path(spec).read_text())
 
 
