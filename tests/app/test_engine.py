@@ -152,7 +152,7 @@ class _Data:
         return len(self.texts)
 
 
-def test_units_are_fixed_and_dealt_round_robin():
+def test_units_are_fixed_and_dealt_in_a_snake():
     data = _Data([s * (i % 5 + 1) for i, s in enumerate("abcdefghijk")])
     units = work_units(data, 3)
     assert [len(u) for u in units] == [3, 3, 3, 2]
@@ -162,6 +162,9 @@ def test_units_are_fixed_and_dealt_round_robin():
     for world in (1, 2, 3, 4):
         dealt = [u for r in range(world) for u in rank_units(len(units), r, world)]
         assert sorted(dealt) == list(range(len(units)))
+    # 0 1 | 2 1 ... : each rank gets one of every pair of neighbours
+    assert [list(rank_units(8, r, 2)) for r in (0, 1)] == [[0, 3, 4, 7], [1, 2, 5, 6]]
+    assert [list(rank_units(7, r, 3)) for r in (0, 1, 2)] == [[0, 5, 6], [1, 4], [2, 3]]
     with pytest.raises(ValueError, match="batch_size"):
         work_units(data, 0)
 
