@@ -49,7 +49,7 @@ MAX_LENGTH = {"sst2": 128, "imdb": 256, "ag_news": 128, "rte": 256}
 N = {  # instances per split (search, report)
     "sst2": (100, 200),
     "imdb": (30, 100),
-    "ag_news": (100, 200),
+    "ag_news": (60, 200),
     "rte": (60, 200),
 }
 BATCH = {"sst2": 16, "imdb": 4, "ag_news": 8, "rte": 8}
