@@ -57,6 +57,13 @@ def _expand_mask(token_mask: Tensor, x: Tensor) -> Tensor:
     return token_mask.to(x.dtype).reshape(token_mask.shape + (1,) * (x.dim() - 2))
 
 
+def _check_mean_source(source: Optional[Tensor], x: Tensor, needs: str) -> None:
+    """A prior's per-element mean must be a tensor of the layer output's shape."""
+    if source is None or source.shape != x.shape:
+        got = None if source is None else tuple(source.shape)
+        raise ValueError(f"{needs}; got {got}.")
+
+
 class NoisePrior(abc.ABC):
     """Base class of the noise priors.
 
@@ -164,13 +171,13 @@ class ReferencePrior(NoisePrior):
     def statistics(
         self, x: Tensor, layer_input: Optional[Tensor], token_mask: Tensor
     ) -> Tuple[Tensor, Tensor]:
-        if layer_input is None or layer_input.shape != x.shape:
-            got = None if layer_input is None else tuple(layer_input.shape)
-            raise ValueError(
-                "The 'reference' prior uses the layer's input as the noise mean, so "
-                "the layer must take a hidden-state tensor of its output's shape "
-                f"{tuple(x.shape)} as its first argument; got {got}."
-            )
+        _check_mean_source(
+            layer_input,
+            x,
+            "The 'reference' prior uses the layer's input as the noise mean, so "
+            "the layer must take a hidden-state tensor of its output's shape "
+            f"{tuple(x.shape)} as its first argument",
+        )
         std = torch.full((1,) * x.dim(), self.variance**0.5, device=x.device)
         return layer_input.to(x.dtype), std
 
@@ -209,14 +216,13 @@ class BaselinePrior(NoisePrior):
         token_mask: Tensor,
         baseline: Optional[Tensor] = None,
     ) -> Tuple[Tensor, Tensor]:
-        if baseline is None or baseline.shape != x.shape:
-            got = None if baseline is None else tuple(baseline.shape)
-            raise ValueError(
-                "prior='baseline' takes its mean from the layer's output on "
-                "`baselines`: pass baselines= (inputs of the same shape) to "
-                f"attribute; the layer output has shape {tuple(x.shape)}, the "
-                f"baseline's is {got}."
-            )
+        _check_mean_source(
+            baseline,
+            x,
+            "prior='baseline' takes its mean from the layer's output on "
+            "`baselines`: pass baselines= (inputs of the same shape) to "
+            f"attribute; the layer output has shape {tuple(x.shape)}",
+        )
         return baseline.to(x.dtype), self._paper.statistics(x, None, token_mask)[1]
 
     def __repr__(self) -> str:
