@@ -44,7 +44,7 @@ templates_path: list = []
 html_static_path: list = ["_static"]
 html_theme = "alabaster"
 html_theme_options = {"description": "Information Bottleneck Attribution for Captum"}
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "_generated", "Thumbs.db", ".DS_Store"]
 
 # ---------------------------------------------------------------------------
 # Docstrings write shapes the Python way, "(B, L, *features)". In reST a lone

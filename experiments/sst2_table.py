@@ -28,7 +28,7 @@ from captum_iba import (
 from captum_iba.app.data import load_dataset
 from captum_iba.app.finetune import get_finetuned_model
 from captum_iba.app.models import load_classifier
-from captum_iba.attr import default_layer_index
+from captum_iba.attr import paper_layer_index
 from captum_iba.evaluation import (
     FAIR_TEST_SETTINGS,
     PAPER_TEST_SETTINGS,
@@ -59,7 +59,7 @@ def main() -> None:
     enc = encode(tok, data.texts, max_length=128)
     ids, mask = enc["input_ids"], enc["attention_mask"]
     labels = torch.tensor(data.labels)
-    index = default_layer_index(model)
+    index = paper_layer_index(model)
     layer = encoder_layers(model)[index]
     train = load_dataset("sst2", "train", max_examples=1000)
 

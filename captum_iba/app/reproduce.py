@@ -46,9 +46,9 @@ from captum_iba.app.finetune import REPRODUCE_OVERRIDES, get_finetuned_model
 from captum_iba.app.models import load_classifier
 from captum_iba.attr import (
     InformationBottleneckAttribution,
-    default_layer_index,
     encoder_layers,
     layer_token_map,
+    paper_layer_index,
 )
 from captum_iba.evaluation import SETTINGS, encode, evaluate_corpus
 from captum_iba.metrics import compare
@@ -148,7 +148,7 @@ def paper_layer(model: Any, corpus: str) -> int:
     """Layer 9 of 12 (RTE: 10 of 12), scaled to the model's depth."""
     if corpus == "rte":
         return max(0, int(10 / 12 * len(encoder_layers(model))) - 1)
-    return default_layer_index(model)
+    return paper_layer_index(model)
 
 
 def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> None:
@@ -312,7 +312,7 @@ def run_examples(args: argparse.Namespace, out: Path) -> None:
         title="IBA per layer (rows) and token (SST-2 model)",
         save_path=out / "fig3_layers_tokens.png",
     )
-    iba = InformationBottleneckAttribution(model, layers[default_layer_index(model)])
+    iba = InformationBottleneckAttribution(model, layers[paper_layer_index(model)])
     by_beta = torch.stack(
         [
             iba.attribute(

@@ -5,7 +5,8 @@
 * :mod:`~captum_iba.attr.priors` - where the noise statistics come from, and
   the one list of prior names;
 * :mod:`~captum_iba.attr.iba` - :class:`InformationBottleneckAttribution`,
-  the Captum layer method, with its options validated once
+  the Captum layer method;
+* :mod:`~captum_iba.attr.options` - its options, validated once
   (:class:`IBAOptions`);
 * :mod:`~captum_iba.attr.objectives` - the task loss, following the output
   (cross-entropy of logits, probabilities, scores, log-probabilities);
@@ -16,13 +17,14 @@
 """
 
 from captum_iba.attr.bottleneck import NATS_PER_BIT
-from captum_iba.attr.iba import IBAOptions, InformationBottleneckAttribution
+from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.llm import (
     CausalLMLogLikelihood,
     LLMInformationBottleneckAttribution,
     prompt_target_batch,
 )
 from captum_iba.attr.objectives import OBJECTIVE_NAMES, resolve_objective
+from captum_iba.attr.options import IBAOptions
 from captum_iba.attr.priors import (
     PRIOR_NAMES,
     DatasetPrior,
@@ -35,6 +37,7 @@ from captum_iba.attr.text import (
     default_layer_index,
     encoder_layers,
     layer_token_map,
+    paper_layer_index,
     resolve_layer,
     token_attributions,
 )
@@ -52,6 +55,7 @@ __all__ = [
     "PaperPrior",
     "ReferencePrior",
     "default_layer_index",
+    "paper_layer_index",
     "encoder_layers",
     "layer_token_map",
     "resolve_layer",

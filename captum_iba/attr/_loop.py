@@ -1,6 +1,7 @@
 """The per-instance optimisation of one bottleneck, batched (Section 3, Eq. 5).
 
-:func:`optimise` runs Adam on ``alpha`` for every instance of a batch at once:
+:func:`optimise` runs Adam (or :func:`normalized_step`) on ``alpha`` for
+every instance of a batch at once:
 each instance has its own ``alpha``, its own loss term and its own noise
 generator, so that its result does not depend on the rest of the batch. The
 forward pass itself is given as a function: the caller decides how the
@@ -109,6 +110,16 @@ def task_loss(
     return objective.loss(output, rows_target).reshape(batch, n).mean(1)
 
 
+def normalized_step(alpha: Tensor, grad: Tensor, lr: float) -> None:
+    r"""One step of normalised gradient descent, per instance, in place:
+    :math:`\alpha \leftarrow \alpha - \eta\, g / \max_j |g_j|`, the maximum
+    taken over the instance's elements (so every instance moves by at most
+    ``lr`` per element and step, whatever the scale of its loss)."""
+    scale = grad.abs().reshape(grad.shape[0], -1).amax(dim=1).clamp_min(1e-30)
+    with torch.no_grad():
+        alpha -= lr * grad / scale.reshape((-1,) + (1,) * (grad.dim() - 1))
+
+
 def optimise(
     layer: Layer,
     forward: Callable[[Tensor], Tensor],
@@ -117,7 +128,7 @@ def optimise(
     seed: int,
     out_dtype: torch.dtype,
 ) -> Tuple[Tensor, Dict[str, Any]]:
-    """Optimise ``alpha`` per instance and return the final capacity.
+    r"""Optimise ``alpha`` per instance and return the final capacity.
 
     Args:
         layer (Layer): The layer output, the prior's statistics and the mask.
@@ -131,8 +142,10 @@ def optimise(
         out_dtype (torch.dtype): The layer's own dtype (``T`` is cast to it).
 
     Returns:
-        (capacity, info): The capacity per element (nats, zero at padding) and
-        the diagnostics (beta, final task loss and mean capacity).
+        (attribution, info): Per element, zero at padding: the final capacity
+        in nats (``options.readout == "capacity"``) or the signal weight
+        :math:`\lambda` averaged over the steps (``"mask_mean"``); and the
+        diagnostics (beta, final task loss and mean capacity).
     """
     x, n = layer.x, options.n_samples
     batch = x.shape[0]
@@ -140,7 +153,9 @@ def optimise(
     rows_target = row_targets(task.targets, n)
     gens = generators(seed, batch, x.device)
     alpha = torch.full_like(x, options.init_alpha, requires_grad=True)
-    optimizer = torch.optim.Adam([alpha], lr=options.lr)
+    adam = options.optimizer == "adam"
+    optimizer = torch.optim.Adam([alpha], lr=options.lr) if adam else None
+    mask_sum = torch.zeros_like(x)
     beta: Any = options.beta
     loss_task = cap_mean = torch.zeros(batch)
     # Constant over the steps: X, the prior and the mask per noise copy.
@@ -162,11 +177,18 @@ def optimise(
         loss = ib.information_bottleneck_loss(loss_task, cap_mean, beta)
         _check_finite(loss, step)
         (grad,) = torch.autograd.grad(loss.sum(), alpha)
-        optimizer.zero_grad(set_to_none=True)
-        alpha.grad = grad
-        optimizer.step()
+        if optimizer is None:
+            normalized_step(alpha, grad, options.lr)
+        else:
+            optimizer.zero_grad(set_to_none=True)
+            alpha.grad = grad
+            optimizer.step()
+        mask_sum += ib.bottleneck_lambda(alpha.detach())
     with torch.no_grad():
-        attr = layer.capacity(alpha)
+        if options.readout == "capacity":
+            attr = layer.capacity(alpha)
+        else:
+            attr = mask_sum / options.steps * layer.mask_f
     info = {
         "beta": beta.detach().cpu() if isinstance(beta, Tensor) else beta,
         "task_loss": loss_task.detach().cpu(),

@@ -1,6 +1,6 @@
 """Checks of ``attribute``'s numbers and token inputs that name the argument.
 
-Kept apart from :class:`~captum_iba.attr.iba.IBAOptions` so that they can be
+Kept apart from :class:`~captum_iba.attr.options.IBAOptions` so that they can be
 read (and merged) on their own: each function raises a ``ValueError`` or
 ``TypeError`` naming the argument and the valid range, before any forward
 pass (issue #11, P9).

@@ -3,21 +3,19 @@
 The mathematics is in :mod:`captum_iba.attr.bottleneck`, the noise priors in
 :mod:`captum_iba.attr.priors`, the batched optimisation loop in
 :mod:`captum_iba.attr._loop` and the hooks that read and replace a layer's
-output in :mod:`captum_iba._utils.hooks`. This module validates the options
-once (:class:`IBAOptions`), splits the batch into chunks and follows Captum's
-conventions for arguments and return values.
+output in :mod:`captum_iba._utils.hooks`, the options in
+:mod:`captum_iba.attr.options`. This module splits the batch into chunks and
+follows Captum's conventions for arguments and return values.
 """
 
-import numbers
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import (
     Any,
     Callable,
     Dict,
     FrozenSet,
     List,
-    Literal,
     Optional,
     Tuple,
     Union,
@@ -51,79 +49,11 @@ from captum_iba.attr._inputs import (
     slice_rows,
 )
 from captum_iba.attr._validate import check_numbers, check_token_inputs
-from captum_iba.attr.objectives import Objective, ObjectiveLike, resolve_objective
-from captum_iba.attr.priors import NoisePrior, PaperPrior, PriorLike, resolve_prior
-
-BetaType = Union[float, Literal["auto"]]
+from captum_iba.attr.objectives import Objective, ObjectiveLike
+from captum_iba.attr.options import BetaType, IBAOptions
+from captum_iba.attr.priors import PriorLike
 
 __all__ = ["IBAOptions", "InformationBottleneckAttribution"]
-
-
-def _check_int(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}.")
-
-
-@dataclass(frozen=True)
-class IBAOptions:
-    """The options of one IBA run, validated once when built.
-
-    See :meth:`InformationBottleneckAttribution.attribute` for their meaning.
-    ``prior`` may be given as a name; it is resolved to a
-    :class:`~captum_iba.attr.priors.NoisePrior` here.
-    """
-
-    beta: BetaType = 1e-5
-    steps: int = 10
-    n_samples: int = 10
-    lr: float = 1.0
-    init_alpha: float = 5.0
-    prior: NoisePrior = field(default_factory=PaperPrior)
-    seed: Optional[int] = None
-    internal_batch_size: Optional[int] = None
-    objective: Objective = field(default_factory=lambda: resolve_objective("auto"))
-    attribute_to_layer_input: bool = False
-
-    def __post_init__(self) -> None:
-        _check_int("steps", self.steps)
-        _check_int("n_samples", self.n_samples)
-        beta_ok = self.beta == "auto" or (
-            isinstance(self.beta, numbers.Real)
-            and not isinstance(self.beta, bool)
-            and self.beta >= 0
-        )
-        if not beta_ok:
-            raise ValueError(f"beta must be a float >= 0 or 'auto', got {self.beta!r}.")
-        if not (isinstance(self.lr, numbers.Real) and self.lr > 0):
-            raise ValueError(f"lr must be > 0, got {self.lr!r}.")
-        if not isinstance(self.init_alpha, numbers.Real):
-            raise ValueError(f"init_alpha must be a number, got {self.init_alpha!r}.")
-        object.__setattr__(self, "init_alpha", float(self.init_alpha))
-        object.__setattr__(self, "prior", resolve_prior(self.prior))
-        object.__setattr__(self, "objective", resolve_objective(self.objective))
-        if self.attribute_to_layer_input and self.prior.needs_layer_input:
-            raise ValueError(
-                f"prior={self.prior.name!r} takes its mean from the layer's input, "
-                "so it cannot bottleneck that input: use attribute_to_layer_input="
-                "False or another prior."
-            )
-        ibs = self.internal_batch_size
-        if ibs is not None:
-            _check_int("internal_batch_size", ibs)
-        if ibs is not None and ibs < self.n_samples:
-            warnings.warn(
-                f"internal_batch_size ({ibs}) is below n_samples ({self.n_samples}): "
-                "one instance's noise copies run together, so it is raised to "
-                f"{self.n_samples}.",
-                stacklevel=5,
-            )
-            object.__setattr__(self, "internal_batch_size", self.n_samples)
-
-    def instances_per_chunk(self, batch: int) -> int:
-        """How many instances go through one forward pass together."""
-        if self.internal_batch_size is None:
-            return batch
-        return max(1, self.internal_batch_size // self.n_samples)
 
 
 class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
@@ -241,6 +171,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         internal_batch_size: Optional[int] = None,
         attribute_to_layer_input: bool = False,
         show_progress: bool = False,
+        baselines: Union[None, Tensor, Tuple[Tensor, ...]] = None,
+        optimizer: str = "adam",
+        readout: str = "capacity",
     ) -> Union[Tensor, Tuple[Tensor, ...], List[Union[Tensor, Tuple[Tensor, ...]]]]:
         r"""Optimise one bottleneck per instance and return its capacity.
 
@@ -271,8 +204,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 (:math:`\lambda = \sigma(5) = 0.993`). Default: 5.
             prior (str or NoisePrior, optional): ``"paper"`` (statistics of the
                 instance's own layer output), ``"reference"`` (the released
-                code's prior) or a fitted :class:`~captum_iba.DatasetPrior`.
-                Default: ``"paper"``.
+                code's prior), ``"baseline"`` (the layer's output on
+                ``baselines``; a deletion-like prior, not in the paper) or a
+                fitted :class:`~captum_iba.DatasetPrior`. Default: ``"paper"``.
             objective (str or Callable, optional): The task loss
                 (:mod:`captum_iba.attr.objectives`): ``"auto"`` (the
                 cross-entropy of ``(B, C > 1)`` logits as in the paper,
@@ -303,16 +237,28 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 through hooks). Default: False.
             show_progress (bool, optional): Show a tqdm progress bar over
                 instance chunks. Default: False.
+            baselines (Tensor or tuple[Tensor, ...], optional): Inputs of the
+                shape of ``inputs`` whose layer output is the noise mean of
+                ``prior="baseline"`` (e.g. the token ids with the removable
+                tokens replaced by [PAD]). Only that prior uses them.
+            optimizer (str, optional): ``"adam"`` (the paper) or
+                ``"normalized_gd"`` (gradient descent with each instance's
+                gradient divided by its largest absolute element, step ``lr``).
+                Default: ``"adam"``.
+            readout (str, optional): ``"capacity"`` (the paper: the final
+                capacity in nats) or ``"mask_mean"`` (the signal weight
+                :math:`\lambda` averaged over the steps, in (0, 1)).
+                Default: ``"capacity"``.
 
         Returns:
-            Tensor, tuple or list: The capacity per element of the layer output
-            (or input), shape (B, L, H) for a transformer layer, in nats, zero
-            at padding. A layer returning a tuple with several batch tensors
-            gets one bottleneck per tensor, optimised one after the other with
-            the others passing unchanged, and a tuple of attributions (as
-            Captum's layer methods return one per output tensor); a list when
-            ``layer`` is a list. Reduce to tokens with ``attr.sum(-1)`` or
-            :func:`captum_iba.token_attributions`.
+            Tensor, tuple or list: The capacity (or ``readout``) per element of
+            the layer output (or input), shape (B, L, H) for a transformer
+            layer, in nats, zero at padding. A layer returning a tuple with
+            several batch tensors gets one bottleneck per tensor, optimised
+            one after the other with the others passing unchanged, and a
+            tuple of attributions (as Captum's layer methods return one per
+            output tensor); a list when ``layer`` is a list. Reduce to tokens
+            with ``attr.sum(-1)`` or :func:`captum_iba.token_attributions`.
         """
         inputs_t = _format_tensor_into_tuples(inputs)
         extra = _format_additional_forward_args(additional_forward_args) or ()
@@ -330,7 +276,10 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             internal_batch_size=internal_batch_size,
             objective=objective,
             attribute_to_layer_input=attribute_to_layer_input,
+            optimizer=optimizer,
+            readout=readout,
         )
+        base_t = self._baselines(baselines, inputs_t, options)
         target_t = format_target(target, batch)
         token_mask, mask_explicit = self._token_mask(token_mask, inputs_t, extra)
         check_token_mask(token_mask, batch)
@@ -355,6 +304,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 chunks.append(
                     self._attribute_chunk(
                         tuple(t[rows] for t in inputs_t),
+                        None if base_t is None else tuple(t[rows] for t in base_t),
                         slice_rows(extra, rows, batch, self.unbatched_args),
                         None if target_t is None else target_t[rows],
                         None if token_mask is None else token_mask[rows],
@@ -387,6 +337,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
     def _attribute_chunk(
         self,
         inputs: Tuple[Tensor, ...],
+        baselines: Optional[Tuple[Tensor, ...]],
         extra: Tuple[Any, ...],
         target: Optional[Tensor],
         token_mask: Optional[Tensor],
@@ -395,6 +346,10 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         options = run.options
         with torch.no_grad(), recorded(self._layers) as records:
             clean = logits_of(_run_forward(self.forward_func, inputs, None, extra))
+        base_records = None
+        if baselines is not None:
+            with torch.no_grad(), recorded(self._layers) as base_records:
+                _run_forward(self.forward_func, baselines, None, extra)
         if run.objective is None:  # "auto" resolved once, on the first chunk
             run.objective = options.objective.for_output(clean)
         task = _loop.Task(run.objective, run.objective.targets(target, clean))
@@ -409,9 +364,13 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             record = records[layer]
             on_input = options.attribute_to_layer_input
             for site in sites.sites_of(self.forward_func, layer, record, on_input):
+                base = None
+                if base_records is not None:
+                    base = sites.read_site(site, base_records[layer], None)[0]
                 attr, info = self._attribute_site(
-                    site, record, (clean, inputs, extra, rows), token_mask, task, run
-                )
+                    site, record, (clean, inputs, extra, rows), token_mask, task, run,
+                    base,
+                )  # fmt: skip
                 attrs.append(attr)
                 infos.append(info)
             info = dict(infos[0], objective=run.objective.name)
@@ -429,6 +388,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         token_mask: Optional[Tensor],
         task: "_loop.Task",
         run: "_Run",
+        baseline: Optional[Tensor] = None,
     ) -> Tuple[Tensor, Dict[str, Any]]:
         """Optimise the bottleneck at one site (a tensor of the layer's output,
         or its input)."""
@@ -437,7 +397,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         mask = sites.site_mask(token_mask, x, run.mask_explicit)
         x_f = x.detach().float()
         in_f = None if x_in is None else x_in.detach().float()
-        mean, std = run.options.prior.statistics(x_f, in_f, mask)
+        prior = run.options.prior
+        base = {} if baseline is None else {"baseline": baseline.detach().float()}
+        mean, std = prior.statistics(x_f, in_f, mask, **base)
         stack = sites.stack_for(
             self.forward_func, site.layer, self.layer_stack, self.device_ids
         )
@@ -477,6 +439,29 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         cuts = getattr(substitute, "cuts", False)
         info = dict(info, path=path, cuts=cuts, prior=run.options.prior.name)
         return attr.to(x.device), info
+
+    @staticmethod
+    def _baselines(
+        baselines: Any, inputs: Tuple[Tensor, ...], options: IBAOptions
+    ) -> Optional[Tuple[Tensor, ...]]:
+        """``baselines`` as a tuple shaped like ``inputs`` when the prior uses
+        them (None otherwise)."""
+        if not options.prior.needs_baseline:
+            return None
+        if baselines is None:
+            raise ValueError(
+                f"prior={options.prior.name!r} needs baselines= (inputs of the "
+                "shape of `inputs`, e.g. the token ids with the removable tokens "
+                "replaced by [PAD])."
+            )
+        base_t = _format_tensor_into_tuples(baselines)
+        shapes = [tuple(t.shape) for t in inputs]
+        if [tuple(t.shape) for t in base_t] != shapes:
+            raise ValueError(
+                f"baselines must have the shapes of inputs {shapes}, got "
+                f"{[tuple(t.shape) for t in base_t]}."
+            )
+        return base_t
 
     def _device_ids(self) -> Optional[List[int]]:
         """``device_ids``, or those of a ``DataParallel`` forward_func."""

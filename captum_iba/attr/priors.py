@@ -11,6 +11,11 @@ The bottleneck replaces part of the layer output :math:`X` by noise
   and standard deviation of the layer output over a data set, estimated with
   Welford's algorithm over the real tokens of a data loader, with a floor on
   :math:`\sigma`. Fit it once with :meth:`DatasetPrior.fit`.
+* :class:`BaselinePrior` (``"baseline"``) - a deletion-like prior (not in the
+  paper): :math:`\mu` = the layer's output on ``baselines`` (e.g. the input
+  with every removable token replaced by [PAD]), per token and feature, and
+  :math:`\sigma` the paper's per-feature standard deviation. The noise then
+  moves a token's state towards what the layer computes without the token.
 * :class:`ReferencePrior` (``"reference"``) - exactly what the paper's released
   code does: :math:`\mu` = the *input* of the same layer, per token and feature,
   and :math:`\sigma = \sqrt{10^{-5}}` everywhere. Use it to reproduce the paper's
@@ -34,6 +39,7 @@ from captum_iba._utils.io import atomic_write
 __all__ = [
     "PRIORS",
     "PRIOR_NAMES",
+    "BaselinePrior",
     "DatasetPrior",
     "NoisePrior",
     "PaperPrior",
@@ -51,6 +57,13 @@ def _expand_mask(token_mask: Tensor, x: Tensor) -> Tensor:
     return token_mask.to(x.dtype).reshape(token_mask.shape + (1,) * (x.dim() - 2))
 
 
+def _check_mean_source(source: Optional[Tensor], x: Tensor, needs: str) -> None:
+    """A prior's per-element mean must be a tensor of the layer output's shape."""
+    if source is None or source.shape != x.shape:
+        got = None if source is None else tuple(source.shape)
+        raise ValueError(f"{needs}; got {got}.")
+
+
 class NoisePrior(abc.ABC):
     """Base class of the noise priors.
 
@@ -61,6 +74,9 @@ class NoisePrior(abc.ABC):
     name: str = ""
     #: Whether :meth:`statistics` needs the layer's input.
     needs_layer_input: bool = False
+    #: Whether :meth:`statistics` needs the layer's output on ``baselines``
+    #: (passed as the keyword ``baseline``).
+    needs_baseline: bool = False
 
     @abc.abstractmethod
     def statistics(
@@ -155,18 +171,62 @@ class ReferencePrior(NoisePrior):
     def statistics(
         self, x: Tensor, layer_input: Optional[Tensor], token_mask: Tensor
     ) -> Tuple[Tensor, Tensor]:
-        if layer_input is None or layer_input.shape != x.shape:
-            got = None if layer_input is None else tuple(layer_input.shape)
-            raise ValueError(
-                "The 'reference' prior uses the layer's input as the noise mean, so "
-                "the layer must take a hidden-state tensor of its output's shape "
-                f"{tuple(x.shape)} as its first argument; got {got}."
-            )
+        _check_mean_source(
+            layer_input,
+            x,
+            "The 'reference' prior uses the layer's input as the noise mean, so "
+            "the layer must take a hidden-state tensor of its output's shape "
+            f"{tuple(x.shape)} as its first argument",
+        )
         std = torch.full((1,) * x.dim(), self.variance**0.5, device=x.device)
         return layer_input.to(x.dtype), std
 
     def __repr__(self) -> str:
         return f"ReferencePrior(variance={self.variance})"
+
+
+class BaselinePrior(NoisePrior):
+    r"""A deletion-like prior: :math:`\mu` = the layer's output on baselines.
+
+    :math:`\mu_{l,h}` is the layer's output at token :math:`l`, feature
+    :math:`h` when the model is run on ``baselines`` (an argument of
+    :meth:`~captum_iba.InformationBottleneckAttribution.attribute`, e.g. the
+    token ids with every removable token replaced by [PAD], as fair IG's
+    baseline), and :math:`\sigma_h` the per-feature standard deviation of the
+    instance's own output over its real tokens (as :class:`PaperPrior`).
+    Replacing a token's state by noise then moves it towards what the layer
+    computes when the token is removed, which is what the degradation test
+    does to it. Not in the paper.
+
+    Args:
+        std_floor (float, optional): Lower bound on :math:`\sigma`.
+            Default: 0.01.
+    """
+
+    name = "baseline"
+    needs_baseline = True
+
+    def __init__(self, std_floor: float = 0.01) -> None:
+        self._paper = PaperPrior(std_floor)
+
+    def statistics(
+        self,
+        x: Tensor,
+        layer_input: Optional[Tensor],
+        token_mask: Tensor,
+        baseline: Optional[Tensor] = None,
+    ) -> Tuple[Tensor, Tensor]:
+        _check_mean_source(
+            baseline,
+            x,
+            "prior='baseline' takes its mean from the layer's output on "
+            "`baselines`: pass baselines= (inputs of the same shape) to "
+            f"attribute; the layer output has shape {tuple(x.shape)}",
+        )
+        return baseline.to(x.dtype), self._paper.statistics(x, None, token_mask)[1]
+
+    def __repr__(self) -> str:
+        return f"BaselinePrior(std_floor={self._paper.std_floor})"
 
 
 class WelfordEstimator:
@@ -394,6 +454,7 @@ PRIORS: Dict[str, type] = {
     "paper": PaperPrior,
     "reference": ReferencePrior,
     "dataset": DatasetPrior,
+    "baseline": BaselinePrior,
 }
 PRIOR_NAMES: Tuple[str, ...] = tuple(PRIORS)
 

@@ -3,13 +3,20 @@
 * :mod:`~captum_iba.evaluation.scorers` - the scorer base class and the one
   registry of method names (:func:`scorer_class`);
 * :mod:`~captum_iba.evaluation.ig`, :mod:`~captum_iba.evaluation.lime`,
-  :mod:`~captum_iba.evaluation.iba` - the methods;
+  :mod:`~captum_iba.evaluation.iba` - the paper's methods;
+* :mod:`~captum_iba.evaluation.loo`,
+  :mod:`~captum_iba.evaluation.captum_methods` (any Captum method through one
+  adapter, and the occlusion, gradient x activation, KernelSHAP and Shapley
+  sampling anchors), :mod:`~captum_iba.evaluation.attnlrp` (optional) - the
+  strongest cheap anchors of the faithfulness comparison;
 * :mod:`~captum_iba.evaluation.presets` - the ``"paper"`` and ``"fair"``
   configurations, as data;
 * :mod:`~captum_iba.evaluation.corpus` - a corpus split's protocol, fixed
   scoring order and encoding;
 * :mod:`~captum_iba.evaluation.suite` - building the methods, scoring a corpus
-  and running the degradation test on every method.
+  and running the degradation test on every method;
+* :mod:`~captum_iba.evaluation.layer_choice` - choosing IBA's layer for a model
+  and task from a small held-in degradation test.
 """
 
 # Import order = registration order of the scorers.
@@ -24,7 +31,18 @@ from captum_iba.evaluation.scorers import (
 
 from captum_iba.evaluation.ig import IntegratedGradientsScorer  # isort: skip
 from captum_iba.evaluation.lime import CaptumLimeScorer, LimeTextScorer  # isort: skip
-from captum_iba.evaluation.iba import IBAScorer  # isort: skip
+from captum_iba.evaluation.iba import IBAFaithfulScorer, IBAScorer  # isort: skip
+from captum_iba.evaluation.loo import LeaveOneOutScorer  # isort: skip
+from captum_iba.evaluation.captum_methods import (  # isort: skip
+    CaptumScorer,
+    GradientXActivationScorer,
+    KernelShapScorer,
+    OcclusionMaskScorer,
+    OcclusionScorer,
+    SamplingScorer,
+    ShapleySamplingScorer,
+)
+from captum_iba.evaluation.attnlrp import AttnLRPScorer, attnlrp_available  # isort: skip
 from captum_iba.evaluation.corpus import CorpusLike, encode_instances  # isort: skip
 from captum_iba.evaluation.presets import (  # isort: skip
     FAIR_TEST_SETTINGS,
@@ -34,6 +52,7 @@ from captum_iba.evaluation.presets import (  # isort: skip
     Preset,
     get_preset,
 )
+from captum_iba.evaluation.layer_choice import LayerChoice, choose_layer  # isort: skip
 from captum_iba.evaluation.suite import (  # isort: skip
     METHODS,
     corpus_order,
@@ -49,6 +68,18 @@ from captum_iba.evaluation.suite import (  # isort: skip
 )
 
 __all__ = [
+    "AttnLRPScorer",
+    "CaptumScorer",
+    "GradientXActivationScorer",
+    "KernelShapScorer",
+    "LayerChoice",
+    "LeaveOneOutScorer",
+    "OcclusionMaskScorer",
+    "OcclusionScorer",
+    "SamplingScorer",
+    "ShapleySamplingScorer",
+    "attnlrp_available",
+    "choose_layer",
     "FAIR_TEST_SETTINGS",
     "METHODS",
     "PAPER_TEST_SETTINGS",
@@ -57,6 +88,7 @@ __all__ = [
     "SETTINGS",
     "CaptumLimeScorer",
     "CorpusLike",
+    "IBAFaithfulScorer",
     "IBAScorer",
     "IntegratedGradientsScorer",
     "LimeTextScorer",

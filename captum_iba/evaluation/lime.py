@@ -114,15 +114,7 @@ class CaptumLimeScorer(TokenScorer):
         )
 
     def _lime_forward(self) -> Callable[..., Tensor]:
-        base = self._forward(self.output)
-        pad, masked = self.pad_token_id, self.mask_baseline
-
-        def forward(ids: Tensor, mask: Tensor, tt: Optional[Tensor] = None) -> Tensor:
-            if masked:
-                mask = mask * (ids != pad).to(mask.dtype)
-            return base(ids, mask, tt)
-
-        return forward
+        return self._forward_masking(self.output, self.pad_token_id, self.mask_baseline)
 
     def _scores(
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor

@@ -253,6 +253,20 @@ class TokenScorer:
 
         return forward
 
+    def _forward_masking(
+        self, output: str, token_id: int, masked: bool
+    ) -> Callable[..., Tensor]:
+        """:meth:`_forward`, with attention mask 0 at ``token_id`` when
+        ``masked`` (perturbed inputs whose removed tokens are that id)."""
+        base = self._forward(output)
+
+        def forward(ids: Tensor, mask: Tensor, tt: Optional[Tensor] = None) -> Tensor:
+            if masked:
+                mask = mask * (ids != token_id).to(mask.dtype)
+            return base(ids, mask, tt)
+
+        return forward
+
 
 @register_scorer
 class RandomScorer(TokenScorer):

@@ -352,8 +352,12 @@ def corpus_scorers(
         setting=setting,
         methods=others,
         seed=seed,
+        iba_layer=layer[1],
         **dict(scorer_options or {}),
     )
+    for scorer in scorers.values():
+        if isinstance(scorer, IBAScorer):  # iba-faithful: the layer index too
+            scorer.settings["layer_index"] = layer[0]
     if IBAScorer in classes:
         for prior in priors:
             name = "IBA" if len(priors) == 1 else f"IBA ({prior.name})"

@@ -57,6 +57,7 @@ from captum_iba.visualization.text import (
     text_heatmap_html,
     visualize_text_records,
 )
+from captum_iba.visualization.tradeoff import pareto_front, plot_cost_faithfulness
 
 __all__ = [
     "DEFAULT_SKIP_TOKENS",
@@ -66,6 +67,8 @@ __all__ = [
     "layer_token_heatmap",
     "merge_word_pieces",
     "normalized_drop",
+    "pareto_front",
+    "plot_cost_faithfulness",
     "plot_beta_sweep",
     "plot_degradation_curves",
     "plot_layer_sweep",

@@ -4,7 +4,6 @@ import re
 
 import pytest
 import torch
-from torch import nn
 
 from captum_iba.evaluation import (
     CaptumLimeScorer,
@@ -16,81 +15,7 @@ from captum_iba.evaluation import (
     run_degradation_suite,
 )
 from captum_iba.metrics import compare
-
-WORDS = [
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "movie", "was", "great",
-    "bad", "play", "##ing", "!", ",", ".", "i", "liked", "it", "not", "a",
-]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    from transformers import BertTokenizer
-
-    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
-    path.write_text("\n".join(WORDS) + "\n")
-    return BertTokenizer(str(path))
-
-
-@pytest.fixture(scope="module")
-def model():
-    from transformers import BertConfig, BertForSequenceClassification
-
-    torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=len(WORDS),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=2,
-        pad_token_id=0,
-    )
-    return BertForSequenceClassification(cfg).eval()
-
-
-@pytest.fixture(scope="module")
-def batch(tokenizer):
-    enc = tokenizer(
-        ["the movie was great!", "playing it", "not bad , i liked it ."],
-        padding=True,
-        return_tensors="pt",
-    )
-    return enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]
-
-
-@pytest.fixture(scope="module")
-def pair_batch(tokenizer):
-    enc = tokenizer(
-        ["the movie was great!", "playing it"],
-        ["i liked it", "not bad"],
-        padding=True,
-        return_tensors="pt",
-    )
-    return enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]
-
-
-def check_scores(scores, ids, mask):
-    assert scores.shape == ids.shape
-    assert torch.isfinite(scores).all()
-    assert (scores[mask == 0] == 0).all()
-
-
-class BagOfWords(nn.Module):
-    """logits = bias + sum of attended token weights (exactly linear for LIME)."""
-
-    def __init__(self, vocab, classes=2):
-        super().__init__()
-        g = torch.Generator().manual_seed(5)
-        self.weight = nn.Parameter(torch.randn(vocab, classes, generator=g))
-        self.bias = nn.Parameter(torch.zeros(classes))
-
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None):
-        w = self.weight[input_ids]
-        if attention_mask is not None:
-            w = w * attention_mask[..., None]
-        return self.bias + w.sum(1)
-
+from tests.evaluation.conftest import WORDS, BagOfWords, check_scores
 
 # ------------------------------------------------------------------------------ shapes
 

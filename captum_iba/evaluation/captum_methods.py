@@ -1,0 +1,299 @@
+"""Any Captum attribution method as a per-token scorer: one adapter, and the anchors.
+
+:class:`CaptumScorer` evaluates any Captum method on token ids in the harness:
+
+* a **layer method** (a :class:`captum.attr.LayerAttribution`, e.g.
+  ``LayerGradientXActivation``, ``LayerIntegratedGradients``,
+  ``LayerDeepLift``) runs on an embedding layer (default: the word
+  embeddings; ``layer="embeddings"``: the whole embedding block) and its
+  attributions are summed over the hidden dimension;
+* a **perturbation method** (``FeatureAblation``, ``Occlusion``,
+  ``ShapleyValueSampling``, ``KernelShap``, ``Lime``, ...) runs on the token
+  ids themselves, one instance at a time: each removable token is one feature
+  (``feature_mask``), a removed token becomes ``baseline`` (``"pad"``,
+  ``"mask"``, ``"unk"`` or an id; a ``[PAD]`` is also masked out of
+  attention, so it is nearly a deletion), and special tokens never change.
+
+Whatever the method, the scorer explains the target passed in (the fair
+setting), returns ``(B, L)`` scores with 0 at padding and special tokens, and
+records the method and its options in ``settings``. The registered anchors
+below are subclasses that fix the method and its defaults; register your own
+the same way::
+
+    @register_scorer
+    class DeepLiftScorer(CaptumScorer):
+        name = "deeplift"
+        method = LayerDeepLift
+"""
+
+import inspect
+from typing import Any, Callable, Dict, Mapping, Optional, Type, Union
+
+import torch
+from captum.attr import (
+    KernelShap,
+    LayerAttribution,
+    LayerGradientXActivation,
+    Occlusion,
+    ShapleyValueSampling,
+)
+from torch import Tensor, nn
+
+from captum_iba._utils.common import instance_seed
+from captum_iba.evaluation.ig import embedding_block
+from captum_iba.evaluation.scorers import TokenScorer, register_scorer
+
+__all__ = [
+    "CaptumScorer",
+    "SamplingScorer",
+    "GradientXActivationScorer",
+    "KernelShapScorer",
+    "OcclusionMaskScorer",
+    "OcclusionScorer",
+    "ShapleySamplingScorer",
+]
+
+_BASELINES = ("pad", "mask", "unk")
+
+
+class CaptumScorer(TokenScorer):
+    """Any Captum attribution method, scoring tokens (see the module docstring).
+
+    Args:
+        model (Callable): HF model, or a function ``(ids, mask[, tt]) -> logits``.
+        method (type, optional): The Captum class, e.g.
+            ``captum.attr.FeatureAblation``. Default: the class attribute
+            ``method`` of a subclass.
+        layer (nn.Module or str, optional): For layer methods: the layer
+            (default the word embeddings; ``"embeddings"``: the embedding
+            block).
+        baseline (str or int, optional): For perturbation methods: what a
+            removed token becomes, ``"pad"`` (default), ``"mask"``, ``"unk"``
+            or a token id.
+        mask_baseline (bool): Give ``[PAD]`` baselines attention mask 0.
+            Default True.
+        output (str): Explain the ``"logits"`` (default) or the softmax
+            ``"probs"``.
+        attribute_options (Mapping, optional): More arguments of the method's
+            ``attribute`` (e.g. ``n_samples``, ``perturbations_per_eval``).
+        seed (int, optional): Seeds torch's generator for every instance of a
+            perturbation method (sampling methods draw from it) with
+            :func:`~captum_iba._utils.common.instance_seed` of the seed and
+            the instance's tokens (so a score does not depend on the batch),
+            inside ``torch.random.fork_rng``: the caller's random state is
+            left as it was. Default 0; None leaves the generator alone.
+        **kwargs: See :class:`TokenScorer`.
+    """
+
+    name = "captum"
+    suite_options = {"seed": "seed"}
+    #: The Captum attribution class (set by subclasses, or given).
+    method: Optional[Type[Any]] = None
+    #: Default ``attribute`` options of a subclass.
+    defaults: Mapping[str, Any] = {}
+
+    def __init__(
+        self,
+        model: Callable[..., Any],
+        method: Optional[Type[Any]] = None,
+        layer: Union[None, str, nn.Module] = None,
+        baseline: Union[str, int] = "pad",
+        mask_baseline: bool = True,
+        output: str = "logits",
+        attribute_options: Optional[Mapping[str, Any]] = None,
+        seed: Optional[int] = 0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(model, **kwargs)
+        self.seed = seed
+        self.method = method or type(self).method
+        if not (inspect.isclass(self.method) and hasattr(self.method, "attribute")):
+            raise TypeError(
+                f"method must be a Captum attribution class; got {self.method!r}"
+            )
+        if output not in ("logits", "probs"):
+            raise ValueError(f"output must be 'logits' or 'probs'; got {output!r}")
+        self.output = output
+        self.options: Dict[str, Any] = {**self.defaults, **(attribute_options or {})}
+        self.is_layer_method = issubclass(self.method, LayerAttribution)
+        self.layer = self._layer(layer) if self.is_layer_method else None
+        self.baseline_token_id = self._baseline_id(baseline)
+        self.mask_baseline = mask_baseline and (
+            self.baseline_token_id == self.pad_token_id
+        )
+        self.settings.update(
+            implementation=f"captum.attr.{self.method.__name__}",
+            output=output,
+            options=dict(self.options),
+            layer=None if self.layer is None else type(self.layer).__name__,
+            baseline_token_id=None if self.is_layer_method else self.baseline_token_id,
+            mask_baseline=self.mask_baseline,
+            seed=seed,
+        )
+
+    def _layer(self, layer: Union[None, str, nn.Module]) -> nn.Module:
+        if isinstance(layer, str) and layer == "embeddings":
+            return embedding_block(self.model)
+        if layer is None:
+            return self.model.get_input_embeddings()  # type: ignore[union-attr]
+        if not isinstance(layer, nn.Module):
+            raise ValueError(
+                f"layer must be a module, 'embeddings' or None; got {layer!r}"
+            )
+        return layer
+
+    def _baseline_id(self, baseline: Union[str, int]) -> int:
+        if isinstance(baseline, bool):
+            raise ValueError(f"baseline must be {_BASELINES} or a token id")
+        if isinstance(baseline, int):
+            return baseline
+        if baseline not in _BASELINES:
+            raise ValueError(
+                f"baseline must be one of {_BASELINES} or a token id; got {baseline!r}"
+            )
+        found = getattr(self.tokenizer, f"{baseline}_token_id", None)
+        if baseline == "pad":
+            return self.pad_token_id
+        if found is None:
+            raise ValueError(
+                f"baseline={baseline!r} needs a tokenizer with a {baseline} token"
+            )
+        return int(found)
+
+    def _model_forward(self) -> Callable[..., Tensor]:
+        return self._forward_masking(
+            self.output, self.baseline_token_id, self.mask_baseline
+        )
+
+    def _scores(
+        self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
+    ) -> Tensor:
+        removable = self._removable(ids, mask)
+        if self.is_layer_method:
+            method = self.method(self._forward(self.output), self.layer)
+            extra = (mask,) if tt is None else (mask, tt)
+            attr = method.attribute(
+                ids, target=target, additional_forward_args=extra, **self.options
+            )
+            return attr.reshape(attr.shape[:2] + (-1,)).sum(-1) * removable
+        out = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)
+        method = self.method(self._model_forward())
+        for b in range(ids.shape[0]):
+            if not removable[b].any():
+                continue
+            with torch.random.fork_rng(devices=[]):
+                if self.seed is not None:
+                    real = ids[b][mask[b].bool()]
+                    torch.manual_seed(instance_seed(self.seed, real))
+                out[b] = self._instance(method, ids, mask, tt, target, removable, b)
+        return out
+
+    def _instance(
+        self,
+        method: Any,
+        ids: Tensor,
+        mask: Tensor,
+        tt: Optional[Tensor],
+        target: Tensor,
+        removable: Tensor,
+        b: int,
+    ) -> Tensor:
+        """A perturbation method's token scores for instance ``b``."""
+        row = slice(b, b + 1)
+        rem = removable[b]
+        n = int(rem.sum())
+        args: Dict[str, Any] = dict(
+            baselines=ids[row].masked_fill(rem[None], self.baseline_token_id),
+            target=int(target[b]),
+            additional_forward_args=(mask[row],)
+            if tt is None
+            else (mask[row], tt[row]),
+        )
+        params = inspect.signature(method.attribute).parameters
+        if "feature_mask" in params:
+            fmask = torch.full_like(ids[b], n)  # specials: one feature, a no-op
+            fmask[rem] = torch.arange(n, device=ids.device)
+            args["feature_mask"] = fmask[None]
+        if "sliding_window_shapes" in params:
+            args["sliding_window_shapes"] = (1,)
+        if "perturbations_per_eval" in params:
+            args["perturbations_per_eval"] = max(1, n)
+        args.update(self.options)
+        attr = method.attribute(ids[row], **args)
+        return attr[0].float() * rem
+
+
+@register_scorer
+class OcclusionScorer(CaptumScorer):
+    """Captum's ``Occlusion`` on one token at a time, replaced by ``[PAD]`` and
+    masked out of attention (close to deleting it)."""
+
+    name = "occlusion"
+    method = Occlusion
+
+
+@register_scorer
+class OcclusionMaskScorer(CaptumScorer):
+    """Captum's ``Occlusion`` on one token at a time, replaced by ``[MASK]``."""
+
+    name = "occlusion-mask"
+    method = Occlusion
+
+    def __init__(self, model: Callable[..., Any], **kwargs: Any) -> None:
+        kwargs.setdefault("baseline", "mask")
+        super().__init__(model, **kwargs)
+
+
+@register_scorer
+class GradientXActivationScorer(CaptumScorer):
+    """Gradient x activation at the embedding output (Captum's
+    ``LayerGradientXActivation`` on the embedding block), summed per token."""
+
+    name = "grad-x-act"
+    method = LayerGradientXActivation
+
+    def __init__(self, model: Callable[..., Any], **kwargs: Any) -> None:
+        kwargs.setdefault("layer", "embeddings")
+        super().__init__(model, **kwargs)
+
+
+class SamplingScorer(CaptumScorer):
+    """A sampling method with its number of samples as an argument.
+
+    Args:
+        model (Callable): See :class:`CaptumScorer`.
+        n_samples (int, optional): The method's ``n_samples`` (default: the
+            class's ``defaults``).
+        **kwargs: See :class:`CaptumScorer`.
+    """
+
+    def __init__(
+        self, model: Callable[..., Any], n_samples: Optional[int] = None, **kwargs: Any
+    ) -> None:
+        if n_samples is not None:
+            if isinstance(n_samples, bool) or int(n_samples) < 1:
+                raise ValueError(f"n_samples must be >= 1; got {n_samples!r}")
+            options = dict(kwargs.get("attribute_options") or {})
+            kwargs["attribute_options"] = {**options, "n_samples": int(n_samples)}
+        super().__init__(model, **kwargs)
+
+
+@register_scorer
+class KernelShapScorer(SamplingScorer):
+    """Captum's ``KernelShap`` with one feature per token, removed tokens as
+    masked ``[PAD]``; ``n_samples`` coalitions per instance (default 500)."""
+
+    name = "kernel-shap"
+    method = KernelShap
+    defaults = {"n_samples": 500}
+
+
+@register_scorer
+class ShapleySamplingScorer(SamplingScorer):
+    """Captum's ``ShapleyValueSampling`` with one feature per token, removed
+    tokens as masked ``[PAD]``; ``n_samples`` permutations (default 25, about
+    ``25 (n + 1)`` forward rows for ``n`` tokens)."""
+
+    name = "shapley"
+    method = ShapleyValueSampling
+    defaults = {"n_samples": 25}

@@ -1,0 +1,129 @@
+r"""The cost-faithfulness picture: a method's faithfulness against what it costs.
+
+:func:`plot_cost_faithfulness` draws one point per method (and IBA
+configuration): CPU-seconds per instance on a log x axis, a faithfulness score
+(AOPC by default) on the y axis, with its confidence interval as an error bar.
+Methods in the upper left are both cheap and faithful; the Pareto front (no
+other method is both cheaper and more faithful) is drawn as a line.
+"""
+
+import math
+import os
+from typing import Any, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+__all__ = ["pareto_front", "plot_cost_faithfulness"]
+
+#: ``name -> (cost, score)`` or ``name -> (cost, score, (low, high))``.
+Points = Mapping[str, Tuple[Any, ...]]
+
+
+def _unpack(name: str, value: Sequence[Any]) -> Tuple[float, float, float, float]:
+    if len(value) not in (2, 3):
+        raise ValueError(
+            f"{name!r}: expected (cost, score) or (cost, score, (low, high)); "
+            f"got {value!r}"
+        )
+    cost, score = float(value[0]), float(value[1])
+    low, high = (score, score) if len(value) == 2 else map(float, value[2])
+    if not (math.isfinite(cost) and cost >= 0 and math.isfinite(score)):
+        raise ValueError(f"{name!r}: cost must be >= 0 and finite, score finite")
+    return cost, score, low, high
+
+
+def pareto_front(points: Points) -> list:
+    """The names no other method beats on both cost (lower) and score (higher).
+
+    Args:
+        points (Mapping): ``name -> (cost, score[, (low, high)])``.
+
+    Returns:
+        list[str]: The front, from the cheapest to the most expensive.
+    """
+    pts = {k: _unpack(k, v)[:2] for k, v in points.items()}
+    front = [
+        k
+        for k, (c, s) in pts.items()
+        if not any(
+            (c2 <= c and s2 >= s) and (c2 < c or s2 > s) for c2, s2 in pts.values()
+        )
+    ]
+    return sorted(front, key=lambda k: pts[k][0])
+
+
+def plot_cost_faithfulness(
+    points: Points,
+    *,
+    highlight: Sequence[str] = (),
+    min_cost: float = 1e-3,
+    xlabel: str = "CPU-seconds per instance (one thread, log scale)",
+    ylabel: str = "AOPC (higher is more faithful)",
+    title: Optional[str] = None,
+    ax: Optional[Axes] = None,
+    save_path: Optional[Union[str, "os.PathLike[str]"]] = None,
+    dpi: int = 150,
+) -> Figure:
+    """One point per method: cost on a log axis, faithfulness with its interval.
+
+    Args:
+        points (Mapping): ``name -> (cost, score)`` or ``name -> (cost, score,
+            (low, high))``, e.g. mean CPU-seconds per instance and AOPC with
+            its 95 % bootstrap interval.
+        highlight (Sequence[str]): Names drawn larger, in red (e.g. IBA's
+            configurations).
+        min_cost (float): Costs below it (free methods such as random) are
+            drawn at it. Default 1e-3.
+        xlabel (str): The x label.
+        ylabel (str): The y label.
+        title (str, optional): The axes title.
+        ax (matplotlib.axes.Axes, optional): Draw into these axes.
+        save_path (str or PathLike, optional): Also save the figure there.
+        dpi (int): Resolution for ``save_path``. Default 150.
+
+    Returns:
+        matplotlib.figure.Figure: The figure.
+    """
+    if not points:
+        raise ValueError("no point to plot")
+    data = {k: _unpack(k, v) for k, v in points.items()}
+    if ax is None:
+        fig = Figure(figsize=(6.2, 4.2), layout="constrained")
+        ax = fig.add_subplot(1, 1, 1)
+    else:
+        fig = ax.get_figure()  # type: ignore[assignment]
+    front = pareto_front(points)
+    xs = [max(data[k][0], min_cost) for k in front]
+    ax.plot(xs, [data[k][1] for k in front], "-", color="0.75", zorder=1)
+    for name, (cost, score, low, high) in data.items():
+        mark = name in highlight
+        x = max(cost, min_cost)
+        ax.errorbar(
+            x,
+            score,
+            yerr=np.array([[score - low], [high - score]]),
+            fmt="o",
+            color="tab:red" if mark else "tab:blue",
+            markersize=7 if mark else 5,
+            capsize=2,
+            zorder=3,
+        )
+        ax.annotate(
+            name,
+            (x, score),
+            textcoords="offset points",
+            xytext=(5, 4),
+            fontsize=7.5,
+            color="tab:red" if mark else "0.15",
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.25)
+    if title:
+        ax.set_title(title)
+    if save_path is not None:
+        fig.savefig(os.fspath(save_path), dpi=dpi)
+    return fig

@@ -1,0 +1,434 @@
+"""The faithfulness study of issue #12: IBA configurations against strong anchors.
+
+For each corpus (SST-2, IMDB at 256 tokens, AG News, RTE) and each method, the
+script scores instances with a registered scorer, runs the fair degradation
+test (deletion, levels k/9 of the removable tokens, the gold label), and keeps
+per instance: drop@11 %, AOPC, ERASER comprehensiveness and sufficiency, and
+the CPU-seconds the scorer took (``time.process_time`` with one torch thread).
+Tables give means with 95 % bootstrap intervals (1,000 resamples of the
+instances) and paired differences against the anchors (the same resamples for
+both methods).
+
+Two disjoint splits per corpus, so that no configuration is chosen on the
+instances it is reported on:
+
+* ``search`` (held in): SST-2 dev half A, IMDB test reviews, AG News held-out
+  part A, RTE train sentences;
+* ``report`` (held out): SST-2 dev half B, other IMDB test reviews, AG News
+  held-out part B, RTE validation (all 277).
+
+Scores and results are cached under ``--out`` (one JSON file per corpus,
+split and method), so a run can be stopped and resumed, and methods can be
+added later (e.g. AttnLRP from an environment where ``lxt`` imports)::
+
+    python experiments/faithfulness_study.py search --corpora sst2 --methods IG,LOO
+    python experiments/faithfulness_study.py search --corpora sst2 --iba grid
+    python experiments/faithfulness_study.py report --corpora sst2,imdb
+    python experiments/faithfulness_study.py tables --out results/faithfulness
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from captum_iba.app.data import HELDOUT_SPLIT, load_dataset, stratified_split
+from captum_iba.app.models import load_classifier
+from captum_iba.attr import encoder_layers
+from captum_iba.evaluation import encode, get_preset, make_scorers
+from captum_iba.evaluation.iba import IBAFaithfulScorer, IBAScorer
+from captum_iba.metrics import degradation_test
+
+CORPORA = ("sst2", "imdb", "ag_news", "rte")
+MAX_LENGTH = {"sst2": 128, "imdb": 256, "ag_news": 128, "rte": 256}
+N = {  # instances per split (search, report)
+    "sst2": (100, 200),
+    "imdb": (30, 100),
+    "ag_news": (60, 200),
+    "rte": (60, 200),
+}
+BATCH = {"sst2": 16, "imdb": 4, "ag_news": 8, "rte": 8}
+#: The anchors, by registered name, with the fair preset's arguments.
+ANCHORS = (
+    "random",
+    "IG",
+    "LIME",
+    "LOO",
+    "occlusion",
+    "grad-x-act",
+    "kernel-shap",
+    "shapley",
+    "AttnLRP",
+)
+#: The references of the paired differences.
+REFS = ("IG", "LIME", "LOO", "AttnLRP")
+BOOTSTRAP = 1000
+FAIR = get_preset("fair")
+
+
+# ---------------------------------------------------------------------------
+# instances
+# ---------------------------------------------------------------------------
+
+
+def split_indices(corpus: str, split: str) -> Tuple[Any, List[int]]:
+    """The corpus split and the row indices of the study's ``split``."""
+    n_search, n_report = N[corpus]
+    rng = np.random.RandomState(0)
+    if corpus == "rte":
+        if split == "report":
+            data = load_dataset("rte", "validation")
+            return data, list(range(len(data)))[:n_report]
+        data = load_dataset("rte", "train")
+        return data, sorted(rng.permutation(len(data))[:n_search].tolist())
+    data = load_dataset(corpus, HELDOUT_SPLIT[corpus])
+    first, second = stratified_split(data.labels, 0.5, seed=0)
+    rows = first if split == "search" else second
+    n = n_search if split == "search" else n_report
+    return data, sorted(rng.permutation(rows)[:n].tolist())
+
+
+def encoded(corpus: str, split: str, tokenizer: Any) -> Dict[str, Any]:
+    """Token ids (sorted by length), masks, segment ids and gold labels."""
+    data, idx = split_indices(corpus, split)
+    data = data.subset(idx)
+    order = sorted(range(len(data)), key=lambda i: len(data.texts[i]))
+    data = data.subset(order)
+    enc = encode(tokenizer, data.texts, data.text_pairs, MAX_LENGTH[corpus])
+    return {
+        "input_ids": enc["input_ids"],
+        "attention_mask": enc["attention_mask"],
+        "token_type_ids": enc.get("token_type_ids") if data.is_pair else None,
+        "labels": torch.tensor(data.labels),
+        "rows": [idx[i] for i in order],
+    }
+
+
+# ---------------------------------------------------------------------------
+# methods
+# ---------------------------------------------------------------------------
+
+
+def iba_grid(n_layers: int) -> Dict[str, Dict[str, Any]]:
+    """The IBA candidates of the search (name -> scorer arguments): the paper's
+    configuration and ``iba-faithful`` after every layer but the last."""
+    grid: Dict[str, Dict[str, Any]] = {}
+    for layer in range(n_layers - 1):
+        grid[f"IBA l{layer}"] = {"layer": layer}
+        grid[f"iba-faithful l{layer}"] = {"layer": layer, "faithful": True}
+    return grid
+
+
+def chosen_layers(out: Path, corpus: str) -> Dict[str, Dict[str, Any]]:
+    """The report's IBA runs: the paper's configuration at the old default
+    layer (index 3 of 6) and at the new one (4), and ``iba-faithful`` at the
+    layer with the best AOPC on the search split (cached results)."""
+    recs = load_records(out, corpus, "search")
+    faithful = {m: r for m, r in recs.items() if m.startswith("iba-faithful l")}
+    if not faithful:
+        raise SystemExit(f"{corpus}: run the search with --iba grid first")
+    best = max(faithful, key=lambda m: np.mean(faithful[m]["aopc"]))
+    layer = int(best.rsplit("l", 1)[1])
+    return {
+        "IBA l3 (old default)": {"layer": 3},
+        "IBA l4 (new default)": {"layer": 4},
+        f"iba-faithful (l{layer}, chosen)": {"layer": layer, "faithful": True},
+    }
+
+
+def build_scorer(
+    name: str,
+    model: Any,
+    tokenizer: Any,
+    iba: Optional[Dict[str, Any]] = None,
+    anchor_options: Optional[Dict[str, Any]] = None,
+) -> Any:
+    """A registered anchor (fair preset, ``anchor_options`` overriding its
+    arguments), or an IBA candidate."""
+    if iba is None:
+        options = {name: dict(anchor_options or {})}
+        return make_scorers(
+            model, tokenizer, FAIR, methods=[name], method_options=options
+        )[name]
+    options = dict(iba)
+    layer = options.pop("layer")
+    cls = IBAFaithfulScorer if options.pop("faithful", False) else IBAScorer
+    module = encoder_layers(model)[layer] if isinstance(layer, int) else layer
+    return cls(model, module, tokenizer=tokenizer, setting="fair", name=name, **options)
+
+
+def score(scorer: Any, enc: Dict[str, Any], batch_size: int) -> Tuple[Tensor, list]:
+    """Scores of every instance and the CPU-seconds of each batch, per instance."""
+    chunks, cpu = [], []
+    n = enc["input_ids"].shape[0]
+    for s in range(0, n, batch_size):
+        sl = slice(s, s + batch_size)
+        tt = enc["token_type_ids"]
+        t0 = time.process_time()
+        part = scorer.attribute(
+            enc["input_ids"][sl],
+            enc["labels"][sl],
+            enc["attention_mask"][sl],
+            None if tt is None else tt[sl],
+        )
+        seconds = time.process_time() - t0
+        chunks.append(part)
+        cpu += [seconds / part.shape[0]] * part.shape[0]
+    return torch.cat(chunks), cpu
+
+
+def per_instance(result: Any) -> Dict[str, List[float]]:
+    """drop@11 %, AOPC, comprehensiveness and sufficiency of every instance."""
+    o = result.original_probs.double()[:, None]
+    p = result.probs.double()
+    k = p.shape[1]
+    values = {
+        "drop11": (o[:, 0] - p[:, 0]),
+        "aopc": (o - p).sum(1) / (k + 1),
+        "comprehensiveness": (o - p).mean(1),
+        "sufficiency": (o - result.kept_probs.double()).mean(1),
+    }
+    return {key: v.tolist() for key, v in values.items()}
+
+
+def run_method(
+    corpus: str,
+    split: str,
+    name: str,
+    out: Path,
+    model: Any,
+    tokenizer: Any,
+    enc: Dict[str, Any],
+    iba: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
+    """Score, test and cache one method (skipped when already cached)."""
+    path = out / corpus / split / f"{_slug(name)}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    scorer = build_scorer(name, model, tokenizer, iba)
+    scores, cpu = score(scorer, enc, BATCH[corpus])
+    result = degradation_test(
+        model,
+        enc["input_ids"],
+        scores,
+        target=enc["labels"],
+        attention_mask=enc["attention_mask"],
+        token_type_ids=enc["token_type_ids"],
+        tokenizer=tokenizer,
+        method=name,
+        **dict(FAIR.test),
+    )
+    record = {
+        "corpus": corpus,
+        "split": split,
+        "method": name,
+        "settings": scorer.settings,
+        "iba": iba,
+        "rows": enc["rows"],
+        "cpu_seconds": cpu,
+        **per_instance(result),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, default=str))
+    tmp.replace(path)
+    return record
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+# ---------------------------------------------------------------------------
+# tables
+# ---------------------------------------------------------------------------
+
+
+def bootstrap(values: np.ndarray, seed: int = 0) -> Tuple[float, float, float]:
+    """Mean and 95 % percentile interval of the mean (instances resampled)."""
+    rng = np.random.RandomState(seed)
+    idx = rng.randint(0, len(values), size=(BOOTSTRAP, len(values)))
+    means = values[idx].mean(1)
+    return float(values.mean()), *np.percentile(means, [2.5, 97.5]).tolist()
+
+
+def fmt(stat: Tuple[float, float, float], signed: bool = False) -> str:
+    sign = "+" if signed else ""
+    return f"{stat[0]:{sign}.3f} [{stat[1]:{sign}.3f}, {stat[2]:{sign}.3f}]"
+
+
+def table(records: Dict[str, Dict[str, Any]]) -> str:
+    """Markdown: every method's metrics (means, 95 % bootstrap intervals)."""
+    cols = ["drop11", "aopc", "comprehensiveness", "sufficiency"]
+    head = "| method | n | " + " | ".join(cols) + " | CPU-s |"
+    lines = [head, "|" + "---|" * (len(cols) + 3)]
+    for m in sorted(records, key=lambda m: np.mean(records[m]["aopc"])):
+        r = records[m]
+        cells = [fmt(bootstrap(np.array(r[c]))) for c in cols]
+        cells.append(f"{np.mean(r['cpu_seconds']):.3f}")
+        lines.append(f"| {m} | {len(r['aopc'])} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def paired_table(
+    records: Dict[str, Dict[str, Any]], methods: Sequence[str], refs: Sequence[str]
+) -> str:
+    """Markdown: paired differences (method minus reference) of drop@11 % and
+    AOPC, with 95 % bootstrap intervals over the same resampled instances."""
+    refs = [r for r in refs if r in records]
+    head = "| method | reference | d drop11 | d AOPC |"
+    lines = [head, "|---|---|---|---|"]
+    for m in methods:
+        for ref in refs:
+            if m == ref or m not in records:
+                continue
+            diffs = [
+                np.array(records[m][k]) - np.array(records[ref][k])
+                for k in ("drop11", "aopc")
+            ]
+            cells = [fmt(bootstrap(d), signed=True) for d in diffs]
+            lines.append(f"| {m} | {ref} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def to_rst(markdown: str, title: str) -> str:
+    """A markdown table as an RST ``list-table`` (for ``docs/``)."""
+    rows = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in markdown.splitlines()
+        if line.startswith("|") and not line.startswith("|---")
+    ]
+    out = [f".. list-table:: {title}", "   :header-rows: 1", ""]
+    for row in rows:
+        out.append("   * - " + row[0])
+        out += [f"     - {cell}" for cell in row[1:]]
+    return "\n".join(out) + "\n"
+
+
+def plot(records: Dict[str, Dict[str, Any]], title: str, path: Path) -> None:
+    """The cost-faithfulness picture of one corpus (AOPC against CPU-seconds)."""
+    from captum_iba.visualization import plot_cost_faithfulness
+
+    points = {}
+    for m, r in records.items():
+        mean, low, high = bootstrap(np.array(r["aopc"]))
+        points[m] = (float(np.mean(r["cpu_seconds"])), mean, (low, high))
+    iba = [m for m in records if m.lower().startswith("iba")]
+    plot_cost_faithfulness(points, highlight=iba, title=title, save_path=path)
+
+
+def load_records(out: Path, corpus: str, split: str) -> Dict[str, Dict[str, Any]]:
+    folder = out / corpus / split
+    recs = {}
+    for f in sorted(folder.glob("*.json")) if folder.exists() else []:
+        r = json.loads(f.read_text())
+        recs[r["method"]] = r
+    return recs
+
+
+# ---------------------------------------------------------------------------
+# entry point
+# ---------------------------------------------------------------------------
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("phase", choices=["search", "report", "tables"])
+    parser.add_argument("--corpora", default=",".join(CORPORA))
+    parser.add_argument("--methods", default="", help="anchors, comma-separated")
+    parser.add_argument(
+        "--iba",
+        default="",
+        help="'grid' (search), 'faithful-grid' (search, iba-faithful only), "
+        "'chosen' (report: the layers chosen on the search) or a JSON file",
+    )
+    parser.add_argument(
+        "--model-dir",
+        help="folder of one model folder per corpus (default: the cached "
+        "get_finetuned_model(corpus), fine-tuned on first use)",
+    )
+    parser.add_argument("--out", default="results/faithfulness")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--docs", help="tables: also write the docs' files here")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    corpora = [c for c in args.corpora.split(",") if c]
+    for corpus in corpora:
+        split = "search" if args.phase == "search" else "report"
+        if args.phase == "tables":
+            for sp in ("search", "report"):
+                recs = load_records(out, corpus, sp)
+                if recs:
+                    iba = sorted(m for m in recs if m.lower().startswith("iba"))
+                    md = table(recs) + "\n\n" + paired_table(recs, iba, REFS)
+                    (out / corpus / f"{sp}.md").write_text(md + "\n")
+                    title = f"{corpus} ({sp} split, n={len(recs['IG']['aopc'])})"
+                    plot(recs, title, out / corpus / f"{sp}.png")
+                    print(f"\n## {corpus} / {sp}\n\n{md}")
+                    if args.docs and sp == "report":
+                        _write_docs(Path(args.docs), corpus, recs, iba, title, out)
+            continue
+        model, tok = load_classifier(_model_path(args.model_dir, corpus))
+        enc = encoded(corpus, split, tok)
+        for name in [m for m in args.methods.split(",") if m]:
+            rec = run_method(corpus, split, name, out, model, tok, enc)
+            print(_line(rec), flush=True)
+        n_layers = len(encoder_layers(model))
+        configs = (
+            chosen_layers(out, corpus)
+            if args.iba == "chosen"
+            else _iba_configs(args.iba, n_layers)
+        )
+        for name, config in configs.items():
+            rec = run_method(corpus, split, name, out, model, tok, enc, config)
+            print(_line(rec), flush=True)
+
+
+def _write_docs(
+    docs: Path, corpus: str, recs: Dict, iba: List[str], title: str, out: Path
+) -> None:
+    """The report split's tables (RST) and plot, for docs/faithfulness.rst."""
+    import shutil
+
+    (docs / "_generated").mkdir(exist_ok=True)
+    rst = to_rst(table(recs), f"{title}: means [95 % CI]")
+    rst += "\n" + to_rst(paired_table(recs, iba, REFS), "Paired differences")
+    (docs / "_generated" / f"faithfulness_{corpus}.rst").write_text(rst)
+    png = docs / "_static" / f"tradeoff_{corpus}.png"
+    shutil.copy(out / corpus / "report.png", png)
+
+
+def _model_path(model_dir: Optional[str], corpus: str) -> Path:
+    if model_dir is not None:
+        return Path(model_dir) / corpus
+    from captum_iba.app.finetune import get_finetuned_model
+
+    return get_finetuned_model(corpus)
+
+
+def _iba_configs(spec: str, n_layers: int) -> Dict[str, Dict[str, Any]]:
+    if not spec:
+        return {}
+    if spec == "grid":
+        return iba_grid(n_layers)
+    if spec == "faithful-grid":  # only iba-faithful's layers (a cheaper search)
+        return {k: v for k, v in iba_grid(n_layers).items() if v.get("faithful")}
+    return json.loads(Path(spec).read_text())
+
+
+def _line(rec: Dict[str, Any]) -> str:
+    return (
+        f"{rec['corpus']}/{rec['split']} {rec['method']:30s} n={len(rec['aopc'])} "
+        f"drop11={np.mean(rec['drop11']):.3f} aopc={np.mean(rec['aopc']):.3f} "
+        f"cpu={np.mean(rec['cpu_seconds']):.3f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""Smoke test of the faithfulness study (issue #12): every anchor and every IBA
+candidate of ``experiments/faithfulness_study.py`` runs on a tiny model, and
+the ``iba-faithful`` scorer is built from the registry and the suite."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from captum_iba.evaluation import (
+    IBAFaithfulScorer,
+    attnlrp_available,
+    corpus_scorers,
+    make_scorers,
+    scorer_class,
+)
+from captum_iba.evaluation.iba import FAITHFUL_OPTIONS
+from captum_iba.metrics import degradation_test
+from tests.evaluation.conftest import check_scores
+
+STUDY = Path(__file__).resolve().parents[2] / "experiments" / "faithfulness_study.py"
+
+
+@pytest.fixture(scope="module")
+def study():
+    spec = importlib.util.spec_from_file_location("faithfulness_study", STUDY)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _enc(batch):
+    ids, mask, tt = batch
+    return {
+        "input_ids": ids,
+        "attention_mask": mask,
+        "token_type_ids": None,
+        "labels": torch.tensor([1, 0, 1]),
+        "rows": [0, 1, 2],
+    }
+
+
+def test_every_candidate_runs(study, model, tokenizer, batch):
+    enc = _enc(batch)
+    anchors = [a for a in study.ANCHORS if a != "AttnLRP" or attnlrp_available()[0]]
+    few = {"LIME": 20, "kernel-shap": 20, "shapley": 2}  # samples: a smoke test
+    candidates = {name: None for name in anchors}
+    candidates.update(study.iba_grid(n_layers=2))
+    assert any(c and c.get("faithful") for c in candidates.values())
+    for name, config in candidates.items():
+        options = {"n_samples": few[name]} if name in few else None
+        scorer = study.build_scorer(name, model, tokenizer, config, options)
+        scores, cpu = study.score(scorer, enc, batch_size=2)
+        check_scores(scores, enc["input_ids"], enc["attention_mask"])
+        assert len(cpu) == 3 and all(c >= 0 for c in cpu)
+        result = degradation_test(
+            model,
+            enc["input_ids"],
+            scores,
+            target=enc["labels"],
+            attention_mask=enc["attention_mask"],
+            tokenizer=tokenizer,
+            **dict(study.FAIR.test),
+        )
+        rows = study.per_instance(result)
+        assert set(rows) == {"drop11", "aopc", "comprehensiveness", "sufficiency"}
+        assert all(np.isfinite(v).all() and len(v) == 3 for v in rows.values())
+
+
+def test_chosen_layer_is_the_best_on_the_search(study, tmp_path):
+    import json
+
+    folder = tmp_path / "sst2" / "search"
+    folder.mkdir(parents=True)
+    for layer, aopc in ((1, 0.2), (2, 0.4), (3, 0.3)):
+        name = f"iba-faithful l{layer}"
+        record = {"method": name, "aopc": [aopc, aopc]}
+        (folder / f"{layer}.json").write_text(json.dumps(record))
+    chosen = study.chosen_layers(tmp_path, "sst2")
+    assert chosen["iba-faithful (l2, chosen)"] == {"layer": 2, "faithful": True}
+
+
+def test_iba_faithful_in_the_registry_and_the_suite(model, tokenizer, batch):
+    ids, mask, tt = batch
+    assert scorer_class("IBA-Faithful") is IBAFaithfulScorer
+    layer = model.bert.encoder.layer[0]
+    scorers = make_scorers(
+        model, tokenizer, "fair", iba_layer=layer, methods=["iba-faithful"]
+    )
+    scorer = scorers["iba-faithful"]
+    for key, value in FAITHFUL_OPTIONS.items():
+        assert scorer.settings[key] == value, key
+    target = torch.tensor([1, 0, 1])
+    scores = scorer.attribute(ids, target, mask)
+    check_scores(scores, ids, mask)
+    # the readout is the mean mask: in (0, 1) at real tokens, per feature
+    assert (scores[mask.bool()] > 0).all()
+    assert (scores <= model.config.hidden_size).all()
+    # without a layer the suite skips it; corpus_scorers gives it the layer
+    assert "iba-faithful" not in make_scorers(
+        model, tokenizer, "fair", methods=["iba-faithful"]
+    )
+    built = corpus_scorers(
+        model, tokenizer, ["iba-faithful"], (0, layer), priors=[], setting="fair"
+    )
+    assert built["iba-faithful"].settings["layer_index"] == 0
