@@ -87,8 +87,8 @@ def _folder_lock(folder: Path) -> Iterator[None]:
         lock.acquire(timeout=0)
     except Timeout:
         print(
-            f"[captum_iba] Another process is fine-tuning {folder.name}; waiting "
-            f"for it (lock {lock.lock_file}).",
+            f"[captum_iba] Another process is checking or fine-tuning "
+            f"{folder.name}; waiting for it (lock {lock.lock_file}).",
             flush=True,
         )
         lock.acquire()
