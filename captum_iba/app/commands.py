@@ -339,7 +339,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     out = Path(args.out)
     stem = f"{args.dataset}_{args.setting}"
     table, written = _write_degradation(out, stem, merged.results, curves=True)
-    n = len(merged.rows) // len(args.methods)
+    n = len({row["index"] for row in merged.rows})  # methods may be several IBAs
     files = ENGINE_FILES + written
     write_marker(out, MARKER, files=files, command="evaluate", n=n)
     accuracy = next(iter(merged.results.values())).original_accuracy
