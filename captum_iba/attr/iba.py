@@ -366,7 +366,8 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             for site in sites.sites_of(self.forward_func, layer, record, on_input):
                 base = None
                 if base_records is not None:
-                    base = sites.read_site(site, base_records[layer], None)[0]
+                    base_record = base_records[layer]
+                    base = sites.read_site(site, base_record, self._device_ids())[0]
                 attr, info = self._attribute_site(
                     site, record, (clean, inputs, extra, rows), token_mask, task, run,
                     base,
