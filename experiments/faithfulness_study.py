@@ -182,6 +182,23 @@ def score(scorer: Any, enc: Dict[str, Any], batch_size: int) -> Tuple[Tensor, li
     return torch.cat(chunks), cpu
 
 
+def fair_test(
+    model: Any, tokenizer: Any, enc: Dict[str, Any], scores: Tensor, name: str
+) -> Any:
+    """The fair degradation test of one method's scores on the encoded split."""
+    return degradation_test(
+        model,
+        enc["input_ids"],
+        scores,
+        target=enc["labels"],
+        attention_mask=enc["attention_mask"],
+        token_type_ids=enc["token_type_ids"],
+        tokenizer=tokenizer,
+        method=name,
+        **dict(FAIR.test),
+    )
+
+
 def per_instance(result: Any) -> Dict[str, List[float]]:
     """drop@11 %, AOPC, comprehensiveness and sufficiency of every instance."""
     o = result.original_probs.double()[:, None]
@@ -212,17 +229,7 @@ def run_method(
         return json.loads(path.read_text())
     scorer = build_scorer(name, model, tokenizer, iba)
     scores, cpu = score(scorer, enc, BATCH[corpus])
-    result = degradation_test(
-        model,
-        enc["input_ids"],
-        scores,
-        target=enc["labels"],
-        attention_mask=enc["attention_mask"],
-        token_type_ids=enc["token_type_ids"],
-        tokenizer=tokenizer,
-        method=name,
-        **dict(FAIR.test),
-    )
+    result = fair_test(model, tokenizer, enc, scores, name)
     record = {
         "corpus": corpus,
         "split": split,

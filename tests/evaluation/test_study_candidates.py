@@ -17,7 +17,6 @@ from captum_iba.evaluation import (
     scorer_class,
 )
 from captum_iba.evaluation.iba import FAITHFUL_OPTIONS
-from captum_iba.metrics import degradation_test
 from tests.evaluation.conftest import check_scores
 
 STUDY = Path(__file__).resolve().parents[2] / "experiments" / "faithfulness_study.py"
@@ -55,16 +54,7 @@ def test_every_candidate_runs(study, model, tokenizer, batch):
         scores, cpu = study.score(scorer, enc, batch_size=2)
         check_scores(scores, enc["input_ids"], enc["attention_mask"])
         assert len(cpu) == 3 and all(c >= 0 for c in cpu)
-        result = degradation_test(
-            model,
-            enc["input_ids"],
-            scores,
-            target=enc["labels"],
-            attention_mask=enc["attention_mask"],
-            tokenizer=tokenizer,
-            **dict(study.FAIR.test),
-        )
-        rows = study.per_instance(result)
+        rows = study.per_instance(study.fair_test(model, tokenizer, enc, scores, name))
         assert set(rows) == {"drop11", "aopc", "comprehensiveness", "sufficiency"}
         assert all(np.isfinite(v).all() and len(v) == 3 for v in rows.values())
 
