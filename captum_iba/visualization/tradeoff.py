@@ -99,9 +99,8 @@ def plot_cost_faithfulness(
     ax.plot(xs, [data[k][1] for k in front], "-", color="0.75", zorder=1)
     for name, (cost, score, low, high) in data.items():
         mark = name in highlight
-        x = max(cost, min_cost)
         ax.errorbar(
-            x,
+            max(cost, min_cost),
             score,
             yerr=np.array([[score - low], [high - score]]),
             fmt="o",
@@ -110,20 +109,68 @@ def plot_cost_faithfulness(
             capsize=2,
             zorder=3,
         )
-        ax.annotate(
-            name,
-            (x, score),
-            textcoords="offset points",
-            xytext=(5, 4),
-            fontsize=7.5,
-            color="tab:red" if mark else "0.15",
-        )
     ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, which="both", alpha=0.25)
     if title:
         ax.set_title(title)
+    _place_labels(ax, data, highlight, min_cost)
     if save_path is not None:
         fig.savefig(os.fspath(save_path), dpi=dpi)
     return fig
+
+
+#: Where a label may go, in points from its point (tried in this order).
+_OFFSETS = [(dx, dy) for dy in (3, -11, 11, -19, 19, -27) for dx in (6, -6)]
+
+
+def _place_labels(
+    ax: Axes, data: Mapping[str, Tuple[float, ...]], highlight: Any, min_cost: float
+) -> None:
+    """Labels next to their points, each at the first offset where it overlaps
+    no label, point or error bar placed before it and stays inside the axes
+    (the first offset if none is free)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = ax.get_figure()
+    canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else None
+    renderer = (canvas or FigureCanvasAgg(fig)).get_renderer()
+    fig.draw_without_rendering()  # the final layout, before measuring
+    to_px = ax.transData.transform
+    taken = []  # boxes (x0, y0, x1, y1) in pixels: markers and error bars
+    for cost, _score, low, high in data.values():
+        x, y0 = to_px((max(cost, min_cost), low))
+        _, y1 = to_px((max(cost, min_cost), high))
+        taken.append((x - 5, min(y0, y1) - 5, x + 5, max(y0, y1) + 5))
+    frame = ax.get_window_extent(renderer)
+    for name, (cost, score, *_) in sorted(data.items(), key=lambda kv: kv[1][0]):
+        text = None
+        for dx, dy in _OFFSETS:
+            if text is not None:
+                text.remove()
+            text = ax.annotate(
+                name,
+                (max(cost, min_cost), score),
+                textcoords="offset points",
+                xytext=(dx, dy),
+                ha="left" if dx > 0 else "right",
+                fontsize=7.5,
+                color="tab:red" if name in highlight else "0.15",
+            )
+            box = text.get_window_extent(renderer)
+            rect = (box.x0, box.y0, box.x1, box.y1)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1
+            inside = inside and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            if inside and not any(_overlap(rect, other) for other in taken):
+                break
+        else:  # nowhere free: the first place
+            text.set_position((_OFFSETS[0][0], _OFFSETS[0][1]))
+            text.set_horizontalalignment("left")
+            box = text.get_window_extent(renderer)
+            rect = (box.x0, box.y0, box.x1, box.y1)
+        taken.append(rect)
+
+
+def _overlap(a: Tuple[float, ...], b: Tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]

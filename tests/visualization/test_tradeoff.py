@@ -31,3 +31,26 @@ def test_plot_cost_faithfulness(tmp_path):
         plot_cost_faithfulness({"x": (1.0,)})
     with pytest.raises(ValueError, match="cost"):
         plot_cost_faithfulness({"x": (-1.0, 0.3)})
+
+
+def test_labels_do_not_overlap_when_points_are_close():
+    close = {
+        "IBA l3 (old default)": (0.84, 0.396, (0.36, 0.43)),
+        "IBA l4 (new default)": (0.19, 0.380, (0.34, 0.42)),
+        "LOO": (0.98, 0.424, (0.39, 0.46)),
+        "iba-faithful (l1, chosen)": (1.06, 0.513, (0.48, 0.55)),
+        "IG": (2.21, 0.524, (0.49, 0.56)),
+        "random": (0.0, 0.12),
+    }
+    fig = plot_cost_faithfulness(close, highlight=["IBA l3 (old default)"])
+    ax = fig.axes[0]
+    fig.draw_without_rendering()
+    boxes = {t.get_text(): t.get_window_extent() for t in ax.texts}
+    assert set(boxes) == set(close)
+    names = sorted(boxes)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            assert not boxes[a].overlaps(boxes[b]), (a, b)
+    frame = ax.get_window_extent()
+    for name, box in boxes.items():  # every label inside the axes
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1, name
