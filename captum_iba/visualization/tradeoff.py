@@ -134,8 +134,12 @@ def _place_labels(
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     fig = ax.get_figure()
-    canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else None
-    renderer = (canvas or FigureCanvasAgg(fig)).get_renderer()
+    canvas = fig.canvas
+    if hasattr(canvas, "get_renderer"):
+        renderer = canvas.get_renderer()
+    else:  # a bare Figure: measure with Agg, then give the figure its canvas back
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        fig.set_canvas(canvas)
     fig.draw_without_rendering()  # the final layout, before measuring
     to_px = ax.transData.transform
     taken = []  # boxes (x0, y0, x1, y1) in pixels: markers and error bars

@@ -54,3 +54,12 @@ def test_labels_do_not_overlap_when_points_are_close():
     frame = ax.get_window_extent()
     for name, box in boxes.items():  # every label inside the axes
         assert frame.x0 <= box.x0 and box.x1 <= frame.x1, name
+
+
+def test_a_given_figure_keeps_its_canvas():
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    canvas = fig.canvas
+    plot_cost_faithfulness(POINTS, ax=fig.add_subplot(1, 1, 1))
+    assert fig.canvas is canvas
