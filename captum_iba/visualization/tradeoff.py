@@ -110,6 +110,7 @@ def plot_cost_faithfulness(
             zorder=3,
         )
     ax.set_xscale("log")
+    ax.margins(x=0.1)  # room for the labels of the cheapest and dearest points
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, which="both", alpha=0.25)
