@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
 __all__ = ["pareto_front", "plot_cost_faithfulness"]
 
@@ -143,39 +144,33 @@ def _place_labels(
         fig.set_canvas(canvas)
     fig.draw_without_rendering()  # the final layout, before measuring
     to_px = ax.transData.transform
-    taken = []  # boxes (x0, y0, x1, y1) in pixels: markers and error bars
+    taken = []  # pixel boxes of the markers and error bars, then of the labels
     for cost, _score, low, high in data.values():
-        x, y0 = to_px((max(cost, min_cost), low))
-        _, y1 = to_px((max(cost, min_cost), high))
-        taken.append((x - 5, min(y0, y1) - 5, x + 5, max(y0, y1) + 5))
+        (x, y0), (_, y1) = to_px(
+            [(max(cost, min_cost), low), (max(cost, min_cost), high)]
+        )
+        taken.append(Bbox.from_extents(x - 5, min(y0, y1) - 5, x + 5, max(y0, y1) + 5))
     frame = ax.get_window_extent(renderer)
     for name, (cost, score, *_) in sorted(data.items(), key=lambda kv: kv[1][0]):
-        text = None
-        for dx, dy in _OFFSETS:
-            if text is not None:
-                text.remove()
-            text = ax.annotate(
-                name,
-                (max(cost, min_cost), score),
-                textcoords="offset points",
-                xytext=(dx, dy),
-                ha="left" if dx > 0 else "right",
-                fontsize=7.5,
-                color="tab:red" if name in highlight else "0.15",
-            )
+        text = ax.annotate(
+            name,
+            (max(cost, min_cost), score),
+            textcoords="offset points",
+            xytext=_OFFSETS[0],
+            fontsize=7.5,
+            color="tab:red" if name in highlight else "0.15",
+        )
+        for dx, dy in _OFFSETS + _OFFSETS[:1]:  # nowhere free: the first place
+            text.set_position((dx, dy))
+            text.set_horizontalalignment("left" if dx > 0 else "right")
             box = text.get_window_extent(renderer)
-            rect = (box.x0, box.y0, box.x1, box.y1)
             inside = frame.x0 <= box.x0 and box.x1 <= frame.x1
             inside = inside and frame.y0 <= box.y0 and box.y1 <= frame.y1
-            if inside and not any(_overlap(rect, other) for other in taken):
+            if inside and not any(_overlap(box, other) for other in taken):
                 break
-        else:  # nowhere free: the first place
-            text.set_position((_OFFSETS[0][0], _OFFSETS[0][1]))
-            text.set_horizontalalignment("left")
-            box = text.get_window_extent(renderer)
-            rect = (box.x0, box.y0, box.x1, box.y1)
-        taken.append(rect)
+        taken.append(box)
 
 
-def _overlap(a: Tuple[float, ...], b: Tuple[float, ...]) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+def _overlap(a: Bbox, b: Bbox) -> bool:
+    """Whether two boxes share interior (``Bbox.overlaps`` also counts touching)."""
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
