@@ -8,8 +8,9 @@ from typing import List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
-from torch.nn import Module, ModuleList
+from torch.nn import Module
 
+from captum_iba._utils.modules import layer_stack
 from captum_iba.attr.bottleneck import NATS_PER_BIT
 
 __all__ = [
@@ -98,13 +99,7 @@ def encoder_layers(model: Module) -> List[Module]:
         list[Module]: The blocks, so that ``encoder_layers(model)[8]`` is the
         paper's "layer 9" of BERT-base.
     """
-    best: Optional[ModuleList] = None
-    for module in model.modules():
-        if isinstance(module, ModuleList) and (best is None or len(module) > len(best)):
-            best = module
-    if best is None or len(best) == 0:
-        raise ValueError(f"No layer list (ModuleList) found in {type(model).__name__}")
-    return list(best)
+    return layer_stack(model)
 
 
 def paper_layer_index(model: Module) -> int:

@@ -15,6 +15,9 @@
   scoring order and encoding;
 * :mod:`~captum_iba.evaluation.suite` - building the methods, scoring a corpus
   and running the degradation test on every method;
+* :mod:`~captum_iba.evaluation.explainers` - any registered method as the
+  ``explanation_func`` of the metrics (:func:`method_explainer`, e.g. for the
+  model-randomisation check);
 * :mod:`~captum_iba.evaluation.layer_choice` - choosing IBA's layer for a model
   and task from a small held-in degradation test.
 """
@@ -66,6 +69,7 @@ from captum_iba.evaluation.suite import (  # isort: skip
     run_degradation_suite,
     scorer_degradation,
 )
+from captum_iba.evaluation.explainers import method_explainer  # isort: skip
 
 __all__ = [
     "AttnLRPScorer",
@@ -103,6 +107,7 @@ __all__ = [
     "fit_dataset_prior",
     "get_preset",
     "make_scorers",
+    "method_explainer",
     "register_scorer",
     "resolve_priors",
     "run_corpus",

@@ -17,12 +17,26 @@ Modules:
 * :mod:`~captum_iba.metrics.result` - :class:`DegradationResult` and
   :func:`normalized_drop`;
 * :mod:`~captum_iba.metrics.compare` - :class:`Comparison` and :func:`compare`;
+* :mod:`~captum_iba.metrics.randomization` - the model-randomisation sanity
+  check of Adebayo et al. (2018): :func:`cascading_randomization`, its stages
+  and re-initialisation;
+* :mod:`~captum_iba.metrics.randomization_result` - :class:`RandomizationResult`
+  and :func:`rank_correlation`;
 * ``_inputs`` (argument checks) and ``_removal`` (ranks, level counts, degraded
   inputs, the batched model calls): internal.
 """
 
 from captum_iba.metrics.compare import Comparison, compare
 from captum_iba.metrics.degradation import PAPER_LEVELS, degradation_test
+from captum_iba.metrics.randomization import (
+    cascade_stages,
+    cascading_randomization,
+    reinitialize,
+)
+from captum_iba.metrics.randomization_result import (
+    RandomizationResult,
+    rank_correlation,
+)
 from captum_iba.metrics.result import DegradationResult, normalized_drop
 
 __all__ = [
@@ -32,4 +46,9 @@ __all__ = [
     "degradation_test",
     "compare",
     "normalized_drop",
+    "RandomizationResult",
+    "cascade_stages",
+    "cascading_randomization",
+    "rank_correlation",
+    "reinitialize",
 ]

@@ -24,6 +24,11 @@ way:
   :mod:`captum_iba.metrics` (see :func:`degradation_curves` for what such an
   object must provide).
 
+* **The model-randomisation check** (:func:`plot_randomization`): the rank
+  correlation of each method's attributions on the trained and on the
+  progressively randomised model, per stage of the cascade (Adebayo et al.,
+  2018), from :class:`captum_iba.metrics.RandomizationResult` objects.
+
 Figures are :class:`matplotlib.figure.Figure` objects created without
 ``pyplot``, so they need no display and never change the global matplotlib
 backend: save them with ``save_path=`` (or ``fig.savefig``), or let a notebook
@@ -33,7 +38,8 @@ show the returned figure. To draw a curve plot into an existing
 Modules: :mod:`~captum_iba.visualization.text` (HTML heatmaps),
 :mod:`~captum_iba.visualization.style` (:class:`HeatmapStyle`),
 :mod:`~captum_iba.visualization.figures` (the layers x tokens map),
-:mod:`~captum_iba.visualization.curves` (degradation curves and sweeps), and
+:mod:`~captum_iba.visualization.curves` (degradation curves and sweeps),
+:mod:`~captum_iba.visualization.sanity` (the randomisation check), and
 ``_inputs`` (checks of arrays, masks and tokens; :func:`prepare_tokens`).
 """
 
@@ -50,6 +56,7 @@ from captum_iba.visualization.curves import (
     plot_layer_sweep,
 )
 from captum_iba.visualization.figures import layer_token_heatmap
+from captum_iba.visualization.sanity import plot_randomization
 from captum_iba.visualization.style import DEFAULT_SKIP_TOKENS, HeatmapStyle
 from captum_iba.visualization.text import (
     heatmap_records,
@@ -72,6 +79,7 @@ __all__ = [
     "plot_beta_sweep",
     "plot_degradation_curves",
     "plot_layer_sweep",
+    "plot_randomization",
     "prepare_tokens",
     "save_html",
     "scale_scores",
