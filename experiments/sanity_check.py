@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     from captum_iba.app.finetune import get_finetuned_model
 
-    model, tok = load_classifier(get_finetuned_model("sst2"))
+    model, tok = load_classifier(args.model_dir or get_finetuned_model("sst2"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for method in [m for m in args.methods.split(",") if m]:
@@ -184,6 +184,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100, help="sentences (not LIME)")
     parser.add_argument("--lime-n", type=int, default=30, help="sentences for LIME")
     parser.add_argument("--out", default="/work/results_sanity")
+    parser.add_argument(
+        "--model-dir", default=None, help="default: the cached fine-tune"
+    )
     parser.add_argument("--docs", default=None, help="write the table and plot here")
     args = parser.parse_args()
     run(args) if args.command == "run" else report(args)
