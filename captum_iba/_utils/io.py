@@ -11,9 +11,15 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Union
+from typing import IO, Any, Iterable, Iterator, Optional, Tuple, Union
 
-__all__ = ["atomic_write", "atomic_write_text", "write_marker"]
+__all__ = [
+    "atomic_write",
+    "atomic_write_text",
+    "dump_json",
+    "read_json",
+    "write_marker",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -74,3 +80,47 @@ def write_marker(folder: PathLike, name: str = "COMPLETE.json", **info: Any) -> 
         Path: The marker's path.
     """
     return atomic_write_text(Path(folder) / name, json.dumps(info, indent=2) + "\n")
+
+
+def dump_json(data: Any, path: Optional[PathLike] = None) -> str:
+    """``data`` as JSON text, also written atomically to ``path`` when given."""
+    text = json.dumps(data)
+    if path is not None:
+        atomic_write_text(path, text)
+    return text
+
+
+def read_json(
+    source: Union[str, "os.PathLike[str]"], what: str = "JSON document"
+) -> Tuple[Any, str]:
+    """Parsed JSON from text (starting with ``{``) or from a file's path.
+
+    Args:
+        source (str or PathLike): JSON text, or the path of a file holding it.
+        what (str): What the text should be, for the error message.
+
+    Returns:
+        (data, where): The parsed value, and ``"JSON text"`` or the file's
+        path (for the caller's error messages).
+
+    Raises:
+        FileNotFoundError: Naming the file, when there is none.
+        ValueError: Naming the file or the text, when it cannot be read or
+            is not JSON.
+    """
+    where = "JSON text"
+    if isinstance(source, os.PathLike) or (
+        isinstance(source, str) and not source.lstrip().startswith("{")
+    ):
+        where = os.fspath(source)
+        try:
+            with open(source, encoding="utf-8") as fh:
+                source = fh.read()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{where}: no such file") from None
+        except (OSError, UnicodeDecodeError) as err:
+            raise ValueError(f"{where}: cannot be read ({err})") from None
+    try:
+        return json.loads(source), where
+    except ValueError as err:
+        raise ValueError(f"{where}: not a {what}: {err}") from None

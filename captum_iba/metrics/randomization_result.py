@@ -18,7 +18,7 @@ import torch
 from scipy.stats import rankdata
 from torch import Tensor
 
-from captum_iba._utils.io import atomic_write_text
+from captum_iba._utils.io import dump_json, read_json
 from captum_iba.version import __version__
 
 __all__ = ["VARIANTS", "RandomizationResult", "rank_correlation"]
@@ -278,10 +278,7 @@ class RandomizationResult:
 
     def to_json(self, path: Optional[Union[str, os.PathLike]] = None) -> str:
         """Serialise to JSON; also write it atomically to ``path`` when given."""
-        text = json.dumps(self.to_dict())
-        if path is not None:
-            atomic_write_text(path, text)
-        return text
+        return dump_json(self.to_dict(), path)
 
     @classmethod
     def from_json(cls, source: Union[str, os.PathLike]) -> "RandomizationResult":
@@ -291,16 +288,9 @@ class RandomizationResult:
             FileNotFoundError: Naming the file, when there is none.
             ValueError: Naming the file, for text that is not such a result.
         """
-        where = "JSON text"
-        if isinstance(source, os.PathLike) or not str(source).lstrip().startswith("{"):
-            where = os.fspath(source)
-            try:
-                with open(source, encoding="utf-8") as fh:
-                    source = fh.read()
-            except FileNotFoundError:
-                raise FileNotFoundError(f"{where}: no such file") from None
+        data, where = read_json(source, "RandomizationResult")
         try:
-            return cls.from_dict(json.loads(source))
+            return cls.from_dict(data)
         except ValueError as err:
             raise ValueError(f"{where}: not a RandomizationResult: {err}") from None
 

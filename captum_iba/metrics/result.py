@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from captum_iba._utils.io import atomic_write_text
+from captum_iba._utils.io import atomic_write_text, read_json
 from captum_iba.version import __version__
 
 __all__ = ["DegradationResult", "normalized_drop"]
@@ -457,21 +457,10 @@ class DegradationResult:
             ValueError: Naming the file (when ``source`` is one), for text that
                 is not JSON or not a result (see :meth:`from_dict`).
         """
-        where = "JSON text"
-        if isinstance(source, os.PathLike) or (
-            isinstance(source, str) and not source.lstrip().startswith("{")
-        ):
-            where = os.fspath(source)
-            try:
-                with open(source, encoding="utf-8") as fh:
-                    source = fh.read()
-            except FileNotFoundError:
-                raise FileNotFoundError(f"{where}: no such file") from None
-            except (OSError, UnicodeDecodeError) as err:
-                raise ValueError(f"{where}: cannot be read ({err})") from None
+        data, where = read_json(source, "DegradationResult")
         try:
-            return cls.from_dict(json.loads(source))
-        except ValueError as err:  # json.JSONDecodeError is a ValueError
+            return cls.from_dict(data)
+        except ValueError as err:
             raise ValueError(f"{where}: not a DegradationResult: {err}") from None
 
 
