@@ -11,8 +11,9 @@ gold label at every stage. One JSON file per method under ``--out`` (a method
 already there is skipped, so a run can be resumed), then the plot and the
 docs table::
 
-    PYTHONPATH=$PWD python experiments/sanity_check.py run \\
-        --methods random,IBA,iba-faithful,IG,LIME --out /work/results_sanity
+    PYTHONPATH=$PWD python experiments/sanity_check.py run --n 50 \\
+        --n-for IG=30,LIME=10 --methods random,IBA,iba-faithful,IG,LIME,AttnLRP \\
+        --out /work/results_sanity
     PYTHONPATH=$PWD python experiments/sanity_check.py report \\
         --out /work/results_sanity --docs docs
 """
@@ -57,6 +58,12 @@ def sentences(tokenizer, n: int) -> Dict[str, torch.Tensor]:
     }
 
 
+def sizes(args: argparse.Namespace) -> Dict[str, int]:
+    """``--n-for IG=30,LIME=10`` as a dict (the first sentences of the same draw)."""
+    pairs = [p.split("=") for p in args.n_for.split(",") if p]
+    return {name: int(n) for name, n in pairs}
+
+
 def run(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     from captum_iba.app.finetune import get_finetuned_model
@@ -72,7 +79,7 @@ def run(args: argparse.Namespace) -> None:
         if method == "AttnLRP" and not attnlrp_available()[0]:
             print(f"AttnLRP: lxt does not import here; run it {ATTNLRP_HINT}")
             continue
-        n = args.lime_n if method.upper().startswith("LIME") else args.n
+        n = sizes(args).get(method, args.n)
         data = sentences(tok, n)
         width = int(data["attention_mask"].sum(1).max())
         explain = method_explainer(method, tok, "fair", layer_index=LAYER_INDEX)
@@ -181,8 +188,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=("run", "report"))
     parser.add_argument("--methods", default="random,IBA,iba-faithful,IG,LIME,AttnLRP")
-    parser.add_argument("--n", type=int, default=100, help="sentences (not LIME)")
-    parser.add_argument("--lime-n", type=int, default=30, help="sentences for LIME")
+    parser.add_argument("--n", type=int, default=50, help="sentences per method")
+    parser.add_argument(
+        "--n-for",
+        default="IG=30,LIME=10",
+        help="fewer sentences for costly methods (the first of the same draw)",
+    )
     parser.add_argument("--out", default="/work/results_sanity")
     parser.add_argument(
         "--model-dir", default=None, help="default: the cached fine-tune"

@@ -405,11 +405,7 @@ def cascading_randomization(
     for p in work.parameters():
         p.requires_grad_(False)
     logits = _predict(work, (ids, mask, tt), chunk)
-    tgt = format_target(target, ids.shape[0])
-    tgt = logits.argmax(-1) if tgt is None else tgt
-    if tgt.dim() != 1:
-        raise ValueError("target must be one class index per instance")
-    check_target_range(tgt, logits.shape)
+    tgt = _resolve_target(target, logits)
     plan = (
         cascade_stages(work, ids[:1], mask[:1], None if tt is None else tt[:1])
         if stages is None
@@ -459,16 +455,28 @@ def cascading_randomization(
             "stages": {name: modules for name, modules in plan},
             "special_token_ids": special,
             "target": "given" if target is not None else "trained prediction",
-            "reinit": "custom"
-            if reinit
-            else (
-                "model._init_weights"
-                if callable(getattr(model, "_init_weights", None))
-                else "reset_parameters"
-            ),
+            "reinit": _reinit_name(model, reinit),
             "cpu_seconds": cpu,
         },
     )
+
+
+def _resolve_target(target: Any, logits: Tensor) -> Tensor:
+    """One class index per instance: ``target``, or the trained prediction."""
+    tgt = format_target(target, logits.shape[0])
+    tgt = logits.argmax(-1) if tgt is None else tgt
+    if tgt.dim() != 1:
+        raise ValueError("target must be one class index per instance")
+    check_target_range(tgt, logits.shape)
+    return tgt
+
+
+def _reinit_name(model: nn.Module, reinit: Optional[Callable[..., Any]]) -> str:
+    if reinit is not None:
+        return "custom"
+    if callable(getattr(model, "_init_weights", None)):
+        return "model._init_weights"
+    return "reset_parameters"
 
 
 def _prob(logits: Tensor, target: Tensor) -> Tensor:

@@ -125,6 +125,21 @@ def test_cascade_stages_of_a_plain_module():
     ]
 
 
+def test_no_hook_is_left_when_the_forward_raises():
+    class Raising(MeanPoolModel):
+        def forward(self, input_ids, attention_mask=None):
+            super().forward(input_ids, attention_mask)
+            raise RuntimeError("boom")
+
+    model = Raising(vocab=60)
+    with pytest.raises(RuntimeError, match="boom"):
+        cascade_stages(model, torch.tensor([[5, 6, 7]]))
+    assert no_hooks(model)
+    with pytest.raises(RuntimeError, match="boom"):
+        cascading_randomization(ids_only, model, torch.tensor([[5, 6, 7]]))
+    assert no_hooks(model)
+
+
 def test_cascade_order_parameters_changed_per_stage():
     """At stage k exactly the parameters of stages 0..k differ from the trained
     model's, and each stage reports the parameters of its own modules."""
