@@ -142,6 +142,34 @@ def to_rst(results: Dict[str, RandomizationResult], variant: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: A method passes when, for the fully randomised model, the 95 % interval of
+#: its mean correlation lies inside (-BOUND, BOUND) in both variants.
+BOUND = 0.2
+
+
+def verdict_rst(results: Dict[str, RandomizationResult]) -> str:
+    """The fully randomised model: both correlations, and pass or fail."""
+    lines = [
+        ".. list-table:: The fully randomised model: mean [95 % CI]; passes when "
+        f"both intervals lie inside (-{BOUND}, {BOUND})",
+        "   :header-rows: 1",
+        "",
+        "   * - method",
+        "     - spearman",
+        "     - spearman_abs",
+        "     - passes",
+    ]
+    for name, res in results.items():
+        rows = [res.summary(v)[-1] for v in ("spearman", "spearman_abs")]
+        ok = all(-BOUND < r["low"] and r["high"] < BOUND for r in rows)
+        lines.append(f"   * - {name}")
+        lines += [
+            f"     - {r['mean']:.2f} [{r['low']:.2f}, {r['high']:.2f}]" for r in rows
+        ]
+        lines.append(f"     - {'yes' if ok else 'no'}")
+    return "\n".join(lines) + "\n"
+
+
 def agreement_rst(results: Dict[str, RandomizationResult]) -> str:
     """How far each stage destroys the model (from the largest run)."""
     res = max(results.values(), key=lambda r: r.num_instances)
@@ -173,9 +201,10 @@ def report(args: argparse.Namespace) -> None:
         print(f"\n{res.to_markdown('spearman_abs')}")
     if args.docs:
         docs = Path(args.docs)
-        rst = "".join(
-            to_rst(results, v) + "\n" for v in ("spearman", "spearman_abs")
-        ) + agreement_rst(results)
+        (docs / "_generated").mkdir(parents=True, exist_ok=True)
+        rst = verdict_rst(results) + "\n"
+        rst += "".join(to_rst(results, v) + "\n" for v in ("spearman", "spearman_abs"))
+        rst += agreement_rst(results)
         (docs / "_generated" / "sanity_sst2.rst").write_text(rst)
         plot_randomization(
             results,
