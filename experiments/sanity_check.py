@@ -207,7 +207,7 @@ def report(args: argparse.Namespace) -> None:
         rst += agreement_rst(results)
         (docs / "_generated" / "sanity_sst2.rst").write_text(rst)
         plot_randomization(
-            results,
+            {f"{k} (n={r.num_instances})": r for k, r in results.items()},
             title="SST-2, MiniLM-L6: cascading randomisation (Adebayo et al., 2018)",
             save_path=docs / "_static" / "sanity_sst2.png",
         )
