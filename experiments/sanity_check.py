@@ -12,7 +12,7 @@ already there is skipped, so a run can be resumed), then the plot and the
 docs table::
 
     PYTHONPATH=$PWD python experiments/sanity_check.py run --n 50 \\
-        --n-for IG=30,LIME=10 --methods random,IBA,iba-faithful,IG,LIME,AttnLRP \\
+        --n-for IG=30,LIME=20 --methods random,IBA,iba-faithful,IG,LIME,AttnLRP \\
         --out /work/results_sanity
     PYTHONPATH=$PWD python experiments/sanity_check.py report \\
         --out /work/results_sanity --docs docs
@@ -220,7 +220,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=50, help="sentences per method")
     parser.add_argument(
         "--n-for",
-        default="IG=30,LIME=10",
+        default="IG=30,LIME=20",
         help="fewer sentences for costly methods (the first of the same draw)",
     )
     parser.add_argument("--out", default="/work/results_sanity")
