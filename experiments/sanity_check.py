@@ -59,7 +59,7 @@ def sentences(tokenizer, n: int) -> Dict[str, torch.Tensor]:
 
 
 def sizes(args: argparse.Namespace) -> Dict[str, int]:
-    """``--n-for IG=30,LIME=10`` as a dict (the first sentences of the same draw)."""
+    """``--n-for IG=30,LIME=20`` as a dict (the first sentences of the same draw)."""
     pairs = [p.split("=") for p in args.n_for.split(",") if p]
     return {name: int(n) for name, n in pairs}
 
