@@ -16,9 +16,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "captum_iba"
 #: ``captum_iba.version``). ``app`` may import anything.
 ALLOWED: Dict[str, Set[str]] = {
     "_utils": set(),
-    "attr": {"_utils"},
+    "attr": {"_utils", "registry"},
     "metrics": {"_utils"},
-    "evaluation": {"_utils", "attr", "metrics"},
+    "evaluation": {"_utils", "registry", "attr", "metrics"},
     "visualization": {"_utils", "metrics"},
 }
 #: Old module paths kept as re-exports of the application layer.
@@ -74,3 +74,19 @@ def test_the_check_sees_an_application_import(tmp_path):
     )
     targets = {t for _, t in _captum_iba_targets(module)}
     assert {"app", "finetune"} <= targets
+
+
+def test_the_registry_of_names_imports_no_layer_and_no_torch():
+    """``captum_iba.registry`` lists names (for ``--help``): it imports only
+    the registry class, so listing the names loads no method and no torch."""
+    path = PACKAGE / "registry.py"
+    targets = {t for _, t in _captum_iba_targets(path)}
+    assert targets <= {"_utils"}, targets
+    assert all(not name.startswith("torch") for _, name in _imports(path))
+    helper = PACKAGE / "_utils" / "registry.py"
+    assert {n.split(".")[0] for _, n in _imports(helper)} <= {
+        "importlib",
+        "dataclasses",
+        "types",
+        "typing",
+    }

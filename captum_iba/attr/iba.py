@@ -48,10 +48,9 @@ from captum_iba.attr._inputs import (
     pads_without_mask,
     slice_rows,
 )
-from captum_iba.attr._validate import check_numbers, check_token_inputs
-from captum_iba.attr.objectives import Objective, ObjectiveLike
-from captum_iba.attr.options import BetaType, IBAOptions
-from captum_iba.attr.priors import PriorLike
+from captum_iba.attr._validate import check_token_inputs
+from captum_iba.attr.objectives import Objective
+from captum_iba.attr.options import ConfigLike, IBAOptions, options_doc
 
 __all__ = ["IBAOptions", "InformationBottleneckAttribution"]
 
@@ -159,23 +158,13 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         inputs: Union[Tensor, Tuple[Tensor, ...]],
         target: TargetType = None,
         additional_forward_args: Optional[object] = None,
-        beta: BetaType = 1e-5,
-        steps: int = 10,
-        n_samples: int = 10,
-        lr: float = 1.0,
-        init_alpha: float = 5.0,
-        prior: PriorLike = "paper",
-        objective: ObjectiveLike = "auto",
+        config: ConfigLike = "paper",
         token_mask: Optional[Tensor] = None,
-        seed: Optional[int] = None,
-        internal_batch_size: Optional[int] = None,
-        attribute_to_layer_input: bool = False,
-        show_progress: bool = False,
         baselines: Union[None, Tensor, Tuple[Tensor, ...]] = None,
-        optimizer: str = "adam",
-        readout: str = "capacity",
+        show_progress: bool = False,
+        **options: Any,
     ) -> Union[Tensor, Tuple[Tensor, ...], List[Union[Tensor, Tuple[Tensor, ...]]]]:
-        r"""Optimise one bottleneck per instance and return its capacity.
+        r"""Optimise one bottleneck per instance and return its attribution.
 
         Args:
             inputs (Tensor or tuple[Tensor, ...]): Inputs of ``forward_func``;
@@ -191,30 +180,13 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 attention mask). Tensors whose first dimension is the batch
                 are repeated with the noise copies; others (e.g. target token
                 ids) pass through untouched.
-            beta (float or "auto", optional): Weight of the information term
-                (Eq. 5), >= 0. ``"auto"`` sets it per instance to
-                10 x \|L_task\| / L_IB at the start (Appendix A), L_IB being the
-                instance's total capacity. Default: 1e-5 (the
-                paper's value for BERT-base).
-            steps (int, optional): Adam steps. Default: 10.
-            n_samples (int, optional): Noise copies per instance and step.
-                Default: 10.
-            lr (float, optional): Adam learning rate. Default: 1.
-            init_alpha (float, optional): Initial :math:`\alpha`
-                (:math:`\lambda = \sigma(5) = 0.993`). Default: 5.
-            prior (str or NoisePrior, optional): ``"paper"`` (statistics of the
-                instance's own layer output), ``"reference"`` (the released
-                code's prior), ``"baseline"`` (the layer's output on
-                ``baselines``; a deletion-like prior, not in the paper) or a
-                fitted :class:`~captum_iba.DatasetPrior`. Default: ``"paper"``.
-            objective (str or Callable, optional): The task loss
-                (:mod:`captum_iba.attr.objectives`): ``"auto"`` (the
-                cross-entropy of ``(B, C > 1)`` logits as in the paper,
-                ``-log p`` of probabilities, the negated score of a ``(B,)``
-                or ``(B, 1)`` output), ``"cross_entropy"``, ``"probability"``,
-                ``"log_probability"``, ``"score"``, or a callable
-                ``(output, target) -> loss per row`` (minimised).
-                Default: ``"auto"``.
+            config (str or IBAOptions, optional): A named configuration of
+                :data:`~captum_iba.attr.options.CONFIGS` - ``"paper"`` (the
+                paper's, the default: use it to reproduce the paper) or
+                ``"faithful"`` (the most faithful configuration measured,
+                docs/faithfulness.rst) - or an
+                :class:`~captum_iba.attr.options.IBAOptions`. Keyword
+                ``options`` override its fields.
             token_mask (Tensor, optional): (B, L) with 1 at real tokens and 0
                 at padding. Padding gets zero capacity and takes no part in
                 the loss or the statistics. When omitted, it is found among the
@@ -223,32 +195,16 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 bound methods and ``functools.partial``); when none is found
                 and the inputs hold the model's pad token id, a warning says
                 so. Otherwise every position counts.
-            seed (int, optional): Seed of the noise. Every instance draws its
-                own noise from it, so a result does not depend on the rest of
-                the batch or on padding. ``None`` draws the seed from torch's
-                global generator.
-            internal_batch_size (int, optional): Maximum rows (instances x
-                ``n_samples``) per forward pass, to bound memory; raised to
-                ``n_samples`` with a warning when below. Default: the whole
-                batch at once.
-            attribute_to_layer_input (bool, optional): Insert the bottleneck on
-                the hidden states the layer is called with (first positional
-                argument or ``hidden_states=``) instead of its output (always
-                through hooks). Default: False.
-            show_progress (bool, optional): Show a tqdm progress bar over
-                instance chunks. Default: False.
             baselines (Tensor or tuple[Tensor, ...], optional): Inputs of the
                 shape of ``inputs`` whose layer output is the noise mean of
                 ``prior="baseline"`` (e.g. the token ids with the removable
                 tokens replaced by [PAD]). Only that prior uses them.
-            optimizer (str, optional): ``"adam"`` (the paper) or
-                ``"normalized_gd"`` (gradient descent with each instance's
-                gradient divided by its largest absolute element, step ``lr``).
-                Default: ``"adam"``.
-            readout (str, optional): ``"capacity"`` (the paper: the final
-                capacity in nats) or ``"mask_mean"`` (the signal weight
-                :math:`\lambda` averaged over the steps, in (0, 1)).
-                Default: ``"capacity"``.
+            show_progress (bool, optional): Show a tqdm progress bar over
+                instance chunks. Default: False.
+            **options: Fields of :class:`~captum_iba.attr.options.IBAOptions`,
+                overriding those of ``config``:
+
+                {options}
 
         Returns:
             Tensor, tuple or list: The capacity (or ``readout``) per element of
@@ -259,39 +215,30 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             tuple of attributions (as Captum's layer methods return one per
             output tensor); a list when ``layer`` is a list. Reduce to tokens
             with ``attr.sum(-1)`` or :func:`captum_iba.token_attributions`.
+
+        Raises:
+            TypeError: For a keyword that is no IBA option.
+            ValueError: For a bad option value or input, naming it.
         """
         inputs_t = _format_tensor_into_tuples(inputs)
         extra = _format_additional_forward_args(additional_forward_args) or ()
-        check_numbers(beta, lr, init_alpha, seed, internal_batch_size)
+        opts = IBAOptions.from_config(config, **options)
         check_token_inputs(self.forward_func, inputs_t)
         batch, _ = check_batch(inputs_t, extra)
-        options = IBAOptions(
-            beta=beta,
-            steps=steps,
-            n_samples=n_samples,
-            lr=lr,
-            init_alpha=init_alpha,
-            prior=prior,
-            seed=seed,
-            internal_batch_size=internal_batch_size,
-            objective=objective,
-            attribute_to_layer_input=attribute_to_layer_input,
-            optimizer=optimizer,
-            readout=readout,
-        )
-        base_t = self._baselines(baselines, inputs_t, options)
+        base_t = self._baselines(baselines, inputs_t, opts)
         target_t = format_target(target, batch)
         token_mask, mask_explicit = self._token_mask(token_mask, inputs_t, extra)
         check_token_mask(token_mask, batch)
+        seed = opts.seed
         run_seed = (
             int(torch.randint(0, 2**31 - 1, (1,)).item()) if seed is None else seed
         )
-        per_chunk = options.instances_per_chunk(batch)
-        if self.cuts and internal_batch_size is None:
-            per_chunk = _speed.instances_per_chunk(batch, n_samples, inputs_t[0])
+        per_chunk = opts.instances_per_chunk(batch)
+        if self.cuts and opts.internal_batch_size is None:
+            per_chunk = _speed.instances_per_chunk(batch, opts.n_samples, inputs_t[0])
         chunks: List[List[Any]] = []
         self.last_run = [{} for _ in self._layers]
-        run = _Run(options, run_seed, mask_explicit)
+        run = _Run(opts, run_seed, mask_explicit)
         starts = range(0, batch, per_chunk)
         frozen = _speed.frozen_parameters(self.forward_func if self.cuts else None)
         with (
@@ -484,3 +431,8 @@ def _concat(parts: Tuple[Any, ...]) -> Any:
     if isinstance(parts[0], tuple):
         return tuple(torch.cat(p) for p in zip(*parts))
     return torch.cat(parts)
+
+
+InformationBottleneckAttribution.attribute.__doc__ = (
+    InformationBottleneckAttribution.attribute.__doc__ or ""
+).replace("{options}", options_doc(indent=16, bullets=True))

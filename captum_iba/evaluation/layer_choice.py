@@ -19,8 +19,8 @@ from torch import nn
 
 from captum_iba.attr import InformationBottleneckAttribution, encoder_layers
 from captum_iba.attr.text import token_attributions
+from captum_iba.evaluation.corpus import CorpusLike, encode
 from captum_iba.evaluation.presets import get_preset
-from captum_iba.evaluation.suite import CorpusLike, encode
 from captum_iba.metrics import DegradationResult, degradation_test
 
 __all__ = ["LayerChoice", "choose_layer"]

@@ -16,7 +16,7 @@ from captum.attr import Lime
 from torch import Tensor
 
 from captum_iba._utils.common import hf_call, instance_seed
-from captum_iba.evaluation.scorers import TokenScorer, register_scorer
+from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = ["CaptumLimeScorer", "LimeTextScorer"]
 
@@ -37,7 +37,6 @@ def _import_ridge(alpha: float) -> Any:
     return SkLearnRidge(alpha=alpha)
 
 
-@register_scorer
 class CaptumLimeScorer(TokenScorer):
     """Captum's ``Lime`` with one interpretable feature per (non-special) token.
 
@@ -71,7 +70,7 @@ class CaptumLimeScorer(TokenScorer):
     """
 
     name = "LIME"
-    suite_options = {"lime_samples": "n_samples", "seed": "seed"}
+    needs = ("seed",)
 
     def __init__(
         self,
@@ -171,7 +170,6 @@ class CaptumLimeScorer(TokenScorer):
         return out
 
 
-@register_scorer
 class LimeTextScorer(TokenScorer):
     """The ``lime`` package's ``LimeTextExplainer``, mapped onto word pieces.
 
@@ -202,11 +200,7 @@ class LimeTextScorer(TokenScorer):
     """
 
     name = "LIME-text"
-    suite_options = {
-        "lime_samples": "n_samples",
-        "lime_max_length": "max_length",
-        "seed": "seed",
-    }
+    needs = ("seed",)
 
     def __init__(
         self,

@@ -10,7 +10,7 @@ CACHE_ENV_VAR = "CAPTUM_IBA_CACHE"
 #: less accurate model in a smoke test. The steps are part of the settings,
 #: hence of the cache key, so a quick model never shadows a full one.
 STEPS_ENV_VAR = "CAPTUM_IBA_FINETUNE_STEPS"
-#: The time guard (seconds) of a fine-tune: past it, the run stops with an
+#: The time guard of a fine-tune, in seconds: past it, the run stops with an
 #: error (never a silent early stop). Not part of the cache key.
 MAX_SECONDS_ENV_VAR = "CAPTUM_IBA_FINETUNE_MAX_S"
 #: The old wall-clock budget, replaced by :data:`STEPS_ENV_VAR`; when set, a
