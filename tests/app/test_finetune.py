@@ -264,15 +264,6 @@ def test_fine_tune_needs_eval_for_raw_data(tiny_base, tmp_path):
         ft.fine_tune(_synthetic(8, 0), base_model=tiny_base, output_dir=tmp_path)
 
 
-def test_old_module_path_reexports():
-    import captum_iba.finetune as old
-
-    assert old.__all__ == ft.__all__
-    for name in old.__all__:
-        assert getattr(old, name) is getattr(ft, name), name
-    assert old.RESULT_FILE == ft.RESULT_FILE == "captum_iba_finetune.json"
-
-
 @pytest.mark.slow
 def test_real_sst2_minilm_quick(tmp_path):
     """A few minutes: MiniLM-L6 on 2,000 SST-2 sentences beats chance clearly."""

@@ -11,7 +11,7 @@ numbers of optimisation steps, so every machine gets the same model.
 
 Typical use::
 
-    from captum_iba.finetune import load_finetuned_model
+    from captum_iba.app.finetune import load_finetuned_model
     model, tokenizer = load_finetuned_model("sst2")  # fine-tunes once, then cached
 
 The modules: :mod:`~captum_iba.app.finetune.recipes` (settings, recipes, the
