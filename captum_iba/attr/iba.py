@@ -22,7 +22,7 @@ from typing import (
 )
 
 import torch
-from captum.attr._utils.attribution import GradientAttribution, LayerAttribution
+from captum.attr import GradientAttribution, LayerAttribution
 from captum.log import log_usage
 from torch import Tensor
 from torch.nn import Module

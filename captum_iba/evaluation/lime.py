@@ -15,6 +15,7 @@ import torch
 from captum.attr import Lime
 from torch import Tensor
 
+from captum_iba._utils.captum_compat import SkLearnRidge
 from captum_iba._utils.common import hf_call, instance_seed
 from captum_iba.evaluation.scorers import TokenScorer
 
@@ -29,12 +30,6 @@ def _word_starts(pieces: Sequence[str]) -> List[bool]:
             p.startswith(("\u2581", "\u0120")) or i == 0 for i, p in enumerate(pieces)
         ]
     return [not p.startswith("##") for p in pieces]
-
-
-def _import_ridge(alpha: float) -> Any:
-    from captum._utils.models.linear_model import SkLearnRidge
-
-    return SkLearnRidge(alpha=alpha)
 
 
 class CaptumLimeScorer(TokenScorer):
@@ -150,7 +145,7 @@ class CaptumLimeScorer(TokenScorer):
 
             lime = Lime(
                 forward,
-                interpretable_model=_import_ridge(self.ridge_alpha),
+                interpretable_model=SkLearnRidge(alpha=self.ridge_alpha),
                 similarity_func=similarity,
                 perturb_func=perturb,
             )
