@@ -197,12 +197,12 @@ def run_degradation_suite(
         attention_mask (Tensor, optional): ``(N, L)``.
         token_type_ids (Tensor, optional): ``(N, L)``.
         tokenizer (optional): For the test's special ids.
-        setting (str or Preset): Chooses the test's arguments
-            (:data:`~captum_iba.evaluation.presets.PAPER_TEST_SETTINGS` or
-            :data:`~captum_iba.evaluation.presets.FAIR_TEST_SETTINGS`).
+        setting (str or Preset): Chooses the test's options (``PAPER.test`` or
+            ``FAIR.test`` of :mod:`~captum_iba.evaluation.presets`).
             Default ``"fair"``.
         batch_size (int): Instances per scorer call and per test forward. Default 8.
-        test_kwargs (Mapping, optional): Overrides for :func:`degradation_test`.
+        test_kwargs (Mapping, optional): Overrides of the preset's
+            :class:`~captum_iba.metrics.DegradationOptions` fields.
         show_progress (bool): Progress bars. Default False.
 
     Returns:
@@ -247,8 +247,9 @@ def scorer_degradation(
 ) -> DegradationResult:
     """The degradation test of one scorer's scores, as the suite runs it.
 
-    The test's arguments are the preset's, overridden by ``test_kwargs``; the
-    scorer's special and pad ids, name, seed and settings are recorded.
+    The test's options are the preset's, with ``test_kwargs`` replacing fields
+    and the scorer's special and pad ids (else the tokenizer's); the scorer's
+    name, seed and settings are recorded.
 
     Args:
         model (nn.Module): The classifier (eval mode).
@@ -259,7 +260,8 @@ def scorer_degradation(
             token_type_ids)``; ``target`` None tracks the predicted class.
         tokenizer (optional): For the test's special ids.
         setting (str or Preset): The preset. Default ``"fair"``.
-        test_kwargs (Mapping, optional): Overrides for :func:`degradation_test`.
+        test_kwargs (Mapping, optional): Overrides of the preset's
+            :class:`~captum_iba.metrics.DegradationOptions` fields.
         seconds_per_instance (float, optional): Recorded in the settings.
         show_progress (bool): Progress bars. Default False.
 
@@ -267,8 +269,12 @@ def scorer_degradation(
         DegradationResult: The result.
     """
     preset = get_preset(setting)
-    kwargs: Dict[str, Any] = dict(preset.test)
-    kwargs.update(test_kwargs or {})
+    options = preset.test.with_tokenizer(
+        tokenizer,
+        special_token_ids=scorer.special_token_ids or None,
+        pad_token_id=scorer.pad_token_id,
+        **dict(test_kwargs or {}),
+    )
     input_ids, target, attention_mask, token_type_ids = tensors
     record = dict(scorer.settings, seconds_per_instance=seconds_per_instance)
     return degradation_test(
@@ -278,14 +284,13 @@ def scorer_degradation(
         target=target,
         attention_mask=attention_mask,
         token_type_ids=token_type_ids,
-        tokenizer=tokenizer,
-        special_token_ids=scorer.special_token_ids or None,
-        pad_token_id=scorer.pad_token_id,
-        method=name,
-        seed=getattr(scorer, "seed", None),
-        settings=dict(record, setting=preset.name),
+        options=options,
+        metadata=dict(
+            method=name,
+            seed=getattr(scorer, "seed", None),
+            attribution=dict(record, setting=preset.name),
+        ),
         show_progress=show_progress,
-        **kwargs,
     )
 
 

@@ -65,7 +65,8 @@ class CorpusJob:
         target (str): Explain the gold ``"label"`` or the ``"predicted"``
             class. Default ``"label"``.
         degradation (bool): Also run the degradation test. Default False.
-        test_kwargs (Mapping): Overrides of the test's arguments.
+        test_kwargs (Mapping): Overrides of the preset's
+            :class:`~captum_iba.metrics.DegradationOptions` fields.
     """
 
     model: nn.Module
