@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from captum_iba import degradation_test
+from captum_iba.metrics import DegradationOptions
 from tests.helpers import tiny_hf_model
 
 IDS = torch.randint(5, 50, (2, 6), generator=torch.Generator().manual_seed(0))
@@ -31,10 +32,17 @@ def model():
     ],
 )
 def test_bad_input_is_refused(model, kwargs, error, says):
+    """Data faults are refused by the test, option faults by DegradationOptions
+    (built in the ``raises`` block)."""
     call = dict(inputs=IDS, attributions=SCORES, target=0)
+    fields = {
+        k: kwargs.pop(k)
+        for k in list(kwargs)
+        if k not in ("inputs", "attributions", "attention_mask")
+    }
     call.update(kwargs)
     with pytest.raises(error, match=says):
-        degradation_test(model, **call)
+        degradation_test(model, options=DegradationOptions(**fields), **call)
 
 
 def test_nan_weights_are_not_all_nan_results():
