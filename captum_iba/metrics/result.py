@@ -25,7 +25,7 @@ from captum_iba.metrics import aggregates
 from captum_iba.metrics.aggregates import normalized_drop
 from captum_iba.version import __version__
 
-__all__ = ["DegradationResult", "normalized_drop"]
+__all__ = ["DegradationResult"]
 
 #: The ``format`` field of :meth:`DegradationResult.to_dict`.
 _FORMAT = "captum_iba.DegradationResult/1"
