@@ -58,6 +58,10 @@ def _token_id(value: Any, what: str) -> int:
 class RemovalStrategy:
     """Base class of the removal strategies (use a subclass).
 
+    :class:`Deletion` shortens the sequences; every other strategy changes the
+    removed ids in place through :meth:`apply`. For a removal of your own, wrap
+    a function in :class:`CustomRemoval`.
+
     Attributes:
         name (str): Recorded as ``settings["removal"]`` of the result.
     """
@@ -72,6 +76,18 @@ class RemovalStrategy:
     def check_vocabulary(self, vocab_size: Optional[int]) -> None:
         """Raise ValueError when the strategy uses an id outside a vocabulary of
         ``vocab_size`` tokens (None: unknown, nothing checked)."""
+
+    def apply(self, input_ids: Tensor, removed: Tensor) -> Tensor:
+        """The ``(N, L)`` ids with the ``removed`` positions changed (in-place
+        strategies; see :class:`CustomRemoval` for the contract).
+
+        Raises:
+            NotImplementedError: In a strategy that does not change ids in place.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not change ids in place: wrap a function "
+            "(input_ids, removed) -> input_ids in CustomRemoval"
+        )
 
 
 @dataclass(frozen=True)

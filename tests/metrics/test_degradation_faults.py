@@ -19,28 +19,27 @@ def model():
 
 
 @pytest.mark.parametrize(
-    "kwargs, error, says",
+    "call, fields, error, says",
     [
-        (dict(inputs=IDS[:, :0], attributions=SCORES[:, :0]), ValueError, "no token"),
-        (dict(levels=[float("inf")], level_unit="count"), ValueError, "integers"),
-        (dict(levels=[float("nan")], level_unit="count"), ValueError, "integers"),
-        (dict(removal=1000), ValueError, "vocabulary"),
-        (dict(removal=-3), ValueError, "vocabulary"),
-        (dict(attributions=SCORES.to(torch.complex64)), TypeError, "complex"),
-        (dict(max_examples_per_batch=2.5), ValueError, "max_examples_per_batch"),
-        (dict(attention_mask=torch.zeros_like(IDS)), ValueError, "all padding"),
+        (
+            dict(inputs=IDS[:, :0], attributions=SCORES[:, :0]),
+            {},
+            ValueError,
+            "no token",
+        ),
+        ({}, dict(levels=[float("inf")], level_unit="count"), ValueError, "integers"),
+        ({}, dict(levels=[float("nan")], level_unit="count"), ValueError, "integers"),
+        ({}, dict(removal=1000), ValueError, "vocabulary"),
+        ({}, dict(removal=-3), ValueError, "vocabulary"),
+        (dict(attributions=SCORES.to(torch.complex64)), {}, TypeError, "complex"),
+        ({}, dict(max_examples_per_batch=2.5), ValueError, "max_examples_per_batch"),
+        (dict(attention_mask=torch.zeros_like(IDS)), {}, ValueError, "all padding"),
     ],
 )
-def test_bad_input_is_refused(model, kwargs, error, says):
+def test_bad_input_is_refused(model, call, fields, error, says):
     """Data faults are refused by the test, option faults by DegradationOptions
-    (built in the ``raises`` block)."""
-    call = dict(inputs=IDS, attributions=SCORES, target=0)
-    fields = {
-        k: kwargs.pop(k)
-        for k in list(kwargs)
-        if k not in ("inputs", "attributions", "attention_mask")
-    }
-    call.update(kwargs)
+    (built inside the ``raises`` block)."""
+    call = dict(dict(inputs=IDS, attributions=SCORES, target=0), **call)
     with pytest.raises(error, match=says):
         degradation_test(model, options=DegradationOptions(**fields), **call)
 
