@@ -1,4 +1,4 @@
-"""Deprecated since 0.2: import from :mod:`captum_iba.evaluation.suite`.
+"""Deprecated since 0.2: import from :mod:`captum_iba.evaluation`.
 
 The old module paths and their new homes are listed in ``CHANGELOG.md``.
 """
@@ -10,7 +10,7 @@ warn_moved(__name__)
 from captum_iba.app.models import load_classifier  # noqa: E402,F401
 from captum_iba.attr.priors import PRIOR_NAMES  # noqa: E402,F401
 from captum_iba.attr.text import default_layer_index  # noqa: E402,F401
-from captum_iba.evaluation.suite import (  # noqa: E402,F401
+from captum_iba.evaluation import (  # noqa: E402,F401
     METHODS,
     encode,
     evaluate_corpus,

@@ -201,9 +201,8 @@ def fair_test(
         target=enc["labels"],
         attention_mask=enc["attention_mask"],
         token_type_ids=enc["token_type_ids"],
-        tokenizer=tokenizer,
-        method=name,
-        **dict(FAIR.test),
+        options=FAIR.test.with_tokenizer(tokenizer),
+        metadata={"method": name},
     )
 
 

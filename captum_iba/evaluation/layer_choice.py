@@ -143,6 +143,7 @@ def choose_layer(
     scores = _token_scores(
         model, [all_layers[i] for i in indices], enc, labels, options, batch_size
     )
+    test = get_preset("fair").test.with_tokenizer(tokenizer)
     results = {
         i: degradation_test(
             model,
@@ -151,8 +152,7 @@ def choose_layer(
             target=labels,
             attention_mask=enc["attention_mask"],
             token_type_ids=enc.get("token_type_ids"),
-            tokenizer=tokenizer,
-            **dict(get_preset("fair").test),
+            options=test,
         )
         for i, s in zip(indices, scores)
     }

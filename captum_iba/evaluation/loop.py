@@ -64,7 +64,8 @@ class CorpusJob:
         target (str): Explain the gold ``"label"`` or the ``"predicted"``
             class. Default ``"label"``.
         degradation (bool): Also run the degradation test. Default False.
-        test_kwargs (Mapping): Overrides of the test's arguments.
+        test_kwargs (Mapping): Overrides of the preset's
+            :class:`~captum_iba.metrics.DegradationOptions` fields.
     """
 
     model: nn.Module
@@ -152,8 +153,9 @@ def scorer_degradation(
 ) -> DegradationResult:
     """The degradation test of one scorer's scores, as the harness runs it.
 
-    The test's arguments are the preset's, overridden by ``test_kwargs``; the
-    scorer's special and pad ids, name, seed and settings are recorded.
+    The test's options are the preset's, with ``test_kwargs`` replacing fields
+    and the scorer's special and pad ids (else the tokenizer's); the scorer's
+    name, seed and settings are recorded.
 
     Args:
         model (nn.Module): The classifier (eval mode).
@@ -164,7 +166,8 @@ def scorer_degradation(
             token_type_ids)``; ``target`` None tracks the predicted class.
         tokenizer (optional): For the test's special ids.
         setting (str or Preset): The preset. Default ``"fair"``.
-        test_kwargs (Mapping, optional): Overrides for :func:`degradation_test`.
+        test_kwargs (Mapping, optional): Overrides of the preset's
+            :class:`~captum_iba.metrics.DegradationOptions` fields.
         seconds_per_instance (float, optional): Recorded in the settings.
         show_progress (bool): Progress bars. Default False.
 
@@ -172,8 +175,12 @@ def scorer_degradation(
         DegradationResult: The result.
     """
     preset = get_preset(setting)
-    kwargs: Dict[str, Any] = dict(preset.test)
-    kwargs.update(test_kwargs or {})
+    options = preset.test.with_tokenizer(
+        tokenizer,
+        special_token_ids=scorer.special_token_ids or None,
+        pad_token_id=scorer.pad_token_id,
+        **dict(test_kwargs or {}),
+    )
     input_ids, target, attention_mask, token_type_ids = tensors
     record = dict(scorer.settings, seconds_per_instance=seconds_per_instance)
     return degradation_test(
@@ -183,14 +190,13 @@ def scorer_degradation(
         target=target,
         attention_mask=attention_mask,
         token_type_ids=token_type_ids,
-        tokenizer=tokenizer,
-        special_token_ids=scorer.special_token_ids or None,
-        pad_token_id=scorer.pad_token_id,
-        method=name,
-        seed=getattr(scorer, "seed", None),
-        settings=dict(record, setting=preset.name),
+        options=options,
+        metadata=dict(
+            method=name,
+            seed=getattr(scorer, "seed", None),
+            attribution=dict(record, setting=preset.name),
+        ),
         show_progress=show_progress,
-        **kwargs,
     )
 
 

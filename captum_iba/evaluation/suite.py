@@ -179,12 +179,12 @@ def run_degradation_suite(
         attention_mask (Tensor, optional): ``(N, L)``.
         token_type_ids (Tensor, optional): ``(N, L)``.
         tokenizer (optional): For the test's special ids.
-        setting (str or Preset): Chooses the test's arguments
-            (:data:`~captum_iba.evaluation.presets.PAPER_TEST_SETTINGS` or
-            :data:`~captum_iba.evaluation.presets.FAIR_TEST_SETTINGS`).
+        setting (str or Preset): Chooses the test's options (``PAPER.test`` or
+            ``FAIR.test`` of :mod:`~captum_iba.evaluation.presets`).
             Default ``"fair"``.
         batch_size (int): Instances per scorer call and per test forward. Default 8.
-        test_kwargs (Mapping, optional): Overrides for :func:`degradation_test`.
+        test_kwargs (Mapping, optional): Overrides of the preset's
+            :class:`~captum_iba.metrics.DegradationOptions` fields.
         show_progress (bool): Progress bars. Default False.
 
     Returns:
