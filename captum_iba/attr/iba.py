@@ -17,6 +17,7 @@ from typing import (
     FrozenSet,
     List,
     Optional,
+    Sequence,
     Tuple,
     Union,
 )
@@ -45,6 +46,7 @@ from captum_iba.attr._inputs import (
     expand_rows,
     infer_token_mask,
     model_pad_token_id,
+    model_special_token_ids,
     pads_without_mask,
     slice_rows,
 )
@@ -105,6 +107,14 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             once, the last layer's [CLS] row when the head reads only it,
             rows chunked per pass), each checked against or equal to the full
             computation. Default True.
+        pad_token_id (int, optional): The padding id, for priors that build
+            their baselines from the token ids (``config="faithful"``'s:
+            every real token that is not special replaced by it). Default:
+            the model's ``config.pad_token_id``.
+        special_token_ids (Sequence[int], optional): Ids kept in those
+            baselines (e.g. ``tokenizer.all_special_ids``, as the evaluation
+            harness passes). Default: the model config's ``bos``, ``eos``,
+            ``sep`` and ``cls`` ids where it has them.
 
     Examples::
 
@@ -114,6 +124,13 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         ...                      additional_forward_args=(attention_mask,))
         >>> attr.shape            # (B, L, H), capacity in nats
         >>> token_scores = attr.sum(-1)
+        >>> # the most faithful configuration measured (docs/faithfulness.rst)
+        >>> iba = InformationBottleneckAttribution(
+        ...     model, model.bert.encoder.layer[4],
+        ...     special_token_ids=tokenizer.all_special_ids)
+        >>> attr = iba.attribute(input_ids, target=labels,
+        ...                      additional_forward_args=(attention_mask,),
+        ...                      config="faithful")
     """
 
     def __init__(
@@ -124,10 +141,16 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         layer_stack: Union[bool, Module] = True,
         precision: str = "float32",
         cuts: bool = True,
+        pad_token_id: Optional[int] = None,
+        special_token_ids: Optional[Sequence[int]] = None,
     ) -> None:
         if precision not in _speed.PRECISIONS:
             raise ValueError(f"precision must be one of {_speed.PRECISIONS}.")
         self.precision, self.cuts = precision, bool(cuts)
+        self.pad_token_id = pad_token_id
+        self.special_token_ids = (
+            None if special_token_ids is None else [int(i) for i in special_token_ids]
+        )
         LayerAttribution.__init__(self, forward_func, layer, device_ids)
         GradientAttribution.__init__(self, forward_func)
         layers = layer if isinstance(layer, list) else [layer]
@@ -181,12 +204,12 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 are repeated with the noise copies; others (e.g. target token
                 ids) pass through untouched.
             config (str or IBAOptions, optional): A named configuration of
-                :data:`~captum_iba.attr.options.CONFIGS` - ``"paper"`` (the
-                paper's, the default: use it to reproduce the paper) or
+                :data:`~captum_iba.attr.options.CONFIGS` -
                 ``"faithful"`` (the most faithful configuration measured,
-                docs/faithfulness.rst) - or an
-                :class:`~captum_iba.attr.options.IBAOptions`. Keyword
-                ``options`` override its fields.
+                docs/faithfulness.rst: use it to explain a model) or
+                ``"paper"`` (the paper's, the default: use it to reproduce the
+                paper) - or an :class:`~captum_iba.attr.options.IBAOptions`.
+                Keyword ``options`` override its fields.
             token_mask (Tensor, optional): (B, L) with 1 at real tokens and 0
                 at padding. Padding gets zero capacity and takes no part in
                 the loss or the statistics. When omitted, it is found among the
@@ -197,8 +220,11 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 so. Otherwise every position counts.
             baselines (Tensor or tuple[Tensor, ...], optional): Inputs of the
                 shape of ``inputs`` whose layer output is the noise mean of
-                ``prior="baseline"`` (e.g. the token ids with the removable
-                tokens replaced by [PAD]). Only that prior uses them.
+                ``prior="baseline"`` (``config="faithful"``'s). Default: built
+                from the token ids by the prior - what deletion leaves, every
+                real token that is not special replaced by the padding id
+                (see ``pad_token_id`` and ``special_token_ids``). Only that
+                prior uses them.
             show_progress (bool, optional): Show a tqdm progress bar over
                 instance chunks. Default: False.
             **options: Fields of :class:`~captum_iba.attr.options.IBAOptions`,
@@ -225,10 +251,10 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         opts = IBAOptions.from_config(config, **options)
         check_token_inputs(self.forward_func, inputs_t)
         batch, _ = check_batch(inputs_t, extra)
-        base_t = self._baselines(baselines, inputs_t, opts)
         target_t = format_target(target, batch)
         token_mask, mask_explicit = self._token_mask(token_mask, inputs_t, extra)
         check_token_mask(token_mask, batch)
+        base_t = self._baselines(baselines, inputs_t, opts, token_mask)
         seed = opts.seed
         run_seed = (
             int(torch.randint(0, 2**31 - 1, (1,)).item()) if seed is None else seed
@@ -388,20 +414,27 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         info = dict(info, path=path, cuts=cuts, prior=run.options.prior.name)
         return attr.to(x.device), info
 
-    @staticmethod
     def _baselines(
-        baselines: Any, inputs: Tuple[Tensor, ...], options: IBAOptions
+        self,
+        baselines: Any,
+        inputs: Tuple[Tensor, ...],
+        options: IBAOptions,
+        token_mask: Optional[Tensor],
     ) -> Optional[Tuple[Tensor, ...]]:
         """``baselines`` as a tuple shaped like ``inputs`` when the prior uses
-        them (None otherwise)."""
-        if not options.prior.needs_baseline:
+        them (None otherwise); built by the prior from the token ids (the
+        first input) when not given."""
+        prior = options.prior
+        if not prior.needs_baseline:
             return None
         if baselines is None:
-            raise ValueError(
-                f"prior={options.prior.name!r} needs baselines= (inputs of the "
-                "shape of `inputs`, e.g. the token ids with the removable tokens "
-                "replaced by [PAD])."
-            )
+            pad = self.pad_token_id
+            pad = model_pad_token_id(self.forward_func) if pad is None else pad
+            special = self.special_token_ids
+            if special is None:
+                special = model_special_token_ids(self.forward_func)
+            first = prior.baselines(inputs[0], token_mask, pad, special)
+            return (first,) + tuple(inputs[1:])
         base_t = _format_tensor_into_tuples(baselines)
         shapes = [tuple(t.shape) for t in inputs]
         if [tuple(t.shape) for t in base_t] != shapes:

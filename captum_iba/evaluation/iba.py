@@ -7,7 +7,7 @@ one measured (docs/faithfulness.rst).
 """
 
 import warnings
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Dict, Optional, Union
 
 from torch import Tensor, nn
 
@@ -63,12 +63,19 @@ class IBAScorer(TokenScorer):
         super().__init__(model, **kwargs)
         precision = precision or "float32"
         ref = as_layer_ref(layer)
-        speed = {} if precision == "float32" else {"precision": precision}
-        self.iba = (iba_class or InformationBottleneckAttribution)(
-            model, ref.module, **speed
-        )
         #: The IBA options every call uses (one object, validated once).
         self.options = IBAOptions.from_config(config, seed=seed, **knobs)
+        extra: Dict[str, Any] = {}
+        if precision != "float32":
+            extra["precision"] = precision
+        if self.options.prior.needs_baseline:  # it builds the deletion baseline
+            extra.update(
+                pad_token_id=self.pad_token_id,
+                special_token_ids=self.special_token_ids,
+            )
+        self.iba = (iba_class or InformationBottleneckAttribution)(
+            model, ref.module, **extra
+        )
         self.settings.update(
             self.options.record(), layer=type(ref.module).__name__, precision=precision
         )
@@ -79,18 +86,12 @@ class IBAScorer(TokenScorer):
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
     ) -> Tensor:
         extra = (mask,) if tt is None else (mask, tt)
-        # Priors that take their mean from baselines build them (what
-        # deletion leaves: the removable tokens replaced by [PAD]).
-        base = self.options.prior.baselines(
-            ids, mask, self.pad_token_id, self.special_token_ids
-        )
         attr = self.iba.attribute(
             ids,
             target=target,
             additional_forward_args=extra,
             config=self.options,
             token_mask=mask,
-            baselines=base,
         )
         return attr.sum(-1) if attr.dim() == 3 else attr
 
