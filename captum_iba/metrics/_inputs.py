@@ -17,7 +17,12 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
-from captum_iba._utils.common import check_target_range, format_target, tokenizer_ids
+from captum_iba._utils.common import (
+    check_length,
+    check_target_range,
+    format_target,
+    tokenizer_ids,
+)
 from captum_iba.metrics._removal import (
     ExtraArg,
     Removal,
@@ -76,6 +81,26 @@ def check_inputs(inputs: Any, attributions: Any) -> Tuple[Tensor, Tensor]:
             f"tokens {tuple(inputs.shape)}: expected (B, L) or (B, L, H)"
         )
     return inputs.detach().cpu().long(), scores.to("cpu", torch.float64)
+
+
+def check_model_inputs(
+    forward_func: Any, ids: Tensor, attention_mask: Optional[Tensor]
+) -> None:
+    """The tokens fit the model's positions and the attention mask holds only
+    0 and 1 (issue 20: both failed deep inside the model, or not at all).
+
+    Raises:
+        ValueError: Naming the length and the model's positions, or the
+            mask's other value.
+    """
+    check_length(forward_func, ids.shape[1])
+    if isinstance(attention_mask, Tensor):
+        odd = attention_mask[(attention_mask != 0) & (attention_mask != 1)]
+        if odd.numel():
+            raise ValueError(
+                "attention_mask must hold 1 at tokens and 0 at padding; it holds "
+                f"{float(odd[0]):g}"
+            )
 
 
 def parse_levels(

@@ -44,6 +44,7 @@ from captum_iba.metrics._inputs import (
     DegradationOptions,
     TargetLike,
     check_inputs,
+    check_model_inputs,
     check_scores,
     resolve_target,
     token_batch,
@@ -204,6 +205,7 @@ def degradation_test(
         >>> print(compare({"IG": result, "IBA": iba_result}).to_markdown())
     """
     ids, scores = check_inputs(inputs, attributions)
+    check_model_inputs(forward_func, ids, attention_mask)
     options = DegradationOptions.resolve(
         levels=levels,
         level_unit=level_unit,

@@ -5,7 +5,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
-CACHE_ENV_VAR = "CAPTUM_IBA_CACHE"
+from captum_iba._utils.io import CACHE_ENV_VAR as CACHE_ENV_VAR  # re-exported
+
 #: Replaces every recipe's number of optimisation steps, e.g. for a quick,
 #: less accurate model in a smoke test. The steps are part of the settings,
 #: hence of the cache key, so a quick model never shadows a full one.
