@@ -42,7 +42,7 @@ import torch
 
 from captum_iba._utils.io import atomic_write_text, write_marker
 from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
-from captum_iba.app.finetune import REPRODUCE_OVERRIDES, get_finetuned_model
+from captum_iba.app.finetune import get_finetuned_model, reproduce_overrides
 from captum_iba.app.models import load_classifier
 from captum_iba.attr import (
     InformationBottleneckAttribution,
@@ -111,9 +111,7 @@ EXAMPLE = (
 
 def corpus_model(corpus: str) -> Tuple[Any, Any]:
     """The fine-tuned classifier of ``corpus`` and its tokenizer (cached)."""
-    return load_classifier(
-        get_finetuned_model(corpus, **REPRODUCE_OVERRIDES.get(corpus, {}))
-    )
+    return load_classifier(get_finetuned_model(corpus, **reproduce_overrides(corpus)))
 
 
 def read_rows(path: Path) -> List[Dict[str, Any]]:

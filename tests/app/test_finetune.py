@@ -171,6 +171,7 @@ def test_cache_is_reused(tiny_base, tmp_path, monkeypatch):
         return real(_synthetic(32, 0), *args[1:], **kwargs)
 
     monkeypatch.setattr(ft_cache, "fine_tune", counting)
+    monkeypatch.setattr(ft_cache, "heldout_data", lambda *a: _synthetic(16, 1))
     settings = dict(epochs=1, batch_size=8, max_length=16, lr=1e-3, progress=False)
     p1 = ft.get_finetuned_model("toy", base_model=tiny_base, **settings)
     assert len(calls) == 1

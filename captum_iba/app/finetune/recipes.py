@@ -174,6 +174,23 @@ def recipe_settings(dataset: str, **overrides: Any) -> Dict[str, Any]:
     return settings
 
 
+def reproduce_overrides(corpus: str) -> Dict[str, Any]:
+    """The :data:`REPRODUCE_OVERRIDES` of ``corpus``, less ``steps`` when
+    ``CAPTUM_IBA_FINETUNE_STEPS`` is set: the variable replaces every
+    recipe's number of steps, the reproduce recipes' included.
+
+    Args:
+        corpus (str): Corpus name.
+
+    Returns:
+        Dict[str, Any]: Overrides for :func:`recipe_settings`.
+    """
+    overrides = dict(REPRODUCE_OVERRIDES.get(corpus, {}))
+    if env_number(STEPS_ENV_VAR, int) is not None:
+        overrides.pop("steps", None)
+    return overrides
+
+
 def env_number(name: str, kind: type) -> Optional[Any]:
     """A positive number read from the environment variable ``name``.
 
