@@ -13,9 +13,8 @@ from typing import Any, Callable, Mapping, Optional
 
 from torch import Tensor, nn
 
-from captum_iba.attr.text import resolve_layer
-from captum_iba.evaluation.scorers import scorer_class
-from captum_iba.evaluation.suite import make_scorers
+from captum_iba.evaluation.resolve import Resources, build_scorers
+from captum_iba.registry import METHODS
 
 __all__ = ["method_explainer"]
 
@@ -26,7 +25,7 @@ def method_explainer(
     setting: str = "fair",
     layer_index: Optional[int] = None,
     method_options: Optional[Mapping[str, Any]] = None,
-    **suite_options: Any,
+    **resources: Any,
 ) -> Callable[..., Tensor]:
     """An ``explanation_func`` running the registered ``method`` on any model.
 
@@ -40,9 +39,8 @@ def method_explainer(
             Default :func:`~captum_iba.attr.text.default_layer_index`.
         method_options (Mapping, optional): More constructor arguments of the
             method's scorer (e.g. ``{"n_samples": 200}`` for LIME).
-        **suite_options: Suite-level options of :func:`make_scorers`
-            (``seed``, ``ig_steps``, ``lime_samples``, ``internal_batch_size``,
-            ...).
+        **resources: Further :class:`~captum_iba.evaluation.Resources`
+            (``seed``, ``prior``, ``internal_batch_size``, ...).
 
     Returns:
         Callable: ``explain(model, input_ids, attention_mask, target,
@@ -51,8 +49,8 @@ def method_explainer(
     Raises:
         ValueError: For an unknown method name (before any work).
     """
-    cls = scorer_class(method)
-    takes_layer = "iba_layer" in cls.suite_options
+    name = METHODS.entry(method).name
+    options = {name: dict(method_options or {})}
 
     def explain(
         model: nn.Module,
@@ -61,16 +59,8 @@ def method_explainer(
         target: Any,
         token_type_ids: Optional[Tensor] = None,
     ) -> Tensor:
-        layer = resolve_layer(model, layer_index)[1] if takes_layer else None
-        scorer = make_scorers(
-            model,
-            tokenizer,
-            setting=setting,
-            methods=[cls.name],
-            iba_layer=layer,
-            method_options={cls.name: dict(method_options or {})},
-            **suite_options,
-        )[cls.name]
+        res = Resources(model, tokenizer, layer=layer_index, **resources)
+        scorer = build_scorers([name], res, setting, options)[name]
         return scorer.attribute(
             input_ids,
             target=target,
@@ -78,5 +68,5 @@ def method_explainer(
             token_type_ids=token_type_ids,
         )
 
-    explain.__name__ = f"explain_{cls.name}"
+    explain.__name__ = f"explain_{name}"
     return explain

@@ -49,7 +49,7 @@ def test_iba_explainer_resolves_its_layer_in_the_model_it_is_given(
 def test_explainer_runs_in_the_randomisation_check(model, tokenizer, batch):
     ids, mask, tt = batch
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    explain = method_explainer("IG", tokenizer, ig_steps=4)
+    explain = method_explainer("IG", tokenizer, method_options={"n_steps": 4})
     result = cascading_randomization(
         explain, model, ids, attention_mask=mask, token_type_ids=tt,
         tokenizer=tokenizer, method="IG",
