@@ -28,6 +28,7 @@ added later (e.g. AttnLRP from an environment where ``lxt`` imports)::
 """
 
 import argparse
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -41,6 +42,7 @@ from captum_iba.app.data import HELDOUT_SPLIT, load_dataset, stratified_split
 from captum_iba.app.models import load_classifier
 from captum_iba.attr import encoder_layers
 from captum_iba.evaluation import encode, get_preset, make_scorers
+from captum_iba.evaluation.amortized import IBAAmortizedScorer, fit_amortized
 from captum_iba.evaluation.iba import IBAFaithfulScorer, IBAScorer
 from captum_iba.metrics import degradation_test
 
@@ -109,6 +111,52 @@ def encoded(corpus: str, split: str, tokenizer: Any) -> Dict[str, Any]:
     }
 
 
+def train_batches(
+    corpus: str, tokenizer: Any, n: int, batch_size: int = 16
+) -> List[Dict[str, Tensor]]:
+    """``n`` instances of the corpus's training split (seeded; SST-2: sentences
+    of 8 words or more, not its phrases; RTE: not the search split's pairs),
+    sorted by length, as batches for the amortized explainer's fit."""
+    data = load_dataset(corpus, "train")
+    rows = list(range(len(data)))
+    if corpus == "sst2":
+        rows = [i for i in rows if len(data.texts[i].split()) >= 8]
+    if corpus == "rte":
+        held = set(split_indices("rte", "search")[1])
+        rows = [i for i in rows if i not in held]
+    rng = np.random.RandomState(0)
+    rows = sorted(rng.permutation(rows)[:n].tolist())
+    data = data.subset(rows)
+    order = sorted(range(len(data)), key=lambda i: len(data.texts[i]))
+    data = data.subset(order)
+    batches = []
+    for s in range(0, len(data), batch_size):
+        part = data.subset(list(range(s, min(s + batch_size, len(data)))))
+        enc = encode(tokenizer, part.texts, part.text_pairs, MAX_LENGTH[corpus])
+        batch = {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+        if data.is_pair and "token_type_ids" in enc:
+            batch["token_type_ids"] = enc["token_type_ids"]
+        batch["labels"] = torch.tensor(part.labels)
+        batches.append(batch)
+    return batches
+
+
+def amortized_explainer(
+    out: Path, corpus: str, model: Any, tokenizer: Any, config: Dict[str, Any]
+) -> Any:
+    """The candidate's explainer, fitted on ``config["fit_corpus"]``'s training
+    split (default the corpus's own) and cached under ``out/explainers``."""
+    fit_corpus = config.get("fit_corpus", corpus)
+    layer = encoder_layers(model)[config["layer"]]
+    n = int(config.get("n_train", 2000))
+    settings = dict(config.get("settings", {}))
+    digest = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+    name = f"{corpus}-l{config['layer']}-{fit_corpus}-n{n}-{digest[:10]}"
+    folder = out / "explainers" / name
+    data = train_batches(fit_corpus, tokenizer, n)
+    return fit_amortized(model, layer, data, tokenizer, folder, **settings)
+
+
 # ---------------------------------------------------------------------------
 # methods
 # ---------------------------------------------------------------------------
@@ -157,6 +205,12 @@ def build_scorer(
         )[name]
     options = dict(iba)
     layer = options.pop("layer")
+    if "explainer" in options:  # an amortized candidate
+        module = encoder_layers(model)[layer]
+        return IBAAmortizedScorer(
+            model, module, options["explainer"], tokenizer=tokenizer, setting="fair",
+            name=name, refine_steps=options.get("refine_steps", 0),
+        )  # fmt: skip
     cls = IBAFaithfulScorer if options.pop("faithful", False) else IBAScorer
     module = encoder_layers(model)[layer] if isinstance(layer, int) else layer
     return cls(model, module, tokenizer=tokenizer, setting="fair", name=name, **options)
@@ -227,6 +281,9 @@ def run_method(
     path = out / corpus / split / f"{_slug(name)}.json"
     if path.exists():
         return json.loads(path.read_text())
+    if iba is not None and iba.get("amortized"):
+        explainer = amortized_explainer(out, corpus, model, tokenizer, iba)
+        iba = dict(iba, explainer=explainer)
     scorer = build_scorer(name, model, tokenizer, iba)
     scores, cpu = score(scorer, enc, BATCH[corpus])
     result = fair_test(model, tokenizer, enc, scores, name)
@@ -235,7 +292,9 @@ def run_method(
         "split": split,
         "method": name,
         "settings": scorer.settings,
-        "iba": iba,
+        "iba": None
+        if iba is None
+        else {k: v for k, v in iba.items() if k != "explainer"},
         "rows": enc["rows"],
         "cpu_seconds": cpu,
         **per_instance(result),
@@ -373,13 +432,16 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 recs = load_records(out, corpus, sp)
                 if recs:
                     iba = sorted(m for m in recs if m.lower().startswith("iba"))
-                    md = table(recs) + "\n\n" + paired_table(recs, iba, REFS)
+                    refs = list(REFS) + [m for m in iba if _is_chosen_faithful(m)]
+                    md = table(recs) + "\n\n" + paired_table(recs, iba, refs)
                     (out / corpus / f"{sp}.md").write_text(md + "\n")
                     title = f"{corpus} ({sp} split, n={len(recs['IG']['aopc'])})"
                     plot(recs, title, out / corpus / f"{sp}.png")
                     print(f"\n## {corpus} / {sp}\n\n{md}")
                     if args.docs and sp == "report":
-                        _write_docs(Path(args.docs), corpus, recs, iba, title, out)
+                        _write_docs(
+                            Path(args.docs), corpus, recs, iba, title, out, refs
+                        )
             continue
         model, tok = load_classifier(_model_path(args.model_dir, corpus))
         enc = encoded(corpus, split, tok)
@@ -397,15 +459,25 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             print(_line(rec), flush=True)
 
 
+def _is_chosen_faithful(name: str) -> bool:
+    return name.startswith("iba-faithful") and "chosen" in name
+
+
 def _write_docs(
-    docs: Path, corpus: str, recs: Dict, iba: List[str], title: str, out: Path
+    docs: Path,
+    corpus: str,
+    recs: Dict,
+    iba: List[str],
+    title: str,
+    out: Path,
+    refs: Sequence[str] = REFS,
 ) -> None:
     """The report split's tables (RST) and plot, for docs/faithfulness.rst."""
     import shutil
 
     (docs / "_generated").mkdir(exist_ok=True)
     rst = to_rst(table(recs), f"{title}: means [95 % CI]")
-    rst += "\n" + to_rst(paired_table(recs, iba, REFS), "Paired differences")
+    rst += "\n" + to_rst(paired_table(recs, iba, refs), "Paired differences")
     (docs / "_generated" / f"faithfulness_{corpus}.rst").write_text(rst)
     png = docs / "_static" / f"tradeoff_{corpus}.png"
     shutil.copy(out / corpus / "report.png", png)

@@ -4,6 +4,7 @@
   registry of method names (:func:`scorer_class`);
 * :mod:`~captum_iba.evaluation.ig`, :mod:`~captum_iba.evaluation.lime`,
   :mod:`~captum_iba.evaluation.iba` - the paper's methods;
+* :mod:`~captum_iba.evaluation.amortized` - amortized IBA (``iba-amortized``);
 * :mod:`~captum_iba.evaluation.loo`,
   :mod:`~captum_iba.evaluation.captum_methods` (any Captum method through one
   adapter, and the occlusion, gradient x activation, KernelSHAP and Shapley
@@ -32,6 +33,7 @@ from captum_iba.evaluation.scorers import (
 from captum_iba.evaluation.ig import IntegratedGradientsScorer  # isort: skip
 from captum_iba.evaluation.lime import CaptumLimeScorer, LimeTextScorer  # isort: skip
 from captum_iba.evaluation.iba import IBAFaithfulScorer, IBAScorer  # isort: skip
+from captum_iba.evaluation.amortized import IBAAmortizedScorer  # isort: skip
 from captum_iba.evaluation.loo import LeaveOneOutScorer  # isort: skip
 from captum_iba.evaluation.captum_methods import (  # isort: skip
     CaptumScorer,
@@ -88,6 +90,7 @@ __all__ = [
     "SETTINGS",
     "CaptumLimeScorer",
     "CorpusLike",
+    "IBAAmortizedScorer",
     "IBAFaithfulScorer",
     "IBAScorer",
     "IntegratedGradientsScorer",
