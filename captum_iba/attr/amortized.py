@@ -368,10 +368,13 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
             if refine_steps == 0:
                 keep = mask.to(alpha.dtype).reshape(shape)
                 return (torch.sigmoid(alpha) * keep).contiguous()
-            return self._refine(batch, clean, alpha, objective, targets, baselines,
-                                IBAOptions(beta=beta, steps=refine_steps, n_samples=n_samples,
-                                           lr=lr, optimizer="normalized_gd",
-                                           readout="mask_mean"), seed)  # fmt: skip
+            options = IBAOptions(
+                beta=beta, steps=refine_steps, n_samples=n_samples, lr=lr,
+                optimizer="normalized_gd", readout="mask_mean",
+            )  # fmt: skip
+            return self._refine(
+                batch, clean, alpha, objective, targets, baselines, options, seed
+            )
 
     def _refine(
         self,

@@ -153,7 +153,8 @@ def batch_loss(
         bce = F.binary_cross_entropy_with_logits(alpha, goal, reduction="none")
         loss = loss + settings.distil * (bce * m).sum(1) / m.sum(1)
     kept = (torch.sigmoid(alpha.detach()) * m).sum() / m.sum()
-    return loss.mean(), {"loss": float(loss.detach().mean()), "mean_lambda": float(kept)}
+    parts = {"loss": float(loss.detach().mean()), "mean_lambda": float(kept)}
+    return loss.mean(), parts
 
 
 def fit_network(

@@ -32,14 +32,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["BUDGETS", "ExplainerSettings", "MaskExplainer"]
+__all__ = ["ExplainerSettings", "MaskExplainer"]
 
 #: The targets the explainer is trained to explain.
 TRAIN_TARGETS = ("label", "predicted")
 #: The priors an explainer can be trained with (by name).
 AMORTIZED_PRIORS = ("baseline", "paper")
-#: The names of the objective's budget (for messages and the docs).
-BUDGETS = ("beta", "keep", "distil")
 
 
 def _positive(name: str, value: Any, integer: bool = False) -> None:
