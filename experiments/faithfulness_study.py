@@ -47,14 +47,19 @@ from captum_iba.evaluation.iba import IBAFaithfulScorer, IBAScorer
 from captum_iba.metrics import degradation_test
 
 CORPORA = ("sst2", "imdb", "ag_news", "rte")
-MAX_LENGTH = {"sst2": 128, "imdb": 256, "ag_news": 128, "rte": 256}
+#: Out of distribution: one sentence (8-40 words) from each of many IMDB
+#: reviews, with the review's label, explained by the SST-2 model.
+SENTENCES = "imdb_sentences"
+MODEL_OF = {SENTENCES: "sst2"}
+MAX_LENGTH = {"sst2": 128, "imdb": 256, "ag_news": 128, "rte": 256, SENTENCES: 128}
 N = {  # instances per split (search, report)
     "sst2": (100, 200),
     "imdb": (30, 100),
     "ag_news": (60, 200),
     "rte": (60, 200),
+    SENTENCES: (100, 200),
 }
-BATCH = {"sst2": 16, "imdb": 4, "ag_news": 8, "rte": 8}
+BATCH = {"sst2": 16, "imdb": 4, "ag_news": 8, "rte": 8, SENTENCES: 16}
 #: The anchors, by registered name, with the fair preset's arguments.
 ANCHORS = (
     "random",
@@ -78,10 +83,37 @@ FAIR = get_preset("fair")
 # ---------------------------------------------------------------------------
 
 
+def imdb_sentences(split: str, reviews: int) -> Any:
+    """One sentence of 8-40 words from each of ``reviews`` IMDB reviews of
+    ``split`` (seeded), with the review's label (:data:`SENTENCES`)."""
+    import re
+
+    from captum_iba.app.data.dataset import TextClassificationData
+
+    data = load_dataset("imdb", split)
+    texts, labels = [], []
+    for i in np.random.RandomState(1).permutation(len(data))[:reviews].tolist():
+        text = data.texts[i].replace("<br />", " ")
+        for sentence in re.split(r"(?<=[.!?])\s+", text):
+            if 8 <= len(sentence.split()) <= 40:
+                texts.append(sentence)
+                labels.append(data.labels[i])
+                break
+    return TextClassificationData(
+        texts, None, labels, data.label_names, SENTENCES, split
+    )
+
+
 def split_indices(corpus: str, split: str) -> Tuple[Any, List[int]]:
     """The corpus split and the row indices of the study's ``split``."""
     n_search, n_report = N[corpus]
     rng = np.random.RandomState(0)
+    if corpus == SENTENCES:
+        data = imdb_sentences("test", 800)
+        first, second = stratified_split(data.labels, 0.5, seed=0)
+        rows = first if split == "search" else second
+        n = n_search if split == "search" else n_report
+        return data, sorted(rng.permutation(rows)[:n].tolist())
     if corpus == "rte":
         if split == "report":
             data = load_dataset("rte", "validation")
@@ -117,7 +149,10 @@ def train_batches(
     """``n`` instances of the corpus's training split (seeded; SST-2: sentences
     of 8 words or more, not its phrases; RTE: not the search split's pairs),
     sorted by length, as batches for the amortized explainer's fit."""
-    data = load_dataset(corpus, "train")
+    if corpus == SENTENCES:
+        data = imdb_sentences("train", 2 * n)
+    else:
+        data = load_dataset(corpus, "train")
     rows = list(range(len(data)))
     if corpus == "sst2":
         rows = [i for i in rows if len(data.texts[i].split()) >= 8]
@@ -484,6 +519,7 @@ def _write_docs(
 
 
 def _model_path(model_dir: Optional[str], corpus: str) -> Path:
+    corpus = MODEL_OF.get(corpus, corpus)
     if model_dir is not None:
         return Path(model_dir) / corpus
     from captum_iba.app.finetune import get_finetuned_model
