@@ -456,6 +456,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--out", default="results/faithfulness")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--docs", help="tables: also write the docs' files here")
+    parser.add_argument(
+        "--docs-name",
+        default="faithfulness",
+        help="tables: the docs' files are _generated/NAME_CORPUS.rst and, for "
+        "another name than the default, _static/NAME_tradeoff_CORPUS.png",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     out = Path(args.out)
@@ -474,9 +480,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                     plot(recs, title, out / corpus / f"{sp}.png")
                     print(f"\n## {corpus} / {sp}\n\n{md}")
                     if args.docs and sp == "report":
-                        _write_docs(
-                            Path(args.docs), corpus, recs, iba, title, out, refs
-                        )
+                        where = (Path(args.docs), args.docs_name)
+                        _write_docs(where, corpus, recs, iba, title, out, refs)
             continue
         model, tok = load_classifier(_model_path(args.model_dir, corpus))
         enc = encoded(corpus, split, tok)
@@ -499,7 +504,7 @@ def _is_chosen_faithful(name: str) -> bool:
 
 
 def _write_docs(
-    docs: Path,
+    where: Tuple[Path, str],
     corpus: str,
     recs: Dict,
     iba: List[str],
@@ -507,14 +512,19 @@ def _write_docs(
     out: Path,
     refs: Sequence[str] = REFS,
 ) -> None:
-    """The report split's tables (RST) and plot, for docs/faithfulness.rst."""
+    """The report split's tables (RST) and plot, for docs/faithfulness.rst
+    (``where`` = the docs folder and the files' name)."""
     import shutil
 
+    docs, name = where
     (docs / "_generated").mkdir(exist_ok=True)
     rst = to_rst(table(recs), f"{title}: means [95 % CI]")
     rst += "\n" + to_rst(paired_table(recs, iba, refs), "Paired differences")
-    (docs / "_generated" / f"faithfulness_{corpus}.rst").write_text(rst)
-    png = docs / "_static" / f"tradeoff_{corpus}.png"
+    (docs / "_generated" / f"{name}_{corpus}.rst").write_text(rst)
+    stem = (
+        f"tradeoff_{corpus}" if name == "faithfulness" else f"{name}_tradeoff_{corpus}"
+    )
+    png = docs / "_static" / f"{stem}.png"
     shutil.copy(out / corpus / "report.png", png)
 
 

@@ -208,11 +208,15 @@ class AmortizedExplainer:
             "layer": module_name(model, layer),
             "settings": None if settings is None else settings.to_dict(),
         }
-        problem = store.key_problem(record["key"], expected)
+        try:  # settings added since it was saved take their defaults
+            saved = ExplainerSettings.from_dict(record["key"]["settings"])
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{folder}: unusable explainer settings ({err})") from None
+        found = dict(record["key"], settings=saved.to_dict())
+        problem = store.key_problem(found, expected)
         if problem:
             raise ValueError(f"{folder}: stale explainer, not used: {problem}.")
         shape = record.get("shape") or {}
-        saved = ExplainerSettings.from_dict(record["key"]["settings"])
         network = MaskExplainer(shape["widths"], shape["n_classes"], saved.hidden)
         state = store.read_weights(folder, record)
         try:
@@ -222,7 +226,7 @@ class AmortizedExplainer:
                 f"{folder}: the weights do not fit the record ({err})"
             ) from None
         network.to(common.model_device(model)).eval()
-        return cls(network, saved, record["key"], record.get("stats") or {})
+        return cls(network, saved, found, record.get("stats") or {})
 
     def check(self, model: Module, layer: Module) -> None:
         """Raise ValueError when this explainer was not fitted for ``model`` 's

@@ -20,8 +20,12 @@ the first two terms Eq. (5) (mean capacity, :func:`~captum_iba.attr.
 bottleneck.capacity`), the third the **budget** (``keep`` = :math:`\rho`, the
 mean signal weight over the instance's real tokens; ``keep_weight`` =
 :math:`\gamma`), the fourth the optional **distillation** of a per-sample
-teacher's mask :math:`m(x)` (``distil`` = :math:`\delta`). The model is frozen
-(eval mode, no parameter gradients) and left as it was.
+teacher's mask :math:`m(x)` (``distil`` = :math:`\delta`). An optional
+**complement** term (``complement`` = :math:`\kappa`) adds
+:math:`\kappa\, p(c \mid f_{>l}(T^{\neg}_\theta(x)))`, the probability of the
+class when the bottleneck runs with :math:`1 - \lambda` (the kept tokens
+removed, as the deletion test does). The model is frozen (eval mode, no
+parameter gradients) and left as it was.
 """
 
 import time
@@ -66,7 +70,7 @@ def ib_loss(
     step: int,
 ) -> Tensor:
     """Eq. (5) per instance with the explainer's ``alpha`` (B, L), plus the
-    budget term."""
+    budget and the complement terms."""
     base = None
     if settings.prior == "baseline":
         base = baseline_ids(batch, settings.pad_token_id, settings.special_token_ids)
@@ -78,28 +82,34 @@ def ib_loss(
     noise = torch.randn(
         (size * n,) + tuple(x.shape[1:]), generator=gen, device=x.device
     )
-    x_rows = x.repeat_interleave(n, dim=0)
-    t = ib.inject_noise(
-        x_rows,
-        a.repeat_interleave(n, dim=0),
-        _loop.repeat_rows(mean, x, n),
-        _loop.repeat_rows(std, x, n),
-        noise,
-    )
-    keep = layer.mask_f.repeat_interleave(n, dim=0)
-    t = (keep * t + (1 - keep) * x_rows).to(clean.x.dtype)
     substitute, forward = passes.bottlenecked(batch, clean, n)
-    with substitute(lambda: t):
-        output = forward()
     rows_target = _loop.row_targets(targets, n)
-    task = _loop.task_loss(objective, output, rows_target, size, n)
+
+    def task_through(signal: Tensor) -> Tensor:
+        """The task loss per instance with ``signal`` as alpha (Eq. 2)."""
+        x_rows = x.repeat_interleave(n, dim=0)
+        t = ib.inject_noise(
+            x_rows,
+            signal.repeat_interleave(n, dim=0),
+            _loop.repeat_rows(mean, x, n),
+            _loop.repeat_rows(std, x, n),
+            noise,
+        )
+        keep = layer.mask_f.repeat_interleave(n, dim=0)
+        t = (keep * t + (1 - keep) * x_rows).to(clean.x.dtype)
+        with substitute(lambda: t):
+            output = forward()
+        return _loop.task_loss(objective, output, rows_target, size, n)
+
     elements = layer.mask_f.expand_as(x).reshape(size, -1).sum(1)
     cap_mean = layer.capacity(a).reshape(size, -1).sum(1) / elements
-    loss = ib.information_bottleneck_loss(task, cap_mean, settings.beta)
+    loss = ib.information_bottleneck_loss(task_through(a), cap_mean, settings.beta)
     if settings.keep is not None:
         m = batch.mask.float()
         mean_lambda = (torch.sigmoid(alpha) * m).sum(1) / m.sum(1)
         loss = loss + settings.keep_weight * (mean_lambda - settings.keep) ** 2
+    if settings.complement > 0:  # the kept tokens removed: the class should go
+        loss = loss + settings.complement * torch.exp(-task_through(-a))
     return loss
 
 

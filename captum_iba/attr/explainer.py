@@ -68,6 +68,9 @@ class ExplainerSettings:
             of :math:`\\lambda_t` against the per-sample teacher's mask); the
             IBA objective is added with weight 1 unless ``distil_only``.
         distil_only (bool): Train on the distillation term alone.
+        complement (float): Weight of the complement term: the probability
+            of the explained class with the mask inverted (the kept tokens
+            removed), minimised. Default 0.
         teacher (dict or None): Options of the per-sample teacher
             (:meth:`InformationBottleneckAttribution.attribute` keywords, e.g.
             ``iba-faithful``'s), used when ``distil > 0``.
@@ -91,6 +94,7 @@ class ExplainerSettings:
     keep_weight: float = 10.0
     distil: float = 0.0
     distil_only: bool = False
+    complement: float = 0.0
     teacher: Optional[Dict[str, Any]] = None
     epochs: int = 2
     lr: float = 1e-3
@@ -107,7 +111,7 @@ class ExplainerSettings:
         _positive("epochs", self.epochs, integer=True)
         _positive("n_samples", self.n_samples, integer=True)
         _positive("lr", self.lr)
-        for name in ("beta", "keep_weight", "distil"):
+        for name in ("beta", "keep_weight", "distil", "complement"):
             _non_negative(name, getattr(self, name))
         if self.keep is not None and not (
             isinstance(self.keep, numbers.Real) and 0 < self.keep < 1
@@ -155,6 +159,8 @@ class ExplainerSettings:
         parts = [f"beta={self.beta:g}"]
         if self.keep is not None:
             parts.append(f"keep={self.keep:g}x{self.keep_weight:g}")
+        if self.complement > 0:
+            parts.append(f"complement={self.complement:g}")
         if self.distil > 0:
             parts.append(
                 f"distil={self.distil:g}" + (" only" if self.distil_only else "")
