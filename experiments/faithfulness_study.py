@@ -455,6 +455,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     )
     parser.add_argument("--out", default="results/faithfulness")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--device", default="cpu", help="where the model runs (CPU-s are for cpu)"
+    )
+    parser.add_argument(
+        "--refs", default="", help="tables: more references, comma-separated"
+    )
     parser.add_argument("--docs", help="tables: also write the docs' files here")
     parser.add_argument(
         "--docs-name",
@@ -473,7 +479,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 recs = load_records(out, corpus, sp)
                 if recs:
                     iba = sorted(m for m in recs if m.lower().startswith("iba"))
+                    extra = [m for m in args.refs.split(",") if m in recs]
                     refs = list(REFS) + [m for m in iba if _is_chosen_faithful(m)]
+                    refs += extra
                     md = table(recs) + "\n\n" + paired_table(recs, iba, refs)
                     (out / corpus / f"{sp}.md").write_text(md + "\n")
                     title = f"{corpus} ({sp} split, n={len(recs['IG']['aopc'])})"
@@ -483,7 +491,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                         where = (Path(args.docs), args.docs_name)
                         _write_docs(where, corpus, recs, iba, title, out, refs)
             continue
-        model, tok = load_classifier(_model_path(args.model_dir, corpus))
+        model, tok = load_classifier(_model_path(args.model_dir, corpus), args.device)
         enc = encoded(corpus, split, tok)
         for name in [m for m in args.methods.split(",") if m]:
             rec = run_method(corpus, split, name, out, model, tok, enc)
