@@ -484,7 +484,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                     refs += extra
                     md = table(recs) + "\n\n" + paired_table(recs, iba, refs)
                     (out / corpus / f"{sp}.md").write_text(md + "\n")
-                    title = f"{corpus} ({sp} split, n={len(recs['IG']['aopc'])})"
+                    n = len(next(iter(recs.values()))["aopc"])
+                    title = f"{corpus} ({sp} split, n={n})"
                     plot(recs, title, out / corpus / f"{sp}.png")
                     print(f"\n## {corpus} / {sp}\n\n{md}")
                     if args.docs and sp == "report":
