@@ -186,7 +186,8 @@ def amortized_explainer(
     n = int(config.get("n_train", 2000))
     settings = dict(config.get("settings", {}))
     digest = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()
-    name = f"{corpus}-l{config['layer']}-{fit_corpus}-n{n}-{digest[:10]}"
+    owner = MODEL_OF.get(corpus, corpus)  # the explainer is the model's
+    name = f"{owner}-l{config['layer']}-{fit_corpus}-n{n}-{digest[:10]}"
     folder = out / "explainers" / name
     data = train_batches(fit_corpus, tokenizer, n)
     return fit_amortized(model, layer, data, tokenizer, folder, **settings)
