@@ -76,6 +76,18 @@ class TestAmortizedMasks(BaseTest):
         # random scores put the signal token first 1 time in 8
         self.assertGreater((top == pos).float().mean().item(), 0.5)
 
+    def test_budget_and_complement_terms_act(self) -> None:
+        """The keep budget pulls the mean mask to its target; the complement
+        term (the class's probability with the mask inverted) trains too."""
+        model = signal_model()
+        data = loader(8)
+        kept = quick_fit(model, data=data, epochs=3, keep=0.25, keep_weight=50.0)
+        self.assertLess(abs(kept.stats["mean_lambda"] - 0.25), 0.1)
+        both = quick_fit(model, data=data, keep=0.25, complement=1.0)
+        self.assertEqual(both.settings.complement, 1.0)
+        self.assertIn("complement=1", both.settings.budget())
+        self.assertNotEqual(both.key["settings"], kept.key["settings"])
+
     def test_refinement_runs_from_the_amortized_mask(self) -> None:
         model = signal_model()
         explainer = quick_fit(model)
