@@ -75,6 +75,11 @@ ANCHORS = (
 #: The references of the paired differences.
 REFS = ("IG", "LIME", "LOO", "AttnLRP")
 BOOTSTRAP = 1000
+#: The amortized candidates' settings unless they name them (a candidate's
+#: ``settings`` override these; the explainer's key holds them all).
+STUDY_BASE = dict(
+    keep=0.3, keep_weight=10.0, distil=0.0, distil_only=False, epochs=2, lr=1e-3
+)
 FAIR = get_preset("fair")
 
 
@@ -190,7 +195,8 @@ def amortized_explainer(
     name = f"{owner}-l{config['layer']}-{fit_corpus}-n{n}-{digest[:10]}"
     folder = out / "explainers" / name
     data = train_batches(fit_corpus, tokenizer, n)
-    return fit_amortized(model, layer, data, tokenizer, folder, **settings)
+    options = {**STUDY_BASE, **settings}
+    return fit_amortized(model, layer, data, tokenizer, folder, **options)
 
 
 # ---------------------------------------------------------------------------
