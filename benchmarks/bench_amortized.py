@@ -75,7 +75,7 @@ def scorers(model, layer: int, explainer) -> Dict[str, object]:
             )  # fmt: skip
         else:
             built = make_scorers(
-                model, None, "fair", iba_layer=module, methods=[name],
+                model, None, "fair", methods=[name], layer=module,
                 special_token_ids=[101, 102], pad_token_id=0,
             )  # fmt: skip
             out[name] = built[next(iter(built))]

@@ -43,7 +43,7 @@ from captum_iba.app.models import load_classifier
 from captum_iba.attr import encoder_layers
 from captum_iba.evaluation import encode, get_preset, make_scorers
 from captum_iba.evaluation.amortized import IBAAmortizedScorer, fit_amortized
-from captum_iba.evaluation.iba import IBAFaithfulScorer, IBAScorer
+from captum_iba.evaluation.iba import IBAScorer
 from captum_iba.metrics import degradation_test
 
 CORPORA = ("sst2", "imdb", "ag_news", "rte")
@@ -253,9 +253,17 @@ def build_scorer(
             model, module, options["explainer"], tokenizer=tokenizer, setting="fair",
             name=name, refine_steps=options.get("refine_steps", 0),
         )  # fmt: skip
-    cls = IBAFaithfulScorer if options.pop("faithful", False) else IBAScorer
+    config = "faithful" if options.pop("faithful", False) else "paper"
     module = encoder_layers(model)[layer] if isinstance(layer, int) else layer
-    return cls(model, module, tokenizer=tokenizer, setting="fair", name=name, **options)
+    return IBAScorer(
+        model,
+        module,
+        config=config,
+        tokenizer=tokenizer,
+        setting="fair",
+        name=name,
+        **options,
+    )
 
 
 def score(scorer: Any, enc: Dict[str, Any], batch_size: int) -> Tuple[Tensor, list]:
@@ -289,9 +297,8 @@ def fair_test(
         target=enc["labels"],
         attention_mask=enc["attention_mask"],
         token_type_ids=enc["token_type_ids"],
-        tokenizer=tokenizer,
-        method=name,
-        **dict(FAIR.test),
+        options=FAIR.test.with_tokenizer(tokenizer),
+        metadata={"method": name},
     )
 
 

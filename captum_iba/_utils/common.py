@@ -293,3 +293,19 @@ def instance_seed(seed: int, token_ids: Tensor) -> int:
         token_ids.detach().reshape(-1).to("cpu", torch.int64).numpy().tobytes()
     )
     return int.from_bytes(digest.digest(), "little") & (2**63 - 1)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of :func:`warnings.warn` that points at the first
+    frame outside this package (and the dataclass / Captum wrappers it goes
+    through), for warnings raised deep inside a call."""
+    import sys
+
+    frame, level = sys._getframe(1), 1
+    skip = ("captum_iba", "dataclasses", "captum.", "<string>")
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if not name.startswith(skip) and frame.f_code.co_filename != "<string>":
+            return level
+        frame, level = frame.f_back, level + 1
+    return level

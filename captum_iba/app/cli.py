@@ -31,8 +31,8 @@ from captum_iba.app.checks import nonnegative_float, positive_int, seed_int
 from captum_iba.app.data import HELDOUT_SPLIT
 from captum_iba.app.errors import CLIError, split_choices
 from captum_iba.app.reproduce import CORPORA, PARTS, PROFILES
-from captum_iba.attr.priors import PRIOR_NAMES
-from captum_iba.evaluation import SETTINGS, scorer_names
+from captum_iba.evaluation import SETTINGS
+from captum_iba.registry import METHODS, PRIORS
 
 __all__ = [
     "CLIError",
@@ -46,7 +46,9 @@ __all__ = [
 ]
 
 #: CLI method names (the registry's names in lower case) -> registered names.
-METHOD_NAMES = {name.lower(): name for name in scorer_names()}
+METHOD_NAMES = {name.lower(): name for name in METHODS.names()}
+#: IBA's noise priors, by name (the registry's).
+PRIOR_NAMES = tuple(PRIORS.names())
 #: Corpora ``evaluate`` accepts (each on its held-out split, see the loaders).
 DATASETS = tuple(HELDOUT_SPLIT)
 #: Corpora of the paper's Table 1 that ``reproduce`` measures, and its parts.
@@ -64,8 +66,20 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
     )
     ex.add_argument("--layer", type=int, help="encoder layer index (0-based)")
     ex.add_argument("--target", type=int, help="class to explain (default: predicted)")
+    ex.add_argument(
+        "--method",
+        default="iba",
+        choices=["iba", "iba-amortized"],
+        help="iba: the per-sample bottleneck; iba-amortized: the model's cached "
+        "explainer (fitted by `evaluate --methods iba-amortized`)",
+    )
     ex.add_argument("--beta", type=nonnegative_float, default=1e-5)
-    ex.add_argument("--prior", default="paper", choices=["paper", "reference"])
+    ex.add_argument(
+        "--prior",
+        default="paper",
+        choices=list(PRIOR_NAMES),
+        help="IBA's noise prior (dataset: fitted on the model's training corpus)",
+    )
     ex.add_argument("--html", help="write an HTML heatmap to this file")
     ex.add_argument("--seed", type=seed_int, default=0)
     ex.add_argument(
@@ -94,8 +108,8 @@ def _corpus_arguments(p: argparse.ArgumentParser, methods: str, n: Any) -> None:
     p.add_argument("--setting", default="fair", choices=list(SETTINGS))
     p.add_argument(
         "--priors",
-        default="paper",
-        help=f"IBA priors, comma-separated, among {', '.join(PRIOR_NAMES)}",
+        help=f"IBA priors, comma-separated, among {', '.join(PRIOR_NAMES)}; one IBA "
+        "run each (default: the setting's, reference for paper, paper for fair)",
     )
     p.add_argument("--model", help="fine-tuned classifier (default: cached MiniLM)")
     p.add_argument("--layer", type=int, help="encoder layer index (0-based)")
@@ -206,8 +220,9 @@ def _reproduce_parser(sub: "argparse._SubParsersAction") -> None:
     rp.add_argument(
         "--fair-prior",
         default="paper",
-        choices=[p for p in PRIOR_NAMES if p != "dataset"],
-        help="IBA's prior in the fair setting and the sweeps",
+        choices=list(PRIOR_NAMES),
+        help="IBA's prior in the fair setting and the sweeps (dataset: fitted on "
+        "1,000 training instances of each corpus)",
     )
 
 
@@ -237,7 +252,8 @@ def _check_corpus(args: argparse.Namespace) -> None:
         raise CLIError(f"unknown dataset {args.dataset!r}; choose from {DATASETS}")
     chosen = split_choices(args.methods.lower(), METHOD_NAMES, "method")
     args.methods = [METHOD_NAMES[m] for m in chosen]
-    args.priors = split_choices(args.priors, PRIOR_NAMES, "prior")
+    if args.priors is not None:
+        args.priors = split_choices(args.priors, PRIOR_NAMES, "prior")
 
 
 def _check_reproduce(args: argparse.Namespace) -> None:

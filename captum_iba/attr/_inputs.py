@@ -16,6 +16,7 @@ __all__ = [
     "expand_rows",
     "infer_token_mask",
     "model_pad_token_id",
+    "model_special_token_ids",
     "pads_without_mask",
     "slice_rows",
     "unwrap_forward",
@@ -149,6 +150,16 @@ def model_pad_token_id(forward_func: Any) -> Optional[int]:
     owner = getattr(fn, "__self__", fn)
     pad = getattr(getattr(owner, "config", None), "pad_token_id", None)
     return pad if isinstance(pad, int) and not isinstance(pad, bool) else None
+
+
+def model_special_token_ids(forward_func: Any) -> List[int]:
+    """The special token ids the config of the model behind ``forward_func``
+    names (``bos``, ``eos``, ``sep``, ``cls``; BERT's config names none)."""
+    fn, _, _ = unwrap_forward(forward_func)
+    config = getattr(getattr(fn, "__self__", fn), "config", None)
+    names = ("bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id")
+    ids = [getattr(config, n, None) for n in names]
+    return sorted({i for i in ids if isinstance(i, int) and not isinstance(i, bool)})
 
 
 def pads_without_mask(inputs: Tuple[Tensor, ...], pad_id: Optional[int]) -> bool:

@@ -6,7 +6,7 @@ corpus's training split) and given to the scorer; :func:`fit_amortized` fits
 one with the settings chosen by the faithfulness study.
 """
 
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Dict, Iterable, Optional, Union
 
 from torch import Tensor, nn
 
@@ -14,10 +14,18 @@ from captum_iba.attr.amortized import (
     AmortizedExplainer,
     AmortizedInformationBottleneckAttribution,
 )
-from captum_iba.evaluation.iba import FAITHFUL_OPTIONS
-from captum_iba.evaluation.scorers import TokenScorer, register_scorer
+from captum_iba.attr.options import FAITHFUL
+from captum_iba.attr.text import LayerRef, as_layer_ref
+from captum_iba.evaluation.scorers import TokenScorer
 
-__all__ = ["AMORTIZED_SETTINGS", "IBAAmortizedScorer", "fit_amortized"]
+__all__ = [
+    "AMORTIZED_SETTINGS",
+    "IBAAmortizedScorer",
+    "faithful_teacher",
+    "fit_amortized",
+]
+
+ExplainerLike = Union[AmortizedExplainer, Callable[[nn.Module], AmortizedExplainer]]
 
 #: The explainer settings of ``iba-amortized``, chosen on SST-2's search split
 #: (docs/amortized.rst): distillation of ``iba-faithful``'s per-sample masks
@@ -56,44 +64,64 @@ def fit_amortized(
     if options.get("distil_only") and not options.get("distil"):
         options["distil_only"] = False  # a budget or beta instead of the teacher
     if options.get("distil", 0) > 0:
-        options.setdefault("teacher", dict(FAITHFUL_OPTIONS))
+        options.setdefault("teacher", faithful_teacher())
     return AmortizedExplainer.fit(
         model, layer, data, tokenizer=tokenizer, folder=folder,
         show_progress=show_progress, **options,
     )  # fmt: skip
 
 
-@register_scorer
+def faithful_teacher() -> Dict[str, Any]:
+    """``iba-faithful``'s options as the teacher's keywords (the knobs that
+    define its masks; the seed is the explainer's)."""
+    keys = ("prior", "beta", "steps", "n_samples", "lr", "init_alpha")
+    keys += ("optimizer", "readout")
+    record = FAITHFUL.record()
+    return {k: record[k] for k in keys}
+
+
 class IBAAmortizedScorer(TokenScorer):
     """Amortized IBA: a fitted explainer's mask per token (one forward pass),
     optionally refined by a few per-sample steps.
 
     Args:
         model (Callable): HF model (``(ids, mask[, tt])`` positionally).
-        layer (nn.Module): The bottlenecked layer (the explainer's).
-        explainer (AmortizedExplainer): The fitted explainer (refused when it
-            was fitted for other weights or another layer).
+        layer (nn.Module or LayerRef): The bottlenecked layer (the
+            explainer's).
+        explainer (AmortizedExplainer or Callable): The fitted explainer
+            (refused when it was fitted for other weights or another layer),
+            or a function of the layer module returning one (e.g. one that
+            fits and caches it, as the command line's).
         refine_steps (int): Per-sample steps from the amortized mask. Default 0.
         seed (int): Seed of the refinement's noise. Default 0.
         **kwargs: See :class:`TokenScorer`.
     """
 
     name = "iba-amortized"
-    suite_options = {"seed": "seed", "iba_layer": "layer"}
-    required = ("layer", "explainer")
+    needs = ("layer", "explainer", "seed")
 
     def __init__(
         self,
         model: Callable[..., Any],
-        layer: nn.Module,
-        explainer: AmortizedExplainer,
+        layer: Union[nn.Module, LayerRef],
+        explainer: Optional[ExplainerLike] = None,
         refine_steps: int = 0,
-        seed: int = 0,
+        seed: Optional[int] = 0,
         **kwargs: Any,
     ) -> None:
         super().__init__(model, **kwargs)
-        self.aiba = AmortizedInformationBottleneckAttribution(model, layer, explainer)
-        self.refine_steps, self.seed = int(refine_steps), int(seed)
+        ref = as_layer_ref(layer)
+        if explainer is None:
+            raise ValueError(
+                "iba-amortized needs a fitted explainer (explainer=, see "
+                "captum_iba.evaluation.amortized.fit_amortized)."
+            )
+        if not isinstance(explainer, AmortizedExplainer):
+            explainer = explainer(ref.module)
+        self.aiba = AmortizedInformationBottleneckAttribution(
+            model, ref.module, explainer
+        )
+        self.refine_steps, self.seed = int(refine_steps), int(seed or 0)
         self.settings.update(
             layer=explainer.key["layer"],
             budget=explainer.settings.budget(),
@@ -104,6 +132,8 @@ class IBAAmortizedScorer(TokenScorer):
             refine_steps=self.refine_steps,
             seed=self.seed,
         )
+        if ref.index is not None:
+            self.settings["layer_index"] = ref.index
 
     def _scores(
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor

@@ -15,7 +15,7 @@ from captum_iba.app import reproduce as reproduce_module
 
 @pytest.fixture
 def reproduce(tiny_model_dir, monkeypatch):
-    from captum_iba.data import default_data_dir
+    from captum_iba.app.data import default_data_dir
 
     try:
         default_data_dir()

@@ -285,7 +285,7 @@ def test_iba_scorer_with_stub(model, tokenizer, batch):
     call = StubIBA.calls[-1]
     assert call["target"].tolist() == [1, 0, 1]
     assert torch.equal(call["token_mask"], mask)
-    assert call["prior"] == "reference" and call["steps"] == 3
+    assert call["config"].prior.name == "reference" and call["config"].steps == 3
     assert scorer.settings["prior"] == "reference"
 
 

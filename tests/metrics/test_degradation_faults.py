@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from captum_iba import degradation_test
+from captum_iba.metrics import DegradationOptions
 from tests.helpers import tiny_hf_model
 
 IDS = torch.randint(5, 50, (2, 6), generator=torch.Generator().manual_seed(0))
@@ -18,23 +19,29 @@ def model():
 
 
 @pytest.mark.parametrize(
-    "kwargs, error, says",
+    "call, fields, error, says",
     [
-        (dict(inputs=IDS[:, :0], attributions=SCORES[:, :0]), ValueError, "no token"),
-        (dict(levels=[float("inf")], level_unit="count"), ValueError, "integers"),
-        (dict(levels=[float("nan")], level_unit="count"), ValueError, "integers"),
-        (dict(removal=1000), ValueError, "vocabulary"),
-        (dict(removal=-3), ValueError, "vocabulary"),
-        (dict(attributions=SCORES.to(torch.complex64)), TypeError, "complex"),
-        (dict(max_examples_per_batch=2.5), ValueError, "max_examples_per_batch"),
-        (dict(attention_mask=torch.zeros_like(IDS)), ValueError, "all padding"),
+        (
+            dict(inputs=IDS[:, :0], attributions=SCORES[:, :0]),
+            {},
+            ValueError,
+            "no token",
+        ),
+        ({}, dict(levels=[float("inf")], level_unit="count"), ValueError, "integers"),
+        ({}, dict(levels=[float("nan")], level_unit="count"), ValueError, "integers"),
+        ({}, dict(removal=1000), ValueError, "vocabulary"),
+        ({}, dict(removal=-3), ValueError, "vocabulary"),
+        (dict(attributions=SCORES.to(torch.complex64)), {}, TypeError, "complex"),
+        ({}, dict(max_examples_per_batch=2.5), ValueError, "max_examples_per_batch"),
+        (dict(attention_mask=torch.zeros_like(IDS)), {}, ValueError, "all padding"),
     ],
 )
-def test_bad_input_is_refused(model, kwargs, error, says):
-    call = dict(inputs=IDS, attributions=SCORES, target=0)
-    call.update(kwargs)
+def test_bad_input_is_refused(model, call, fields, error, says):
+    """Data faults are refused by the test, option faults by DegradationOptions
+    (built inside the ``raises`` block)."""
+    call = dict(dict(inputs=IDS, attributions=SCORES, target=0), **call)
     with pytest.raises(error, match=says):
-        degradation_test(model, **call)
+        degradation_test(model, options=DegradationOptions(**fields), **call)
 
 
 def test_nan_weights_are_not_all_nan_results():

@@ -11,10 +11,12 @@ numbers of optimisation steps, so every machine gets the same model.
 
 Typical use::
 
-    from captum_iba.finetune import load_finetuned_model
+    from captum_iba.app.finetune import load_finetuned_model
     model, tokenizer = load_finetuned_model("sst2")  # fine-tunes once, then cached
 
-The modules: :mod:`~captum_iba.app.finetune.recipes` (settings, recipes, the
+The modules: :mod:`~captum_iba.app.finetune.recipes` (the settings,
+:class:`FineTuneOptions`, built from a corpus recipe with
+``FineTuneOptions.recipe("sst2", steps=400)``; the recipes; the
 base model), :mod:`~captum_iba.app.finetune.train` (:func:`fine_tune`),
 :mod:`~captum_iba.app.finetune.batches` (batching, :func:`evaluate_accuracy`),
 :mod:`~captum_iba.app.finetune.store` (cache folders and their key) and
@@ -36,6 +38,7 @@ from captum_iba.app.finetune.recipes import (
     RECIPES,
     REPRODUCE_OVERRIDES,
     STEPS_ENV_VAR,
+    FineTuneOptions,
     default_base_model,
     recipe_settings,
 )
@@ -55,6 +58,7 @@ __all__ = [
     "RECIPES",
     "REPRODUCE_OVERRIDES",
     "STEPS_ENV_VAR",
+    "FineTuneOptions",
     "FineTuneResult",
     "FineTuneTimeoutError",
     "cached_model_dir",

@@ -16,11 +16,12 @@ from filelock import FileLock, Timeout
 
 from captum_iba.app.finetune.recipes import (
     MAX_SECONDS_ENV_VAR,
+    FineTuneOptions,
     PathLike,
     base_short_name,
     env_number,
-    recipe_settings,
     resolve_base_model,
+    resolve_options,
 )
 from captum_iba.app.finetune.store import (
     RESULT_FILE,
@@ -35,6 +36,8 @@ def cached_model_dir(
     dataset: str,
     base_model: Optional[PathLike] = None,
     cache_dir: Optional[PathLike] = None,
+    *,
+    options: Optional[FineTuneOptions] = None,
     **settings: Any,
 ) -> Path:
     """Returns the cache folder for a corpus, base model and settings.
@@ -44,15 +47,18 @@ def cached_model_dir(
         base_model (str or Path, optional): Base model (default MiniLM-L6).
         cache_dir (str or Path, optional): Cache root (default
             :func:`default_cache_dir`).
-        **settings (Any): Overrides of :func:`recipe_settings`.
+        options (FineTuneOptions, optional): The settings. Default: the
+            corpus' recipe, ``FineTuneOptions.recipe(dataset)``.
+        **settings (Any): Deprecated: overrides of the recipe as keywords
+            (see :func:`get_finetuned_model`).
 
     Returns:
         Path: ``<cache>/<dataset>-<base name>-<settings hash>`` (it may not
         exist yet).
     """
     base = resolve_base_model(base_model)
-    full = recipe_settings(dataset, **settings)
-    return model_folder(dataset, base, full, cache_dir)
+    opts = resolve_options(options, settings, "cached_model_dir", recipe=dataset)
+    return model_folder(dataset, base, opts.as_dict(), cache_dir)
 
 
 def cache_problem(folder: Path, dataset: str, settings: Dict[str, Any]) -> str:
@@ -133,6 +139,8 @@ def get_finetuned_model(
     progress: bool = True,
     num_threads: Optional[int] = None,
     max_seconds: Optional[float] = None,
+    *,
+    options: Optional[FineTuneOptions] = None,
     **settings: Any,
 ) -> Path:
     """Returns the folder of a fine-tuned model, fine-tuning it if needed.
@@ -161,8 +169,12 @@ def get_finetuned_model(
         max_seconds (float, optional): Time guard of the training loop (see
             :func:`fine_tune`; default ``$CAPTUM_IBA_FINETUNE_MAX_S``, else
             none); not part of the cache key.
-        **settings (Any): Overrides of the corpus recipe (:data:`RECIPES`),
-            e.g. ``steps=400``.
+        options (FineTuneOptions, optional): The settings. Default: the
+            corpus' recipe (:data:`RECIPES`), ``FineTuneOptions.recipe(dataset)``;
+            e.g. ``options=FineTuneOptions.recipe("sst2", steps=400)``.
+        **settings (Any): Deprecated: overrides of the recipe as keywords
+            (``steps=400``), the API of captum-iba 0.1; they replace those of
+            ``options``, with a :class:`DeprecationWarning`.
 
     Returns:
         Path: Folder loadable with ``from_pretrained``.
@@ -173,8 +185,9 @@ def get_finetuned_model(
     """
     dataset = dataset.lower().strip()
     base = resolve_base_model(base_model)
-    full = recipe_settings(dataset, **settings)
-    folder = cached_model_dir(dataset, base, cache_dir, **settings)
+    opts = resolve_options(options, settings, "get_finetuned_model", recipe=dataset)
+    full = opts.as_dict()
+    folder = model_folder(dataset, base, full, cache_dir)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with _folder_lock(folder):
         problem = cache_problem(folder, dataset, full)
@@ -198,11 +211,11 @@ def get_finetuned_model(
                 dataset,
                 base_model=base,
                 output_dir=tmp,
+                options=opts,
                 data_dir=data_dir,
                 progress=progress,
                 num_threads=num_threads,
                 max_seconds=max_seconds,
-                **full,
             )
             tmp.rename(folder)
         finally:
