@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import torch
-from captum.attr._utils.attribution import LayerAttribution
+from captum.attr import LayerAttribution
 from captum.log import log_usage
 from torch import Tensor
 from torch.nn import Module
