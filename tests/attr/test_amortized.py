@@ -88,6 +88,31 @@ class TestAmortizedMasks(BaseTest):
         self.assertIn("complement=1", both.settings.budget())
         self.assertNotEqual(both.key["settings"], kept.key["settings"])
 
+    def test_distillation_follows_the_teacher(self) -> None:
+        """Distilled alone, the explainer's masks rank tokens as the per-sample
+        teacher's do (iba-faithful's options) on instances it was not fit on."""
+        from captum_iba.attr.amortized_fit import make_teacher
+        from captum_iba.evaluation.amortized import faithful_teacher
+
+        model = signal_model()
+        teacher = faithful_teacher()
+        explainer = quick_fit(
+            model, data=loader(12), epochs=6, keep=None, distil=1.0,
+            distil_only=True, teacher=teacher,
+        )  # fmt: skip
+        ids, mask, labels, _ = signal_data(40, torch.Generator().manual_seed(5))
+        aiba = AmortizedInformationBottleneckAttribution(
+            model, model.layers[0], explainer
+        )
+        student = aiba.attribute(ids, labels, (mask,)).mean(-1)
+        from captum_iba.attr._amortized_pass import Batch
+
+        goal = make_teacher(model, model.layers[0], explainer.settings)(
+            Batch(ids, (mask,), mask.bool(), labels), labels
+        )
+        same_top = (student.argmax(-1) == goal.argmax(-1)).float().mean().item()
+        self.assertGreater(same_top, 0.5)  # random agreement: 1 in 8
+
     def test_refinement_runs_from_the_amortized_mask(self) -> None:
         model = signal_model()
         explainer = quick_fit(model)
