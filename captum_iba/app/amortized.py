@@ -51,7 +51,8 @@ def training_batches(
     instances), with their labels and segment ids.
 
     Raises:
-        CLIError: When the corpus has no training split.
+        ~captum_iba.app.errors.CLIError: When the corpus has no training
+            split.
     """
     try:
         data = load_dataset(
@@ -87,8 +88,9 @@ def cached_explainer(
     ``corpus`` 's training split when ``fit`` and none is cached.
 
     Raises:
-        CLIError: When none is cached and ``fit`` is False, when the model's
-            corpus is unknown, or when the cached one is damaged or stale.
+        ~captum_iba.app.errors.CLIError: When none is cached and ``fit`` is
+            False, when the model's corpus is unknown, or when the cached one
+            is damaged or stale.
     """
     if corpus is None:
         raise CLIError(
