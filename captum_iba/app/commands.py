@@ -18,6 +18,7 @@ from captum_iba.app import reproduce
 from captum_iba.app.amortized import cached_explainer
 from captum_iba.app.checks import (
     check_against_config,
+    check_classes,
     output_file,
     output_folder,
     pair_warning,
@@ -172,8 +173,10 @@ def _encode_checked(tok: Any, args: argparse.Namespace, model: Any) -> Dict:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """``captum-iba explain``: IBA scores of one text, printed (and as HTML)."""
-    if not args.text.strip() or (args.pair is not None and not args.pair.strip()):
+    if not args.text.strip():
         raise CLIError("the text to explain is empty")
+    if args.pair is not None and not args.pair.strip():
+        raise CLIError("--pair is empty: give the second text, or leave --pair out")
     html = output_file(args.html, "--html")
     config, record = _config_and_record(args.model, DEFAULT_CORPUS)
     check_against_config(config, layer=args.layer, target=args.target)
@@ -306,6 +309,8 @@ def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob
     data = load_dataset(
         args.dataset, split, data_dir=args.data_dir, max_examples=args.n
     )
+    target = getattr(args, "target", "label")
+    check_classes(model.config, data.label_names, args.dataset, target)
     return CorpusJob(
         model=model,
         tokenizer=tok,
@@ -315,7 +320,7 @@ def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob
         preset=get_preset(args.setting),
         max_length=args.max_length,
         batch_size=args.batch_size,
-        target=getattr(args, "target", "label"),
+        target=target,
         degradation=args.command == "evaluate" or args.degradation,
     )
 
