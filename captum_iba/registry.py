@@ -37,6 +37,11 @@ METHODS.add(
     config="faithful",
     prior=None,
 )
+METHODS.add(
+    "iba-amortized",
+    f"{_EV}.amortized:IBAAmortizedScorer",
+    "amortized IBA: a fitted explainer's mask, one forward pass (docs/amortized.rst)",
+)
 METHODS.add("LOO", f"{_EV}.loo:LeaveOneOutScorer", "leave-one-out (deletion)")
 METHODS.add(
     "occlusion",

@@ -28,6 +28,7 @@ added later (e.g. AttnLRP from an environment where ``lxt`` imports)::
 """
 
 import argparse
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -41,18 +42,24 @@ from captum_iba.app.data import HELDOUT_SPLIT, load_dataset, stratified_split
 from captum_iba.app.models import load_classifier
 from captum_iba.attr import encoder_layers
 from captum_iba.evaluation import encode, get_preset, make_scorers
+from captum_iba.evaluation.amortized import IBAAmortizedScorer, fit_amortized
 from captum_iba.evaluation.iba import IBAScorer
 from captum_iba.metrics import degradation_test
 
 CORPORA = ("sst2", "imdb", "ag_news", "rte")
-MAX_LENGTH = {"sst2": 128, "imdb": 256, "ag_news": 128, "rte": 256}
+#: Out of distribution: one sentence (8-40 words) from each of many IMDB
+#: reviews, with the review's label, explained by the SST-2 model.
+SENTENCES = "imdb_sentences"
+MODEL_OF = {SENTENCES: "sst2"}
+MAX_LENGTH = {"sst2": 128, "imdb": 256, "ag_news": 128, "rte": 256, SENTENCES: 128}
 N = {  # instances per split (search, report)
     "sst2": (100, 200),
     "imdb": (30, 100),
     "ag_news": (60, 200),
     "rte": (60, 200),
+    SENTENCES: (100, 200),
 }
-BATCH = {"sst2": 16, "imdb": 4, "ag_news": 8, "rte": 8}
+BATCH = {"sst2": 16, "imdb": 4, "ag_news": 8, "rte": 8, SENTENCES: 16}
 #: The anchors, by registered name, with the fair preset's arguments.
 ANCHORS = (
     "random",
@@ -68,6 +75,11 @@ ANCHORS = (
 #: The references of the paired differences.
 REFS = ("IG", "LIME", "LOO", "AttnLRP")
 BOOTSTRAP = 1000
+#: The amortized candidates' settings unless they name them (a candidate's
+#: ``settings`` override these; the explainer's key holds them all).
+STUDY_BASE = dict(
+    keep=0.3, keep_weight=10.0, distil=0.0, distil_only=False, epochs=2, lr=1e-3
+)
 FAIR = get_preset("fair")
 
 
@@ -76,10 +88,37 @@ FAIR = get_preset("fair")
 # ---------------------------------------------------------------------------
 
 
+def imdb_sentences(split: str, reviews: int) -> Any:
+    """One sentence of 8-40 words from each of ``reviews`` IMDB reviews of
+    ``split`` (seeded), with the review's label (:data:`SENTENCES`)."""
+    import re
+
+    from captum_iba.app.data.dataset import TextClassificationData
+
+    data = load_dataset("imdb", split)
+    texts, labels = [], []
+    for i in np.random.RandomState(1).permutation(len(data))[:reviews].tolist():
+        text = data.texts[i].replace("<br />", " ")
+        for sentence in re.split(r"(?<=[.!?])\s+", text):
+            if 8 <= len(sentence.split()) <= 40:
+                texts.append(sentence)
+                labels.append(data.labels[i])
+                break
+    return TextClassificationData(
+        texts, None, labels, data.label_names, SENTENCES, split
+    )
+
+
 def split_indices(corpus: str, split: str) -> Tuple[Any, List[int]]:
     """The corpus split and the row indices of the study's ``split``."""
     n_search, n_report = N[corpus]
     rng = np.random.RandomState(0)
+    if corpus == SENTENCES:
+        data = imdb_sentences("test", 800)
+        first, second = stratified_split(data.labels, 0.5, seed=0)
+        rows = first if split == "search" else second
+        n = n_search if split == "search" else n_report
+        return data, sorted(rng.permutation(rows)[:n].tolist())
     if corpus == "rte":
         if split == "report":
             data = load_dataset("rte", "validation")
@@ -107,6 +146,57 @@ def encoded(corpus: str, split: str, tokenizer: Any) -> Dict[str, Any]:
         "labels": torch.tensor(data.labels),
         "rows": [idx[i] for i in order],
     }
+
+
+def train_batches(
+    corpus: str, tokenizer: Any, n: int, batch_size: int = 16
+) -> List[Dict[str, Tensor]]:
+    """``n`` instances of the corpus's training split (seeded; SST-2: sentences
+    of 8 words or more, not its phrases; RTE: not the search split's pairs),
+    sorted by length, as batches for the amortized explainer's fit."""
+    if corpus == SENTENCES:
+        data = imdb_sentences("train", 2 * n)
+    else:
+        data = load_dataset(corpus, "train")
+    rows = list(range(len(data)))
+    if corpus == "sst2":
+        rows = [i for i in rows if len(data.texts[i].split()) >= 8]
+    if corpus == "rte":
+        held = set(split_indices("rte", "search")[1])
+        rows = [i for i in rows if i not in held]
+    rng = np.random.RandomState(0)
+    rows = sorted(rng.permutation(rows)[:n].tolist())
+    data = data.subset(rows)
+    order = sorted(range(len(data)), key=lambda i: len(data.texts[i]))
+    data = data.subset(order)
+    batches = []
+    for s in range(0, len(data), batch_size):
+        part = data.subset(list(range(s, min(s + batch_size, len(data)))))
+        enc = encode(tokenizer, part.texts, part.text_pairs, MAX_LENGTH[corpus])
+        batch = {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+        if data.is_pair and "token_type_ids" in enc:
+            batch["token_type_ids"] = enc["token_type_ids"]
+        batch["labels"] = torch.tensor(part.labels)
+        batches.append(batch)
+    return batches
+
+
+def amortized_explainer(
+    out: Path, corpus: str, model: Any, tokenizer: Any, config: Dict[str, Any]
+) -> Any:
+    """The candidate's explainer, fitted on ``config["fit_corpus"]``'s training
+    split (default the corpus's own) and cached under ``out/explainers``."""
+    fit_corpus = config.get("fit_corpus", corpus)
+    layer = encoder_layers(model)[config["layer"]]
+    n = int(config.get("n_train", 2000))
+    settings = dict(config.get("settings", {}))
+    digest = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+    owner = MODEL_OF.get(corpus, corpus)  # the explainer is the model's
+    name = f"{owner}-l{config['layer']}-{fit_corpus}-n{n}-{digest[:10]}"
+    folder = out / "explainers" / name
+    data = train_batches(fit_corpus, tokenizer, n)
+    options = {**STUDY_BASE, **settings}
+    return fit_amortized(model, layer, data, tokenizer, folder, **options)
 
 
 # ---------------------------------------------------------------------------
@@ -157,6 +247,12 @@ def build_scorer(
         )[name]
     options = dict(iba)
     layer = options.pop("layer")
+    if "explainer" in options:  # an amortized candidate
+        module = encoder_layers(model)[layer]
+        return IBAAmortizedScorer(
+            model, module, options["explainer"], tokenizer=tokenizer, setting="fair",
+            name=name, refine_steps=options.get("refine_steps", 0),
+        )  # fmt: skip
     config = "faithful" if options.pop("faithful", False) else "paper"
     module = encoder_layers(model)[layer] if isinstance(layer, int) else layer
     return IBAScorer(
@@ -234,6 +330,9 @@ def run_method(
     path = out / corpus / split / f"{_slug(name)}.json"
     if path.exists():
         return json.loads(path.read_text())
+    if iba is not None and iba.get("amortized"):
+        explainer = amortized_explainer(out, corpus, model, tokenizer, iba)
+        iba = dict(iba, explainer=explainer)
     scorer = build_scorer(name, model, tokenizer, iba)
     scores, cpu = score(scorer, enc, BATCH[corpus])
     result = fair_test(model, tokenizer, enc, scores, name)
@@ -242,7 +341,9 @@ def run_method(
         "split": split,
         "method": name,
         "settings": scorer.settings,
-        "iba": iba,
+        "iba": None
+        if iba is None
+        else {k: v for k, v in iba.items() if k != "explainer"},
         "rows": enc["rows"],
         "cpu_seconds": cpu,
         **per_instance(result),
@@ -368,7 +469,19 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     )
     parser.add_argument("--out", default="results/faithfulness")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--device", default="cpu", help="where the model runs (CPU-s are for cpu)"
+    )
+    parser.add_argument(
+        "--refs", default="", help="tables: more references, comma-separated"
+    )
     parser.add_argument("--docs", help="tables: also write the docs' files here")
+    parser.add_argument(
+        "--docs-name",
+        default="faithfulness",
+        help="tables: the docs' files are _generated/NAME_CORPUS.rst and, for "
+        "another name than the default, _static/NAME_tradeoff_CORPUS.png",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     out = Path(args.out)
@@ -380,15 +493,20 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 recs = load_records(out, corpus, sp)
                 if recs:
                     iba = sorted(m for m in recs if m.lower().startswith("iba"))
-                    md = table(recs) + "\n\n" + paired_table(recs, iba, REFS)
+                    extra = [m for m in args.refs.split(",") if m in recs]
+                    refs = list(REFS) + [m for m in iba if _is_chosen_faithful(m)]
+                    refs += extra
+                    md = table(recs) + "\n\n" + paired_table(recs, iba, refs)
                     (out / corpus / f"{sp}.md").write_text(md + "\n")
-                    title = f"{corpus} ({sp} split, n={len(recs['IG']['aopc'])})"
+                    n = len(next(iter(recs.values()))["aopc"])
+                    title = f"{corpus} ({sp} split, n={n})"
                     plot(recs, title, out / corpus / f"{sp}.png")
                     print(f"\n## {corpus} / {sp}\n\n{md}")
                     if args.docs and sp == "report":
-                        _write_docs(Path(args.docs), corpus, recs, iba, title, out)
+                        where = (Path(args.docs), args.docs_name)
+                        _write_docs(where, corpus, recs, iba, title, out, refs)
             continue
-        model, tok = load_classifier(_model_path(args.model_dir, corpus))
+        model, tok = load_classifier(_model_path(args.model_dir, corpus), args.device)
         enc = encoded(corpus, split, tok)
         for name in [m for m in args.methods.split(",") if m]:
             rec = run_method(corpus, split, name, out, model, tok, enc)
@@ -404,21 +522,37 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             print(_line(rec), flush=True)
 
 
+def _is_chosen_faithful(name: str) -> bool:
+    return name.startswith("iba-faithful") and "chosen" in name
+
+
 def _write_docs(
-    docs: Path, corpus: str, recs: Dict, iba: List[str], title: str, out: Path
+    where: Tuple[Path, str],
+    corpus: str,
+    recs: Dict,
+    iba: List[str],
+    title: str,
+    out: Path,
+    refs: Sequence[str] = REFS,
 ) -> None:
-    """The report split's tables (RST) and plot, for docs/faithfulness.rst."""
+    """The report split's tables (RST) and plot, for docs/faithfulness.rst
+    (``where`` = the docs folder and the files' name)."""
     import shutil
 
+    docs, name = where
     (docs / "_generated").mkdir(exist_ok=True)
     rst = to_rst(table(recs), f"{title}: means [95 % CI]")
-    rst += "\n" + to_rst(paired_table(recs, iba, REFS), "Paired differences")
-    (docs / "_generated" / f"faithfulness_{corpus}.rst").write_text(rst)
-    png = docs / "_static" / f"tradeoff_{corpus}.png"
+    rst += "\n" + to_rst(paired_table(recs, iba, refs), "Paired differences")
+    (docs / "_generated" / f"{name}_{corpus}.rst").write_text(rst)
+    stem = (
+        f"tradeoff_{corpus}" if name == "faithfulness" else f"{name}_tradeoff_{corpus}"
+    )
+    png = docs / "_static" / f"{stem}.png"
     shutil.copy(out / corpus / "report.png", png)
 
 
 def _model_path(model_dir: Optional[str], corpus: str) -> Path:
+    corpus = MODEL_OF.get(corpus, corpus)
     if model_dir is not None:
         return Path(model_dir) / corpus
     from captum_iba.app.finetune import get_finetuned_model

@@ -72,6 +72,13 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
     )
     ex.add_argument("--layer", type=int, help="encoder layer index (0-based)")
     ex.add_argument("--target", type=int, help="class to explain (default: predicted)")
+    ex.add_argument(
+        "--method",
+        default="iba",
+        choices=["iba", "iba-amortized"],
+        help="iba: the per-sample bottleneck; iba-amortized: the model's cached "
+        "explainer (fitted by `evaluate --methods iba-amortized`)",
+    )
     ex.add_argument("--beta", type=nonnegative_float, default=1e-5)
     ex.add_argument(
         "--prior",

@@ -15,6 +15,7 @@ import torch
 
 from captum_iba._utils.io import atomic_write_text, write_marker
 from captum_iba.app import reproduce
+from captum_iba.app.amortized import cached_explainer
 from captum_iba.app.checks import (
     check_against_config,
     check_classes,
@@ -36,6 +37,7 @@ from captum_iba.app.engine.records import weights_digest
 from captum_iba.app.errors import CLIError
 from captum_iba.app.models import load_classifier, model_config
 from captum_iba.attr import (
+    AmortizedInformationBottleneckAttribution,
     InformationBottleneckAttribution,
     LayerRef,
     resolve_layer,
@@ -197,21 +199,30 @@ def cmd_explain(args: argparse.Namespace) -> int:
     target = pred if args.target is None else args.target
     if not 0 <= target < probs.numel():
         raise CLIError(f"--target {target} is out of range (0..{probs.numel() - 1})")
-    attr = InformationBottleneckAttribution(model, layer).attribute(
-        enc["input_ids"],
-        target=target,
-        additional_forward_args=extra,
-        beta=args.beta,
-        prior=prior,
-        seed=args.seed,
-    )
+    if args.method == "iba-amortized":
+        ref = LayerRef(index, layer)
+        found = cached_explainer(model, tok, ref, corpus or DEFAULT_CORPUS, False)
+        attr = AmortizedInformationBottleneckAttribution(model, layer, found).attribute(
+            enc["input_ids"], target=target, additional_forward_args=extra
+        )
+        what = "amortized IBA, signal weight summed over the features"
+    else:
+        attr = InformationBottleneckAttribution(model, layer).attribute(
+            enc["input_ids"],
+            target=target,
+            additional_forward_args=extra,
+            beta=args.beta,
+            prior=prior,
+            seed=args.seed,
+        )
+        what = "IBA, capacity in nats"
     scores = token_attributions(attr)[0]
     tokens = tok.convert_ids_to_tokens(enc["input_ids"][0].tolist())
     names = getattr(model.config, "id2label", {}) or {}
     label = lambda i: names.get(i, str(i))  # noqa: E731
     print(
         f"prediction: {label(pred)} (p={probs[pred]:.3f}); explaining "
-        f"{label(target)}; IBA after layer index {index}, capacity in nats"
+        f"{label(target)}; bottleneck after layer index {index} ({what})"
     )
     special = set(tok.all_special_tokens)
     _print_scores(tokens, scores, special)
@@ -250,10 +261,18 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
     options = {
         m: {k: v for k, v in o.items() if v is not None} for m, o in options.items()
     }
+    layer = _layer(model, args.layer)
+
+    def explainer(module: Any) -> Any:  # fitted only when iba-amortized is built
+        return cached_explainer(
+            model, tok, layer, args.dataset, True, args.data_dir, args.max_length
+        )
+
     resources = Resources(
         model,
         tok,
-        layer=_layer(model, args.layer),
+        layer=layer,
+        explainer=explainer,
         prior=args.priors,
         prior_data=_prior_data(args.priors, args.dataset, args.data_dir),
         seed=args.seed,

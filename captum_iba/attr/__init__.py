@@ -15,11 +15,22 @@
 * :mod:`~captum_iba.attr.llm` - generative LLMs through Captum's LLM API,
   and batched prompts with their continuations;
 * :mod:`~captum_iba.attr.inseq_method` - IBA as an inseq method (optional);
-* :mod:`~captum_iba.attr.text` - per-token scores, layer maps, encoder layers.
+* :mod:`~captum_iba.attr.text` - per-token scores, layer maps, encoder layers;
+* :mod:`~captum_iba.attr.amortized` - amortized IBA: an explainer fitted once
+  per model and layer (:class:`AmortizedExplainer`), then
+  :class:`AmortizedInformationBottleneckAttribution` at the cost of a forward
+  pass (the network: :mod:`~captum_iba.attr.explainer`, its fit:
+  :mod:`~captum_iba.attr.amortized_fit`, its files:
+  :mod:`~captum_iba.attr.amortized_store`).
 """
 
+from captum_iba.attr.amortized import (
+    AmortizedExplainer,
+    AmortizedInformationBottleneckAttribution,
+)
 from captum_iba.attr.bottleneck import NATS_PER_BIT
 from captum_iba.attr.dataset_prior import DatasetPrior
+from captum_iba.attr.explainer import ExplainerSettings
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.llm import (
     CausalLMLogLikelihood,
@@ -47,6 +58,9 @@ from captum_iba.attr.text import (
 )
 
 __all__ = [
+    "AmortizedExplainer",
+    "AmortizedInformationBottleneckAttribution",
+    "ExplainerSettings",
     "CONFIGS",
     "NATS_PER_BIT",
     "OBJECTIVE_NAMES",

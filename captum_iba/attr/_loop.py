@@ -127,6 +127,7 @@ def optimise(
     options: Any,
     seed: int,
     out_dtype: torch.dtype,
+    init: Optional[Tensor] = None,
 ) -> Tuple[Tensor, Dict[str, Any]]:
     r"""Optimise ``alpha`` per instance and return the final capacity.
 
@@ -140,6 +141,9 @@ def optimise(
             ``init_alpha``.
         seed (int): Seed of every instance's noise generator.
         out_dtype (torch.dtype): The layer's own dtype (``T`` is cast to it).
+        init (Tensor, optional): Initial ``alpha`` (broadcastable to ``x``,
+            e.g. an amortized explainer's), instead of ``options.init_alpha``
+            everywhere.
 
     Returns:
         (attribution, info): Per element, zero at padding: the final capacity
@@ -152,7 +156,10 @@ def optimise(
     per_instance = layer.mask_f.expand_as(x).reshape(batch, -1).sum(dim=1)
     rows_target = row_targets(task.targets, n)
     gens = generators(seed, batch, x.device)
-    alpha = torch.full_like(x, options.init_alpha, requires_grad=True)
+    if init is None:
+        alpha = torch.full_like(x, options.init_alpha, requires_grad=True)
+    else:
+        alpha = init.detach().float().expand_as(x).clone().requires_grad_(True)
     adam = options.optimizer == "adam"
     optimizer = torch.optim.Adam([alpha], lr=options.lr) if adam else None
     mask_sum = torch.zeros_like(x)

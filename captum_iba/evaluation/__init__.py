@@ -6,6 +6,7 @@
   priors, a seed) resolved once into scorers (:func:`build_scorers`);
 * :mod:`~captum_iba.evaluation.ig`, :mod:`~captum_iba.evaluation.lime`,
   :mod:`~captum_iba.evaluation.iba` - the paper's methods;
+* :mod:`~captum_iba.evaluation.amortized` - amortized IBA (``iba-amortized``);
 * :mod:`~captum_iba.evaluation.loo`,
   :mod:`~captum_iba.evaluation.captum_methods` (any Captum method through one
   adapter, and the occlusion, gradient x activation, KernelSHAP and Shapley
@@ -39,6 +40,7 @@ from captum_iba.evaluation.scorers import (
 from captum_iba.evaluation.ig import IntegratedGradientsScorer  # isort: skip
 from captum_iba.evaluation.lime import CaptumLimeScorer, LimeTextScorer  # isort: skip
 from captum_iba.evaluation.iba import IBAScorer  # isort: skip
+from captum_iba.evaluation.amortized import IBAAmortizedScorer  # isort: skip
 from captum_iba.evaluation.loo import LeaveOneOutScorer  # isort: skip
 from captum_iba.evaluation.captum_methods import (  # isort: skip
     CaptumScorer,
@@ -108,6 +110,7 @@ __all__ = [
     "SETTINGS",
     "CaptumLimeScorer",
     "CorpusLike",
+    "IBAAmortizedScorer",
     "IBAScorer",
     "IntegratedGradientsScorer",
     "LimeTextScorer",

@@ -57,6 +57,9 @@ class Resources:
         max_length (int): Truncation when ``prior_data`` is a corpus.
         special_token_ids (Sequence[int], optional): Default the tokenizer's.
         pad_token_id (int, optional): Default the tokenizer's.
+        explainer (optional): ``iba-amortized``'s fitted explainer, or a
+            function of the layer module returning one (called only when
+            that method is built).
     """
 
     model: nn.Module
@@ -70,6 +73,7 @@ class Resources:
     max_length: int = 128
     special_token_ids: Optional[Sequence[int]] = None
     pad_token_id: Optional[int] = None
+    explainer: Any = None
     _cache: Dict[str, List[Any]] = field(default_factory=dict, repr=False)
 
     def values(self, key: str) -> List[Any]:

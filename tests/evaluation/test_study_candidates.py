@@ -100,3 +100,36 @@ def test_iba_faithful_in_the_registry_and_the_suite(model, tokenizer, batch):
     assert list(built) == ["iba-faithful", "IBA (paper)", "IBA (reference)"]
     assert built["iba-faithful"].settings["layer_index"] == 0
     assert built["iba-faithful"].settings["prior"] == "baseline"
+
+
+def test_amortized_candidate_is_fitted_cached_and_scored(
+    study, model, tokenizer, batch, tmp_path, monkeypatch
+):
+    """An ``iba-amortized`` candidate: its explainer is fitted on the training
+    batches, cached under ``--out/explainers`` (a second run loads it), scored
+    and tested like every method; the record names the fit."""
+    import json
+
+    ids, mask, _ = batch
+    train = [{"input_ids": ids, "attention_mask": mask, "labels": ids[:, 1] % 2}]
+    monkeypatch.setattr(study, "train_batches", lambda *a, **k: train)
+    enc = _enc(batch)
+    config = {"layer": 0, "amortized": True, "n_train": 3, "settings": {"epochs": 1}}
+    name = "iba-amortized (l0)"
+    rec = study.run_method(
+        "sst2", "search", name, tmp_path, model, tokenizer, enc, config
+    )
+    assert rec["settings"]["method"] == name and rec["settings"]["refine_steps"] == 0
+    assert rec["settings"]["fit"]["instances"] == 3
+    assert rec["iba"] == config and len(rec["aopc"]) == 3
+    (folder,) = (tmp_path / "explainers").iterdir()
+    assert (folder / "explainer.json").is_file()
+    refined = dict(config, refine_steps=1)
+    rec2 = study.run_method(
+        "sst2", "search", name + " r1", tmp_path, model, tokenizer, enc, refined
+    )
+    assert rec2["settings"]["refine_steps"] == 1
+    assert len(list((tmp_path / "explainers").iterdir())) == 1  # loaded, not refit
+    assert json.loads(
+        (tmp_path / "sst2" / "search" / f"{study._slug(name)}.json").read_text()
+    )

@@ -30,8 +30,7 @@ from typing import (
     Tuple,
 )
 
-import torch
-
+from captum_iba._utils.digest import weights_digest
 from captum_iba._utils.io import atomic_write_text
 from captum_iba.app.errors import CLIError
 
@@ -47,25 +46,6 @@ __all__ = [
 
 #: (unit, method) -> that unit's rows for that method.
 UnitRows = Dict[Tuple[int, str], List[Dict[str, Any]]]
-
-
-def weights_digest(model: Any) -> str:
-    """A hash of the bytes of every parameter and buffer of ``model`` (its
-    weights as they are: two processes that loaded a head initialised at random
-    get different digests)."""
-    digest = hashlib.blake2b(digest_size=12)
-    for name, tensor in list(model.named_parameters()) + list(model.named_buffers()):
-        digest.update(name.encode())
-        digest.update(
-            tensor.detach()
-            .cpu()
-            .contiguous()
-            .view(-1)
-            .view(torch.uint8)
-            .numpy()
-            .tobytes()
-        )
-    return digest.hexdigest()
 
 
 def fingerprint(settings: Mapping[str, Any]) -> str:

@@ -1,0 +1,55 @@
+"""Fingerprints of what a cached result depends on: a model's weights, a file.
+
+Shared by the application's corpus runs (which refuse to mix rows of two
+models) and the attribution layer's amortized explainers (which refuse to be
+used with a model they were not fitted for), so that both speak of the same
+digest.
+"""
+
+import hashlib
+import os
+from typing import Any, Dict, Union
+
+import torch
+
+__all__ = ["file_record", "file_sha256", "weights_digest"]
+
+
+def weights_digest(model: Any) -> str:
+    """A hash of the bytes of every parameter and buffer of ``model`` (its
+    weights as they are: two processes that loaded a head initialised at random
+    get different digests).
+
+    Args:
+        model (Any): A ``torch.nn.Module``.
+
+    Returns:
+        str: 24 hexadecimal digits (BLAKE2b, 12 bytes).
+    """
+    digest = hashlib.blake2b(digest_size=12)
+    for name, tensor in list(model.named_parameters()) + list(model.named_buffers()):
+        digest.update(name.encode())
+        digest.update(
+            tensor.detach()
+            .cpu()
+            .contiguous()
+            .view(-1)
+            .view(torch.uint8)
+            .numpy()
+            .tobytes()
+        )
+    return digest.hexdigest()
+
+
+def file_sha256(path: Union[str, "os.PathLike[str]"]) -> str:
+    """The SHA-256 of a file's bytes, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_record(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
+    """``{"size": bytes, "sha256": hex}`` of a file, as the caches record it."""
+    return {"size": os.path.getsize(path), "sha256": file_sha256(path)}

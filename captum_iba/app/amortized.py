@@ -1,0 +1,116 @@
+"""The command line's amortized explainers: fitted once per model and layer,
+on the corpus's training split, and cached.
+
+``captum-iba evaluate`` / ``attribute --methods iba-amortized`` call
+:func:`cached_explainer` with ``fit=True`` (fit when none is cached, under a
+file lock so that the processes of a ``torchrun`` wait for one fit);
+``captum-iba explain --method iba-amortized`` with ``fit=False`` (a clear
+error when none is cached). The folder is
+``<cache>/explainers/<corpus>-l<layer index>-<weights digest>``; the store
+itself (:mod:`captum_iba.attr.amortized_store`) refuses an explainer fitted
+for other weights, layer or settings.
+"""
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import torch
+from filelock import FileLock
+
+from captum_iba._utils.digest import weights_digest
+from captum_iba.app.data import load_dataset
+from captum_iba.app.errors import CLIError
+from captum_iba.app.finetune.store import default_cache_dir
+from captum_iba.attr.amortized import AmortizedExplainer
+from captum_iba.attr.amortized_store import RECORD
+from captum_iba.attr.text import LayerRef
+from captum_iba.evaluation.amortized import fit_amortized
+from captum_iba.evaluation.corpus import encode_instances
+
+__all__ = ["TRAIN_INSTANCES", "cached_explainer", "explainer_folder"]
+
+#: Training instances an explainer is fitted on (the study's SST-2 fits).
+TRAIN_INSTANCES = 2000
+
+
+def explainer_folder(model: Any, layer: LayerRef, corpus: str) -> Path:
+    """Where the explainer of ``model`` 's ``layer``, fitted on ``corpus``, is
+    cached."""
+    index = "x" if layer.index is None else layer.index
+    return (
+        default_cache_dir()
+        / "explainers"
+        / f"{corpus}-l{index}-{weights_digest(model)}"
+    )
+
+
+def training_batches(
+    tokenizer: Any, corpus: str, data_dir: Optional[str], max_length: int
+) -> List[Dict[str, torch.Tensor]]:
+    """Batches of 16 of the corpus's training split (``TRAIN_INSTANCES``
+    instances), with their labels and segment ids.
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: When the corpus has no training
+            split.
+    """
+    try:
+        data = load_dataset(
+            corpus, "train", data_dir=data_dir, max_examples=TRAIN_INSTANCES
+        )
+    except (ValueError, FileNotFoundError) as err:
+        raise CLIError(
+            f"iba-amortized is fitted on the corpus's training split, and {corpus!r} "
+            f"has none here ({err})"
+        ) from None
+    batches = []
+    for start in range(0, len(data), 16):
+        rows = range(start, min(start + 16, len(data)))
+        enc = encode_instances(tokenizer, data, rows, max_length)
+        batch = {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+        if data.text_pairs is not None and "token_type_ids" in enc:
+            batch["token_type_ids"] = enc["token_type_ids"]
+        batch["labels"] = torch.tensor([data.labels[i] for i in rows])
+        batches.append(batch)
+    return batches
+
+
+def cached_explainer(
+    model: Any,
+    tokenizer: Any,
+    layer: LayerRef,
+    corpus: Optional[str],
+    fit: bool,
+    data_dir: Optional[str] = None,
+    max_length: int = 128,
+) -> AmortizedExplainer:
+    """The cached explainer of ``model`` 's ``layer``; fitted (and cached) on
+    ``corpus`` 's training split when ``fit`` and none is cached.
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: When none is cached and ``fit`` is
+            False, when the model's corpus is unknown, or when the cached one
+            is damaged or stale.
+    """
+    if corpus is None:
+        raise CLIError(
+            "iba-amortized: the model's training corpus is not known (use the "
+            "default model or one fine-tuned by captum-iba)"
+        )
+    folder = explainer_folder(model, layer, corpus)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder) + ".lock"):
+        try:
+            if (folder / RECORD).is_file() or not fit:
+                return AmortizedExplainer.load(folder, model, layer.module)
+        except FileNotFoundError:
+            raise CLIError(
+                f"no fitted explainer for this model and layer in {folder}: run "
+                f"`captum-iba evaluate --dataset {corpus} --methods iba-amortized` "
+                "(with the same --model and --layer) first"
+            ) from None
+        except ValueError as err:
+            raise CLIError(f"{err} Remove the folder to fit it again.") from None
+        print(f"[captum_iba] fitting the amortized explainer into {folder}")
+        batches = training_batches(tokenizer, corpus, data_dir, max_length)
+        return fit_amortized(model, layer.module, batches, tokenizer, folder)

@@ -1,0 +1,208 @@
+"""The frozen model's passes behind the amortized bottleneck.
+
+One :class:`Passes` object per model and layer runs, for a batch of token ids:
+
+* the **clean pass** (no grad), recording the bottlenecked layer's output
+  :math:`X` and the readout layers' hidden states (the explainer's input);
+* the **baseline pass** (no grad): the layer's output with the removable
+  tokens replaced by [PAD], the noise mean of the ``"baseline"`` prior;
+* the **bottlenecked pass**: the model with :math:`T` in the layer's place,
+  through the stack replay when it reproduces the model's output on the first
+  batch (checked once, as the per-sample class does), else forward hooks.
+
+Batches from a loader are unpacked by :func:`unpack`.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Callable, ContextManager, List, Optional, Tuple
+
+import torch
+from torch import Tensor
+from torch.nn import Module
+
+from captum_iba._utils.captum_compat import _run_forward
+from captum_iba._utils.common import logits_of
+from captum_iba._utils.hooks import recorded, replaced_by_hook
+from captum_iba.attr import _sites as sites
+from captum_iba.attr import _speed
+from captum_iba.attr._inputs import expand_rows
+from captum_iba.attr.priors import BaselinePrior, PaperPrior
+
+__all__ = ["Batch", "Clean", "Passes", "module_name", "baseline_ids", "unpack"]
+
+
+@dataclass
+class Batch:
+    """One batch: token ids, the forward's further arguments, mask and labels.
+
+    Attributes:
+        ids (Tensor): ``(B, L)`` token ids.
+        extra (tuple): The forward's further positional arguments (the
+            attention mask, then the segment ids when there are any).
+        mask (Tensor): ``(B, L)`` bool, True at real tokens.
+        labels (Tensor or None): ``(B,)`` gold labels, when the loader has them.
+    """
+
+    ids: Tensor
+    extra: Tuple[Any, ...]
+    mask: Tensor
+    labels: Optional[Tensor] = None
+
+
+def unpack(batch: Any, device: torch.device) -> Batch:
+    """A loader's batch as a :class:`Batch`, on ``device``.
+
+    Accepts a dict with ``input_ids``, ``attention_mask`` and optionally
+    ``token_type_ids`` and ``labels`` (or ``label``), or a tuple/list
+    ``(input_ids, attention_mask[, token_type_ids][, labels])`` where the
+    labels are the 1-D tensor.
+
+    Raises:
+        ValueError: Naming what is missing or of the wrong shape.
+    """
+    if isinstance(batch, dict):
+        ids, mask = batch.get("input_ids"), batch.get("attention_mask")
+        tt = batch.get("token_type_ids")
+        labels = batch.get("labels", batch.get("label"))
+    elif isinstance(batch, (tuple, list)) and len(batch) >= 2:
+        ids, mask, rest = batch[0], batch[1], list(batch[2:])
+        tt = next((t for t in rest if isinstance(t, Tensor) and t.dim() == 2), None)
+        labels = next((t for t in rest if isinstance(t, Tensor) and t.dim() == 1), None)
+    else:
+        raise ValueError(
+            "each batch must be a dict with input_ids and attention_mask, or a "
+            f"tuple (input_ids, attention_mask, ...); got {type(batch).__name__}."
+        )
+    if not isinstance(ids, Tensor) or ids.dim() != 2:
+        raise ValueError("the batch's input_ids must be a (B, L) Tensor.")
+    if not isinstance(mask, Tensor) or mask.shape != ids.shape:
+        raise ValueError(
+            f"the batch's attention_mask must be a Tensor of shape {tuple(ids.shape)}."
+        )
+    if labels is not None and (
+        not isinstance(labels, Tensor) or labels.shape != ids.shape[:1]
+    ):
+        raise ValueError(f"the batch's labels must be a ({ids.shape[0]},) Tensor.")
+    extra = (mask.to(device),) + (() if tt is None else (tt.to(device),))
+    labels = None if labels is None else labels.to(device).long()
+    return Batch(ids.to(device), extra, mask.to(device).bool(), labels)
+
+
+@dataclass
+class Clean:
+    """What the clean pass gives: scores, the layer output, readout states."""
+
+    logits: Tensor
+    x: Tensor
+    states: List[Tensor]
+    template: Any
+
+
+class Passes:
+    """The passes of one model for one bottlenecked layer.
+
+    Args:
+        model (Module): The frozen model (called as ``model(ids, *extra)``).
+        layer (Module): The bottlenecked layer.
+        readout (list of Module): The layers the explainer reads.
+    """
+
+    def __init__(self, model: Module, layer: Module, readout: List[Module]) -> None:
+        self.model, self.layer, self.readout = model, layer, list(readout)
+        self.site = sites.Site(layer, sites.layer_name(model, layer))
+        self.stack = sites.stack_for(model, layer, True, None)
+        #: How T replaces the layer, decided on the first batch.
+        self.path: Optional[Tuple[str, bool]] = None
+
+    def forward(self, ids: Tensor, extra: Tuple[Any, ...]) -> Tensor:
+        """The model's scores."""
+        return logits_of(_run_forward(self.model, (ids,), None, extra))
+
+    def clean(self, batch: Batch) -> Clean:
+        """The clean pass, recording the layer and the readout layers."""
+        watched = list(dict.fromkeys([self.layer] + self.readout))
+        with torch.no_grad(), recorded(watched) as records:
+            logits = self.forward(batch.ids, batch.extra)
+        for module in watched:
+            sites.sites_of(self.model, module, records[module], False)
+        x = records[self.layer].gathered(None)[0]
+        states = [records[m].gathered(None)[0] for m in self.readout]
+        template = next(iter(records[self.layer].outputs.values()))
+        return Clean(logits, x, states, template)
+
+    def statistics(
+        self, batch: Batch, x: Tensor, prior: str, base_ids: Optional[Tensor]
+    ) -> Tuple[Tensor, Tensor]:
+        """:math:`\\mu, \\sigma` of the noise: the ``"baseline"`` prior (the
+        layer's output on ``base_ids``, see :func:`baseline_ids`) or the
+        ``"paper"`` one."""
+        x = x.detach().float()
+        if prior == "paper" or base_ids is None:
+            return PaperPrior().statistics(x, None, batch.mask)
+        with torch.no_grad(), recorded([self.layer]) as records:
+            self.forward(base_ids, batch.extra)
+        base = records[self.layer].gathered(None)[0].float()
+        return BaselinePrior().statistics(x, None, batch.mask, baseline=base)
+
+    def bottlenecked(
+        self, batch: Batch, clean: Clean, n: int
+    ) -> Tuple[Callable[[Callable[[], Tensor]], ContextManager[None]], Callable]:
+        """The substitution context and the forward over ``B * n`` rows.
+
+        Returns:
+            (substitute, forward): ``with substitute(lambda: T): forward()``
+            runs the model on the batch's rows repeated ``n`` times with
+            ``T`` in the layer's place and returns the scores.
+        """
+        rows_ids = batch.ids.repeat_interleave(n, dim=0)
+        rows_extra = expand_rows(batch.extra, batch.ids.shape[0], n)
+        substitute = self._substitute(batch, clean)
+
+        def forward() -> Tensor:
+            return self.forward(rows_ids, rows_extra)
+
+        return substitute, forward
+
+    def _substitute(
+        self, batch: Batch, clean: Clean
+    ) -> Callable[[Callable[[], Tensor]], ContextManager[None]]:
+        if self.path is None:
+            path, factory = sites.substitution(
+                self.site, self.stack, clean.template,
+                lambda replay: self._matches(replay, batch, clean), None, self.model,
+            )  # fmt: skip
+            self.path = (path, bool(getattr(factory, "cuts", False)))
+        path, cut = self.path
+        if path == "stack":
+            return _speed.stack_replay(self.model, self.stack, clean.template, cut)
+        return lambda value: replaced_by_hook(self.layer, lambda out: value())
+
+    def _matches(self, replay: Callable, batch: Batch, clean: Clean) -> bool:
+        with torch.no_grad(), replay(lambda: clean.x):
+            out = self.forward(batch.ids, batch.extra)
+        scale = clean.logits.abs().max().clamp_min(1.0)
+        return torch.allclose(out, clean.logits, rtol=1e-4, atol=1e-4 * scale)
+
+
+def baseline_ids(batch: Batch, pad_id: int, special_ids: Tuple[int, ...]) -> Tensor:
+    """The batch's ids with every removable token (real, not special) replaced
+    by ``pad_id``: what the deletion test leaves when it removes them all."""
+    special = torch.tensor(list(special_ids), dtype=batch.ids.dtype)
+    removable = batch.mask & ~torch.isin(batch.ids, special.to(batch.ids.device))
+    return batch.ids.masked_fill(removable, pad_id)
+
+
+def module_name(model: Module, module: Module) -> str:
+    """The qualified name of ``module`` inside ``model`` (e.g.
+    ``"bert.encoder.layer.4"``), which keys a fitted explainer.
+
+    Raises:
+        ValueError: When ``module`` is not part of ``model``.
+    """
+    for name, found in model.named_modules():
+        if found is module:
+            return name
+    raise ValueError(
+        f"the layer {type(module).__name__} is not a module of the model; pass a "
+        "layer of the model (e.g. model.bert.encoder.layer[4])."
+    )

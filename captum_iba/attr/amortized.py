@@ -1,0 +1,444 @@
+r"""Amortized IBA: a bottleneck learned once per model, then one forward pass.
+
+* :class:`AmortizedExplainer` - fit once over a corpus
+  (:meth:`AmortizedExplainer.fit`, a progress bar with the ETA), keep with
+  :meth:`~AmortizedExplainer.save` / :meth:`~AmortizedExplainer.load`
+  (safetensors, checked: :mod:`~captum_iba.attr.amortized_store`);
+* :class:`AmortizedInformationBottleneckAttribution` - the Captum layer
+  method: the explainer's mask :math:`\lambda_t` after one forward pass, or,
+  with ``refine_steps > 0``, a few per-sample steps of ``iba-faithful``'s
+  optimisation started from it (the cost-faithfulness knob).
+
+The network and its equations: :mod:`~captum_iba.attr.explainer`; the
+objective it is trained with: :mod:`~captum_iba.attr.amortized_fit`.
+"""
+
+import warnings
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import torch
+from captum.attr import LayerAttribution
+from captum.log import log_usage
+from torch import Tensor
+from torch.nn import Module
+
+from captum_iba._utils import common
+from captum_iba._utils.captum_compat import (
+    TargetType,
+    _format_additional_forward_args,
+    _format_tensor_into_tuples,
+)
+from captum_iba._utils.digest import weights_digest
+from captum_iba._utils.hooks import evaluation_mode, find_in_stack
+from captum_iba.attr import _loop, _speed
+from captum_iba.attr import amortized_store as store
+from captum_iba.attr._amortized_pass import Batch, Passes, baseline_ids, module_name
+from captum_iba.attr._inputs import infer_token_mask
+from captum_iba.attr.amortized_fit import fit_network
+from captum_iba.attr.explainer import ExplainerSettings, MaskExplainer
+from captum_iba.attr.objectives import resolve_objective
+from captum_iba.attr.options import IBAOptions
+
+__all__ = ["AmortizedExplainer", "AmortizedInformationBottleneckAttribution"]
+
+PathLike = Union[str, "Path"]
+
+
+def default_readout(model: Module, layer: Module) -> List[Module]:
+    """The bottlenecked layer and the last layer of the stack holding it."""
+    found = find_in_stack(model, layer)
+    if found is None:
+        return [layer]
+    stack = found[0]
+    return list(dict.fromkeys([layer, stack[len(stack) - 1]]))
+
+
+def explainer_key(
+    model: Module, layer: Module, settings: ExplainerSettings
+) -> Dict[str, Any]:
+    """What an explainer is fitted for: weights digest, layer name, settings."""
+    return {
+        "weights": weights_digest(model),
+        "layer": module_name(model, layer),
+        "settings": settings.to_dict(),
+    }
+
+
+class AmortizedExplainer:
+    """A fitted explainer: the network, its settings and what it was fitted for.
+
+    Build it with :meth:`fit` or :meth:`load`, not directly.
+
+    Attributes:
+        network (MaskExplainer): The trained network.
+        settings (ExplainerSettings): How it was fitted.
+        key (dict): The model's weights digest, the layer's name and the
+            settings.
+        stats (dict): The fit's statistics (steps, instances, CPU-seconds...).
+    """
+
+    def __init__(
+        self,
+        network: MaskExplainer,
+        settings: ExplainerSettings,
+        key: Dict[str, Any],
+        stats: Dict[str, Any],
+    ) -> None:
+        self.network, self.settings, self.key, self.stats = (
+            network,
+            settings,
+            key,
+            stats,
+        )
+
+    @classmethod
+    def fit(
+        cls,
+        model: Module,
+        layer: Module,
+        data: Iterable[Any],
+        settings: Optional[ExplainerSettings] = None,
+        readout: Optional[Sequence[Module]] = None,
+        tokenizer: Any = None,
+        folder: Optional[PathLike] = None,
+        show_progress: bool = True,
+        checkpoint_seconds: float = 60.0,
+        **options: Any,
+    ) -> "AmortizedExplainer":
+        """Fit an explainer for ``model`` 's ``layer`` over ``data``.
+
+        Args:
+            model (Module): The model, called as ``model(input_ids,
+                attention_mask[, token_type_ids])``; frozen and left unchanged.
+            layer (Module): The layer after which the bottleneck goes.
+            data (Iterable): Batches: dicts with ``input_ids``,
+                ``attention_mask`` and optionally ``token_type_ids`` and
+                ``labels``, or tuples in that order (e.g. a ``DataLoader``).
+            settings (ExplainerSettings, optional): The fit's settings; its
+                fields may also be given as keywords (``options``).
+            readout (sequence of Module, optional): The layers the explainer
+                reads. Default: ``layer`` and the last layer of its stack.
+            tokenizer (optional): Gives ``pad_token_id`` and the special ids
+                (kept out of the deletion-like prior) when not in ``settings``.
+            folder (str or Path, optional): Where to save the explainer (and
+                checkpoints while fitting; an interrupted fit resumes from
+                them). A finished explainer with the same key there is loaded
+                instead of fitted again.
+            show_progress (bool, optional): A progress bar with the ETA.
+            checkpoint_seconds (float, optional): How often a checkpoint is
+                written to ``folder`` while fitting (and on Ctrl-C).
+            **options: :class:`ExplainerSettings` fields.
+
+        Returns:
+            AmortizedExplainer: The fitted explainer.
+
+        Raises:
+            ValueError: For bad settings, a folder holding an explainer or a
+                checkpoint of another model, layer or settings, or no data.
+        """
+        readout = (
+            list(readout) if readout is not None else default_readout(model, layer)
+        )
+        base = (settings or ExplainerSettings()).to_dict()
+        if tokenizer is not None:  # its ids, unless the keywords name them
+            options.setdefault("pad_token_id", common.pad_token_id(tokenizer))
+            options.setdefault("special_token_ids", common.special_token_ids(tokenizer))
+        options["readout"] = [module_name(model, m) for m in readout]
+        settings = ExplainerSettings.from_dict({**base, **options})
+        key = explainer_key(model, layer, settings)
+        if folder is not None and (Path(folder) / store.RECORD).is_file():
+            return cls.load(folder, model, layer, settings)
+        network, stats = fit_network(
+            model, layer, readout, data, settings, key, folder, show_progress,
+            checkpoint_seconds,
+        )  # fmt: skip
+        explainer = cls(network, settings, key, stats)
+        if folder is not None:
+            explainer.save(folder)
+        return explainer
+
+    def save(self, folder: PathLike) -> Path:
+        """Save to ``folder`` (safetensors and a checked record; atomic).
+
+        Args:
+            folder (str or Path): The folder (created if needed).
+
+        Returns:
+            Path: The folder.
+        """
+        shape = {
+            "widths": list(self.network.widths),
+            "n_classes": self.network.n_classes,
+        }
+        return store.write_explainer(
+            folder, self.network.state_dict(), self.key, shape, self.stats
+        )
+
+    @classmethod
+    def load(
+        cls,
+        folder: PathLike,
+        model: Module,
+        layer: Module,
+        settings: Optional[ExplainerSettings] = None,
+    ) -> "AmortizedExplainer":
+        """Load an explainer saved by :meth:`save`, refusing a stale one.
+
+        Args:
+            folder (str or Path): The folder.
+            model (Module): The model it must have been fitted for (its
+                weights digest is compared).
+            layer (Module): The layer it must have been fitted for.
+            settings (ExplainerSettings, optional): When given, the settings
+                it must have been fitted with.
+
+        Returns:
+            AmortizedExplainer: The explainer.
+
+        Raises:
+            FileNotFoundError: When ``folder`` holds no finished explainer.
+            ValueError: Naming the file or the difference, when a file is
+                damaged or truncated, or the explainer was fitted for other
+                weights, another layer or other settings.
+        """
+        record = store.read_record(folder)
+        expected = {
+            "weights": weights_digest(model),
+            "layer": module_name(model, layer),
+            "settings": None if settings is None else settings.to_dict(),
+        }
+        try:  # settings added since it was saved take their defaults
+            saved = ExplainerSettings.from_dict(record["key"]["settings"])
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{folder}: unusable explainer settings ({err})") from None
+        found = dict(record["key"], settings=saved.to_dict())
+        problem = store.key_problem(found, expected)
+        if problem:
+            raise ValueError(f"{folder}: stale explainer, not used: {problem}.")
+        shape = record.get("shape") or {}
+        network = MaskExplainer(shape["widths"], shape["n_classes"], saved.hidden)
+        state = store.read_weights(folder, record)
+        try:
+            network.load_state_dict(state)
+        except RuntimeError as err:
+            raise ValueError(
+                f"{folder}: the weights do not fit the record ({err})"
+            ) from None
+        network.to(common.model_device(model)).eval()
+        return cls(network, saved, found, record.get("stats") or {})
+
+    def check(self, model: Module, layer: Module) -> None:
+        """Raise ValueError when this explainer was not fitted for ``model`` 's
+        current weights and ``layer``."""
+        expected = {
+            "weights": weights_digest(model),
+            "layer": module_name(model, layer),
+            "settings": None,
+        }
+        problem = store.key_problem(self.key, expected)
+        if problem:
+            raise ValueError(f"stale explainer, not used: {problem}.")
+
+    def readout_layers(self, model: Module) -> List[Module]:
+        """The readout layers, found by name in ``model``."""
+        modules = dict(model.named_modules())
+        missing = [n for n in self.settings.readout if n not in modules]
+        if missing:
+            raise ValueError(f"the model has no readout layer(s) {missing}.")
+        return [modules[n] for n in self.settings.readout]
+
+
+class AmortizedInformationBottleneckAttribution(LayerAttribution):
+    r"""Amortized IBA for a layer of a text classifier.
+
+    A fitted :class:`AmortizedExplainer` predicts the bottleneck's signal
+    weight :math:`\lambda_t = \sigma(\alpha_t)` of every token from the
+    model's hidden states: an attribution costs one forward pass of the model
+    and of the explainer. With ``refine_steps > 0`` the per-sample bottleneck
+    (``iba-faithful``'s normalised gradient descent, the mask averaged over
+    the steps) starts from the amortized :math:`\alpha` for a few steps.
+
+    The model is never changed (eval mode, flags restored; no hook outlives a
+    call); an explainer fitted for other weights or another layer is refused.
+
+    Args:
+        forward_func (Module): The model, called as ``forward_func(inputs,
+            *additional_forward_args)`` (a Hugging Face classifier:
+            ``(input_ids, attention_mask[, token_type_ids])``).
+        layer (Module): The bottlenecked layer (the explainer's).
+        explainer (AmortizedExplainer): The fitted explainer.
+        device_ids (list[int], optional): Kept for Captum's signature;
+            ``DataParallel`` is not supported.
+
+    Examples::
+
+        >>> explainer = AmortizedExplainer.fit(model, layer, loader,
+        ...                                    keep=0.3, tokenizer=tok)
+        >>> aiba = AmortizedInformationBottleneckAttribution(model, layer, explainer)
+        >>> attr = aiba.attribute(input_ids, target=labels,
+        ...                       additional_forward_args=(attention_mask,))
+        >>> attr.shape        # (B, L, H): lambda_t of every token, per feature
+    """
+
+    def __init__(
+        self,
+        forward_func: Module,
+        layer: Module,
+        explainer: AmortizedExplainer,
+        device_ids: Union[None, List[int]] = None,
+    ) -> None:
+        if not isinstance(forward_func, Module):
+            raise TypeError("forward_func must be the model (a torch.nn.Module).")
+        if not isinstance(explainer, AmortizedExplainer):
+            raise TypeError(
+                "explainer must be an AmortizedExplainer (fit or load one)."
+            )
+        LayerAttribution.__init__(self, forward_func, layer, device_ids)
+        explainer.check(forward_func, layer)
+        self.explainer = explainer
+        self._passes = Passes(
+            forward_func, layer, explainer.readout_layers(forward_func)
+        )
+        #: Diagnostics of the last call (refinement steps, path of T).
+        self.last_run: Dict[str, Any] = {}
+
+    @property
+    def multiplies_by_inputs(self) -> bool:
+        return False
+
+    def has_convergence_delta(self) -> bool:
+        return False
+
+    @log_usage()
+    def attribute(
+        self,
+        inputs: Union[Tensor, Tuple[Tensor, ...]],
+        target: TargetType = None,
+        additional_forward_args: Optional[object] = None,
+        token_mask: Optional[Tensor] = None,
+        refine_steps: int = 0,
+        n_samples: int = 5,
+        lr: float = 3.0,
+        beta: float = 1e-5,
+        seed: int = 0,
+        baselines: Optional[Tensor] = None,
+    ) -> Tensor:
+        r"""The amortized bottleneck's mask, optionally refined per sample.
+
+        Args:
+            inputs (Tensor or tuple[Tensor]): ``(B, L)`` token ids (one tensor).
+            target (int, tuple, Tensor, list, optional): The class explained
+                per instance (Captum's ``TargetType``); None: the predicted.
+            additional_forward_args (Any, optional): Further positional
+                arguments of the model (the attention mask, segment ids).
+            token_mask (Tensor, optional): ``(B, L)``, 1 at real tokens; found
+                among the forward's arguments when omitted.
+            refine_steps (int, optional): Per-sample steps started from the
+                amortized :math:`\alpha` (0: none, one forward pass).
+            n_samples (int, optional): Noise draws per refinement step.
+            lr (float, optional): Step size of the refinement.
+            beta (float, optional): :math:`\beta` of the refinement's Eq. (5).
+            seed (int, optional): Seed of the refinement's noise.
+            baselines (Tensor, optional): ``(B, L)`` ids whose layer output is
+                the refinement's noise mean (``"baseline"`` prior); default
+                the inputs with the removable tokens replaced by [PAD].
+
+        Returns:
+            Tensor: ``(B, L, H)`` (the layer output's shape): the signal weight
+            :math:`\lambda` in (0, 1) of every token, the same for its
+            features (averaged over the steps when refined), zero at padding.
+            Reduce to tokens with :func:`~captum_iba.token_attributions`.
+        """
+        ids, extra, mask = self._inputs(inputs, additional_forward_args, token_mask)
+        if (
+            isinstance(refine_steps, bool)
+            or not isinstance(refine_steps, int)
+            or refine_steps < 0
+        ):
+            raise ValueError(f"refine_steps must be an int >= 0, got {refine_steps!r}.")
+        batch = Batch(ids, extra, mask)
+        model = self.forward_func
+        with evaluation_mode(model, [self.layer]), _speed.frozen_parameters(model):
+            clean = self._passes.clean(batch)
+            objective = resolve_objective("auto").for_output(clean.logits)
+            formatted = common.format_target(target, ids.shape[0])
+            targets = objective.targets(formatted, clean.logits)
+            with torch.no_grad():
+                alpha = self.explainer.network.alpha(clean.states, targets)
+            shape = alpha.shape + (1,) * (clean.x.dim() - 2)
+            alpha = alpha.reshape(shape).expand_as(clean.x).float()
+            self.last_run = {"refine_steps": refine_steps}
+            if refine_steps == 0:
+                keep = mask.to(alpha.dtype).reshape(shape)
+                return (torch.sigmoid(alpha) * keep).contiguous()
+            options = IBAOptions(
+                beta=beta, steps=refine_steps, n_samples=n_samples, lr=lr,
+                optimizer="normalized_gd", readout="mask_mean",
+            )  # fmt: skip
+            return self._refine(
+                batch, clean, alpha, objective, targets, baselines, options, seed
+            )
+
+    def _refine(
+        self,
+        batch: Batch,
+        clean: Any,
+        alpha: Tensor,
+        objective: Any,
+        targets: Tensor,
+        baselines: Optional[Tensor],
+        options: IBAOptions,
+        seed: int,
+    ) -> Tensor:
+        settings = self.explainer.settings
+        base = baselines
+        if base is None and settings.prior == "baseline":
+            base = baseline_ids(
+                batch, settings.pad_token_id, settings.special_token_ids
+            )
+        mean, std = self._passes.statistics(batch, clean.x, settings.prior, base)
+        substitute, forward = self._passes.bottlenecked(batch, clean, options.n_samples)
+        current: Dict[str, Tensor] = {}
+
+        def run(t: Tensor) -> Tensor:
+            current["T"] = t
+            return forward()
+
+        layer = _loop.Layer(clean.x.detach().float(), mean, std, batch.mask)
+        with torch.enable_grad(), substitute(lambda: current["T"]):
+            attr, info = _loop.optimise(
+                layer, run, _loop.Task(objective, targets), options, seed,
+                clean.x.dtype, init=alpha,
+            )  # fmt: skip
+        current.clear()
+        self.last_run.update(info, path=self._passes.path)
+        return attr
+
+    def _inputs(
+        self, inputs: Any, additional_forward_args: Any, token_mask: Optional[Tensor]
+    ) -> Tuple[Tensor, Tuple[Any, ...], Tensor]:
+        inputs_t = _format_tensor_into_tuples(inputs)
+        if (
+            len(inputs_t) != 1
+            or not isinstance(inputs_t[0], Tensor)
+            or inputs_t[0].dim() != 2
+        ):
+            raise ValueError("inputs must be one (B, L) tensor of token ids.")
+        ids = inputs_t[0]
+        extra = tuple(_format_additional_forward_args(additional_forward_args) or ())
+        if token_mask is None:
+            pad = self.explainer.settings.pad_token_id
+            token_mask = infer_token_mask(self.forward_func, (ids, *extra), pad)
+        if token_mask is None:
+            warnings.warn(
+                "no token_mask given or found: every position counts as a real token.",
+                stacklevel=3,
+            )
+            token_mask = torch.ones_like(ids)
+        if tuple(token_mask.shape) != tuple(ids.shape):
+            raise ValueError(
+                f"token_mask must have the shape of the inputs {tuple(ids.shape)}, "
+                f"got {tuple(token_mask.shape)}."
+            )
+        return ids, extra, token_mask.to(ids.device).bool()

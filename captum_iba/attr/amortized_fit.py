@@ -1,0 +1,314 @@
+r"""Fitting the amortized bottleneck over a corpus: IBA's own objective.
+
+For a batch of instances :math:`x` with explained class :math:`c` (the gold
+label, or the prediction), the explainer gives :math:`\alpha_t`
+(:mod:`~captum_iba.attr.explainer`); the bottleneck of Eq. (2) is applied with
+it, through :func:`~captum_iba.attr.bottleneck.inject_noise` with the prior's
+:math:`\mu, \sigma` (``"baseline"``: the layer's output with the removable
+tokens replaced by [PAD], as ``iba-faithful``), and the network's weights
+:math:`\theta` follow the gradient of
+
+.. math::
+
+   \mathcal{L}(\theta) = \mathbb{E}_x\Big[
+       \mathcal{L}_{CE}\big(c \mid f_{>l}(T_\theta(x))\big)
+       + \beta\, \overline{D_{KL}}(x; \theta)
+       + \gamma\, \big(\bar\lambda_\theta(x) - \rho\big)^2
+       + \delta\, \mathrm{BCE}\big(\lambda_\theta(x), m(x)\big)\Big],
+
+the first two terms Eq. (5) (mean capacity, :func:`~captum_iba.attr.
+bottleneck.capacity`), the third the **budget** (``keep`` = :math:`\rho`, the
+mean signal weight over the instance's real tokens; ``keep_weight`` =
+:math:`\gamma`), the fourth the optional **distillation** of a per-sample
+teacher's mask :math:`m(x)` (``distil`` = :math:`\delta`). An optional
+**complement** term (``complement`` = :math:`\kappa`) adds
+:math:`\kappa\, p(c \mid f_{>l}(T^{\neg}_\theta(x)))`, the probability of the
+class when the bottleneck runs with :math:`1 - \lambda` (the kept tokens
+removed, as the deletion test does). The model is frozen (eval mode, no
+parameter gradients) and left as it was.
+"""
+
+import time
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch.nn import Module
+from tqdm.auto import tqdm
+
+from captum_iba._utils.common import model_device
+from captum_iba._utils.hooks import evaluation_mode
+from captum_iba.attr import _loop, _speed
+from captum_iba.attr import amortized_store as store
+from captum_iba.attr import bottleneck as ib
+from captum_iba.attr._amortized_pass import Batch, Clean, Passes, baseline_ids, unpack
+from captum_iba.attr.explainer import ExplainerSettings, MaskExplainer
+from captum_iba.attr.objectives import Objective, resolve_objective
+
+__all__ = ["fit_network"]
+
+Teacher = Callable[[Batch, Tensor], Tensor]
+
+
+def explained_class(settings: ExplainerSettings, batch: Batch, clean: Clean) -> Tensor:
+    """The class each instance is trained to explain: its label, or the
+    prediction (``target="predicted"``, or a loader without labels)."""
+    if settings.target == "label" and batch.labels is not None:
+        return batch.labels
+    return clean.logits.argmax(-1)
+
+
+def ib_loss(
+    passes: Passes,
+    batch: Batch,
+    clean: Clean,
+    alpha: Tensor,
+    targets: Tensor,
+    objective: Objective,
+    settings: ExplainerSettings,
+    step: int,
+) -> Tensor:
+    """Eq. (5) per instance with the explainer's ``alpha`` (B, L), plus the
+    budget and the complement terms."""
+    base = None
+    if settings.prior == "baseline":
+        base = baseline_ids(batch, settings.pad_token_id, settings.special_token_ids)
+    mean, std = passes.statistics(batch, clean.x, settings.prior, base)
+    layer = _loop.Layer(clean.x.detach().float(), mean, std, batch.mask)
+    x, n, size = layer.x, settings.n_samples, layer.x.shape[0]
+    a = alpha.reshape(alpha.shape + (1,) * (x.dim() - 2)).expand_as(x)
+    gen = torch.Generator(device=x.device).manual_seed(settings.seed * 1_000_003 + step)
+    noise = torch.randn(
+        (size * n,) + tuple(x.shape[1:]), generator=gen, device=x.device
+    )
+    substitute, forward = passes.bottlenecked(batch, clean, n)
+    rows_target = _loop.row_targets(targets, n)
+
+    def task_through(signal: Tensor) -> Tensor:
+        """The task loss per instance with ``signal`` as alpha (Eq. 2)."""
+        x_rows = x.repeat_interleave(n, dim=0)
+        t = ib.inject_noise(
+            x_rows,
+            signal.repeat_interleave(n, dim=0),
+            _loop.repeat_rows(mean, x, n),
+            _loop.repeat_rows(std, x, n),
+            noise,
+        )
+        keep = layer.mask_f.repeat_interleave(n, dim=0)
+        t = (keep * t + (1 - keep) * x_rows).to(clean.x.dtype)
+        with substitute(lambda: t):
+            output = forward()
+        return _loop.task_loss(objective, output, rows_target, size, n)
+
+    elements = layer.mask_f.expand_as(x).reshape(size, -1).sum(1)
+    cap_mean = layer.capacity(a).reshape(size, -1).sum(1) / elements
+    loss = ib.information_bottleneck_loss(task_through(a), cap_mean, settings.beta)
+    if settings.keep is not None:
+        m = batch.mask.float()
+        mean_lambda = (torch.sigmoid(alpha) * m).sum(1) / m.sum(1)
+        loss = loss + settings.keep_weight * (mean_lambda - settings.keep) ** 2
+    if settings.complement > 0:  # the kept tokens removed: the class should go
+        loss = loss + settings.complement * torch.exp(-task_through(-a))
+    return loss
+
+
+def make_teacher(model: Module, layer: Module, settings: ExplainerSettings) -> Teacher:
+    """The per-sample teacher: IBA with ``settings.teacher``'s options and the
+    ``"mask_mean"`` readout, its mask averaged over the features, ``(B, L)``."""
+    from captum_iba.attr.iba import InformationBottleneckAttribution
+
+    iba = InformationBottleneckAttribution(model, layer)
+    options = dict(settings.teacher or {}, readout="mask_mean")
+    options.setdefault("seed", settings.seed)
+
+    def teacher(batch: Batch, target: Tensor) -> Tensor:
+        base = None
+        if options.get("prior") == "baseline":
+            base = baseline_ids(
+                batch, settings.pad_token_id, settings.special_token_ids
+            )
+        attr = iba.attribute(
+            batch.ids,
+            target=target,
+            additional_forward_args=batch.extra,
+            token_mask=batch.mask,
+            baselines=base,
+            **options,
+        )
+        return attr.detach().float().reshape(attr.shape[:2] + (-1,)).mean(-1)
+
+    return teacher
+
+
+def batch_loss(
+    net: MaskExplainer,
+    passes: Passes,
+    batch: Batch,
+    clean: Clean,
+    settings: ExplainerSettings,
+    step: int,
+    teacher: Optional[Teacher],
+) -> Tuple[Tensor, Dict[str, float]]:
+    """The mean loss of one batch and its parts (for the progress bar)."""
+    objective = resolve_objective("auto").for_output(clean.logits)
+    targets = explained_class(settings, batch, clean)
+    alpha = net.alpha(clean.states, targets)
+    m = batch.mask.float()
+    loss = torch.zeros(alpha.shape[0], device=alpha.device)
+    if not settings.distil_only:
+        loss = ib_loss(passes, batch, clean, alpha, targets, objective, settings, step)
+    if teacher is not None and settings.distil > 0:
+        goal = teacher(batch, targets.cpu()).to(alpha.device)
+        bce = F.binary_cross_entropy_with_logits(alpha, goal, reduction="none")
+        loss = loss + settings.distil * (bce * m).sum(1) / m.sum(1)
+    kept = (torch.sigmoid(alpha.detach()) * m).sum() / m.sum()
+    parts = {"loss": float(loss.detach().mean()), "mean_lambda": float(kept)}
+    return loss.mean(), parts
+
+
+def fit_network(
+    model: Module,
+    layer: Module,
+    readout: List[Module],
+    data: Iterable[Any],
+    settings: ExplainerSettings,
+    key: Dict[str, Any],
+    folder: Optional[Any] = None,
+    show_progress: bool = True,
+    checkpoint_seconds: float = 60.0,
+) -> Tuple[MaskExplainer, Dict[str, Any]]:
+    """Train the explainer over ``data`` for ``settings.epochs`` passes.
+
+    Args:
+        model (Module): The frozen model.
+        layer (Module): The bottlenecked layer.
+        readout (list of Module): The layers the explainer reads.
+        data (Iterable): Batches (see :func:`~captum_iba.attr.
+            _amortized_pass.unpack`), iterated once per epoch.
+        settings (ExplainerSettings): The fit's settings.
+        key (dict): The explainer's key (for the checkpoints).
+        folder (PathLike, optional): Where checkpoints go (every
+            ``checkpoint_seconds`` and on Ctrl-C); a checkpoint with the same
+            key found there is resumed.
+        show_progress (bool): A tqdm bar with the ETA (over all epochs when
+            ``data`` has a length).
+
+    Returns:
+        (network, stats): The trained network (eval mode) and the fit's
+        statistics: steps, instances, CPU- and wall-seconds, the last loss.
+    """
+    device = model_device(model)
+    passes = Passes(model, layer, readout)
+    per_epoch = len(data) if hasattr(data, "__len__") else None  # type: ignore[arg-type]
+    total = None if per_epoch is None else per_epoch * settings.epochs
+    bar = tqdm(
+        total=total, desc="fit explainer", unit="batch", disable=not show_progress
+    )
+    run = _Run(settings, key, folder, checkpoint_seconds)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    try:
+        with torch.enable_grad(), evaluation_mode(model, [layer]):
+            with _speed.frozen_parameters(model):
+                for _ in range(settings.epochs):
+                    for raw in data:
+                        run.step_on(raw, device, passes, model, layer, bar)
+    except KeyboardInterrupt:
+        run.checkpoint(force=True)
+        raise
+    finally:
+        bar.close()
+    if run.net is None:
+        raise ValueError("the fit got no data: the loader yielded no batch.")
+    stats = dict(
+        run.stats,
+        steps=run.step,
+        cpu_seconds=time.process_time() - cpu0,
+        wall_seconds=time.perf_counter() - wall0,
+    )
+    return run.net.eval(), stats
+
+
+class _Run:
+    """The state of one fit: the network, Adam, the step, checkpoints."""
+
+    def __init__(
+        self,
+        settings: ExplainerSettings,
+        key: Dict[str, Any],
+        folder: Optional[Any],
+        seconds: float,
+    ) -> None:
+        self.settings, self.key, self.folder = settings, key, folder
+        self.seconds, self.last = seconds, time.perf_counter()
+        self.net: Optional[MaskExplainer] = None
+        self.optimizer: Optional[torch.optim.Optimizer] = None
+        self.teacher: Optional[Teacher] = None
+        self.step, self.resume_at = 0, 0
+        self.stats: Dict[str, Any] = {"instances": 0}
+
+    def step_on(
+        self,
+        raw: Any,
+        device: torch.device,
+        passes: Passes,
+        model: Module,
+        layer: Module,
+        bar: Any,
+    ) -> None:
+        """One optimisation step on one batch (skipped while resuming)."""
+        if self.net is not None and self.step < self.resume_at:
+            self.step += 1
+            bar.update()
+            return
+        batch = unpack(raw, device)
+        clean = passes.clean(batch)
+        if self.net is None:
+            self._build(clean, device, model, layer)
+            if self.step < self.resume_at:
+                self.step += 1
+                bar.update()
+                return
+        loss, parts = batch_loss(
+            self.net, passes, batch, clean, self.settings, self.step, self.teacher
+        )
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        self.step += 1
+        self.stats["instances"] += batch.ids.shape[0]
+        self.stats.update(parts)
+        bar.update()
+        bar.set_postfix(loss=f"{parts['loss']:.3f}", kept=f"{parts['mean_lambda']:.2f}")
+        self.checkpoint()
+
+    def _build(
+        self, clean: Clean, device: torch.device, model: Module, layer: Module
+    ) -> None:
+        torch.manual_seed(self.settings.seed)
+        widths = [s.shape[-1] for s in clean.states]
+        classes = clean.logits.shape[-1] if clean.logits.dim() == 2 else 1
+        self.net = MaskExplainer(widths, classes, self.settings.hidden).to(device)
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=self.settings.lr)
+        self.key = dict(self.key, shape={"widths": widths, "n_classes": classes})
+        if self.settings.distil > 0:
+            self.teacher = make_teacher(model, layer, self.settings)
+        if self.folder is None:
+            return
+        found = store.read_checkpoint(self.folder, self.key)
+        if found is not None:
+            net_state, adam, self.resume_at = found
+            self.net.load_state_dict(net_state)
+            state = self.optimizer.state_dict()
+            state["state"] = adam
+            self.optimizer.load_state_dict(state)
+
+    def checkpoint(self, force: bool = False) -> None:
+        """Save the fit so far when ``checkpoint_seconds`` have passed."""
+        if self.folder is None or self.net is None or self.step <= self.resume_at:
+            return
+        if force or time.perf_counter() - self.last >= self.seconds:
+            store.write_checkpoint(
+                self.folder, self.key, self.net.state_dict(), self.optimizer, self.step
+            )
+            self.last = time.perf_counter()

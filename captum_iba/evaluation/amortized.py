@@ -1,0 +1,150 @@
+"""Amortized IBA as a per-token scorer (``iba-amortized``).
+
+The explainer is fitted once per model and layer
+(:meth:`~captum_iba.attr.amortized.AmortizedExplainer.fit`, e.g. on the
+corpus's training split) and given to the scorer; :func:`fit_amortized` fits
+one with the settings chosen by the faithfulness study.
+"""
+
+from typing import Any, Callable, Dict, Iterable, Optional, Union
+
+from torch import Tensor, nn
+
+from captum_iba.attr.amortized import (
+    AmortizedExplainer,
+    AmortizedInformationBottleneckAttribution,
+)
+from captum_iba.attr.options import FAITHFUL
+from captum_iba.attr.text import LayerRef, as_layer_ref
+from captum_iba.evaluation.scorers import TokenScorer
+
+__all__ = [
+    "AMORTIZED_SETTINGS",
+    "IBAAmortizedScorer",
+    "faithful_teacher",
+    "fit_amortized",
+]
+
+ExplainerLike = Union[AmortizedExplainer, Callable[[nn.Module], AmortizedExplainer]]
+
+#: The explainer settings of ``iba-amortized``, chosen on SST-2's search split
+#: (docs/amortized.rst): distillation of ``iba-faithful``'s per-sample masks
+#: (the teacher), 2 epochs, Adam 1e-3.
+AMORTIZED_SETTINGS = dict(keep=None, distil=1.0, distil_only=True, epochs=2, lr=1e-3)
+
+
+def fit_amortized(
+    model: nn.Module,
+    layer: nn.Module,
+    data: Iterable[Any],
+    tokenizer: Any = None,
+    folder: Optional[Any] = None,
+    show_progress: bool = True,
+    **settings: Any,
+) -> AmortizedExplainer:
+    """Fit (or load from ``folder``) an explainer with ``iba-amortized``'s
+    settings (:data:`AMORTIZED_SETTINGS`, overridden by ``settings``), the
+    per-sample teacher being ``iba-faithful``.
+
+    Args:
+        model (nn.Module): The classifier.
+        layer (nn.Module): The bottlenecked layer.
+        data (Iterable): Training batches (see
+            :meth:`~captum_iba.attr.amortized.AmortizedExplainer.fit`).
+        tokenizer (optional): Gives the [PAD] and special ids.
+        folder (optional): Where the explainer is saved (and resumed from).
+        show_progress (bool): A progress bar with the ETA.
+        **settings: :class:`~captum_iba.attr.explainer.ExplainerSettings`
+            fields.
+
+    Returns:
+        AmortizedExplainer: The explainer.
+    """
+    options = {**AMORTIZED_SETTINGS, **settings}
+    if options.get("distil_only") and not options.get("distil"):
+        options["distil_only"] = False  # a budget or beta instead of the teacher
+    if options.get("distil", 0) > 0:
+        options.setdefault("teacher", faithful_teacher())
+    return AmortizedExplainer.fit(
+        model, layer, data, tokenizer=tokenizer, folder=folder,
+        show_progress=show_progress, **options,
+    )  # fmt: skip
+
+
+def faithful_teacher() -> Dict[str, Any]:
+    """``iba-faithful``'s options as the teacher's keywords (the knobs that
+    define its masks; the seed is the explainer's)."""
+    keys = ("prior", "beta", "steps", "n_samples", "lr", "init_alpha")
+    keys += ("optimizer", "readout")
+    record = FAITHFUL.record()
+    return {k: record[k] for k in keys}
+
+
+class IBAAmortizedScorer(TokenScorer):
+    """Amortized IBA: a fitted explainer's mask per token (one forward pass),
+    optionally refined by a few per-sample steps.
+
+    Args:
+        model (Callable): HF model (``(ids, mask[, tt])`` positionally).
+        layer (nn.Module or LayerRef): The bottlenecked layer (the
+            explainer's).
+        explainer (AmortizedExplainer or Callable): The fitted explainer
+            (refused when it was fitted for other weights or another layer),
+            or a function of the layer module returning one (e.g. one that
+            fits and caches it, as the command line's).
+        refine_steps (int): Per-sample steps from the amortized mask. Default 0.
+        seed (int): Seed of the refinement's noise. Default 0.
+        **kwargs: See :class:`TokenScorer`.
+    """
+
+    name = "iba-amortized"
+    needs = ("layer", "explainer", "seed")
+
+    def __init__(
+        self,
+        model: Callable[..., Any],
+        layer: Union[nn.Module, LayerRef],
+        explainer: Optional[ExplainerLike] = None,
+        refine_steps: int = 0,
+        seed: Optional[int] = 0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(model, **kwargs)
+        ref = as_layer_ref(layer)
+        if explainer is None:
+            raise ValueError(
+                "iba-amortized needs a fitted explainer (explainer=, see "
+                "captum_iba.evaluation.amortized.fit_amortized)."
+            )
+        if not isinstance(explainer, AmortizedExplainer):
+            explainer = explainer(ref.module)
+        self.aiba = AmortizedInformationBottleneckAttribution(
+            model, ref.module, explainer
+        )
+        self.refine_steps, self.seed = int(refine_steps), int(seed or 0)
+        self.settings.update(
+            layer=explainer.key["layer"],
+            budget=explainer.settings.budget(),
+            explainer=explainer.settings.to_dict(),
+            fit={
+                k: explainer.stats.get(k) for k in ("instances", "steps", "cpu_seconds")
+            },
+            refine_steps=self.refine_steps,
+            seed=self.seed,
+        )
+        if ref.index is not None:
+            self.settings["layer_index"] = ref.index
+
+    def _scores(
+        self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
+    ) -> Tensor:
+        extra = (mask,) if tt is None else (mask, tt)
+        attr = self.aiba.attribute(
+            ids,
+            target=target,
+            additional_forward_args=extra,
+            token_mask=mask,
+            refine_steps=self.refine_steps,
+            seed=self.seed,
+        )
+        return attr.reshape(attr.shape[:2] + (-1,)).sum(-1)

@@ -1,0 +1,80 @@
+"""``--methods iba-amortized`` on the command line: fitted once on the corpus's
+training split and cached; ``explain --method iba-amortized`` uses the cache."""
+
+import json
+
+import pytest
+
+from captum_iba.app.cli import main
+from captum_iba.app.finetune.recipes import CACHE_ENV_VAR
+
+SENTENCES = [
+    "a gripping , beautifully acted film",
+    "dull",
+    "it never drags and the cast is superb",
+    "far too long",
+    "a charming and often affecting journey",
+    "bleak and desperate",
+]
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    """SST-2 train and dev splits of six sentences; the cache in tmp_path."""
+    folder = tmp_path / "data" / "sst2"
+    folder.mkdir(parents=True)
+    lines = ["sentence\tlabel"] + [f"{s}\t{i % 2}" for i, s in enumerate(SENTENCES)]
+    for split in ("train", "dev"):
+        (folder / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path / "cache"))
+    return tmp_path / "data"
+
+
+def _code(argv):
+    """The exit code of ``main(argv)`` (errors exit through SystemExit)."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
+def _evaluate(model, data, out):
+    return _code(
+        ["evaluate", "--dataset", "sst2", "--model", model, "--data-dir", str(data)]
+        + ["--methods", "iba-amortized,random", "--n", "4", "--layer", "0"]
+        + ["--batch-size", "2", "--out", str(out)]
+    )
+
+
+def test_evaluate_fits_and_caches_then_explain_uses_it(
+    tiny_model_dir, corpus, tmp_path, capsys
+):
+    explain = ["explain", "a fine film", "--model", tiny_model_dir, "--layer", "0"]
+    assert _code(explain + ["--method", "iba-amortized"]) == 2
+    err = capsys.readouterr().err
+    assert "no fitted explainer" in err and "--methods iba-amortized" in err
+    assert _evaluate(tiny_model_dir, corpus, tmp_path / "run") == 0
+    out = capsys.readouterr().out
+    assert "iba-amortized" in out and "fitting the amortized explainer" in out
+    found = (tmp_path / "cache" / "explainers").glob("sst2-l0-*")
+    (folder,) = [f for f in found if f.is_dir()]
+    record = json.loads((folder / "explainer.json").read_text())
+    assert record["key"]["layer"].endswith("layer.0")
+    assert record["stats"]["instances"] == 2 * len(SENTENCES)  # 2 epochs
+    # a second run loads it (nothing fitted again)
+    assert _evaluate(tiny_model_dir, corpus, tmp_path / "run2") == 0
+    assert "fitting" not in capsys.readouterr().out
+    assert main(explain + ["--method", "iba-amortized"]) == 0
+    assert "amortized IBA" in capsys.readouterr().out
+    # another layer has no explainer yet
+    other = ["explain", "a fine film", "--model", tiny_model_dir, "--layer", "1"]
+    assert _code(other + ["--method", "iba-amortized"]) == 2
+
+
+def test_corpus_without_training_split_is_named(
+    tiny_model_dir, corpus, tmp_path, capsys
+):
+    (corpus / "sst2" / "train.tsv").unlink()
+    assert _evaluate(tiny_model_dir, corpus, tmp_path / "run") == 2
+    err = capsys.readouterr().err
+    assert "training split" in err and "sst2" in err
