@@ -9,7 +9,7 @@ to the library.
 import argparse
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -17,6 +17,8 @@ from captum_iba._utils.io import atomic_write_text, write_marker
 from captum_iba.app import reproduce
 from captum_iba.app.checks import (
     check_against_config,
+    class_index,
+    class_names,
     output_file,
     output_folder,
     pair_warning,
@@ -33,23 +35,19 @@ from captum_iba.app.engine import (
 )
 from captum_iba.app.engine.records import weights_digest
 from captum_iba.app.errors import CLIError
+from captum_iba.app.explanation import explain
 from captum_iba.app.models import load_classifier, model_config
 from captum_iba.attr import (
-    InformationBottleneckAttribution,
     LayerRef,
     resolve_layer,
-    resolve_prior,
-    token_attributions,
 )
 from captum_iba.evaluation import (
     Resources,
     build_scorers,
-    encode,
-    encoded_batches,
     get_preset,
 )
 from captum_iba.metrics import compare
-from captum_iba.registry import PRIORS
+from captum_iba.registry import METHODS, PRIORS
 
 __all__ = ["COMMANDS", "cmd_attribute", "cmd_evaluate", "cmd_explain", "cmd_reproduce"]
 
@@ -72,6 +70,8 @@ def _config_and_record(path: Optional[str], dataset: str) -> Tuple[Any, Optional
         config = model_config(default_base_model())
         names = load_label_names(dataset)
         config.num_labels = len(names)
+        config.id2label = dict(enumerate(names))
+        config.label2id = {n: i for i, n in enumerate(names)}
         return config, {"dataset": dataset}
     config = model_config(path)
     folder = Path(path).expanduser()
@@ -128,105 +128,78 @@ def _prior_data(
     return load_dataset(dataset, "train", data_dir=data_dir, max_examples=1000)
 
 
-def _print_scores(tokens: Any, scores: torch.Tensor, special: Any) -> None:
-    # Bars are min-max scaled over the words (special tokens left out of the
-    # scale, their bars clipped), as the paper's heatmaps are.
-    words = [s for t, s in zip(tokens, scores.tolist()) if t not in special]
-    low, high = (min(words), max(words)) if words else (0.0, 1.0)
-    span = (high - low) or 1.0
-    print(f"  {'token':>15s} {'nats':>9s}  relative (min-max over the words)")
-    for token, score in zip(tokens, scores.tolist()):
-        bar = "#" * int(round(20 * min(max((score - low) / span, 0.0), 1.0)))
-        print(f"  {token:>15s} {score:9.1f}  {bar}")
-
-
-def _top_tokens(tokens: List[str], scores: torch.Tensor, special: Any, k: int) -> str:
-    """The ``k`` highest-scoring tokens, special tokens left out."""
-    ranked = sorted(
-        (i for i, t in enumerate(tokens) if t not in special),
-        key=lambda i: -float(scores[i]),
-    )
-    return ", ".join(f"{tokens[i]} ({float(scores[i]):.1f})" for i in ranked[:k])
-
-
-def _encode_checked(tok: Any, args: argparse.Namespace, model: Any) -> Dict:
-    """The text encoded (truncated to the model's positions), with checks."""
-    limit = min(512, getattr(model.config, "max_position_embeddings", 512) or 512)
-    pair = None if args.pair is None else [args.pair]
-    enc = encode(tok, [args.text], pair, limit)
-    full = len(tok(args.text, args.pair)["input_ids"])
-    if full > limit:
-        print(f"note: the text has {full} tokens; only the first {limit} are used")
-    ids = enc["input_ids"][0]
-    special = set(tok.all_special_ids) - {tok.unk_token_id}
-    words = [i for i in ids.tolist() if i not in special]
-    if words and tok.unk_token_id is not None and set(words) == {tok.unk_token_id}:
+def _iba_options(
+    args: argparse.Namespace, methods: Sequence[str], prior: Any = None
+) -> Dict[str, Dict[str, Any]]:
+    """IBA's options given on the command line (``--beta``, ``--steps``,
+    ``--n-samples``, a resolved ``--prior``), for every chosen method that
+    takes them (those that take a noise prior: the IBA configurations); they
+    replace the configuration's. Given with no such method, they are refused.
+    """
+    knobs = {
+        k: getattr(args, k)
+        for k in ("beta", "steps", "n_samples")
+        if getattr(args, k, None) is not None
+    }
+    if prior is not None:
+        knobs["prior"] = prior
+    if not knobs:
+        return {}
+    takers = [m for m in methods if "prior" in _needs(m)]
+    if not takers:
+        given = ", ".join("--" + k.replace("_", "-") for k in knobs)
         raise CLIError(
-            "the tokenizer maps every word to its unknown token "
-            f"({tok.unk_token}): its vocabulary files are missing or damaged"
+            f"{given}: IBA's options, but no IBA method is chosen "
+            f"({', '.join(methods)})"
         )
-    return enc
+    return {m: dict(knobs) for m in takers}
+
+
+def _needs(method: str) -> Tuple[str, ...]:
+    """The resources a method's scorer declares (none when it cannot load)."""
+    try:
+        return tuple(METHODS.load(method).needs)
+    except ImportError:
+        return ()
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    """``captum-iba explain``: IBA scores of one text, printed (and as HTML)."""
+    """``captum-iba explain``: the words a prediction relied on, by one method
+    or several (``--compare``), printed and as an HTML page."""
     if not args.text.strip() or (args.pair is not None and not args.pair.strip()):
         raise CLIError("the text to explain is empty")
     html = output_file(args.html, "--html")
     config, record = _config_and_record(args.model, DEFAULT_CORPUS)
-    check_against_config(config, layer=args.layer, target=args.target)
+    check_against_config(config, layer=args.layer)
+    if args.target is not None:
+        class_index(args.target, class_names(config))
+    _iba_options(args, args.methods)  # refused before any model loads
     warning = pair_warning(config, record) if args.pair is not None else None
     if warning:
         print(f"warning: {warning}")
     model, tok = _model_and_tokenizer(args.model)
-    index, layer = _layer(model, args.layer)
-    corpus = (record or {}).get("dataset")
-    data = _prior_data([args.prior], corpus, None)
-    batches = None if data is None else encoded_batches(tok, data, 128, 32)
-    prior = resolve_prior(args.prior, model, layer, batches)
-    enc = _encode_checked(tok, args, model)
-    extra = (enc["attention_mask"],)
-    if "token_type_ids" in enc:
-        extra += (enc["token_type_ids"],)
-    with torch.no_grad():
-        probs = model(enc["input_ids"], *extra).logits.softmax(-1)[0]
-    pred = int(probs.argmax())
-    target = pred if args.target is None else args.target
-    if not 0 <= target < probs.numel():
-        raise CLIError(f"--target {target} is out of range (0..{probs.numel() - 1})")
-    attr = InformationBottleneckAttribution(model, layer).attribute(
-        enc["input_ids"],
-        target=target,
-        additional_forward_args=extra,
-        beta=args.beta,
-        prior=prior,
+    prior = None
+    if args.prior is not None:
+        corpus = (record or {}).get("dataset")
+        data = _prior_data([args.prior], corpus, None)
+        resources = Resources(model, tok, args.layer, args.prior, prior_data=data)
+        prior = resources.values("prior")[0]
+    name = args.model or "MiniLM-L6 fine-tuned on SST-2 (the default model, cached)"
+    result = explain(
+        args.text,
+        model,
+        args.methods,
+        tokenizer=tok,
+        pair=args.pair,
+        target=args.target,
+        layer=args.layer,
         seed=args.seed,
+        method_options=_iba_options(args, args.methods, prior),
+        model_name=name,
     )
-    scores = token_attributions(attr)[0]
-    tokens = tok.convert_ids_to_tokens(enc["input_ids"][0].tolist())
-    names = getattr(model.config, "id2label", {}) or {}
-    label = lambda i: names.get(i, str(i))  # noqa: E731
-    print(
-        f"prediction: {label(pred)} (p={probs[pred]:.3f}); explaining "
-        f"{label(target)}; IBA after layer index {index}, capacity in nats"
-    )
-    special = set(tok.all_special_tokens)
-    _print_scores(tokens, scores, special)
-    print(f"top tokens: {_top_tokens(tokens, scores, special, args.top)}")
+    print(result.to_text(args.top, args.pieces))
     if html is not None:
-        from captum_iba.visualization import text_heatmap_html
-
-        page = text_heatmap_html(
-            tokens,
-            scores,
-            skip_tokens=sorted(special),  # the scale spans the words
-            full_page=True,
-            title=args.text if args.pair is None else f"{args.text} | {args.pair}",
-            pred=label(pred),
-            pred_prob=float(probs[pred]),
-            label=label(target),
-        )
-        atomic_write_text(html, page)
+        atomic_write_text(html, result.to_html(args.pieces))
         print(f"wrote {html}")
     return 0
 
