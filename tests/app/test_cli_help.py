@@ -19,7 +19,8 @@ COMMANDS = ["explain", "evaluate", "attribute", "reproduce"]
 
 
 def _subparsers(parser):
-    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    kind = argparse._SubParsersAction
+    (action,) = [a for a in parser._actions if isinstance(a, kind)]
     return action.choices
 
 
@@ -70,7 +71,8 @@ def test_methods_and_priors_are_listed_from_the_registry(command):
 
 
 def test_settings_come_from_the_registry():
-    from captum_iba.evaluation.presets import PRESETS, SETTINGS as PRESET_NAMES
+    from captum_iba.evaluation.presets import PRESETS
+    from captum_iba.evaluation.presets import SETTINGS as PRESET_NAMES
 
     assert tuple(SETTINGS.names()) == PRESET_NAMES == tuple(PRESETS)
     text = _subparsers(cli._parser())["evaluate"].format_help()

@@ -45,7 +45,9 @@ def test_pieces_show_the_tokenizer_tokens(tiny_model_dir, capsys):
     assert "##bel" in out and "top 5 pieces" in out
 
 
-def test_compare_writes_one_page_with_a_row_per_method(tiny_model_dir, tmp_path, capsys):
+def test_compare_writes_one_page_with_a_row_per_method(
+    tiny_model_dir, tmp_path, capsys
+):
     html = tmp_path / "cmp.html"
     out = _run(["explain", TEXT, "--model", tiny_model_dir, "--compare",
                 "iba-faithful,ig,loo", "--html", str(html)], capsys)  # fmt: skip
@@ -55,7 +57,8 @@ def test_compare_writes_one_page_with_a_row_per_method(tiny_model_dir, tmp_path,
     assert page.count('class="row"') == 3
     assert page.count("min-max within this row") == 1  # IBA: no direction
     assert page.count("score / largest |score| in this row") == 2  # signed
-    words = [re.findall(r'class="w"[^>]*>([^<]+)', row) for row in page.split('class="row"')[1:]]  # fmt: skip
+    rows = page.split('class="row"')[1:]
+    words = [re.findall(r'class="w"[^>]*>([^<]+)', row) for row in rows]
     assert words[0] == words[1] == words[2]  # the same words on every row
 
 
