@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 
 from filelock import FileLock, Timeout
 
+from captum_iba._utils.io import user_mode
 from captum_iba.app.finetune.recipes import (
     MAX_SECONDS_ENV_VAR,
     FineTuneOptions,
@@ -207,6 +208,7 @@ def get_finetuned_model(
             max_seconds = env_number(MAX_SECONDS_ENV_VAR, float)
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
         try:
+            user_mode(tmp, folder=True)  # mkdtemp's is private (0o700)
             fine_tune(
                 dataset,
                 base_model=base,
