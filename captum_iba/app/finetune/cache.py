@@ -199,9 +199,10 @@ def get_finetuned_model(
             print(f"[captum_iba] The cached model {folder} is damaged: {problem}.")
             _remove(folder)
         print(
-            f"[captum_iba] No cached fine-tuned model for {dataset!r} "
-            f"({base_short_name(base)}); fine-tuning now into {folder} "
-            f"({_plan(full)}).",
+            f"[captum_iba] No fine-tuned {dataset!r} model is cached yet, so it "
+            f"is made now, once: {base_short_name(base)} fine-tuned on "
+            f"{dataset} ({_plan(full)}), saved in {folder} and reused by every "
+            "later run.",
             flush=True,
         )
         if max_seconds is None:
@@ -227,8 +228,10 @@ def get_finetuned_model(
 
 def _plan(settings: Dict[str, Any]) -> str:
     if settings["steps"] is None:
-        return f"{settings['epochs']:g} epochs; a progress bar shows the ETA"
-    return f"{settings['steps']} steps; a progress bar shows the ETA"
+        steps = f"{settings['epochs']:g} epochs"
+    else:
+        steps = f"{settings['steps']} steps"
+    return f"{steps}; the time it takes here is estimated after the first steps"
 
 
 def _remove(folder: Path) -> None:
