@@ -7,7 +7,7 @@ to the library.
 """
 
 import argparse
-import time
+import textwrap
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -207,7 +207,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
     """The scorers of ``evaluate`` / ``attribute``: every name resolved once,
     by the harness's one resolver."""
-    iba = {k: getattr(args, k) for k in ("beta", "steps", "n_samples") if k in args}
     options = {
         "IG": {"n_steps": args.ig_steps},
         "LIME": {"n_samples": args.lime_samples},
@@ -215,11 +214,11 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
             "n_samples": args.lime_samples,
             "max_length": args.lime_max_length,
         },
-        "IBA": iba,
     }
     options = {
         m: {k: v for k, v in o.items() if v is not None} for m, o in options.items()
     }
+    options.update(_iba_options(args, args.methods))
     resources = Resources(
         model,
         tok,
@@ -304,6 +303,7 @@ def _run_corpus_command(args: argparse.Namespace, split: str) -> Optional[Merged
     out = output_folder(args.out, "--out")
     config, _ = _config_and_record(args.model, args.dataset)
     check_against_config(config, layer=args.layer, max_length=args.max_length)
+    _iba_options(args, args.methods)  # refused before any model loads
     threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)  # CPU rounding depends on it
     world = init_world(args.device)
@@ -311,6 +311,12 @@ def _run_corpus_command(args: argparse.Namespace, split: str) -> Optional[Merged
         prepare_out(args.out, _run_settings(args, split), world)
         if world.is_main:
             (out / MARKER).unlink(missing_ok=True)  # this run is not complete yet
+            print(
+                f"captum-iba {args.command}: {args.dataset} {split}, methods "
+                f"{', '.join(args.methods)}; results go to {out}/ (a re-run with "
+                "the same options resumes)",
+                flush=True,
+            )
         return run_corpus_job(_corpus_job(args, world, split), args.out, world)
     finally:
         world.close()
@@ -320,11 +326,9 @@ def _run_corpus_command(args: argparse.Namespace, split: str) -> Optional[Merged
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """``captum-iba evaluate``: the degradation test of several methods, on
     the corpus engine (resumable; one process or ``torchrun``)."""
-    start = time.time()
     merged = _run_corpus_command(args, HELDOUT_SPLIT[args.dataset])
     if merged is None:
         return 0
-    seconds = time.time() - start
     out = Path(args.out)
     stem = f"{args.dataset}_{args.setting}"
     table, written = _write_degradation(out, stem, merged.results, curves=True)
@@ -332,14 +336,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     files = ENGINE_FILES + written
     write_marker(out, MARKER, files=files, command="evaluate", n=n)
     accuracy = next(iter(merged.results.values())).original_accuracy
-    print(f"{args.dataset} (n={n}), setting={args.setting}")
+    print(f"\n{args.dataset} (n={n}), setting {args.setting}")
     print(table.to_markdown())
+    print(_wrap(f"Columns: {table.legend()}"))
     print(
-        f"evaluated {n} instances x {len(merged.results)} methods in "
-        f"{seconds:.0f} s ({n / seconds:.2f} instances/s); model accuracy "
-        f"on them {100 * accuracy:.1f} %; results in {out}/"
+        f"done: {merged.run_line(n, len(merged.results))}; model accuracy on them "
+        f"{100 * accuracy:.1f} %; results in {out}/"
     )
     return 0
+
+
+def _wrap(text: str) -> str:
+    return "\n".join(textwrap.wrap(text, 88))
 
 
 def cmd_attribute(args: argparse.Namespace) -> int:
@@ -357,8 +365,14 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         )
         written += files
         print(table.to_markdown())
+        print(_wrap(f"Columns: {table.legend()}"))
     write_marker(out, MARKER, files=written, command="attribute", n=len(merged.rows))
-    print(f"{len(merged.rows)} attributions in {out / 'attributions.jsonl'}")
+    n = len({row["index"] for row in merged.rows})
+    print(
+        f"done: {merged.run_line(n, len(merged.rows) // max(n, 1))}; "
+        f"{len(merged.rows)} rows in {out / 'attributions.jsonl'} (fields and "
+        f"units: {out / 'settings.json'})"
+    )
     return 0
 
 
