@@ -54,15 +54,26 @@ def _scale_words(signed: bool, label: str) -> str:
     return "no direction; relative: min-max within the text, 1 = the highest"
 
 
-def _top_line(
+def _top_lines(
     result: "Explanation", name: str, k: int, pieces: bool, rel: np.ndarray
-) -> str:
+) -> List[str]:
+    """The top ``k`` words (relative scores in brackets); for a signed method
+    also the ``k`` most against the class (negative scores only)."""
     tokens = result.tokens(pieces)
-    order = sorted(range(len(tokens)), key=lambda i: -rel[i])[:k]
-    sign = "+" if result.methods[name].signed else ""
-    items = ", ".join(f"{tokens[i]} ({rel[i]:{sign}.2f})" for i in order)
+    signed = result.methods[name].signed
+    order = sorted(range(len(tokens)), key=lambda i: -rel[i])
     what = "pieces" if pieces else "words"
-    return f"  top {len(order)} {what}: {items}"
+    fmt = "+.2f" if signed else ".2f"
+
+    def listed(indices: List[int]) -> str:
+        return ", ".join(f"{tokens[i]} ({rel[i]:{fmt}})" for i in indices)
+
+    top = order[:k]
+    lines = [f"  top {len(top)} {what}: {listed(top)}"]
+    against = [i for i in reversed(order) if rel[i] < 0][:k]
+    if signed and against:
+        lines.append(f"  most against: {listed(against)}")
+    return lines
 
 
 def _table(result: "Explanation", name: str, pieces: bool) -> List[str]:
@@ -111,7 +122,7 @@ def terminal_text(result: "Explanation", top: int = 5, pieces: bool = False) -> 
         rel = _relative(result.scores(name, pieces), method.signed)
         if len(result.methods) == 1:
             lines += _table(result, name, pieces)
-        lines.append(_top_line(result, name, top, pieces, rel))
+        lines += _top_lines(result, name, top, pieces, rel)
     lines.append("")
     for note in result.notes(pieces):
         lines += _wrapped(note, "")

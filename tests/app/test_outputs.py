@@ -61,3 +61,14 @@ def test_progress_bars_say_what_they_count(tmp_path, monkeypatch):
     (tmp_path / "shards").mkdir()
     Progress(tmp_path, World(), 10, {}, [])
     assert seen["desc"] == "instances x methods scored" and seen["unit"] == "score"
+
+
+def test_the_docs_list_every_field_of_the_json_lines():
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "scaling.rst").read_text()
+    table = docs.split("what it holds, and its unit")[1].split("settings.json`` holds")[
+        0
+    ]
+    missing = [f for f in ROW_FIELDS if f"``{f}``" not in table]
+    assert not missing, missing
