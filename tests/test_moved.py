@@ -15,7 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: Re-exported names whose home is not the first module named in the message.
 OTHER_HOMES = {
-    "captum_iba.evaluate": {"load_classifier": "captum_iba.app.models"},
+    "captum_iba.evaluate": {
+        "load_classifier": "captum_iba.app.models",
+        "PRIOR_NAMES": "captum_iba.attr.priors",
+        "default_layer_index": "captum_iba.attr.text",
+    },
     "captum_iba.data": {
         "DEFAULT_SEED": "captum_iba.app.data.splits",
         "HELDOUT_TRAIN_FRACTION": "captum_iba.app.data.splits",

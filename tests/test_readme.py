@@ -16,7 +16,7 @@ def _read_variables():
     for folder, pattern in (("captum_iba", "*.py"), ("tutorials", "*.ipynb")):
         for path in (ROOT / folder).rglob(pattern):
             found |= set(
-                re.findall(r"CAPTUM_IBA_[A-Z_]+[A-Z]", path.read_text("utf-8"))
+                re.findall(r"CAPTUM_IBA_[A-Z0-9_]*[A-Z0-9]", path.read_text("utf-8"))
             )
     return found
 

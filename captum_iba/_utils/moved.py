@@ -20,7 +20,8 @@ MOVED_MODULES: Dict[str, str] = {
     "captum_iba.text": "captum_iba.attr.text",
     "captum_iba.baselines": "captum_iba.evaluation",
     "captum_iba.evaluate": (
-        "captum_iba.evaluation (load_classifier: captum_iba.app.models)"
+        "captum_iba.evaluation (load_classifier: captum_iba.app.models; "
+        "PRIOR_NAMES: captum_iba.attr.priors)"
     ),
     "captum_iba.data": (
         "captum_iba.app.data (DEFAULT_SEED, HELDOUT_TRAIN_FRACTION: "

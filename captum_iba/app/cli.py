@@ -33,7 +33,13 @@ import os
 import sys
 from typing import Any, List, NoReturn, Optional, Sequence, Tuple
 
-from captum_iba.app.checks import nonnegative_float, positive_int, seed_int
+from captum_iba.app.checks import (
+    nonnegative_float,
+    positive_int,
+    removed_on_failure,
+    seed_int,
+    thread_count,
+)
 from captum_iba.app.data.corpora import HELDOUT_SPLIT, LABEL_NAMES
 from captum_iba.app.errors import CLIError, split_choices
 from captum_iba.app.profiles import CORPORA, PARTS, PROFILE_SUMMARIES, PROFILES
@@ -264,12 +270,14 @@ def _corpus_arguments(
     p.add_argument(
         "--bf16",
         action="store_true",
-        help="IBA in bfloat16 autocast (about half the time; scores close to, not "
-        "equal to, float32)",
+        help="IBA in bfloat16 autocast: about half the time on a GPU or a CPU with "
+        "native bfloat16 (AVX512-BF16, AMX), scores close to, not equal to, float32; "
+        "on other CPUs (e.g. AVX2 only) bf16 is many times slower: measured once, "
+        "float32 runs instead, with a warning (CAPTUM_IBA_CPU_BF16=on forces bf16)",
     )
     p.add_argument(
         "--threads",
-        type=positive_int,
+        type=thread_count,
         default=1,
         help="CPU threads per process (on a CPU, start one process per core with "
         "torchrun; the numbers depend on it, not on the processes)",
@@ -491,7 +499,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         checks[args.command](args)
         from captum_iba.app import commands  # the heavy stack, only now
 
-        return commands.COMMANDS[args.command](args)
+        with removed_on_failure(args):
+            return commands.COMMANDS[args.command](args)
     except KeyboardInterrupt:
         parser.exit(130, "captum-iba: interrupted\n")
     except _USER_ERRORS as err:

@@ -17,6 +17,7 @@ from captum_iba._utils.io import atomic_write_text, write_marker
 from captum_iba.app import reproduce
 from captum_iba.app.checks import (
     check_against_config,
+    check_classes,
     class_index,
     class_names,
     output_file,
@@ -166,8 +167,10 @@ def _needs(method: str) -> Tuple[str, ...]:
 def cmd_explain(args: argparse.Namespace) -> int:
     """``captum-iba explain``: the words a prediction relied on, by one method
     or several (``--compare``), printed and as an HTML page."""
-    if not args.text.strip() or (args.pair is not None and not args.pair.strip()):
+    if not args.text.strip():
         raise CLIError("the text to explain is empty")
+    if args.pair is not None and not args.pair.strip():
+        raise CLIError("--pair is empty: give the second text, or leave --pair out")
     html = output_file(args.html, "--html")
     config, record = _config_and_record(args.model, DEFAULT_CORPUS)
     check_against_config(config, layer=args.layer)
@@ -259,6 +262,8 @@ def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob
     data = load_dataset(
         args.dataset, split, data_dir=args.data_dir, max_examples=args.n
     )
+    target = getattr(args, "target", "label")
+    check_classes(model.config, data.label_names, args.dataset, target)
     return CorpusJob(
         model=model,
         tokenizer=tok,
@@ -268,7 +273,7 @@ def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob
         preset=get_preset(args.setting),
         max_length=args.max_length,
         batch_size=args.batch_size,
-        target=getattr(args, "target", "label"),
+        target=target,
         degradation=args.command == "evaluate" or args.degradation,
     )
 

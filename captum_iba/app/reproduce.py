@@ -43,9 +43,9 @@ import torch
 from captum_iba._utils.io import atomic_write_text, write_marker
 from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
 from captum_iba.app.finetune import (
-    REPRODUCE_OVERRIDES,
     FineTuneOptions,
     get_finetuned_model,
+    reproduce_overrides,
 )
 from captum_iba.app.models import load_classifier
 from captum_iba.app.profiles import CORPORA, PARTS, PROFILES
@@ -96,7 +96,7 @@ EXAMPLE = (
 
 def corpus_model(corpus: str) -> Tuple[Any, Any]:
     """The fine-tuned classifier of ``corpus`` and its tokenizer (cached)."""
-    options = FineTuneOptions.recipe(corpus, **REPRODUCE_OVERRIDES.get(corpus, {}))
+    options = FineTuneOptions.recipe(corpus, **reproduce_overrides(corpus))
     return load_classifier(get_finetuned_model(corpus, options=options))
 
 

@@ -36,21 +36,25 @@ from captum_iba._utils.captum_compat import (
     _format_tensor_into_tuples,
     _run_forward,
 )
-from captum_iba._utils.common import format_target, logits_of
+from captum_iba._utils.common import format_target, logits_of, model_device
 from captum_iba._utils.hooks import LayerRecord, evaluation_mode, recorded
 from captum_iba.attr import _loop, _speed
 from captum_iba.attr import _sites as sites
 from captum_iba.attr._inputs import (
     check_batch,
+    check_named_arguments,
     check_token_mask,
+    copies_failed,
     expand_rows,
     infer_token_mask,
+    mask_values_problem,
     model_pad_token_id,
     model_special_token_ids,
     pads_without_mask,
     slice_rows,
 )
-from captum_iba.attr._validate import check_token_inputs
+from captum_iba.attr._precision import resolve_precision
+from captum_iba.attr._validate import check_finite_output, check_token_inputs
 from captum_iba.attr.objectives import Objective
 from captum_iba.attr.options import ConfigLike, IBAOptions, options_doc
 
@@ -102,7 +106,10 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         precision (str, optional): ``"float32"`` (default) or ``"bf16"``: the
             optimisation's forward and backward under bfloat16 autocast with
             eager attention (``alpha``, statistics, noise and capacity stay
-            float32); see :mod:`captum_iba.attr._speed`.
+            float32); see :mod:`captum_iba.attr._speed`. On a CPU without
+            native bfloat16, where it is many times slower, float32 runs
+            instead, with a warning (:mod:`captum_iba.attr._precision`);
+            ``last_run`` records the precision used.
         cuts (bool, optional): The exact cuts (frozen weights, embeddings
             once, the last layer's [CLS] row when the head reads only it,
             rows chunked per pass), each checked against or equal to the full
@@ -264,7 +271,10 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             per_chunk = _speed.instances_per_chunk(batch, opts.n_samples, inputs_t[0])
         chunks: List[List[Any]] = []
         self.last_run = [{} for _ in self._layers]
-        run = _Run(opts, run_seed, mask_explicit)
+        device = model_device(self.forward_func, inputs_t[0].device)
+        run = _Run(
+            opts, run_seed, mask_explicit, resolve_precision(self.precision, device)
+        )
         starts = range(0, batch, per_chunk)
         frozen = _speed.frozen_parameters(self.forward_func if self.cuts else None)
         with (
@@ -292,17 +302,23 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         self, token_mask: Optional[Tensor], inputs: Tuple[Tensor, ...], extra: Any
     ) -> Tuple[Optional[Tensor], bool]:
         """The given mask, else the one found among the forward's arguments;
-        warns once when padding is present but no mask was found."""
+        warns once when padding is present but no mask was found, or when an
+        argument named as a mask cannot be one."""
+        check_named_arguments(self.forward_func, inputs, extra)
         if token_mask is not None:
             return token_mask, True
         pad_id = model_pad_token_id(self.forward_func)
         found = infer_token_mask(self.forward_func, (*inputs, *extra), pad_id)
-        if found is None and pads_without_mask(inputs, pad_id):
-            warnings.warn(
+        problem = mask_values_problem(self.forward_func, inputs, extra)
+        if found is None and not problem and pads_without_mask(inputs, pad_id):
+            problem = (
                 f"The inputs hold the model's pad token id ({pad_id}) but no "
-                "attention mask was found among forward_func's arguments: padding "
-                "would get capacity and change the prior's statistics. Pass "
-                "token_mask= (1 at real tokens, 0 at padding).",
+                "attention mask was found among forward_func's arguments"
+            )
+        if problem:
+            warnings.warn(
+                f"{problem}: padding would get capacity and change the prior's "
+                "statistics. Pass token_mask= (1 at real tokens, 0 at padding).",
                 stacklevel=4,
             )
         return found, False
@@ -368,6 +384,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         or its input)."""
         clean, inputs, extra, rows = call
         x, x_in, template = sites.read_site(site, record, self._device_ids())
+        check_finite_output(clean, site.name)
         mask = sites.site_mask(token_mask, x, run.mask_explicit)
         x_f = x.detach().float()
         in_f = None if x_in is None else x_in.detach().float()
@@ -393,11 +410,13 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
 
         def forward(t: Tensor) -> Tensor:
             current["T"] = t
-            return logits_of(_run_forward(self.forward_func, rows[0], None, rows[1]))
+            with copies_failed(x.shape[0], run.options.n_samples):
+                out = _run_forward(self.forward_func, rows[0], None, rows[1])
+            return logits_of(out)
 
         try:
             precision = _speed.precision_context(
-                self.forward_func, self.precision, x.device
+                self.forward_func, run.precision, x.device
             )
             with substitute(lambda: current["T"]), precision:
                 attr, info = _loop.optimise(
@@ -412,6 +431,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             current.clear()
         cuts = getattr(substitute, "cuts", False)
         info = dict(info, path=path, cuts=cuts, prior=run.options.prior.name)
+        info["precision"] = run.precision
         return attr.to(x.device), info
 
     def _baselines(
@@ -456,6 +476,7 @@ class _Run:
     options: IBAOptions
     seed: int
     mask_explicit: bool
+    precision: str = "float32"
     objective: Optional[Objective] = None
 
 

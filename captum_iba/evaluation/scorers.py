@@ -30,6 +30,7 @@ from torch import Tensor
 
 from captum_iba._utils import common
 from captum_iba._utils.common import (
+    check_length,
     format_target,
     hf_call,
     instance_seed,
@@ -224,6 +225,7 @@ class TokenScorer:
         """
         if input_ids.dim() != 2:
             raise ValueError("input_ids must be (B, L)")
+        check_length(self.model, input_ids.shape[1], "input_ids")
         mask = self._mask_of(input_ids, attention_mask)
         scores = self._attribute(input_ids, target, mask, token_type_ids)
         self.instances += input_ids.shape[0]

@@ -14,7 +14,7 @@ from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
-from captum_iba._utils.common import check_target_range, format_target
+from captum_iba._utils.common import check_length, check_target_range, format_target
 from captum_iba.metrics._removal import ExtraArg, TokenBatch
 from captum_iba.metrics.options import DegradationOptions
 
@@ -115,6 +115,26 @@ def token_batch(
     is_special = torch.isin(ids, specials)
     removable = valid & ~is_special if options.keep_special_tokens else valid.clone()
     return TokenBatch(ids, valid, removable, mask, tt, extra)
+
+
+def check_model_inputs(
+    forward_func: Any, ids: Tensor, attention_mask: Optional[Tensor]
+) -> None:
+    """The tokens fit the model's positions and the attention mask holds only
+    0 and 1 (issue 20: both failed deep inside the model, or not at all).
+
+    Raises:
+        ValueError: Naming the length and the model's positions, or the
+            mask's other value.
+    """
+    check_length(forward_func, ids.shape[1])
+    if isinstance(attention_mask, Tensor):
+        odd = attention_mask[(attention_mask != 0) & (attention_mask != 1)]
+        if odd.numel():
+            raise ValueError(
+                "attention_mask must hold 1 at tokens and 0 at padding; it holds "
+                f"{float(odd[0]):g}"
+            )
 
 
 def check_scores(scores: Tensor, removable: Tensor) -> Tensor:

@@ -46,6 +46,7 @@ from captum_iba.metrics._compat import accepts_legacy_keywords
 from captum_iba.metrics._inputs import (
     TargetLike,
     check_inputs,
+    check_model_inputs,
     check_scores,
     resolve_target,
     token_batch,
@@ -172,6 +173,7 @@ def degradation_test(
         >>> print(compare({"IG": result, "IBA": iba_result}).to_markdown())
     """
     ids, scores = check_inputs(inputs, attributions)
+    check_model_inputs(forward_func, ids, attention_mask)
     options = _check_options(options)
     meta = _check_metadata(metadata)
     batch = token_batch(

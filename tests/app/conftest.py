@@ -51,4 +51,5 @@ def counted_fine_tune(monkeypatch, tmp_path):
         return real(synthetic_sentiment(32, 0), *args[1:], **kwargs)
 
     monkeypatch.setattr(ft_cache, "fine_tune", fake)
+    monkeypatch.setattr(ft_cache, "heldout_data", lambda *a: synthetic_sentiment(16, 1))
     return calls, delay

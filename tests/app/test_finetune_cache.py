@@ -174,3 +174,39 @@ def test_cached_models_get_the_user_s_permissions(tiny_base, counted_fine_tune):
     assert stat.S_IMODE(folder.stat().st_mode) == 0o755
     record = folder / "captum_iba_finetune.json"
     assert stat.S_IMODE(record.stat().st_mode) == 0o644
+
+
+def _temporaries(cache):
+    return sorted(p.name for p in cache.iterdir() if p.is_dir() and p.name[0] == ".")
+
+
+@pytest.mark.parametrize("phase", ["training", "save", "rename"])
+def test_fine_tune_killed_at_any_phase_leaves_nothing_after_the_next_run(
+    tiny_base, counted_fine_tune, tmp_path, phase
+):
+    """kill -9 during training, during the save or before the final rename
+    leaves a temporary folder; the next run that takes the lock removes it
+    (issue 20, item 2) and fine-tunes the model whole."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    env[ft.CACHE_ENV_VAR] = str(tmp_path / "cache")
+    script = Path(__file__).with_name("_killed_finetune.py")
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tiny_base), phase],
+        env=env, cwd=root, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    cache = tmp_path / "cache"
+    left = _temporaries(cache)
+    assert len(left) == 1, left  # what the killed run left behind
+    if phase != "training":
+        assert (cache / left[0] / "model.safetensors").stat().st_size > 0
+    calls, _ = counted_fine_tune
+    folder = _get(tiny_base)
+    assert len(calls) == 1 and _temporaries(cache) == []
+    assert ft_cache.cache_problem(folder, "toy", OPTIONS.as_dict()) == ""

@@ -50,3 +50,29 @@ def test_nan_weights_are_not_all_nan_results():
         model.bert.encoder.layer[0].output.dense.weight[0, 0] = float("nan")
     with pytest.raises(FloatingPointError, match="NaN or infinite logits"):
         degradation_test(model, IDS, SCORES, target=0)
+
+
+@pytest.mark.parametrize("length", [513, 600, 10_000])
+def test_lengths_past_the_positions_are_named(model, length):
+    """Issue 20, item 7: the length is checked as in IBA, not left to the
+    model ("expanded size ... (512)")."""
+    ids = torch.randint(5, 50, (1, length), generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match=f"{length} tokens, more than the model's 512"):
+        degradation_test(model, ids, torch.rand(1, length), target=0)
+
+
+def test_roberta_counts_its_positions_from_the_pad_id():
+    roberta = tiny_hf_model("roberta")  # 40 position entries, pad id 1: 38 tokens
+    ids = torch.randint(5, 50, (1, 39), generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="39 tokens, more than the model's 38"):
+        degradation_test(roberta, ids, torch.rand(1, 39), target=0)
+    degradation_test(roberta, ids[:, :38], torch.rand(1, 38), target=0, levels=[0.5])
+
+
+@pytest.mark.parametrize("value", [2, 0.5, -1])
+def test_mask_values_other_than_0_and_1_are_refused(model, value):
+    """Issue 20, item 11: a mask holding 2 or 0.5 is named, not used."""
+    mask = torch.ones_like(IDS, dtype=torch.float)
+    mask[0, -1] = value
+    with pytest.raises(ValueError, match=f"attention_mask must hold 1 .* {value:g}"):
+        degradation_test(model, IDS, SCORES, target=0, attention_mask=mask)

@@ -41,6 +41,7 @@ from captum_iba.app.finetune.recipes import (
     FineTuneOptions,
     default_base_model,
     recipe_settings,
+    reproduce_overrides,
 )
 from captum_iba.app.finetune.store import RESULT_FILE as RESULT_FILE  # not in __all__
 from captum_iba.app.finetune.store import default_cache_dir
@@ -70,4 +71,5 @@ __all__ = [
     "load_finetuned_model",
     "read_result",
     "recipe_settings",
+    "reproduce_overrides",
 ]

@@ -30,7 +30,7 @@ from captum_iba.app.finetune.store import (
     model_folder,
     read_record,
 )
-from captum_iba.app.finetune.train import fine_tune
+from captum_iba.app.finetune.train import fine_tune, heldout_data
 
 
 def cached_model_dir(
@@ -105,15 +105,18 @@ def _folder_lock(folder: Path) -> Iterator[None]:
         lock.release()
 
 
-def remove_stale_temporaries(root: Path) -> None:
+def remove_stale_temporaries(root: Path, held: Optional[Path] = None) -> None:
     """Removes the temporary folders of fine-tunes that no process is running.
 
     A fine-tune writes into ``.<folder name>-<random>`` and renames it into
     place at the end; a killed run leaves it behind. A temporary folder whose
-    lock can be taken at once belongs to no running fine-tune and is removed.
+    lock can be taken at once belongs to no running fine-tune and is removed;
+    so are those of ``held``, the folder whose lock the caller holds (its lock
+    cannot be taken again from the same process).
 
     Args:
         root (Path): The cache root.
+        held (Path, optional): The cache folder whose lock the caller holds.
     """
     if not root.is_dir():
         return
@@ -121,6 +124,9 @@ def remove_stale_temporaries(root: Path) -> None:
         if not tmp.is_dir():
             continue
         name = tmp.name[1:].rsplit("-", 1)[0]
+        if held is not None and name == held.name:
+            shutil.rmtree(tmp, ignore_errors=True)
+            continue
         lock = FileLock(str(root / f".{name}.lock"))
         try:
             lock.acquire(timeout=0)
@@ -191,13 +197,14 @@ def get_finetuned_model(
     folder = model_folder(dataset, base, full, cache_dir)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with _folder_lock(folder):
+        remove_stale_temporaries(folder.parent, held=folder)
         problem = cache_problem(folder, dataset, full)
         if not problem:
             return folder
-        remove_stale_temporaries(folder.parent)
         if problem != "absent":
             print(f"[captum_iba] The cached model {folder} is damaged: {problem}.")
             _remove(folder)
+        held = heldout_data(dataset, full, data_dir)  # the corpus is there first
         print(
             f"[captum_iba] No fine-tuned {dataset!r} model is cached yet, so it "
             f"is made now, once: {base_short_name(base)} fine-tuned on "
@@ -215,6 +222,7 @@ def get_finetuned_model(
                 base_model=base,
                 output_dir=tmp,
                 options=opts,
+                eval_dataset=held,
                 data_dir=data_dir,
                 progress=progress,
                 num_threads=num_threads,

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
-CACHE_ENV_VAR = "CAPTUM_IBA_CACHE"
+from captum_iba._utils.io import CACHE_ENV_VAR as CACHE_ENV_VAR  # re-exported
+
 #: Replaces every recipe's number of optimisation steps, e.g. for a quick,
 #: less accurate model in a smoke test. The steps are part of the settings,
 #: hence of the cache key, so a quick model never shadows a full one.
@@ -250,6 +251,23 @@ def recipe_settings(dataset: str, **overrides: Any) -> Dict[str, Any]:
         settings["steps"] = steps
     settings.update(overrides)
     return settings
+
+
+def reproduce_overrides(corpus: str) -> Dict[str, Any]:
+    """The :data:`REPRODUCE_OVERRIDES` of ``corpus``, less ``steps`` when
+    ``CAPTUM_IBA_FINETUNE_STEPS`` is set: the variable replaces every
+    recipe's number of steps, the reproduce recipes' included.
+
+    Args:
+        corpus (str): Corpus name.
+
+    Returns:
+        Dict[str, Any]: Overrides for :func:`recipe_settings`.
+    """
+    overrides = dict(REPRODUCE_OVERRIDES.get(corpus, {}))
+    if env_number(STEPS_ENV_VAR, int) is not None:
+        overrides.pop("steps", None)
+    return overrides
 
 
 def env_number(name: str, kind: type) -> Optional[Any]:

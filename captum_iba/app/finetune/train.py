@@ -134,6 +134,30 @@ def _torch_threads(num_threads: Optional[int]) -> Iterator[None]:
             torch.set_num_threads(old_threads)
 
 
+def heldout_data(
+    name: str, settings: Dict[str, Any], data_dir: Optional[PathLike] = None
+) -> TextClassificationData:
+    """The held-out split a fine-tune of corpus ``name`` is evaluated on.
+
+    Args:
+        name (str): Corpus name.
+        settings (Dict[str, Any]): The run's settings (``max_eval_examples``,
+            ``seed``).
+        data_dir (str or Path, optional): Data folder.
+
+    Raises:
+        FileNotFoundError: When the corpus cannot be found (the message names
+            the ways to provide it).
+    """
+    return load_dataset(
+        name,
+        HELDOUT_SPLIT.get(name, "validation"),
+        data_dir=data_dir,
+        max_examples=settings["max_eval_examples"],
+        seed=settings["seed"],
+    )
+
+
 def _resolve_data(
     dataset: Union[str, TextClassificationData],
     eval_dataset: Optional[TextClassificationData],
@@ -153,13 +177,7 @@ def _resolve_data(
         if eval_dataset is not None:
             held = eval_dataset
         else:
-            held = load_dataset(
-                name,
-                HELDOUT_SPLIT.get(name, "validation"),
-                data_dir=data_dir,
-                max_examples=options.max_eval_examples,
-                seed=options.seed,
-            )
+            held = heldout_data(name, options.as_dict(), data_dir)
         train = load_dataset(
             name,
             "train",
