@@ -31,7 +31,7 @@ same ``--out`` resumes.
 import argparse
 import os
 import sys
-from typing import Any, List, NoReturn, Optional, Sequence, Tuple
+from typing import Any, List, NoReturn, Optional, Sequence
 
 from captum_iba.app.checks import (
     nonnegative_float,
@@ -42,6 +42,13 @@ from captum_iba.app.checks import (
 )
 from captum_iba.app.data.corpora import HELDOUT_SPLIT, LABEL_NAMES
 from captum_iba.app.errors import CLIError, split_choices
+from captum_iba.app.help import (
+    DESCRIPTION,
+    SCORES,
+    HelpFormatter,
+    methods_listing,
+    priors_listing,
+)
 from captum_iba.app.profiles import CORPORA, PARTS, PROFILE_SUMMARIES, PROFILES
 from captum_iba.registry import METHODS, PRIORS, SETTINGS
 
@@ -72,49 +79,8 @@ REPRODUCE_SETTINGS = tuple(SETTINGS.names())
 DEFAULT_CORPUS = "sst2"
 
 
-class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Every option's help ends with its default (unless it says it already,
-    or there is none); the description and the listings keep their lines."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        default = action.default
-        if (
-            "default" in text
-            or any(default is v for v in (None, False, argparse.SUPPRESS))
-            or not action.option_strings
-        ):
-            return text
-        return f"{text} (default: %(default)s)"
-
-
-def _listing(title: str, items: Sequence[Tuple[str, str]]) -> str:
-    """A help section: one ``name  summary`` line per registered name."""
-    width = max(len(name) for name, _ in items) + 2
-    lines = [f"  {name:<{width}}{summary}" for name, summary in items]
-    return f"{title}:\n" + "\n".join(lines)
-
-
-def _methods_listing() -> str:
-    items = [(n.lower(), s) for n, s in METHODS.items()]
-    return _listing("methods (the registry's names, any case)", items)
-
-
-def _priors_listing() -> str:
-    return _listing("IBA's noise priors", PRIORS.items())
-
-
-_SCORES = (
-    "What a score means: IBA's scores (iba, iba-faithful) carry no direction -\n"
-    "how much the prediction relied on a word, for or against the class; the\n"
-    "page colours them min-max within each row. The other methods' scores are\n"
-    "signed: + for the explained class, - against it (a diverging scale).\n"
-    "A word's score is the sum of its word pieces' (--pieces shows the pieces)."
-)
-
-
 def _add(sub: "argparse._SubParsersAction", name: str, **kwargs: Any) -> Any:
-    return sub.add_parser(name, formatter_class=_HelpFormatter, **kwargs)
+    return sub.add_parser(name, formatter_class=HelpFormatter, **kwargs)
 
 
 def _explain_parser(sub: "argparse._SubParsersAction") -> None:
@@ -125,7 +91,7 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
         help="explain one prediction, word by word",
         description="Explain one prediction of a text classifier: which words\n"
         "it relied on, by one method or several side by side.",
-        epilog="\n\n".join([_SCORES, _methods_listing(), _priors_listing()]),
+        epilog="\n\n".join([SCORES, methods_listing(), priors_listing()]),
     )
     ex.add_argument("text", help="the text to classify and explain")
     choose = ex.add_mutually_exclusive_group()
@@ -298,7 +264,7 @@ def _evaluate_parser(sub: "argparse._SubParsersAction") -> None:
         description="The degradation test of several methods on a corpus: remove\n"
         "each method's top words and measure how much the probability of the\n"
         "explained class drops (higher = more faithful).",
-        epilog="\n\n".join([_methods_listing(), _priors_listing()]),
+        epilog="\n\n".join([methods_listing(), priors_listing()]),
     )
     _corpus_arguments(ev, "iba-faithful,ig,lime,random", 300)
     ev.add_argument(
@@ -317,7 +283,7 @@ def _attribute_parser(sub: "argparse._SubParsersAction") -> None:
         description="Score every instance of a corpus with one or more methods;\n"
         "the scores go to OUT/attributions.jsonl (fields and units: the docs'\n"
         "scaling page, and OUT/settings.json).",
-        epilog="\n\n".join([_SCORES, _methods_listing(), _priors_listing()]),
+        epilog="\n\n".join([SCORES, methods_listing(), priors_listing()]),
     )
     _corpus_arguments(at, DEFAULT_METHOD, None)
     at.add_argument(
@@ -371,7 +337,7 @@ def _reproduce_parser(sub: "argparse._SubParsersAction") -> None:
         help="re-run the paper's experiments (Table 1, Figures 1-3)",
         description="Re-run the paper's experiments with the package's code; the\n"
         "models are fine-tuned once per corpus and cached.",
-        epilog=_priors_listing(),
+        epilog=priors_listing(),
     )
     rp.add_argument("--profile", default="cpu", choices=sorted(PROFILES), help=profiles)
     rp.add_argument("--out", default="results/reproduce", help="output folder")
@@ -410,22 +376,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
 
 
-_DESCRIPTION = """\
-Information Bottleneck Attribution for transformers (Captum): which words did a
-prediction rely on, how faithful is that answer, for one text or a corpus.
-
-  captum-iba explain "A gripping, beautifully acted film that never drags."
-  captum-iba explain "..." --compare iba-faithful,ig,lime --html page.html
-  captum-iba evaluate --dataset sst2 --methods iba-faithful,ig,random --n 100
-
-Each command has its own help: captum-iba explain -h."""
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="captum-iba",
-        description=_DESCRIPTION,
-        formatter_class=_HelpFormatter,
+        description=DESCRIPTION,
+        formatter_class=HelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _explain_parser(sub)
