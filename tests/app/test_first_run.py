@@ -24,7 +24,8 @@ def test_first_fine_tune_says_why_how_long_and_once(
     assert "s per step over steps 2-3" in out and "threads" in out
     assert "A new classification head (2 classes: negative, positive)" in out
     assert "as expected" in out and "Warning" not in out
-    for noise in ("LOAD REPORT", "MISSING", "newly initialized", "TRAIN this model"):
+    noises = ("LOAD REPORT", "MISSING", "newly initialized", "TRAIN this model")
+    for noise in noises + ("Writing model shards", "Loading weights"):
         assert noise not in out + err, noise
     assert "fine-tuning on" in err and "(once)" in err  # the labelled bars
     assert "accuracy on" in err and "batch" in err

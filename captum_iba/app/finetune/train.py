@@ -403,8 +403,11 @@ def _save(out: Path, model: Any, tokenizer: Any, record: Dict[str, Any]) -> None
     and SHA-256, so a damaged or incomplete folder is recognised later.
     """
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    from captum_iba.app.models import quiet_transformers
+
+    with quiet_transformers():  # no bar of transformers' own while saving
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
     record["created"] = time.strftime("%Y-%m-%d %H:%M:%S")
     record["files"] = file_manifest(out)
     atomic_write_text(out / RESULT_FILE, json.dumps(record, indent=2) + "\n")
