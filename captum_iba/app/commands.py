@@ -7,9 +7,9 @@ to the library.
 """
 
 import argparse
-import time
+import textwrap
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -19,6 +19,8 @@ from captum_iba.app.amortized import cached_explainer
 from captum_iba.app.checks import (
     check_against_config,
     check_classes,
+    class_index,
+    class_names,
     output_file,
     output_folder,
     pair_warning,
@@ -35,24 +37,19 @@ from captum_iba.app.engine import (
 )
 from captum_iba.app.engine.records import weights_digest
 from captum_iba.app.errors import CLIError
+from captum_iba.app.explanation import explain
 from captum_iba.app.models import load_classifier, model_config
 from captum_iba.attr import (
-    AmortizedInformationBottleneckAttribution,
-    InformationBottleneckAttribution,
     LayerRef,
     resolve_layer,
-    resolve_prior,
-    token_attributions,
 )
 from captum_iba.evaluation import (
     Resources,
     build_scorers,
-    encode,
-    encoded_batches,
     get_preset,
 )
 from captum_iba.metrics import compare
-from captum_iba.registry import PRIORS
+from captum_iba.registry import METHODS, PRIORS
 
 __all__ = ["COMMANDS", "cmd_attribute", "cmd_evaluate", "cmd_explain", "cmd_reproduce"]
 
@@ -75,6 +72,8 @@ def _config_and_record(path: Optional[str], dataset: str) -> Tuple[Any, Optional
         config = model_config(default_base_model())
         names = load_label_names(dataset)
         config.num_labels = len(names)
+        config.id2label = dict(enumerate(names))
+        config.label2id = {n: i for i, n in enumerate(names)}
         return config, {"dataset": dataset}
     config = model_config(path)
     folder = Path(path).expanduser()
@@ -131,116 +130,87 @@ def _prior_data(
     return load_dataset(dataset, "train", data_dir=data_dir, max_examples=1000)
 
 
-def _print_scores(tokens: Any, scores: torch.Tensor, special: Any) -> None:
-    # Bars are min-max scaled over the words (special tokens left out of the
-    # scale, their bars clipped), as the paper's heatmaps are.
-    words = [s for t, s in zip(tokens, scores.tolist()) if t not in special]
-    low, high = (min(words), max(words)) if words else (0.0, 1.0)
-    span = (high - low) or 1.0
-    print(f"  {'token':>15s} {'nats':>9s}  relative (min-max over the words)")
-    for token, score in zip(tokens, scores.tolist()):
-        bar = "#" * int(round(20 * min(max((score - low) / span, 0.0), 1.0)))
-        print(f"  {token:>15s} {score:9.1f}  {bar}")
-
-
-def _top_tokens(tokens: List[str], scores: torch.Tensor, special: Any, k: int) -> str:
-    """The ``k`` highest-scoring tokens, special tokens left out."""
-    ranked = sorted(
-        (i for i, t in enumerate(tokens) if t not in special),
-        key=lambda i: -float(scores[i]),
-    )
-    return ", ".join(f"{tokens[i]} ({float(scores[i]):.1f})" for i in ranked[:k])
-
-
-def _encode_checked(tok: Any, args: argparse.Namespace, model: Any) -> Dict:
-    """The text encoded (truncated to the model's positions), with checks."""
-    limit = min(512, getattr(model.config, "max_position_embeddings", 512) or 512)
-    pair = None if args.pair is None else [args.pair]
-    enc = encode(tok, [args.text], pair, limit)
-    full = len(tok(args.text, args.pair)["input_ids"])
-    if full > limit:
-        print(f"note: the text has {full} tokens; only the first {limit} are used")
-    ids = enc["input_ids"][0]
-    special = set(tok.all_special_ids) - {tok.unk_token_id}
-    words = [i for i in ids.tolist() if i not in special]
-    if words and tok.unk_token_id is not None and set(words) == {tok.unk_token_id}:
+def _iba_options(
+    args: argparse.Namespace, methods: Sequence[str], prior: Any = None
+) -> Dict[str, Dict[str, Any]]:
+    """IBA's options given on the command line (``--beta``, ``--steps``,
+    ``--n-samples``, a resolved ``--prior``), for every chosen method that
+    takes them (those that take a noise prior: the IBA configurations); they
+    replace the configuration's. Given with no such method, they are refused.
+    """
+    knobs = {
+        k: getattr(args, k)
+        for k in ("beta", "steps", "n_samples")
+        if getattr(args, k, None) is not None
+    }
+    if prior is not None:
+        knobs["prior"] = prior
+    if not knobs:
+        return {}
+    takers = [m for m in methods if "prior" in _needs(m)]
+    if not takers:
+        given = ", ".join("--" + k.replace("_", "-") for k in knobs)
         raise CLIError(
-            "the tokenizer maps every word to its unknown token "
-            f"({tok.unk_token}): its vocabulary files are missing or damaged"
+            f"{given}: IBA's options, but no IBA method is chosen "
+            f"({', '.join(methods)})"
         )
-    return enc
+    return {m: dict(knobs) for m in takers}
+
+
+def _needs(method: str) -> Tuple[str, ...]:
+    """The resources a method's scorer declares (none when it cannot load)."""
+    try:
+        return tuple(METHODS.load(method).needs)
+    except ImportError:
+        return ()
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    """``captum-iba explain``: IBA scores of one text, printed (and as HTML)."""
+    """``captum-iba explain``: the words a prediction relied on, by one method
+    or several (``--compare``), printed and as an HTML page."""
     if not args.text.strip():
         raise CLIError("the text to explain is empty")
     if args.pair is not None and not args.pair.strip():
         raise CLIError("--pair is empty: give the second text, or leave --pair out")
     html = output_file(args.html, "--html")
     config, record = _config_and_record(args.model, DEFAULT_CORPUS)
-    check_against_config(config, layer=args.layer, target=args.target)
+    check_against_config(config, layer=args.layer)
+    if args.target is not None:
+        class_index(args.target, class_names(config))
+    _iba_options(args, args.methods)  # refused before any model loads
     warning = pair_warning(config, record) if args.pair is not None else None
     if warning:
         print(f"warning: {warning}")
     model, tok = _model_and_tokenizer(args.model)
-    index, layer = _layer(model, args.layer)
+    prior = None
+    if args.prior is not None:
+        corpus = (record or {}).get("dataset")
+        data = _prior_data([args.prior], corpus, None)
+        resources = Resources(model, tok, args.layer, args.prior, prior_data=data)
+        prior = resources.values("prior")[0]
+    name = args.model or "MiniLM-L6 fine-tuned on SST-2 (the default model, cached)"
     corpus = (record or {}).get("dataset")
-    data = _prior_data([args.prior], corpus, None)
-    batches = None if data is None else encoded_batches(tok, data, 128, 32)
-    prior = resolve_prior(args.prior, model, layer, batches)
-    enc = _encode_checked(tok, args, model)
-    extra = (enc["attention_mask"],)
-    if "token_type_ids" in enc:
-        extra += (enc["token_type_ids"],)
-    with torch.no_grad():
-        probs = model(enc["input_ids"], *extra).logits.softmax(-1)[0]
-    pred = int(probs.argmax())
-    target = pred if args.target is None else args.target
-    if not 0 <= target < probs.numel():
-        raise CLIError(f"--target {target} is out of range (0..{probs.numel() - 1})")
-    if args.method == "iba-amortized":
-        ref = LayerRef(index, layer)
-        found = cached_explainer(model, tok, ref, corpus or DEFAULT_CORPUS, False)
-        attr = AmortizedInformationBottleneckAttribution(model, layer, found).attribute(
-            enc["input_ids"], target=target, additional_forward_args=extra
-        )
-        what = "amortized IBA, signal weight summed over the features"
-    else:
-        attr = InformationBottleneckAttribution(model, layer).attribute(
-            enc["input_ids"],
-            target=target,
-            additional_forward_args=extra,
-            beta=args.beta,
-            prior=prior,
-            seed=args.seed,
-        )
-        what = "IBA, capacity in nats"
-    scores = token_attributions(attr)[0]
-    tokens = tok.convert_ids_to_tokens(enc["input_ids"][0].tolist())
-    names = getattr(model.config, "id2label", {}) or {}
-    label = lambda i: names.get(i, str(i))  # noqa: E731
-    print(
-        f"prediction: {label(pred)} (p={probs[pred]:.3f}); explaining "
-        f"{label(target)}; bottleneck after layer index {index} ({what})"
-    )
-    special = set(tok.all_special_tokens)
-    _print_scores(tokens, scores, special)
-    print(f"top tokens: {_top_tokens(tokens, scores, special, args.top)}")
-    if html is not None:
-        from captum_iba.visualization import text_heatmap_html
 
-        page = text_heatmap_html(
-            tokens,
-            scores,
-            skip_tokens=sorted(special),  # the scale spans the words
-            full_page=True,
-            title=args.text if args.pair is None else f"{args.text} | {args.pair}",
-            pred=label(pred),
-            pred_prob=float(probs[pred]),
-            label=label(target),
-        )
-        atomic_write_text(html, page)
+    def explainer(module: Any) -> Any:  # only when iba-amortized is built
+        ref = LayerRef(_layer(model, args.layer).index, module)
+        return cached_explainer(model, tok, ref, corpus, False)
+
+    result = explain(
+        args.text,
+        model,
+        args.methods,
+        tokenizer=tok,
+        pair=args.pair,
+        target=args.target,
+        layer=args.layer,
+        seed=args.seed,
+        method_options=_iba_options(args, args.methods, prior),
+        model_name=name,
+        explainer=explainer,
+    )
+    print(result.to_text(args.top, args.pieces))
+    if html is not None:
+        atomic_write_text(html, result.to_html(args.pieces))
         print(f"wrote {html}")
     return 0
 
@@ -248,7 +218,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
     """The scorers of ``evaluate`` / ``attribute``: every name resolved once,
     by the harness's one resolver."""
-    iba = {k: getattr(args, k) for k in ("beta", "steps", "n_samples") if k in args}
     options = {
         "IG": {"n_steps": args.ig_steps},
         "LIME": {"n_samples": args.lime_samples},
@@ -256,7 +225,6 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
             "n_samples": args.lime_samples,
             "max_length": args.lime_max_length,
         },
-        "IBA": iba,
     }
     options = {
         m: {k: v for k, v in o.items() if v is not None} for m, o in options.items()
@@ -268,6 +236,7 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
             model, tok, layer, args.dataset, True, args.data_dir, args.max_length
         )
 
+    options.update(_iba_options(args, args.methods))
     resources = Resources(
         model,
         tok,
@@ -355,6 +324,7 @@ def _run_corpus_command(args: argparse.Namespace, split: str) -> Optional[Merged
     out = output_folder(args.out, "--out")
     config, _ = _config_and_record(args.model, args.dataset)
     check_against_config(config, layer=args.layer, max_length=args.max_length)
+    _iba_options(args, args.methods)  # refused before any model loads
     threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)  # CPU rounding depends on it
     world = init_world(args.device)
@@ -362,6 +332,12 @@ def _run_corpus_command(args: argparse.Namespace, split: str) -> Optional[Merged
         prepare_out(args.out, _run_settings(args, split), world)
         if world.is_main:
             (out / MARKER).unlink(missing_ok=True)  # this run is not complete yet
+            print(
+                f"captum-iba {args.command}: {args.dataset} {split}, methods "
+                f"{', '.join(args.methods)}; results go to {out}/ (a re-run with "
+                "the same options resumes)",
+                flush=True,
+            )
         return run_corpus_job(_corpus_job(args, world, split), args.out, world)
     finally:
         world.close()
@@ -371,11 +347,9 @@ def _run_corpus_command(args: argparse.Namespace, split: str) -> Optional[Merged
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """``captum-iba evaluate``: the degradation test of several methods, on
     the corpus engine (resumable; one process or ``torchrun``)."""
-    start = time.time()
     merged = _run_corpus_command(args, HELDOUT_SPLIT[args.dataset])
     if merged is None:
         return 0
-    seconds = time.time() - start
     out = Path(args.out)
     stem = f"{args.dataset}_{args.setting}"
     table, written = _write_degradation(out, stem, merged.results, curves=True)
@@ -383,14 +357,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     files = ENGINE_FILES + written
     write_marker(out, MARKER, files=files, command="evaluate", n=n)
     accuracy = next(iter(merged.results.values())).original_accuracy
-    print(f"{args.dataset} (n={n}), setting={args.setting}")
+    print(f"\n{args.dataset} (n={n}), setting {args.setting}")
     print(table.to_markdown())
+    print(_wrap(f"Columns: {table.legend()}"))
     print(
-        f"evaluated {n} instances x {len(merged.results)} methods in "
-        f"{seconds:.0f} s ({n / seconds:.2f} instances/s); model accuracy "
-        f"on them {100 * accuracy:.1f} %; results in {out}/"
+        f"done: {merged.run_line(n, len(merged.results))}; model accuracy on them "
+        f"{100 * accuracy:.1f} %; results in {out}/"
     )
     return 0
+
+
+def _wrap(text: str) -> str:
+    return "\n".join(textwrap.wrap(text, 88))
 
 
 def cmd_attribute(args: argparse.Namespace) -> int:
@@ -408,8 +386,14 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         )
         written += files
         print(table.to_markdown())
+        print(_wrap(f"Columns: {table.legend()}"))
     write_marker(out, MARKER, files=written, command="attribute", n=len(merged.rows))
-    print(f"{len(merged.rows)} attributions in {out / 'attributions.jsonl'}")
+    n = len({row["index"] for row in merged.rows})
+    print(
+        f"done: {merged.run_line(n, len(merged.rows) // max(n, 1))}; "
+        f"{len(merged.rows)} rows in {out / 'attributions.jsonl'} (fields and "
+        f"units: {out / 'settings.json'})"
+    )
     return 0
 
 

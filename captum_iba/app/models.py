@@ -110,15 +110,24 @@ def _first_line(err: BaseException) -> str:
 
 
 @contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    """No per-tensor loading bars while loading (restored afterwards)."""
+def quiet_transformers(warnings: bool = True) -> Iterator[None]:
+    """No per-tensor loading bars while loading (restored afterwards).
+
+    Args:
+        warnings (bool): Keep transformers' warnings. False: errors only
+            (for a load whose report the caller says in its own words).
+    """
     from transformers.utils import logging as hf_logging
 
     enabled = hf_logging.is_progress_bar_enabled()
+    level = hf_logging.get_verbosity()
     hf_logging.disable_progress_bar()
+    if not warnings:
+        hf_logging.set_verbosity_error()
     try:
         yield
     finally:
+        hf_logging.set_verbosity(level)
         if enabled:
             hf_logging.enable_progress_bar()
 
@@ -167,7 +176,7 @@ def load_classifier(
 
     name, local = _source(path)
     try:
-        with _quiet_transformers():
+        with quiet_transformers():
             tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local)
             model = AutoModelForSequenceClassification.from_pretrained(
                 name, local_files_only=local

@@ -48,6 +48,7 @@ from captum_iba.app.finetune import (
     reproduce_overrides,
 )
 from captum_iba.app.models import load_classifier
+from captum_iba.app.profiles import CORPORA, PARTS, PROFILES
 from captum_iba.attr import (
     InformationBottleneckAttribution,
     encoder_layers,
@@ -85,28 +86,7 @@ PAPER_TABLE1 = {
     "ag_news": {"random": 0.008, "LIME": 0.033, "IG": 0.036, "IBA": 0.029},
     "rte": {"random": 0.012, "LIME": 0.014, "IG": 0.043, "IBA": 0.059},
 }
-#: Corpora of the paper's Table 1 that can be measured here, and the parts.
-CORPORA = ("sst2", "imdb", "ag_news", "rte")
-PARTS = ("table", "sweeps", "examples")
 METHODS = ("random", "LIME", "IG", "IBA")
-PROFILES: Dict[str, Dict[str, Any]] = {
-    "cpu": {
-        "n": {"sst2": 100, "imdb": 30, "ag_news": 100, "rte": 60},
-        "max_length": {"sst2": 128, "imdb": 256, "ag_news": 128, "rte": 256},
-        "sweep_n": 60,
-        "batch_size": 16,
-        # The paper's LIME pads each perturbed text to 512 tokens (no mask);
-        # on a CPU it pads to the corpus' truncation length instead.
-        "lime_max_length": {"sst2": 128, "imdb": 256, "ag_news": 128, "rte": 256},
-    },
-    "paper": {
-        "n": {"sst2": 872, "imdb": 1000, "ag_news": 1000, "rte": 277},
-        "max_length": {"sst2": 512, "imdb": 512, "ag_news": 512, "rte": 512},
-        "sweep_n": 1000,
-        "batch_size": 32,
-        "lime_max_length": {"sst2": 512, "imdb": 512, "ag_news": 512, "rte": 512},
-    },
-}
 BETAS = [1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1]
 EXAMPLE = (
     "I liked this movie a lot: the plot intrigued me from the first scene, "

@@ -109,6 +109,10 @@ class AttnLRPScorer(TokenScorer):
     """
 
     name = "AttnLRP"
+    meaning = (
+        "the token's relevance for the class's logit (LRP: the relevances add "
+        "up to about the logit): + for the class, - against it"
+    )
 
     def __init__(self, model: nn.Module, **kwargs: Any) -> None:
         super().__init__(model, **kwargs)

@@ -87,6 +87,7 @@ class CaptumScorer(TokenScorer):
 
     name = "captum"
     needs = ("seed",)
+    meaning = "Captum's attribution to the class's {output}: + for it, - against it"
     #: The Captum attribution class (set by subclasses, or given).
     method: Optional[Type[Any]] = None
     #: Default ``attribute`` options of a subclass.
@@ -229,6 +230,10 @@ class OcclusionScorer(CaptumScorer):
 
     name = "occlusion"
     method = Occlusion
+    meaning = (
+        "how much the class's {output} drops when the token is replaced by [PAD] "
+        "(masked): + for the class, - against it"
+    )
 
 
 class OcclusionMaskScorer(CaptumScorer):
@@ -236,6 +241,10 @@ class OcclusionMaskScorer(CaptumScorer):
 
     name = "occlusion-mask"
     method = Occlusion
+    meaning = (
+        "how much the class's {output} drops when the token is replaced by "
+        "[MASK]: + for the class, - against it"
+    )
 
     def __init__(self, model: Callable[..., Any], **kwargs: Any) -> None:
         kwargs.setdefault("baseline", "mask")
@@ -248,6 +257,10 @@ class GradientXActivationScorer(CaptumScorer):
 
     name = "grad-x-act"
     method = LayerGradientXActivation
+    meaning = (
+        "gradient of the class's {output} times the token's embedding: + for "
+        "the class, - against it"
+    )
 
     def __init__(self, model: Callable[..., Any], **kwargs: Any) -> None:
         kwargs.setdefault("layer", "embeddings")
@@ -281,6 +294,10 @@ class KernelShapScorer(SamplingScorer):
 
     name = "kernel-shap"
     method = KernelShap
+    meaning = (
+        "the token's Shapley value for the class's {output} (KernelSHAP "
+        "estimate): + for the class, - against it"
+    )
     defaults = {"n_samples": 500}
 
 
@@ -291,4 +308,8 @@ class ShapleySamplingScorer(SamplingScorer):
 
     name = "shapley"
     method = ShapleyValueSampling
+    meaning = (
+        "the token's Shapley value for the class's {output} (sampled "
+        "permutations): + for the class, - against it"
+    )
     defaults = {"n_samples": 25}

@@ -45,6 +45,11 @@ class IBAScorer(TokenScorer):
 
     name = "IBA"
     needs = ("layer", "prior", "seed", "internal_batch_size", "precision")
+    signed = False
+    #: Every piece keeps some signal (a floor of about half the features for
+    #: the faithful configuration, 1,900 nats for the paper's), so sums over
+    #: pieces would rank a word by its number of pieces: words take the mean.
+    word_reduction = "mean"
 
     def __init__(
         self,
@@ -81,6 +86,28 @@ class IBAScorer(TokenScorer):
         )
         if ref.index is not None:
             self.settings["layer_index"] = ref.index
+
+    @property
+    def score_meaning(self) -> str:
+        """str: What a score means under this configuration's readout."""
+        where = "the bottleneck"
+        if "layer_index" in self.settings:
+            where += f" after encoder layer {self.settings['layer_index']}"
+        if self.options.readout == "mask_mean":
+            what = (
+                f"how much of the token's signal {where} lets through (the mask "
+                "lambda in [0, 1], averaged over the steps, summed over the "
+                "token's features)"
+            )
+        else:
+            what = (
+                f"the information about the token that passes {where}, in nats "
+                "(the capacity of Eq. 4, summed over the token's features)"
+            )
+        return (
+            f"{what}: how much the prediction relied on the token, with no "
+            "direction (for or against the class)"
+        )
 
     def _scores(
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor

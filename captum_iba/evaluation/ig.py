@@ -56,6 +56,10 @@ class IntegratedGradientsScorer(TokenScorer):
 
     name = "IG"
     needs = ("internal_batch_size",)
+    meaning = (
+        "the part of the class's {output} (against an input of [PAD]s) that the "
+        "token's embedding accounts for: + for the class, - against it"
+    )
 
     def __init__(
         self,

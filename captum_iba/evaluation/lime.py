@@ -66,6 +66,10 @@ class CaptumLimeScorer(TokenScorer):
 
     name = "LIME"
     needs = ("seed",)
+    meaning = (
+        "the token's weight in LIME's linear model of the class's {output} "
+        "(tokens removed as [PAD]): + for the class, - against it"
+    )
 
     def __init__(
         self,
@@ -196,6 +200,11 @@ class LimeTextScorer(TokenScorer):
 
     name = "LIME-text"
     needs = ("seed",)
+    word_reduction = "mean"  # every piece carries its word's weight
+    meaning = (
+        "the word's weight in LIME's linear model of the class's probability: "
+        "+ for the class, - against it"
+    )
 
     def __init__(
         self,

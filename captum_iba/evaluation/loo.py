@@ -41,6 +41,10 @@ class LeaveOneOutScorer(TokenScorer):
     """
 
     name = "LOO"
+    meaning = (
+        "how much the class's {output} drops when the token is deleted: + for "
+        "the class, - against it"
+    )
 
     def __init__(
         self,

@@ -42,6 +42,7 @@ from types import MappingProxyType
 from typing import Any, Dict, Mapping, Tuple, Union
 
 from captum_iba.metrics import PAPER_LEVELS, DegradationOptions, Deletion
+from captum_iba.registry import SETTINGS as _SETTING_NAMES
 
 __all__ = [
     "FAIR",
@@ -117,8 +118,9 @@ FAIR = Preset(
 
 #: The presets by name.
 PRESETS: Mapping[str, Preset] = MappingProxyType({p.name: p for p in (PAPER, FAIR)})
-#: Their names.
-SETTINGS: Tuple[str, ...] = tuple(PRESETS)
+#: Their names (registered, with a summary each, in
+#: :data:`captum_iba.registry.SETTINGS`, which ``--help`` lists).
+SETTINGS: Tuple[str, ...] = tuple(_SETTING_NAMES.names())
 
 
 def _test_keywords(options: DegradationOptions) -> Dict[str, Any]:

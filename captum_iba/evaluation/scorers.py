@@ -50,6 +50,9 @@ __all__ = [
 
 #: Names of the presets a scorer may record as its ``setting``.
 SETTING_NAMES = ("paper", "fair", "custom")
+#: What a scorer's ``output`` option explains, in words (for
+#: :attr:`TokenScorer.score_meaning`).
+OUTPUT_WORDS = {"logits": "logit", "probs": "probability", "log_odds": "log-odds"}
 
 
 def register_scorer(cls: Type["TokenScorer"]) -> Type["TokenScorer"]:
@@ -145,6 +148,16 @@ class TokenScorer:
     #: The shared resources the constructor takes (keyword arguments of these
     #: names), resolved once by :func:`~captum_iba.evaluation.build_scorers`.
     needs: Tuple[str, ...] = ()
+    #: Whether a score has a direction (+ for the explained class, - against
+    #: it); False for a magnitude without one, such as IBA's information.
+    signed: bool = True
+    #: What one score means, in one sentence (pages, tables, ``settings.json``);
+    #: ``{output}`` becomes what the method explains (``"logit"``, ...).
+    meaning: str = "+ for the explained class, - against it"
+    #: How a word's score is made from its word pieces' scores: ``"sum"``
+    #: (additive scores: the word's share of the total) or ``"mean"`` (scores
+    #: that do not add up over pieces, e.g. each piece carrying its word's).
+    word_reduction: str = "sum"
 
     def __init__(
         self,
@@ -180,6 +193,13 @@ class TokenScorer:
         }
         self.seconds = 0.0
         self.instances = 0
+
+    @property
+    def score_meaning(self) -> str:
+        """str: What one score means (:attr:`meaning` with its ``{output}``
+        filled in from the scorer's ``output`` option, if it has one)."""
+        output = OUTPUT_WORDS.get(getattr(self, "output", None), "score")
+        return self.meaning.format(output=output)
 
     @log_usage()
     def attribute(
@@ -317,6 +337,9 @@ class RandomScorer(TokenScorer):
 
     name = "random"
     needs = ("seed",)
+    signed = False
+    meaning = "uniform random numbers in [0, 1): a floor to compare with, no meaning"
+    word_reduction = "mean"
 
     def __init__(
         self, model: Optional[Callable[..., Any]] = None, seed: int = 0, **kwargs: Any

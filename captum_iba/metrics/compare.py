@@ -42,22 +42,24 @@ class Comparison:
     rows: List[Dict[str, Any]]
     levels: List[Union[float, int]]
 
+    def _first_level(self) -> str:
+        first = self.levels[0] if self.levels else None
+        return f"{100 * first:.1f} %" if isinstance(first, float) else f"{first} tok."
+
     def to_markdown(self, digits: int = 3) -> str:
-        """A Markdown table: first-level drop, AOPC, comprehensiveness, sufficiency.
+        """A Markdown table: first-level drop, AOPC, comprehensiveness, sufficiency,
+        log-odds; each column's better direction marked (↑ higher is better, ↓
+        lower is better), the columns explained by :meth:`legend`.
 
         Args:
             digits (int): Decimal places. Default 3.
 
         Returns:
-            str: The table.
+            str: The table, one row per method in the order given.
         """
-        first = self.levels[0] if self.levels else None
-        first_txt = (
-            f"{100 * first:.1f} %" if isinstance(first, float) else f"{first} tok."
-        )
         head = (
-            f"| method | n | o | drop @ {first_txt} | AOPC | comprehensiveness "
-            "| sufficiency | log-odds |"
+            f"| method | n | p(class) | drop @ {self._first_level()} ↑ | AOPC ↑ "
+            "| comprehensiveness ↑ | sufficiency ↓ | log-odds ↓ |"
         )
         lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|"]
 
@@ -73,6 +75,24 @@ class Comparison:
                 f"| {fmt(row['log_odds'])} |"
             )
         return "\n".join(lines)
+
+    def legend(self) -> str:
+        """What each column of :meth:`to_markdown` means, in one paragraph.
+
+        Returns:
+            str: The legend (the formulas: docs/metrics.rst).
+        """
+        first = self._first_level()
+        return (
+            "n: instances. p(class): mean probability of the explained class "
+            f"before any removal. drop @ {first}: how much it falls when each "
+            f"method's top {first} of the tokens are removed (the paper's Table "
+            "1). AOPC: that fall averaged over all removal levels. "
+            "comprehensiveness: the same without the level of no removal "
+            "(ERASER). sufficiency: the fall when only the top tokens are kept. "
+            "log-odds: mean change of the class's log-odds as tokens are removed. "
+            "↑ higher is better, ↓ lower is better; rows in the order asked."
+        )
 
     def curves_markdown(self, digits: int = 3) -> str:
         """A Markdown table of the normalised curves (one row per method).

@@ -31,6 +31,7 @@ from captum_iba.visualization._inputs import (
     resolve_scale,
     scale_scores,
 )
+from captum_iba.visualization.page import score_colors
 from captum_iba.visualization.style import HeatmapStyle
 
 __all__ = [
@@ -194,7 +195,8 @@ def heatmap_records(
 
 
 def _legend_html(signed: bool, scale: str) -> str:
-    """The legend: which scale the colours follow, with three sample cells."""
+    """The legend: which scale the colours follow, with three sample cells
+    kept on one line (they never wrap apart from each other)."""
     if scale == "minmax" or (scale == "auto" and not signed):
         values, names = [0.0, 0.5, 1.0], ["min", "halfway", "max"]
         what = (
@@ -210,17 +212,35 @@ def _legend_html(signed: bool, scale: str) -> str:
     else:
         values, names = [0.0, 0.5, 1.0], ["0", "max / 2", "max"]
         what = "score / largest score of each instance"
-    cells = captum_viz.format_word_importances(names, values)
+    cells = _word_cells(names, values, signed)
     return (
-        '<table class="captum-iba-legend"><tr><td><b>Legend:</b> '
-        f"{what}</td>" + cells + "</tr></table>"
+        '<div class="captum-iba-legend" style="margin:.3em 0"><b>Legend:</b> '
+        f'{what} <span style="white-space:nowrap">{cells}</span></div>'
     )
 
 
+def _word_cells(words: Sequence[str], values: Any, signed: bool) -> str:
+    """Words (already escaped) on backgrounds of their scaled scores
+    (:func:`~captum_iba.visualization.page.score_colors`), each with its
+    scaled score in a tooltip."""
+    cells = []
+    for word, value in zip(words, [float(v) for v in values]):
+        back, fore = score_colors(value, signed)
+        cells.append(
+            f'<mark style="background-color:{back};color:{fore};padding:0 .2em;'
+            f'line-height:1.75" title="{value:.3f}">{word}</mark>'
+        )
+    return " ".join(cells)
+
+
 def _records_table(
-    records: Sequence[captum_viz.VisualizationDataRecord], legend: bool, scale: str
+    records: Sequence[captum_viz.VisualizationDataRecord],
+    legend: bool,
+    scale: str,
+    total: bool = True,
 ) -> str:
-    """Captum's table layout, without IPython; columns with no value are left out."""
+    """Captum's table layout, without IPython; columns with no value are left
+    out, and the "Attribution Score" column unless ``total``."""
     has_true = any(r.true_class for r in records)
     has_pred = any(r.pred_class for r in records)
     has_label = any(r.attr_class for r in records)
@@ -231,8 +251,11 @@ def _records_table(
         head.append("<th>Predicted Label</th>")
     if has_label:
         head.append("<th>Attribution Label</th>")
-    head.append("<th>Attribution Score</th><th>Word Importance</th></tr>")
+    if total:
+        head.append("<th>Attribution Score</th>")
+    head.append("<th>Word Importance</th></tr>")
     rows = ["".join(head)]
+    signed = any(bool((r.word_attributions < 0).any()) for r in records)
     for r in records:
         cells = ["<tr>"]
         if has_true:
@@ -244,13 +267,11 @@ def _records_table(
             cells.append(captum_viz.format_classname(pred))
         if has_label:
             cells.append(captum_viz.format_classname(r.attr_class))
-        cells.append(captum_viz.format_classname(f"{r.attr_score:.2f}"))
-        cells.append(
-            captum_viz.format_word_importances(r.raw_input_ids, r.word_attributions)
-        )
-        cells.append("</tr>")
+        if total:
+            cells.append(captum_viz.format_classname(f"{r.attr_score:.2f}"))
+        words = _word_cells(r.raw_input_ids, r.word_attributions, signed)
+        cells.append(f"<td>{words}</td></tr>")
         rows.append("".join(cells))
-    signed = any(bool((r.word_attributions < 0).any()) for r in records)
     parts = ['<div class="captum-iba-heatmap">']
     if legend:
         parts.append(_legend_html(signed, scale))
@@ -294,8 +315,9 @@ def text_heatmap_html(
             ``token_mask`` (``(L,)`` or ``(B, L)``, 0 at padding), ``label``
             (the class explained), ``pred`` (the predicted class),
             ``pred_prob`` (its probability), ``true_label`` (the gold label),
-            ``attr_score`` (the "attribution score" column, default: the
-            total raw score); and :class:`HeatmapStyle`'s options, over
+            ``attr_score`` (the "Attribution Score" column, shown only when
+            given: a total of raw scores, e.g. of IBA's nats, means little
+            to a reader); and :class:`HeatmapStyle`'s options, over
             ``style``: ``skip_tokens`` (tokens never shown, default: padding
             tokens), ``merge_subwords`` (merge ``"##"`` word pieces, scores
             summed; default False), ``subword_prefix`` (the continuation
@@ -322,7 +344,8 @@ def text_heatmap_html(
     instance_data = {k: options.pop(k) for k in _INSTANCE_DATA if k in options}
     style = HeatmapStyle.resolve(style, options, "text_heatmap_html")
     records = heatmap_records(tokens, scores, style=style, **instance_data)
-    body = _records_table(records, legend, style.scale)
+    total = instance_data.get("attr_score") is not None
+    body = _records_table(records, legend, style.scale, total)
     if not full_page:
         return body
     head_title = _text(title) if title else "captum-iba token attributions"

@@ -22,7 +22,7 @@ def test_explain_prints_tokens_and_writes_html(tiny_model_dir, tmp_path, capsys)
     )
     out = capsys.readouterr().out
     assert code == 0
-    assert "prediction:" in out and "fine" in out and "[CLS]" in out
+    assert "prediction:" in out and "fine" in out and "iba-faithful" in out
     page = html.read_text()
     assert "&lt;" in page and "<b>fine" not in page
 
@@ -33,7 +33,7 @@ def test_explain_pair_and_target(tiny_model_dir, capsys):
         + ["--model", tiny_model_dir, "--layer", "0"]
     )
     assert code == 0
-    assert "explaining positive" in capsys.readouterr().out
+    assert "explaining class 'positive' (index 1" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

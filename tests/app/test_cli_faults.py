@@ -136,7 +136,7 @@ def test_pair_warning_guessed_from_label_names(tiny_model_dir, capsys):
 
 def test_top_tokens_leave_out_special_tokens(tiny_model_dir, capsys):
     main(["explain", "a fine film", "--model", tiny_model_dir, "--top", "2"])
-    line = [ln for ln in capsys.readouterr().out.splitlines() if "top tokens" in ln]
+    line = [ln for ln in capsys.readouterr().out.splitlines() if "top 2 words" in ln]
     assert len(line) == 1 and "[CLS]" not in line[0] and "[SEP]" not in line[0]
     assert line[0].count("(") == 2
 

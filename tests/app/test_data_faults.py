@@ -229,6 +229,23 @@ def test_no_corpus_anywhere_names_the_three_ways(no_local_data):
     assert str(no_local_data / "cache" / "data") in message  # (2)
     assert "pip install datasets" in message and "glue/sst2" in message  # (3)
     assert "not installed" in message
+    # the files, their format and where they come from
+    assert "sst2/train.tsv, sst2/dev.tsv" in message
+    assert "header 'sentence<TAB>label'" in message
+    assert "https://dl.fbaipublicfiles.com/glue/data/SST-2.zip" in message
+    # a development checkout's ../shared/data is not shown where there is none
+    assert "shared" not in message
+
+
+@pytest.mark.parametrize("corpus", ["imdb", "rte", "ag_news"])
+def test_every_corpus_names_its_files(no_local_data, corpus):
+    from captum_iba.app.data.corpora import CORPUS_FILES
+
+    with pytest.raises(FileNotFoundError) as err:
+        load_dataset(corpus, "train")
+    files, layout, source = CORPUS_FILES[corpus]
+    message = str(err.value)
+    assert files in message and layout in message and source in message
 
 
 class _FakeSplit:

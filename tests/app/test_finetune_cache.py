@@ -2,6 +2,8 @@
 runs, names that would escape the cache (P2, P3, P4, P13, P14)."""
 
 import json
+import os
+import stat
 import threading
 
 import pytest
@@ -158,6 +160,20 @@ def test_damaged_cache_folder_given_to_the_cli_is_named(damaged_model, capsys):
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "Traceback" not in err
     assert f"model folder {damaged_model} is damaged" in err and "delete it" in err
+
+
+@pytest.mark.skipif(not hasattr(os, "umask"), reason="POSIX permissions")
+def test_cached_models_get_the_user_s_permissions(tiny_base, counted_fine_tune):
+    """The cache folder is a temporary folder renamed into place: it gets the
+    umask's permissions, not mkdtemp's private 0o700 (its files already do)."""
+    old = os.umask(0o022)
+    try:
+        folder = _get(tiny_base)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+    record = folder / "captum_iba_finetune.json"
+    assert stat.S_IMODE(record.stat().st_mode) == 0o644
 
 
 def _temporaries(cache):

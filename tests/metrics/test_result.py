@@ -63,7 +63,11 @@ def test_compare_uses_min_across_methods():
     )
     md = table.to_markdown()
     assert "| A |" in md and "| B |" in md and "AOPC" in md and "sufficiency" in md
-    assert "drop @ 50.0 %" in md
+    assert "drop @ 50.0 % ↑" in md and "sufficiency ↓" in md and "p(class)" in md
+    legend = table.legend()
+    for column in ("n:", "p(class):", "drop @ 50.0 %:", "AOPC:", "sufficiency:"):
+        assert column in legend, column
+    assert "higher is better" in legend and "lower is better" in legend
     assert "| B |" in table.curves_markdown()
     c = handmade_result()
     c.levels = [0.25, 1.0]

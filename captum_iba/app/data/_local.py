@@ -62,10 +62,12 @@ def data_dir_candidates() -> List[Path]:
     """The local data folders looked in, in order (after ``$CAPTUM_IBA_DATA``).
 
     Returns:
-        List[Path]: The repository's ``../shared/data`` (a development
-        checkout) and :func:`user_data_dir`.
+        List[Path]: The repository's ``../shared/data`` where it exists (a
+        development checkout; an installed package has none, and its path is
+        never shown), then :func:`user_data_dir`.
     """
-    return [_repo_root().parent / "shared" / "data", user_data_dir()]
+    shared = _repo_root().parent / "shared" / "data"
+    return ([shared] if shared.is_dir() else []) + [user_data_dir()]
 
 
 def default_data_dir() -> Path:

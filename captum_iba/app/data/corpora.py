@@ -58,6 +58,38 @@ LABEL_NAMES: Dict[str, List[str]] = {
 }
 
 
+#: What each local corpus needs: its files (under the data folder), their
+#: format, and where to get them (for the message of a corpus found nowhere).
+CORPUS_FILES: Dict[str, Tuple[str, str, str]] = {
+    "sst2": (
+        "sst2/train.tsv, sst2/dev.tsv",
+        "tab-separated, header 'sentence<TAB>label', labels 0 negative, 1 positive",
+        "GLUE's SST-2, https://dl.fbaipublicfiles.com/glue/data/SST-2.zip, whose "
+        "train.tsv and dev.tsv are in this format",
+    ),
+    "imdb": (
+        "imdb/train.csv.gz, imdb/test.csv.gz",
+        "gzip CSV with a header holding the columns text and label (0 negative, "
+        "1 positive)",
+        "the Large Movie Review Dataset, https://ai.stanford.edu/~amaas/data/"
+        "sentiment/, whose one file per review goes into these CSVs",
+    ),
+    "rte": (
+        "rte/train.jsonl, rte/validation.jsonl",
+        "JSON lines with sentence1, sentence2 and label (0 entailment, "
+        "1 not_entailment)",
+        "GLUE's RTE, https://dl.fbaipublicfiles.com/glue/data/RTE.zip, whose TSV "
+        "files (labels as words) convert to these",
+    ),
+    "ag_news": (
+        "ag_news/test.csv, ag_news/classes.txt",
+        "the original CSV without a header (class 1..4, title, description) and "
+        "one class name per line",
+        "the ag_news_csv archive of Zhang et al. (2015), as it is",
+    ),
+}
+
+
 def canonical_split(name: str, split: str) -> str:
     """The canonical name of a split of a local corpus (``"val"`` -> ``"dev"``).
 

@@ -5,7 +5,12 @@ from typing import Optional, Union
 
 from captum_iba.app.data._hub import datasets_available, load_from_hub
 from captum_iba.app.data._local import DATA_ENV_VAR, load_local, user_data_dir
-from captum_iba.app.data.corpora import HUB_DATASETS, LOCAL_DATASETS, canonical_split
+from captum_iba.app.data.corpora import (
+    CORPUS_FILES,
+    HUB_DATASETS,
+    LOCAL_DATASETS,
+    canonical_split,
+)
 from captum_iba.app.data.dataset import TextClassificationData
 from captum_iba.app.data.splits import DEFAULT_SEED, stratified_subset
 
@@ -114,21 +119,26 @@ HUB_NAME = {local: hub for hub, (_, _, local) in HUB_DATASETS.items()}
 
 
 def missing_corpus_message(key: str, reasons: str) -> str:
-    """The one message for a corpus found nowhere: the three ways to provide it.
+    """The one message for a corpus found nowhere: its files, their format,
+    where to get them, and the three ways to provide it.
 
     Args:
         key (str): The corpus' local name.
         reasons (str): What was tried and why it failed.
 
     Returns:
-        str: The message.
+        str: The message (one line).
     """
+    files = ""
+    if key in CORPUS_FILES:
+        names, layout, source = CORPUS_FILES[key]
+        files = f" It needs the files {names} ({layout}; from {source})."
     return (
-        f"Corpus {key!r} not found. Provide it in one of three ways: "
-        f"(1) set {DATA_ENV_VAR} to a folder holding {key}/ (layout: "
-        "captum_iba.app.data); (2) put that folder into the default data folder "
-        f"{user_data_dir()}; (3) `pip install datasets` and be online: it is then "
-        f"read from the Hugging Face hub as {HUB_NAME[key]!r}. ({reasons})"
+        f"Corpus {key!r} not found.{files} Provide them in one of three ways: "
+        f"(1) put them under a folder and set {DATA_ENV_VAR} to it; (2) put them "
+        f"under {user_data_dir()}; (3) `pip install datasets` and be online: "
+        f"the corpus is then read from the Hugging Face hub as "
+        f"{HUB_NAME[key]!r}. (Tried {reasons}.)"
     )
 
 
@@ -136,7 +146,7 @@ def _from_hub_or_explain(
     key: str, split: str, local_error: FileNotFoundError
 ) -> TextClassificationData:
     """The corpus from the hub, or the three-ways message saying why not."""
-    local = str(local_error).splitlines()[0]
+    local = str(local_error).splitlines()[0].rstrip(".")
     if not datasets_available():
         raise FileNotFoundError(
             missing_corpus_message(

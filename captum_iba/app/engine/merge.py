@@ -9,7 +9,9 @@
   :meth:`~captum_iba.metrics.DegradationResult.instance_records`). pandas
   (``pd.read_json(path, lines=True)``) and Hugging Face ``datasets``
   (``load_dataset("json", data_files=path)``) read it as it is.
-* ``settings.json`` - the run's settings and every method's own.
+* ``settings.json`` - the run's settings and every method's own, what each
+  field of ``attributions.jsonl`` holds (``fields``: :data:`ROW_FIELDS`) and
+  what each method's scores mean (``scores``: meaning and direction).
 
 Both are written to a temporary name and renamed. The merged numbers do not
 depend on the number of processes (see :mod:`~captum_iba.app.engine.units`).
@@ -29,7 +31,30 @@ from captum_iba.metrics import DegradationResult
 if TYPE_CHECKING:  # pragma: no cover
     from captum_iba.app.engine.run import CorpusJob
 
-__all__ = ["Merged", "merge_shards"]
+__all__ = ["ROW_FIELDS", "Merged", "merge_shards"]
+
+#: The fields of a row of ``attributions.jsonl``: what each holds, and its unit
+#: (written into ``settings.json``; the docs' scaling page lists them too).
+ROW_FIELDS: Dict[str, str] = {
+    "index": "position of the instance in the corpus split (0-based)",
+    "method": "the method's name (settings.json: scores.<method> says what its "
+    "scores mean)",
+    "text": "the instance's text",
+    "text_pair": "its second text (sentence pairs only)",
+    "label": "the gold class (index)",
+    "target": "the class explained (index): the gold label or, with --target "
+    "predicted, the predicted class",
+    "predicted": "the predicted class (index)",
+    "target_probability": "the model's probability of the target class, in [0, 1]",
+    "tokens": "the word pieces, special tokens included, padding left out",
+    "input_ids": "their token ids",
+    "scores": "one score per token, higher = more relevant; the unit is the "
+    "method's (settings.json: scores.<method>.meaning)",
+    "degradation": "with --degradation: the instance's degradation test, "
+    "probabilities of the target class in [0, 1] before (original_probs) and "
+    "after removing the top tokens at each level (probs), log-odds, predicted "
+    "classes and token counts",
+}
 
 #: Shard-only fields, left out of ``attributions.jsonl``.
 _INTERNAL = ("kind", "unit", "seconds", "test_settings")
@@ -45,17 +70,43 @@ class Merged:
             over the whole corpus (empty without the degradation test).
         seconds_per_instance (dict): Method -> mean seconds of its scorer per
             instance (over the runs that recorded the rows).
+        scored_now (float): Instances scored by this run (the others were
+            recorded by an earlier one, which this run resumed).
+        seconds (float): Wall seconds of this run's scoring and merge.
+        processes (int): The processes that ran it.
     """
 
     rows: List[Dict[str, Any]]
     results: Dict[str, DegradationResult] = field(default_factory=dict)
     seconds_per_instance: Dict[str, float] = field(default_factory=dict)
+    scored_now: float = 0.0
+    seconds: float = 0.0
+    processes: int = 1
+
+    def run_line(self, instances: int, methods: int) -> str:
+        """What this run did, for the one summary line of a command."""
+        rate = self.scored_now / self.seconds if self.seconds > 0 else 0.0
+        before = instances - self.scored_now
+        plural = "es" if self.processes != 1 else ""
+        return (
+            f"{instances} instances x {methods} method(s): {self.scored_now:.0f} "
+            f"scored now in {self.seconds:.0f} s ({rate:.2f} instances/s, "
+            f"{self.processes} process{plural}), {before:.0f} were recorded before"
+        )
 
 
 def _result(rows: List[Dict[str, Any]], seconds: float) -> DegradationResult:
     """One method's test over the corpus, from its instance rows."""
     first = next(r["test_settings"] for r in rows if "test_settings" in r)
     return merge_records([r["degradation"] for r in rows], first, seconds)
+
+
+def _meaning(scorer: Any) -> Dict[str, Any]:
+    """What a scorer's scores mean, for ``settings.json``."""
+    return {
+        "meaning": getattr(scorer, "score_meaning", ""),
+        "signed": bool(getattr(scorer, "signed", True)),
+    }
 
 
 def merge_shards(
@@ -112,6 +163,8 @@ def merge_shards(
         units=len(sizes),
         methods={m: job.scorers[m].settings for m in methods},
         seconds_per_instance=seconds,
+        fields=ROW_FIELDS,
+        scores={m: _meaning(job.scorers[m]) for m in methods},
     )
     text = json.dumps(settings, indent=1, sort_keys=True, default=repr)
     atomic_write_text(out / "settings.json", text + "\n")

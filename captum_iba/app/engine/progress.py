@@ -18,7 +18,8 @@ _ROW = b'"kind": "row"'
 
 
 class Progress:
-    """A tqdm bar per rank, counted in attributions (instance x method).
+    """A tqdm bar per rank, counted in scores (one instance by one method),
+    labelled in plain words.
 
     Every rank must build it at the same point (it gathers the ranks' shares).
 
@@ -47,19 +48,20 @@ class Progress:
         if self._main:
             self._poll()  # skip what is on disk already
             self._new = 0
+            every = f" ({world.size} processes)" if world.size > 1 else ""
             self.bar = tqdm(
                 total=total,
                 initial=total - sum(shares),
-                desc=f"all {world.size} rank(s)",
-                unit="attr",
+                desc=f"instances x methods scored{every}",
+                unit="score",
                 disable=None,
                 position=0,
             )
         else:
             self.bar = tqdm(
                 total=own,
-                desc=f"rank {world.rank}",
-                unit="attr",
+                desc=f"scored by process {world.rank}",
+                unit="score",
                 disable=None,
                 position=world.rank,
             )

@@ -199,12 +199,7 @@ def run_corpus_job(
     if not world.is_main:
         return None
     merged = merge_shards(out, job, sizes, methods)
-    seconds = time.perf_counter() - start
-    new = progress.new_rows() / max(len(methods), 1)
-    print(
-        f"{len(job.data)} instances x {len(methods)} method(s) in {out}: "
-        f"{new:.0f} scored now in {seconds:.1f} s, {new / seconds:.2f} instances/s "
-        f"({world.size} process(es)); {len(job.data) - new:.0f} were recorded before",
-        flush=True,
-    )
+    merged.seconds = time.perf_counter() - start
+    merged.scored_now = progress.new_rows() / max(len(methods), 1)
+    merged.processes = world.size
     return merged

@@ -103,7 +103,10 @@ def evaluate_accuracy(
     correct = 0
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     for idx in tqdm(
-        batches, desc=f"eval {data.name}/{data.split}", disable=not progress
+        batches,
+        desc=f"accuracy on {data.name} {data.split}",
+        unit="batch",
+        disable=not progress,
     ):
         batch = collate([feats[i] for i in idx], pad_id)
         labels = batch.pop("labels")

@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 
 from filelock import FileLock, Timeout
 
+from captum_iba._utils.io import user_mode
 from captum_iba.app.finetune.recipes import (
     MAX_SECONDS_ENV_VAR,
     FineTuneOptions,
@@ -205,15 +206,17 @@ def get_finetuned_model(
             _remove(folder)
         held = heldout_data(dataset, full, data_dir)  # the corpus is there first
         print(
-            f"[captum_iba] No cached fine-tuned model for {dataset!r} "
-            f"({base_short_name(base)}); fine-tuning now into {folder} "
-            f"({_plan(full)}).",
+            f"[captum_iba] No fine-tuned {dataset!r} model is cached yet, so it "
+            f"is made now, once: {base_short_name(base)} fine-tuned on "
+            f"{dataset} ({_plan(full)}), saved in {folder} and reused by every "
+            "later run.",
             flush=True,
         )
         if max_seconds is None:
             max_seconds = env_number(MAX_SECONDS_ENV_VAR, float)
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
         try:
+            user_mode(tmp, folder=True)  # mkdtemp's is private (0o700)
             fine_tune(
                 dataset,
                 base_model=base,
@@ -233,8 +236,10 @@ def get_finetuned_model(
 
 def _plan(settings: Dict[str, Any]) -> str:
     if settings["steps"] is None:
-        return f"{settings['epochs']:g} epochs; a progress bar shows the ETA"
-    return f"{settings['steps']} steps; a progress bar shows the ETA"
+        steps = f"{settings['epochs']:g} epochs"
+    else:
+        steps = f"{settings['steps']} steps"
+    return f"{steps}; the time it takes here is estimated after the first steps"
 
 
 def _remove(folder: Path) -> None:

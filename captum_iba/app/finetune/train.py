@@ -194,18 +194,78 @@ def _resolve_data(
     return train, held, name
 
 
-def _load_model(base: str, label_names: List[str]) -> Tuple[Any, Any]:
-    """The tokenizer and a classifier with a fresh head of ``label_names``."""
+def _head_note(model: Any, info: Dict[str, Any], base: str, labels: List[str]) -> str:
+    """What loading the base model did, in one line: a new head is expected;
+    anything else that starts at random, or was dropped, is a warning."""
+    prefix = getattr(model, "base_model_prefix", "") + "."
+    missing = list(info.get("missing_keys") or [])
+    body = [k for k in missing if prefix != "." and k.startswith(prefix)]
+    note = (
+        f"[captum_iba] A new classification head ({len(labels)} classes: "
+        f"{', '.join(labels)}) is put on {base_short_name(base)}; it starts at "
+        "random, as expected: the fine-tune trains it."
+    )
+    odd = body + list(info.get("mismatched_keys") or [])
+    if odd:
+        note += (
+            f" Warning: {len(odd)} weight(s) of the base model were not in its "
+            f"checkpoint or did not fit and start at random too, e.g. {odd[0]}."
+        )
+    return note
+
+
+def _load_model(
+    base: str, label_names: List[str], progress: bool = True
+) -> Tuple[Any, Any]:
+    """The tokenizer and a classifier with a fresh head of ``label_names``
+    (said in one line of our own, instead of transformers' loading report)."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        base,
-        num_labels=len(label_names),
-        id2label=dict(enumerate(label_names)),
-        label2id={n: i for i, n in enumerate(label_names)},
-    )
+    from captum_iba.app.models import quiet_transformers
+
+    # transformers' report of the new head reads like an error: it is said
+    # in our own words instead (_head_note)
+    with quiet_transformers(warnings=False):
+        tokenizer = AutoTokenizer.from_pretrained(base)
+        model, info = AutoModelForSequenceClassification.from_pretrained(
+            base,
+            num_labels=len(label_names),
+            id2label=dict(enumerate(label_names)),
+            label2id={n: i for i, n in enumerate(label_names)},
+            output_loading_info=True,
+        )
+    if progress:
+        print(_head_note(model, info, base, label_names), flush=True)
     return tokenizer, model
+
+
+#: After how many steps the time of the whole run is estimated (the first
+#: step, slower while memory is allocated, is left out of the estimate).
+ESTIMATE_AFTER = 10
+
+
+def estimate_line(step_seconds: List[float], planned: int) -> str:
+    """The one line saying how long the training takes on this machine.
+
+    Args:
+        step_seconds (list[float]): Seconds of each step taken so far.
+        planned (int): Steps of the whole run.
+
+    Returns:
+        str: The estimate of the remaining time, from the mean of the steps
+        after the first, and what it depends on.
+    """
+    steady = step_seconds[1:] or step_seconds
+    per_step = sum(steady) / len(steady)
+    left = per_step * (planned - len(step_seconds))
+    minutes = left / 60
+    when = f"about {minutes:.0f} min" if minutes >= 1.5 else f"about {left:.0f} s"
+    return (
+        f"[captum_iba] Training time left on this machine: {when} ({per_step:.2f} "
+        f"s per step over steps 2-{len(step_seconds)}; it depends on the "
+        f"CPU, on how busy it is and on torch's threads, {torch.get_num_threads()} "
+        "here)."
+    )
 
 
 def _optimizer(model: Any, lr: float, weight_decay: float) -> torch.optim.AdamW:
@@ -270,17 +330,26 @@ def _train_loop(
     model.train()
     train_start = time.time()
     bar = tqdm(
-        total=run.planned, desc=f"fine-tune {name}", unit="step", disable=not progress
+        total=run.planned,
+        desc=f"fine-tuning on {name} (once)",
+        unit="step",
+        smoothing=0.05,  # the ETA follows the mean speed, not the last step
+        disable=not progress,
     )
+    step_seconds: List[float] = []
     while run.steps < run.planned:
         for idx in bucketed_batches(lengths, batch_size, rng):
             if run.steps >= run.planned:
                 break
             batch = collate([feats[i] for i in idx], pad_id)
             run.seen += len(idx)
+            started = time.perf_counter()
             loss = _train_step(model, optimizer, scheduler, batch)
+            step_seconds.append(time.perf_counter() - started)
             run.steps += 1
             bar.update(1)
+            if progress and run.steps == min(ESTIMATE_AFTER, run.planned - 1):
+                bar.write(estimate_line(step_seconds, run.planned))
             if run.steps % 10 == 0:
                 bar.set_postfix(
                     loss=f"{loss.item():.3f}",
@@ -334,8 +403,11 @@ def _save(out: Path, model: Any, tokenizer: Any, record: Dict[str, Any]) -> None
     and SHA-256, so a damaged or incomplete folder is recognised later.
     """
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    from captum_iba.app.models import quiet_transformers
+
+    with quiet_transformers():  # no bar of transformers' own while saving
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
     record["created"] = time.strftime("%Y-%m-%d %H:%M:%S")
     record["files"] = file_manifest(out)
     atomic_write_text(out / RESULT_FILE, json.dumps(record, indent=2) + "\n")
@@ -429,7 +501,7 @@ def fine_tune(
         )
         torch.manual_seed(opts.seed)
         rng = random.Random(opts.seed)
-        tokenizer, model = _load_model(base, list(train.label_names))
+        tokenizer, model = _load_model(base, list(train.label_names), progress)
         feats = encode(tokenizer, train, opts.max_length)
         optimizer = _optimizer(model, opts.lr, opts.weight_decay)
         pad_id = tokenizer.pad_token_id or 0

@@ -1,0 +1,129 @@
+"""The terminal listing of an :class:`~captum_iba.app.explanation.Explanation`.
+
+One method: a line saying what a score means, then every word in text order
+with its rank, its score and a bar on the row's scale (min-max for scores
+without a direction, score / largest magnitude for signed ones), then the top
+words. Several methods: per method, what a score means and its top words,
+each on its own scale (the numbers in brackets are relative: 1 = the row's
+highest).
+"""
+
+import textwrap
+from typing import TYPE_CHECKING, List, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from captum_iba.app.explanation import Explanation
+
+__all__ = ["terminal_text"]
+
+_WIDTH = 88
+_BAR = 20
+
+
+def _relative(scores: Sequence[float], signed: bool) -> np.ndarray:
+    """Scores on the row's scale: min-max in [0, 1], or signed in [-1, 1]."""
+    arr = np.asarray(scores, dtype=np.float64)
+    if arr.size == 0:
+        return arr
+    if signed:
+        top = float(np.abs(arr).max())
+        return arr / top if top > 0 else np.zeros_like(arr)
+    span = float(arr.max() - arr.min())
+    return (arr - arr.min()) / span if span > 0 else np.zeros_like(arr)
+
+
+def _bar(value: float, signed: bool) -> str:
+    if not signed:
+        return "#" * int(round(_BAR * value))
+    half = _BAR // 2
+    n = int(round(half * abs(value)))
+    return f"{'-' * n:>{half}}|" if value < 0 else f"{'':>{half}}|{'+' * n}"
+
+
+def _wrapped(text: str, indent: str = "  ") -> List[str]:
+    return textwrap.wrap(
+        text, _WIDTH, initial_indent=indent, subsequent_indent=indent + "  "
+    )
+
+
+def _scale_words(signed: bool, label: str) -> str:
+    if signed:
+        return f"+ for {label}, - against it; relative: score / largest |score|"
+    return "no direction; relative: min-max within the text, 1 = the highest"
+
+
+def _top_lines(
+    result: "Explanation", name: str, k: int, pieces: bool, rel: np.ndarray
+) -> List[str]:
+    """The top ``k`` words (relative scores in brackets); for a signed method
+    also the ``k`` most against the class (negative scores only)."""
+    tokens = result.tokens(pieces)
+    signed = result.methods[name].signed
+    order = sorted(range(len(tokens)), key=lambda i: -rel[i])
+    what = "pieces" if pieces else "words"
+    fmt = "+.2f" if signed else ".2f"
+
+    def listed(indices: List[int]) -> str:
+        return ", ".join(f"{tokens[i]} ({rel[i]:{fmt}})" for i in indices)
+
+    top = order[:k]
+    lines = [f"  top {len(top)} {what}: {listed(top)}"]
+    against = [i for i in reversed(order) if rel[i] < 0][:k]
+    if signed and against:
+        lines.append(f"  most against: {listed(against)}")
+    return lines
+
+
+def _table(result: "Explanation", name: str, pieces: bool) -> List[str]:
+    method = result.methods[name]
+    tokens, scores = result.tokens(pieces), result.scores(name, pieces)
+    rel = _relative(scores, method.signed)
+    rank = np.empty(len(scores), dtype=int)
+    rank[np.argsort(-np.asarray(scores), kind="stable")] = np.arange(1, len(scores) + 1)
+    width = min(max([len(t) for t in tokens] + [4]), 20)
+    head = "piece" if pieces else "word"
+    lines = [f"  {'rank':>4}  {head:<{width}}  {'score':>9}  relative"]
+    breaks = set(result.breaks(pieces))
+    for i, (tok, x) in enumerate(zip(tokens, scores)):
+        if i in breaks:
+            lines.append(f"  {'':>4}  {'| (second text)':<{width}}")
+        shown = tok if len(tok) <= width else tok[: width - 1] + "~"
+        bar = _bar(rel[i], method.signed)
+        lines.append(f"  {rank[i]:>4}  {shown:<{width}}  {x:>9.4g}  {bar}")
+    return lines
+
+
+def terminal_text(result: "Explanation", top: int = 5, pieces: bool = False) -> str:
+    """The listing printed by ``captum-iba explain``.
+
+    Args:
+        result (Explanation): What :func:`~captum_iba.app.explanation.explain`
+            returned.
+        top (int): How many top words to list per method. Default 5.
+        pieces (bool): Word pieces instead of words. Default False.
+
+    Returns:
+        str: The lines, joined.
+    """
+    pred, target = result.predicted, result.target
+    which = "the predicted class" if target == pred else "not the predicted class"
+    label = repr(result.label(target))
+    lines = [
+        f"prediction: {result.label(pred)} (p = {result.probabilities[pred]:.3f}); "
+        f"explaining class {label} (index {target}, {which})"
+    ]
+    for name, method in result.methods.items():
+        lines.append("")
+        lines += _wrapped(f"{name}: {result.details(name)}", "")
+        lines += _wrapped(f"score = {method.meaning}.")
+        lines += _wrapped(f"({_scale_words(method.signed, label)})")
+        rel = _relative(result.scores(name, pieces), method.signed)
+        if len(result.methods) == 1:
+            lines += _table(result, name, pieces)
+        lines += _top_lines(result, name, top, pieces, rel)
+    lines.append("")
+    for note in result.notes(pieces):
+        lines += _wrapped(note, "")
+    return "\n".join(lines)

@@ -1,0 +1,92 @@
+"""``captum-iba --help``: complete (every option described with its default,
+the registry's methods and priors listed with their summaries) and light (the
+parser imports neither torch nor any method). Its speed is measured by
+``benchmarks/bench_cli_help.py``, not here."""
+
+import argparse
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from captum_iba.app import cli
+from captum_iba.registry import METHODS, PRIORS, SETTINGS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COMMANDS = ["explain", "evaluate", "attribute", "reproduce"]
+
+
+def _subparsers(parser):
+    kind = argparse._SubParsersAction
+    (action,) = [a for a in parser._actions if isinstance(a, kind)]
+    return action.choices
+
+
+def test_help_imports_no_heavy_module():
+    code = textwrap.dedent(
+        """
+        import sys
+        from captum_iba.app import cli
+        for argv in ([], ["explain"], ["evaluate"], ["attribute"], ["reproduce"]):
+            try:
+                cli.main(argv + ["--help"])
+            except SystemExit as exc:
+                assert exc.code == 0, exc.code
+        heavy = ("torch", "transformers", "captum", "numpy", "captum_iba.app.commands")
+        print("LOADED", [m for m in heavy if m in sys.modules])
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "LOADED []" in proc.stdout, proc.stdout[-500:]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_option_is_described_with_its_default(command):
+    sub = _subparsers(cli._parser())[command]
+    text = sub.format_help()
+    for action in sub._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        assert action.help, f"{command} {action.option_strings[0]} has no help"
+        rendered = sub.formatter_class("x")._get_help_string(action)
+        has_default = not any(action.default is v for v in (None, False))
+        if has_default:
+            assert "default" in rendered, f"{action.option_strings[0]}: no default"
+    assert "(default: %(default)s)" not in text
+
+
+@pytest.mark.parametrize("command", ["explain", "evaluate", "attribute"])
+def test_methods_and_priors_are_listed_from_the_registry(command):
+    text = _subparsers(cli._parser())[command].format_help()
+    for name, summary in METHODS.items():
+        assert f"{name.lower()}  " in text and summary in text, name
+    for name, summary in PRIORS.items():
+        assert summary in text, name
+
+
+def test_settings_come_from_the_registry():
+    from captum_iba.evaluation.presets import PRESETS
+    from captum_iba.evaluation.presets import SETTINGS as PRESET_NAMES
+
+    assert tuple(SETTINGS.names()) == PRESET_NAMES == tuple(PRESETS)
+    text = _subparsers(cli._parser())["evaluate"].format_help()
+    for _, summary in SETTINGS.items():
+        assert summary.split()[0] in text
+
+
+def test_explain_help_maps_the_default_model_s_classes():
+    text = " ".join(_subparsers(cli._parser())["explain"].format_help().split())
+    assert "0 negative, 1 positive" in text and "iba-faithful" in text
+
+
+def test_a_registered_method_appears_in_the_help(monkeypatch):
+    monkeypatch.setattr(METHODS, "_entries", dict(METHODS._entries))
+    METHODS.add("my-method", "nowhere:Nothing", "a user's method")
+    text = _subparsers(cli._parser())["explain"].format_help()
+    assert "my-method" in text and "a user's method" in text

@@ -1,0 +1,180 @@
+"""``captum-iba explain`` and ``captum_iba.explain``: any registered method by
+name, the most faithful IBA by default, words rather than word pieces, one
+page with a row per method, classes by name, and outputs that say what a
+score means."""
+
+import re
+
+import pytest
+import torch
+
+import captum_iba
+from captum_iba.app.cli import main
+from captum_iba.app.explanation import Explanation, _grouping, explain
+from captum_iba.evaluation.attnlrp import attnlrp_available
+from captum_iba.registry import METHODS
+
+TEXT = "A gripping, unbelievably dull film."  # "unbelievably": several pieces
+
+
+def _run(argv, capsys):
+    capsys.readouterr()
+    assert main(argv) == 0
+    return capsys.readouterr().out
+
+
+def test_default_is_the_faithful_iba_with_words_and_their_meaning(
+    tiny_model_dir, tmp_path, capsys
+):
+    html = tmp_path / "page.html"
+    out = _run(["explain", TEXT, "--model", tiny_model_dir, "--html", str(html)],
+               capsys)  # fmt: skip
+    assert "iba-faithful:" in out and "after encoder layer 1 of 0..1" in out
+    assert "no direction" in out and "explaining class" in out
+    assert "unbelievably" in out and "##bel" not in out  # words, not pieces
+    assert "gripping" in out and not re.search(r"\d  \[CLS\]", out)
+    page = html.read_text()
+    assert page.count('class="row"') == 1
+    assert "iba-faithful" in page and "encoder layer 1" in page
+    assert "Explained class" in page and "Attribution Score" not in page
+    assert "min-max within this row" in page and "unbelievably" in page
+
+
+def test_pieces_show_the_tokenizer_tokens(tiny_model_dir, capsys):
+    out = _run(["explain", TEXT, "--model", tiny_model_dir, "--pieces"], capsys)
+    assert "##bel" in out and "top 5 pieces" in out
+
+
+def test_compare_writes_one_page_with_a_row_per_method(
+    tiny_model_dir, tmp_path, capsys
+):
+    html = tmp_path / "cmp.html"
+    out = _run(["explain", TEXT, "--model", tiny_model_dir, "--compare",
+                "iba-faithful,ig,loo", "--html", str(html)], capsys)  # fmt: skip
+    assert len(re.findall(r"top 5 words:", out)) == 3
+    assert "+ for 'positive'" in out or "+ for 'negative'" in out
+    page = html.read_text()
+    assert page.count('class="row"') == 3
+    assert page.count("min-max within this row") == 1  # IBA: no direction
+    assert page.count("score / largest |score| in this row") == 2  # signed
+    rows = page.split('class="row"')[1:]
+    words = [re.findall(r'class="w"[^>]*>([^<]+)', row) for row in rows]
+    assert words[0] == words[1] == words[2]  # the same words on every row
+
+
+def test_target_by_name(tiny_model_dir, capsys):
+    out = _run(["explain", TEXT, "--model", tiny_model_dir, "--target", "Negative"],
+               capsys)  # fmt: skip
+    assert "explaining class 'negative' (index 0" in out
+
+
+@pytest.mark.parametrize(
+    "target, says", [("neutral", "0 negative, 1 positive"), ("2", "0..1")]
+)
+def test_unknown_class_is_named_before_any_model_loads(
+    target, says, tiny_model_dir, monkeypatch, capsys
+):
+    from captum_iba.app import commands
+
+    monkeypatch.setattr(commands, "_model_and_tokenizer", pytest.fail)
+    with pytest.raises(SystemExit) as exc:
+        main(["explain", TEXT, "--model", tiny_model_dir, "--target", target])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1
+
+
+def test_iba_options_without_an_iba_method_are_refused(tiny_model_dir, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["explain", TEXT, "--model", tiny_model_dir, "--method", "ig",
+              "--beta", "0.1"])  # fmt: skip
+    assert exc.value.code == 2
+    assert "--beta: IBA's options, but no IBA method" in capsys.readouterr().err
+
+
+def test_prior_replaces_the_configuration_s(tiny_model_dir, capsys):
+    out = _run(["explain", TEXT, "--model", tiny_model_dir, "--prior", "paper",
+                "--beta", "0.001"], capsys)  # fmt: skip
+    assert "iba-faithful" in out
+    result = explain(TEXT, tiny_model_dir, method_options={
+        "iba-faithful": {"prior": "paper", "beta": 1e-3}})  # fmt: skip
+    settings = result.methods["iba-faithful"].settings
+    assert settings["prior"] == "paper" and settings["beta"] == 1e-3
+
+
+@pytest.mark.skipif(attnlrp_available()[0], reason="lxt imports here")
+def test_a_method_that_cannot_import_is_one_line(tiny_model_dir, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["explain", TEXT, "--model", tiny_model_dir, "--method", "attnlrp"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert "lxt" in err
+    out = _run(["explain", TEXT, "--model", tiny_model_dir, "--compare",
+                "ig,attnlrp"], capsys)  # fmt: skip
+    assert "AttnLRP left out" in out and "IG:" in out
+
+
+_ALL = [m for m in METHODS.names() if m != "AttnLRP" or attnlrp_available()[0]]
+
+
+@pytest.mark.parametrize("method", _ALL)
+def test_every_registered_method_explains_by_name(method, tiny_model_dir):
+    result = explain(TEXT, tiny_model_dir, method.lower())
+    (name,) = result.methods
+    assert name == method
+    words, scores = result.tokens(), result.scores()
+    assert len(words) == len(scores) == 7 and "unbelievably" in words
+    assert all(isinstance(x, float) for x in scores)
+    assert result.methods[name].meaning
+
+
+def test_notebook_one_liner_renders_and_holds_the_scores(tiny_model_dir):
+    result = captum_iba.explain(TEXT, model=tiny_model_dir, method=["ig", "iba"])
+    assert isinstance(result, Explanation)
+    html = result._repr_html_()
+    assert html.startswith("<style>") and "<html" not in html
+    assert "unbelievably" in html and html.count('class="row"') == 2
+    pieces = result.scores("ig", pieces=True)
+    assert len(pieces) == len(result.tokens(pieces=True)) > len(result.tokens())
+    # IG adds up over pieces; IBA's words take the mean of their pieces
+    assert sum(result.scores("ig")) == pytest.approx(sum(pieces))
+    n = len(result.tokens(pieces=True)) - len(result.tokens()) + 1
+    word = result.tokens().index("unbelievably")
+    iba_pieces = result.scores("iba", pieces=True)
+    assert result.scores("iba")[word] == pytest.approx(
+        sum(iba_pieces[word : word + n]) / n
+    )
+    assert result.top(2, "ig")[0][1] == max(result.scores("ig"))
+    assert "prediction:" in str(result)
+
+
+def test_a_loaded_model_needs_its_tokenizer(tiny_model_dir):
+    from captum_iba.app.models import load_classifier
+
+    model, tok = load_classifier(tiny_model_dir)
+    with pytest.raises(ValueError, match="tokenizer"):
+        explain(TEXT, model, "random")
+    assert explain(TEXT, model, "random", tokenizer=tok).tokens()[0] == "A"
+
+
+def test_pair_words_and_the_separator(tiny_model_dir, capsys):
+    result = explain("a man sleeps", tiny_model_dir, "random", pair="A person rests")
+    assert result.tokens() == ["a", "man", "sleeps", "A", "person", "rests"]
+    assert result.breaks() == [3]
+    assert result.to_html().count('class="sep"') == 1
+
+
+def test_words_from_a_slow_tokenizer_follow_the_continuation_marker():
+    class Slow:
+        unk_token_id = 1
+        all_special_ids = [0, 1, 2, 3]
+
+        def convert_ids_to_tokens(self, ids):
+            vocab = {2: "[CLS]", 3: "[SEP]", 4: "un", 5: "##like", 6: "##ly", 7: "x"}
+            return [vocab[i] for i in ids]
+
+    enc = {"input_ids": torch.tensor([[2, 4, 5, 6, 7, 3]])}
+    special, words, of_piece, segment = _grouping(enc, Slow(), ["unlikely x"])
+    assert special == [True, False, False, False, False, True]
+    assert words == ["unlikely", "x"] and segment == [0, 0]
+    assert of_piece == [None, 0, 0, 0, 1, None]

@@ -1,0 +1,68 @@
+"""What a first run says: why a fine-tune starts, how long it takes on this
+machine (estimated from the first steps), that it happens once; the new
+classification head said in our own words (no loading report that reads like
+an error); labelled progress bars."""
+
+import pytest
+
+from captum_iba.app import finetune as ft
+from captum_iba.app.finetune.train import _head_note, estimate_line
+
+OPTIONS = ft.FineTuneOptions(steps=4, batch_size=8, max_length=16, lr=1e-3)
+
+
+def test_first_fine_tune_says_why_how_long_and_once(
+    tiny_base, counted_fine_tune, capfd
+):
+    calls, _ = counted_fine_tune
+    folder = ft.get_finetuned_model("toy", base_model=tiny_base, options=OPTIONS)
+    out, err = capfd.readouterr()
+    assert len(calls) == 1
+    assert "is made now, once" in out and "reused by every later run" in out
+    assert str(folder) in out and "4 steps" in out
+    assert "Training time left on this machine: about" in out
+    assert "s per step over steps 2-3" in out and "threads" in out
+    assert "A new classification head (2 classes: negative, positive)" in out
+    assert "as expected" in out and "Warning" not in out
+    noises = ("LOAD REPORT", "MISSING", "newly initialized", "TRAIN this model")
+    for noise in noises + ("Writing model shards", "Loading weights"):
+        assert noise not in out + err, noise
+    assert "fine-tuning on" in err and "(once)" in err  # the labelled bars
+    assert "accuracy on" in err and "batch" in err
+    ft.get_finetuned_model("toy", base_model=tiny_base, options=OPTIONS)
+    out, _ = capfd.readouterr()
+    assert len(calls) == 1 and "made now" not in out  # once
+
+
+def test_quiet_fine_tune_prints_nothing(tiny_base, counted_fine_tune, capfd):
+    ft.get_finetuned_model("toy", base_model=tiny_base, options=OPTIONS, progress=False)
+    out, err = capfd.readouterr()
+    assert "Training time" not in out and "head" not in out
+    assert "LOAD REPORT" not in err
+
+
+@pytest.mark.parametrize(
+    "steps, planned, says",
+    [
+        ([9.0, 1.0, 1.0, 1.0], 64, "about 60 s (1.00 s per step over steps 2-4"),
+        ([9.0, 1.0, 1.0, 1.0], 124, "about 2 min (1.00 s per step"),
+        ([9.0, 2.0, 2.0], 903, "about 30 min (2.00 s per step"),
+        ([9.0, 0.5], 12, "about 5 s (0.50 s per step"),
+    ],
+)
+def test_the_estimate_leaves_out_the_first_step(steps, planned, says):
+    assert says in estimate_line(steps, planned)
+
+
+class _Model:
+    base_model_prefix = "bert"
+
+
+def test_a_head_is_expected_anything_else_is_a_warning():
+    info = {"missing_keys": ["classifier.weight", "classifier.bias"]}
+    note = _head_note(_Model(), info, "some/base", ["a", "b", "c"])
+    assert "3 classes: a, b, c" in note and "Warning" not in note
+    info["missing_keys"].append("bert.encoder.layer.0.output.dense.weight")
+    note = _head_note(_Model(), info, "some/base", ["a", "b"])
+    assert "Warning: 1 weight(s) of the base model" in note
+    assert "bert.encoder.layer.0.output.dense.weight" in note

@@ -1,0 +1,74 @@
+"""What ``evaluate`` and ``attribute`` print and write reads on its own: the
+output folder named first, every column explained with its better direction,
+rows in the order asked, one summary line, bars in plain words, and the units
+of the JSON lines in ``settings.json``."""
+
+import json
+
+from captum_iba.app.cli import main
+from captum_iba.app.engine import World
+from captum_iba.app.engine.merge import ROW_FIELDS
+from captum_iba.app.engine.progress import Progress
+from tests.app.test_cli_faults import _tiny_sst2
+
+
+def _corpus(tmp_path):
+    return str(_tiny_sst2(tmp_path / "data"))
+
+
+def test_evaluate_output_explains_itself(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["evaluate", "--model", tiny_model_dir, "--data-dir", _corpus(tmp_path),
+            "--methods", "random,loo", "--n", "8", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("captum-iba evaluate: sst2 dev, methods random, LOO")
+    assert f"results go to {out}/" in lines[0]
+    table = [ln for ln in lines if ln.startswith("| ")]
+    assert "drop @ 11.1 % ↑" in table[0] and "sufficiency ↓" in table[0]
+    assert [row.split("|")[1].strip() for row in table[1:]] == ["random", "LOO"]
+    legend = " ".join(lines[lines.index(table[-1]) + 1 :])
+    assert legend.startswith("Columns: n: instances.")
+    for column in ("p(class):", "AOPC:", "comprehensiveness:", "log-odds:"):
+        assert column in legend, column
+    summary = [ln for ln in lines if "instances/s" in ln]
+    assert len(summary) == 1 and summary[0].startswith("done: 8 instances x 2")
+    assert "model accuracy" in summary[0] and str(out) in summary[0]
+
+
+def test_attribute_settings_say_what_each_field_holds(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["attribute", "--model", tiny_model_dir, "--data-dir", _corpus(tmp_path),
+            "--methods", "iba-faithful,ig", "--n", "4", "--out", str(out),
+            "--degradation"]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "fields and units" in printed and printed.count("instances/s") == 1
+    settings = json.loads((out / "settings.json").read_text())
+    rows = [json.loads(ln) for ln in (out / "attributions.jsonl").open()]
+    assert set().union(*rows) <= set(settings["fields"]) == set(ROW_FIELDS)
+    scores = settings["scores"]
+    assert scores["iba-faithful"]["signed"] is False
+    assert "no direction" in scores["iba-faithful"]["meaning"]
+    assert scores["IG"]["signed"] is True and "+ for" in scores["IG"]["meaning"]
+
+
+def test_progress_bars_say_what_they_count(tmp_path, monkeypatch):
+    from captum_iba.app.engine import progress
+
+    seen = {}
+    monkeypatch.setattr(progress, "tqdm", lambda **kw: seen.update(kw))
+    (tmp_path / "shards").mkdir()
+    Progress(tmp_path, World(), 10, {}, [])
+    assert seen["desc"] == "instances x methods scored" and seen["unit"] == "score"
+
+
+def test_the_docs_list_every_field_of_the_json_lines():
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "scaling.rst").read_text()
+    table = docs.split("what it holds, and its unit")[1].split("settings.json`` holds")[
+        0
+    ]
+    missing = [f for f in ROW_FIELDS if f"``{f}``" not in table]
+    assert not missing, missing

@@ -1,0 +1,43 @@
+"""The README tells a newcomer what the package reads and how to start: every
+environment variable the package reads is named, the install brings the hub
+route, and the quick start and command line use the faithful configuration."""
+
+import os
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _read_variables():
+    """Every ``CAPTUM_IBA_*`` name in the package's and the tutorials' code."""
+    found = set()
+    for folder, pattern in (("captum_iba", "*.py"), ("tutorials", "*.ipynb")):
+        for path in (ROOT / folder).rglob(pattern):
+            found |= set(
+                re.findall(r"CAPTUM_IBA_[A-Z0-9_]*[A-Z0-9]", path.read_text("utf-8"))
+            )
+    return found
+
+
+def test_every_environment_variable_is_named():
+    names = _read_variables()
+    assert {"CAPTUM_IBA_DATA", "CAPTUM_IBA_CACHE", "CAPTUM_IBA_DEBUG"} <= names
+    missing = sorted(n for n in names if f"`{n}`" not in README)
+    assert not missing, f"name these in the README's table: {missing}"
+
+
+def test_install_brings_the_hub_route():
+    setup = (ROOT / "setup.py").read_text(encoding="utf-8")
+    assert '"hub": HUB_REQUIRES' in setup and "datasets" in setup
+    assert 'pip install -e ".[hub' in README
+
+
+def test_quick_start_and_command_line_use_the_faithful_configuration():
+    quick = README.split("## Quick start")[1].split("## ")[0]
+    assert 'config="faithful"' in quick and "resolve_layer(model)" in quick
+    assert "layer[3]" not in quick
+    cli = README.split("## Command line")[1].split("\n## ")[0]
+    assert "iba-faithful" in cli and "--layer 3" not in cli
+    assert os.path.exists(ROOT / "docs" / "_static" / "explain_compare.png")
