@@ -193,7 +193,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     def explainer(module: Any) -> Any:  # only when iba-amortized is built
         ref = LayerRef(_layer(model, args.layer).index, module)
-        return cached_explainer(model, tok, ref, corpus, False)
+        return cached_explainer(model, tok, ref, corpus or DEFAULT_CORPUS, False)
 
     result = explain(
         args.text,
