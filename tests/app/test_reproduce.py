@@ -99,7 +99,7 @@ def test_finetune_steps_variable_reaches_every_reproduce_recipe(monkeypatch, cor
     monkeypatch.setattr(
         reproduce_module,
         "get_finetuned_model",
-        lambda c, **settings: seen.append(ft.recipe_settings(c, **settings)),
+        lambda c, options: seen.append(options.as_dict()),
     )
     monkeypatch.setattr(reproduce_module, "load_classifier", lambda folder: None)
     monkeypatch.setenv(ft.STEPS_ENV_VAR, "7")
