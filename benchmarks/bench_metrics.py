@@ -20,14 +20,15 @@ Texts come from ``../shared/data/sst2/dev.tsv`` when it exists (synthetic otherw
 
 import argparse
 import csv
+import dataclasses
 import os
 import time
 from typing import List, Tuple
 
 import torch
 
-from captum_iba.metrics import degradation_test
-from captum_iba.metrics._removal import DEFAULT_TOKENS_PER_BATCH
+from captum_iba.metrics import DegradationOptions, degradation_test
+from captum_iba.metrics.options import DEFAULT_TOKENS_PER_BATCH
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SST2 = os.path.join(HERE, "..", "..", "shared", "data", "sst2", "dev.tsv")
@@ -126,19 +127,22 @@ def main() -> None:
         f"max length={ids.shape[1]} removal={args.removal} "
         f"sufficiency={not args.no_sufficiency}"
     )
-    base = dict(
-        target=None,
-        attention_mask=mask,
-        tokenizer=tok,
-        removal=args.removal,
-        compute_sufficiency=not args.no_sufficiency,
+    options = DegradationOptions.for_tokenizer(
+        tok, removal=args.removal, compute_sufficiency=not args.no_sufficiency
     )
-    warm = {**base, "attention_mask": mask[:2]}
-    degradation_test(model, ids[:2], scores[:2], **warm)
+    degradation_test(
+        model, ids[:2], scores[:2], attention_mask=mask[:2], options=options
+    )
     first = None
     for name, kw in _configs(args):
         c0, t0 = time.process_time(), time.perf_counter()
-        res = degradation_test(model, ids, scores, **base, **kw)
+        res = degradation_test(
+            model,
+            ids,
+            scores,
+            attention_mask=mask,
+            options=dataclasses.replace(options, **kw),
+        )
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
         cpu, wall = time.process_time() - c0, time.perf_counter() - t0

@@ -1,6 +1,13 @@
-"""Kept for backward compatibility: see :mod:`captum_iba.evaluation`."""
+"""Deprecated since 0.2: import from :mod:`captum_iba.evaluation`.
 
-from captum_iba.evaluation import (  # noqa: F401
+The old module paths and their new homes are listed in ``CHANGELOG.md``.
+"""
+
+from captum_iba._utils.moved import warn_moved
+
+warn_moved(__name__)
+
+from captum_iba.evaluation import (  # noqa: E402,F401
     FAIR_TEST_SETTINGS,
     PAPER_TEST_SETTINGS,
     SETTINGS,

@@ -1,10 +1,16 @@
-"""Kept for backward compatibility: see :mod:`captum_iba.evaluation.suite`
-(and :func:`captum_iba.app.models.load_classifier`)."""
+"""Deprecated since 0.2: import from :mod:`captum_iba.evaluation`.
 
-from captum_iba.app.models import load_classifier  # noqa: F401
-from captum_iba.attr.priors import PRIOR_NAMES  # noqa: F401
-from captum_iba.attr.text import default_layer_index  # noqa: F401
-from captum_iba.evaluation.suite import (  # noqa: F401
+The old module paths and their new homes are listed in ``CHANGELOG.md``.
+"""
+
+from captum_iba._utils.moved import warn_moved
+
+warn_moved(__name__)
+
+from captum_iba.app.models import load_classifier  # noqa: E402,F401
+from captum_iba.attr.priors import PRIOR_NAMES  # noqa: E402,F401
+from captum_iba.attr.text import default_layer_index  # noqa: E402,F401
+from captum_iba.evaluation import (  # noqa: E402,F401
     METHODS,
     encode,
     evaluate_corpus,

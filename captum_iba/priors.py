@@ -1,4 +1,11 @@
-"""Kept for backward compatibility: see the module named below."""
+"""Deprecated since 0.2: import from :mod:`captum_iba.attr.priors`.
 
-from captum_iba.attr.priors import *  # noqa: F401,F403
-from captum_iba.attr.priors import __all__  # noqa: F401
+The old module paths and their new homes are listed in ``CHANGELOG.md``.
+"""
+
+from captum_iba._utils.moved import warn_moved
+
+warn_moved(__name__)
+
+from captum_iba.attr.priors import *  # noqa: E402,F401,F403
+from captum_iba.attr.priors import __all__  # noqa: E402,F401

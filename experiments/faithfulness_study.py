@@ -41,7 +41,7 @@ from captum_iba.app.data import HELDOUT_SPLIT, load_dataset, stratified_split
 from captum_iba.app.models import load_classifier
 from captum_iba.attr import encoder_layers
 from captum_iba.evaluation import encode, get_preset, make_scorers
-from captum_iba.evaluation.iba import IBAFaithfulScorer, IBAScorer
+from captum_iba.evaluation.iba import IBAScorer
 from captum_iba.metrics import degradation_test
 
 CORPORA = ("sst2", "imdb", "ag_news", "rte")
@@ -157,9 +157,17 @@ def build_scorer(
         )[name]
     options = dict(iba)
     layer = options.pop("layer")
-    cls = IBAFaithfulScorer if options.pop("faithful", False) else IBAScorer
+    config = "faithful" if options.pop("faithful", False) else "paper"
     module = encoder_layers(model)[layer] if isinstance(layer, int) else layer
-    return cls(model, module, tokenizer=tokenizer, setting="fair", name=name, **options)
+    return IBAScorer(
+        model,
+        module,
+        config=config,
+        tokenizer=tokenizer,
+        setting="fair",
+        name=name,
+        **options,
+    )
 
 
 def score(scorer: Any, enc: Dict[str, Any], batch_size: int) -> Tuple[Tensor, list]:
@@ -193,9 +201,8 @@ def fair_test(
         target=enc["labels"],
         attention_mask=enc["attention_mask"],
         token_type_ids=enc["token_type_ids"],
-        tokenizer=tokenizer,
-        method=name,
-        **dict(FAIR.test),
+        options=FAIR.test.with_tokenizer(tokenizer),
+        metadata={"method": name},
     )
 
 

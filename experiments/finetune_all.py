@@ -19,6 +19,7 @@ import time
 from captum_iba.app.finetune import (
     RECIPES,
     REPRODUCE_OVERRIDES,
+    FineTuneOptions,
     get_finetuned_model,
     read_result,
 )
@@ -61,7 +62,7 @@ def main() -> None:
             name,
             progress=not args.no_progress,
             num_threads=args.num_threads,
-            **overrides,
+            options=FineTuneOptions.recipe(name, **overrides),
         )
         rec = read_result(folder)
         rows.append((name, rec, folder, time.time() - t0))

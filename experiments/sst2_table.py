@@ -30,11 +30,10 @@ from captum_iba.app.finetune import get_finetuned_model
 from captum_iba.app.models import load_classifier
 from captum_iba.attr import paper_layer_index
 from captum_iba.evaluation import (
-    FAIR_TEST_SETTINGS,
-    PAPER_TEST_SETTINGS,
     IBAScorer,
     encode,
     fit_dataset_prior,
+    get_preset,
 )
 
 
@@ -113,7 +112,9 @@ def main() -> None:
         timing[name] = seconds
         print(f"{name}: {seconds:.3f} s/instance", flush=True)
         for setting in settings:
-            test = PAPER_TEST_SETTINGS if setting == "paper" else FAIR_TEST_SETTINGS
+            test = get_preset(setting).test.with_tokenizer(
+                tok, max_examples_per_batch=128
+            )
             label = name.split(" [")[0]
             results[setting][label] = degradation_test(
                 model,
@@ -121,16 +122,16 @@ def main() -> None:
                 scores,
                 target=labels,
                 attention_mask=mask,
-                tokenizer=tok,
-                max_examples_per_batch=128,
-                method=label,
-                settings=dict(
-                    scorer.settings,
-                    setting=setting,
-                    seconds_per_instance=seconds,
-                    n=len(labels),
+                options=test,
+                metadata=dict(
+                    method=label,
+                    attribution=dict(
+                        scorer.settings,
+                        setting=setting,
+                        seconds_per_instance=seconds,
+                        n=len(labels),
+                    ),
                 ),
-                **test,
             )
             results[setting][label].to_json(out / f"{setting}_{_slug(label)}.json")
 

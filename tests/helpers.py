@@ -1,6 +1,7 @@
-"""Small models shared by the tests (no downloads)."""
+"""Small models and data shared by the tests (no downloads)."""
 
-from typing import Optional
+import random
+from typing import Optional, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -108,14 +109,14 @@ def tiny_hf_model(kind: str, num_labels: int = 2, layers: int = 3):
 
     common = dict(vocab_size=60, num_labels=num_labels)
     if kind == "bert":
-        cfg = tf.BertConfig(
+        return tiny_bert(
+            60,
+            seed=None,
             hidden_size=16,
             num_hidden_layers=layers,
-            num_attention_heads=2,
             intermediate_size=32,
-            **common,
+            num_labels=num_labels,
         )
-        return tf.BertForSequenceClassification(cfg).eval()
     if kind == "roberta":
         cfg = tf.RobertaConfig(
             hidden_size=16,
@@ -133,6 +134,69 @@ def tiny_hf_model(kind: str, num_labels: int = 2, layers: int = 3):
         )
         return tf.DistilBertForSequenceClassification(cfg).eval()
     raise ValueError(kind)
+
+
+def tiny_bert(vocab_size: int, seed: Optional[int] = 0, **config):
+    """A tiny random BERT classifier (2 layers, hidden 32, 2 labels), in eval mode.
+
+    Args:
+        vocab_size (int): Its vocabulary size.
+        seed (int, optional): ``torch.manual_seed`` before the weights are
+            drawn; None draws from the current state.
+        **config: Other :class:`transformers.BertConfig` fields, or replacements
+            of these defaults.
+    """
+    from transformers import BertConfig, BertForSequenceClassification
+
+    if seed is not None:
+        torch.manual_seed(seed)
+    sizes = dict(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=2,
+    )
+    cfg = BertConfig(vocab_size=vocab_size, **{**sizes, **config})
+    return BertForSequenceClassification(cfg).eval()
+
+
+def bert_tokenizer(words: Sequence[str]):
+    """A lower-casing WordPiece tokenizer over exactly ``words`` (ids in order).
+
+    The vocabulary is given as a dict: transformers 5 ignores a ``vocab_file=``
+    path there (every word would become ``[UNK]``).
+    """
+    from transformers import BertTokenizerFast
+
+    return BertTokenizerFast(
+        vocab={w: i for i, w in enumerate(words)}, do_lower_case=True
+    )
+
+
+#: The words of :func:`synthetic_sentiment`, by label.
+SENTIMENT_WORDS = {
+    1: ["good", "great", "fine", "nice", "superb", "lovely"],
+    0: ["bad", "awful", "poor", "dull", "boring", "weak"],
+}
+SENTIMENT_FILLER = "the movie film was a plot really quite story".split()
+
+
+def synthetic_sentiment(n: int, seed: int, name: str = "toy"):
+    """``n`` five-word reviews, labels alternating, one sentiment word each."""
+    from captum_iba.app.data import TextClassificationData
+
+    rng = random.Random(seed)
+    texts, labels = [], []
+    for i in range(n):
+        y = i % 2
+        words = rng.sample(SENTIMENT_FILLER, 4) + [rng.choice(SENTIMENT_WORDS[y])]
+        rng.shuffle(words)
+        texts.append(" ".join(words))
+        labels.append(y)
+    return TextClassificationData(
+        texts, None, labels, ["negative", "positive"], name, "train", "synthetic"
+    )
 
 
 #: The words of :func:`tiny_word_tokenizer` (ids in this order).

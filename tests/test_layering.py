@@ -16,9 +16,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "captum_iba"
 #: ``captum_iba.version``). ``app`` may import anything.
 ALLOWED: Dict[str, Set[str]] = {
     "_utils": set(),
-    "attr": {"_utils"},
+    "attr": {"_utils", "registry"},
     "metrics": {"_utils"},
-    "evaluation": {"_utils", "attr", "metrics"},
+    "evaluation": {"_utils", "registry", "attr", "metrics"},
     "visualization": {"_utils", "metrics"},
 }
 #: Old module paths kept as re-exports of the application layer.
@@ -74,3 +74,85 @@ def test_the_check_sees_an_application_import(tmp_path):
     )
     targets = {t for _, t in _captum_iba_targets(module)}
     assert {"app", "finetune"} <= targets
+
+
+def test_the_registry_of_names_imports_no_layer_and_no_torch():
+    """``captum_iba.registry`` lists names (for ``--help``): it imports only
+    the registry class, so listing the names loads no method and no torch."""
+    path = PACKAGE / "registry.py"
+    targets = {t for _, t in _captum_iba_targets(path)}
+    assert targets <= {"_utils"}, targets
+    assert all(not name.startswith("torch") for _, name in _imports(path))
+    helper = PACKAGE / "_utils" / "registry.py"
+    assert {n.split(".")[0] for _, n in _imports(helper)} <= {
+        "importlib",
+        "dataclasses",
+        "types",
+        "typing",
+    }
+
+
+# Captum's private modules (``captum._utils``, ``captum.attr._core``, ...) move
+# between releases: one module imports them, so a new release changes one file.
+CAPTUM_COMPAT = PACKAGE / "_utils" / "captum_compat.py"
+
+
+def _is_private_captum(name: str) -> bool:
+    parts = name.split(".")
+    return parts[0] == "captum" and any(p.startswith("_") for p in parts[1:])
+
+
+def _private_captum_imports(path: Path) -> Iterator[Tuple[int, str]]:
+    return ((line, n) for line, n in _imports(path) if _is_private_captum(n))
+
+
+def test_only_captum_compat_imports_captum_private_modules():
+    files = [p for p in sorted(PACKAGE.rglob("*.py")) if p != CAPTUM_COMPAT]
+    bad = [
+        f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+        for path in files
+        for line, name in _private_captum_imports(path)
+    ]
+    assert not bad, "import these through captum_iba._utils.captum_compat:\n" + (
+        "\n".join(bad)
+    )
+    assert list(_private_captum_imports(CAPTUM_COMPAT))
+
+
+def test_the_check_sees_a_private_captum_import(tmp_path):
+    module = tmp_path / "bad.py"
+    module.write_text(
+        "from captum.attr._utils.attribution import LayerAttribution\n"
+        "from captum.attr import _utils\n"
+        "def f():\n    import captum._utils.common\n"
+        "from captum.attr import Lime\nfrom captum_iba._utils import common\n"
+    )
+    found = [name for _, name in _private_captum_imports(module)]
+    assert found == [
+        "captum.attr._utils.attribution",
+        "captum.attr._utils.attribution.LayerAttribution",
+        "captum.attr._utils",
+        "captum._utils.common",
+    ]
+
+
+def test_nothing_imports_an_old_module_path():
+    """The deprecated paths of 0.1 are for users only: the package, its tests
+    (but the one testing them), benchmarks and experiments use the new ones."""
+    from captum_iba._utils.moved import MOVED_MODULES
+
+    root = PACKAGE.parent
+    old_files = {PACKAGE / f"{m.rsplit('.', 1)[1]}.py" for m in MOVED_MODULES}
+    files = [
+        p
+        for folder in ("captum_iba", "tests", "benchmarks", "experiments", "docs")
+        for p in sorted((root / folder).rglob("*.py"))
+        if p not in old_files and p.name != "test_moved.py"
+    ]
+    bad = [
+        f"{path.relative_to(root)}:{line} imports {name}"
+        for path in files
+        for line, name in _imports(path)
+        if any(name == m or name.startswith(m + ".") for m in MOVED_MODULES)
+    ]
+    assert not bad, "\n".join(bad)

@@ -4,6 +4,7 @@
 * :func:`format_target` / :func:`check_target_range` - Captum's ``TargetType``
   turned into one index (or index tuple) per instance, and checked;
 * :func:`model_device` - where a model's parameters live;
+* :func:`max_positions` / :func:`check_length` - how many tokens a model takes;
 * :func:`tokenizer_ids` / :func:`special_token_ids` / :func:`pad_token_id` - the
   ids a tokenizer reserves, with explicit values winning;
 * :func:`hf_call` - the Hugging Face positional call
@@ -21,11 +22,13 @@ import torch
 from torch import Tensor, nn
 
 __all__ = [
+    "check_length",
     "check_target_range",
     "format_target",
     "hf_call",
     "instance_seed",
     "logits_of",
+    "max_positions",
     "model_device",
     "pad_token_id",
     "special_token_ids",
@@ -183,6 +186,46 @@ def model_device(model: Any, fallback: Optional[torch.device] = None) -> torch.d
     return fallback if fallback is not None else torch.device("cpu")
 
 
+def max_positions(model: Any) -> Optional[int]:
+    """How many tokens a Hugging Face model takes (None when it does not say).
+
+    ``max_position_embeddings`` (or ``n_positions``) of its config, less the
+    positions an embedding table keeps below its first one (RoBERTa's count
+    from ``pad_token_id + 1``: 514 entries, 512 tokens).
+
+    Args:
+        model (Any): A model, or any callable (then None).
+    """
+    config = getattr(model, "config", None)
+    keys = ("max_position_embeddings", "n_positions")
+    values = [getattr(config, k, None) for k in keys]
+    limit = next(
+        (v for v in values if isinstance(v, int) and not isinstance(v, bool)), None
+    )
+    base = getattr(model, "base_model", None)
+    table = getattr(getattr(base, "embeddings", None), "position_embeddings", None)
+    if limit is not None and isinstance(table, nn.Embedding):
+        if table.padding_idx is not None:
+            limit = min(limit, table.num_embeddings - table.padding_idx - 1)
+    return limit
+
+
+def check_length(model: Any, length: int, name: str = "inputs") -> None:
+    """Raises a ValueError when ``length`` tokens exceed the model's positions.
+
+    Args:
+        model (Any): The model (see :func:`max_positions`).
+        length (int): The number of tokens it would be given.
+        name (str, optional): The argument they come from, for the message.
+    """
+    limit = max_positions(model)
+    if limit is not None and length > limit:
+        raise ValueError(
+            f"{name} have {length} tokens, more than the model's {limit} positions: "
+            f"truncate them (e.g. max_length={limit})"
+        )
+
+
 def tokenizer_ids(tokenizer: Any) -> Dict[str, Any]:
     """The pad, mask and unknown ids of a tokenizer and its special ids.
 
@@ -293,3 +336,19 @@ def instance_seed(seed: int, token_ids: Tensor) -> int:
         token_ids.detach().reshape(-1).to("cpu", torch.int64).numpy().tobytes()
     )
     return int.from_bytes(digest.digest(), "little") & (2**63 - 1)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of :func:`warnings.warn` that points at the first
+    frame outside this package (and the dataclass / Captum wrappers it goes
+    through), for warnings raised deep inside a call."""
+    import sys
+
+    frame, level = sys._getframe(1), 1
+    skip = ("captum_iba", "dataclasses", "captum.", "<string>")
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if not name.startswith(skip) and frame.f_code.co_filename != "<string>":
+            return level
+        frame, level = frame.f_back, level + 1
+    return level

@@ -13,9 +13,29 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Union
 
-__all__ = ["atomic_write", "atomic_write_text", "write_marker"]
+__all__ = [
+    "CACHE_ENV_VAR",
+    "atomic_write",
+    "atomic_write_text",
+    "cache_root",
+    "write_marker",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
+#: Overrides the cache root (:func:`cache_root`).
+CACHE_ENV_VAR = "CAPTUM_IBA_CACHE"
+
+
+def cache_root() -> Path:
+    """The package's cache folder (fine-tuned models, measured machine facts).
+
+    Returns:
+        Path: ``$CAPTUM_IBA_CACHE`` if set, else ``~/.cache/captum_iba``.
+    """
+    env = os.environ.get(CACHE_ENV_VAR)
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "captum_iba"
 
 
 @contextlib.contextmanager

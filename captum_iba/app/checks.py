@@ -6,26 +6,34 @@ Numbers are checked by argparse types (:func:`positive_int`,
 index, sequence length, single-sentence or pair) against its configuration
 alone (:func:`check_against_config`), which loads in a fraction of a second
 where the weights take a minute. Every failure is a one-line
-:class:`~captum_iba.app.errors.CLIError` that gives the valid range.
+:class:`~captum_iba.app.errors.CLIError` that gives the valid range. A command
+that fails leaves no output folder it created, nor files of its own that hold
+no finished work (:func:`removed_on_failure`).
 """
 
 import argparse
+import json
 import math
 import os
+import shutil
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, List, Optional
 
 from captum_iba.app.errors import CLIError
 
 __all__ = [
     "check_against_config",
+    "check_classes",
     "n_encoder_layers",
     "nonnegative_float",
     "output_file",
     "output_folder",
     "pair_warning",
     "positive_int",
+    "removed_on_failure",
     "seed_int",
+    "thread_count",
 ]
 
 #: Corpora made of single sentences (a fine-tuned model's record names one).
@@ -52,6 +60,25 @@ def positive_int(text: str) -> int:
 def seed_int(text: str) -> int:
     """argparse type: a seed in 0 .. 2**63 - 1 (what torch accepts)."""
     return _int_in(text, 0, 2**63 - 1)
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def thread_count(text: str) -> int:
+    """argparse type: threads per process, 1 .. the CPUs this process may use
+    (more only slow torch down, and far more exhaust the memory)."""
+    n = usable_cpus()
+    try:
+        return _int_in(text, 1, n)
+    except argparse.ArgumentTypeError as err:
+        raise argparse.ArgumentTypeError(
+            f"{err} (the CPUs this process may use)"
+        ) from None
 
 
 def nonnegative_float(text: str) -> float:
@@ -175,6 +202,32 @@ def check_against_config(
             )
 
 
+def check_classes(config: Any, names: List[str], dataset: str, target: str) -> None:
+    """Checks that a corpus' classes are the model's.
+
+    Args:
+        config: The model's ``transformers`` configuration.
+        names (List[str]): The corpus' class names.
+        dataset (str): ``--dataset``.
+        target (str): ``"label"`` (the gold classes are explained) or
+            ``"predicted"``.
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: When the numbers of classes differ
+            and the gold labels are explained, or the corpus has more classes.
+    """
+    n_model = getattr(config, "num_labels", None)
+    if not isinstance(n_model, int) or n_model == len(names):
+        return
+    if target == "label" or len(names) > n_model:
+        model_names = list((getattr(config, "id2label", None) or {}).values())
+        raise CLIError(
+            f"--dataset {dataset} has {len(names)} classes ({', '.join(names)}) but "
+            f"the model has {n_model} ({', '.join(map(str, model_names))}): give a "
+            f"model fine-tuned on {dataset}"
+        )
+
+
 def pair_warning(config: Any, record: Optional[dict]) -> Optional[str]:
     """A warning when a sentence pair goes to a single-sentence classifier.
 
@@ -203,3 +256,64 @@ def pair_warning(config: Any, record: Optional[dict]) -> Optional[str]:
             "record saying what it was trained on"
         )
     return None
+
+
+def _holds_work(folder: Path) -> bool:
+    """Whether a results folder holds finished work: a scored instance in a
+    shard of the corpus engine, or a file outside its bookkeeping (the
+    settings, locks, hidden temporary files)."""
+    for path in folder.rglob("*"):
+        if not path.is_file() or path.name.startswith("."):
+            continue
+        if path.parent.name != "shards":
+            return True
+        if path.suffix == ".jsonl":
+            with open(path, "rb") as fh:
+                for line in fh:
+                    try:
+                        if json.loads(line).get("kind") == "row":
+                            return True
+                    except (ValueError, AttributeError):
+                        continue
+    return False
+
+
+def _first_missing(folder: Path) -> Optional[Path]:
+    """The highest folder of ``folder`` 's path that does not exist yet."""
+    missing = None
+    for part in [folder, *folder.parents]:
+        if part.exists():
+            return missing
+        missing = part
+    return missing
+
+
+def _output_folders(args: argparse.Namespace) -> List[Path]:
+    """The folders a command writes into: ``--out`` and its ``shards/``
+    (the corpus engine's), ``--html`` 's folder."""
+    out = []
+    if getattr(args, "out", None):
+        folder = Path(args.out).expanduser()
+        out += [folder, folder / "shards"]
+    if getattr(args, "html", None):
+        out.append(Path(args.html).expanduser().parent)
+    return out
+
+
+@contextmanager
+def removed_on_failure(args: argparse.Namespace) -> Iterator[None]:
+    """On any failure of a command (an error, Ctrl-C), removes what it made in
+    its output folders (``--out``, ``--html`` 's folder) unless they hold
+    finished work a re-run resumes from: a folder it created goes entirely;
+    in a folder that was there, the corpus engine's ``shards/`` goes when this
+    run made it. Only the main process (``RANK`` 0) cleans up.
+    """
+    made = [_first_missing(folder) for folder in _output_folders(args)]
+    try:
+        yield
+    except BaseException:
+        if os.environ.get("RANK", "0") == "0":
+            for root in made:
+                if root is not None and root.is_dir() and not _holds_work(root):
+                    shutil.rmtree(root, ignore_errors=True)
+        raise

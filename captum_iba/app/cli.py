@@ -27,12 +27,18 @@ import sys
 from typing import Any, NoReturn, Optional, Sequence
 
 from captum_iba.app import commands
-from captum_iba.app.checks import nonnegative_float, positive_int, seed_int
+from captum_iba.app.checks import (
+    nonnegative_float,
+    positive_int,
+    removed_on_failure,
+    seed_int,
+    thread_count,
+)
 from captum_iba.app.data import HELDOUT_SPLIT
 from captum_iba.app.errors import CLIError, split_choices
 from captum_iba.app.reproduce import CORPORA, PARTS, PROFILES
-from captum_iba.attr.priors import PRIOR_NAMES
-from captum_iba.evaluation import SETTINGS, scorer_names
+from captum_iba.evaluation import SETTINGS
+from captum_iba.registry import METHODS, PRIORS
 
 __all__ = [
     "CLIError",
@@ -46,7 +52,9 @@ __all__ = [
 ]
 
 #: CLI method names (the registry's names in lower case) -> registered names.
-METHOD_NAMES = {name.lower(): name for name in scorer_names()}
+METHOD_NAMES = {name.lower(): name for name in METHODS.names()}
+#: IBA's noise priors, by name (the registry's).
+PRIOR_NAMES = tuple(PRIORS.names())
 #: Corpora ``evaluate`` accepts (each on its held-out split, see the loaders).
 DATASETS = tuple(HELDOUT_SPLIT)
 #: Corpora of the paper's Table 1 that ``reproduce`` measures, and its parts.
@@ -65,7 +73,12 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
     ex.add_argument("--layer", type=int, help="encoder layer index (0-based)")
     ex.add_argument("--target", type=int, help="class to explain (default: predicted)")
     ex.add_argument("--beta", type=nonnegative_float, default=1e-5)
-    ex.add_argument("--prior", default="paper", choices=["paper", "reference"])
+    ex.add_argument(
+        "--prior",
+        default="paper",
+        choices=list(PRIOR_NAMES),
+        help="IBA's noise prior (dataset: fitted on the model's training corpus)",
+    )
     ex.add_argument("--html", help="write an HTML heatmap to this file")
     ex.add_argument("--seed", type=seed_int, default=0)
     ex.add_argument(
@@ -94,8 +107,8 @@ def _corpus_arguments(p: argparse.ArgumentParser, methods: str, n: Any) -> None:
     p.add_argument("--setting", default="fair", choices=list(SETTINGS))
     p.add_argument(
         "--priors",
-        default="paper",
-        help=f"IBA priors, comma-separated, among {', '.join(PRIOR_NAMES)}",
+        help=f"IBA priors, comma-separated, among {', '.join(PRIOR_NAMES)}; one IBA "
+        "run each (default: the setting's, reference for paper, paper for fair)",
     )
     p.add_argument("--model", help="fine-tuned classifier (default: cached MiniLM)")
     p.add_argument("--layer", type=int, help="encoder layer index (0-based)")
@@ -122,12 +135,14 @@ def _corpus_arguments(p: argparse.ArgumentParser, methods: str, n: Any) -> None:
     p.add_argument(
         "--bf16",
         action="store_true",
-        help="IBA in bfloat16 autocast (about half the time; scores close to, not "
-        "equal to, float32)",
+        help="IBA in bfloat16 autocast: about half the time on a GPU or a CPU with "
+        "native bfloat16 (AVX512-BF16, AMX), scores close to, not equal to, float32; "
+        "on other CPUs (e.g. AVX2 only) bf16 is many times slower: measured once, "
+        "float32 runs instead, with a warning (CAPTUM_IBA_CPU_BF16=on forces bf16)",
     )
     p.add_argument(
         "--threads",
-        type=positive_int,
+        type=thread_count,
         default=1,
         help="CPU threads per process (default 1: on a CPU, start one process per "
         "core with torchrun; the numbers depend on it, not on the processes)",
@@ -206,8 +221,9 @@ def _reproduce_parser(sub: "argparse._SubParsersAction") -> None:
     rp.add_argument(
         "--fair-prior",
         default="paper",
-        choices=[p for p in PRIOR_NAMES if p != "dataset"],
-        help="IBA's prior in the fair setting and the sweeps",
+        choices=list(PRIOR_NAMES),
+        help="IBA's prior in the fair setting and the sweeps (dataset: fitted on "
+        "1,000 training instances of each corpus)",
     )
 
 
@@ -237,7 +253,8 @@ def _check_corpus(args: argparse.Namespace) -> None:
         raise CLIError(f"unknown dataset {args.dataset!r}; choose from {DATASETS}")
     chosen = split_choices(args.methods.lower(), METHOD_NAMES, "method")
     args.methods = [METHOD_NAMES[m] for m in chosen]
-    args.priors = split_choices(args.priors, PRIOR_NAMES, "prior")
+    if args.priors is not None:
+        args.priors = split_choices(args.priors, PRIOR_NAMES, "prior")
 
 
 def _check_reproduce(args: argparse.Namespace) -> None:
@@ -277,7 +294,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     debug = os.environ.get("CAPTUM_IBA_DEBUG", "").strip() not in ("", "0")
     try:
         checks.get(args.command, lambda a: None)(args)
-        return commands.COMMANDS[args.command](args)
+        with removed_on_failure(args):
+            return commands.COMMANDS[args.command](args)
     except KeyboardInterrupt:
         parser.exit(130, "captum-iba: interrupted\n")
     except _USER_ERRORS as err:

@@ -17,6 +17,7 @@ from captum_iba._utils.io import atomic_write_text, write_marker
 from captum_iba.app import reproduce
 from captum_iba.app.checks import (
     check_against_config,
+    check_classes,
     output_file,
     output_folder,
     pair_warning,
@@ -36,19 +37,20 @@ from captum_iba.app.errors import CLIError
 from captum_iba.app.models import load_classifier, model_config
 from captum_iba.attr import (
     InformationBottleneckAttribution,
+    LayerRef,
     resolve_layer,
     resolve_prior,
     token_attributions,
 )
 from captum_iba.evaluation import (
-    IBAScorer,
-    corpus_scorers,
+    Resources,
+    build_scorers,
     encode,
+    encoded_batches,
     get_preset,
-    resolve_priors,
-    scorer_class,
 )
 from captum_iba.metrics import compare
+from captum_iba.registry import PRIORS
 
 __all__ = ["COMMANDS", "cmd_attribute", "cmd_evaluate", "cmd_explain", "cmd_reproduce"]
 
@@ -104,11 +106,27 @@ def _model_and_tokenizer(path: Optional[str], dataset: str = DEFAULT_CORPUS) -> 
     return load_classifier(path)
 
 
-def _layer(model: Any, index: Optional[int]) -> Tuple[int, torch.nn.Module]:
+def _layer(model: Any, index: Optional[int]) -> LayerRef:
     try:
         return resolve_layer(model, index)
     except ValueError as err:
         raise CLIError(f"--layer: {err}") from None
+
+
+def _prior_data(
+    priors: Any, dataset: Optional[str], data_dir: Optional[str]
+) -> Optional[Any]:
+    """The training data the priors that need data are fitted on (1,000
+    instances of ``dataset``'s training split), or None when none needs it."""
+    if not any(PRIORS.load(p).needs_data for p in priors or ()):
+        return None
+    if dataset is None:
+        raise CLIError(
+            "--prior: a prior fitted on data needs the model's training corpus, "
+            "which is not known for this model (use the default model or one "
+            "fine-tuned by captum-iba)"
+        )
+    return load_dataset(dataset, "train", data_dir=data_dir, max_examples=1000)
 
 
 def _print_scores(tokens: Any, scores: torch.Tensor, special: Any) -> None:
@@ -153,10 +171,11 @@ def _encode_checked(tok: Any, args: argparse.Namespace, model: Any) -> Dict:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """``captum-iba explain``: IBA scores of one text, printed (and as HTML)."""
-    if not args.text.strip() or (args.pair is not None and not args.pair.strip()):
+    if not args.text.strip():
         raise CLIError("the text to explain is empty")
+    if args.pair is not None and not args.pair.strip():
+        raise CLIError("--pair is empty: give the second text, or leave --pair out")
     html = output_file(args.html, "--html")
-    prior = resolve_prior(args.prior)
     config, record = _config_and_record(args.model, DEFAULT_CORPUS)
     check_against_config(config, layer=args.layer, target=args.target)
     warning = pair_warning(config, record) if args.pair is not None else None
@@ -164,6 +183,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print(f"warning: {warning}")
     model, tok = _model_and_tokenizer(args.model)
     index, layer = _layer(model, args.layer)
+    corpus = (record or {}).get("dataset")
+    data = _prior_data([args.prior], corpus, None)
+    batches = None if data is None else encoded_batches(tok, data, 128, 32)
+    prior = resolve_prior(args.prior, model, layer, batches)
     enc = _encode_checked(tok, args, model)
     extra = (enc["attention_mask"],)
     if "token_type_ids" in enc:
@@ -212,36 +235,32 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
-    """The scorers of ``evaluate`` / ``attribute``: every name resolved here, once."""
-    layer = _layer(model, args.layer)
-    priors = []
-    if any(scorer_class(m) is IBAScorer for m in args.methods):
-        prior_data = None
-        if "dataset" in args.priors:
-            prior_data = load_dataset(
-                args.dataset, "train", data_dir=args.data_dir, max_examples=1000
-            )
-        priors = resolve_priors(
-            args.priors, model, tok, layer[1], prior_data, args.max_length
-        )
+    """The scorers of ``evaluate`` / ``attribute``: every name resolved once,
+    by the harness's one resolver."""
     iba = {k: getattr(args, k) for k in ("beta", "steps", "n_samples") if k in args}
-    if args.bf16:
-        iba["precision"] = "bf16"
-    return corpus_scorers(
+    options = {
+        "IG": {"n_steps": args.ig_steps},
+        "LIME": {"n_samples": args.lime_samples},
+        "LIME-text": {
+            "n_samples": args.lime_samples,
+            "max_length": args.lime_max_length,
+        },
+        "IBA": iba,
+    }
+    options = {
+        m: {k: v for k, v in o.items() if v is not None} for m, o in options.items()
+    }
+    resources = Resources(
         model,
         tok,
-        args.methods,
-        layer,
-        priors,
-        setting=get_preset(args.setting),
+        layer=_layer(model, args.layer),
+        prior=args.priors,
+        prior_data=_prior_data(args.priors, args.dataset, args.data_dir),
         seed=args.seed,
-        iba_options=iba,
-        scorer_options=dict(
-            ig_steps=args.ig_steps,
-            lime_samples=args.lime_samples,
-            lime_max_length=args.lime_max_length,
-        ),
+        precision="bf16" if args.bf16 else None,
+        max_length=args.max_length,
     )
+    return build_scorers(args.methods, resources, get_preset(args.setting), options)
 
 
 #: What the corpus engine leaves in ``--out`` (the merge, its settings, the
@@ -271,6 +290,8 @@ def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob
     data = load_dataset(
         args.dataset, split, data_dir=args.data_dir, max_examples=args.n
     )
+    target = getattr(args, "target", "label")
+    check_classes(model.config, data.label_names, args.dataset, target)
     return CorpusJob(
         model=model,
         tokenizer=tok,
@@ -280,7 +301,7 @@ def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob
         preset=get_preset(args.setting),
         max_length=args.max_length,
         batch_size=args.batch_size,
-        target=getattr(args, "target", "label"),
+        target=target,
         degradation=args.command == "evaluate" or args.degradation,
     )
 

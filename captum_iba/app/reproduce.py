@@ -42,7 +42,11 @@ import torch
 
 from captum_iba._utils.io import atomic_write_text, write_marker
 from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
-from captum_iba.app.finetune import REPRODUCE_OVERRIDES, get_finetuned_model
+from captum_iba.app.finetune import (
+    FineTuneOptions,
+    get_finetuned_model,
+    reproduce_overrides,
+)
 from captum_iba.app.models import load_classifier
 from captum_iba.attr import (
     InformationBottleneckAttribution,
@@ -52,6 +56,7 @@ from captum_iba.attr import (
 )
 from captum_iba.evaluation import SETTINGS, encode, evaluate_corpus
 from captum_iba.metrics import compare
+from captum_iba.registry import PRIORS
 from captum_iba.visualization import (
     layer_token_heatmap,
     plot_beta_sweep,
@@ -111,9 +116,8 @@ EXAMPLE = (
 
 def corpus_model(corpus: str) -> Tuple[Any, Any]:
     """The fine-tuned classifier of ``corpus`` and its tokenizer (cached)."""
-    return load_classifier(
-        get_finetuned_model(corpus, **REPRODUCE_OVERRIDES.get(corpus, {}))
-    )
+    options = FineTuneOptions.recipe(corpus, **reproduce_overrides(corpus))
+    return load_classifier(get_finetuned_model(corpus, options=options))
 
 
 def read_rows(path: Path) -> List[Dict[str, Any]]:
@@ -142,6 +146,14 @@ def read_rows(path: Path) -> List[Dict[str, Any]]:
 def iba_options(corpus: str) -> Dict[str, Any]:
     """Appendix A: beta 1e-5, except RTE (1e-4)."""
     return {"beta": 1e-4 if corpus == "rte" else 1e-5}
+
+
+def prior_data(prior: str, corpus: str) -> Any:
+    """1,000 training instances of ``corpus`` when ``prior`` is fitted on data
+    (the dataset prior), else None."""
+    if not PRIORS.load(prior).needs_data:
+        return None
+    return load_dataset(corpus, "train", max_examples=1000)
 
 
 def paper_layer(model: Any, corpus: str) -> int:
@@ -175,12 +187,15 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
                 data,
                 methods=methods + ("IBA",),
                 setting=setting,
-                priors=(prior,),
-                layer_index=layer,
+                method_options={
+                    "IBA": iba_options(corpus),
+                    "LIME-text": {"max_length": profile["lime_max_length"][corpus]},
+                },
                 max_length=length,
                 batch_size=profile["batch_size"],
-                iba_options=iba_options(corpus),
-                scorer_options={"lime_max_length": profile["lime_max_length"][corpus]},
+                prior=prior,
+                prior_data=prior_data(prior, corpus),
+                layer=layer,
             )
             minutes = (time.time() - start) / 60
             for name, result in results.items():
@@ -258,15 +273,14 @@ def run_sweeps(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> 
     )
     common = dict(
         setting="fair",
-        priors=(args.fair_prior,),
+        prior=args.fair_prior,
+        prior_data=prior_data(args.fair_prior, corpus),
         max_length=profile["max_length"][corpus],
         batch_size=profile["batch_size"],
     )
     by_layer = {}
     for index in range(len(encoder_layers(model))):
-        res = evaluate_corpus(
-            model, tok, data, methods=("IBA",), layer_index=index, **common
-        )
+        res = evaluate_corpus(model, tok, data, methods=("IBA",), layer=index, **common)
         by_layer[index + 1] = res["IBA"]
         res["IBA"].to_json(out / "json" / f"sweep_layer{index + 1}.json")
     plot_layer_sweep(
@@ -276,8 +290,9 @@ def run_sweeps(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> 
     )
     by_beta = {}
     for beta in BETAS:
+        options = {"IBA": {"beta": beta}}
         res = evaluate_corpus(
-            model, tok, data, methods=("IBA",), iba_options={"beta": beta}, **common
+            model, tok, data, methods=("IBA",), method_options=options, **common
         )
         by_beta[beta] = res["IBA"]
         res["IBA"].to_json(out / "json" / f"sweep_beta{beta:g}.json")

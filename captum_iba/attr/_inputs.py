@@ -1,21 +1,28 @@
 """Checking and reading the inputs of IBA's ``attribute``: batch sizes, the
-per-instance additional arguments, and the token mask (given, or found in the
-forward's arguments through the usual wrappers)."""
+per-instance additional arguments, the arguments named as masks, segment ids or
+token ids, and the token mask (given, or found in the forward's arguments
+through the usual wrappers)."""
 
 import functools
 import inspect
-from typing import Any, Callable, FrozenSet, List, Optional, Tuple
+from contextlib import contextmanager
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
+import torch
 from torch import Tensor
 from torch.nn import Module
 
 __all__ = [
     "MASK_NAMES",
     "check_batch",
+    "check_named_arguments",
     "check_token_mask",
+    "copies_failed",
     "expand_rows",
     "infer_token_mask",
+    "mask_values_problem",
     "model_pad_token_id",
+    "model_special_token_ids",
     "pads_without_mask",
     "slice_rows",
     "unwrap_forward",
@@ -143,12 +150,53 @@ def infer_token_mask(
     return mask if pad_ok else None
 
 
-def model_pad_token_id(forward_func: Any) -> Optional[int]:
-    """The pad token id in the config of the model behind ``forward_func``."""
-    fn, _, _ = unwrap_forward(forward_func)
-    owner = getattr(fn, "__self__", fn)
+def _config_pad(owner: Any) -> Optional[int]:
     pad = getattr(getattr(owner, "config", None), "pad_token_id", None)
     return pad if isinstance(pad, int) and not isinstance(pad, bool) else None
+
+
+def _referenced_modules(fn: Any) -> List[Module]:
+    """The Modules a plain function or method refers to: its closure's values,
+    the globals it names (``lambda ids: model(ids).logits`` -> ``model``) and
+    the attributes of the object a method is bound to."""
+    found: List[Any] = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            found.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            continue
+    code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+    found += [names[n] for n in getattr(code, "co_names", ()) if n in names]
+    found += list(getattr(getattr(fn, "__self__", fn), "__dict__", {}).values())
+    return [m for m in found if isinstance(m, Module)]
+
+
+def model_pad_token_id(forward_func: Any) -> Optional[int]:
+    """The pad token id of the model behind ``forward_func``: in the config of
+    the Module (through the wrappers of :func:`unwrap_forward`), else of the
+    Modules inside it, or of those a plain function refers to (a lambda's
+    closure or globals); None unless exactly one id is found."""
+    fn, _, _ = unwrap_forward(forward_func)
+    owner = getattr(fn, "__self__", fn)
+    pad = _config_pad(owner)
+    if pad is not None:
+        return pad
+    if isinstance(owner, Module):
+        pads = {_config_pad(m) for m in owner.modules()}
+    else:
+        pads = {model_pad_token_id(m) for m in _referenced_modules(fn)}
+    pads.discard(None)
+    return pads.pop() if len(pads) == 1 else None
+
+
+def model_special_token_ids(forward_func: Any) -> List[int]:
+    """The special token ids the config of the model behind ``forward_func``
+    names (``bos``, ``eos``, ``sep``, ``cls``; BERT's config names none)."""
+    fn, _, _ = unwrap_forward(forward_func)
+    config = getattr(getattr(fn, "__self__", fn), "config", None)
+    names = ("bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id")
+    ids = [getattr(config, n, None) for n in names]
+    return sorted({i for i in ids if isinstance(i, int) and not isinstance(i, bool)})
 
 
 def pads_without_mask(inputs: Tuple[Tensor, ...], pad_id: Optional[int]) -> bool:
@@ -157,6 +205,110 @@ def pads_without_mask(inputs: Tuple[Tensor, ...], pad_id: Optional[int]) -> bool
     if pad_id is None or first.is_floating_point() or first.dim() < 2:
         return False
     return bool((first == pad_id).any())
+
+
+def _named_arguments(
+    forward_func: Any, args: Tuple[Any, ...], n_inputs: int
+) -> List[Tuple[str, str, Any]]:
+    """(where it was given, parameter name, value) of every positional
+    argument whose parameter name is known."""
+    names = forward_signature(forward_func) or []
+    where = [f"inputs[{i}]" for i in range(n_inputs)]
+    where += [f"additional_forward_args[{i}]" for i in range(len(args) - n_inputs)]
+    return list(zip(where, names, args))
+
+
+def check_named_arguments(
+    forward_func: Any, inputs: Tuple[Tensor, ...], extra: Tuple[Any, ...]
+) -> None:
+    """The arguments that fill a parameter named ``input_ids``, a mask or
+    segment ids (:data:`MASK_NAMES`, :data:`NOT_MASK_NAMES`) hold what that
+    name means, before any forward pass (else torch or transformers fail deep
+    inside, or compute something else).
+
+    Raises:
+        TypeError: For token ids that are not integers, a mask or segment ids
+            that is neither a Tensor nor None (e.g. the string ``"mask"``).
+        ValueError: For a 2-D mask whose shape is not the token ids' (B, L).
+    """
+    bound: Dict[str, Any] = {}
+    fn = forward_func
+    while isinstance(fn, functools.partial):
+        bound.update(fn.keywords)
+        fn = fn.func
+    held = [k for k, v in bound.items() if k in MASK_NAMES and isinstance(v, Tensor)]
+    if held:
+        raise ValueError(
+            f"forward_func binds {held[0]}= (functools.partial): IBA runs the "
+            "forward on n_samples noise copies of every instance, so per-instance "
+            "tensors must come in additional_forward_args"
+        )
+    first = inputs[0]
+    ids = first if first.dim() == 2 and not first.is_floating_point() else None
+    for where, name, value in _named_arguments(forward_func, (*inputs, *extra),
+                                               len(inputs)):  # fmt: skip
+        if name == "input_ids" and isinstance(value, Tensor):
+            if value.is_floating_point() or value.is_complex():
+                raise TypeError(
+                    f"{where} fills forward_func's parameter input_ids: token ids "
+                    f"must be integers, got {value.dtype} (for embeddings, explain "
+                    "a function taking inputs_embeds)"
+                )
+        elif name in MASK_NAMES | NOT_MASK_NAMES and name != "labels":
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(
+                    f"{where} fills forward_func's parameter {name}: expected a "
+                    f"Tensor (B, L) or None, got {type(value).__name__} {value!r:.40}"
+                )
+            if name in MASK_NAMES and ids is not None and isinstance(value, Tensor):
+                if value.dim() == 2 and value.shape != ids.shape:
+                    raise ValueError(
+                        f"{where} fills forward_func's parameter {name} with shape "
+                        f"{tuple(value.shape)}, but the token ids are "
+                        f"{tuple(ids.shape)}: a mask must have their shape (B, L)"
+                    )
+
+
+def mask_values_problem(
+    forward_func: Any, inputs: Tuple[Tensor, ...], extra: Tuple[Any, ...]
+) -> str:
+    """What keeps a (B, L) argument named as a mask from being the token mask:
+    values other than 0 and 1 ("" when there is none)."""
+    shape = tuple(inputs[0].shape[:2])
+    for where, name, value in _named_arguments(forward_func, (*inputs, *extra),
+                                               len(inputs)):  # fmt: skip
+        if name in MASK_NAMES and isinstance(value, Tensor) and value.dim() == 2:
+            odd = value[(value != 0) & (value != 1)]
+            if tuple(value.shape) == shape and odd.numel():
+                values = sorted({float(v) for v in odd.unique()[:3].tolist()})
+                return (
+                    f"{where} fills forward_func's parameter {name} but holds "
+                    f"values other than 0 and 1 (e.g. {values}), so it was not "
+                    "taken for the token mask"
+                )
+    return ""
+
+
+_OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+
+
+@contextmanager
+def copies_failed(batch: int, n: int) -> Iterator[None]:
+    """Adds a note to an error of the forward on the ``batch x n`` rows of the
+    noise copies (it ran on the ``batch`` instances): something it holds (a
+    mask in a closure) may not follow the rows. The error keeps its type and
+    message."""
+    try:
+        yield
+    except (RuntimeError, IndexError, ValueError) as err:
+        if hasattr(err, "add_note") and not isinstance(err, _OUT_OF_MEMORY):
+            err.add_note(
+                f"forward_func failed on the {batch} x {n} rows of IBA's noise "
+                f"copies though it ran on the {batch} instance(s): if it holds a "
+                "per-instance tensor (e.g. an attention mask in a closure), pass "
+                "it in additional_forward_args instead."
+            )
+        raise
 
 
 def _per_instance(t: Any, batch: int) -> bool:
@@ -222,6 +374,12 @@ def check_token_mask(token_mask: Optional[Tensor], batch: int) -> None:
         raise ValueError(
             f"token_mask must have shape (B, L) with B={batch}; got "
             f"{tuple(token_mask.shape)}."
+        )
+    odd = token_mask[(token_mask != 0) & (token_mask != 1)]
+    if odd.numel():
+        raise ValueError(
+            f"token_mask must hold 1 at real tokens and 0 at padding; it holds "
+            f"{float(odd[0])}."
         )
     empty = (token_mask.sum(dim=1) == 0).nonzero().flatten().tolist()
     if empty:

@@ -24,7 +24,9 @@ construction:
 And an approximation, off by default: ``precision="bf16"`` runs the model's
 forward and backward under ``torch.autocast`` in bfloat16 with eager attention
 (the SDPA kernels' bfloat16 backward is slow on CPUs); ``alpha``, the prior's
-statistics, the noise and the capacity stay float32.
+statistics, the noise and the capacity stay float32. It pays only on a GPU or
+a CPU with native bfloat16: :mod:`captum_iba.attr._precision` decides where it
+runs.
 """
 
 import sys

@@ -10,9 +10,12 @@ import math
 import numbers
 from typing import Any, Optional, Tuple
 
+import torch
 from torch import Tensor
 
-__all__ = ["check_numbers", "check_token_inputs"]
+from captum_iba._utils.common import check_length
+
+__all__ = ["check_finite_output", "check_numbers", "check_token_inputs"]
 
 
 def _finite(name: str, value: Any) -> None:
@@ -82,9 +85,19 @@ def check_token_inputs(forward_func: Any, inputs: Tuple[Tensor, ...]) -> None:
                 f"inputs hold token id {high if high >= vocab else low}, outside the "
                 f"model's vocabulary 0..{vocab - 1}"
             )
-    positions = getattr(config, "max_position_embeddings", None)
-    if isinstance(positions, int) and first.shape[1] > positions:
-        raise ValueError(
-            f"inputs have {first.shape[1]} tokens, more than the model's "
-            f"{positions} positions: truncate them (e.g. max_length={positions})"
+    check_length(forward_func, first.shape[1])
+
+
+def check_finite_output(output: Tensor, site: str) -> None:
+    """The model's output on the clean inputs is finite, the bottleneck's
+    input having been found finite: else what lies above ``site`` (weights,
+    the head) is not finite.
+
+    Raises:
+        FloatingPointError: Naming the site.
+    """
+    if not bool(torch.isfinite(output).all()):
+        raise FloatingPointError(
+            f"forward_func's output is not finite (NaN or inf) although {site}'s "
+            "is: the weights or the computation above the bottleneck are not finite"
         )

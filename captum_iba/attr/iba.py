@@ -17,12 +17,13 @@ from typing import (
     FrozenSet,
     List,
     Optional,
+    Sequence,
     Tuple,
     Union,
 )
 
 import torch
-from captum.attr._utils.attribution import GradientAttribution, LayerAttribution
+from captum.attr import GradientAttribution, LayerAttribution
 from captum.log import log_usage
 from torch import Tensor
 from torch.nn import Module
@@ -35,23 +36,27 @@ from captum_iba._utils.captum_compat import (
     _format_tensor_into_tuples,
     _run_forward,
 )
-from captum_iba._utils.common import format_target, logits_of
+from captum_iba._utils.common import format_target, logits_of, model_device
 from captum_iba._utils.hooks import LayerRecord, evaluation_mode, recorded
 from captum_iba.attr import _loop, _speed
 from captum_iba.attr import _sites as sites
 from captum_iba.attr._inputs import (
     check_batch,
+    check_named_arguments,
     check_token_mask,
+    copies_failed,
     expand_rows,
     infer_token_mask,
+    mask_values_problem,
     model_pad_token_id,
+    model_special_token_ids,
     pads_without_mask,
     slice_rows,
 )
-from captum_iba.attr._validate import check_numbers, check_token_inputs
-from captum_iba.attr.objectives import Objective, ObjectiveLike
-from captum_iba.attr.options import BetaType, IBAOptions
-from captum_iba.attr.priors import PriorLike
+from captum_iba.attr._precision import resolve_precision
+from captum_iba.attr._validate import check_finite_output, check_token_inputs
+from captum_iba.attr.objectives import Objective
+from captum_iba.attr.options import ConfigLike, IBAOptions, options_doc
 
 __all__ = ["IBAOptions", "InformationBottleneckAttribution"]
 
@@ -101,11 +106,22 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         precision (str, optional): ``"float32"`` (default) or ``"bf16"``: the
             optimisation's forward and backward under bfloat16 autocast with
             eager attention (``alpha``, statistics, noise and capacity stay
-            float32); see :mod:`captum_iba.attr._speed`.
+            float32); see :mod:`captum_iba.attr._speed`. On a CPU without
+            native bfloat16, where it is many times slower, float32 runs
+            instead, with a warning (:mod:`captum_iba.attr._precision`);
+            ``last_run`` records the precision used.
         cuts (bool, optional): The exact cuts (frozen weights, embeddings
             once, the last layer's [CLS] row when the head reads only it,
             rows chunked per pass), each checked against or equal to the full
             computation. Default True.
+        pad_token_id (int, optional): The padding id, for priors that build
+            their baselines from the token ids (``config="faithful"``'s:
+            every real token that is not special replaced by it). Default:
+            the model's ``config.pad_token_id``.
+        special_token_ids (Sequence[int], optional): Ids kept in those
+            baselines (e.g. ``tokenizer.all_special_ids``, as the evaluation
+            harness passes). Default: the model config's ``bos``, ``eos``,
+            ``sep`` and ``cls`` ids where it has them.
 
     Examples::
 
@@ -115,6 +131,13 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         ...                      additional_forward_args=(attention_mask,))
         >>> attr.shape            # (B, L, H), capacity in nats
         >>> token_scores = attr.sum(-1)
+        >>> # the most faithful configuration measured (docs/faithfulness.rst)
+        >>> iba = InformationBottleneckAttribution(
+        ...     model, model.bert.encoder.layer[4],
+        ...     special_token_ids=tokenizer.all_special_ids)
+        >>> attr = iba.attribute(input_ids, target=labels,
+        ...                      additional_forward_args=(attention_mask,),
+        ...                      config="faithful")
     """
 
     def __init__(
@@ -125,10 +148,16 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         layer_stack: Union[bool, Module] = True,
         precision: str = "float32",
         cuts: bool = True,
+        pad_token_id: Optional[int] = None,
+        special_token_ids: Optional[Sequence[int]] = None,
     ) -> None:
         if precision not in _speed.PRECISIONS:
             raise ValueError(f"precision must be one of {_speed.PRECISIONS}.")
         self.precision, self.cuts = precision, bool(cuts)
+        self.pad_token_id = pad_token_id
+        self.special_token_ids = (
+            None if special_token_ids is None else [int(i) for i in special_token_ids]
+        )
         LayerAttribution.__init__(self, forward_func, layer, device_ids)
         GradientAttribution.__init__(self, forward_func)
         layers = layer if isinstance(layer, list) else [layer]
@@ -159,23 +188,13 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         inputs: Union[Tensor, Tuple[Tensor, ...]],
         target: TargetType = None,
         additional_forward_args: Optional[object] = None,
-        beta: BetaType = 1e-5,
-        steps: int = 10,
-        n_samples: int = 10,
-        lr: float = 1.0,
-        init_alpha: float = 5.0,
-        prior: PriorLike = "paper",
-        objective: ObjectiveLike = "auto",
+        config: ConfigLike = "paper",
         token_mask: Optional[Tensor] = None,
-        seed: Optional[int] = None,
-        internal_batch_size: Optional[int] = None,
-        attribute_to_layer_input: bool = False,
-        show_progress: bool = False,
         baselines: Union[None, Tensor, Tuple[Tensor, ...]] = None,
-        optimizer: str = "adam",
-        readout: str = "capacity",
+        show_progress: bool = False,
+        **options: Any,
     ) -> Union[Tensor, Tuple[Tensor, ...], List[Union[Tensor, Tuple[Tensor, ...]]]]:
-        r"""Optimise one bottleneck per instance and return its capacity.
+        r"""Optimise one bottleneck per instance and return its attribution.
 
         Args:
             inputs (Tensor or tuple[Tensor, ...]): Inputs of ``forward_func``;
@@ -191,30 +210,13 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 attention mask). Tensors whose first dimension is the batch
                 are repeated with the noise copies; others (e.g. target token
                 ids) pass through untouched.
-            beta (float or "auto", optional): Weight of the information term
-                (Eq. 5), >= 0. ``"auto"`` sets it per instance to
-                10 x \|L_task\| / L_IB at the start (Appendix A), L_IB being the
-                instance's total capacity. Default: 1e-5 (the
-                paper's value for BERT-base).
-            steps (int, optional): Adam steps. Default: 10.
-            n_samples (int, optional): Noise copies per instance and step.
-                Default: 10.
-            lr (float, optional): Adam learning rate. Default: 1.
-            init_alpha (float, optional): Initial :math:`\alpha`
-                (:math:`\lambda = \sigma(5) = 0.993`). Default: 5.
-            prior (str or NoisePrior, optional): ``"paper"`` (statistics of the
-                instance's own layer output), ``"reference"`` (the released
-                code's prior), ``"baseline"`` (the layer's output on
-                ``baselines``; a deletion-like prior, not in the paper) or a
-                fitted :class:`~captum_iba.DatasetPrior`. Default: ``"paper"``.
-            objective (str or Callable, optional): The task loss
-                (:mod:`captum_iba.attr.objectives`): ``"auto"`` (the
-                cross-entropy of ``(B, C > 1)`` logits as in the paper,
-                ``-log p`` of probabilities, the negated score of a ``(B,)``
-                or ``(B, 1)`` output), ``"cross_entropy"``, ``"probability"``,
-                ``"log_probability"``, ``"score"``, or a callable
-                ``(output, target) -> loss per row`` (minimised).
-                Default: ``"auto"``.
+            config (str or IBAOptions, optional): A named configuration of
+                :data:`~captum_iba.attr.options.CONFIGS` -
+                ``"faithful"`` (the most faithful configuration measured,
+                docs/faithfulness.rst: use it to explain a model) or
+                ``"paper"`` (the paper's, the default: use it to reproduce the
+                paper) - or an :class:`~captum_iba.attr.options.IBAOptions`.
+                Keyword ``options`` override its fields.
             token_mask (Tensor, optional): (B, L) with 1 at real tokens and 0
                 at padding. Padding gets zero capacity and takes no part in
                 the loss or the statistics. When omitted, it is found among the
@@ -223,32 +225,19 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 bound methods and ``functools.partial``); when none is found
                 and the inputs hold the model's pad token id, a warning says
                 so. Otherwise every position counts.
-            seed (int, optional): Seed of the noise. Every instance draws its
-                own noise from it, so a result does not depend on the rest of
-                the batch or on padding. ``None`` draws the seed from torch's
-                global generator.
-            internal_batch_size (int, optional): Maximum rows (instances x
-                ``n_samples``) per forward pass, to bound memory; raised to
-                ``n_samples`` with a warning when below. Default: the whole
-                batch at once.
-            attribute_to_layer_input (bool, optional): Insert the bottleneck on
-                the hidden states the layer is called with (first positional
-                argument or ``hidden_states=``) instead of its output (always
-                through hooks). Default: False.
-            show_progress (bool, optional): Show a tqdm progress bar over
-                instance chunks. Default: False.
             baselines (Tensor or tuple[Tensor, ...], optional): Inputs of the
                 shape of ``inputs`` whose layer output is the noise mean of
-                ``prior="baseline"`` (e.g. the token ids with the removable
-                tokens replaced by [PAD]). Only that prior uses them.
-            optimizer (str, optional): ``"adam"`` (the paper) or
-                ``"normalized_gd"`` (gradient descent with each instance's
-                gradient divided by its largest absolute element, step ``lr``).
-                Default: ``"adam"``.
-            readout (str, optional): ``"capacity"`` (the paper: the final
-                capacity in nats) or ``"mask_mean"`` (the signal weight
-                :math:`\lambda` averaged over the steps, in (0, 1)).
-                Default: ``"capacity"``.
+                ``prior="baseline"`` (``config="faithful"``'s). Default: built
+                from the token ids by the prior - what deletion leaves, every
+                real token that is not special replaced by the padding id
+                (see ``pad_token_id`` and ``special_token_ids``). Only that
+                prior uses them.
+            show_progress (bool, optional): Show a tqdm progress bar over
+                instance chunks. Default: False.
+            **options: Fields of :class:`~captum_iba.attr.options.IBAOptions`,
+                overriding those of ``config``:
+
+                {options}
 
         Returns:
             Tensor, tuple or list: The capacity (or ``readout``) per element of
@@ -259,39 +248,33 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             tuple of attributions (as Captum's layer methods return one per
             output tensor); a list when ``layer`` is a list. Reduce to tokens
             with ``attr.sum(-1)`` or :func:`captum_iba.token_attributions`.
+
+        Raises:
+            TypeError: For a keyword that is no IBA option.
+            ValueError: For a bad option value or input, naming it.
         """
         inputs_t = _format_tensor_into_tuples(inputs)
         extra = _format_additional_forward_args(additional_forward_args) or ()
-        check_numbers(beta, lr, init_alpha, seed, internal_batch_size)
+        opts = IBAOptions.from_config(config, **options)
         check_token_inputs(self.forward_func, inputs_t)
         batch, _ = check_batch(inputs_t, extra)
-        options = IBAOptions(
-            beta=beta,
-            steps=steps,
-            n_samples=n_samples,
-            lr=lr,
-            init_alpha=init_alpha,
-            prior=prior,
-            seed=seed,
-            internal_batch_size=internal_batch_size,
-            objective=objective,
-            attribute_to_layer_input=attribute_to_layer_input,
-            optimizer=optimizer,
-            readout=readout,
-        )
-        base_t = self._baselines(baselines, inputs_t, options)
         target_t = format_target(target, batch)
         token_mask, mask_explicit = self._token_mask(token_mask, inputs_t, extra)
         check_token_mask(token_mask, batch)
+        base_t = self._baselines(baselines, inputs_t, opts, token_mask)
+        seed = opts.seed
         run_seed = (
             int(torch.randint(0, 2**31 - 1, (1,)).item()) if seed is None else seed
         )
-        per_chunk = options.instances_per_chunk(batch)
-        if self.cuts and internal_batch_size is None:
-            per_chunk = _speed.instances_per_chunk(batch, n_samples, inputs_t[0])
+        per_chunk = opts.instances_per_chunk(batch)
+        if self.cuts and opts.internal_batch_size is None:
+            per_chunk = _speed.instances_per_chunk(batch, opts.n_samples, inputs_t[0])
         chunks: List[List[Any]] = []
         self.last_run = [{} for _ in self._layers]
-        run = _Run(options, run_seed, mask_explicit)
+        device = model_device(self.forward_func, inputs_t[0].device)
+        run = _Run(
+            opts, run_seed, mask_explicit, resolve_precision(self.precision, device)
+        )
         starts = range(0, batch, per_chunk)
         frozen = _speed.frozen_parameters(self.forward_func if self.cuts else None)
         with (
@@ -319,17 +302,23 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         self, token_mask: Optional[Tensor], inputs: Tuple[Tensor, ...], extra: Any
     ) -> Tuple[Optional[Tensor], bool]:
         """The given mask, else the one found among the forward's arguments;
-        warns once when padding is present but no mask was found."""
+        warns once when padding is present but no mask was found, or when an
+        argument named as a mask cannot be one."""
+        check_named_arguments(self.forward_func, inputs, extra)
         if token_mask is not None:
             return token_mask, True
         pad_id = model_pad_token_id(self.forward_func)
         found = infer_token_mask(self.forward_func, (*inputs, *extra), pad_id)
-        if found is None and pads_without_mask(inputs, pad_id):
-            warnings.warn(
+        problem = mask_values_problem(self.forward_func, inputs, extra)
+        if found is None and not problem and pads_without_mask(inputs, pad_id):
+            problem = (
                 f"The inputs hold the model's pad token id ({pad_id}) but no "
-                "attention mask was found among forward_func's arguments: padding "
-                "would get capacity and change the prior's statistics. Pass "
-                "token_mask= (1 at real tokens, 0 at padding).",
+                "attention mask was found among forward_func's arguments"
+            )
+        if problem:
+            warnings.warn(
+                f"{problem}: padding would get capacity and change the prior's "
+                "statistics. Pass token_mask= (1 at real tokens, 0 at padding).",
                 stacklevel=4,
             )
         return found, False
@@ -395,6 +384,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         or its input)."""
         clean, inputs, extra, rows = call
         x, x_in, template = sites.read_site(site, record, self._device_ids())
+        check_finite_output(clean, site.name)
         mask = sites.site_mask(token_mask, x, run.mask_explicit)
         x_f = x.detach().float()
         in_f = None if x_in is None else x_in.detach().float()
@@ -420,11 +410,13 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
 
         def forward(t: Tensor) -> Tensor:
             current["T"] = t
-            return logits_of(_run_forward(self.forward_func, rows[0], None, rows[1]))
+            with copies_failed(x.shape[0], run.options.n_samples):
+                out = _run_forward(self.forward_func, rows[0], None, rows[1])
+            return logits_of(out)
 
         try:
             precision = _speed.precision_context(
-                self.forward_func, self.precision, x.device
+                self.forward_func, run.precision, x.device
             )
             with substitute(lambda: current["T"]), precision:
                 attr, info = _loop.optimise(
@@ -439,22 +431,30 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             current.clear()
         cuts = getattr(substitute, "cuts", False)
         info = dict(info, path=path, cuts=cuts, prior=run.options.prior.name)
+        info["precision"] = run.precision
         return attr.to(x.device), info
 
-    @staticmethod
     def _baselines(
-        baselines: Any, inputs: Tuple[Tensor, ...], options: IBAOptions
+        self,
+        baselines: Any,
+        inputs: Tuple[Tensor, ...],
+        options: IBAOptions,
+        token_mask: Optional[Tensor],
     ) -> Optional[Tuple[Tensor, ...]]:
         """``baselines`` as a tuple shaped like ``inputs`` when the prior uses
-        them (None otherwise)."""
-        if not options.prior.needs_baseline:
+        them (None otherwise); built by the prior from the token ids (the
+        first input) when not given."""
+        prior = options.prior
+        if not prior.needs_baseline:
             return None
         if baselines is None:
-            raise ValueError(
-                f"prior={options.prior.name!r} needs baselines= (inputs of the "
-                "shape of `inputs`, e.g. the token ids with the removable tokens "
-                "replaced by [PAD])."
-            )
+            pad = self.pad_token_id
+            pad = model_pad_token_id(self.forward_func) if pad is None else pad
+            special = self.special_token_ids
+            if special is None:
+                special = model_special_token_ids(self.forward_func)
+            first = prior.baselines(inputs[0], token_mask, pad, special)
+            return (first,) + tuple(inputs[1:])
         base_t = _format_tensor_into_tuples(baselines)
         shapes = [tuple(t.shape) for t in inputs]
         if [tuple(t.shape) for t in base_t] != shapes:
@@ -476,6 +476,7 @@ class _Run:
     options: IBAOptions
     seed: int
     mask_explicit: bool
+    precision: str = "float32"
     objective: Optional[Objective] = None
 
 
@@ -484,3 +485,8 @@ def _concat(parts: Tuple[Any, ...]) -> Any:
     if isinstance(parts[0], tuple):
         return tuple(torch.cat(p) for p in zip(*parts))
     return torch.cat(parts)
+
+
+InformationBottleneckAttribution.attribute.__doc__ = (
+    InformationBottleneckAttribution.attribute.__doc__ or ""
+).replace("{options}", options_doc(indent=16, bullets=True))

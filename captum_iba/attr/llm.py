@@ -25,6 +25,7 @@ from captum.attr import LLMAttributionResult, LLMGradientAttribution
 from captum.log import log_usage
 from torch import Tensor, nn
 
+from captum_iba._utils.common import max_positions
 from captum_iba.attr.iba import InformationBottleneckAttribution
 
 __all__ = [
@@ -115,6 +116,8 @@ class LLMInformationBottleneckAttribution(LLMGradientAttribution):
             LLMAttributionResult: ``seq_attr`` (prompt tokens), ``token_attr``
             (output tokens x prompt tokens), in nats for IBA.
         """
+        if target is not None:
+            check_target(self.model, self.tokenizer, inp, target)
         if isinstance(self.attr_method, InformationBottleneckAttribution):
             kwargs.setdefault("objective", "log_probability")
             if "target" in kwargs or "token_mask" in kwargs:
@@ -124,6 +127,62 @@ class LLMInformationBottleneckAttribution(LLMGradientAttribution):
                     "as an IBA option."
                 )
         return super().attribute(inp, target=target, gen_args=gen_args, **kwargs)
+
+
+def check_target(model: Any, tokenizer: Any, inp: Any, target: Any) -> None:
+    """The continuation to explain holds at least one token, every id in the
+    model's vocabulary, and fits with the prompt in the model's positions.
+
+    Args:
+        model: The causal LM (its ``config``).
+        tokenizer: Its tokenizer.
+        inp: The prompt (e.g. a :class:`captum.attr.TextTokenInput`).
+        target (str or Tensor): The continuation, as text or 1-D token ids.
+
+    Raises:
+        ValueError: For no token, an id outside the vocabulary, or a prompt
+            and continuation longer than the model's positions.
+        TypeError: For token ids that are not a 1-D integer Tensor.
+    """
+    if isinstance(target, str):
+        ids = torch.tensor(tokenizer.encode(target, add_special_tokens=False))
+        if ids.numel() == 0:
+            raise ValueError(
+                f"target {target!r} has no token (the tokenizer gives none): give "
+                "the continuation to explain"
+            )
+    elif isinstance(target, Tensor):
+        ids = target
+        if ids.dim() != 1 or ids.is_floating_point() or ids.is_complex():
+            raise TypeError(
+                "target token ids must be a 1-D integer Tensor, got shape "
+                f"{tuple(ids.shape)} of {ids.dtype}"
+            )
+        if ids.numel() == 0:
+            raise ValueError("target holds no token id: give the continuation")
+    else:
+        return  # Captum names other types
+    config = getattr(model, "config", None)
+    vocab = getattr(config, "vocab_size", None)
+    if isinstance(vocab, int) and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
+        bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+        raise ValueError(
+            f"target holds token id {bad}, outside the model's vocabulary "
+            f"0..{vocab - 1}"
+        )
+    positions = max_positions(model)
+    prompt = inp.to_model_input() if hasattr(inp, "to_model_input") else None
+    if isinstance(prompt, str):
+        prompt = torch.tensor([tokenizer.encode(prompt)])
+    if positions is None or not isinstance(prompt, Tensor):
+        return
+    length = prompt.shape[-1] + ids.numel() - 1  # the longest input explained
+    if length > positions:
+        raise ValueError(
+            f"the prompt ({prompt.shape[-1]} tokens) and the target ({ids.numel()} "
+            f"tokens) need {length} positions, more than the model's {positions}: "
+            "shorten them"
+        )
 
 
 def _position_ids(attention_mask: Tensor) -> Tensor:

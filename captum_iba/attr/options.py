@@ -1,18 +1,38 @@
-"""The options of one IBA run (:class:`IBAOptions`), validated once when built.
+"""IBA's options: the one list of its knobs (:class:`IBAOptions`) and the named
+configurations built from them (:data:`CONFIGS`: ``"paper"``, ``"faithful"``).
 
-Kept apart from the Captum adapter (:mod:`captum_iba.attr.iba`) so that the
-list of options, their defaults and their checks are in one short file.
+Every knob is one field below, with its default and its documentation; the
+docstrings of :class:`IBAOptions` and of
+:meth:`~captum_iba.InformationBottleneckAttribution.attribute` are written from
+those fields, the evaluation harness records :meth:`IBAOptions.record`, and
+the optimisation (:mod:`captum_iba.attr._loop`) reads them. Adding a knob is
+one field here and its use there.
 """
 
+import dataclasses
 import numbers
+import textwrap
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional, Union
+from typing import Any, Dict, Literal, Optional, Union
 
+from captum_iba._utils.common import user_stacklevel
+from captum_iba._utils.registry import Registry
+from captum_iba.attr._validate import check_numbers
 from captum_iba.attr.objectives import Objective, resolve_objective
 from captum_iba.attr.priors import NoisePrior, PaperPrior, resolve_prior
 
-__all__ = ["OPTIMIZERS", "READOUTS", "BetaType", "IBAOptions"]
+__all__ = [
+    "CONFIGS",
+    "FAITHFUL",
+    "OPTIMIZERS",
+    "PAPER",
+    "READOUTS",
+    "BetaType",
+    "ConfigLike",
+    "IBAOptions",
+    "options_doc",
+]
 
 BetaType = Union[float, Literal["auto"]]
 #: How ``alpha`` is optimised: the paper's Adam, or gradient descent with each
@@ -24,6 +44,13 @@ OPTIMIZERS = ("adam", "normalized_gd")
 READOUTS = ("capacity", "mask_mean")
 
 
+def _knob(doc: str, default: Any = dataclasses.MISSING, factory: Any = None) -> Any:
+    """A field of :class:`IBAOptions` with its documentation."""
+    if factory is not None:
+        return field(default_factory=factory, metadata={"doc": doc})
+    return field(default=default, metadata={"doc": doc})
+
+
 def _check_int(name: str, value: Any) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be an int >= 1, got {value!r}.")
@@ -33,23 +60,69 @@ def _check_int(name: str, value: Any) -> None:
 class IBAOptions:
     """The options of one IBA run, validated once when built.
 
-    See :meth:`InformationBottleneckAttribution.attribute` for their meaning.
-    ``prior`` may be given as a name; it is resolved to a
-    :class:`~captum_iba.attr.priors.NoisePrior` here.
+    Build one from a named configuration with :meth:`from_config` (or pass
+    the name as ``config=`` to
+    :meth:`~captum_iba.InformationBottleneckAttribution.attribute`). The
+    fields' defaults are the paper's configuration.
+
+    Attributes:
+        {options}
     """
 
-    beta: BetaType = 1e-5
-    steps: int = 10
-    n_samples: int = 10
-    lr: float = 1.0
-    init_alpha: float = 5.0
-    prior: NoisePrior = field(default_factory=PaperPrior)
-    seed: Optional[int] = None
-    internal_batch_size: Optional[int] = None
-    objective: Objective = field(default_factory=lambda: resolve_objective("auto"))
-    attribute_to_layer_input: bool = False
-    optimizer: str = "adam"
-    readout: str = "capacity"
+    beta: BetaType = _knob(
+        "float >= 0 or ``'auto'``: weight of the information term (Eq. 5). "
+        "``'auto'`` sets it per instance to 10 x abs(L_task) / L_IB at the start "
+        "(Appendix A), L_IB being the instance's total capacity.",
+        1e-5,
+    )
+    steps: int = _knob("int >= 1: optimisation steps.", 10)
+    n_samples: int = _knob("int >= 1: noise copies per instance and step.", 10)
+    lr: float = _knob("float > 0: the optimiser's learning rate (step size).", 1.0)
+    init_alpha: float = _knob(
+        "float: initial alpha (lambda = sigmoid(alpha); 5 gives 0.993).", 5.0
+    )
+    prior: NoisePrior = _knob(
+        "str or NoisePrior: where the noise comes from - ``'paper'`` (the "
+        "instance's own layer statistics), ``'reference'`` (the released code's), "
+        "``'baseline'`` (the layer's output on ``baselines``: deletion-like) or a "
+        "fitted :class:`~captum_iba.DatasetPrior` (names: "
+        ":data:`captum_iba.registry.PRIORS`).",
+        factory=PaperPrior,
+    )
+    seed: Optional[int] = _knob(
+        "int, optional: seed of the noise; every instance draws its own noise "
+        "from it, so a result does not depend on the batch. None draws it from "
+        "torch's global generator.",
+        None,
+    )
+    internal_batch_size: Optional[int] = _knob(
+        "int, optional: most rows (instances x n_samples) per forward pass; "
+        "raised to n_samples with a warning when below. None: the whole batch.",
+        None,
+    )
+    objective: Objective = _knob(
+        "str or Callable: the task loss (:mod:`captum_iba.attr.objectives`): "
+        "``'auto'`` (cross-entropy of class logits as in the paper, -log p of "
+        "probabilities, the negated score of one output per instance), "
+        "``'cross_entropy'``, ``'probability'``, ``'log_probability'``, "
+        "``'score'``, or ``(output, target) -> loss per row``.",
+        factory=lambda: resolve_objective("auto"),
+    )
+    attribute_to_layer_input: bool = _knob(
+        "bool: bottleneck the hidden states the layer is called with instead of "
+        "its output (always through hooks).",
+        False,
+    )
+    optimizer: str = _knob(
+        "str: ``'adam'`` (the paper) or ``'normalized_gd'`` (each instance's gradient "
+        "divided by its largest absolute element, step ``lr``).",
+        "adam",
+    )
+    readout: str = _knob(
+        "str: ``'capacity'`` (the paper: the final capacity, in nats) or "
+        "``'mask_mean'`` (lambda averaged over the steps, in (0, 1)).",
+        "capacity",
+    )
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -58,6 +131,9 @@ class IBAOptions:
         ):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {value!r}.")
+        check_numbers(
+            self.beta, self.lr, self.init_alpha, self.seed, self.internal_batch_size
+        )
         _check_int("steps", self.steps)
         _check_int("n_samples", self.n_samples)
         beta_ok = self.beta == "auto" or (
@@ -81,19 +157,115 @@ class IBAOptions:
                 "False or another prior."
             )
         ibs = self.internal_batch_size
-        if ibs is not None:
-            _check_int("internal_batch_size", ibs)
         if ibs is not None and ibs < self.n_samples:
             warnings.warn(
                 f"internal_batch_size ({ibs}) is below n_samples ({self.n_samples}): "
                 "one instance's noise copies run together, so it is raised to "
                 f"{self.n_samples}.",
-                stacklevel=5,
+                stacklevel=user_stacklevel(),
             )
             object.__setattr__(self, "internal_batch_size", self.n_samples)
+
+    @classmethod
+    def from_config(
+        cls, config: "ConfigLike" = "paper", **overrides: Any
+    ) -> "IBAOptions":
+        """The options of a named configuration, with ``overrides`` applied.
+
+        Args:
+            config (str or IBAOptions): A name in :data:`CONFIGS` (any case),
+                or options to start from. Default ``"paper"``.
+            **overrides: Fields of :class:`IBAOptions` to change.
+
+        Returns:
+            IBAOptions: The options, validated.
+
+        Raises:
+            ValueError: For an unknown configuration name.
+            TypeError: For an override that is no field (the message lists
+                the fields).
+        """
+        base = config if isinstance(config, IBAOptions) else CONFIGS.load(config)
+        return base.replace(**overrides)
+
+    def replace(self, **overrides: Any) -> "IBAOptions":
+        """A copy with ``overrides`` applied (validated again).
+
+        Raises:
+            TypeError: For a name that is no field; the message lists them.
+        """
+        unknown = sorted(set(overrides) - set(self.names()))
+        if unknown:
+            raise TypeError(
+                f"unknown IBA option(s) {unknown}; the options are {self.names()}"
+            )
+        return dataclasses.replace(self, **overrides) if overrides else self
+
+    @classmethod
+    def names(cls) -> "list[str]":
+        """The fields' names, in order."""
+        return [f.name for f in dataclasses.fields(cls)]
+
+    def record(self) -> Dict[str, Any]:
+        """Every field as plain data (the prior and objective by name), as
+        results record them."""
+        out: Dict[str, Any] = {}
+        for name in self.names():
+            value = getattr(self, name)
+            out[name] = getattr(value, "name", value) if name in _NAMED else value
+        return out
 
     def instances_per_chunk(self, batch: int) -> int:
         """How many instances go through one forward pass together."""
         if self.internal_batch_size is None:
             return batch
         return max(1, self.internal_batch_size // self.n_samples)
+
+
+_NAMED = ("prior", "objective")
+ConfigLike = Union[str, IBAOptions]
+
+
+def options_doc(indent: int = 4, bullets: bool = False) -> str:
+    """The fields of :class:`IBAOptions` for a docstring: a Google-style
+    argument list (``name (type): meaning. Default: value.``), or a bullet
+    list, each line indented by ``indent``."""
+    pad = " " * indent
+    lines = []
+    for f in dataclasses.fields(IBAOptions):
+        kind, _, text = f.metadata["doc"].partition(": ")
+        default = f.default if f.default is not dataclasses.MISSING else None
+        shown = f" Default: ``{default!r}``." if default is not None else ""
+        head = f"* ``{f.name}`` ({kind}): " if bullets else f"{f.name} ({kind}): "
+        lines += textwrap.wrap(
+            head + text + shown,
+            width=88 - indent,
+            subsequent_indent="  " if bullets else "    ",
+            break_on_hyphens=False,
+        )
+    return ("\n" + pad).join(lines)
+
+
+IBAOptions.__doc__ = (IBAOptions.__doc__ or "").replace("{options}", options_doc(8))
+
+#: The paper's configuration (Section 3, Appendix A): Adam from lambda = 0.993,
+#: 10 steps of 10 noise samples, the final capacity in nats.
+PAPER = IBAOptions()
+#: The most faithful configuration measured (``iba-faithful``,
+#: docs/faithfulness.rst): a deletion-like prior (the layer's output with the
+#: removable tokens replaced by [PAD]), alpha from 0 (lambda = 0.5) moved by
+#: normalised gradient descent, 5 noise samples, the mask averaged over the
+#: steps as the score.
+FAITHFUL = IBAOptions(
+    prior="baseline",
+    n_samples=5,
+    lr=3.0,
+    init_alpha=0.0,
+    optimizer="normalized_gd",
+    readout="mask_mean",
+)
+
+#: IBA's named configurations: the one registry of configuration names.
+CONFIGS = Registry("IBA configuration")
+CONFIGS.add("paper", PAPER, "the paper's configuration (reproduction)")
+CONFIGS.add("faithful", FAITHFUL, "the most faithful configuration measured")

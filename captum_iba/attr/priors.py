@@ -7,10 +7,9 @@ The bottleneck replaces part of the layer output :math:`X` by noise
 * :class:`PaperPrior` (``"paper"``) - the paper's text (Section 3): the
   per-feature mean and standard deviation of the instance's own layer output
   :math:`X`, over its real (non-padding) tokens.
-* :class:`DatasetPrior` (``"dataset"``) - Schulz et al. (2020): per-feature mean
-  and standard deviation of the layer output over a data set, estimated with
-  Welford's algorithm over the real tokens of a data loader, with a floor on
-  :math:`\sigma`. Fit it once with :meth:`DatasetPrior.fit`.
+* :class:`~captum_iba.attr.dataset_prior.DatasetPrior` (``"dataset"``) -
+  Schulz et al. (2020): per-feature mean and standard deviation of the layer
+  output over a data set (:mod:`captum_iba.attr.dataset_prior`).
 * :class:`BaselinePrior` (``"baseline"``) - a deletion-like prior (not in the
   paper): :math:`\mu` = the layer's output on ``baselines`` (e.g. the input
   with every removable token replaced by [PAD]), per token and feature, and
@@ -22,30 +21,32 @@ The bottleneck replaces part of the layer output :math:`X` by noise
   numbers.
 
 Each prior maps an instance batch to ``(mean, std)`` tensors that broadcast
-against the layer output of shape ``(B, L, *features)``.
+against the layer output of shape ``(B, L, *features)``. A prior is a complete
+plug-in: its class says what it needs and prepares it - :meth:`NoisePrior.create`
+builds a ready prior when it is resolved by name (the dataset prior fits
+itself on data there), :meth:`NoisePrior.baselines` builds the inputs whose
+layer output it takes its mean from. Names are registered in
+:data:`captum_iba.registry.PRIORS` (the one list of prior names).
 """
 
 import abc
-import os
-from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
 from torch.nn import Module
 
-from captum_iba._utils.hooks import recorded
-from captum_iba._utils.io import atomic_write
+from captum_iba.registry import PRIORS
 
 __all__ = [
     "PRIORS",
     "PRIOR_NAMES",
     "BaselinePrior",
-    "DatasetPrior",
+    "DatasetPrior",  # noqa: F822 (module __getattr__: its own module)
     "NoisePrior",
     "PaperPrior",
     "PriorLike",
     "ReferencePrior",
-    "WelfordEstimator",
     "resolve_prior",
 ]
 
@@ -75,8 +76,44 @@ class NoisePrior(abc.ABC):
     #: Whether :meth:`statistics` needs the layer's input.
     needs_layer_input: bool = False
     #: Whether :meth:`statistics` needs the layer's output on ``baselines``
-    #: (passed as the keyword ``baseline``).
+    #: (passed as the keyword ``baseline``; see :meth:`baselines`).
     needs_baseline: bool = False
+    #: Whether :meth:`create` needs data to fit on.
+    needs_data: bool = False
+
+    @classmethod
+    def create(
+        cls,
+        forward_func: Optional[Callable[..., Any]] = None,
+        layer: Optional[Module] = None,
+        data: Any = None,
+    ) -> "NoisePrior":
+        """A ready prior of this kind, when resolved by name.
+
+        Priors prepared from data (``needs_data``) fit themselves here; the
+        others ignore the arguments.
+
+        Args:
+            forward_func (Callable, optional): The model.
+            layer (Module, optional): The bottlenecked layer.
+            data (Iterable or Callable, optional): Batches to fit on, or a
+                function returning them (called only when needed).
+
+        Returns:
+            NoisePrior: The prior.
+        """
+        return cls()
+
+    def baselines(
+        self,
+        input_ids: Tensor,
+        token_mask: Optional[Tensor],
+        pad_token_id: Optional[int],
+        special_token_ids: Sequence[int] = (),
+    ) -> Optional[Tensor]:
+        """The inputs whose layer output this prior takes its mean from, or
+        None when it needs none (all priors but ``needs_baseline`` ones)."""
+        return None
 
     @abc.abstractmethod
     def statistics(
@@ -209,6 +246,48 @@ class BaselinePrior(NoisePrior):
     def __init__(self, std_floor: float = 0.01) -> None:
         self._paper = PaperPrior(std_floor)
 
+    def baselines(
+        self,
+        input_ids: Tensor,
+        token_mask: Optional[Tensor],
+        pad_token_id: Optional[int],
+        special_token_ids: Sequence[int] = (),
+    ) -> Optional[Tensor]:
+        """What deletion leaves: every real token that is not special replaced
+        by ``pad_token_id`` (special tokens and padding kept).
+
+        Args:
+            input_ids (Tensor): ``(B, L)`` token ids.
+            token_mask (Tensor, optional): ``(B, L)``, 1 at real tokens.
+            pad_token_id (int): The padding id.
+            special_token_ids (Sequence[int]): Ids never replaced.
+
+        Raises:
+            ValueError: When the padding id is unknown or the ids are not
+                ``(B, L)`` integers.
+        """
+        if pad_token_id is None:
+            raise ValueError(
+                "prior='baseline' replaces the removable tokens by padding: the "
+                "pad token id is unknown, pass pad_token_id= or baselines=."
+            )
+        if input_ids.dim() != 2 or input_ids.is_floating_point():
+            raise ValueError(
+                "prior='baseline' builds its baselines from (B, L) token ids; got "
+                f"{input_ids.dtype} of shape {tuple(input_ids.shape)}: pass "
+                "baselines= instead."
+            )
+        real = (
+            torch.ones_like(input_ids, dtype=torch.bool)
+            if token_mask is None
+            else token_mask.bool()
+        )
+        keep = torch.tensor(
+            list(special_token_ids), dtype=input_ids.dtype, device=input_ids.device
+        )
+        removable = real & ~torch.isin(input_ids, keep)
+        return input_ids.masked_fill(removable, int(pad_token_id))
+
     def statistics(
         self,
         x: Tensor,
@@ -229,265 +308,48 @@ class BaselinePrior(NoisePrior):
         return f"BaselinePrior(std_floor={self._paper.std_floor})"
 
 
-class WelfordEstimator:
-    """Running per-feature mean and variance (Welford / Chan et al. merge).
-
-    Feed it batches of feature vectors with :meth:`update`; read
-    :attr:`mean` and :meth:`std`. Numerically stable for long streams.
-
-    Args:
-        num_features (int): Size of the feature vectors.
-    """
-
-    def __init__(self, num_features: int) -> None:
-        self.count = 0
-        self.mean = torch.zeros(num_features, dtype=torch.float64)
-        self._m2 = torch.zeros(num_features, dtype=torch.float64)
-
-    def update(self, values: Tensor) -> None:
-        """Add rows of ``values`` (N, num_features)."""
-        values = values.detach().to(torch.float64).cpu()
-        n = values.shape[0]
-        if n == 0:
-            return
-        batch_mean = values.mean(dim=0)
-        batch_m2 = ((values - batch_mean) ** 2).sum(dim=0)
-        delta = batch_mean - self.mean
-        total = self.count + n
-        self.mean = self.mean + delta * (n / total)
-        self._m2 = self._m2 + batch_m2 + delta**2 * (self.count * n / total)
-        self.count = total
-
-    def std(self, floor: float = 0.0) -> Tensor:
-        """Population standard deviation per feature, at least ``floor``."""
-        if self.count == 0:
-            raise ValueError("WelfordEstimator has seen no values.")
-        return (self._m2 / self.count).sqrt().clamp_min(floor)
-
-
-#: The ``format`` metadata of :meth:`DatasetPrior.save`'s files.
-_PRIOR_FORMAT = "captum_iba.DatasetPrior/1"
-
-
-class DatasetPrior(NoisePrior):
-    r"""Per-feature :math:`\mu, \sigma` of the layer output over a data set.
-
-    As in Schulz et al. (2020). Build it with :meth:`fit`, or from tensors;
-    keep it with :meth:`save` and :meth:`load` (safetensors, no pickle).
-
-    Args:
-        mean (Tensor): Per-feature mean, shape ``features``.
-        std (Tensor): Per-feature standard deviation (> 0), same shape.
-        count (int, optional): How many token vectors were seen.
-    """
-
-    name = "dataset"
-
-    def __init__(self, mean: Tensor, std: Tensor, count: int = 0) -> None:
-        if not isinstance(mean, Tensor) or not isinstance(std, Tensor):
-            raise TypeError("DatasetPrior needs mean and std as Tensors.")
-        if mean.shape != std.shape:
-            raise ValueError(f"mean and std shapes differ: {mean.shape} vs {std.shape}")
-        if not bool(torch.isfinite(mean).all()) or not bool(torch.isfinite(std).all()):
-            raise ValueError("DatasetPrior needs finite mean and std (no NaN or inf).")
-        if not bool((std > 0).all()):
-            raise ValueError("DatasetPrior needs std > 0 everywhere.")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ValueError(f"count must be an integer >= 0, got {count!r}")
-        self.mean = mean.float()
-        self.std = std.float()
-        self.count = count
-
-    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
-        """Saves the prior as a safetensors file (no pickle), atomically.
-
-        Args:
-            path (str or PathLike): The file, e.g. ``"prior_layer3.safetensors"``.
-
-        Examples::
-
-            >>> prior = DatasetPrior.fit(model, layer, loader)
-            >>> prior.save("prior.safetensors")
-            >>> prior = DatasetPrior.load("prior.safetensors")
-        """
-        from safetensors.torch import save
-
-        data = save(
-            {"mean": self.mean.contiguous(), "std": self.std.contiguous()},
-            metadata={"format": _PRIOR_FORMAT, "count": str(self.count)},
-        )
-        with atomic_write(path, "wb") as fh:
-            fh.write(data)
-
-    @classmethod
-    def load(cls, path: Union[str, "os.PathLike[str]"]) -> "DatasetPrior":
-        """Loads a prior saved by :meth:`save`; nothing is unpickled.
-
-        Args:
-            path (str or PathLike): The safetensors file.
-
-        Returns:
-            DatasetPrior: The prior.
-
-        Raises:
-            FileNotFoundError: Naming the file, when there is none.
-            ValueError: Naming the file, when it is not a prior saved by
-                :meth:`save`, or its statistics are not finite or std <= 0.
-        """
-        from safetensors import SafetensorError, safe_open
-
-        where = os.fspath(path)
-        if not os.path.isfile(where):
-            raise FileNotFoundError(f"{where}: no such file")
-        try:
-            with safe_open(where, "pt") as handle:
-                meta = handle.metadata() or {}
-                tensors = {key: handle.get_tensor(key) for key in handle.keys()}
-        except (OSError, SafetensorError, ValueError) as err:
-            raise ValueError(f"{where}: not a safetensors file ({err})") from None
-        if meta.get("format") != _PRIOR_FORMAT or set(tensors) != {"mean", "std"}:
-            raise ValueError(f"{where}: not a DatasetPrior saved by DatasetPrior.save")
-        try:
-            return cls(tensors["mean"], tensors["std"], int(meta.get("count", "0")))
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{where}: {err}") from None
-
-    def statistics(
-        self, x: Tensor, layer_input: Optional[Tensor], token_mask: Tensor
-    ) -> Tuple[Tensor, Tensor]:
-        feat = tuple(x.shape[2:]) if x.dim() >= 3 else tuple(x.shape[1:])
-        if tuple(self.mean.shape) != feat:
-            raise ValueError(
-                f"DatasetPrior was fitted on features of shape "
-                f"{tuple(self.mean.shape)}, but the layer output has {feat}."
-            )
-        return self.mean.to(x.device), self.std.to(x.device)
-
-    @classmethod
-    def fit(
-        cls,
-        forward_func: Callable[..., Any],
-        layer: Module,
-        data: Iterable[Any],
-        std_floor: float = 0.01,
-        max_batches: Optional[int] = None,
-        device: Optional[Union[str, torch.device]] = None,
-    ) -> "DatasetPrior":
-        """Estimate the prior from the layer's outputs over ``data``.
-
-        Each element of ``data`` is a batch: a ``dict`` (called as
-        ``forward_func(**batch)``; its ``"attention_mask"``, when present,
-        selects the real tokens), a tuple/list (``forward_func(*batch)``; a
-        second element is taken as the attention mask when it has the token
-        shape) or a Tensor. Runs under ``torch.no_grad()``.
-
-        Args:
-            forward_func (Callable): The model or forward function.
-            layer (Module): The layer whose output is bottlenecked.
-            data (Iterable): Batches, e.g. a ``DataLoader``.
-            std_floor (float, optional): Lower bound on the std. Default: 0.01.
-            max_batches (int, optional): Stop after this many batches.
-            device (str or torch.device, optional): Move tensors there first.
-
-        Returns:
-            DatasetPrior: The fitted prior.
-        """
-        estimator: Optional[WelfordEstimator] = None
-        for i, batch in enumerate(data):
-            if max_batches is not None and i >= max_batches:
-                break
-            batch = _to_device(batch, device)
-            with torch.no_grad(), recorded([layer]) as records:
-                if isinstance(batch, dict):
-                    forward_func(**batch)
-                    mask = batch.get("attention_mask")
-                elif isinstance(batch, (tuple, list)):
-                    forward_func(*batch)
-                    mask = batch[1] if len(batch) > 1 else None
-                else:
-                    forward_func(batch)
-                    mask = None
-            if records[layer].calls == 0:
-                raise RuntimeError("The layer was not run by the forward function.")
-            x, _ = records[layer].gathered(None)
-            x = x.float()
-            if (
-                x.dim() >= 3
-                and isinstance(mask, Tensor)
-                and tuple(mask.shape) == tuple(x.shape[:2])
-            ):
-                rows = x[mask.bool()]
-            else:
-                rows = x.reshape(-1, *x.shape[2:]) if x.dim() >= 3 else x
-            rows = rows.reshape(rows.shape[0], -1)
-            if estimator is None:
-                estimator = WelfordEstimator(rows.shape[1])
-            estimator.update(rows)
-        if estimator is None or estimator.count == 0:
-            raise ValueError("DatasetPrior.fit got no data.")
-        feat = tuple(x.shape[2:]) if x.dim() >= 3 else tuple(x.shape[1:])
-        return cls(
-            estimator.mean.float().reshape(feat),
-            estimator.std(std_floor).float().reshape(feat),
-            count=estimator.count,
-        )
-
-    def __repr__(self) -> str:
-        return f"DatasetPrior(features={tuple(self.mean.shape)}, count={self.count})"
-
-
-def _to_device(batch: Any, device: Optional[Union[str, torch.device]]) -> Any:
-    if device is None:
-        return batch
-    if isinstance(batch, Tensor):
-        return batch.to(device)
-    if isinstance(batch, dict):
-        return {k: _to_device(v, device) for k, v in batch.items()}
-    if isinstance(batch, (tuple, list)):
-        return type(batch)(_to_device(v, device) for v in batch)
-    return batch
-
-
-#: The priors known by name: the one list of prior names. ``"dataset"`` needs
-#: statistics fitted on data (see :func:`resolve_prior`'s ``fit``).
-PRIORS: Dict[str, type] = {
-    "paper": PaperPrior,
-    "reference": ReferencePrior,
-    "dataset": DatasetPrior,
-    "baseline": BaselinePrior,
-}
-PRIOR_NAMES: Tuple[str, ...] = tuple(PRIORS)
+#: The names of the registered priors (:data:`captum_iba.registry.PRIORS`).
+PRIOR_NAMES: Tuple[str, ...] = tuple(PRIORS.names())
 
 
 def resolve_prior(
-    prior: PriorLike, fit: Optional[Callable[[], "DatasetPrior"]] = None
+    prior: PriorLike,
+    forward_func: Optional[Callable[..., Any]] = None,
+    layer: Optional[Module] = None,
+    data: Any = None,
 ) -> NoisePrior:
-    """A :class:`NoisePrior` from its name (one of :data:`PRIOR_NAMES`) or itself.
+    """A :class:`NoisePrior` from its registered name (any case) or itself.
 
     Args:
-        prior (str or NoisePrior): The prior or its name.
-        fit (Callable, optional): Returns a fitted :class:`DatasetPrior`; called
-            only for ``"dataset"`` (e.g. ``lambda: DatasetPrior.fit(model,
-            layer, loader)``).
+        prior (str or NoisePrior): The prior or its name
+            (:data:`captum_iba.registry.PRIORS`).
+        forward_func (Callable, optional): The model, for priors prepared from
+            data (``needs_data``).
+        layer (Module, optional): The bottlenecked layer, likewise.
+        data (Iterable or Callable, optional): Batches to fit on, or a
+            function returning them (called only for a prior that needs data).
 
     Returns:
         NoisePrior: The prior object.
 
     Raises:
-        ValueError: For an unknown name, or ``"dataset"`` without ``fit``.
+        ValueError: For an unknown name, or a prior that needs data without it.
     """
     if isinstance(prior, NoisePrior):
         return prior
-    if prior == "dataset":
-        if fit is None:
-            raise ValueError(
-                "prior='dataset' needs fitted statistics: pass "
-                "DatasetPrior.fit(model, layer, data_loader) instead of the string."
-            )
-        return fit()
-    if isinstance(prior, str) and prior in PRIORS:
-        return PRIORS[prior]()
-    raise ValueError(
-        f"Unknown prior {prior!r}; use one of {list(PRIOR_NAMES)}, or a "
-        "NoisePrior instance such as DatasetPrior.fit(...)."
-    )
+    if not isinstance(prior, str) or prior not in PRIORS:
+        raise ValueError(
+            f"Unknown prior {prior!r}; use one of {list(PRIORS.names())}, or a "
+            "NoisePrior instance such as DatasetPrior.fit(...)."
+        )
+    return PRIORS.load(prior).create(forward_func, layer, data)
+
+
+def __getattr__(name: str) -> Any:
+    # The dataset prior lives in its own module (imported on first use: it
+    # imports this one).
+    if name in ("DatasetPrior", "WelfordEstimator"):
+        from captum_iba.attr import dataset_prior
+
+        return getattr(dataset_prior, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

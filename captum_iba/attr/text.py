@@ -4,7 +4,7 @@ Also the one place where a layer *index* becomes a layer *module*
 (:func:`resolve_layer`), with the default index and the range check.
 """
 
-from typing import List, Optional, Sequence, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Union
 
 import torch
 from torch import Tensor
@@ -13,6 +13,7 @@ from torch.nn import Module, ModuleList
 from captum_iba.attr.bottleneck import NATS_PER_BIT
 
 __all__ = [
+    "LayerRef",
     "default_layer_index",
     "paper_layer_index",
     "encoder_layers",
@@ -143,7 +144,39 @@ def default_layer_index(model: Module) -> int:
     return max(0, min(int(0.75 * n), n - 1))
 
 
-def resolve_layer(model: Module, index: Optional[int] = None) -> Tuple[int, Module]:
+class LayerRef(NamedTuple):
+    """A layer resolved once: the module and, for an encoder layer, its index.
+
+    The one form in which a layer travels from the entry point (a command
+    line's ``--layer``, ``evaluate_corpus(layer=...)``) to the methods that
+    use it: ``index`` is the 0-based index among :func:`encoder_layers` (None
+    for a layer given as a module), ``module`` the layer. A tuple, so
+    ``index, layer = resolve_layer(model)`` works.
+    """
+
+    index: Optional[int]
+    module: Module
+
+    @property
+    def label(self) -> str:
+        """``"layer 4"`` (or the module's class name when it has no index)."""
+        return (
+            type(self.module).__name__ if self.index is None else f"layer {self.index}"
+        )
+
+
+def as_layer_ref(layer: Union["LayerRef", Module]) -> "LayerRef":
+    """A :class:`LayerRef` from itself or a bare module (no index)."""
+    if isinstance(layer, LayerRef):
+        return layer
+    if not isinstance(layer, Module):
+        raise TypeError(
+            f"layer must be a torch.nn.Module or a LayerRef, got {type(layer).__name__}"
+        )
+    return LayerRef(None, layer)
+
+
+def resolve_layer(model: Module, index: Optional[int] = None) -> LayerRef:
     """The encoder layer at ``index`` (default :func:`default_layer_index`).
 
     Args:
@@ -151,7 +184,7 @@ def resolve_layer(model: Module, index: Optional[int] = None) -> Tuple[int, Modu
         index (int, optional): 0-based index into the encoder's layers.
 
     Returns:
-        (index, layer): The index used and the layer module.
+        LayerRef: ``(index, layer)``: the index used and the layer module.
 
     Raises:
         ValueError: If ``index`` is out of range; the message gives the range.
@@ -165,4 +198,4 @@ def resolve_layer(model: Module, index: Optional[int] = None) -> Tuple[int, Modu
             f"layer index {chosen} is out of range: the model has {len(layers)} "
             f"encoder layers, valid indices are 0..{len(layers) - 1}"
         )
-    return chosen, layers[chosen]
+    return LayerRef(chosen, layers[chosen])

@@ -30,7 +30,7 @@ from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 import torch
 from torch import Tensor, nn
 
-from captum_iba.evaluation.scorers import TokenScorer, register_scorer
+from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = ["AttnLRPScorer", "attnlrp_available"]
 
@@ -94,7 +94,6 @@ def _patched(module_name: str) -> Iterator[Any]:
             _restore(owner, attrs)
 
 
-@register_scorer
 class AttnLRPScorer(TokenScorer):
     """AttnLRP relevance of each token (see the module docstring).
 

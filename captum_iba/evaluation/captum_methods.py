@@ -41,7 +41,7 @@ from torch import Tensor, nn
 
 from captum_iba._utils.common import instance_seed
 from captum_iba.evaluation.ig import embedding_block
-from captum_iba.evaluation.scorers import TokenScorer, register_scorer
+from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = [
     "CaptumScorer",
@@ -86,7 +86,7 @@ class CaptumScorer(TokenScorer):
     """
 
     name = "captum"
-    suite_options = {"seed": "seed"}
+    needs = ("seed",)
     #: The Captum attribution class (set by subclasses, or given).
     method: Optional[Type[Any]] = None
     #: Default ``attribute`` options of a subclass.
@@ -223,7 +223,6 @@ class CaptumScorer(TokenScorer):
         return attr[0].float() * rem
 
 
-@register_scorer
 class OcclusionScorer(CaptumScorer):
     """Captum's ``Occlusion`` on one token at a time, replaced by ``[PAD]`` and
     masked out of attention (close to deleting it)."""
@@ -232,7 +231,6 @@ class OcclusionScorer(CaptumScorer):
     method = Occlusion
 
 
-@register_scorer
 class OcclusionMaskScorer(CaptumScorer):
     """Captum's ``Occlusion`` on one token at a time, replaced by ``[MASK]``."""
 
@@ -244,7 +242,6 @@ class OcclusionMaskScorer(CaptumScorer):
         super().__init__(model, **kwargs)
 
 
-@register_scorer
 class GradientXActivationScorer(CaptumScorer):
     """Gradient x activation at the embedding output (Captum's
     ``LayerGradientXActivation`` on the embedding block), summed per token."""
@@ -278,7 +275,6 @@ class SamplingScorer(CaptumScorer):
         super().__init__(model, **kwargs)
 
 
-@register_scorer
 class KernelShapScorer(SamplingScorer):
     """Captum's ``KernelShap`` with one feature per token, removed tokens as
     masked ``[PAD]``; ``n_samples`` coalitions per instance (default 500)."""
@@ -288,7 +284,6 @@ class KernelShapScorer(SamplingScorer):
     defaults = {"n_samples": 500}
 
 
-@register_scorer
 class ShapleySamplingScorer(SamplingScorer):
     """Captum's ``ShapleyValueSampling`` with one feature per token, removed
     tokens as masked ``[PAD]``; ``n_samples`` permutations (default 25, about

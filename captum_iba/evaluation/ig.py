@@ -5,7 +5,7 @@ from typing import Any, Callable, Optional, Union
 from captum.attr import LayerIntegratedGradients
 from torch import Tensor, nn
 
-from captum_iba.evaluation.scorers import TokenScorer, register_scorer
+from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = ["IntegratedGradientsScorer", "embedding_block"]
 
@@ -26,7 +26,6 @@ def embedding_block(model: Any) -> nn.Module:
     return emb if isinstance(emb, nn.Module) else model.get_input_embeddings()
 
 
-@register_scorer
 class IntegratedGradientsScorer(TokenScorer):
     """Integrated gradients on an embedding layer (Captum ``LayerIntegratedGradients``).
 
@@ -56,10 +55,7 @@ class IntegratedGradientsScorer(TokenScorer):
     """
 
     name = "IG"
-    suite_options = {
-        "ig_steps": "n_steps",
-        "internal_batch_size": "internal_batch_size",
-    }
+    needs = ("internal_batch_size",)
 
     def __init__(
         self,

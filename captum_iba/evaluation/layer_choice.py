@@ -19,8 +19,8 @@ from torch import nn
 
 from captum_iba.attr import InformationBottleneckAttribution, encoder_layers
 from captum_iba.attr.text import token_attributions
+from captum_iba.evaluation.corpus import CorpusLike, encode
 from captum_iba.evaluation.presets import get_preset
-from captum_iba.evaluation.suite import CorpusLike, encode
 from captum_iba.metrics import DegradationResult, degradation_test
 
 __all__ = ["LayerChoice", "choose_layer"]
@@ -143,6 +143,7 @@ def choose_layer(
     scores = _token_scores(
         model, [all_layers[i] for i in indices], enc, labels, options, batch_size
     )
+    test = get_preset("fair").test.with_tokenizer(tokenizer)
     results = {
         i: degradation_test(
             model,
@@ -151,8 +152,7 @@ def choose_layer(
             target=labels,
             attention_mask=enc["attention_mask"],
             token_type_ids=enc.get("token_type_ids"),
-            tokenizer=tokenizer,
-            **dict(get_preset("fair").test),
+            options=test,
         )
         for i, s in zip(indices, scores)
     }

@@ -15,8 +15,9 @@ import torch
 from captum.attr import Lime
 from torch import Tensor
 
+from captum_iba._utils.captum_compat import SkLearnRidge
 from captum_iba._utils.common import hf_call, instance_seed
-from captum_iba.evaluation.scorers import TokenScorer, register_scorer
+from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = ["CaptumLimeScorer", "LimeTextScorer"]
 
@@ -31,13 +32,6 @@ def _word_starts(pieces: Sequence[str]) -> List[bool]:
     return [not p.startswith("##") for p in pieces]
 
 
-def _import_ridge(alpha: float) -> Any:
-    from captum._utils.models.linear_model import SkLearnRidge
-
-    return SkLearnRidge(alpha=alpha)
-
-
-@register_scorer
 class CaptumLimeScorer(TokenScorer):
     """Captum's ``Lime`` with one interpretable feature per (non-special) token.
 
@@ -71,7 +65,7 @@ class CaptumLimeScorer(TokenScorer):
     """
 
     name = "LIME"
-    suite_options = {"lime_samples": "n_samples", "seed": "seed"}
+    needs = ("seed",)
 
     def __init__(
         self,
@@ -151,7 +145,7 @@ class CaptumLimeScorer(TokenScorer):
 
             lime = Lime(
                 forward,
-                interpretable_model=_import_ridge(self.ridge_alpha),
+                interpretable_model=SkLearnRidge(alpha=self.ridge_alpha),
                 similarity_func=similarity,
                 perturb_func=perturb,
             )
@@ -171,7 +165,6 @@ class CaptumLimeScorer(TokenScorer):
         return out
 
 
-@register_scorer
 class LimeTextScorer(TokenScorer):
     """The ``lime`` package's ``LimeTextExplainer``, mapped onto word pieces.
 
@@ -202,11 +195,7 @@ class LimeTextScorer(TokenScorer):
     """
 
     name = "LIME-text"
-    suite_options = {
-        "lime_samples": "n_samples",
-        "lime_max_length": "max_length",
-        "seed": "seed",
-    }
+    needs = ("seed",)
 
     def __init__(
         self,

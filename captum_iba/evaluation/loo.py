@@ -18,13 +18,12 @@ import torch
 from torch import Tensor
 
 from captum_iba._utils.common import hf_call
-from captum_iba.evaluation.scorers import TokenScorer, register_scorer
+from captum_iba.evaluation.scorers import TokenScorer
 from captum_iba.metrics._removal import delete_tokens
 
 __all__ = ["LeaveOneOutScorer"]
 
 
-@register_scorer
 class LeaveOneOutScorer(TokenScorer):
     """Leave-one-out occlusion by deletion (see the module docstring).
 

@@ -15,7 +15,9 @@
 * random: uniform scores.
 * IBA: the ``"reference"`` prior (the released code's), target the gold label.
 
-The test itself: deletion, levels ``k/9``, ``length_convention="paper"``.
+The test itself (``PAPER.test``, a
+:class:`~captum_iba.metrics.DegradationOptions`): deletion, levels ``k/9``,
+``length_convention="paper"``.
 
 ``"fair"`` gives every method the same target as IBA (the label passed in),
 proper attention masks and its usual budget:
@@ -29,14 +31,17 @@ proper attention masks and its usual budget:
   masks, 500 samples.
 * random: uniform scores. IBA: the ``"paper"`` prior (or any prior given).
 
-The test itself: deletion, levels ``k/9`` of the removable tokens.
+The test itself (``FAIR.test``): deletion, levels ``k/9`` of the removable tokens.
+
+The tokenizer's ids are added where the test runs
+(``preset.test.with_tokenizer(tokenizer)``), so a preset serves any model.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Dict, Mapping, Tuple, Union
 
-from captum_iba.metrics import PAPER_LEVELS
+from captum_iba.metrics import PAPER_LEVELS, DegradationOptions, Deletion
 
 __all__ = [
     "FAIR",
@@ -61,14 +66,15 @@ class Preset:
     Attributes:
         name (str): ``"paper"`` or ``"fair"`` (recorded as each scorer's
             ``setting``).
-        test (Mapping): Arguments of
-            :func:`~captum_iba.metrics.degradation_test`.
+        test (DegradationOptions): The options of
+            :func:`~captum_iba.metrics.degradation_test` (no tokenizer ids: add
+            them with ``test.with_tokenizer(tokenizer)``).
         scorers (Mapping): Method name -> constructor arguments of its scorer
             (methods not listed use their class defaults).
     """
 
     name: str
-    test: Mapping[str, Any]
+    test: DegradationOptions
     scorers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def scorer_arguments(self, method: str) -> Dict[str, Any]:
@@ -78,9 +84,9 @@ class Preset:
 
 PAPER = Preset(
     name="paper",
-    test=_frozen(
-        removal="delete",
-        levels=list(PAPER_LEVELS),
+    test=DegradationOptions(
+        removal=Deletion(),
+        levels=PAPER_LEVELS,
         length_convention="paper",
         order="morf",
     ),
@@ -100,7 +106,7 @@ PAPER = Preset(
 
 FAIR = Preset(
     name="fair",
-    test=_frozen(**dict(PAPER.test, length_convention="tokens")),
+    test=replace(PAPER.test, length_convention="tokens"),
     scorers=_frozen(
         IG=_frozen(n_steps=50),
         LIME=_frozen(n_samples=500),
@@ -113,10 +119,23 @@ FAIR = Preset(
 PRESETS: Mapping[str, Preset] = MappingProxyType({p.name: p for p in (PAPER, FAIR)})
 #: Their names.
 SETTINGS: Tuple[str, ...] = tuple(PRESETS)
-#: Degradation-test arguments of the paper's code.
-PAPER_TEST_SETTINGS: Dict[str, Any] = dict(PAPER.test)
-#: Degradation-test arguments of the fair setting.
-FAIR_TEST_SETTINGS: Dict[str, Any] = dict(FAIR.test)
+
+
+def _test_keywords(options: DegradationOptions) -> Dict[str, Any]:
+    """The preset's test as the keyword arguments of earlier versions."""
+    return dict(
+        removal=options.removal.name,
+        levels=list(options.levels),
+        length_convention=options.length_convention,
+        order=options.order,
+    )
+
+
+#: Deprecated (use ``PAPER.test``): the paper's test as the old keyword
+#: arguments of :func:`~captum_iba.metrics.degradation_test`, which warns.
+PAPER_TEST_SETTINGS: Dict[str, Any] = _test_keywords(PAPER.test)
+#: Deprecated (use ``FAIR.test``): the fair test as the old keyword arguments.
+FAIR_TEST_SETTINGS: Dict[str, Any] = _test_keywords(FAIR.test)
 
 
 def get_preset(setting: Union[str, Preset]) -> Preset:

@@ -7,17 +7,22 @@ Every scorer turns one batch into per-token scores ``(B, L)`` aligned with
                               attention_mask=attention_mask,
                               token_type_ids=token_type_ids)
 
-and records how it ran in ``scorer.settings``. A scorer class is registered
-under its class attribute ``name`` with :func:`register_scorer`;
-:func:`scorer_class` is the one lookup from a method name (any case) to the
-class. The methods themselves live in :mod:`~captum_iba.evaluation.ig`,
-:mod:`~captum_iba.evaluation.lime` and :mod:`~captum_iba.evaluation.iba`; the
-``"paper"`` and ``"fair"`` configurations in
-:mod:`~captum_iba.evaluation.presets`.
+and records how it ran in ``scorer.settings``. Method names live in the one
+registry :data:`captum_iba.registry.METHODS` (built-in methods are listed
+there, imported on first use; :func:`register_scorer` adds a user's class);
+:func:`scorer_class` is the lookup from a name (any case) to the class and
+:func:`build_scorer` builds an entry with the arguments it fixes. A scorer
+declares in :attr:`TokenScorer.needs` the shared resources it takes (a layer,
+a prior, a seed, ...); :mod:`~captum_iba.evaluation.resolve` resolves them
+once and builds every method. The methods themselves live in
+:mod:`~captum_iba.evaluation.ig`, :mod:`~captum_iba.evaluation.lime`,
+:mod:`~captum_iba.evaluation.iba` and the anchors' modules; the ``"paper"`` and
+``"fair"`` configurations in :mod:`~captum_iba.evaluation.presets`.
 """
 
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Type
+import warnings
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Type
 
 import torch
 from captum.log import log_usage
@@ -25,30 +30,32 @@ from torch import Tensor
 
 from captum_iba._utils import common
 from captum_iba._utils.common import (
+    check_length,
     format_target,
     hf_call,
     instance_seed,
     model_device,
 )
+from captum_iba.registry import METHODS
 
 __all__ = [
-    "SCORERS",
+    "METHODS",
     "RandomScorer",
     "TokenScorer",
+    "build_scorer",
     "register_scorer",
     "scorer_class",
     "scorer_names",
 ]
-
-#: Every registered scorer class, by its ``name`` (see :func:`register_scorer`).
-SCORERS: Dict[str, Type["TokenScorer"]] = {}
 
 #: Names of the presets a scorer may record as its ``setting``.
 SETTING_NAMES = ("paper", "fair", "custom")
 
 
 def register_scorer(cls: Type["TokenScorer"]) -> Type["TokenScorer"]:
-    """Class decorator: register a scorer under its ``name`` attribute.
+    """Class decorator: register a user's scorer under its ``name`` attribute
+    in :data:`captum_iba.registry.METHODS` (the first line of its docstring is
+    the summary).
 
     Args:
         cls (type): A :class:`TokenScorer` subclass with a unique ``name``.
@@ -60,10 +67,8 @@ def register_scorer(cls: Type["TokenScorer"]) -> Type["TokenScorer"]:
         ValueError: If another class is registered under the same name (any
             case).
     """
-    for key, other in SCORERS.items():
-        if key.lower() == cls.name.lower() and other is not cls:
-            raise ValueError(f"a scorer named {cls.name!r} is already registered")
-    SCORERS[cls.name] = cls
+    summary = (cls.__doc__ or "").strip().split("\n")[0]
+    METHODS.add(cls.name, cls, summary)
     return cls
 
 
@@ -74,20 +79,47 @@ def scorer_class(name: str) -> Type["TokenScorer"]:
         name (str): A method name, e.g. ``"IG"`` or ``"ig"``.
 
     Returns:
-        type: The class.
+        type: The class (build an entry with the arguments it fixes with
+        :func:`build_scorer`).
 
     Raises:
         ValueError: For an unknown name; the message lists the known ones.
     """
-    for key, cls in SCORERS.items():
-        if isinstance(name, str) and key.lower() == name.lower():
-            return cls
-    raise ValueError(f"Unknown method {name!r}; choose from {scorer_names()}")
+    return METHODS.load(name)
+
+
+def build_scorer(name: str, model: Any, **kwargs: Any) -> "TokenScorer":
+    """The scorer of the method registered as ``name``, named so, with the
+    arguments its entry fixes (e.g. ``iba-faithful``'s configuration) and
+    ``kwargs`` (which win).
+
+    Args:
+        name (str): A registered method name (any case).
+        model (Callable): The classifier.
+        **kwargs: Constructor arguments of the scorer.
+
+    Returns:
+        TokenScorer: The scorer.
+    """
+    entry = METHODS.entry(name)
+    return entry.build(model, **{"name": entry.name, **kwargs})
 
 
 def scorer_names() -> List[str]:
     """The registered method names, in registration order."""
-    return list(SCORERS)
+    return METHODS.names()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SCORERS":
+        warnings.warn(
+            "captum_iba.evaluation.SCORERS is replaced by the registry "
+            "captum_iba.registry.METHODS (scorer_class(name) loads a class).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return {n: METHODS.load(n) for n in METHODS.names()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class TokenScorer:
@@ -96,10 +128,11 @@ class TokenScorer:
     Subclasses implement :meth:`_scores`. :meth:`attribute` validates the inputs,
     moves them to the model's device, zeroes padding and records the time spent.
 
-    A subclass declares in ``suite_options`` which suite-level options of
-    :func:`~captum_iba.evaluation.suite.make_scorers` it takes, and under which
-    constructor argument (e.g. IG: ``{"ig_steps": "n_steps"}``), and in
-    ``required`` the constructor arguments without which the suite skips it.
+    A subclass declares in :attr:`needs` the shared resources its constructor
+    takes, as keyword arguments of the same names (see
+    :class:`~captum_iba.evaluation.resolve.Resources`: ``layer``, ``prior``,
+    ``seed``, ``internal_batch_size``, ``precision``); the resolver passes each
+    one it has, resolved once.
 
     Attributes:
         name (str): The method's name, as used in results, tables and the
@@ -109,10 +142,9 @@ class TokenScorer:
     """
 
     name = "scorer"
-    #: Suite-level option -> constructor argument (see :func:`make_scorers`).
-    suite_options: Mapping[str, str] = {}
-    #: Constructor arguments the suite must have to build this scorer.
-    required: Tuple[str, ...] = ()
+    #: The shared resources the constructor takes (keyword arguments of these
+    #: names), resolved once by :func:`~captum_iba.evaluation.build_scorers`.
+    needs: Tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -173,6 +205,7 @@ class TokenScorer:
         """
         if input_ids.dim() != 2:
             raise ValueError("input_ids must be (B, L)")
+        check_length(self.model, input_ids.shape[1], "input_ids")
         mask = self._mask_of(input_ids, attention_mask)
         scores = self._attribute(input_ids, target, mask, token_type_ids)
         self.instances += input_ids.shape[0]
@@ -268,7 +301,6 @@ class TokenScorer:
         return forward
 
 
-@register_scorer
 class RandomScorer(TokenScorer):
     """Seeded uniform random scores (a lower bound for any method).
 
@@ -284,7 +316,7 @@ class RandomScorer(TokenScorer):
     """
 
     name = "random"
-    suite_options = {"seed": "seed"}
+    needs = ("seed",)
 
     def __init__(
         self, model: Optional[Callable[..., Any]] = None, seed: int = 0, **kwargs: Any

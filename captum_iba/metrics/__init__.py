@@ -3,32 +3,57 @@ r"""Degradation metrics: how fast a classifier's confidence falls as tokens go.
 The degradation test of Jiang et al. (2020), Section 4.1, removes the tokens an
 attribution method ranks highest, level by level, and records the target-class
 probability of the original model on every degraded input
-(:func:`degradation_test`). A :class:`DegradationResult` keeps the
-per-instance values and computes what papers report (Table 1's absolute drop,
-AOPC, ERASER comprehensiveness and sufficiency, log-odds, accuracy);
-:func:`compare` sets several methods side by side with the normalised drop
-:math:`\bar d = (\bar p - m) / (o - m)` of Figure 1 (:func:`normalized_drop`),
-:math:`m` the lowest fully degraded mean probability across the methods.
+(:func:`degradation_test`). How it runs is one :class:`DegradationOptions`
+(levels, order, removal strategy, special tokens, batching), the removal one of
+the strategies :class:`Deletion`, :class:`Replacement` and :class:`CustomRemoval`.
+A :class:`DegradationResult` keeps the per-instance values and computes what
+papers report (Table 1's absolute drop, AOPC, ERASER comprehensiveness and
+sufficiency, log-odds, accuracy) with the functions of
+:mod:`~captum_iba.metrics.aggregates`; :func:`compare` sets several methods side
+by side with the normalised drop :math:`\bar d = (\bar p - m) / (o - m)` of
+Figure 1 (:func:`normalized_drop`), :math:`m` the lowest fully degraded mean
+probability across the methods.
 
 Modules:
 
 * :mod:`~captum_iba.metrics.degradation` - :func:`degradation_test`, and how many
   tokens a level removes;
-* :mod:`~captum_iba.metrics.result` - :class:`DegradationResult` and
-  :func:`normalized_drop`;
+* :mod:`~captum_iba.metrics.options` - :class:`DegradationOptions`;
+* :mod:`~captum_iba.metrics.strategies` - the removal strategies and
+  :func:`as_removal`;
+* :mod:`~captum_iba.metrics.aggregates` - the aggregates, as functions of
+  tensors, and :func:`normalized_drop`;
+* :mod:`~captum_iba.metrics.result` - :class:`DegradationResult` (state,
+  serialisation, :meth:`~DegradationResult.concat`);
 * :mod:`~captum_iba.metrics.compare` - :class:`Comparison` and :func:`compare`;
-* ``_inputs`` (argument checks) and ``_removal`` (ranks, level counts, degraded
-  inputs, the batched model calls): internal.
+* ``_inputs`` (data checks), ``_removal`` (ranks, level counts, degraded
+  inputs, the batched model calls) and ``_compat`` (the old keyword arguments):
+  internal.
 """
 
+from captum_iba.metrics.aggregates import normalized_drop
 from captum_iba.metrics.compare import Comparison, compare
-from captum_iba.metrics.degradation import PAPER_LEVELS, degradation_test
-from captum_iba.metrics.result import DegradationResult, normalized_drop
+from captum_iba.metrics.degradation import degradation_test
+from captum_iba.metrics.options import PAPER_LEVELS, DegradationOptions
+from captum_iba.metrics.result import DegradationResult
+from captum_iba.metrics.strategies import (
+    CustomRemoval,
+    Deletion,
+    RemovalStrategy,
+    Replacement,
+    as_removal,
+)
 
 __all__ = [
     "PAPER_LEVELS",
+    "DegradationOptions",
     "DegradationResult",
     "Comparison",
+    "CustomRemoval",
+    "Deletion",
+    "RemovalStrategy",
+    "Replacement",
+    "as_removal",
     "degradation_test",
     "compare",
     "normalized_drop",

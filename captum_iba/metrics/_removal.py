@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from captum_iba._utils.common import logits_of
+from captum_iba.metrics.strategies import Deletion, RemovalStrategy
 
 # Guards floor() against products like 3/9 * 18 = 5.999999999999999.
 _EPS = 1e-9
@@ -200,20 +201,25 @@ class TokenBatch:
 
 @dataclass(frozen=True)
 class Removal:
-    """How removed tokens leave the input.
+    """A removal strategy, resolved for one test.
 
     Attributes:
-        mode (str): ``"delete"``, or a replacement mode (``"mask"``, ``"pad"``,
-            ``"unk"``, ``"replace"``).
-        replacement_id (int, optional): The id that replaces removed tokens.
+        strategy (RemovalStrategy): :class:`~captum_iba.metrics.strategies.Deletion`,
+            or a strategy with an ``apply(input_ids, removed)`` method
+            (:class:`~captum_iba.metrics.strategies.Replacement`,
+            :class:`~captum_iba.metrics.strategies.CustomRemoval`).
         pad_id (int): Deletion's fill for the freed tail.
         group_by_length (bool): Deletion: one model call per remaining length.
     """
 
-    mode: str
-    replacement_id: Optional[int]
+    strategy: RemovalStrategy
     pad_id: int
     group_by_length: bool
+
+    @property
+    def deletes(self) -> bool:
+        """bool: True when removed tokens leave the sequence."""
+        return isinstance(self.strategy, Deletion)
 
 
 class Runner:
@@ -248,12 +254,7 @@ class Runner:
         self.rank = rank
         self.removal = removal
         vocab = getattr(getattr(forward_func, "config", None), "vocab_size", None)
-        rid = removal.replacement_id
-        if rid is not None and (rid < 0 or (isinstance(vocab, int) and rid >= vocab)):
-            raise ValueError(
-                f"replacement token id {rid} is not in the model's vocabulary "
-                f"(0..{vocab - 1 if isinstance(vocab, int) else 'vocab_size - 1'})"
-            )
+        removal.strategy.check_vocabulary(vocab)
         self.device = device
         self.max_examples_per_batch = max_examples_per_batch
         self.max_tokens_per_batch = max_tokens_per_batch
@@ -290,7 +291,7 @@ class Runner:
         batch); results do not depend on the batching (up to float rounding).
         """
         n = len(rows)
-        if self.removal.mode == "delete":
+        if self.removal.deletes:
             removed = torch.where(keep_only, self.batch.n_removable[rows] - ks, ks)
             widths = (self.batch.n_full[rows] - removed).clamp_min(1)
             by_len = torch.sort(widths, stable=True).indices
@@ -338,13 +339,12 @@ class Runner:
             for t in (b.input_ids, b.attention_mask, b.token_type_ids)
         ]
         tensors += [a[rows] for kind, a in b.extra if kind == "token"]
-        if self.removal.mode == "delete":
+        if self.removal.deletes:
             fills = [self.removal.pad_id] + [0] * (len(tensors) - 1)
             tensors, lengths = delete_tokens(b.valid[rows] & ~removed, tensors, fills)
             groups, widths = _length_groups(lengths, self.removal.group_by_length)
             return tensors, groups, widths
-        rid = int(self.removal.replacement_id)  # type: ignore[arg-type]
-        tensors[0] = tensors[0].masked_fill(removed, rid)  # type: ignore[union-attr]
+        tensors[0] = self.removal.strategy.apply(tensors[0], removed)  # type: ignore
         return tensors, [torch.arange(len(rows))], [tensors[0].shape[1]]  # type: ignore
 
     def _run_batch(self, rows: Tensor, ks: Tensor, keep_only: Tensor) -> Tensor:

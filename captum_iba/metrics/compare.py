@@ -2,7 +2,7 @@ r"""Several methods' degradation results side by side (Figure 1 and Table 1).
 
 :func:`compare` checks that the results share their removal levels (and warns
 when they were not computed on the same instances), puts each method's
-:func:`~captum_iba.metrics.result.normalized_drop` on one floor :math:`m` (the
+:func:`~captum_iba.metrics.aggregates.normalized_drop` on one floor :math:`m` (the
 lowest fully degraded mean probability across the methods), and returns a
 :class:`Comparison` that prints as a Markdown table.
 """
@@ -15,7 +15,8 @@ import torch
 from captum.log import log_usage
 from torch import Tensor
 
-from captum_iba.metrics.result import DegradationResult, normalized_drop
+from captum_iba.metrics.aggregates import normalized_drop
+from captum_iba.metrics.result import DegradationResult
 
 __all__ = ["Comparison", "compare"]
 

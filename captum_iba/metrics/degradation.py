@@ -11,16 +11,19 @@ tokens an attribution method ranks highest are removed:
    the original model.
 
 :func:`degradation_test` runs it on token ids (no decoding, no re-tokenising) and
-returns a :class:`~captum_iba.metrics.result.DegradationResult`. Its arguments are
-checked in :mod:`~captum_iba.metrics._inputs`; the removal and the batched model calls
-are in :mod:`~captum_iba.metrics._removal`.
+returns a :class:`~captum_iba.metrics.result.DegradationResult`. How it runs is one
+:class:`~captum_iba.metrics.options.DegradationOptions` (removal strategies in
+:mod:`~captum_iba.metrics.strategies`); the data arguments are checked in
+:mod:`~captum_iba.metrics._inputs`, the removal and the batched model calls are in
+:mod:`~captum_iba.metrics._removal`, and the old keyword arguments are converted in
+:mod:`~captum_iba.metrics._compat`.
 
 How many tokens a level removes (``k``), precisely:
 
 * ``level_unit="fraction"`` and ``length_convention="tokens"`` (the default):
   :math:`k = \lfloor f \cdot n + 1/2 \rfloor` (round half up), where :math:`n` is the
   number of *removable* tokens of the instance: not padding and, when
-  ``keep_special_tokens`` is True, not a special token.
+  ``options.keep_special_tokens`` is True, not a special token.
 * ``level_unit="fraction"`` and ``length_convention="paper"``: the paper's code takes
   the fraction of the *full* length, special tokens counted:
   :math:`k = \min(\lfloor f \cdot n_{full} \rfloor, n)`, :math:`n_{full}` the number
@@ -32,36 +35,43 @@ How many tokens a level removes (``k``), precisely:
 :attr:`~captum_iba.metrics.result.DegradationResult.n_removed`.
 """
 
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import torch
 from captum.log import log_usage
 from torch import Tensor
 
 from captum_iba._utils.common import model_device
+from captum_iba.metrics._compat import accepts_legacy_keywords
 from captum_iba.metrics._inputs import (
-    PAPER_LEVELS,
-    DegradationOptions,
     TargetLike,
     check_inputs,
+    check_model_inputs,
     check_scores,
     resolve_target,
     token_batch,
     warn_if_training,
 )
 from captum_iba.metrics._removal import (
-    DEFAULT_TOKENS_PER_BATCH,
+    Removal,
     Runner,
     TokenBatch,
+    level_counts,
     removal_rank,
     target_stats,
 )
+from captum_iba.metrics.options import PAPER_LEVELS, DegradationOptions
 from captum_iba.metrics.result import DegradationResult
+from captum_iba.metrics.strategies import Deletion
 
 __all__ = ["PAPER_LEVELS", "degradation_test"]
 
+#: The keys of ``metadata``.
+METADATA_KEYS = ("method", "seed", "attribution")
+
 
 @log_usage()
+@accepts_legacy_keywords
 def degradation_test(
     forward_func: Callable[..., Any],
     inputs: Tensor,
@@ -70,24 +80,8 @@ def degradation_test(
     additional_forward_args: Optional[Any] = None,
     attention_mask: Optional[Tensor] = None,
     token_type_ids: Optional[Tensor] = None,
-    levels: Optional[Union[float, int, Iterable[Union[float, int]]]] = None,
-    level_unit: str = "fraction",
-    length_convention: str = "tokens",
-    removal: Union[str, int] = "delete",
-    order: str = "morf",
-    special_token_ids: Optional[Iterable[int]] = None,
-    tokenizer: Optional[Any] = None,
-    keep_special_tokens: bool = True,
-    pad_token_id: Optional[int] = None,
-    mask_token_id: Optional[int] = None,
-    unk_token_id: Optional[int] = None,
-    compute_sufficiency: bool = True,
-    max_examples_per_batch: Optional[int] = None,
-    max_tokens_per_batch: int = DEFAULT_TOKENS_PER_BATCH,
-    group_by_length: Optional[bool] = None,
-    method: Optional[str] = None,
-    seed: Optional[int] = None,
-    settings: Optional[Mapping[str, Any]] = None,
+    options: Optional[DegradationOptions] = None,
+    metadata: Optional[Mapping[str, Any]] = None,
     show_progress: bool = False,
 ) -> DegradationResult:
     r"""Degradation test (Jiang et al., 2020, Section 4.1) of token attributions.
@@ -95,7 +89,8 @@ def degradation_test(
     Tokens are ranked by their attribution, the first ``k`` of that order are removed
     at each level, and the target-class softmax probability of the original model is
     recorded on every degraded input. Removal works on the token ids: nothing is
-    decoded or re-tokenised.
+    decoded or re-tokenised. How (levels, order, removal strategy, special tokens,
+    batching) is one :class:`~captum_iba.metrics.options.DegradationOptions`.
 
     The model is called as ``forward_func(input_ids, [attention_mask],
     [token_type_ids], *additional_forward_args)``: ``attention_mask`` and
@@ -108,25 +103,21 @@ def degradation_test(
     model is not switched to eval mode: switch dropout off yourself (a warning is
     given for a module in training mode).
 
-    Removal modes:
+    Removal (:mod:`~captum_iba.metrics.strategies`):
+    :class:`~captum_iba.metrics.strategies.Deletion` (the paper's, the default)
+    compacts each sequence, the attention mask, the segment ids and every
+    per-token tensor of ``additional_forward_args`` (shape ``(B, L, ...)``)
+    following; :class:`~captum_iba.metrics.strategies.Replacement` and
+    :class:`~captum_iba.metrics.strategies.CustomRemoval` change the removed
+    ids in place. Without any attention mask a model would see deletion's
+    padding, so sequences are then grouped by remaining length
+    (``options.group_by_length``) and each group trimmed exactly.
 
-    * ``"delete"`` (the paper's): removed tokens leave the sequence, which is
-      compacted; the attention mask, the segment ids and every other per-token
-      tensor of ``additional_forward_args`` (shape ``(B, L, ...)``) follow, and the
-      freed tail is padding (``pad_token_id``, mask 0, other tensors 0). Each batch
-      is trimmed to its longest remaining sequence. Without any attention mask the
-      model would see that padding, so sequences are then grouped by remaining length
-      (``group_by_length``) and each group trimmed exactly. An empty remainder is
-      evaluated as one padding token (mask 0).
-    * ``"mask"``, ``"pad"``, ``"unk"`` or an ``int``: removed tokens are replaced by
-      ``[MASK]``, ``[PAD]``, the unknown token or that id; positions, attention mask
-      and segment ids are unchanged.
-
-    Special tokens (``special_token_ids``, or the tokenizer's special ids except UNK
-    and PAD) are never removed when ``keep_special_tokens`` is True. Padding (attention
-    mask 0, or ``pad_token_id`` when no mask is given) is never a token: it is neither
-    counted nor removed. Ties between scores are broken by position: the earlier token
-    comes first, in both orders.
+    Special tokens (``options.special_token_ids``) are never removed when
+    ``options.keep_special_tokens`` is True. Padding (attention mask 0, or
+    ``options.pad_token_id`` when no mask is given) is never a token: it is neither
+    counted nor removed. Ties between scores are broken by position: the earlier
+    token comes first, in both orders.
 
     Args:
         forward_func (Callable): The model (see above).
@@ -143,46 +134,17 @@ def degradation_test(
             per instance, anything else is passed unchanged.
         attention_mask (Tensor, optional): ``(B, L)``, 1 for tokens, 0 for padding.
         token_type_ids (Tensor, optional): ``(B, L)`` segment ids (sentence pairs).
-            Given without an attention mask, a mask is built from ``pad_token_id``
-            (all ones when that is unknown).
-        levels (float, int or sequence, optional): Removal levels, in the order given.
-            Default: the paper's ``k/9`` for ``k = 1..9`` (:data:`PAPER_LEVELS`).
-        level_unit (str): ``"fraction"`` (levels in [0, 1]) or ``"count"`` (levels are
-            numbers of tokens, capped at the number of removable tokens).
-            Default ``"fraction"``.
-        length_convention (str): How a fraction becomes ``k`` (see the module
-            docstring): ``"tokens"`` (round half up of ``f * n``, ``n`` the removable
-            tokens) or ``"paper"`` (floor of ``f`` times the full non-padding length,
-            specials counted, capped at ``n``). Default ``"tokens"``.
-        removal (str or int): ``"delete"``, ``"mask"``, ``"pad"``, ``"unk"`` or a
-            replacement token id. Default ``"delete"``.
-        order (str): ``"morf"`` (most relevant first, the paper's) or ``"lerf"``
-            (least relevant first). Default ``"morf"``.
-        special_token_ids (Iterable[int], optional): Ids never removed.
-        tokenizer (optional): A Hugging Face tokenizer to take the special, pad,
-            mask and unknown token ids from (explicit arguments win).
-        keep_special_tokens (bool): Never remove special tokens. Default True.
-        pad_token_id (int, optional): Padding id (deletion's fill, ``"pad"`` mode,
-            padding detection without an attention mask). Default 0 for the fill.
-        mask_token_id (int, optional): Id for ``removal="mask"``.
-        unk_token_id (int, optional): Id for ``removal="unk"``.
-        compute_sufficiency (bool): Also evaluate "keep only the first k tokens"
-            inputs, for :attr:`DegradationResult.sufficiency` (doubles the forward
-            passes). Default True.
-        max_examples_per_batch (int, optional): Most sequences per forward call.
-            Default None: as many as ``max_tokens_per_batch`` allows.
-        max_tokens_per_batch (int): When ``max_examples_per_batch`` is None, a
-            forward call takes as many sequences (sorted by length) as keep
-            sequences x padded width within this bound, which bounds memory and
-            keeps padding low. Default 2048. Results do not depend on the
-            batching (up to float rounding).
-        group_by_length (bool, optional): See ``"delete"``. Default None: True when
-            deleting without an attention mask or per-token additional argument.
-        method (str, optional): Name of the attribution method, recorded.
-        seed (int, optional): Recorded in ``settings`` (the test itself is
-            deterministic).
-        settings (Mapping, optional): The attribution method's settings (e.g. its
-            target, steps or samples), recorded under ``settings["attribution"]``.
+            Given without an attention mask, a mask is built from
+            ``options.pad_token_id`` (all ones when that is unknown).
+        options (DegradationOptions, optional): How the test runs. Default
+            ``DegradationOptions()``: deletion at the paper's levels ``k/9`` of the
+            removable tokens, no special token known. Build it from your
+            tokenizer once: ``DegradationOptions.for_tokenizer(tokenizer)``.
+        metadata (Mapping, optional): What the result records about the
+            attribution method, in its ``settings``: ``"method"`` (its name),
+            ``"seed"``, and ``"attribution"`` (its own settings, e.g. steps or
+            samples, kept under ``settings["attribution"]``; its ``"method"``
+            names the method when ``"method"`` is not given).
         show_progress (bool): Show a progress bar. Default False.
 
     Returns:
@@ -191,35 +153,29 @@ def degradation_test(
 
     Raises:
         ValueError: On attributions whose shape does not match the tokens, NaN
-            scores, levels outside [0, 1], an unknown removal mode or order, a target
-            out of range, or a missing replacement id.
-        TypeError: On non-integer token ids or targets.
+            scores, a target out of range, a replacement id outside the model's
+            vocabulary, or bad ``metadata``.
+        TypeError: On non-integer token ids or targets, or ``options`` that are
+            not a :class:`DegradationOptions`.
+
+    The keyword arguments of earlier versions (``levels=``, ``removal=``,
+    ``tokenizer=``, ``pad_token_id=``, ``method=``, ``seed=``, ``settings=``
+    ...) still work, with a DeprecationWarning: they are converted once into
+    ``options`` and ``metadata``.
 
     Examples::
 
+        >>> options = DegradationOptions.for_tokenizer(tokenizer)
         >>> result = degradation_test(model, input_ids, attributions, target=labels,
         ...                           attention_mask=attention_mask,
-        ...                           tokenizer=tokenizer, method="IG")
+        ...                           options=options, metadata={"method": "IG"})
         >>> result.first_level_drop, result.aopc
         >>> print(compare({"IG": result, "IBA": iba_result}).to_markdown())
     """
     ids, scores = check_inputs(inputs, attributions)
-    options = DegradationOptions.resolve(
-        levels=levels,
-        level_unit=level_unit,
-        length_convention=length_convention,
-        removal=removal,
-        order=order,
-        special_token_ids=special_token_ids,
-        tokenizer=tokenizer,
-        keep_special_tokens=keep_special_tokens,
-        pad_token_id=pad_token_id,
-        mask_token_id=mask_token_id,
-        unk_token_id=unk_token_id,
-        compute_sufficiency=compute_sufficiency,
-        max_examples_per_batch=max_examples_per_batch,
-        max_tokens_per_batch=max_tokens_per_batch,
-    )
+    check_model_inputs(forward_func, ids, attention_mask)
+    options = _check_options(options)
+    meta = _check_metadata(metadata)
     batch = token_batch(
         ids, attention_mask, token_type_ids, additional_forward_args, options
     )
@@ -231,13 +187,19 @@ def degradation_test(
         forward_func,
         batch,
         rank,
-        options.removal_for(batch, group_by_length),
+        _removal(options, batch),
         model_device(forward_func, inputs.device),
         options.max_examples_per_batch,
         show_progress,
         options.max_tokens_per_batch,
     )
-    k_table = options.level_counts(batch)
+    k_table = level_counts(
+        options.levels,
+        options.level_unit,
+        options.length_convention,
+        batch.n_removable,
+        batch.n_full,
+    )
     with torch.no_grad():
         logits0 = runner.run_originals()  # phase 1: the original inputs (k = 0)
         tgt, target_name = resolve_target(target, logits0)
@@ -245,15 +207,65 @@ def degradation_test(
         # phase 2: every level (and the keep-only inputs for sufficiency)
         degraded = runner.run_levels(k_table, tgt, options.compute_sufficiency)
     record = options.record(
-        method=method,
+        method=meta.get("method"),
         target=target_name,
         num_instances=ids.shape[0],
         num_classes=logits0.shape[1],
         group_by_length=runner.removal.group_by_length,
-        seed=seed,
-        settings=settings,
+        seed=meta.get("seed"),
+        settings=meta.get("attribution"),
     )
     return _result(options, batch, k_table, tgt, original, degraded, record)
+
+
+def _check_options(options: Any) -> DegradationOptions:
+    """``options``, or the defaults for None."""
+    if options is None:
+        return DegradationOptions()
+    if not isinstance(options, DegradationOptions):
+        raise TypeError(
+            "options must be a DegradationOptions (e.g. DegradationOptions"
+            f".for_tokenizer(tokenizer)); got {type(options).__name__}"
+        )
+    return options
+
+
+def _check_metadata(metadata: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """``metadata`` as a dict, its keys and values checked."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise ValueError(f"metadata must be a mapping; got {type(metadata).__name__}")
+    unknown = sorted(set(metadata) - set(METADATA_KEYS))
+    if unknown:
+        raise ValueError(f"metadata has unknown key(s) {unknown}: use {METADATA_KEYS}")
+    attribution = metadata.get("attribution")
+    if attribution is not None and not isinstance(attribution, Mapping):
+        raise ValueError(
+            "metadata['attribution'] must be a mapping of the method's settings; "
+            f"got {type(attribution).__name__}"
+        )
+    return dict(metadata)
+
+
+def _removal(options: DegradationOptions, batch: TokenBatch) -> Removal:
+    """The options' removal strategy, resolved for ``batch``: deletion's fill is
+    its own pad id, else the options', else 0; ``group_by_length`` defaults to
+    True when deleting without an attention mask or per-token additional
+    argument."""
+    strategy = options.removal
+    deletes = isinstance(strategy, Deletion)
+    group = options.group_by_length
+    if group is None:
+        group = (
+            deletes
+            and batch.attention_mask is None
+            and not any(kind == "token" for kind, _ in batch.extra)
+        )
+    pad = strategy.pad_token_id if deletes else None  # type: ignore[union-attr]
+    if pad is None:
+        pad = options.pad_token_id if options.pad_token_id is not None else 0
+    return Removal(strategy, int(pad), bool(group))
 
 
 def _result(

@@ -1,96 +1,45 @@
-r"""What a degradation test returns, and the normalised drop of Figure 1.
+r"""What a degradation test returns: :class:`DegradationResult`.
 
-* :class:`DegradationResult` - the per-instance probabilities, labels and
-  removal counts of one test, the aggregates people report (the mean curve,
-  Table 1's absolute drop, AOPC, ERASER comprehensiveness and sufficiency,
-  log-odds, accuracy), and an exact JSON form;
-* :func:`normalized_drop` - the paper's :math:`\bar d = (\bar p - m) / (o - m)`
-  on mean-probability curves: the one implementation that
-  :meth:`DegradationResult.normalized_curve`, :func:`~captum_iba.metrics.compare`
-  and :mod:`captum_iba.visualization` share.
+The record of one test: its per-instance state (probabilities, labels, removal
+counts), the aggregates people report as properties (each computed by a pure
+function of :mod:`~captum_iba.metrics.aggregates`: the mean curve, Table 1's
+absolute drop, AOPC, ERASER comprehensiveness and sufficiency, log-odds,
+accuracy), an exact JSON form, per-instance records, and
+:meth:`~DegradationResult.concat` to merge the results of several shards.
+:func:`~captum_iba.metrics.aggregates.normalized_drop` is importable from here
+too, as before.
 """
 
+import copy
 import json
 import numbers
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-import numpy as np
 import torch
 from torch import Tensor
 
 from captum_iba._utils.io import atomic_write_text
+from captum_iba.metrics import aggregates
+from captum_iba.metrics.aggregates import normalized_drop
 from captum_iba.version import __version__
 
-__all__ = ["DegradationResult", "normalized_drop"]
+__all__ = ["DegradationResult"]
 
 #: The ``format`` field of :meth:`DegradationResult.to_dict`.
 _FORMAT = "captum_iba.DegradationResult/1"
-#: A mean-probability curve: a 1-D float Tensor or numpy array.
-CurveT = TypeVar("CurveT", Tensor, np.ndarray)
-
-
-def normalized_drop(
-    curves: Sequence[CurveT],
-    m: Optional[float] = None,
-    origins: Optional[Sequence[float]] = None,
-) -> Tuple[List[CurveT], float]:
-    r"""The normalised probability drop :math:`d = (p - m) / (o - m)` (Figure 1).
-
-    :math:`p` is a curve of mean target probabilities, :math:`o` its value on
-    the original inputs (level 0) and :math:`m` the floor: by default, as in
-    the paper (Section 4), the lowest fully degraded (last-level) mean
-    probability across the curves compared. A curve thus starts at 1, and the
-    best method's curve ends at 0.
-
-    Args:
-        curves (Sequence[Tensor or numpy.ndarray]): Mean-probability curves,
-            1-D, in float; level 0 first unless ``origins`` is given.
-        m (float, optional): The floor. Default: the smallest last value of
-            ``curves``.
-        origins (Sequence[float], optional): :math:`o` of each curve. Default:
-            each curve's first value.
-
-    Returns:
-        (list, float): The normalised curves, of the type of each input (all
-        NaN where :math:`|o - m| < 10^{-12}`), and the floor :math:`m` used.
-
-    Raises:
-        ValueError: If ``curves`` is empty.
-
-    Examples::
-
-        >>> import numpy as np
-        >>> (a, b), m = normalized_drop([np.array([0.8, 0.5, 0.2]),
-        ...                              np.array([0.6, 0.5, 0.4])])
-        >>> m, a.round(6).tolist(), b.round(6).tolist()
-        (0.2, [1.0, 0.5, 0.0], [1.0, 0.75, 0.5])
-    """
-    if len(curves) == 0:
-        raise ValueError("no curve given")
-    if m is None:
-        m = min(float(curve[-1]) for curve in curves)
-    if origins is None:
-        origins = [float(curve[0]) for curve in curves]
-    out: List[CurveT] = []
-    for curve, o in zip(curves, origins):
-        denom = o - m
-        if abs(denom) < 1e-12:
-            out.append(_all_nan(curve))
-        else:
-            out.append((curve - m) / denom)
-    return out, m
-
-
-def _all_nan(curve: CurveT) -> CurveT:
-    if isinstance(curve, Tensor):
-        return torch.full_like(curve, float("nan"))
-    return np.full_like(curve, np.nan)
-
-
-def _mean(x: Tensor) -> float:
-    return float(x.double().mean()) if x.numel() else float("nan")
+#: Settings that must agree between results merged by :meth:`DegradationResult.concat`.
+_SAME_TEST = (
+    "method",
+    "removal",
+    "replacement_id",
+    "level_unit",
+    "length_convention",
+    "order",
+    "target",
+    "keep_special_tokens",
+)
 
 
 @dataclass
@@ -151,28 +100,26 @@ class DegradationResult:
         """str or None: The attribution method's name, from ``settings``."""
         return self.settings.get("method")
 
-    # ---- curves ----------------------------------------------------------------------
+    # ---- curves (each an aggregate of captum_iba.metrics.aggregates) -----------------
     @property
     def original_probability(self) -> float:
         """float: ``o``, the mean target probability on the original inputs."""
-        return _mean(self.original_probs)
+        return aggregates.mean(self.original_probs)
 
     @property
     def curve(self) -> Tensor:
         """Tensor: ``(K,)`` mean target probability at each level."""
-        return self.probs.double().mean(0)
+        return aggregates.mean_curve(self.probs)
 
     @property
     def full_curve(self) -> Tensor:
         """Tensor: ``(K + 1,)`` the mean curve with ``o`` (level 0) prepended."""
-        return torch.cat(
-            [self.original_probs.double().mean(0, keepdim=True), self.curve]
-        )
+        return aggregates.full_curve(self.original_probs, self.probs)
 
     @property
     def drop_curve(self) -> Tensor:
         """Tensor: ``(K,)`` mean drop ``o - p`` at each level (positive = a drop)."""
-        return (self.original_probs.double()[:, None] - self.probs.double()).mean(0)
+        return aggregates.drop_curve(self.original_probs, self.probs)
 
     def absolute_drop(self, level_index: int = 0) -> float:
         """Mean drop of the target probability at one level (Table 1 of the paper).
@@ -184,7 +131,7 @@ class DegradationResult:
         Returns:
             float: ``mean(o) - mean(p_level)``; positive when the probability falls.
         """
-        return float(self.drop_curve[level_index])
+        return aggregates.absolute_drop(self.original_probs, self.probs, level_index)
 
     @property
     def first_level_drop(self) -> float:
@@ -218,7 +165,7 @@ class DegradationResult:
         ``1 / (K + 1) * sum_{k=0..K} mean(o - p_k)``, the unperturbed level 0
         (a zero term) included. With most-relevant-first order higher is better.
         """
-        return float(self.drop_curve.sum() / (self.num_levels + 1))
+        return aggregates.aopc(self.original_probs, self.probs)
 
     @property
     def comprehensiveness(self) -> float:
@@ -227,7 +174,7 @@ class DegradationResult:
         Mean over the levels (no level 0) and instances of ``o - p(x without the
         first k tokens)``. Higher is better with most-relevant-first order.
         """
-        return _mean(self.original_probs.double()[:, None] - self.probs.double())
+        return aggregates.comprehensiveness(self.original_probs, self.probs)
 
     @property
     def sufficiency(self) -> float:
@@ -243,7 +190,7 @@ class DegradationResult:
             raise ValueError(
                 "sufficiency needs the test run with compute_sufficiency=True"
             )
-        return _mean(self.original_probs.double()[:, None] - self.kept_probs.double())
+        return aggregates.sufficiency(self.original_probs, self.kept_probs)
 
     @property
     def log_odds_curve(self) -> Tensor:
@@ -253,19 +200,17 @@ class DegradationResult:
         computed from the logits (Shrikumar et al., 2017; Chen et al., 2019). More
         negative is better with most-relevant-first order.
         """
-        return (self.log_odds.double() - self.original_log_odds.double()[:, None]).mean(
-            0
-        )
+        return aggregates.log_odds_curve(self.original_log_odds, self.log_odds)
 
     @property
     def log_odds_score(self) -> float:
         """float: :attr:`log_odds_curve` averaged over the levels."""
-        return _mean(self.log_odds_curve)
+        return aggregates.log_odds_score(self.original_log_odds, self.log_odds)
 
     @property
     def original_accuracy(self) -> float:
         """float: Share of instances predicted as the target on the original input."""
-        return _mean((self.original_preds == self.target).double())
+        return aggregates.accuracy(self.original_preds, self.target)
 
     @property
     def accuracy_curve(self) -> Tensor:
@@ -275,7 +220,7 @@ class DegradationResult:
         predicted label (``target=None``) it is the agreement with the original
         prediction.
         """
-        return (self.preds == self.target[:, None]).double().mean(0)
+        return aggregates.accuracy_curve(self.preds, self.target)
 
     def summary(self) -> Dict[str, Any]:
         """The scalar aggregates, as a plain dict.
@@ -427,6 +372,42 @@ class DegradationResult:
             data[name] = [r[name] for r in records] if present else None
         return cls.from_dict(data)
 
+    @classmethod
+    def concat(cls, results: Sequence["DegradationResult"]) -> "DegradationResult":
+        """One result over the instances of several (shards or batches of one test):
+        the per-instance tensors concatenated in the order given; every aggregate
+        is then computed over all of them.
+
+        Args:
+            results (Sequence[DegradationResult]): Results of the same test on
+                different instances.
+
+        Returns:
+            DegradationResult: The merged result, with the first result's
+            settings (``num_instances`` set to the total).
+
+        Raises:
+            ValueError: If ``results`` is empty, or the results differ in their
+                levels, in having sufficiency, or in a setting that defines the
+                test (method, removal, unit, convention, order, target, special
+                tokens).
+        """
+        if not results:
+            raise ValueError("no result given to concatenate")
+        first = results[0]
+        for i, other in enumerate(results[1:], 1):
+            _check_same_test(first, other, i)
+        names = [
+            n
+            for n in cls._FLOAT_FIELDS + cls._LONG_FIELDS
+            if getattr(first, n) is not None
+        ]
+        tensors = {n: torch.cat([getattr(r, n) for r in results]) for n in names}
+        settings = copy.deepcopy(first.settings)
+        if "num_instances" in settings:
+            settings["num_instances"] = sum(r.num_instances for r in results)
+        return cls(levels=list(first.levels), settings=settings, **tensors)
+
     def to_json(self, path: Optional[Union[str, os.PathLike]] = None) -> str:
         """Serialise to JSON (exact: float64 values round-trip).
 
@@ -473,6 +454,27 @@ class DegradationResult:
             return cls.from_dict(json.loads(source))
         except ValueError as err:  # json.JSONDecodeError is a ValueError
             raise ValueError(f"{where}: not a DegradationResult: {err}") from None
+
+
+def _check_same_test(
+    first: DegradationResult, other: DegradationResult, i: int
+) -> None:
+    """Raise ValueError unless result ``i`` (``other``) may be merged with result 0."""
+    if list(other.levels) != list(first.levels):
+        raise ValueError(
+            f"result {i} has levels {list(other.levels)}, result 0 {list(first.levels)}"
+        )
+    if (other.kept_probs is None) != (first.kept_probs is None):
+        raise ValueError(
+            f"results 0 and {i} differ in compute_sufficiency: only one has kept_probs"
+        )
+    for key in _SAME_TEST:
+        if key in first.settings and key in other.settings:
+            if first.settings[key] != other.settings[key]:
+                raise ValueError(
+                    f"results 0 and {i} differ in settings[{key!r}]: "
+                    f"{first.settings[key]!r} and {other.settings[key]!r}"
+                )
 
 
 def _jsonable(value: Any) -> Any:

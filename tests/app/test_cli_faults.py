@@ -276,3 +276,134 @@ def test_reproduce_runs_no_code_from_the_current_directory(
     monkeypatch.setattr(reproduce, "run", lambda **kw: called.append(kw))
     assert main(["reproduce", "--parts", "examples", "--out", "res"]) == 0
     assert called and not marker.exists()
+
+
+# ------------------------------------------------ issue 20: the long tail
+def test_too_many_threads_fail_before_any_model_loads(
+    tiny_model_dir, tmp_path, capsys, no_weights
+):
+    """Item 5: --threads past the CPUs is refused (100000 segfaulted)."""
+    import os
+
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    n = n or os.cpu_count()
+    for threads in (n + 1, 100000):
+        argv = ["evaluate", "--model", tiny_model_dir, "--threads", str(threads)]
+        err = _fails(argv + ["--out", str(tmp_path / "out")], capsys)
+        assert f"--threads: must be in 1 .. {n}" in err and "CPUs" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_empty_pair_is_named(tiny_model_dir, capsys, no_weights):
+    """Item 11: --pair "" is not "the text to explain is empty"."""
+    err = _fails(["explain", "a film", "--pair", " ", "--model", tiny_model_dir],
+                 capsys)  # fmt: skip
+    assert "--pair is empty" in err
+
+
+def _ag_news(folder: Path) -> Path:
+    (folder / "ag_news").mkdir(parents=True)
+    (folder / "ag_news" / "classes.txt").write_text("World\nSports\nBusiness\nSci\n")
+    rows = "".join(f'"{1 + i % 4}","title {i}","text {i}"\n' for i in range(16))
+    (folder / "ag_news" / "test.csv").write_text(rows)
+    return folder
+
+
+def test_corpus_with_other_classes_than_the_model_is_named(
+    tiny_model_dir, tmp_path, capsys
+):
+    """Item 11: a 4-class corpus with a 2-class model names both (it said
+    "target 3 ... out of range for forward output of shape (4, 2)")."""
+    data = _ag_news(tmp_path / "data")
+    for command in (["evaluate"], ["attribute", "--target", "predicted"]):
+        err = _fails(command + ["--dataset", "ag_news", "--model", tiny_model_dir,
+                                "--data-dir", str(data), "--methods", "random",
+                                "--out", str(tmp_path / "out")], capsys)  # fmt: skip
+        assert "--dataset ag_news has 4 classes (World, Sports" in err
+        assert "the model has 2 (negative, positive)" in err
+        assert not (tmp_path / "out").exists()
+
+
+def _failing(argv, capsys):
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code in (1, 2, 130), exc.value.code
+    return capsys.readouterr().err
+
+
+def _listing(folder: Path):
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    "stage", ["arguments", "damaged corpus", "first unit", "interrupted"]
+)
+def test_failed_runs_leave_no_folder_they_made(
+    stage, tiny_model_dir, tmp_path, capsys, monkeypatch
+):
+    """Item 10: a run failing in its checks, on a damaged corpus, or after
+    loading (an error or Ctrl-C in its first unit) leaves no --out it made
+    (nested folders too), and nothing of its own in an --out that was there."""
+    from captum_iba.evaluation import RandomScorer
+
+    data = _tiny_sst2(tmp_path / "data")
+    extra = []
+    if stage == "arguments":
+        extra = ["--layer", "9"]
+    elif stage == "damaged corpus":
+        (data / "sst2" / "dev.tsv").write_text("sentence\tlabel\ngood\t7\n")
+    else:
+        error = KeyboardInterrupt if stage == "interrupted" else RuntimeError
+
+        def fail(*args, **kwargs):
+            raise error("fails in the first unit")
+
+        monkeypatch.setattr(RandomScorer, "_attribute", fail)
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    for out in (tmp_path / "new" / "nested" / "out", kept):
+        _failing(["evaluate", "--model", tiny_model_dir, "--data-dir", str(data),
+                  "--methods", "random", "--n", "8", "--out", str(out)]
+                 + extra, capsys)  # fmt: skip
+    assert not (tmp_path / "new").exists()
+    assert _listing(kept) == ["notes.txt"]
+
+
+def test_failed_resumed_run_keeps_the_earlier_work(
+    tiny_model_dir, tmp_path, capsys, monkeypatch
+):
+    """Item 10: what a re-run resumes from (scored units) is never removed."""
+    from captum_iba.evaluation import RandomScorer
+
+    data = _tiny_sst2(tmp_path / "data")
+    out = tmp_path / "out"
+    argv = ["evaluate", "--model", tiny_model_dir, "--data-dir", str(data),
+            "--methods", "random", "--n", "8", "--batch-size", "4",
+            "--out", str(out)]  # fmt: skip
+    real, calls = RandomScorer._attribute, []
+
+    def second_unit_fails(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("fails in the second unit")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(RandomScorer, "_attribute", second_unit_fails)
+    _failing(argv, capsys)
+    shards = {p: p.read_bytes() for p in (out / "shards").glob("*.jsonl")}
+    assert any(b'"kind": "row"' in b or b'"kind":"row"' in b for b in shards.values())
+    calls.append(1)  # the next run fails at once
+    _failing(argv, capsys)
+    for path, content in shards.items():
+        assert path.read_bytes().startswith(content)
+    monkeypatch.setattr(RandomScorer, "_attribute", real)
+    assert main(argv) == 0 and (out / commands.MARKER).exists()
+
+
+def test_failed_explain_leaves_no_html_folder(tiny_model_dir, tmp_path, capsys):
+    html = tmp_path / "new" / "page.html"
+    _failing(["explain", "x", "--model", tiny_model_dir, "--html", str(html),
+              "--target", "1", "--layer", "7"], capsys)  # fmt: skip
+    assert not (tmp_path / "new").exists()

@@ -254,12 +254,3 @@ def test_subset_keeps_pairs():
     d = TextClassificationData(["a", "b"], ["x", "y"], [0, 1], ["n", "p"], "t", "s")
     s = d.subset([1])
     assert s.texts == ["b"] and s.text_pairs == ["y"] and s.labels == [1]
-
-
-def test_old_module_path_reexports():
-    import captum_iba.app.data as new
-    import captum_iba.data as old
-
-    assert old.__all__ == new.__all__
-    for name in old.__all__:
-        assert getattr(old, name) is getattr(new, name), name

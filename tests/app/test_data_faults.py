@@ -167,6 +167,27 @@ def test_good_corpora_still_load(tmp_path):
     assert len(ag) + len(held) == 8 and ag.label_names[0] == "World"
 
 
+@pytest.mark.parametrize("corpus", ["sst2", "imdb", "rte", "ag_news"])
+def test_a_byte_order_mark_is_read_as_nothing(tmp_path, corpus):
+    """Issue 20, item 11: a UTF-8 BOM at the start of a corpus file (some
+    editors write one) is not part of the first line."""
+    bom = "\ufeff"
+    plain, marked = tmp_path / "plain", tmp_path / "bom"
+    for folder, start in ((plain, ""), (marked, bom)):
+        folder.mkdir()
+        if corpus == "sst2":
+            _sst2(folder, start + "sentence\tlabel\ngood\t1\nbad\t0\n")
+        elif corpus == "imdb":
+            _imdb(folder, _gz(start + "id,rating,label,text\n1,2,0,bad\n2,9,1,ok\n"))
+        elif corpus == "rte":
+            _rte(folder, [start + GOOD_RTE, GOOD_RTE])
+        else:
+            _ag(folder, start + AG_ROWS, classes=start + "World\nSports\nB\nS\n")
+    a = load_dataset(corpus, "train", data_dir=plain)
+    b = load_dataset(corpus, "train", data_dir=marked)
+    assert (a.texts, a.labels, a.label_names) == (b.texts, b.labels, b.label_names)
+
+
 # ------------------------------------------------- local, then hub, then advice
 
 
@@ -273,6 +294,7 @@ def test_cli_without_data_prints_the_three_ways(
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "Traceback" not in err
     assert DATA_ENV_VAR in err and "pip install datasets" in err
+    assert not (tmp_path / "o").exists()  # issue 20, item 10
 
 
 def test_json_in_notes_is_kept(tmp_path):
@@ -280,3 +302,20 @@ def test_json_in_notes_is_kept(tmp_path):
     _rte(tmp_path, [json.dumps({"sentence1": "it's \"x\"", "sentence2": "y",
                                 "label": 1})])  # fmt: skip
     assert load_dataset("rte", "train", data_dir=tmp_path).texts == ['it\'s "x"']
+
+
+def test_explain_names_the_missing_corpus_before_any_fine_tuning(
+    no_local_data, capsys, monkeypatch
+):
+    """Issue 20, item 11: without a cached model nor the corpus, explain says
+    the corpus is missing and never "fine-tuning now"."""
+    from captum_iba.app.cli import main
+    from captum_iba.app.finetune import cache
+
+    monkeypatch.setattr(cache, "fine_tune", lambda *a, **k: pytest.fail("ran"))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["explain", "a fine film"])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and "Traceback" not in err
+    assert DATA_ENV_VAR in err and "fine-tuning now" not in out

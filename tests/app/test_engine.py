@@ -254,8 +254,8 @@ def test_attribute_writes_rows_resumes_and_refuses_another_run(
     assert main(_argv(tiny_model_dir, corpus, out, extra=["--degradation"])) == 0
     rows = _rows(out)
     assert [(r["index"], r["method"]) for r in rows] == [
-        (i, m) for i in range(len(SENTENCES)) for m in ("random", "IBA")
-    ]  # scorer order: IBA runs (one per prior) last
+        (i, m) for i in range(len(SENTENCES)) for m in ("IBA", "random")
+    ]  # each instance's rows in the order the methods were asked for
     for r in rows:
         assert len(r["tokens"]) == len(r["scores"]) == len(r["input_ids"])
         assert r["tokens"][0] == "[CLS]" and r["text"] == SENTENCES[r["index"]]

@@ -1,86 +1,29 @@
 """Tests for captum_iba.app.finetune with a tiny random BERT built offline."""
 
+import dataclasses
 import json
-import random
 
 import pytest
 import torch
 
 from captum_iba.app import finetune as ft
-from captum_iba.app.data import TextClassificationData
-from captum_iba.app.finetune import cache as ft_cache
+from tests.helpers import synthetic_sentiment
 
-WORDS = {
-    1: ["good", "great", "fine", "nice", "superb", "lovely"],
-    0: ["bad", "awful", "poor", "dull", "boring", "weak"],
-}
-FILLER = ["the", "movie", "film", "was", "a", "plot", "really", "quite", "story"]
+#: The settings of the quick runs below.
+OPTIONS = ft.FineTuneOptions(
+    epochs=3, lr=1e-3, batch_size=8, max_length=16, seed=0, warmup_ratio=0.1
+)
 
 
-def _synthetic(n: int, seed: int, name: str = "toy") -> TextClassificationData:
-    rng = random.Random(seed)
-    texts, labels = [], []
-    for i in range(n):
-        y = i % 2
-        words = rng.sample(FILLER, 4) + [rng.choice(WORDS[y])]
-        rng.shuffle(words)
-        texts.append(" ".join(words))
-        labels.append(y)
-    return TextClassificationData(
-        texts, None, labels, ["negative", "positive"], name, "train", "synthetic"
-    )
-
-
-@pytest.fixture(scope="module")
-def tiny_base(tmp_path_factory):
-    """A 2-layer, hidden-32 random BERT with a word-level tokenizer, saved."""
-    from transformers import (
-        BertConfig,
-        BertForSequenceClassification,
-        BertTokenizerFast,
-    )
-
-    folder = tmp_path_factory.mktemp("tiny_bert")
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    vocab += sorted(set(FILLER + WORDS[0] + WORDS[1]))
-    # transformers 5 reads a vocabulary given as a dict (a vocab_file= path is
-    # ignored there: every word would become [UNK]).
-    tok = BertTokenizerFast(
-        vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=True
-    )
-    assert tok.convert_ids_to_tokens(tok("good film")["input_ids"])[1] == "good"
-    tok.save_pretrained(folder)
-    config = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        num_labels=2,
-    )
-    torch.manual_seed(0)
-    BertForSequenceClassification(config).save_pretrained(folder)
-    return folder
-
-
-def _run(tiny_base, out, **kw):
-    settings = dict(
-        epochs=3,
-        lr=1e-3,
-        batch_size=8,
-        max_length=16,
-        seed=0,
-        warmup_ratio=0.1,
-        progress=False,
-    )
-    settings.update(kw)
+def _run(tiny_base, out, options=OPTIONS, **kw):
     return ft.fine_tune(
-        _synthetic(48, 0),
+        synthetic_sentiment(48, 0),
         base_model=tiny_base,
         output_dir=out,
-        eval_dataset=_synthetic(24, 1),
-        **settings,
+        options=options,
+        eval_dataset=synthetic_sentiment(24, 1),
+        progress=False,
+        **kw,
     )
 
 
@@ -111,7 +54,9 @@ def test_fine_tune_saves_and_reloads(tiny_base, tmp_path):
         assert torch.equal(p1, p2), n1
     # The reloaded model scores the same held-out accuracy.
     model.eval()
-    acc = ft.evaluate_accuracy(model, tok, _synthetic(24, 1), 16, progress=False)
+    acc = ft.evaluate_accuracy(
+        model, tok, synthetic_sentiment(24, 1), 16, progress=False
+    )
     assert acc == pytest.approx(res.accuracy)
 
 
@@ -123,7 +68,7 @@ def test_fine_tune_is_deterministic(tiny_base, tmp_path):
     ):
         assert torch.equal(p1, p2), name
     assert a.accuracy == b.accuracy
-    c = _run(tiny_base, tmp_path / "c", seed=1)
+    c = _run(tiny_base, tmp_path / "c", OPTIONS.replace(seed=1))
     assert any(
         not torch.equal(p1, p2)
         for p1, p2 in zip(a.model.parameters(), c.model.parameters())
@@ -131,7 +76,7 @@ def test_fine_tune_is_deterministic(tiny_base, tmp_path):
 
 
 def test_steps_win_over_epochs(tiny_base, tmp_path):
-    res = _run(tiny_base, tmp_path / "run", epochs=1000, steps=7)
+    res = _run(tiny_base, tmp_path / "run", OPTIONS.replace(epochs=1000, steps=7))
     assert res.steps == 7
     rec = ft.read_result(res.path)
     assert rec["steps"] == rec["planned_steps"] == 7
@@ -140,7 +85,7 @@ def test_steps_win_over_epochs(tiny_base, tmp_path):
 
 def test_time_guard_fails_loudly_and_saves_nothing(tiny_base, tmp_path):
     with pytest.raises(ft.FineTuneTimeoutError, match="time guard of 0 s"):
-        _run(tiny_base, tmp_path / "run", steps=50, max_seconds=1e-9)
+        _run(tiny_base, tmp_path / "run", OPTIONS.replace(steps=50), max_seconds=1e-9)
     assert not (tmp_path / "run").exists()
 
 
@@ -150,46 +95,106 @@ def test_time_guard_fails_loudly_and_saves_nothing(tiny_base, tmp_path):
 )
 def test_settings_are_checked(tiny_base, tmp_path, key, value):
     with pytest.raises(ValueError, match=key):
-        _run(tiny_base, tmp_path / "run", **{key: value})
+        ft.FineTuneOptions(**{key: value})
+    with pytest.raises(ValueError, match=key):
+        OPTIONS.replace(**{key: value})
+    with pytest.raises(ValueError, match=key), pytest.warns(DeprecationWarning):
+        _run(tiny_base, tmp_path / "run", None, **{key: value})
+    assert not (tmp_path / "run").exists()
 
 
 def test_num_threads_restored(tiny_base, tmp_path):
     before = torch.get_num_threads()
-    _run(tiny_base, tmp_path / "run", epochs=1, num_threads=1)
+    _run(tiny_base, tmp_path / "run", OPTIONS.replace(epochs=1), num_threads=1)
     assert torch.get_num_threads() == before
 
 
-def test_cache_is_reused(tiny_base, tmp_path, monkeypatch):
-    monkeypatch.setenv(ft.CACHE_ENV_VAR, str(tmp_path / "cache"))
+def test_cache_is_reused(tiny_base, tmp_path, counted_fine_tune):
+    calls, _ = counted_fine_tune
     assert ft.default_cache_dir() == tmp_path / "cache"
-    calls = []
-    real = ft.fine_tune
-
-    def counting(*args, **kwargs):
-        calls.append(kwargs)
-        kwargs["eval_dataset"] = _synthetic(16, 1)
-        return real(_synthetic(32, 0), *args[1:], **kwargs)
-
-    monkeypatch.setattr(ft_cache, "fine_tune", counting)
-    settings = dict(epochs=1, batch_size=8, max_length=16, lr=1e-3, progress=False)
-    p1 = ft.get_finetuned_model("toy", base_model=tiny_base, **settings)
+    options = ft.FineTuneOptions(epochs=1, batch_size=8, max_length=16, lr=1e-3)
+    get = dict(base_model=tiny_base, progress=False)
+    p1 = ft.get_finetuned_model("toy", options=options, **get)
     assert len(calls) == 1
     assert p1.parent == tmp_path / "cache"
     assert (p1 / ft.RESULT_FILE).is_file()
-    p2 = ft.get_finetuned_model("toy", base_model=tiny_base, **settings)
+    p2 = ft.get_finetuned_model("toy", options=options, **get)
     assert p2 == p1 and len(calls) == 1
     # Other settings: another folder, trained again.
-    p3 = ft.get_finetuned_model(
-        "toy", base_model=tiny_base, **{**settings, "epochs": 2}
-    )
+    p3 = ft.get_finetuned_model("toy", options=options.replace(epochs=2), **get)
     assert p3 != p1 and len(calls) == 2
     # No temporary folders are left behind (only the folders and their locks).
     names = [p.name for p in (tmp_path / "cache").iterdir()]
     assert sorted(n for n in names if not n.endswith(".lock")) == sorted(
         [p1.name, p3.name]
     )
-    model, tok = ft.load_finetuned_model("toy", base_model=tiny_base, **settings)
+    model, tok = ft.load_finetuned_model("toy", options=options, **get)
     assert not model.training and len(calls) == 2
+
+
+def test_settings_as_keywords_still_work_with_a_warning(tiny_base, tmp_path):
+    """The API of 0.1: the same run, bit for bit, and a DeprecationWarning."""
+    options = OPTIONS.replace(steps=3)
+    new = _run(tiny_base, tmp_path / "new", options)
+    keywords = dataclasses.asdict(options)
+    with pytest.warns(DeprecationWarning, match=r"options=FineTuneOptions\(steps=3"):
+        old = _run(tiny_base, tmp_path / "old", None, **keywords)
+    assert old.settings == new.settings == options.as_dict()
+    weights = "model.safetensors"
+    assert (old.path / weights).read_bytes() == (new.path / weights).read_bytes()
+    # keywords given with options replace its fields
+    with pytest.warns(DeprecationWarning, match=r"options.replace\(lr=0.5\)"):
+        res = _run(tiny_base, tmp_path / "mixed", options, lr=0.5)
+    assert res.settings == options.replace(lr=0.5).as_dict()
+
+
+def test_get_finetuned_model_keywords_warn_and_find_the_same_folder(
+    tiny_base, counted_fine_tune
+):
+    calls, _ = counted_fine_tune
+    recipe = ft.FineTuneOptions.recipe("toy", steps=2, batch_size=8, max_length=16)
+    new = ft.get_finetuned_model("toy", base_model=tiny_base, options=recipe)
+    assert len(calls) == 1 and calls[0]["options"] == recipe
+    hint = r"options=FineTuneOptions.recipe\('toy', steps=2"
+    with pytest.warns(DeprecationWarning, match=hint):
+        old = ft.get_finetuned_model(
+            "toy", base_model=tiny_base, steps=2, batch_size=8, max_length=16
+        )
+    assert old == new and len(calls) == 1
+    with pytest.warns(DeprecationWarning, match=r"cached_model_dir\(\.\.\., steps=2"):
+        assert ft.cached_model_dir("toy", tiny_base, steps=2, batch_size=8,
+                                   max_length=16) == new  # fmt: skip
+    assert ft.cached_model_dir("toy", tiny_base, options=recipe) == new
+
+
+def test_options_object():
+    options = ft.FineTuneOptions()
+    assert options.as_dict() == ft.DEFAULT_SETTINGS
+    assert list(options.as_dict()) == list(ft.DEFAULT_SETTINGS)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.lr = 1.0
+    for name in ft.RECIPES:
+        recipe = ft.FineTuneOptions.recipe(name, **ft.REPRODUCE_OVERRIDES.get(name, {}))
+        settings = ft.recipe_settings(name, **ft.REPRODUCE_OVERRIDES.get(name, {}))
+        assert recipe.as_dict() == settings, name
+    with pytest.raises(TypeError, match="bogus"):
+        ft.FineTuneOptions.recipe("sst2", bogus=1)
+    with pytest.raises(TypeError, match="bogus"):
+        options.replace(bogus=1)
+    assert ft.FineTuneOptions(epochs=3).as_dict()["epochs"] == 3  # kept as given
+
+
+def test_bad_options_and_keywords_are_named(tiny_base, tmp_path):
+    data = synthetic_sentiment(8, 0)
+    with pytest.raises(TypeError, match="options must be a FineTuneOptions"):
+        ft.fine_tune(data, tiny_base, tmp_path, 100)  # 0.1's 4th argument: steps
+    with pytest.raises(TypeError, match="unknown settings.*bogus"):
+        ft.fine_tune(data, tiny_base, tmp_path, eval_dataset=data, bogus=1)
+    with pytest.raises(TypeError, match="options must be a FineTuneOptions"):
+        ft.get_finetuned_model(
+            "toy", tiny_base, tmp_path / "cache", options={"steps": 3}
+        )
+    assert not any(tmp_path.iterdir())
 
 
 def test_recipe_settings():
@@ -248,6 +253,31 @@ def test_cache_key_is_stable(name, folder, tmp_path, monkeypatch):
     assert ft.cached_model_dir(name, base_model="base", cache_dir=tmp_path) == (
         tmp_path / folder
     )
+    options = ft.FineTuneOptions.recipe(name)
+    assert ft.cached_model_dir(
+        name, base_model="base", cache_dir=tmp_path, options=options
+    ) == (tmp_path / folder)
+
+
+@pytest.mark.parametrize(
+    "name, folder",
+    [
+        ("sst2", "sst2-base-f9485ca45c"),
+        ("imdb", "imdb-base-2805dab6a7"),
+        ("ag_news", "ag_news-base-dc99c6827b"),
+        ("rte", "rte-base-46f290845f"),
+        ("bbc", "bbc-base-88a15151b2"),
+    ],
+)
+def test_cache_key_with_the_steps_variable_is_stable(
+    name, folder, tmp_path, monkeypatch
+):
+    """The folders of the quick models (``CAPTUM_IBA_FINETUNE_STEPS=40``)."""
+    monkeypatch.setenv(ft.STEPS_ENV_VAR, "40")
+    for options in (None, ft.FineTuneOptions.recipe(name)):
+        assert ft.cached_model_dir(
+            name, base_model="base", cache_dir=tmp_path, options=options
+        ) == (tmp_path / folder)
 
 
 def test_default_base_model_loads_config():
@@ -261,16 +291,9 @@ def test_default_base_model_loads_config():
 
 def test_fine_tune_needs_eval_for_raw_data(tiny_base, tmp_path):
     with pytest.raises(ValueError, match="eval_dataset"):
-        ft.fine_tune(_synthetic(8, 0), base_model=tiny_base, output_dir=tmp_path)
-
-
-def test_old_module_path_reexports():
-    import captum_iba.finetune as old
-
-    assert old.__all__ == ft.__all__
-    for name in old.__all__:
-        assert getattr(old, name) is getattr(ft, name), name
-    assert old.RESULT_FILE == ft.RESULT_FILE == "captum_iba_finetune.json"
+        ft.fine_tune(
+            synthetic_sentiment(8, 0), base_model=tiny_base, output_dir=tmp_path
+        )
 
 
 @pytest.mark.slow
@@ -280,10 +303,9 @@ def test_real_sst2_minilm_quick(tmp_path):
     res = ft.fine_tune(
         "sst2",
         output_dir=tmp_path / "sst2",
-        epochs=1,
-        lr=8e-5,
-        max_length=64,
-        max_train_examples=2000,
+        options=ft.FineTuneOptions(
+            epochs=1, lr=8e-5, max_length=64, max_train_examples=2000
+        ),
         progress=False,
     )
     assert res.n_eval == 872

@@ -3,40 +3,36 @@ runs, names that would escape the cache (P2, P3, P4, P13, P14)."""
 
 import json
 import threading
-import time
 
 import pytest
 
 from captum_iba.app import finetune as ft
 from captum_iba.app.finetune import cache as ft_cache
 from captum_iba.app.models import ModelLoadError, load_classifier
-from tests.app.test_finetune import _synthetic
-from tests.app.test_finetune import tiny_base as tiny_base  # noqa: F401  (fixture)
+from tests.helpers import synthetic_sentiment
 
-SETTINGS = dict(steps=3, batch_size=8, max_length=16, lr=1e-3, progress=False)
-
-
-@pytest.fixture
-def counting(monkeypatch, tmp_path):
-    """get_finetuned_model with the cache in tmp_path and a counted fine-tune
-    on synthetic data (optionally slowed down)."""
-    monkeypatch.setenv(ft.CACHE_ENV_VAR, str(tmp_path / "cache"))
-    calls = []
-    real = ft.fine_tune
-    delay = {"s": 0.0}
-
-    def fake(*args, **kwargs):
-        calls.append(kwargs)
-        time.sleep(delay["s"])
-        kwargs["eval_dataset"] = _synthetic(16, 1)
-        return real(_synthetic(32, 0), *args[1:], **kwargs)
-
-    monkeypatch.setattr(ft_cache, "fine_tune", fake)
-    return calls, delay
+OPTIONS = ft.FineTuneOptions(steps=3, batch_size=8, max_length=16, lr=1e-3)
 
 
 def _get(base):
-    return ft.get_finetuned_model("toy", base_model=base, **SETTINGS)
+    return ft.get_finetuned_model(
+        "toy", base_model=base, options=OPTIONS, progress=False
+    )
+
+
+def _fine_tune(base, out, data):
+    return ft.fine_tune(
+        data, base_model=base, output_dir=out, options=OPTIONS, eval_dataset=data,
+        progress=False,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def damaged_model(tiny_base, tmp_path):
+    """A fine-tuned model folder whose weights file lost its second half."""
+    res = _fine_tune(tiny_base, tmp_path / "m", synthetic_sentiment(16, 0))
+    _truncate(res.path / "model.safetensors")
+    return res.path
 
 
 def _truncate(path):
@@ -68,21 +64,16 @@ DAMAGES = {
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
-def test_damaged_entry_is_detected_and_refitted(tiny_base, counting, damage, capsys):
+def test_damaged_entry_is_detected_and_refitted(
+    tiny_base, counted_fine_tune, damage, capsys
+):
     """P2/P3: a damaged cache entry is never trusted on its record's word."""
-    calls, _ = counting
+    calls, _ = counted_fine_tune
     folder = _get(tiny_base)
-    assert (
-        len(calls) == 1
-        and ft_cache.cache_problem(
-            folder, "toy", ft.recipe_settings("toy", **_settings_only())
-        )
-        == ""
-    )
+    assert len(calls) == 1
+    assert ft_cache.cache_problem(folder, "toy", OPTIONS.as_dict()) == ""
     DAMAGES[damage](folder)
-    assert ft_cache.cache_problem(
-        folder, "toy", ft.recipe_settings("toy", **_settings_only())
-    )
+    assert ft_cache.cache_problem(folder, "toy", OPTIONS.as_dict())
     capsys.readouterr()
     again = _get(tiny_base)
     assert again == folder and len(calls) == 2
@@ -92,27 +83,15 @@ def test_damaged_entry_is_detected_and_refitted(tiny_base, counting, damage, cap
     assert tok.convert_ids_to_tokens(tok("good film")["input_ids"])[1] == "good"
 
 
-def _settings_only():
-    return {k: v for k, v in SETTINGS.items() if k != "progress"}
-
-
-def test_damaged_model_folder_is_named(tiny_base, tmp_path):
+def test_damaged_model_folder_is_named(damaged_model):
     """P2: a damaged folder given directly fails with one line naming it."""
-    res = ft.fine_tune(
-        _synthetic(16, 0),
-        base_model=tiny_base,
-        output_dir=tmp_path / "m",
-        eval_dataset=_synthetic(8, 1),
-        **SETTINGS,
-    )
-    _truncate(res.path / "model.safetensors")
-    with pytest.raises(ModelLoadError, match=str(res.path)):
-        load_classifier(res.path)
+    with pytest.raises(ModelLoadError, match=str(damaged_model)):
+        load_classifier(damaged_model)
 
 
-def test_concurrent_fine_tunes_of_one_recipe_train_once(tiny_base, counting):
+def test_concurrent_fine_tunes_of_one_recipe_train_once(tiny_base, counted_fine_tune):
     """P4: the second process waits for the first and reuses its model."""
-    calls, delay = counting
+    calls, delay = counted_fine_tune
     delay["s"] = 1.0
     results, errors = [], []
 
@@ -133,7 +112,7 @@ def test_concurrent_fine_tunes_of_one_recipe_train_once(tiny_base, counting):
     load_classifier(results[0])
 
 
-def test_stale_temporary_folders_are_removed(tiny_base, counting, tmp_path):
+def test_stale_temporary_folders_are_removed(tiny_base, counted_fine_tune, tmp_path):
     """P13: folders left by killed fine-tunes are cleaned up; a running one's
     (its lock held) is kept."""
     cache = tmp_path / "cache"
@@ -161,29 +140,57 @@ def test_names_cannot_escape_the_cache(tiny_base, tmp_path, monkeypatch, name):
     monkeypatch.setenv(ft.CACHE_ENV_VAR, str(tmp_path / "cache" / "inner"))
     with pytest.raises(ValueError, match="cannot name a cache folder"):
         ft.get_finetuned_model(name, base_model=tiny_base)
-    data = _synthetic(8, 0, name=name)
+    data = synthetic_sentiment(8, 0, name=name)
     with pytest.raises(ValueError, match="cannot name a cache folder"):
-        ft.fine_tune(data, base_model=tiny_base, eval_dataset=data, **SETTINGS)
+        _fine_tune(tiny_base, None, data)
     assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["cache"])
     assert not (tmp_path / "x").exists()
 
 
-def test_damaged_cache_folder_given_to_the_cli_is_named(tiny_base, tmp_path, capsys):
+def test_damaged_cache_folder_given_to_the_cli_is_named(damaged_model, capsys):
     """P2: a fine-tuned folder passed as --model is checked against its
     manifest; the error names the folder to delete."""
     from captum_iba.app.cli import main
 
-    res = ft.fine_tune(
-        _synthetic(16, 0),
-        base_model=tiny_base,
-        output_dir=tmp_path / "m",
-        eval_dataset=_synthetic(8, 1),
-        **SETTINGS,
-    )
-    _truncate(res.path / "model.safetensors")
     capsys.readouterr()
     with pytest.raises(SystemExit) as exc:
-        main(["explain", "good film", "--model", str(res.path)])
+        main(["explain", "good film", "--model", str(damaged_model)])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "Traceback" not in err
-    assert f"model folder {res.path} is damaged" in err and "delete it" in err
+    assert f"model folder {damaged_model} is damaged" in err and "delete it" in err
+
+
+def _temporaries(cache):
+    return sorted(p.name for p in cache.iterdir() if p.is_dir() and p.name[0] == ".")
+
+
+@pytest.mark.parametrize("phase", ["training", "save", "rename"])
+def test_fine_tune_killed_at_any_phase_leaves_nothing_after_the_next_run(
+    tiny_base, counted_fine_tune, tmp_path, phase
+):
+    """kill -9 during training, during the save or before the final rename
+    leaves a temporary folder; the next run that takes the lock removes it
+    (issue 20, item 2) and fine-tunes the model whole."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    env[ft.CACHE_ENV_VAR] = str(tmp_path / "cache")
+    script = Path(__file__).with_name("_killed_finetune.py")
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tiny_base), phase],
+        env=env, cwd=root, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    cache = tmp_path / "cache"
+    left = _temporaries(cache)
+    assert len(left) == 1, left  # what the killed run left behind
+    if phase != "training":
+        assert (cache / left[0] / "model.safetensors").stat().st_size > 0
+    calls, _ = counted_fine_tune
+    folder = _get(tiny_base)
+    assert len(calls) == 1 and _temporaries(cache) == []
+    assert ft_cache.cache_problem(folder, "toy", OPTIONS.as_dict()) == ""

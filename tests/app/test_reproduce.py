@@ -15,7 +15,7 @@ from captum_iba.app import reproduce as reproduce_module
 
 @pytest.fixture
 def reproduce(tiny_model_dir, monkeypatch):
-    from captum_iba.data import default_data_dir
+    from captum_iba.app.data import default_data_dir
 
     try:
         default_data_dir()
@@ -87,3 +87,26 @@ def test_sweeps_and_examples_write_figures(reproduce, tmp_path):
     assert list(summary["betas"]) == [f"{b:g}" for b in reproduce.BETAS]
     for name in ("fig2_layers", "fig2_beta", "fig3_layers_tokens", "fig3_beta"):
         assert (out / f"{name}.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("corpus", ["sst2", "rte"])
+def test_finetune_steps_variable_reaches_every_reproduce_recipe(monkeypatch, corpus):
+    """Issue 20, item 11: CAPTUM_IBA_FINETUNE_STEPS replaces the reproduce
+    recipes' steps too (SST-2's override of 1,708 steps ignored it)."""
+    from captum_iba.app import finetune as ft
+
+    seen = []
+    monkeypatch.setattr(
+        reproduce_module,
+        "get_finetuned_model",
+        lambda c, **settings: seen.append(ft.recipe_settings(c, **settings)),
+    )
+    monkeypatch.setattr(reproduce_module, "load_classifier", lambda folder: None)
+    monkeypatch.setenv(ft.STEPS_ENV_VAR, "7")
+    reproduce_module.corpus_model(corpus)
+    monkeypatch.delenv(ft.STEPS_ENV_VAR)
+    reproduce_module.corpus_model(corpus)
+    assert seen[0]["steps"] == 7
+    assert seen[1]["steps"] == {"sst2": 1708, "rte": 391}[corpus]
+    if corpus == "sst2":
+        assert seen[0]["lr"] == seen[1]["lr"] == 6e-5  # the other overrides stay

@@ -104,8 +104,61 @@ class TestBaselinePrior(BaseTest):
         model = MeanPoolModel().eval()
         iba = InformationBottleneckAttribution(model, model.layers[0])
         ids = torch.tensor([[3, 4, 5]])
-        with self.assertRaisesRegex(ValueError, "needs baselines="):
+        with self.assertRaisesRegex(ValueError, "pad token id is unknown"):
             iba.attribute(ids, target=0, prior="baseline", **FAST)
         with self.assertRaisesRegex(ValueError, "baselines must have the shapes"):
             iba.attribute(ids, target=0, prior="baseline", baselines=ids[:, :2], **FAST)
         self.assertTrue(no_hooks(model))
+
+
+class TestFaithfulInOneWord(BaseTest):
+    """``config="faithful"`` builds the deletion baseline itself."""
+
+    def setUp(self) -> None:
+        self.model = tiny_hf_model("bert")
+        self.layer = self.model.bert.encoder.layer[1]
+        self.ids = torch.tensor([[2, 7, 9, 11, 3], [2, 8, 10, 3, 0]])
+        self.mask = (self.ids != 0).long()
+        self.kw = dict(target=1, additional_forward_args=(self.mask,), seed=0)
+
+    def test_equals_the_explicit_deletion_baseline(self) -> None:
+        special = [2, 3]  # [CLS]- and [SEP]-like ids, kept
+        pads = self.ids.masked_fill(
+            self.mask.bool() & ~torch.isin(self.ids, torch.tensor(special)), 0
+        )
+        explicit = InformationBottleneckAttribution(self.model, self.layer).attribute(
+            self.ids, prior="baseline", baselines=pads, **self.kw, **_FAITHFUL
+        )
+        iba = InformationBottleneckAttribution(
+            self.model, self.layer, special_token_ids=special
+        )
+        one_word = iba.attribute(self.ids, config="faithful", **self.kw)
+        assertTensorAlmostEqual(self, one_word, explicit, delta=0)
+        # the model's pad id (config.pad_token_id = 0) is the default fill;
+        # without special ids every real token is replaced
+        bare = InformationBottleneckAttribution(self.model, self.layer).attribute(
+            self.ids, config="faithful", **self.kw
+        )
+        all_pads = self.ids.masked_fill(self.mask.bool(), 0)
+        want = InformationBottleneckAttribution(self.model, self.layer).attribute(
+            self.ids, prior="baseline", baselines=all_pads, **self.kw, **_FAITHFUL
+        )
+        assertTensorAlmostEqual(self, bare, want, delta=0)
+        self.assertTrue(no_hooks(self.model))
+
+    def test_config_and_overrides(self) -> None:
+        iba = InformationBottleneckAttribution(self.model, self.layer)
+        faithful = iba.attribute(self.ids, config="faithful", steps=2, **self.kw)
+        # the readout is the mean mask: in (0, 1) per element at real tokens
+        real = self.mask.bool()
+        self.assertTrue(bool((faithful[real] > 0).all() & (faithful[real] < 1).all()))
+        self.assertTrue(bool((faithful[~real] == 0).all()))
+        with self.assertRaisesRegex(TypeError, "unknown IBA option.*steps"):
+            iba.attribute(self.ids, config="faithful", stepz=2, **self.kw)
+        with self.assertRaisesRegex(ValueError, "Unknown IBA configuration"):
+            iba.attribute(self.ids, config="fastest", **self.kw)
+
+
+_FAITHFUL = dict(
+    n_samples=5, lr=3.0, init_alpha=0.0, optimizer="normalized_gd", readout="mask_mean"
+)

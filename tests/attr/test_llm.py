@@ -199,3 +199,45 @@ class TestBatchedPrompts(BaseTest):
                         assertTensorAlmostEqual(
                             self, attr[i][real[i]], ref, 1e-4, "max"
                         )
+
+
+class TestDegenerateTargets(BaseTest):
+    """Issue 20, item 8: an empty continuation, ids outside the vocabulary
+    and a prompt with continuation past the model's positions are refused
+    with one line naming them; the model is left as it was."""
+
+    def test_each_is_refused_before_any_forward(self) -> None:
+        tok = tiny_word_tokenizer()
+        cases = [
+            ("", ValueError, "target '' has no token"),
+            ("   ", ValueError, "has no token"),
+            (torch.tensor([], dtype=torch.long), ValueError, "holds no token id"),
+            (torch.tensor([3, 500]), ValueError, "token id 500, outside .* 0..19"),
+            (torch.tensor([-1]), ValueError, "token id -1, outside"),
+            (torch.tensor([[3, 4]]), TypeError, r"1-D integer Tensor, got shape"),
+            (torch.tensor([3.0]), TypeError, "1-D integer Tensor"),
+            (" ".join(["cat"] * 40), ValueError, "need 44 positions, more than .* 32"),
+        ]
+        for kind in KINDS:
+            model = tiny_causal_lm(kind)
+            modules = list(model.modules())
+            llm = LLMInformationBottleneckAttribution(
+                InformationBottleneckAttribution(model, causal_lm_layers(model)[1]),
+                tok,
+            )
+            inp = TextTokenInput("the cat sat on the", tok)
+            for target, error, says in cases:
+                with self.subTest(kind=kind, target=target):
+                    with self.assertRaisesRegex(error, says):
+                        llm.attribute(inp, target=target, **FAST)
+            long = TextTokenInput(" ".join(["cat"] * 40), tok)
+            with self.assertRaisesRegex(ValueError, "prompt \\(40 tokens\\)"):
+                llm.attribute(long, target="mat", **FAST)
+            self.assertTrue(no_hooks(model))
+            self.assertEqual(list(model.modules()), modules)
+            # at the limit: 30 + 3 - 1 positions run, 30 + 4 - 1 do not
+            edge = TextTokenInput(" ".join(["cat"] * 30), tok)
+            with self.assertRaisesRegex(ValueError, "need 33 positions"):
+                llm.attribute(edge, target="the cat sat on", **FAST)
+            res = llm.attribute(edge, target="the cat sat", **FAST)
+            self.assertEqual(tuple(res.token_attr.shape), (3, 30))

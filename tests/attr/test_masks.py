@@ -13,7 +13,7 @@ from captum_iba.attr._inputs import (
     infer_token_mask,
     model_pad_token_id,
 )
-from tests.helpers import tiny_hf_model
+from tests.helpers import no_hooks, tiny_hf_model
 
 FAST = dict(steps=2, n_samples=2, seed=0)
 
@@ -118,3 +118,133 @@ class TestPaddingWithoutMaskWarns(BaseTest):
             warnings.simplefilter("error")
             iba.attribute(ids, target=0, token_mask=mask, **FAST)
             iba.attribute(ids[:, :3], target=0, **FAST)  # no pad id: no warning
+
+
+# ------------------------------------------------ masks of the wrong shape or values
+def _attribute(fn, ids, extra=(), **kwargs):
+    model = tiny_hf_model("bert")
+    iba = InformationBottleneckAttribution(fn(model), model.bert.encoder.layer[1])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = iba.attribute(ids, target=0, additional_forward_args=extra, **FAST,
+                            **kwargs)  # fmt: skip
+    return out, [str(w.message) for w in caught], model
+
+
+MODEL = lambda m: m  # noqa: E731
+LAMBDA_MASK = lambda m: lambda i, mask: m(i, attention_mask=mask).logits  # noqa: E731
+
+
+class TestWrongMasks(BaseTest):
+    """Issue 20, items 3 and 9: a mask that cannot be the inputs' is refused
+    (naming its shape), one whose values are not 0/1 is named in a warning;
+    the model is left as it was."""
+
+    def test_wrong_shape_is_refused_naming_both_shapes(self) -> None:
+        ids, mask = _padded()
+        ones = torch.ones(3, 1, dtype=mask.dtype)
+        for fn in (MODEL, LAMBDA_MASK):
+            for bad in (torch.cat([mask, ones], 1), mask[:, :-1], mask[:, :1]):
+                with self.subTest(shape=tuple(bad.shape)):
+                    model = tiny_hf_model("bert")
+                    with self.assertRaisesRegex(
+                        ValueError,
+                        rf"additional_forward_args\[0\] fills forward_func's "
+                        rf"parameter (attention_)?mask with shape "
+                        rf"\({bad.shape[0]}, {bad.shape[1]}\), but the token ids "
+                        r"are \(3, 7\)",
+                    ):
+                        InformationBottleneckAttribution(
+                            fn(model), model.bert.encoder.layer[1]
+                        ).attribute(ids, target=0, additional_forward_args=(bad,))
+                    self.assertTrue(no_hooks(model))
+
+    def test_values_other_than_0_and_1_are_named(self) -> None:
+        ids, mask = _padded()
+        for bad, value in ((mask * 2, "2.0"), (mask * 0.5, "0.5")):
+            for fn in (MODEL, LAMBDA_MASK):
+                with self.subTest(value=value):
+                    _, said, _ = _attribute(fn, ids, (bad,))
+                    self.assertEqual(len(said), 1, said)
+                    self.assertIn("holds values other than 0 and 1", said[0])
+                    self.assertIn(value, said[0])
+                    self.assertIn("token_mask=", said[0])
+        with self.assertRaisesRegex(ValueError, "token_mask must hold 1 .* 2.0"):
+            _attribute(MODEL, ids, (mask,), token_mask=mask * 2)
+
+    def test_what_fills_a_mask_or_the_token_ids_is_checked(self) -> None:
+        ids, mask = _padded()
+        with self.assertRaisesRegex(
+            TypeError, "parameter attention_mask: expected a Tensor .* str 'mask'"
+        ):
+            _attribute(MODEL, ids, "mask")
+        with self.assertRaisesRegex(
+            TypeError, r"inputs\[0\] fills forward_func's parameter input_ids: token"
+        ):
+            _attribute(MODEL, ids.float(), (mask,))
+
+        def segments(m):
+            return lambda i, token_type_ids: m(i, token_type_ids=token_type_ids)
+
+        with self.assertRaisesRegex(TypeError, "parameter token_type_ids"):
+            _attribute(segments, ids, ([0, 1],))
+
+
+# ------------------------------------------------------- forwards that hide the mask
+def _global_forward(ids):
+    return _MODULE_MODEL(ids).logits
+
+
+_MODULE_MODEL = None
+
+
+class Wrapper(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.inner = model
+
+    def forward(self, ids):
+        return self.inner(ids).logits
+
+
+class TestHiddenMasks(BaseTest):
+    """Issue 20, item 4: a forward that takes no mask on a padded batch warns,
+    the pad id being found in the model it calls; one that holds a mask of its
+    own is refused or its error says why."""
+
+    def test_no_mask_on_padding_warns_for_every_kind_of_forward(self) -> None:
+        ids, _ = _padded()
+
+        def module_global(m):
+            global _MODULE_MODEL
+            _MODULE_MODEL = m
+            return _global_forward
+
+        forwards = {
+            "lambda": lambda m: lambda i: m(i).logits,
+            "nested function": lambda m: (lambda f: f)(lambda i: m(i).logits),
+            "module-level function": module_global,
+            "wrapping Module": Wrapper,
+            "lambda *args": lambda m: lambda *a: m(a[0]).logits,
+        }
+        for name, fn in forwards.items():
+            with self.subTest(name):
+                out, said, _ = _attribute(fn, ids)
+                self.assertEqual(len(said), 1, said)
+                self.assertIn("pad token id (0)", said[0])
+                self.assertIn("no attention mask was found", said[0])
+
+    def test_a_bound_mask_is_refused(self) -> None:
+        ids, mask = _padded()
+        with self.assertRaisesRegex(ValueError, r"binds attention_mask= .*partial"):
+            _attribute(lambda m: functools.partial(m, attention_mask=mask), ids)
+
+    def test_a_mask_in_a_closure_gets_a_note(self) -> None:
+        ids, mask = _padded()
+        closure = lambda m: lambda i: m(i, attention_mask=mask).logits  # noqa: E731
+        with self.assertRaises(Exception) as caught:
+            _attribute(closure, ids)
+        if hasattr(caught.exception, "add_note"):  # Python >= 3.11
+            notes = " ".join(getattr(caught.exception, "__notes__", []))
+            self.assertIn("3 x 2 rows of IBA's noise copies", notes)
+            self.assertIn("additional_forward_args", notes)

@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from captum_iba import InformationBottleneckAttribution
+from captum_iba.attr._precision import BF16_ENV_VAR
 from captum_iba.attr._speed import ClsRowLayer, instances_per_chunk
 from tests.helpers import tiny_hf_model
 
@@ -76,7 +77,8 @@ def test_cls_cut_refused_when_the_head_reads_other_rows():
     torch.testing.assert_close(cut, full)
 
 
-def test_model_left_as_found():
+def test_model_left_as_found(monkeypatch):
+    monkeypatch.setenv(BF16_ENV_VAR, "on")  # bf16 itself, on any CPU
     model = tiny_hf_model("bert")
     model.classifier.weight.requires_grad_(False)
     flags = [p.requires_grad for p in model.parameters()]
@@ -93,7 +95,8 @@ def test_model_left_as_found():
     assert all(p.grad is None for p in model.parameters())
 
 
-def test_bf16_is_float32_out_and_close():
+def test_bf16_is_float32_out_and_close(monkeypatch):
+    monkeypatch.setenv(BF16_ENV_VAR, "on")  # bf16 itself, on any CPU
     model = tiny_hf_model("bert")
     half, _ = _attr(model, model.bert.encoder.layer[0], precision="bf16")
     full, _ = _attr(model, model.bert.encoder.layer[0])

@@ -5,6 +5,8 @@ import pytest
 import torch
 from torch import nn
 
+from tests.helpers import bert_tokenizer, tiny_bert
+
 WORDS = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "movie", "was", "great",
     "bad", "play", "##ing", "!", ",", ".", "i", "liked", "it", "not", "a",
@@ -12,29 +14,13 @@ WORDS = [
 
 
 @pytest.fixture(scope="session")
-def tokenizer(tmp_path_factory):
-    from transformers import BertTokenizer
-
-    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
-    path.write_text("\n".join(WORDS) + "\n")
-    return BertTokenizer(str(path))
+def tokenizer():
+    return bert_tokenizer(WORDS)
 
 
 @pytest.fixture(scope="session")
 def model():
-    from transformers import BertConfig, BertForSequenceClassification
-
-    torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=len(WORDS),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=2,
-        pad_token_id=0,
-    )
-    return BertForSequenceClassification(cfg).eval()
+    return tiny_bert(len(WORDS), pad_token_id=0)
 
 
 @pytest.fixture(scope="session")

@@ -285,7 +285,7 @@ def test_iba_scorer_with_stub(model, tokenizer, batch):
     call = StubIBA.calls[-1]
     assert call["target"].tolist() == [1, 0, 1]
     assert torch.equal(call["token_mask"], mask)
-    assert call["prior"] == "reference" and call["steps"] == 3
+    assert call["config"].prior.name == "reference" and call["config"].steps == 3
     assert scorer.settings["prior"] == "reference"
 
 
@@ -324,3 +324,14 @@ def test_suite_end_to_end(model, tokenizer, batch, setting):
     table = compare(results)
     md = table.to_markdown()
     assert all(re.search(rf"\| {n} \|", md) for n in results)
+
+
+def test_every_scorer_names_lengths_past_the_positions(model, tokenizer):
+    """Issue 20: every method refuses tokens past the model's positions with
+    the same line as IBA and the degradation test (no error from inside)."""
+    ids = torch.randint(5, len(WORDS), (1, 513))
+    scorers = dict(all_scorers(model, tokenizer, "fair"))
+    scorers["IBA"] = IBAScorer(model, model.bert.encoder.layer[0], steps=1)
+    for scorer in scorers.values():
+        with pytest.raises(ValueError, match="513 tokens, more than the model's 512"):
+            scorer.attribute(ids, 0, torch.ones_like(ids))

@@ -9,14 +9,15 @@ import numpy as np
 import pytest
 import torch
 
+from captum_iba.attr.options import FAITHFUL
 from captum_iba.evaluation import (
-    IBAFaithfulScorer,
+    IBAScorer,
+    Resources,
     attnlrp_available,
-    corpus_scorers,
+    build_scorers,
     make_scorers,
     scorer_class,
 )
-from captum_iba.evaluation.iba import FAITHFUL_OPTIONS
 from tests.evaluation.conftest import check_scores
 
 STUDY = Path(__file__).resolve().parents[2] / "experiments" / "faithfulness_study.py"
@@ -74,25 +75,28 @@ def test_chosen_layer_is_the_best_on_the_search(study, tmp_path):
 
 def test_iba_faithful_in_the_registry_and_the_suite(model, tokenizer, batch):
     ids, mask, tt = batch
-    assert scorer_class("IBA-Faithful") is IBAFaithfulScorer
+    assert scorer_class("IBA-Faithful") is IBAScorer  # one class, two entries
     layer = model.bert.encoder.layer[0]
     scorers = make_scorers(
-        model, tokenizer, "fair", iba_layer=layer, methods=["iba-faithful"]
+        model, tokenizer, "fair", methods=["iba-faithful"], layer=layer
     )
     scorer = scorers["iba-faithful"]
-    for key, value in FAITHFUL_OPTIONS.items():
-        assert scorer.settings[key] == value, key
+    assert scorer.name == "iba-faithful"
+    for key, value in FAITHFUL.record().items():
+        expected = 0 if key == "seed" else value  # the harness seeds with 0
+        assert scorer.settings[key] == expected, key
     target = torch.tensor([1, 0, 1])
     scores = scorer.attribute(ids, target, mask)
     check_scores(scores, ids, mask)
     # the readout is the mean mask: in (0, 1) at real tokens, per feature
     assert (scores[mask.bool()] > 0).all()
     assert (scores <= model.config.hidden_size).all()
-    # without a layer the suite skips it; corpus_scorers gives it the layer
-    assert "iba-faithful" not in make_scorers(
-        model, tokenizer, "fair", methods=["iba-faithful"]
-    )
-    built = corpus_scorers(
-        model, tokenizer, ["iba-faithful"], (0, layer), priors=[], setting="fair"
-    )
+    # without a layer the resolver gives it the default one, with its index
+    default = make_scorers(model, tokenizer, "fair", methods=["iba-faithful"])
+    assert default["iba-faithful"].settings["layer_index"] == 1
+    # the prior of IBA runs never replaces iba-faithful's own
+    res = Resources(model, tokenizer, layer=0, prior=["paper", "reference"])
+    built = build_scorers(["iba-faithful", "IBA"], res)
+    assert list(built) == ["iba-faithful", "IBA (paper)", "IBA (reference)"]
     assert built["iba-faithful"].settings["layer_index"] == 0
+    assert built["iba-faithful"].settings["prior"] == "baseline"

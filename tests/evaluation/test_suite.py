@@ -62,9 +62,9 @@ class TestEvaluateCorpus(BaseTest):
             self.tok,
             self.data,
             methods=("random", "IBA"),
-            priors=("paper", "reference", "dataset"),
+            prior=("paper", "reference", "dataset"),
             prior_data=self.data,
-            iba_options=dict(steps=2, n_samples=2),
+            method_options={"IBA": dict(steps=2, n_samples=2)},
             show_progress=False,
         )
         self.assertEqual(
@@ -93,13 +93,36 @@ class TestEvaluateCorpus(BaseTest):
         with self.assertRaisesRegex(ValueError, "Unknown method"):
             evaluate_corpus(self.model, self.tok, pairs, methods=("SHAP",))
         with self.assertRaisesRegex(ValueError, "out of range"):
-            evaluate_corpus(
-                self.model, self.tok, pairs, methods=("IBA",), layer_index=9
-            )
+            evaluate_corpus(self.model, self.tok, pairs, methods=("IBA",), layer=9)
         with self.assertRaisesRegex(ValueError, "prior_data"):
             evaluate_corpus(
-                self.model, self.tok, pairs, methods=("IBA",), priors=("dataset",)
+                self.model, self.tok, pairs, methods=("IBA",), prior="dataset"
             )
+
+    def test_arguments_of_earlier_releases_warn_and_work(self) -> None:
+        kwargs = dict(methods=("IBA",), show_progress=False)
+        new = evaluate_corpus(
+            self.model,
+            self.tok,
+            self.data,
+            layer=1,
+            prior="reference",
+            method_options={"IBA": dict(steps=2, n_samples=2)},
+            **kwargs,
+        )
+        with self.assertWarnsRegex(DeprecationWarning, "iba_options, layer_index"):
+            old = evaluate_corpus(
+                self.model,
+                self.tok,
+                self.data,
+                layer_index=1,
+                priors=("reference",),
+                iba_options=dict(steps=2, n_samples=2),
+                **kwargs,
+            )
+        for result in (old["IBA"], new["IBA"]):
+            result.settings["attribution"].pop("seconds_per_instance")
+        self.assertEqual(old["IBA"].to_dict(), new["IBA"].to_dict())
 
     def test_dataset_prior_fit(self) -> None:
         layer = self.model.bert.encoder.layer[1]

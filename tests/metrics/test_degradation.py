@@ -1,153 +1,57 @@
 """Tests for captum_iba.metrics.degradation: the test, with analytical answers."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
-from torch import nn
 
 from captum_iba.metrics import (
     PAPER_LEVELS,
+    DegradationOptions,
     DegradationResult,
+    Replacement,
     degradation_test,
 )
-
-PAD, CLS, SEP, MASK, UNK = 0, 1, 2, 3, 4
-SPECIALS = [CLS, SEP, MASK]
-VOCAB, C = 20, 3
-
-
-class BagOfWords(nn.Module):
-    """logits = bias + sum over attended tokens of weight[token, segment]."""
-
-    def __init__(self, seed: int = 0, pad_weight: float = 0.0) -> None:
-        super().__init__()
-        g = torch.Generator().manual_seed(seed)
-        w = torch.randn(VOCAB, 2, C, generator=g, dtype=torch.float64)
-        w[PAD] = pad_weight
-        self.weight = nn.Parameter(w)
-        self.bias = nn.Parameter(torch.randn(C, generator=g, dtype=torch.float64))
-
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None):
-        seg = torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids
-        per_token = self.weight[input_ids, seg]  # (B, L, C)
-        if attention_mask is not None:
-            per_token = per_token * attention_mask[..., None].to(per_token.dtype)
-        return self.bias + per_token.sum(1)
-
-
-class NoMaskBagOfWords(BagOfWords):
-    """Takes only input_ids: it sees (and weighs) padding."""
-
-    def forward(self, input_ids):  # type: ignore[override]
-        return super().forward(input_ids)
-
-
-def softmax_p(logits, t):
-    return torch.softmax(logits.double(), -1)[t].item()
-
-
-def bow_prob(model, tokens, segments, t):
-    """Probability of class t for an unpadded python list of tokens."""
-    logits = model.bias.detach().clone()
-    for tok, seg in zip(tokens, segments):
-        logits = logits + model.weight.detach()[tok, seg]
-    return softmax_p(logits, t)
-
-
-def removal_order(ids, scores, removable, morf=True):
-    pos = [i for i in range(len(ids)) if removable[i]]
-    sign = -1.0 if morf else 1.0
-    return sorted(pos, key=lambda i: (sign * scores[i], i))
-
-
-def make_batch():
-    # two instances, second right-padded; a pair in the first (segment 1 after SEP)
-    ids = torch.tensor(
-        [
-            [CLS, 5, 6, 7, SEP, 8, 9, 10, 11, SEP],
-            [CLS, 12, 13, 5, 14, 15, SEP, PAD, PAD, PAD],
-        ]
-    )
-    mask = (ids != PAD).long()
-    tt = torch.tensor([[0, 0, 0, 0, 0, 1, 1, 1, 1, 1], [0] * 10])
-    scores = torch.tensor(
-        [
-            [9.0, 0.5, 3.0, -1.0, 9.0, 2.0, 0.1, 3.0, 1.5, 9.0],
-            [9.0, 0.2, -0.3, 4.0, 1.0, 0.7, 9.0, 99.0, 99.0, 99.0],
-        ]
-    )
-    target = torch.tensor([0, 2])
-    return ids, mask, tt, scores, target
-
-
-def expected_curve(model, ids, tt, scores, target, ks, mode="delete", morf=True):
-    """Hand computation of p(target) after removing the first k tokens."""
-    out = []
-    for b in range(ids.shape[0]):
-        row, segs, sc = ids[b].tolist(), tt[b].tolist(), scores[b].tolist()
-        valid = [t != PAD for t in row]
-        removable = [v and t not in SPECIALS for v, t in zip(valid, row)]
-        order = removal_order(row, sc, removable, morf)
-        probs = []
-        for k in ks[b]:
-            gone = set(order[:k])
-            if mode == "delete":
-                toks = [t for i, t in enumerate(row) if valid[i] and i not in gone]
-                sgs = [s for i, s in enumerate(segs) if valid[i] and i not in gone]
-            else:
-                toks = [mode if i in gone else t for i, t in enumerate(row) if valid[i]]
-                sgs = [s for i, s in enumerate(segs) if valid[i]]
-            probs.append(bow_prob(model, toks, sgs, int(target[b])))
-        out.append(probs)
-    return torch.tensor(out, dtype=torch.float64)
-
-
-@pytest.fixture
-def bow():
-    torch.manual_seed(0)
-    return BagOfWords(seed=1).eval()
-
-
-def run(model, **kw):
-    ids, mask, tt, scores, target = make_batch()
-    base = dict(
-        target=target,
-        attention_mask=mask,
-        token_type_ids=tt,
-        special_token_ids=SPECIALS,
-        pad_token_id=PAD,
-        mask_token_id=MASK,
-        unk_token_id=UNK,
-    )
-    base.update(kw)
-    return degradation_test(model, ids, scores, **base)
-
+from tests.metrics.bow import (
+    CLS,
+    MASK,
+    OPTIONS,
+    PAD,
+    SEP,
+    SPECIALS,
+    UNK,
+    BagOfWords,
+    NoMaskBagOfWords,
+    Tok,
+    bow_prob,
+    counts,
+    expected_curve,
+    run,
+    softmax_p,
+)
 
 # ------------------------------------------------------------------- analytical answers
 
 
-def test_delete_counts_match_hand_computation(bow):
-    ids, mask, tt, scores, target = make_batch()
-    res = run(bow, levels=[0, 1, 2, 3, 7, 100], level_unit="count")
+def test_delete_counts_match_hand_computation(bow, batch):
+    res = run(bow, batch, counts(0, 1, 2, 3, 7, 100))
     n = [7, 5]
     ks = [[min(c, n[b]) for c in [0, 1, 2, 3, 7, 100]] for b in range(2)]
     assert res.n_tokens.tolist() == n
     assert res.n_removed.tolist() == ks
-    exp = expected_curve(bow, ids, tt, scores, target, ks)
-    torch.testing.assert_close(res.probs, exp)
-    orig = expected_curve(bow, ids, tt, scores, target, [[0], [0]])[:, 0]
+    torch.testing.assert_close(res.probs, expected_curve(bow, batch, ks))
+    orig = expected_curve(bow, batch, [[0], [0]])[:, 0]
     torch.testing.assert_close(res.original_probs, orig)
     # k larger than the number of tokens: everything removable is gone, specials stay
     full0 = bow_prob(bow, [CLS, SEP, SEP], [0, 0, 1], 0)
     assert res.probs[0, -1].item() == pytest.approx(full0)
 
 
-def test_first_level_by_hand_explicit(bow):
+def test_first_level_by_hand_explicit(bow, batch):
     """Instance 1: the top token is id 5 at position 3 (score 4.0)."""
-    ids, mask, tt, scores, target = make_batch()
-    res = run(bow, levels=[1], level_unit="count")
+    res = run(bow, batch, counts(1))
     expected = bow_prob(bow, [CLS, 12, 13, 14, 15, SEP], [0] * 6, 2)
     assert res.probs[1, 0].item() == pytest.approx(expected, abs=1e-12)
     o = bow_prob(bow, [CLS, 12, 13, 5, 14, 15, SEP], [0] * 7, 2)
@@ -155,44 +59,46 @@ def test_first_level_by_hand_explicit(bow):
 
 
 @pytest.mark.parametrize(
-    "removal,repl", [("mask", MASK), ("pad", PAD), ("unk", UNK), (17, 17)]
+    "removal,repl",
+    [
+        (Replacement(MASK, name="mask"), MASK),
+        (Replacement(PAD, name="pad"), PAD),
+        (Replacement(UNK, name="unk"), UNK),
+        (Replacement(17), 17),
+    ],
 )
-def test_replacement_modes(bow, removal, repl):
-    ids, mask, tt, scores, target = make_batch()
-    res = run(bow, levels=[1, 2, 4], level_unit="count", removal=removal)
-    ks = [[1, 2, 4], [1, 2, 4]]
-    exp = expected_curve(bow, ids, tt, scores, target, ks, mode=repl)
+def test_replacement_modes(bow, batch, removal, repl):
+    res = run(bow, batch, counts(1, 2, 4, removal=removal))
+    exp = expected_curve(bow, batch, [[1, 2, 4], [1, 2, 4]], mode=repl)
     torch.testing.assert_close(res.probs, exp)
     assert res.settings["replacement_id"] == repl
+    assert res.settings["removal"] == removal.name
 
 
-def test_lerf_order(bow):
-    ids, mask, tt, scores, target = make_batch()
-    res = run(bow, levels=[1, 3], level_unit="count", order="lerf")
-    exp = expected_curve(bow, ids, tt, scores, target, [[1, 3], [1, 3]], morf=False)
+def test_lerf_order(bow, batch):
+    res = run(bow, batch, counts(1, 3, order="lerf"))
+    exp = expected_curve(bow, batch, [[1, 3], [1, 3]], morf=False)
     torch.testing.assert_close(res.probs, exp)
     assert res.settings["order"] == "lerf"
 
 
-def test_sufficiency_keeps_only_top_k(bow):
-    ids, mask, tt, scores, target = make_batch()
-    res = run(bow, levels=[2], level_unit="count")
+def test_sufficiency_keeps_only_top_k(bow, batch):
+    res = run(bow, batch, counts(2))
     # instance 0: removable order by score: pos 2 (3.0), 7 (3.0), 5 (2.0), ...
     kept = [CLS, 6, SEP, 10, SEP]
     segs = [0, 0, 0, 1, 1]
     assert res.kept_probs[0, 0].item() == pytest.approx(bow_prob(bow, kept, segs, 0))
     expected = (res.original_probs[:, None] - res.kept_probs).mean().item()
     assert res.sufficiency == pytest.approx(expected)
-    res2 = run(bow, levels=[2], level_unit="count", compute_sufficiency=False)
+    res2 = run(bow, batch, counts(2, compute_sufficiency=False))
     assert res2.kept_probs is None
     with pytest.raises(ValueError, match="compute_sufficiency"):
         _ = res2.sufficiency
 
 
-def test_pairs_segment_ids_follow_deletion(bow):
+def test_pairs_segment_ids_follow_deletion(bow, batch):
     """Removing 'pos 2' shifts every later token; segment ids must shift with them."""
-    ids, mask, tt, scores, target = make_batch()
-    res = run(bow, levels=[1], level_unit="count")
+    res = run(bow, batch, counts(1))
     toks = [CLS, 5, 7, SEP, 8, 9, 10, 11, SEP]
     segs = [0, 0, 0, 0, 1, 1, 1, 1, 1]
     assert res.probs[0, 0].item() == pytest.approx(bow_prob(bow, toks, segs, 0))
@@ -200,12 +106,11 @@ def test_pairs_segment_ids_follow_deletion(bow):
     assert res.probs[0, 0].item() != pytest.approx(wrong)
 
 
-def test_special_tokens_kept_and_optional(bow):
-    ids, mask, tt, scores, target = make_batch()
-    res = run(bow, levels=[1.0])
+def test_special_tokens_kept_and_optional(bow, batch):
+    res = run(bow, batch, replace(OPTIONS, levels=[1.0]))
     assert res.probs[1, 0].item() == pytest.approx(bow_prob(bow, [CLS, SEP], [0, 0], 2))
     # specials removable: scores 9.0 on CLS/SEP put them first
-    res2 = run(bow, levels=[1], level_unit="count", keep_special_tokens=False)
+    res2 = run(bow, batch, counts(1, keep_special_tokens=False))
     assert res2.n_tokens.tolist() == [10, 7]
     toks = [5, 6, 7, SEP, 8, 9, 10, 11, SEP]
     assert res2.probs[0, 0].item() == pytest.approx(
@@ -213,84 +118,39 @@ def test_special_tokens_kept_and_optional(bow):
     )
 
 
-def test_empty_remainder_is_one_masked_pad(bow):
-    ids, mask, tt, scores, target = make_batch()
-    res = run(bow, levels=[1.0], keep_special_tokens=False)
+def test_empty_remainder_is_one_masked_pad(bow, batch):
+    res = run(bow, batch, replace(OPTIONS, levels=[1.0], keep_special_tokens=False))
     assert res.n_removed.tolist() == [[10], [7]]
-    expected = [softmax_p(bow.bias.detach(), t) for t in target.tolist()]
+    expected = [softmax_p(bow.bias.detach(), t) for t in batch.target.tolist()]
     torch.testing.assert_close(res.probs[:, 0], torch.tensor(expected).double())
 
 
-def test_padding_never_counted_without_mask():
+def test_padding_never_counted_without_mask(batch):
     """No attention mask: padding found by pad id; sequences grouped by length."""
     model = NoMaskBagOfWords(seed=3, pad_weight=5.0).eval()
-    ids, _, tt, scores, target = make_batch()
-    res = degradation_test(
-        model,
-        ids,
-        scores,
-        target=target,
-        levels=[0, 2],
-        level_unit="count",
-        special_token_ids=SPECIALS,
-        pad_token_id=PAD,
-    )
+    res = run(model, batch, counts(0, 2), attention_mask=None, token_type_ids=None)
     assert res.settings["group_by_length"] is True
     assert res.n_tokens.tolist() == [7, 5]
-    zeros = torch.zeros_like(tt)
-    exp = expected_curve(model, ids, zeros, scores, target, [[0, 2], [0, 2]])
+    zeros = torch.zeros_like(batch.tt)
+    exp = expected_curve(model, batch, [[0, 2], [0, 2]], tt=zeros)
     torch.testing.assert_close(res.probs, exp)
 
 
-def test_ties_are_deterministic_earlier_first(bow):
-    ids, mask, tt, scores, target = make_batch()
-    flat = torch.zeros_like(scores)
-    for order in ("morf", "lerf"):
-        res = degradation_test(
-            bow,
-            ids,
-            flat,
-            target=target,
-            attention_mask=mask,
-            token_type_ids=tt,
-            levels=[2],
-            level_unit="count",
-            special_token_ids=SPECIALS,
-            order=order,
-        )
-        toks = [CLS, 7, SEP, 8, 9, 10, 11, SEP]
-        segs = [0, 0, 0, 1, 1, 1, 1, 1]
-        assert res.probs[0, 0].item() == pytest.approx(bow_prob(bow, toks, segs, 0))
-        again = degradation_test(
-            bow,
-            ids,
-            flat,
-            target=target,
-            attention_mask=mask,
-            token_type_ids=tt,
-            levels=[2],
-            level_unit="count",
-            special_token_ids=SPECIALS,
-            order=order,
-        )
-        assert torch.equal(res.probs, again.probs)
+@pytest.mark.parametrize("order", ["morf", "lerf"])
+def test_ties_are_deterministic_earlier_first(bow, batch, order):
+    flat = batch._replace(scores=torch.zeros_like(batch.scores))
+    options = counts(2, order=order, pad_token_id=None)
+    res = run(bow, flat, options)
+    toks = [CLS, 7, SEP, 8, 9, 10, 11, SEP]
+    segs = [0, 0, 0, 1, 1, 1, 1, 1]
+    assert res.probs[0, 0].item() == pytest.approx(bow_prob(bow, toks, segs, 0))
+    assert torch.equal(res.probs, run(bow, flat, options).probs)
 
 
-def test_hidden_dimension_is_summed(bow):
-    ids, mask, tt, scores, target = make_batch()
-    three_d = torch.stack([scores * 0.25, scores * 0.75], -1)
-    a = run(bow, levels=[1, 2], level_unit="count")
-    b = degradation_test(
-        bow,
-        ids,
-        three_d,
-        target=target,
-        attention_mask=mask,
-        token_type_ids=tt,
-        levels=[1, 2],
-        level_unit="count",
-        special_token_ids=SPECIALS,
-    )
+def test_hidden_dimension_is_summed(bow, batch):
+    three_d = torch.stack([batch.scores * 0.25, batch.scores * 0.75], -1)
+    a = run(bow, batch, counts(1, 2))
+    b = run(bow, batch._replace(scores=three_d), counts(1, 2))
     torch.testing.assert_close(a.probs, b.probs)
 
 
@@ -300,9 +160,10 @@ def test_hidden_dimension_is_summed(bow):
 def test_paper_levels_and_length_conventions(bow):
     ids = torch.tensor([[CLS] + [5] * 10 + [SEP]])  # n_full 12, n 10
     scores = torch.arange(12.0)[None]
-    kw = dict(target=0, special_token_ids=SPECIALS, compute_sufficiency=False)
-    tok = degradation_test(bow, ids, scores, **kw)
-    pap = degradation_test(bow, ids, scores, length_convention="paper", **kw)
+    options = DegradationOptions(special_token_ids=SPECIALS, compute_sufficiency=False)
+    tok = degradation_test(bow, ids, scores, target=0, options=options)
+    paper = replace(options, length_convention="paper")
+    pap = degradation_test(bow, ids, scores, target=0, options=paper)
     assert tok.levels == list(PAPER_LEVELS)
     # tokens: round half up of k/9 * 10; paper: floor of k/9 * 12, capped at 10
     assert tok.n_removed[0].tolist() == [
@@ -317,46 +178,30 @@ def test_paper_levels_and_length_conventions(bow):
 # ----------------------------------------------------------------------- batching, BERT
 
 
-def tiny_bert(num_labels=3):
-    from transformers import BertConfig, BertForSequenceClassification
-
-    torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=num_labels,
-        type_vocab_size=2,
-        pad_token_id=PAD,
-    )
-    return BertForSequenceClassification(cfg).eval()
-
-
-@pytest.mark.parametrize("removal", ["delete", "mask"])
+@pytest.mark.parametrize("removal", ["delete", MASK])
 @pytest.mark.parametrize("sufficiency", [True, False])
-def test_batching_invariance_bert(removal, sufficiency):
-    model = tiny_bert()
-    ids, mask, tt, scores, target = make_batch()
-    ids = torch.cat([ids, ids.flip(0)])
-    mask, tt = torch.cat([mask, mask.flip(0)]), torch.cat([tt, tt.flip(0)])
-    scores = torch.cat([scores, -scores.flip(0)])
-    kw = dict(
-        target=None,
-        attention_mask=mask,
-        token_type_ids=tt,
-        special_token_ids=SPECIALS,
-        removal=removal,
-        mask_token_id=MASK,
-        compute_sufficiency=sufficiency,
+def test_batching_invariance_bert(tiny_bert, batch, removal, sufficiency):
+    twice = batch._replace(
+        ids=torch.cat([batch.ids, batch.ids.flip(0)]),
+        mask=torch.cat([batch.mask, batch.mask.flip(0)]),
+        tt=torch.cat([batch.tt, batch.tt.flip(0)]),
+        scores=torch.cat([batch.scores, -batch.scores.flip(0)]),
     )
-    one = degradation_test(model, ids, scores, max_examples_per_batch=1, **kw)
-    three = degradation_test(model, ids, scores, max_examples_per_batch=3, **kw)
-    every = degradation_test(model, ids, scores, max_examples_per_batch=10**6, **kw)
-    budget = degradation_test(model, ids, scores, max_tokens_per_batch=17, **kw)
-    default = degradation_test(model, ids, scores, **kw)
-    for other in (three, every, budget, default):
+    base = DegradationOptions(
+        special_token_ids=SPECIALS, removal=removal, compute_sufficiency=sufficiency
+    )
+    results = [
+        run(tiny_bert, twice, replace(base, **batching), target=None)
+        for batching in (
+            dict(max_examples_per_batch=1),
+            dict(max_examples_per_batch=3),
+            dict(max_examples_per_batch=10**6),
+            dict(max_tokens_per_batch=17),
+            dict(),
+        )
+    ]
+    one = results[0]
+    for other in results[1:]:
         torch.testing.assert_close(one.probs, other.probs, atol=1e-5, rtol=0)
         torch.testing.assert_close(one.original_probs, other.original_probs)
         assert torch.equal(one.preds, other.preds)
@@ -368,85 +213,70 @@ def test_batching_invariance_bert(removal, sufficiency):
     assert torch.equal(one.target, one.original_preds)
 
 
-@pytest.mark.parametrize("removal", ["delete", "mask"])
-def test_default_batches_bounded_by_tokens(removal):
+@pytest.mark.parametrize("removal", ["delete", MASK])
+def test_default_batches_bounded_by_tokens(tiny_bert, batch, removal):
     """Without max_examples_per_batch a call holds as many sequences as keep
     sequences x width within max_tokens_per_batch (one sequence at least)."""
-    model = tiny_bert()
-    ids, mask, tt, scores, _ = make_batch()
     calls = []
 
     def forward(ids_, mask_, tt_):
         calls.append(tuple(ids_.shape))
-        return model(ids_, mask_, tt_)
+        return tiny_bert(ids_, mask_, tt_)
 
-    kw = dict(
-        attention_mask=mask,
-        token_type_ids=tt,
-        special_token_ids=SPECIALS,
-        removal=removal,
-        mask_token_id=MASK,
-    )
+    base = DegradationOptions(special_token_ids=SPECIALS, removal=removal)
     for budget in (1, 25, 10**6):
         calls.clear()
-        res = degradation_test(forward, ids, scores, max_tokens_per_batch=budget, **kw)
+        options = replace(base, max_tokens_per_batch=budget)
+        res = run(forward, batch, options, target=None)
         assert all(rows == 1 or rows * width <= budget for rows, width in calls)
         assert sum(rows for rows, _ in calls) == 2 * (1 + 2 * res.num_levels)
         if budget == 10**6:
             assert len(calls) == 2  # the originals, then every level at once
 
 
-def test_hf_model_output_and_captum_style_args():
+def test_hf_model_output_and_captum_style_args(tiny_bert, batch):
     """ModelOutput accepted; a mask passed Captum-style follows deletions."""
-    model = tiny_bert()
-    ids, mask, tt, scores, target = make_batch()
-    kw = dict(target=target, special_token_ids=SPECIALS, pad_token_id=PAD)
-    a = degradation_test(model, ids, scores, attention_mask=mask, **kw)
-    b = degradation_test(model, ids, scores, additional_forward_args=(mask,), **kw)
+    a = run(tiny_bert, batch, token_type_ids=None)
+    b = run(
+        tiny_bert,
+        batch,
+        attention_mask=None,
+        token_type_ids=None,
+        additional_forward_args=(batch.mask,),
+    )
     torch.testing.assert_close(a.probs, b.probs, atol=1e-5, rtol=0)
     # an unpadded single instance, evaluated on its own, agrees with the batch
-    single = degradation_test(model, ids[1:, :7], scores[1:, :7], **kw | {"target": 2})
-    torch.testing.assert_close(single.probs[0], a.probs[1], atol=1e-5, rtol=0)
-
-
-def test_tokenizer_supplies_ids(bow):
-    class Tok:
-        pad_token_id, mask_token_id, unk_token_id = PAD, MASK, UNK
-        all_special_ids = [PAD, CLS, SEP, MASK, UNK]
-
-    ids, mask, tt, scores, target = make_batch()
-    res = degradation_test(
-        bow,
-        ids,
-        scores,
-        target=target,
-        attention_mask=mask,
-        token_type_ids=tt,
-        tokenizer=Tok(),
-        removal="mask",
-        levels=[1, 2],
-        level_unit="count",
+    single = batch.rows(slice(1, 2))._replace(
+        ids=batch.ids[1:, :7], scores=batch.scores[1:, :7]
     )
+    one = run(tiny_bert, single, attention_mask=None, token_type_ids=None, target=2)
+    torch.testing.assert_close(one.probs[0], a.probs[1], atol=1e-5, rtol=0)
+
+
+def test_tokenizer_supplies_ids(bow, batch):
+    options = DegradationOptions.for_tokenizer(
+        Tok(), removal="mask", levels=[1, 2], level_unit="count"
+    )
+    res = run(bow, batch, options)
     assert res.settings["special_token_ids"] == [CLS, SEP, MASK]
-    exp = expected_curve(bow, ids, tt, scores, target, [[1, 2]] * 2, mode=MASK)
+    assert res.settings["pad_token_id"] == PAD
+    exp = expected_curve(bow, batch, [[1, 2]] * 2, mode=MASK)
     torch.testing.assert_close(res.probs, exp)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_runs_on_gpu_model():
-    model = tiny_bert().cuda()
-    ids, mask, tt, scores, target = make_batch()
-    kw = dict(target=target, attention_mask=mask, special_token_ids=SPECIALS)
-    gpu = degradation_test(model, ids, scores, **kw)
-    cpu = degradation_test(model.cpu(), ids, scores, **kw)
+def test_runs_on_gpu_model(tiny_bert, batch):
+    gpu = run(tiny_bert.cuda(), batch, token_type_ids=None)
+    cpu = run(tiny_bert.cpu(), batch, token_type_ids=None)
     torch.testing.assert_close(gpu.probs, cpu.probs, atol=1e-4, rtol=0)
 
 
 # ------------------------------------------------------------------------ persistence
 
 
-def test_json_round_trip(bow, tmp_path):
-    res = run(bow, method="IG", seed=7, settings={"steps": 50, "target": "label"})
+def test_json_round_trip(bow, batch, tmp_path):
+    meta = {"method": "IG", "seed": 7, "attribution": {"steps": 50, "target": "label"}}
+    res = run(bow, batch, metadata=meta)
     text = res.to_json(tmp_path / "r.json")
     back = DegradationResult.from_json(text)
     back2 = DegradationResult.from_json(tmp_path / "r.json")
@@ -462,65 +292,68 @@ def test_json_round_trip(bow, tmp_path):
     assert back.aopc == res.aopc
 
 
+def test_metadata_method_from_the_attribution_settings(bow, batch):
+    res = run(bow, batch, counts(1), metadata={"attribution": {"method": "LIME"}})
+    assert res.method == "LIME" and res.settings["seed"] is None
+    assert run(bow, batch, counts(1)).settings["method"] is None
+
+
 # ------------------------------------------------------------------------- bad inputs
 
 
 @pytest.mark.parametrize(
     "kw,err,match",
     [
-        (dict(levels=[0.5, 1.5]), ValueError, "outside"),
-        (dict(levels=[-0.1]), ValueError, "outside"),
-        (dict(levels=[float("nan")]), ValueError, "outside"),
-        (dict(levels=[-1], level_unit="count"), ValueError, "non-negative"),
-        (dict(levels=[1.5], level_unit="count"), ValueError, "non-negative"),
-        (dict(levels=[]), ValueError, "at least one"),
-        (dict(level_unit="percent"), ValueError, "level_unit"),
-        (dict(removal="erase"), ValueError, "unknown removal"),
-        (dict(removal="mask", mask_token_id=None), ValueError, "mask_token_id"),
-        (dict(order="random"), ValueError, "order"),
-        (dict(length_convention="x"), ValueError, "length_convention"),
         (dict(target=torch.tensor([0, 3])), ValueError, "out of range"),
         (dict(target=-1), ValueError, "out of range"),
         (dict(target=[0, 1, 2]), ValueError, "entries"),
         (dict(target=[(0, 1), (1, 0)]), TypeError, "tuples"),
-        (dict(max_examples_per_batch=0), ValueError, "positive"),
-        (dict(max_tokens_per_batch=0), ValueError, "positive"),
+        (dict(options={"levels": [1]}), TypeError, "DegradationOptions"),
+        (dict(metadata={"methods": "IG"}), ValueError, "unknown key"),
+        (dict(metadata={"attribution": 3}), ValueError, "attribution"),
+        (dict(metadata="IG"), ValueError, "mapping"),
     ],
 )
-def test_bad_inputs(bow, kw, err, match):
+def test_bad_inputs(bow, batch, kw, err, match):
     with pytest.raises(err, match=match):
-        run(bow, **kw)
+        run(bow, batch, **kw)
 
 
-def test_targets_one_index_per_instance(bow):
+def test_targets_one_index_per_instance(bow, batch):
     """A tuple, a list, a column Tensor and a scalar all give one index each."""
-    expected = run(bow, levels=[1], level_unit="count")
+    expected = run(bow, batch, counts(1))
     for target in ((0, 2), [0, 2], torch.tensor([[0], [2]]), np.array([0, 2])):
-        res = run(bow, levels=[1], level_unit="count", target=target)
+        res = run(bow, batch, counts(1), target=target)
         assert res.target.tolist() == [0, 2]
         assert torch.equal(res.probs, expected.probs)
-    assert run(bow, levels=[1], level_unit="count", target=1).target.tolist() == [1, 1]
+    assert run(bow, batch, counts(1), target=1).target.tolist() == [1, 1]
     with pytest.raises(TypeError, match="integer"):
-        run(bow, target=[0.5, 1.0])
+        run(bow, batch, target=[0.5, 1.0])
 
 
-def test_bad_attribution_shapes(bow):
-    ids, mask, tt, scores, target = make_batch()
+def test_bad_attribution_shapes(bow, batch):
+    ids, mask, _, scores, target = batch
     for bad in (scores[:, :5], scores[:1], scores[None], scores.reshape(-1)):
         with pytest.raises(ValueError, match="do not match"):
             degradation_test(bow, ids, bad, target=target)
     nan = scores.clone()
     nan[0, 3] = float("nan")
     with pytest.raises(ValueError, match="NaN"):
-        degradation_test(bow, ids, nan, target=target, special_token_ids=SPECIALS)
+        degradation_test(bow, ids, nan, target=target, options=OPTIONS)
     with pytest.raises(TypeError, match="integer"):
         degradation_test(bow, ids.float(), scores, target=target)
     with pytest.raises(ValueError, match="attention_mask"):
         degradation_test(bow, ids, scores, target=target, attention_mask=mask[:, :3])
 
 
-def test_training_mode_warns():
+def test_training_mode_warns_at_the_caller(batch):
     model = BagOfWords().train()
-    ids, mask, tt, scores, target = make_batch()
-    with pytest.warns(UserWarning, match="training mode"):
-        degradation_test(model, ids, scores, target=target, attention_mask=mask)
+    with pytest.warns(UserWarning, match="training mode") as caught:
+        degradation_test(
+            model,
+            batch.ids,
+            batch.scores,
+            target=batch.target,
+            attention_mask=batch.mask,
+        )
+    assert caught[0].filename == __file__

@@ -1,6 +1,7 @@
 """Tests for captum_iba.metrics.result and .compare: aggregates by hand."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -134,3 +135,79 @@ def test_instance_records_round_trip_exactly():
     assert back.settings["num_instances"] == res.num_instances
     with pytest.raises(ValueError, match="no instance"):
         DegradationResult.from_instance_records([], res.levels)
+
+
+# ------------------------------------------------------------- aggregates, one home
+
+
+def test_properties_are_the_aggregate_functions():
+    from captum_iba.metrics import aggregates as agg
+
+    r = handmade_result()
+    o, p = r.original_probs, r.probs
+    assert torch.equal(r.curve, agg.mean_curve(p))
+    assert torch.equal(r.full_curve, agg.full_curve(o, p))
+    assert torch.equal(r.drop_curve, agg.drop_curve(o, p))
+    assert r.absolute_drop(1) == agg.absolute_drop(o, p, 1)
+    assert r.aopc == agg.aopc(o, p) == pytest.approx((0 + 0.4 + 0.65) / 3)
+    assert r.comprehensiveness == agg.comprehensiveness(o, p)
+    assert r.sufficiency == agg.sufficiency(o, r.kept_probs)
+    assert torch.equal(
+        r.log_odds_curve, agg.log_odds_curve(r.original_log_odds, r.log_odds)
+    )
+    assert r.log_odds_score == agg.log_odds_score(r.original_log_odds, r.log_odds)
+    assert r.original_accuracy == agg.accuracy(r.original_preds, r.target)
+    assert torch.equal(r.accuracy_curve, agg.accuracy_curve(r.preds, r.target))
+    assert math.isnan(agg.mean(torch.zeros(0)))
+
+
+# ----------------------------------------------------------------------- concat
+
+
+def test_concat_of_shards_equals_the_whole_batch():
+    """Bit for bit when every model call holds one sequence (CPU float sums
+    depend on the padded width of a call, so a shard's call must be the
+    whole batch's)."""
+    from tests.metrics.bow import OPTIONS, BagOfWords, make_batch, run
+
+    bow = BagOfWords(seed=1).eval()
+    batch = make_batch()
+    options = replace(OPTIONS, max_examples_per_batch=1)
+    meta = {"method": "IG", "attribution": {"steps": 5}}
+    whole = run(bow, batch, options, metadata=meta)
+    shards = [
+        run(bow, batch.rows(slice(i, i + 1)), options, metadata=meta) for i in (0, 1)
+    ]
+    merged = DegradationResult.concat(shards)
+    assert merged.to_dict() == whole.to_dict()
+    assert merged.settings["num_instances"] == 2
+    assert shards[0].settings["num_instances"] == 1  # the shards are untouched
+    assert merged.aopc == whole.aopc and merged.sufficiency == whole.sufficiency
+
+
+def test_concat_of_copies_keeps_the_means():
+    r = handmade_result()
+    twice = DegradationResult.concat([r, r])
+    assert twice.num_instances == 4
+    assert torch.equal(twice.probs, torch.cat([r.probs, r.probs]))
+    assert twice.aopc == pytest.approx(r.aopc)
+    assert twice.sufficiency == pytest.approx(r.sufficiency)
+
+
+def test_concat_refuses_different_tests():
+    a = handmade_result()
+    other_levels = handmade_result()
+    other_levels.levels = [0.25, 1.0]
+    no_suff = handmade_result()
+    no_suff.kept_probs = None
+    lerf = handmade_result()
+    lerf.settings = dict(lerf.settings, order="lerf")
+    a.settings["order"] = "morf"
+    with pytest.raises(ValueError, match="levels"):
+        DegradationResult.concat([a, other_levels])
+    with pytest.raises(ValueError, match="compute_sufficiency"):
+        DegradationResult.concat([a, no_suff])
+    with pytest.raises(ValueError, match="order"):
+        DegradationResult.concat([a, lerf])
+    with pytest.raises(ValueError, match="no result"):
+        DegradationResult.concat([])

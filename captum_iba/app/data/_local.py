@@ -24,6 +24,9 @@ from captum_iba.app.data.splits import split_percent, train_heldout_split
 
 DATA_ENV_VAR = "CAPTUM_IBA_DATA"
 _BR_TAG = re.compile(r"<br\s*/?>", re.IGNORECASE)
+#: How the corpus files are read: UTF-8, a byte-order mark at the start dropped
+#: (files saved by some Windows editors begin with one).
+ENCODING = "utf-8-sig"
 #: Folder names of the local corpora under a data folder.
 _CORPUS_FOLDERS = ("sst2", "imdb", "rte", "ag_news", "mnli")
 
@@ -177,7 +180,7 @@ def _load_sst2(root: Path, split: str) -> TextClassificationData:
     names = LABEL_NAMES["sst2"]
     texts: List[str] = []
     labels: List[int] = []
-    with open(path, encoding="utf-8") as f, _reading(path):
+    with open(path, encoding=ENCODING) as f, _reading(path):
         header = f.readline().rstrip("\n").split("\t")
         if header[:2] != ["sentence", "label"]:
             raise CorpusError(path, "expected the header 'sentence<TAB>label'", 1)
@@ -206,7 +209,7 @@ def _load_imdb(root: Path, split: str) -> TextClassificationData:
     names = LABEL_NAMES["imdb"]
     texts: List[str] = []
     labels: List[int] = []
-    with gzip.open(path, "rt", encoding="utf-8", newline="") as f, _reading(path):
+    with gzip.open(path, "rt", encoding=ENCODING, newline="") as f, _reading(path):
         reader = csv.DictReader(f, strict=True)
         number = 1
         try:
@@ -230,7 +233,7 @@ def _load_imdb(root: Path, split: str) -> TextClassificationData:
 
 def _json_rows(path: Path) -> Iterator[Any]:
     """``(line number, object)`` of each non-empty line of a JSON-lines file."""
-    with open(path, encoding="utf-8") as f, _reading(path):
+    with open(path, encoding=ENCODING) as f, _reading(path):
         for number, line in enumerate(f, start=1):
             if not line.strip():
                 continue
@@ -266,13 +269,13 @@ def _load_ag_news_all(root: Path) -> TextClassificationData:
     path = _require(root / "ag_news" / "test.csv", "ag_news")
     classes_path = _require(root / "ag_news" / "classes.txt", "ag_news")
     with _reading(classes_path):
-        names = classes_path.read_text(encoding="utf-8").splitlines()
+        names = classes_path.read_text(encoding=ENCODING).splitlines()
     names = [n.strip() for n in names if n.strip()]
     if not names:
         raise CorpusError(classes_path, "no class names (one per line expected)")
     texts: List[str] = []
     labels: List[int] = []
-    with open(path, encoding="utf-8", newline="") as f, _reading(path):
+    with open(path, encoding=ENCODING, newline="") as f, _reading(path):
         reader = csv.reader(f, strict=True)
         first = 1
         try:
@@ -365,7 +368,7 @@ def _load_mnli(root: Path, split: str) -> TextClassificationData:
             pairs.append(_text(second, path, number, "hypothesis"))
             labels.append(label)
     else:
-        with open(path, encoding="utf-8") as f, _reading(path):
+        with open(path, encoding=ENCODING) as f, _reading(path):
             text = f.read()
         reader = csv.DictReader(
             io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE

@@ -15,8 +15,9 @@ resumable and crash-safe.
 from captum_iba.app.engine.dist import World, init_world, launch_env
 from captum_iba.app.engine.merge import Merged, merge_shards
 from captum_iba.app.engine.records import read_lines
-from captum_iba.app.engine.run import CorpusJob, prepare_out, run_corpus_job
+from captum_iba.app.engine.run import prepare_out, run_corpus_job
 from captum_iba.app.engine.units import rank_units, work_units
+from captum_iba.evaluation.loop import CorpusJob
 
 __all__ = [
     "CorpusJob",

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Sequence
 from captum_iba._utils.io import atomic_write_text
 from captum_iba.app.engine.records import complete_rows
 from captum_iba.app.errors import CLIError
+from captum_iba.evaluation.loop import merge_records
 from captum_iba.metrics import DegradationResult
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,13 +55,7 @@ class Merged:
 def _result(rows: List[Dict[str, Any]], seconds: float) -> DegradationResult:
     """One method's test over the corpus, from its instance rows."""
     first = next(r["test_settings"] for r in rows if "test_settings" in r)
-    settings = dict(first)
-    levels = settings.pop("levels")
-    settings["attribution"] = dict(
-        settings.get("attribution") or {}, seconds_per_instance=seconds
-    )
-    records = [r["degradation"] for r in rows]
-    return DegradationResult.from_instance_records(records, levels, settings)
+    return merge_records([r["degradation"] for r in rows], first, seconds)
 
 
 def merge_shards(
@@ -70,7 +65,7 @@ def merge_shards(
 
     Args:
         out (Path): The run's folder.
-        job (CorpusJob): The run.
+        job (~captum_iba.evaluation.loop.CorpusJob): The run.
         sizes (Sequence[int]): Instances per unit.
         methods (Sequence[str]): The methods, in output order.
 

@@ -12,14 +12,11 @@ rank 0 merges the shards (:mod:`~captum_iba.app.engine.merge`).
 
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
-import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from captum_iba._utils.common import hf_call, model_device
 from captum_iba.app.engine.dist import World
 from captum_iba.app.engine.merge import Merged, merge_shards
 from captum_iba.app.engine.progress import Progress
@@ -33,52 +30,15 @@ from captum_iba.app.engine.records import (
 )
 from captum_iba.app.engine.units import rank_units, work_units
 from captum_iba.app.errors import CLIError
-from captum_iba.evaluation import (
-    CorpusLike,
-    Preset,
-    TokenScorer,
-    encode_instances,
-    get_preset,
-    scorer_degradation,
+from captum_iba.evaluation.loop import (
+    TARGETS,
+    CorpusJob,
+    result_settings,
+    score_unit,
+    unit_tensors,
 )
 
-__all__ = ["CorpusJob", "prepare_out", "run_corpus_job"]
-
-#: Which class each instance is explained for.
-TARGETS = ("label", "predicted")
-
-
-@dataclass
-class CorpusJob:
-    """Everything a corpus run needs, resolved.
-
-    Attributes:
-        model (nn.Module): The classifier, on this rank's device, eval mode.
-        tokenizer (Any): Its tokenizer.
-        data (CorpusLike): The corpus (the same on every rank).
-        scorers (Mapping[str, TokenScorer]): Method name -> scorer.
-        settings (dict): What defines the run (the command line's resolved
-            options); recorded, and compared on a re-run.
-        preset (Preset): The degradation test's preset. Default ``"fair"``.
-        max_length (int): Truncation length. Default 128.
-        batch_size (int): Instances per unit. Default 16.
-        target (str): Explain the gold ``"label"`` or the ``"predicted"``
-            class. Default ``"label"``.
-        degradation (bool): Also run the degradation test. Default False.
-        test_kwargs (Mapping): Overrides of the test's arguments.
-    """
-
-    model: nn.Module
-    tokenizer: Any
-    data: CorpusLike
-    scorers: Mapping[str, TokenScorer]
-    settings: Dict[str, Any]
-    preset: Preset = field(default_factory=lambda: get_preset("fair"))
-    max_length: int = 128
-    batch_size: int = 16
-    target: str = "label"
-    degradation: bool = False
-    test_kwargs: Mapping[str, Any] = field(default_factory=dict)
+__all__ = ["prepare_out", "run_corpus_job"]
 
 
 def prepare_out(out: os.PathLike, settings: Dict[str, Any], world: World) -> None:
@@ -104,7 +64,7 @@ def prepare_out(out: os.PathLike, settings: Dict[str, Any], world: World) -> Non
 def _check(job: CorpusJob, out: Path, world: World) -> None:
     """The same verdict on every rank: world size, consistency, ``--out``."""
     n = len(job.data)
-    if job.target not in TARGETS:
+    if job.target not in TARGETS:  # a job changed after it was built
         raise ValueError(f"target must be one of {TARGETS}; got {job.target!r}")
     seen = world.gather((n, world.size, job.settings))
     error = None
@@ -138,28 +98,6 @@ def _check(job: CorpusJob, out: Path, world: World) -> None:
         raise CLIError(error)
 
 
-def _unit_tensors(job: CorpusJob, indices: Sequence[int]) -> Dict[str, Any]:
-    """Token ids, mask, segment ids and the explained class of one unit."""
-    enc = encode_instances(job.tokenizer, job.data, indices, job.max_length)
-    ids, mask = enc["input_ids"], enc["attention_mask"]
-    tt = enc.get("token_type_ids")
-    device = model_device(job.model)
-    with torch.no_grad():
-        logits = (
-            hf_call(
-                job.model,
-                ids.to(device),
-                mask.to(device),
-                None if tt is None else tt.to(device),
-            )
-            .float()
-            .cpu()
-        )
-    labels = torch.tensor([job.data.labels[i] for i in indices])
-    target = labels if job.target == "label" else logits.argmax(-1)
-    return dict(ids=ids, mask=mask, tt=tt, target=target, logits=logits)
-
-
 def _instance_row(
     job: CorpusJob, t: Dict[str, Any], j: int, index: int, scores: Tensor
 ) -> Dict[str, Any]:
@@ -187,37 +125,21 @@ def _instance_row(
 def _score_unit(
     job: CorpusJob, unit: int, indices: Sequence[int], methods: Sequence[str]
 ) -> List[List[Dict[str, Any]]]:
-    """The rows of one unit, per method."""
-    t = _unit_tensors(job, indices)
+    """The rows of one unit, per method (the loop's :func:`score_unit`)."""
+    t = unit_tensors(job, indices)
     out = []
-    for name in methods:
-        scorer = job.scorers[name]
-        start = time.perf_counter()
-        scores = scorer.attribute(t["ids"], t["target"], t["mask"], t["tt"])
-        seconds = (time.perf_counter() - start) / len(indices)
+    for done in score_unit(job, t, methods):
         tests: List[Optional[Dict[str, Any]]] = [None] * len(indices)
-        test_settings = None
-        if job.degradation:
-            result = scorer_degradation(
-                job.model,
-                name,
-                scorer,
-                scores,
-                (t["ids"], t["target"], t["mask"], t["tt"]),
-                tokenizer=job.tokenizer,
-                setting=job.preset,
-                test_kwargs=job.test_kwargs,
-            )
-            tests = result.instance_records()  # type: ignore[assignment]
-            test_settings = dict(result.settings, levels=list(result.levels))
+        if done.result is not None:
+            tests = done.result.instance_records()  # type: ignore[assignment]
         rows = []
         for j, index in enumerate(indices):
-            row = dict(kind="row", unit=unit, method=name, seconds=seconds)
-            row.update(_instance_row(job, t, j, index, scores))
+            row = dict(kind="row", unit=unit, method=done.method, seconds=done.seconds)
+            row.update(_instance_row(job, t, j, index, done.scores))
             if tests[j] is not None:
                 row["degradation"] = tests[j]
-            if j == 0 and test_settings is not None:
-                row["test_settings"] = test_settings
+            if j == 0 and done.result is not None:
+                row["test_settings"] = result_settings(done.result)
             rows.append(row)
         out.append(rows)
     return out
@@ -229,7 +151,7 @@ def run_corpus_job(
     """Score ``job``'s corpus on this rank's units; rank 0 merges.
 
     Args:
-        job (CorpusJob): What to run.
+        job (~captum_iba.evaluation.loop.CorpusJob): What to run.
         out (PathLike): The run's folder (shards, settings and outputs).
         world (World, optional): This process's place; default one process.
 

@@ -10,28 +10,11 @@ composition (its padding width and size), and the units fix that composition
 for any number of processes.
 """
 
-from typing import List, Sequence
+from typing import Sequence
 
-from captum_iba.evaluation import CorpusLike, corpus_order
+from captum_iba.evaluation.loop import work_units
 
 __all__ = ["rank_units", "work_units"]
-
-
-def work_units(data: CorpusLike, batch_size: int) -> List[List[int]]:
-    """The units: lists of instance indices, ``batch_size`` each (the last
-    one may be shorter), in the corpus' fixed order.
-
-    Args:
-        data (CorpusLike): The corpus.
-        batch_size (int): Instances per unit, >= 1.
-
-    Returns:
-        list[list[int]]: The units.
-    """
-    if batch_size < 1:
-        raise ValueError("batch_size must be at least 1")
-    order = corpus_order(data)
-    return [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
 
 
 def rank_units(n_units: int, rank: int, world_size: int) -> Sequence[int]:

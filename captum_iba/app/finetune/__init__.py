@@ -11,10 +11,12 @@ numbers of optimisation steps, so every machine gets the same model.
 
 Typical use::
 
-    from captum_iba.finetune import load_finetuned_model
+    from captum_iba.app.finetune import load_finetuned_model
     model, tokenizer = load_finetuned_model("sst2")  # fine-tunes once, then cached
 
-The modules: :mod:`~captum_iba.app.finetune.recipes` (settings, recipes, the
+The modules: :mod:`~captum_iba.app.finetune.recipes` (the settings,
+:class:`FineTuneOptions`, built from a corpus recipe with
+``FineTuneOptions.recipe("sst2", steps=400)``; the recipes; the
 base model), :mod:`~captum_iba.app.finetune.train` (:func:`fine_tune`),
 :mod:`~captum_iba.app.finetune.batches` (batching, :func:`evaluate_accuracy`),
 :mod:`~captum_iba.app.finetune.store` (cache folders and their key) and
@@ -36,8 +38,10 @@ from captum_iba.app.finetune.recipes import (
     RECIPES,
     REPRODUCE_OVERRIDES,
     STEPS_ENV_VAR,
+    FineTuneOptions,
     default_base_model,
     recipe_settings,
+    reproduce_overrides,
 )
 from captum_iba.app.finetune.store import RESULT_FILE as RESULT_FILE  # not in __all__
 from captum_iba.app.finetune.store import default_cache_dir
@@ -55,6 +59,7 @@ __all__ = [
     "RECIPES",
     "REPRODUCE_OVERRIDES",
     "STEPS_ENV_VAR",
+    "FineTuneOptions",
     "FineTuneResult",
     "FineTuneTimeoutError",
     "cached_model_dir",
@@ -66,4 +71,5 @@ __all__ = [
     "load_finetuned_model",
     "read_result",
     "recipe_settings",
+    "reproduce_overrides",
 ]

@@ -16,11 +16,12 @@ from filelock import FileLock, Timeout
 
 from captum_iba.app.finetune.recipes import (
     MAX_SECONDS_ENV_VAR,
+    FineTuneOptions,
     PathLike,
     base_short_name,
     env_number,
-    recipe_settings,
     resolve_base_model,
+    resolve_options,
 )
 from captum_iba.app.finetune.store import (
     RESULT_FILE,
@@ -28,13 +29,15 @@ from captum_iba.app.finetune.store import (
     model_folder,
     read_record,
 )
-from captum_iba.app.finetune.train import fine_tune
+from captum_iba.app.finetune.train import fine_tune, heldout_data
 
 
 def cached_model_dir(
     dataset: str,
     base_model: Optional[PathLike] = None,
     cache_dir: Optional[PathLike] = None,
+    *,
+    options: Optional[FineTuneOptions] = None,
     **settings: Any,
 ) -> Path:
     """Returns the cache folder for a corpus, base model and settings.
@@ -44,15 +47,18 @@ def cached_model_dir(
         base_model (str or Path, optional): Base model (default MiniLM-L6).
         cache_dir (str or Path, optional): Cache root (default
             :func:`default_cache_dir`).
-        **settings (Any): Overrides of :func:`recipe_settings`.
+        options (FineTuneOptions, optional): The settings. Default: the
+            corpus' recipe, ``FineTuneOptions.recipe(dataset)``.
+        **settings (Any): Deprecated: overrides of the recipe as keywords
+            (see :func:`get_finetuned_model`).
 
     Returns:
         Path: ``<cache>/<dataset>-<base name>-<settings hash>`` (it may not
         exist yet).
     """
     base = resolve_base_model(base_model)
-    full = recipe_settings(dataset, **settings)
-    return model_folder(dataset, base, full, cache_dir)
+    opts = resolve_options(options, settings, "cached_model_dir", recipe=dataset)
+    return model_folder(dataset, base, opts.as_dict(), cache_dir)
 
 
 def cache_problem(folder: Path, dataset: str, settings: Dict[str, Any]) -> str:
@@ -98,15 +104,18 @@ def _folder_lock(folder: Path) -> Iterator[None]:
         lock.release()
 
 
-def remove_stale_temporaries(root: Path) -> None:
+def remove_stale_temporaries(root: Path, held: Optional[Path] = None) -> None:
     """Removes the temporary folders of fine-tunes that no process is running.
 
     A fine-tune writes into ``.<folder name>-<random>`` and renames it into
     place at the end; a killed run leaves it behind. A temporary folder whose
-    lock can be taken at once belongs to no running fine-tune and is removed.
+    lock can be taken at once belongs to no running fine-tune and is removed;
+    so are those of ``held``, the folder whose lock the caller holds (its lock
+    cannot be taken again from the same process).
 
     Args:
         root (Path): The cache root.
+        held (Path, optional): The cache folder whose lock the caller holds.
     """
     if not root.is_dir():
         return
@@ -114,6 +123,9 @@ def remove_stale_temporaries(root: Path) -> None:
         if not tmp.is_dir():
             continue
         name = tmp.name[1:].rsplit("-", 1)[0]
+        if held is not None and name == held.name:
+            shutil.rmtree(tmp, ignore_errors=True)
+            continue
         lock = FileLock(str(root / f".{name}.lock"))
         try:
             lock.acquire(timeout=0)
@@ -133,6 +145,8 @@ def get_finetuned_model(
     progress: bool = True,
     num_threads: Optional[int] = None,
     max_seconds: Optional[float] = None,
+    *,
+    options: Optional[FineTuneOptions] = None,
     **settings: Any,
 ) -> Path:
     """Returns the folder of a fine-tuned model, fine-tuning it if needed.
@@ -161,8 +175,12 @@ def get_finetuned_model(
         max_seconds (float, optional): Time guard of the training loop (see
             :func:`fine_tune`; default ``$CAPTUM_IBA_FINETUNE_MAX_S``, else
             none); not part of the cache key.
-        **settings (Any): Overrides of the corpus recipe (:data:`RECIPES`),
-            e.g. ``steps=400``.
+        options (FineTuneOptions, optional): The settings. Default: the
+            corpus' recipe (:data:`RECIPES`), ``FineTuneOptions.recipe(dataset)``;
+            e.g. ``options=FineTuneOptions.recipe("sst2", steps=400)``.
+        **settings (Any): Deprecated: overrides of the recipe as keywords
+            (``steps=400``), the API of captum-iba 0.1; they replace those of
+            ``options``, with a :class:`DeprecationWarning`.
 
     Returns:
         Path: Folder loadable with ``from_pretrained``.
@@ -173,17 +191,19 @@ def get_finetuned_model(
     """
     dataset = dataset.lower().strip()
     base = resolve_base_model(base_model)
-    full = recipe_settings(dataset, **settings)
-    folder = cached_model_dir(dataset, base, cache_dir, **settings)
+    opts = resolve_options(options, settings, "get_finetuned_model", recipe=dataset)
+    full = opts.as_dict()
+    folder = model_folder(dataset, base, full, cache_dir)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with _folder_lock(folder):
+        remove_stale_temporaries(folder.parent, held=folder)
         problem = cache_problem(folder, dataset, full)
         if not problem:
             return folder
-        remove_stale_temporaries(folder.parent)
         if problem != "absent":
             print(f"[captum_iba] The cached model {folder} is damaged: {problem}.")
             _remove(folder)
+        held = heldout_data(dataset, full, data_dir)  # the corpus is there first
         print(
             f"[captum_iba] No cached fine-tuned model for {dataset!r} "
             f"({base_short_name(base)}); fine-tuning now into {folder} "
@@ -198,11 +218,12 @@ def get_finetuned_model(
                 dataset,
                 base_model=base,
                 output_dir=tmp,
+                options=opts,
+                eval_dataset=held,
                 data_dir=data_dir,
                 progress=progress,
                 num_threads=num_threads,
                 max_seconds=max_seconds,
-                **full,
             )
             tmp.rename(folder)
         finally:

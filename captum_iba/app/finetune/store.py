@@ -10,12 +10,12 @@ before the folder is trusted.
 
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from captum_iba.app.finetune.recipes import CACHE_ENV_VAR, PathLike, base_short_name
+from captum_iba._utils.io import cache_root
+from captum_iba.app.finetune.recipes import PathLike, base_short_name
 
 RESULT_FILE = "captum_iba_finetune.json"
 #: A corpus or model name that may become part of a folder name.
@@ -28,10 +28,7 @@ def default_cache_dir() -> Path:
     Returns:
         Path: ``$CAPTUM_IBA_CACHE`` if set, else ``~/.cache/captum_iba``.
     """
-    env = os.environ.get(CACHE_ENV_VAR)
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "captum_iba"
+    return cache_root()
 
 
 def _settings_key(dataset: str, base: str, settings: Dict[str, Any]) -> str:

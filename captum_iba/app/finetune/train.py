@@ -34,10 +34,11 @@ from captum_iba.app.finetune.batches import (
     evaluate_accuracy,
 )
 from captum_iba.app.finetune.recipes import (
-    DEFAULT_SETTINGS,
+    FineTuneOptions,
     PathLike,
     base_short_name,
     resolve_base_model,
+    resolve_options,
 )
 from captum_iba.app.finetune.store import RESULT_FILE, file_manifest, model_folder
 
@@ -88,21 +89,21 @@ class _Run:
     seconds: float = 0.0
 
 
-def planned_steps(n_train: int, settings: Dict[str, Any]) -> int:
+def planned_steps(n_train: int, options: FineTuneOptions) -> int:
     """The run's number of optimisation steps: ``steps``, else from ``epochs``.
 
     Args:
         n_train (int): Training examples.
-        settings (Dict[str, Any]): The run's settings.
+        options (FineTuneOptions): The run's settings.
 
     Returns:
-        int: ``settings["steps"]`` when given, else ``ceil(epochs x steps
-        per epoch)`` (at least 1).
+        int: ``options.steps`` when given, else ``ceil(epochs x steps per
+        epoch)`` (at least 1).
     """
-    if settings["steps"] is not None:
-        return int(settings["steps"])
-    per_epoch = math.ceil(n_train / settings["batch_size"])
-    return max(1, int(math.ceil(per_epoch * settings["epochs"])))
+    if options.steps is not None:
+        return int(options.steps)
+    per_epoch = math.ceil(n_train / options.batch_size)
+    return max(1, int(math.ceil(per_epoch * options.epochs)))
 
 
 def _check_guard(run: _Run, elapsed: float, max_seconds: Optional[float], name: str):
@@ -133,10 +134,34 @@ def _torch_threads(num_threads: Optional[int]) -> Iterator[None]:
             torch.set_num_threads(old_threads)
 
 
+def heldout_data(
+    name: str, settings: Dict[str, Any], data_dir: Optional[PathLike] = None
+) -> TextClassificationData:
+    """The held-out split a fine-tune of corpus ``name`` is evaluated on.
+
+    Args:
+        name (str): Corpus name.
+        settings (Dict[str, Any]): The run's settings (``max_eval_examples``,
+            ``seed``).
+        data_dir (str or Path, optional): Data folder.
+
+    Raises:
+        FileNotFoundError: When the corpus cannot be found (the message names
+            the ways to provide it).
+    """
+    return load_dataset(
+        name,
+        HELDOUT_SPLIT.get(name, "validation"),
+        data_dir=data_dir,
+        max_examples=settings["max_eval_examples"],
+        seed=settings["seed"],
+    )
+
+
 def _resolve_data(
     dataset: Union[str, TextClassificationData],
     eval_dataset: Optional[TextClassificationData],
-    settings: Dict[str, Any],
+    options: FineTuneOptions,
     data_dir: Optional[PathLike],
 ) -> Tuple[TextClassificationData, TextClassificationData, str]:
     """The train and held-out data and the corpus name (train capped)."""
@@ -152,24 +177,18 @@ def _resolve_data(
         if eval_dataset is not None:
             held = eval_dataset
         else:
-            held = load_dataset(
-                name,
-                HELDOUT_SPLIT.get(name, "validation"),
-                data_dir=data_dir,
-                max_examples=settings["max_eval_examples"],
-                seed=settings["seed"],
-            )
+            held = heldout_data(name, options.as_dict(), data_dir)
         train = load_dataset(
             name,
             "train",
             data_dir=data_dir,
-            max_examples=settings["max_train_examples"],
-            seed=settings["seed"],
+            max_examples=options.max_train_examples,
+            seed=options.seed,
         )
-    cap = settings["max_train_examples"]
+    cap = options.max_train_examples
     if cap is not None and len(train) > cap:
         train = train.subset(
-            stratified_subset(train.labels, cap, settings["seed"]),
+            stratified_subset(train.labels, cap, options.seed),
             note=f"Stratified seeded subset of {cap} rows.",
         )
     return train, held, name
@@ -238,16 +257,16 @@ def _train_loop(
     feats: List[Dict[str, Any]],
     pad_id: int,
     rng: random.Random,
-    settings: Dict[str, Any],
+    options: FineTuneOptions,
     name: str,
     progress: bool,
     max_seconds: Optional[float] = None,
 ) -> _Run:
     """Trains ``model`` in place for the planned number of steps."""
-    batch_size = settings["batch_size"]
+    batch_size = options.batch_size
     lengths = [len(f["input_ids"]) for f in feats]
-    run = _Run(planned=planned_steps(len(feats), settings))
-    scheduler = _lr_schedule(optimizer, settings["warmup_ratio"], run.planned)
+    run = _Run(planned=planned_steps(len(feats), options))
+    scheduler = _lr_schedule(optimizer, options.warmup_ratio, run.planned)
     model.train()
     train_start = time.time()
     bar = tqdm(
@@ -277,7 +296,7 @@ def _train_loop(
 def _record(
     name: str,
     base: str,
-    settings: Dict[str, Any],
+    options: FineTuneOptions,
     train: TextClassificationData,
     held: TextClassificationData,
     accuracy: float,
@@ -289,7 +308,7 @@ def _record(
         "dataset": name,
         "base_model": base,
         "base_model_name": base_short_name(base),
-        "settings": settings,
+        "settings": options.as_dict(),
         "heldout_split": held.split,
         "heldout_accuracy": accuracy,
         "n_train": len(train),
@@ -337,22 +356,13 @@ def fine_tune(
     dataset: Union[str, TextClassificationData],
     base_model: Optional[PathLike] = None,
     output_dir: Optional[PathLike] = None,
-    steps: Optional[int] = DEFAULT_SETTINGS["steps"],
-    epochs: float = DEFAULT_SETTINGS["epochs"],
-    lr: float = DEFAULT_SETTINGS["lr"],
-    batch_size: int = DEFAULT_SETTINGS["batch_size"],
-    max_length: int = DEFAULT_SETTINGS["max_length"],
-    seed: int = DEFAULT_SETTINGS["seed"],
-    max_train_examples: Optional[int] = DEFAULT_SETTINGS["max_train_examples"],
-    max_eval_examples: Optional[int] = DEFAULT_SETTINGS["max_eval_examples"],
-    warmup_ratio: float = DEFAULT_SETTINGS["warmup_ratio"],
-    weight_decay: float = DEFAULT_SETTINGS["weight_decay"],
-    eval_batch_size: int = DEFAULT_SETTINGS["eval_batch_size"],
+    options: Optional[FineTuneOptions] = None,
     eval_dataset: Optional[TextClassificationData] = None,
     data_dir: Optional[PathLike] = None,
     num_threads: Optional[int] = None,
     progress: bool = True,
     max_seconds: Optional[float] = None,
+    **settings: Any,
 ) -> FineTuneResult:
     """Fine-tunes a sequence classifier on one corpus and saves it.
 
@@ -376,23 +386,10 @@ def fine_tune(
             folder. Defaults to :func:`default_base_model` (MiniLM-L6).
         output_dir (str or Path, optional): Where to save. Defaults to a new
             folder under :func:`default_cache_dir`.
-        steps (int, optional): Optimisation steps; when None, ``epochs``
-            passes over the training data.
-        epochs (float, optional): Passes over the training data (fractions
-            allowed), used when ``steps`` is None.
-        lr (float, optional): Peak learning rate.
-        batch_size (int, optional): Training batch size.
-        max_length (int, optional): Truncation length in tokens (train and
-            eval).
-        seed (int, optional): Seed of initialisation, dropout, batch order and
-            of the ``max_*_examples`` subsets.
-        max_train_examples (int, optional): Train on a seeded stratified
-            subset of this size.
-        max_eval_examples (int, optional): Evaluate on a seeded stratified
-            subset of this size (said in the json's ``notes``).
-        warmup_ratio (float, optional): Share of steps spent warming up.
-        weight_decay (float, optional): AdamW weight decay.
-        eval_batch_size (int, optional): Evaluation batch size.
+        options (FineTuneOptions, optional): The training settings (steps or
+            epochs, learning rate, batch size, lengths, seed, subsets, warm-up,
+            weight decay). Default: ``FineTuneOptions()``; a corpus' recipe is
+            ``FineTuneOptions.recipe(name)``.
         eval_dataset (TextClassificationData, optional): Held-out data to use
             instead of the corpus' held-out split.
         data_dir (str or Path, optional): Data folder for
@@ -404,6 +401,9 @@ def fine_tune(
             past it the run stops with :class:`FineTuneTimeoutError` and
             saves nothing (never a silently shorter run). Not a setting of
             the model.
+        **settings (Any): Deprecated: the fields of :class:`FineTuneOptions`
+            as separate keywords (captum-iba 0.1); they replace those of
+            ``options``, with a :class:`DeprecationWarning`.
 
     Returns:
         FineTuneResult: Path, held-out accuracy, sizes, seconds, settings and
@@ -412,48 +412,36 @@ def fine_tune(
     Raises:
         FineTuneTimeoutError: When training passes ``max_seconds``.
         ValueError: On settings out of range or a corpus without examples.
+        TypeError: For ``options`` that is no :class:`FineTuneOptions`, or an
+            unknown keyword.
     """
     start_time = time.time()
-    settings = _check_settings(
-        {
-            "steps": steps,
-            "epochs": epochs,
-            "lr": lr,
-            "batch_size": batch_size,
-            "max_length": max_length,
-            "seed": seed,
-            "max_train_examples": max_train_examples,
-            "max_eval_examples": max_eval_examples,
-            "warmup_ratio": warmup_ratio,
-            "weight_decay": weight_decay,
-            "eval_batch_size": eval_batch_size,
-        }
-    )
+    opts = resolve_options(options, settings, "fine_tune")
     base = resolve_base_model(base_model)
     with _torch_threads(num_threads):
-        train, held, name = _resolve_data(dataset, eval_dataset, settings, data_dir)
+        train, held, name = _resolve_data(dataset, eval_dataset, opts, data_dir)
         if len(train) == 0 or len(held) == 0:
             raise ValueError(f"No training or held-out examples for {name!r}.")
         out = (
             Path(output_dir)
             if output_dir is not None
-            else model_folder(name, base, settings)
+            else model_folder(name, base, opts.as_dict())
         )
-        torch.manual_seed(seed)
-        rng = random.Random(seed)
+        torch.manual_seed(opts.seed)
+        rng = random.Random(opts.seed)
         tokenizer, model = _load_model(base, list(train.label_names))
-        feats = encode(tokenizer, train, max_length)
-        optimizer = _optimizer(model, lr, weight_decay)
+        feats = encode(tokenizer, train, opts.max_length)
+        optimizer = _optimizer(model, opts.lr, opts.weight_decay)
         pad_id = tokenizer.pad_token_id or 0
         run = _train_loop(
-            model, optimizer, feats, pad_id, rng, settings, name, progress, max_seconds
+            model, optimizer, feats, pad_id, rng, opts, name, progress, max_seconds
         )
         model.eval()
         accuracy = evaluate_accuracy(
-            model, tokenizer, held, max_length, eval_batch_size, progress=progress
+            model, tokenizer, held, opts.max_length, opts.eval_batch_size, progress
         )
         seconds = time.time() - start_time
-        record = _record(name, base, settings, train, held, accuracy, run, seconds)
+        record = _record(name, base, opts, train, held, accuracy, run, seconds)
         _save(out, model, tokenizer, record)
     if progress:
         print(_summary(name, run, held, accuracy), flush=True)
@@ -463,30 +451,8 @@ def fine_tune(
         n_train=len(train),
         n_eval=len(held),
         seconds=seconds,
-        settings=settings,
+        settings=record["settings"],
         steps=run.steps,
         model=model,
         tokenizer=tokenizer,
     )
-
-
-def _check_settings(settings: Dict[str, Any]) -> Dict[str, Any]:
-    """The settings, each checked against its range (a ValueError names it)."""
-    positive_ints = ("batch_size", "eval_batch_size", "max_length")
-    optional_ints = ("steps", "max_train_examples", "max_eval_examples")
-    for key in positive_ints + optional_ints:
-        value = settings[key]
-        if value is None and key in optional_ints:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{key} must be a positive integer, got {value!r}")
-    for key in ("epochs", "lr"):
-        if not isinstance(settings[key], (int, float)) or not (
-            0 < settings[key] < float("inf")
-        ):
-            raise ValueError(f"{key} must be a positive number, got {settings[key]!r}")
-    if not 0 <= settings["warmup_ratio"] < 1:
-        raise ValueError(
-            f"warmup_ratio must be in [0, 1), got {settings['warmup_ratio']}"
-        )
-    return settings

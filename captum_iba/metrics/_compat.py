@@ -1,0 +1,143 @@
+"""The keyword arguments :func:`~captum_iba.metrics.degradation_test` took before
+:class:`~captum_iba.metrics.options.DegradationOptions`, converted in one place.
+
+``levels=``, ``removal=``, ``tokenizer=``, ``pad_token_id=`` ... become one
+:class:`DegradationOptions` (:func:`legacy_options`), and ``method=``, ``seed=``,
+``settings=`` the ``metadata`` mapping; the call warns with a
+DeprecationWarning naming the new form (:func:`accepts_legacy_keywords`).
+"""
+
+import functools
+import warnings
+from typing import Any, Callable, Dict, Iterable, Optional, TypeVar, Union
+
+from captum_iba._utils.common import tokenizer_ids
+from captum_iba.metrics._removal import DEFAULT_TOKENS_PER_BATCH
+from captum_iba.metrics.options import PAPER_LEVELS, DegradationOptions
+from captum_iba.metrics.strategies import RemovalLike, as_removal
+
+__all__ = ["LEGACY_OPTION_KEYWORDS", "accepts_legacy_keywords", "legacy_options"]
+
+#: Keywords that became fields (or the tokenizer) of :class:`DegradationOptions`.
+LEGACY_OPTION_KEYWORDS = (
+    "levels",
+    "level_unit",
+    "length_convention",
+    "removal",
+    "order",
+    "special_token_ids",
+    "tokenizer",
+    "keep_special_tokens",
+    "pad_token_id",
+    "mask_token_id",
+    "unk_token_id",
+    "compute_sufficiency",
+    "max_examples_per_batch",
+    "max_tokens_per_batch",
+    "group_by_length",
+)
+#: Keywords that became keys of ``metadata`` (``settings`` is ``"attribution"``).
+LEGACY_METADATA_KEYWORDS = {
+    "method": "method",
+    "seed": "seed",
+    "settings": "attribution",
+}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def legacy_options(
+    levels: Optional[Union[float, int, Iterable[Union[float, int]]]] = None,
+    level_unit: str = "fraction",
+    length_convention: str = "tokens",
+    removal: RemovalLike = "delete",
+    order: str = "morf",
+    special_token_ids: Optional[Iterable[int]] = None,
+    tokenizer: Optional[Any] = None,
+    keep_special_tokens: bool = True,
+    pad_token_id: Optional[int] = None,
+    mask_token_id: Optional[int] = None,
+    unk_token_id: Optional[int] = None,
+    compute_sufficiency: bool = True,
+    max_examples_per_batch: Optional[int] = None,
+    max_tokens_per_batch: int = DEFAULT_TOKENS_PER_BATCH,
+    group_by_length: Optional[bool] = None,
+) -> DegradationOptions:
+    """The options the old keyword arguments described (explicit ids win over
+    the tokenizer's, as they did).
+
+    Returns:
+        DegradationOptions: The options.
+    """
+    found = tokenizer_ids(tokenizer) if tokenizer is not None else {}
+    ids = {
+        "pad_token_id": pad_token_id,
+        "mask_token_id": mask_token_id,
+        "unk_token_id": unk_token_id,
+    }
+    ids = {k: v if v is not None else found.get(k) for k, v in ids.items()}
+    if special_token_ids is None:
+        special_token_ids = found.get("special_token_ids")
+    return DegradationOptions(
+        levels=PAPER_LEVELS if levels is None else levels,  # type: ignore[arg-type]
+        level_unit=level_unit,
+        length_convention=length_convention,
+        order=order,
+        removal=as_removal(removal, **ids),
+        keep_special_tokens=keep_special_tokens,
+        special_token_ids=special_token_ids,  # type: ignore[arg-type]
+        pad_token_id=ids["pad_token_id"],
+        compute_sufficiency=compute_sufficiency,
+        max_examples_per_batch=max_examples_per_batch,
+        max_tokens_per_batch=max_tokens_per_batch,
+        group_by_length=group_by_length,
+    )
+
+
+def _convert(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """``kwargs`` with the old keywords replaced by ``options`` / ``metadata``."""
+    old_options = {k: kwargs.pop(k) for k in LEGACY_OPTION_KEYWORDS if k in kwargs}
+    old_meta = {k: kwargs.pop(k) for k in LEGACY_METADATA_KEYWORDS if k in kwargs}
+    used = sorted(old_options) + sorted(old_meta)
+    new = []
+    if old_options:
+        if kwargs.get("options") is not None:
+            raise TypeError(
+                f"degradation_test got options= and the old keyword(s) "
+                f"{sorted(old_options)}: put them in the DegradationOptions"
+            )
+        kwargs["options"] = legacy_options(**old_options)
+        new.append("options=DegradationOptions.for_tokenizer(tokenizer, ...)")
+    if old_meta:
+        if kwargs.get("metadata") is not None:
+            raise TypeError(
+                f"degradation_test got metadata= and the old keyword(s) "
+                f"{sorted(old_meta)}: put them in metadata"
+            )
+        kwargs["metadata"] = {
+            LEGACY_METADATA_KEYWORDS[k]: v for k, v in old_meta.items()
+        }
+        new.append("metadata={'method': ..., 'seed': ..., 'attribution': {...}}")
+    warnings.warn(
+        f"degradation_test's keyword argument(s) {used} are deprecated: pass "
+        f"{' and '.join(new)} (see captum_iba.metrics.DegradationOptions)",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    return kwargs
+
+
+def accepts_legacy_keywords(func: F) -> F:
+    """Let ``func`` (:func:`degradation_test`) take the old keywords, with a
+    DeprecationWarning; its signature stays the new one."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if any(
+            k in kwargs
+            for k in LEGACY_OPTION_KEYWORDS + tuple(LEGACY_METADATA_KEYWORDS)
+        ):
+            kwargs = _convert(kwargs)
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

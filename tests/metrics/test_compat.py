@@ -1,0 +1,106 @@
+"""The keyword arguments of earlier versions: one conversion, a
+DeprecationWarning naming the new form, and the same result."""
+
+import inspect
+
+import pytest
+
+from captum_iba.metrics import DegradationOptions, Replacement, degradation_test
+from captum_iba.metrics._compat import legacy_options
+from tests.metrics.bow import PAD, SPECIALS, UNK, Tok, run
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        (
+            dict(tokenizer=Tok(), removal="mask", levels=[1, 2], level_unit="count"),
+            DegradationOptions.for_tokenizer(
+                Tok(), removal="mask", levels=[1, 2], level_unit="count"
+            ),
+        ),
+        (
+            dict(
+                special_token_ids=SPECIALS,
+                pad_token_id=PAD,
+                unk_token_id=UNK,
+                removal="unk",
+                order="lerf",
+                compute_sufficiency=False,
+            ),
+            DegradationOptions(
+                special_token_ids=SPECIALS,
+                pad_token_id=PAD,
+                removal=Replacement(UNK, name="unk"),
+                order="lerf",
+                compute_sufficiency=False,
+            ),
+        ),
+        (
+            dict(
+                tokenizer=Tok(),
+                mask_token_id=7,
+                removal="mask",
+                length_convention="paper",
+                max_examples_per_batch=1,
+            ),
+            DegradationOptions.for_tokenizer(
+                Tok(),
+                removal=Replacement(7, name="mask"),
+                length_convention="paper",
+                max_examples_per_batch=1,
+            ),
+        ),
+        (dict(levels=0.5, removal=9), DegradationOptions(levels=[0.5], removal=9)),
+    ],
+)
+def test_old_keywords_warn_and_give_the_same_result(bow, batch, old, new):
+    meta = dict(method="IG", seed=3, settings={"steps": 5})
+    with pytest.warns(DeprecationWarning, match="options=DegradationOptions") as w:
+        before = run(bow, batch, options=None, **old, **meta)
+    assert w[0].filename == run.__code__.co_filename  # at the caller of the test
+    assert "metadata=" in str(w[0].message)
+    after = run(
+        bow,
+        batch,
+        new,
+        metadata={"method": "IG", "seed": 3, "attribution": {"steps": 5}},
+    )
+    assert before.to_dict() == after.to_dict()
+    assert legacy_options(**old) == new
+
+
+def test_old_metadata_keywords_alone(bow, batch):
+    with pytest.warns(DeprecationWarning, match="metadata="):
+        old = run(bow, batch, method="LIME")
+    assert old.to_dict() == run(bow, batch, metadata={"method": "LIME"}).to_dict()
+
+
+def test_old_and_new_forms_together_are_refused(bow, batch):
+    with pytest.raises(TypeError, match="options= and the old keyword"):
+        run(bow, batch, removal="delete")
+    with pytest.raises(TypeError, match="metadata= and the old keyword"):
+        run(bow, batch, metadata={"method": "a"}, method="b")
+
+
+def test_old_option_errors_still_name_the_problem(bow, batch):
+    with pytest.raises(ValueError, match="mask_token_id"):
+        run(bow, batch, options=None, removal="mask")
+    with pytest.raises(ValueError, match="needs explicit levels"):
+        run(bow, batch, options=None, level_unit="count")
+
+
+def test_the_signature_is_the_new_one():
+    params = list(inspect.signature(degradation_test).parameters)
+    assert params == [
+        "forward_func",
+        "inputs",
+        "attributions",
+        "target",
+        "additional_forward_args",
+        "attention_mask",
+        "token_type_ids",
+        "options",
+        "metadata",
+        "show_progress",
+    ]
