@@ -38,8 +38,8 @@ kept area with ``area=True``: the rank-based area loss of extremal
 perturbations, Fong et al. 2019) and averages the readouts.
 """
 
-from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -70,7 +70,10 @@ class MaskConfig:
     stop_tol: float = 0.0  # stop when max |d lambda| of the mask mean < tol
     anneal: Tuple[float, float] = ()  # beta from a to b over the steps (log-linear)
     seed: int = 0
-    gate: str = "sigmoid"  # sigmoid | concrete (hard concrete, Louizos et al.; DiffMask)
+    attn_from: int = 0  # the first layer whose attention the mask acts on
+    gate: str = (
+        "sigmoid"  # sigmoid | concrete (hard concrete, Louizos et al.; DiffMask)
+    )
 
 
 def _base_model(model: Any) -> Any:
@@ -90,13 +93,17 @@ class _Hooks:
         return _base_model(self.model).embeddings if site < 0 else self.layers[site]
 
     def __enter__(self) -> "_Hooks":
-        for k, site in enumerate(self.cfg.sites if self.cfg.removal != "attention" else ()):
-            self.handles.append(self.module(site).register_forward_hook(self._site_hook(k)))
-        if self.cfg.removal in ("attention", "both"):
-            enc = _base_model(self.model).encoder
+        for k, site in enumerate(
+            self.cfg.sites if self.cfg.removal != "attention" else ()
+        ):
             self.handles.append(
-                enc.register_forward_pre_hook(self._attn_hook, with_kwargs=True)
+                self.module(site).register_forward_hook(self._site_hook(k))
             )
+        if self.cfg.removal in ("attention", "both"):
+            for layer in list(self.layers)[self.cfg.attn_from :]:
+                self.handles.append(
+                    layer.register_forward_pre_hook(self._attn_hook, with_kwargs=True)
+                )
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -121,7 +128,8 @@ class _Hooks:
         s = self.state
         if "lam_tok" not in s:
             return None
-        am = kwargs.get("attention_mask")
+        positional = len(args) > 1
+        am = args[1] if positional else kwargs.get("attention_mask")
         lam = s["lam_tok"]  # (R, L)
         bias = torch.log(lam.clamp_min(1e-12))[:, None, None, :]
         if am is None:
@@ -130,8 +138,9 @@ class _Hooks:
             new = torch.where(am, 0.0, torch.finfo(bias.dtype).min) + bias
         else:
             new = am + bias
-        kwargs = dict(kwargs, attention_mask=new)
-        return args, kwargs
+        if positional:
+            return (args[0], new) + tuple(args[2:]), kwargs
+        return args, dict(kwargs, attention_mask=new)
 
 
 def _logits(model: Any, ids: Tensor, mask: Tensor, tt: Optional[Tensor]) -> Tensor:
@@ -141,12 +150,16 @@ def _logits(model: Any, ids: Tensor, mask: Tensor, tt: Optional[Tensor]) -> Tens
     return model(input_ids=ids, **kw).logits
 
 
-def _record(model: Any, hooks: _Hooks, ids: Tensor, mask: Tensor, tt: Optional[Tensor]) -> List[Tensor]:
+def _record(
+    model: Any, hooks: _Hooks, ids: Tensor, mask: Tensor, tt: Optional[Tensor]
+) -> List[Tensor]:
     outs: List[Tensor] = []
     handles = []
     for site in hooks.cfg.sites:
+
         def rec(m: Any, i: Any, o: Any) -> None:
             outs.append((o[0] if isinstance(o, tuple) else o).detach())
+
         handles.append(hooks.module(site).register_forward_hook(rec))
     try:
         with torch.no_grad():
@@ -240,7 +253,9 @@ def optimise_masks(
         if attn_on:
             lam_tok = lam_r.mean(-1) if lam_r.shape[-1] > 1 else lam_r[..., 0]
             if cfg.gate == "concrete":
-                lam_tok = _hard_concrete(lam_tok, g) * rows(gate) + (~rows(gate)).float()
+                lam_tok = (
+                    _hard_concrete(lam_tok, g) * rows(gate) + (~rows(gate)).float()
+                )
             hooks.state["lam_tok"] = lam_tok
         if not noise_on:
             hooks.state.pop("lam")
@@ -250,9 +265,11 @@ def optimise_masks(
 
     with hooks, torch.enable_grad():
         for step in range(cfg.steps):
-            noise = [
-                torch.randn((B * n, L, H), generator=g) for _ in cfg.sites
-            ] if noise_on else []
+            noise = (
+                [torch.randn((B * n, L, H), generator=g) for _ in cfg.sites]
+                if noise_on
+                else []
+            )
             lam = lam_of(alpha)
             if cfg.task == "none":  # the complement term alone (the deletion game)
                 task = torch.zeros(B)
@@ -268,7 +285,9 @@ def optimise_masks(
                 frac = step / max(cfg.steps - 1, 1)
                 beta = a * (b / a) ** frac
             if cfg.area:
-                info = _area_loss(lam.mean(-1), removable, budget if budget is not None else 0.5)
+                info = _area_loss(
+                    lam.mean(-1), removable, budget if budget is not None else 0.5
+                )
                 loss = task + cfg.area_weight * info
             elif noise_on and not attn_on:
                 cap = _mean_capacity(alpha, lam, stats_mean, stats_std, clean, gate, n)
@@ -277,9 +296,11 @@ def optimise_masks(
                 info = (lam.mean(-1) * removable.float()).sum(1) / n_rem
                 loss = task + beta * info
             if cfg.gamma:
-                comp_noise = [
-                    torch.randn((B * n, L, H), generator=g) for _ in cfg.sites
-                ] if noise_on else []
+                comp_noise = (
+                    [torch.randn((B * n, L, H), generator=g) for _ in cfg.sites]
+                    if noise_on
+                    else []
+                )
                 out_c = run(lam_of(-alpha), comp_noise)
                 p_c = F.softmax(out_c, -1).gather(1, tgt_r[:, None])[:, 0]
                 loss = loss + cfg.gamma * p_c.reshape(B, n).mean(1)
@@ -308,7 +329,9 @@ def _hard_concrete(lam: Tensor, g: torch.Generator) -> Tensor:
     stretched to (-0.1, 1.1) and clipped): near-binary gates whose mean
     follows lam."""
     u = torch.rand(lam.shape, generator=g).clamp(1e-6, 1 - 1e-6)
-    logit = torch.log(lam.clamp(1e-6, 1 - 1e-6)) - torch.log1p(-lam.clamp(1e-6, 1 - 1e-6))
+    logit = torch.log(lam.clamp(1e-6, 1 - 1e-6)) - torch.log1p(
+        -lam.clamp(1e-6, 1 - 1e-6)
+    )
     s = torch.sigmoid((torch.log(u) - torch.log1p(-u) + logit) / (2 / 3))
     return (s * 1.2 - 0.1).clamp(0, 1)
 
@@ -346,7 +369,9 @@ class MaskScorer(TokenScorer):
         self.cfg = cfg
         self.settings.update({k: str(v) for k, v in cfg.__dict__.items()})
 
-    def _scores(self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor) -> Tensor:
+    def _scores(
+        self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
+    ) -> Tensor:
         removable = self._removable(ids, mask)
         cfg = self.cfg
         budgets = cfg.budgets or (None,)

@@ -47,14 +47,22 @@ CANDIDATES: Dict[str, MaskConfig] = {
         removal="attention", only_removable=True, beta=0.0, gamma=1.0, task="prob"
     ),
     # the deletion game (the complement term alone, a sparsity on what is deleted)
-    "attn-del-b01": C(removal="attention", only_removable=True, task="none", gamma=1.0, beta=0.1),
-    "attn-del-b03": C(removal="attention", only_removable=True, task="none", gamma=1.0, beta=0.3),
+    "attn-del-b01": C(
+        removal="attention", only_removable=True, task="none", gamma=1.0, beta=0.1
+    ),
+    "attn-del-b03": C(
+        removal="attention", only_removable=True, task="none", gamma=1.0, beta=0.3
+    ),
     # readouts across budgets: extremal areas (kept fraction / deleted fraction)
     "attn-pres-areas": C(
         removal="attention", only_removable=True, area=True, budgets=(0.1, 0.3, 0.5)
     ),
     "attn-del-areas": C(
-        removal="attention", only_removable=True, area=True, task="none", gamma=1.0,
+        removal="attention",
+        only_removable=True,
+        area=True,
+        task="none",
+        gamma=1.0,
         budgets=(0.1, 0.3, 0.5),
     ),
     "attn-betas": C(removal="attention", only_removable=True, budgets=(0.0, 0.3, 1.0)),
