@@ -45,6 +45,15 @@ METHODS.add(
     f"{_EV}.amortized:IBAAmortizedScorer",
     "amortized IBA: a fitted explainer's mask, one forward pass (docs/amortized.rst)",
 )
+METHODS.add(
+    "iba-deletion",
+    f"{_EV}.iba:IBAScorer",
+    "IBA's mask with deletion through attention and the complement term "
+    "(second round, docs/faithfulness.rst)",
+    config="deletion",
+    layer="embeddings",
+    prior=None,
+)
 METHODS.add("LOO", f"{_EV}.loo:LeaveOneOutScorer", "leave-one-out (deletion)")
 METHODS.add(
     "occlusion",

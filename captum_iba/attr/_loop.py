@@ -28,12 +28,21 @@ class Layer:
         mean (Tensor): :math:`\\mu` of the prior, broadcastable to ``x``.
         std (Tensor): :math:`\\sigma` of the prior, broadcastable to ``x``.
         mask (Tensor): ``(B, L)`` (or ``(B,)``) bool, True at real tokens.
+        removable (Tensor, optional): ``(B, L)`` bool, True at the tokens
+            ``removal="attention"`` may remove (real and not special);
+            None: every real token.
     """
 
     x: Tensor
     mean: Tensor
     std: Tensor
     mask: Tensor
+    removable: Optional[Tensor] = None
+
+    @property
+    def removable_mask(self) -> Tensor:
+        """``removable``, or ``mask`` when none was given."""
+        return self.mask if self.removable is None else self.removable & self.mask
 
     @property
     def mask_f(self) -> Tensor:
@@ -122,23 +131,26 @@ def normalized_step(alpha: Tensor, grad: Tensor, lr: float) -> None:
 
 def optimise(
     layer: Layer,
-    forward: Callable[[Tensor], Tensor],
+    forward: Callable[[Tensor, Optional[Tensor]], Tensor],
     task: Task,
     options: Any,
     seed: int,
     out_dtype: torch.dtype,
     init: Optional[Tensor] = None,
 ) -> Tuple[Tensor, Dict[str, Any]]:
-    r"""Optimise ``alpha`` per instance and return the final capacity.
+    r"""Optimise ``alpha`` per instance and return the attribution.
 
     Args:
-        layer (Layer): The layer output, the prior's statistics and the mask.
-        forward (Callable): Runs the model with the given bottleneck output
-            ``T`` (``(B * n, ...)``) in place of the layer's output and
-            returns the scores.
+        layer (Layer): The layer output, the prior's statistics and the masks.
+        forward (Callable): ``forward(T, keep)`` runs the model with the
+            bottleneck output ``T`` (``(B * n, ...)``) in place of the layer's
+            output and, when ``keep`` (``(B * n, L)``) is not None, every
+            layer above it reading token ``t`` with weight ``keep[:, t]``
+            (Eq. R2); returns the scores.
         task (Task): The objective and the targets.
         options (IBAOptions): ``beta``, ``steps``, ``n_samples``, ``lr``,
-            ``init_alpha``.
+            ``init_alpha``, ``optimizer``, ``readout``, ``removal``,
+            ``complement``.
         seed (int): Seed of every instance's noise generator.
         out_dtype (torch.dtype): The layer's own dtype (``T`` is cast to it).
         init (Tensor, optional): Initial ``alpha`` (broadcastable to ``x``,
@@ -165,23 +177,20 @@ def optimise(
     mask_sum = torch.zeros_like(x)
     beta: Any = options.beta
     loss_task = cap_mean = torch.zeros(batch)
-    # Constant over the steps: X, the prior and the mask per noise copy.
-    x_rows = x.repeat_interleave(n, dim=0)
-    mean_rows, std_rows = repeat_rows(layer.mean, x, n), repeat_rows(layer.std, x, n)
-    keep = layer.mask_f.repeat_interleave(n, dim=0)
+    passes = _Passes(layer, n, out_dtype, options.removal, gens, forward)
     for step in range(options.steps):
-        noise = draw_noise(gens, n, layer.mask, x)
-        t = ib.inject_noise(
-            x_rows, alpha.repeat_interleave(n, dim=0), mean_rows, std_rows, noise
-        )
-        t = keep * t + (1 - keep) * x_rows  # padding stays as the model computed it
-        output = forward(t.to(out_dtype))
+        output = passes.run(alpha)
         loss_task = task_loss(task.objective, output, rows_target, batch, n)
         cap_total = layer.capacity(alpha).reshape(batch, -1).sum(dim=1)
         cap_mean = cap_total / per_instance
         if step == 0 and beta == "auto":
             beta = ib.empirical_beta(loss_task.abs(), cap_total)
-        loss = ib.information_bottleneck_loss(loss_task, cap_mean, beta)
+        info_weight = 0.0 if options.removal == "attention" else beta
+        loss = ib.information_bottleneck_loss(loss_task, cap_mean, info_weight)
+        if options.complement:  # Eq. R3: the same bottleneck, mask inverted
+            inverted = task.objective.loss(passes.run(-alpha), rows_target)
+            term = ib.complement_term(inverted, options.complement)
+            loss = loss + term.reshape(batch, n).mean(1)
         _check_finite(loss, step)
         (grad,) = torch.autograd.grad(loss.sum(), alpha)
         if optimizer is None:
@@ -202,6 +211,51 @@ def optimise(
         "mean_capacity": cap_mean.detach().cpu(),
     }
     return attr, info
+
+
+class _Passes:
+    """One forward pass of the bottlenecked model for a given ``alpha``:
+    Eq. (2) with fresh noise (``removal="noise"``), or ``T = X`` with every
+    layer above reading token ``t`` with weight :math:`\bar\\lambda_t`
+    (``"attention"``, Eqs. R1-R2, at the removable tokens only)."""
+
+    def __init__(
+        self,
+        layer: Layer,
+        n: int,
+        out_dtype: torch.dtype,
+        removal: str,
+        gens: List[torch.Generator],
+        forward: Callable[[Tensor, Optional[Tensor]], Tensor],
+    ) -> None:
+        self.layer, self.n, self.out_dtype = layer, n, out_dtype
+        self.removal, self.gens, self.forward = removal, gens, forward
+        x = layer.x
+        # Constant over the steps: X, the prior and the masks per noise copy.
+        self.x_rows = x.repeat_interleave(n, dim=0)
+        self.mean_rows = repeat_rows(layer.mean, x, n)
+        self.std_rows = repeat_rows(layer.std, x, n)
+        self.keep = layer.mask_f.repeat_interleave(n, dim=0)
+        if removal == "attention":
+            if x.dim() < 3:
+                raise ValueError(
+                    "removal='attention' needs a (B, L, ...) layer output with a "
+                    f"token axis; got shape {tuple(x.shape)}."
+                )
+            self.gate = layer.removable_mask.repeat_interleave(n, dim=0).to(x.dtype)
+
+    def run(self, alpha: Tensor) -> Tensor:
+        alpha_rows = alpha.repeat_interleave(self.n, dim=0)
+        if self.removal == "attention":
+            lam = ib.token_lambda(alpha_rows)
+            keep = lam * self.gate + (1 - self.gate)  # 1 where nothing is removed
+            return self.forward(self.x_rows.to(self.out_dtype), keep)
+        noise = draw_noise(self.gens, self.n, self.layer.mask, self.layer.x)
+        t = ib.inject_noise(
+            self.x_rows, alpha_rows, self.mean_rows, self.std_rows, noise
+        )
+        t = self.keep * t + (1 - self.keep) * self.x_rows  # padding as computed
+        return self.forward(t.to(self.out_dtype), None)
 
 
 def _check_finite(loss: Tensor, step: int) -> None:

@@ -10,13 +10,15 @@ token mask into the site's mask, and builds the context that puts the
 bottleneck output ``T`` in the site's place (stack replay or hooks).
 """
 
+import inspect
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager, List, Optional, Tuple
+from typing import Any, Callable, ContextManager, Iterator, List, Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch.nn import Module
+from torch.nn import Module, ModuleList
 
 from captum_iba._utils.hooks import (
     LayerRecord,
@@ -27,6 +29,7 @@ from captum_iba._utils.hooks import (
     tensor_at,
     tensor_positions,
 )
+from captum_iba.attr import bottleneck as ib
 from captum_iba.attr._speed import stack_replay
 
 Substitute = Callable[[Callable[[], Tensor]], ContextManager[None]]
@@ -168,3 +171,105 @@ def substitution(
     return "hooks", lambda value: replaced_by_hook(
         site.layer, lambda out: scatter_for(value(), out, device_ids), site.position
     )
+
+
+# ---------------------------------------------------------------------------
+# removal="attention": every layer above the bottleneck reads token t with
+# weight keep[:, t] (Eq. R2)
+# ---------------------------------------------------------------------------
+
+#: Names of a layer's attention-mask parameter, in the order they are tried.
+MASK_PARAMETERS = ("attention_mask", "attn_mask", "mask")
+
+
+def layers_above(
+    forward_func: Any, site: Site, stack: Optional[Tuple[Module, int]]
+) -> Tuple[Module, List[int]]:
+    """The container and indices of the layers above the site, whose
+    attention ``removal="attention"`` changes: the rest of the site's stack,
+    or every layer of the model's longest ``ModuleList`` when the site is the
+    model's embeddings (``forward_func.base_model.embeddings``)."""
+    if site.on_input:
+        raise ValueError(
+            "removal='attention' acts on the layers above a layer's output; it "
+            "cannot be combined with attribute_to_layer_input=True."
+        )
+    if stack is not None:
+        return stack[0], list(range(stack[1] + 1, len(stack[0])))
+    base = getattr(forward_func, "base_model", None)
+    if isinstance(forward_func, Module) and site.layer is getattr(
+        base, "embeddings", None
+    ):
+        lists = [m for m in forward_func.modules() if isinstance(m, ModuleList)]
+        if lists:
+            longest = max(lists, key=len)
+            return longest, list(range(len(longest)))
+    raise ValueError(
+        f"removal='attention' needs the layers above {site.name}: use a layer of "
+        "the model's layer stack (e.g. model.bert.encoder.layer[i]) or its "
+        "embeddings (model.base_model.embeddings), with layer_stack=True."
+    )
+
+
+def _mask_parameter(layer: Module) -> Tuple[str, int]:
+    """The name and position of ``layer``'s attention-mask parameter."""
+    params = list(inspect.signature(layer.forward).parameters)
+    for name in MASK_PARAMETERS:
+        if name in params:
+            return name, params.index(name)
+    raise ValueError(
+        f"removal='attention': {type(layer).__name__}.forward takes none of "
+        f"{list(MASK_PARAMETERS)}, so its attention cannot be changed."
+    )
+
+
+def with_keep_bias(mask: Optional[Tensor], keep: Tensor) -> Tensor:
+    """The layer's 4-D attention mask (None, boolean, or additive) with
+    Eq. (R2)'s bias :math:`\\ln \\bar\\lambda_t` added over the key axis."""
+    bias = ib.attention_keep_bias(keep)
+    if mask is None:
+        return bias
+    if mask.dim() != 4:
+        raise ValueError(
+            "removal='attention' adds a bias to 4-D attention masks (B, heads, "
+            f"queries, keys); the layer got a mask of shape {tuple(mask.shape)}."
+        )
+    if mask.dtype == torch.bool:
+        return torch.where(mask, 0.0, torch.finfo(bias.dtype).min) + bias
+    return mask + bias.to(mask.dtype)
+
+
+@contextmanager
+def attention_removal(
+    container: Module, indices: List[int], keep: Callable[[], Optional[Tensor]]
+) -> Iterator[None]:
+    """Pre-hooks on ``container[i]`` (the modules there when entered, e.g. the
+    stack replay's cut layers) adding Eq. (R2)'s bias for ``keep()`` to the
+    attention mask they are called with; nothing while ``keep()`` is None.
+    Every hook is removed on exit."""
+    handles = []
+
+    def hook_for(layer: Module) -> Callable[..., Any]:
+        name, position = _mask_parameter(layer)
+
+        def hook(module: Module, args: Any, kwargs: Any) -> Any:
+            value = keep()
+            if value is None:
+                return None
+            if len(args) > position:
+                new = with_keep_bias(args[position], value)
+                return args[:position] + (new,) + args[position + 1 :], kwargs
+            return args, dict(kwargs, **{name: with_keep_bias(kwargs.get(name), value)})
+
+        return hook
+
+    try:
+        for i in indices:
+            layer = container[i]
+            handles.append(
+                layer.register_forward_pre_hook(hook_for(layer), with_kwargs=True)
+            )
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()

@@ -27,11 +27,14 @@ from torch import Tensor
 
 __all__ = [
     "NATS_PER_BIT",
+    "attention_keep_bias",
     "bottleneck_lambda",
     "capacity",
+    "complement_term",
     "empirical_beta",
     "inject_noise",
     "information_bottleneck_loss",
+    "token_lambda",
 ]
 
 #: Number of nats in one bit (``ln 2``): ``capacity_bits = capacity / NATS_PER_BIT``.
@@ -152,3 +155,76 @@ def empirical_beta(
     """
     ratio = task_loss.detach() / total_capacity.detach().clamp_min(1e-12)
     return scale * ratio
+
+
+# ---------------------------------------------------------------------------
+# Not in the paper: deletion as the removal, and the complement term
+# (docs/method.rst, "iba-deletion"; docs/faithfulness.rst, second round).
+# ---------------------------------------------------------------------------
+
+
+def token_lambda(alpha: Tensor) -> Tensor:
+    r"""Eq. (R1): one signal weight per token, :math:`\bar\lambda_t =
+    \operatorname{mean}_h \sigma(\alpha_{t,h})`, for a ``(B, L, H)`` (or
+    ``(B, L)``) ``alpha``.
+
+    Args:
+        alpha (Tensor): The parameter, ``(B, L, *features)`` or ``(B, L)``.
+
+    Returns:
+        Tensor: ``(B, L)``, in (0, 1).
+    """
+    lam = bottleneck_lambda(alpha)
+    return lam.reshape(lam.shape[0], lam.shape[1], -1).mean(-1)
+
+
+def attention_keep_bias(keep: Tensor) -> Tensor:
+    r"""Eq. (R2): the additive attention bias that removes token :math:`t` to
+    the degree :math:`1 - \bar\lambda_t`.
+
+    Adding :math:`\ln \bar\lambda_t` to every attention logit
+    :math:`s_{q,t}` towards token :math:`t` gives the weights
+
+    .. math::
+        a'_{q,t} = \frac{\bar\lambda_t\, e^{s_{q,t}}}
+                        {\sum_k \bar\lambda_k\, e^{s_{q,k}}},
+
+    so at :math:`\bar\lambda_t = 1` the attention is unchanged and as
+    :math:`\bar\lambda_t \to 0` no query reads token :math:`t`: in every
+    layer where the bias is added, the model computes what it computes with
+    the token's attention mask set to 0, i.e. with the token deleted (its
+    position ids kept).
+
+    Args:
+        keep (Tensor): :math:`\bar\lambda`, ``(B, L)`` in [0, 1].
+
+    Returns:
+        Tensor: ``(B, 1, 1, L)``, :math:`\ln \bar\lambda` (floored at the
+        dtype's smallest normal number, so that 0 gives a large negative
+        bias rather than -inf).
+    """
+    tiny = torch.finfo(keep.dtype).tiny
+    return torch.log(keep.clamp_min(tiny))[:, None, None, :]
+
+
+def complement_term(complement_task_loss: Tensor, gamma: float) -> Tensor:
+    r"""Eq. (R3): :math:`\gamma\, e^{-\mathcal{L}_{task}(1 - \lambda)}`, per row.
+
+    :math:`\mathcal{L}_{task}(1 - \lambda)` is the task loss when the mask is
+    inverted (the tokens the mask keeps are removed and those it removes
+    kept); for a loss in nats (the cross-entropy of the target),
+    :math:`e^{-\mathcal{L}}` is the target's probability on that input. Adding
+    it to Eq. (5) asks the tokens the mask keeps to be *necessary* as well as
+    sufficient: removing them should take the prediction away, which is what
+    the deletion test measures (the "complement" of Yu et al., 2019; the
+    deletion game of Fong & Vedaldi, 2017).
+
+    Args:
+        complement_task_loss (Tensor): The task loss of each row with the
+            inverted mask, in nats.
+        gamma (float): The weight :math:`\gamma \ge 0`.
+
+    Returns:
+        Tensor: The term per row.
+    """
+    return gamma * torch.exp(-complement_task_loss)

@@ -8,6 +8,7 @@ output in :mod:`captum_iba._utils.hooks`, the options in
 follows Captum's conventions for arguments and return values.
 """
 
+import contextlib
 import warnings
 from dataclasses import dataclass
 from typing import (
@@ -342,6 +343,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         if run.objective is None:  # "auto" resolved once, on the first chunk
             run.objective = options.objective.for_output(clean)
         task = _loop.Task(run.objective, run.objective.targets(target, clean))
+        removable = self._removable(inputs[0], token_mask, options)
         n = options.n_samples
         rows = (
             tuple(t.repeat_interleave(n, dim=0) for t in inputs),
@@ -359,7 +361,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                     base = sites.read_site(site, base_record, self._device_ids())[0]
                 attr, info = self._attribute_site(
                     site, record, (clean, inputs, extra, rows), token_mask, task, run,
-                    base,
+                    base, removable,
                 )  # fmt: skip
                 attrs.append(attr)
                 infos.append(info)
@@ -379,6 +381,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         task: "_loop.Task",
         run: "_Run",
         baseline: Optional[Tensor] = None,
+        removable: Optional[Tensor] = None,
     ) -> Tuple[Tensor, Dict[str, Any]]:
         """Optimise the bottleneck at one site (a tensor of the layer's output,
         or its input)."""
@@ -407,20 +410,28 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             self.forward_func if self.cuts else None,
         )  # fmt: skip
         current: Dict[str, Tensor] = {}
+        removal = contextlib.nullcontext()
+        if run.options.removal == "attention":
+            above = sites.layers_above(self.forward_func, site, stack)
+            removal = sites.attention_removal(*above, lambda: current.get("keep"))
 
-        def forward(t: Tensor) -> Tensor:
+        def forward(t: Tensor, keep: Optional[Tensor]) -> Tensor:
             current["T"] = t
+            if keep is not None:
+                current["keep"] = keep
             with copies_failed(x.shape[0], run.options.n_samples):
                 out = _run_forward(self.forward_func, rows[0], None, rows[1])
             return logits_of(out)
 
+        if removable is not None:
+            removable = removable.to(mask.device).bool()
         try:
             precision = _speed.precision_context(
                 self.forward_func, run.precision, x.device
             )
-            with substitute(lambda: current["T"]), precision:
+            with substitute(lambda: current["T"]), precision, removal:
                 attr, info = _loop.optimise(
-                    _loop.Layer(x_f, mean, std, mask),
+                    _loop.Layer(x_f, mean, std, mask, removable),
                     forward,
                     task,
                     run.options,
@@ -463,6 +474,23 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 f"{[tuple(t.shape) for t in base_t]}."
             )
         return base_t
+
+    def _removable(
+        self, ids: Tensor, token_mask: Optional[Tensor], options: IBAOptions
+    ) -> Optional[Tensor]:
+        """``(B, L)``: the real tokens that are not special, which
+        ``removal="attention"`` may remove (None for the noise removal, or when
+        the first input is not ``(B, L)`` token ids: every real token)."""
+        if options.removal != "attention" or ids.dim() != 2 or ids.is_floating_point():
+            return None
+        special = self.special_token_ids
+        if special is None:
+            special = model_special_token_ids(self.forward_func)
+        real = torch.ones_like(ids, dtype=torch.bool)
+        if token_mask is not None:
+            real = token_mask.to(ids.device).bool()
+        ids_special = torch.tensor(special, dtype=ids.dtype, device=ids.device)
+        return real & ~torch.isin(ids, ids_special)
 
     def _device_ids(self) -> Optional[List[int]]:
         """``device_ids``, or those of a ``DataParallel`` forward_func."""

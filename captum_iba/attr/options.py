@@ -14,6 +14,7 @@ import numbers
 import textwrap
 import warnings
 from dataclasses import dataclass, field
+from math import inf
 from typing import Any, Dict, Literal, Optional, Union
 
 from captum_iba._utils.common import user_stacklevel
@@ -24,10 +25,12 @@ from captum_iba.attr.priors import NoisePrior, PaperPrior, resolve_prior
 
 __all__ = [
     "CONFIGS",
+    "DELETION",
     "FAITHFUL",
     "OPTIMIZERS",
     "PAPER",
     "READOUTS",
+    "REMOVALS",
     "BetaType",
     "ConfigLike",
     "IBAOptions",
@@ -42,6 +45,10 @@ OPTIMIZERS = ("adam", "normalized_gd")
 #: What is returned per element: the paper's capacity (Eqs. 3-4), or the signal
 #: weight :math:`\lambda` averaged over the optimisation steps (``"mask_mean"``).
 READOUTS = ("capacity", "mask_mean")
+#: What the mask does to a token (docs/method.rst): the paper's noise (Eq. 2)
+#: at the bottleneck, or deletion relaxed through the attention of every layer
+#: above it (``"attention"``, Eq. R2; deterministic, no prior).
+REMOVALS = ("noise", "attention")
 
 
 def _knob(doc: str, default: Any = dataclasses.MISSING, factory: Any = None) -> Any:
@@ -124,10 +131,27 @@ class IBAOptions:
         "capacity",
     )
 
+    removal: str = _knob(
+        "str: what the mask does to a token - ``'noise'`` (the paper: Eq. 2 at "
+        "the bottleneck) or ``'attention'`` (not in the paper: deletion relaxed "
+        "through attention, Eq. R2 - every layer above the bottleneck reads each "
+        "token with weight lambda; at lambda = 0 the token is deleted. "
+        "Deterministic: the prior, beta and the capacity are not used, and one "
+        "noise sample suffices).",
+        "noise",
+    )
+    complement: float = _knob(
+        "float >= 0: weight gamma of the complement term (not in the paper, "
+        "Eq. R3): the loss also asks the target to be improbable when the mask "
+        "is inverted (the tokens it keeps removed). 0: Eq. 5 alone.",
+        0.0,
+    )
+
     def __post_init__(self) -> None:
         for name, value, allowed in (
             ("optimizer", self.optimizer, OPTIMIZERS),
             ("readout", self.readout, READOUTS),
+            ("removal", self.removal, REMOVALS),
         ):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {value!r}.")
@@ -148,6 +172,15 @@ class IBAOptions:
         if not isinstance(self.init_alpha, numbers.Real):
             raise ValueError(f"init_alpha must be a number, got {self.init_alpha!r}.")
         object.__setattr__(self, "init_alpha", float(self.init_alpha))
+        c = self.complement
+        if isinstance(c, bool) or not isinstance(c, numbers.Real) or not 0 <= c < inf:
+            raise ValueError(f"complement must be a float >= 0, got {c!r}.")
+        object.__setattr__(self, "complement", float(c))
+        if self.removal == "attention" and self.readout == "capacity":
+            raise ValueError(
+                "removal='attention' adds no noise, so there is no capacity to read: "
+                "use readout='mask_mean'."
+            )
         object.__setattr__(self, "prior", resolve_prior(self.prior))
         object.__setattr__(self, "objective", resolve_objective(self.objective))
         if self.attribute_to_layer_input and self.prior.needs_layer_input:
@@ -265,7 +298,29 @@ FAITHFUL = IBAOptions(
     readout="mask_mean",
 )
 
+#: The second round's configuration (``iba-deletion``, docs/faithfulness.rst):
+#: the mask acts by deletion relaxed through attention in every layer above
+#: the bottleneck (put it after the embeddings for every depth) instead of
+#: noise, and the loss adds the complement term (Eq. R3); alpha from 0 moved by
+#: normalised gradient descent, one pass per term and step (deterministic), the
+#: mask averaged over the steps as the score. Not an information bottleneck:
+#: no noise, no capacity.
+DELETION = IBAOptions(
+    removal="attention",
+    complement=1.0,
+    n_samples=1,
+    lr=3.0,
+    init_alpha=0.0,
+    optimizer="normalized_gd",
+    readout="mask_mean",
+)
+
 #: IBA's named configurations: the one registry of configuration names.
 CONFIGS = Registry("IBA configuration")
 CONFIGS.add("paper", PAPER, "the paper's configuration (reproduction)")
-CONFIGS.add("faithful", FAITHFUL, "the most faithful configuration measured")
+CONFIGS.add("faithful", FAITHFUL, "the most faithful configuration of the first round")
+CONFIGS.add(
+    "deletion",
+    DELETION,
+    "deletion through attention plus the complement term (second round)",
+)

@@ -171,12 +171,15 @@ def as_layer_ref(layer: Union["LayerRef", Module]) -> "LayerRef":
     return LayerRef(None, layer)
 
 
-def resolve_layer(model: Module, index: Optional[int] = None) -> LayerRef:
-    """The encoder layer at ``index`` (default :func:`default_layer_index`).
+def resolve_layer(model: Module, index: Union[None, int, str] = None) -> LayerRef:
+    """The encoder layer at ``index`` (default :func:`default_layer_index`),
+    or the embeddings' output for ``"embeddings"``.
 
     Args:
         model (Module): A Hugging Face model (see :func:`encoder_layers`).
-        index (int, optional): 0-based index into the encoder's layers.
+        index (int or str, optional): 0-based index into the encoder's layers,
+            or ``"embeddings"`` (``model.base_model.embeddings``, index None:
+            below every layer, as ``config="deletion"`` uses it).
 
     Returns:
         LayerRef: ``(index, layer)``: the index used and the layer module.
@@ -184,10 +187,18 @@ def resolve_layer(model: Module, index: Optional[int] = None) -> LayerRef:
     Raises:
         ValueError: If ``index`` is out of range; the message gives the range.
     """
+    if index == "embeddings":
+        embeddings = getattr(getattr(model, "base_model", None), "embeddings", None)
+        if not isinstance(embeddings, Module):
+            raise ValueError(
+                f"layer 'embeddings': {type(model).__name__} has no "
+                "base_model.embeddings module."
+            )
+        return LayerRef(None, embeddings)
     layers = encoder_layers(model)
     chosen = default_layer_index(model) if index is None else index
     if isinstance(chosen, bool) or not isinstance(chosen, int):
-        raise ValueError(f"layer index must be an int, got {chosen!r}")
+        raise ValueError(f"layer index must be an int or 'embeddings', got {chosen!r}")
     if not 0 <= chosen < len(layers):
         raise ValueError(
             f"layer index {chosen} is out of range: the model has {len(layers)} "

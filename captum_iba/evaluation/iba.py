@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.options import ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
-from captum_iba.attr.text import LayerRef, as_layer_ref
+from captum_iba.attr.text import LayerRef, as_layer_ref, resolve_layer
 from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = ["IBAScorer"]
@@ -25,8 +25,10 @@ class IBAScorer(TokenScorer):
 
     Args:
         model (Callable): HF model (``(ids, mask[, tt])`` positionally).
-        layer (nn.Module or LayerRef): The layer after which the bottleneck
-            goes (a :class:`~captum_iba.attr.LayerRef` also records its index).
+        layer (nn.Module, LayerRef or str): The layer after which the
+            bottleneck goes (a :class:`~captum_iba.attr.LayerRef` also records
+            its index; ``"embeddings"``: the model's embeddings, as
+            ``iba-deletion`` uses).
         config (str or IBAOptions): A named configuration
             (:data:`~captum_iba.attr.options.CONFIGS`) or options. Default
             ``"paper"``.
@@ -54,7 +56,7 @@ class IBAScorer(TokenScorer):
     def __init__(
         self,
         model: Callable[..., Any],
-        layer: Union[nn.Module, LayerRef],
+        layer: Union[nn.Module, LayerRef, str],
         config: ConfigLike = "paper",
         prior: Optional[PriorLike] = None,
         seed: Optional[int] = 0,
@@ -67,13 +69,18 @@ class IBAScorer(TokenScorer):
             knobs["prior"] = prior
         super().__init__(model, **kwargs)
         precision = precision or "float32"
-        ref = as_layer_ref(layer)
+        ref = (
+            resolve_layer(model, layer)
+            if isinstance(layer, str)
+            else as_layer_ref(layer)
+        )
         #: The IBA options every call uses (one object, validated once).
         self.options = IBAOptions.from_config(config, seed=seed, **knobs)
         extra: Dict[str, Any] = {}
         if precision != "float32":
             extra["precision"] = precision
-        if self.options.prior.needs_baseline:  # it builds the deletion baseline
+        # the deletion baseline, or the tokens the attention removal may remove
+        if self.options.prior.needs_baseline or self.options.removal == "attention":
             extra.update(
                 pad_token_id=self.pad_token_id,
                 special_token_ids=self.special_token_ids,
