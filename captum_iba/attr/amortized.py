@@ -391,6 +391,11 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
         options: IBAOptions,
         seed: int,
     ) -> Tensor:
+        if options.removal != "noise":
+            raise ValueError(
+                "refine: the amortized mask is refined with the paper's noise only; "
+                f"got removal={options.removal!r}."
+            )
         settings = self.explainer.settings
         base = baselines
         if base is None and settings.prior == "baseline":
@@ -401,8 +406,8 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
         substitute, forward = self._passes.bottlenecked(batch, clean, options.n_samples)
         current: Dict[str, Tensor] = {}
 
-        def run(t: Tensor) -> Tensor:
-            current["T"] = t
+        def run(t: Tensor, keep: Optional[Tensor]) -> Tensor:
+            current["T"] = t  # keep is None: removal="noise" (checked above)
             return forward()
 
         layer = _loop.Layer(clean.x.detach().float(), mean, std, batch.mask)
