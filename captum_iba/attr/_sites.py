@@ -12,13 +12,14 @@ bottleneck output ``T`` in the site's place (stack replay or hooks).
 
 import inspect
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Iterator, List, Optional, Tuple
 
 import torch
 from torch import Tensor
 from torch.nn import Module, ModuleList
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from captum_iba._utils.hooks import (
     LayerRecord,
@@ -269,7 +270,17 @@ def attention_removal(
             handles.append(
                 layer.register_forward_pre_hook(hook_for(layer), with_kwargs=True)
             )
-        yield
+        with _differentiable_bias_kernels(container):
+            yield
     finally:
         for handle in handles:
             handle.remove()
+
+
+def _differentiable_bias_kernels(container: Module) -> Any:
+    """On CUDA, scaled-dot-product attention restricted to the math kernel:
+    the memory-efficient one fails in the backward pass with a bias that
+    needs a gradient ("LSE is not correctly aligned", torch 2.11, H100), and
+    the flash one takes no bias. Elsewhere (CPU) nothing changes."""
+    on_cuda = any(p.is_cuda for p in container.parameters())
+    return sdpa_kernel([SDPBackend.MATH]) if on_cuda else nullcontext()
