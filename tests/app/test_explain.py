@@ -114,7 +114,18 @@ def test_a_method_that_cannot_import_is_one_line(tiny_model_dir, capsys):
     assert "AttnLRP left out" in out and "IG:" in out
 
 
-_ALL = [m for m in METHODS.names() if m != "AttnLRP" or attnlrp_available()[0]]
+# iba-amortized needs a fitted explainer: tests/app/test_amortized_cli.py
+# fits one and explains with it; here only its error without one.
+_ALL = [
+    m
+    for m in METHODS.names()
+    if (m != "AttnLRP" or attnlrp_available()[0]) and m != "iba-amortized"
+]
+
+
+def test_amortized_without_an_explainer_says_how_to_get_one(tiny_model_dir):
+    with pytest.raises(ValueError, match="needs a fitted explainer"):
+        explain(TEXT, tiny_model_dir, "iba-amortized")
 
 
 @pytest.mark.parametrize("method", _ALL)
