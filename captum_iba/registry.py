@@ -36,7 +36,7 @@ METHODS.add(
 METHODS.add(
     "iba-faithful",
     f"{_EV}.iba:IBAScorer",
-    "IBA, the most faithful configuration measured (docs/faithfulness.rst)",
+    "IBA, the most faithful information bottleneck measured (docs/faithfulness.rst)",
     config="faithful",
     prior=None,
 )
@@ -48,8 +48,8 @@ METHODS.add(
 METHODS.add(
     "iba-deletion",
     f"{_EV}.iba:IBAScorer",
-    "IBA's mask with deletion through attention and the complement term "
-    "(second round, docs/faithfulness.rst)",
+    "IBA's mask acting by deletion through attention, with the complement term: "
+    "the most faithful IBA measured (docs/faithfulness.rst)",
     config="deletion",
     layer="embeddings",
     prior=None,

@@ -35,7 +35,7 @@ from captum_iba.registry import METHODS
 __all__ = ["DEFAULT_METHOD", "Explanation", "MethodScores", "explain"]
 
 #: The method :func:`explain` runs when none is named: the most faithful IBA.
-DEFAULT_METHOD = "iba-faithful"
+DEFAULT_METHOD = "iba-deletion"
 
 
 @dataclass
@@ -400,7 +400,7 @@ def explain(
             on first use and cached.
         method (str or Sequence[str]): A registered method name
             (:data:`captum_iba.registry.METHODS`, any case), or several to
-            compare. Default ``"iba-faithful"``, the most faithful IBA
+            compare. Default ``"iba-deletion"``, the most faithful IBA
             measured (docs/faithfulness.rst).
         tokenizer (optional): The tokenizer of a model given as an object.
         pair (str, optional): The second text of a sentence pair.

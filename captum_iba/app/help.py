@@ -49,10 +49,11 @@ def priors_listing() -> str:
 
 
 SCORES = (
-    "What a score means: IBA's scores (iba, iba-faithful) carry no direction -\n"
-    "how much the prediction relied on a word, for or against the class; the\n"
-    "page colours them min-max within each row. The other methods' scores are\n"
-    "signed: + for the explained class, - against it (a diverging scale).\n"
+    "What a score means: IBA's scores (iba, iba-faithful, iba-deletion) carry no\n"
+    "direction - how much the prediction relied on a word, for or against the\n"
+    "class; the page colours them min-max within each row. The other methods'\n"
+    "scores are signed: + for the explained class, - against it (a diverging\n"
+    "scale).\n"
     "A word's score is made from its word pieces' scores: their sum for\n"
     "additive methods (ig, lime, loo, ...), their mean for IBA (--pieces shows\n"
     "the pieces)."
@@ -64,7 +65,7 @@ Information Bottleneck Attribution for transformers (Captum): which words did a
 prediction rely on, how faithful is that answer, for one text or a corpus.
 
   captum-iba explain "A gripping, beautifully acted film that never drags."
-  captum-iba explain "..." --compare iba-faithful,ig,lime --html page.html
-  captum-iba evaluate --dataset sst2 --methods iba-faithful,ig,random --n 100
+  captum-iba explain "..." --compare iba-deletion,iba-faithful,ig --html page.html
+  captum-iba evaluate --dataset sst2 --methods iba-deletion,ig,random --n 100
 
 Each command has its own help: captum-iba explain -h."""

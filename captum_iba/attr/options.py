@@ -49,6 +49,8 @@ READOUTS = ("capacity", "mask_mean")
 #: at the bottleneck, or deletion relaxed through the attention of every layer
 #: above it (``"attention"``, Eq. R2; deterministic, no prior).
 REMOVALS = ("noise", "attention")
+#: The options only the noise removal uses (refused with ``"attention"``).
+NOISE_ONLY = ("beta", "prior")
 
 
 def _knob(doc: str, default: Any = dataclasses.MISSING, factory: Any = None) -> Any:
@@ -232,7 +234,15 @@ class IBAOptions:
             raise TypeError(
                 f"unknown IBA option(s) {unknown}; the options are {self.names()}"
             )
-        return dataclasses.replace(self, **overrides) if overrides else self
+        new = dataclasses.replace(self, **overrides) if overrides else self
+        unused = sorted(set(overrides) & set(NOISE_ONLY))
+        if new.removal == "attention" and unused:
+            raise ValueError(
+                f"IBA option(s) {unused} have no effect with removal='attention' "
+                "(no noise, no prior, no capacity); use a configuration with "
+                "removal='noise' (e.g. 'faithful') to set them."
+            )
+        return new
 
     @classmethod
     def names(cls) -> "list[str]":

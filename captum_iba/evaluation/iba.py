@@ -100,7 +100,19 @@ class IBAScorer(TokenScorer):
         where = "the bottleneck"
         if "layer_index" in self.settings:
             where += f" after encoder layer {self.settings['layer_index']}"
-        if self.options.readout == "mask_mean":
+        if self.options.removal == "attention":
+            above = (
+                "every layer"
+                if "layer_index" not in self.settings
+                else f"every layer above encoder layer {self.settings['layer_index']}"
+            )
+            what = (
+                f"the weight with which {above} reads the token, learned so that "
+                "the tokens kept suffice for the class and removing them takes it "
+                "away (the mask lambda in [0, 1], 0 = deleted, 1 = kept, "
+                "averaged over the steps, summed over the token's features)"
+            )
+        elif self.options.readout == "mask_mean":
             what = (
                 f"how much of the token's signal {where} lets through (the mask "
                 "lambda in [0, 1], averaged over the steps, summed over the "

@@ -22,7 +22,7 @@ def test_explain_prints_tokens_and_writes_html(tiny_model_dir, tmp_path, capsys)
     )
     out = capsys.readouterr().out
     assert code == 0
-    assert "prediction:" in out and "fine" in out and "iba-faithful" in out
+    assert "prediction:" in out and "fine" in out and "iba-deletion" in out
     page = html.read_text()
     assert "&lt;" in page and "<b>fine" not in page
 

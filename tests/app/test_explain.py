@@ -23,19 +23,19 @@ def _run(argv, capsys):
     return capsys.readouterr().out
 
 
-def test_default_is_the_faithful_iba_with_words_and_their_meaning(
+def test_default_is_the_most_faithful_iba_with_words_and_their_meaning(
     tiny_model_dir, tmp_path, capsys
 ):
     html = tmp_path / "page.html"
     out = _run(["explain", TEXT, "--model", tiny_model_dir, "--html", str(html)],
                capsys)  # fmt: skip
-    assert "iba-faithful:" in out and "after encoder layer 1 of 0..1" in out
+    assert "iba-deletion:" in out and "every layer reads the token" in out
     assert "no direction" in out and "explaining class" in out
     assert "unbelievably" in out and "##bel" not in out  # words, not pieces
     assert "gripping" in out and not re.search(r"\d  \[CLS\]", out)
     page = html.read_text()
     assert page.count('class="row"') == 1
-    assert "iba-faithful" in page and "encoder layer 1" in page
+    assert "iba-deletion" in page and "every layer reads the token" in page
     assert "Explained class" in page and "Attribution Score" not in page
     assert "min-max within this row" in page and "unbelievably" in page
 
@@ -93,10 +93,11 @@ def test_iba_options_without_an_iba_method_are_refused(tiny_model_dir, capsys):
 
 
 def test_prior_replaces_the_configuration_s(tiny_model_dir, capsys):
-    out = _run(["explain", TEXT, "--model", tiny_model_dir, "--prior", "paper",
-                "--beta", "0.001"], capsys)  # fmt: skip
+    out = _run(["explain", TEXT, "--model", tiny_model_dir, "--method",
+                "iba-faithful", "--prior", "paper", "--beta", "0.001"],
+               capsys)  # fmt: skip
     assert "iba-faithful" in out
-    result = explain(TEXT, tiny_model_dir, method_options={
+    result = explain(TEXT, tiny_model_dir, "iba-faithful", method_options={
         "iba-faithful": {"prior": "paper", "beta": 1e-3}})  # fmt: skip
     settings = result.methods["iba-faithful"].settings
     assert settings["prior"] == "paper" and settings["beta"] == 1e-3

@@ -254,3 +254,14 @@ class TestAttribute(BaseTest):
         self.assertIsNone(ref.index)
         with pytest.raises(ValueError, match="no base_model.embeddings"):
             resolve_layer(SimpleNamespace(), "embeddings")  # type: ignore[arg-type]
+
+
+def test_noise_options_are_refused_with_the_attention_removal():
+    """beta and prior do nothing without noise: setting them is an error, not
+    a silent no-op."""
+    with pytest.raises(ValueError, match=r"\['beta'\] have no effect"):
+        IBAOptions.from_config("deletion", beta=1e-3)
+    with pytest.raises(ValueError, match=r"\['prior'\] have no effect"):
+        IBAOptions.from_config("deletion", prior="paper")
+    assert IBAOptions.from_config("deletion", steps=5).steps == 5
+    assert IBAOptions.from_config("faithful", beta=1e-3).beta == 1e-3
