@@ -346,6 +346,7 @@ def run_method(
         else {k: v for k, v in iba.items() if k != "explainer"},
         "rows": enc["rows"],
         "cpu_seconds": cpu,
+        "device": str(getattr(next(model.parameters()), "device", "cpu")),
         **per_instance(result),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -385,9 +386,21 @@ def table(records: Dict[str, Dict[str, Any]]) -> str:
     for m in sorted(records, key=lambda m: np.mean(records[m]["aopc"])):
         r = records[m]
         cells = [fmt(bootstrap(np.array(r[c]))) for c in cols]
-        cells.append(f"{np.mean(r['cpu_seconds']):.3f}")
+        cells.append(_cost_cell(r))
         lines.append(f"| {m} | {len(r['aopc'])} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _on_cpu(record: Dict[str, Any]) -> bool:
+    return record.get("device", "cpu") == "cpu"
+
+
+def _cost_cell(record: Dict[str, Any]) -> str:
+    """The CPU-s cell: the mean, or "(GPU run)" for a run on a GPU, whose
+    process time measures no CPU cost."""
+    if not _on_cpu(record):
+        return "(GPU run)"
+    return f"{np.mean(record['cpu_seconds']):.3f}"
 
 
 def paired_table(
@@ -432,7 +445,8 @@ def plot(records: Dict[str, Dict[str, Any]], title: str, path: Path) -> None:
     points = {}
     for m, r in records.items():
         mean, low, high = bootstrap(np.array(r["aopc"]))
-        points[m] = (float(np.mean(r["cpu_seconds"])), mean, (low, high))
+        if _on_cpu(r):  # a GPU run's process time is no CPU cost
+            points[m] = (float(np.mean(r["cpu_seconds"])), mean, (low, high))
     iba = [m for m in records if m.lower().startswith("iba")]
     plot_cost_faithfulness(points, highlight=iba, title=title, save_path=path)
 

@@ -5,12 +5,15 @@ through the usual wrappers)."""
 
 import functools
 import inspect
+import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import torch
 from torch import Tensor
 from torch.nn import Module
+
+from captum_iba._utils.common import user_stacklevel
 
 __all__ = [
     "MASK_NAMES",
@@ -197,6 +200,40 @@ def model_special_token_ids(forward_func: Any) -> List[int]:
     names = ("bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id")
     ids = [getattr(config, n, None) for n in names]
     return sorted({i for i in ids if isinstance(i, int) and not isinstance(i, bool)})
+
+
+def special_ids(forward_func: Any, given: Optional[List[int]]) -> List[int]:
+    """``given``, or the special token ids the model's config names; warns
+    when there are none (BERT's config names none): [CLS] and [SEP] then count
+    as removable tokens."""
+    if given is not None:
+        return given
+    special = model_special_token_ids(forward_func)
+    if not special:
+        warnings.warn(
+            "No special token ids known (the model's config names none): "
+            "[CLS], [SEP] and the like are treated as removable tokens. Pass "
+            "special_token_ids=tokenizer.all_special_ids to "
+            "InformationBottleneckAttribution to keep them.",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
+    return special
+
+
+def removable_tokens(
+    ids: Tensor, token_mask: Optional[Tensor], special: List[int]
+) -> Optional[Tensor]:
+    """``(B, L)``: the real tokens that are not special, which
+    ``removal="attention"`` may remove (None when ``ids`` are no ``(B, L)``
+    token ids: then every real token)."""
+    if ids.dim() != 2 or ids.is_floating_point():
+        return None
+    real = torch.ones_like(ids, dtype=torch.bool)
+    if token_mask is not None:
+        real = token_mask.to(ids.device).bool()
+    ids_special = torch.tensor(special, dtype=ids.dtype, device=ids.device)
+    return real & ~torch.isin(ids, ids_special)
 
 
 def pads_without_mask(inputs: Tuple[Tensor, ...], pad_id: Optional[int]) -> bool:

@@ -50,9 +50,10 @@ from captum_iba.attr._inputs import (
     infer_token_mask,
     mask_values_problem,
     model_pad_token_id,
-    model_special_token_ids,
     pads_without_mask,
+    removable_tokens,
     slice_rows,
+    special_ids,
 )
 from captum_iba.attr._precision import resolve_precision
 from captum_iba.attr._validate import check_finite_output, check_token_inputs
@@ -343,7 +344,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         if run.objective is None:  # "auto" resolved once, on the first chunk
             run.objective = options.objective.for_output(clean)
         task = _loop.Task(run.objective, run.objective.targets(target, clean))
-        removable = self._removable(inputs[0], token_mask, options)
+        removable = None
+        if options.removal == "attention":
+            removable = removable_tokens(inputs[0], token_mask, self._special_ids())
         n = options.n_samples
         rows = (
             tuple(t.repeat_interleave(n, dim=0) for t in inputs),
@@ -461,9 +464,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         if baselines is None:
             pad = self.pad_token_id
             pad = model_pad_token_id(self.forward_func) if pad is None else pad
-            special = self.special_token_ids
-            if special is None:
-                special = model_special_token_ids(self.forward_func)
+            special = self._special_ids()
             first = prior.baselines(inputs[0], token_mask, pad, special)
             return (first,) + tuple(inputs[1:])
         base_t = _format_tensor_into_tuples(baselines)
@@ -475,22 +476,8 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             )
         return base_t
 
-    def _removable(
-        self, ids: Tensor, token_mask: Optional[Tensor], options: IBAOptions
-    ) -> Optional[Tensor]:
-        """``(B, L)``: the real tokens that are not special, which
-        ``removal="attention"`` may remove (None for the noise removal, or when
-        the first input is not ``(B, L)`` token ids: every real token)."""
-        if options.removal != "attention" or ids.dim() != 2 or ids.is_floating_point():
-            return None
-        special = self.special_token_ids
-        if special is None:
-            special = model_special_token_ids(self.forward_func)
-        real = torch.ones_like(ids, dtype=torch.bool)
-        if token_mask is not None:
-            real = token_mask.to(ids.device).bool()
-        ids_special = torch.tensor(special, dtype=ids.dtype, device=ids.device)
-        return real & ~torch.isin(ids, ids_special)
+    def _special_ids(self) -> List[int]:
+        return special_ids(self.forward_func, self.special_token_ids)
 
     def _device_ids(self) -> Optional[List[int]]:
         """``device_ids``, or those of a ``DataParallel`` forward_func."""

@@ -54,9 +54,12 @@ def _token_scores(
     labels: torch.Tensor,
     iba_options: Mapping[str, Any],
     batch_size: int,
+    special_token_ids: List[int],
 ) -> List[torch.Tensor]:
     """Per-token IBA scores ``(N, L)`` for every layer, batch by batch."""
-    iba = InformationBottleneckAttribution(model, layers)
+    iba = InformationBottleneckAttribution(
+        model, layers, special_token_ids=special_token_ids
+    )
     per_layer: List[List[torch.Tensor]] = [[] for _ in layers]
     for s in range(0, labels.shape[0], batch_size):
         sl = slice(s, s + batch_size)
@@ -140,9 +143,9 @@ def choose_layer(
         enc.pop("token_type_ids", None)
     labels = torch.tensor(list(data.labels))
     options = {"seed": 0, **dict(iba_options or {})}
-    scores = _token_scores(
-        model, [all_layers[i] for i in indices], enc, labels, options, batch_size
-    )
+    layers = [all_layers[i] for i in indices]
+    special = list(tokenizer.all_special_ids)  # kept, as the scorers keep them
+    scores = _token_scores(model, layers, enc, labels, options, batch_size, special)
     test = get_preset("fair").test.with_tokenizer(tokenizer)
     results = {
         i: degradation_test(

@@ -230,6 +230,18 @@ class TestAttribute(BaseTest):
             self.assertTrue(no_hooks(model))
         self.assertEqual(iba.last_run[0]["path"], "stack")
 
+    def test_unknown_special_tokens_are_named_not_silently_removed(self) -> None:
+        model = tiny_hf_model("bert")  # BERT's config names no special ids
+        ids, mask = _ids()
+        kw = dict(target=1, additional_forward_args=(mask,), config="deletion")
+        iba = InformationBottleneckAttribution(model, model.bert.embeddings)
+        with self.assertWarnsRegex(UserWarning, "special_token_ids=tokenizer"):
+            attr = iba.attribute(ids, **kw, **FAST)
+        tokens = attr.sum(-1) / 16
+        special = (ids == 2) | (ids == 3)
+        # without the ids, [CLS] and [SEP] are optimised like any token
+        self.assertTrue(bool((tokens[special] != 0.5).any()))
+
     def test_where_attention_removal_cannot_go(self) -> None:
         model = tiny_hf_model("bert")
         ids, mask = _ids()
