@@ -447,6 +447,8 @@ def plot(records: Dict[str, Dict[str, Any]], title: str, path: Path) -> None:
         mean, low, high = bootstrap(np.array(r["aopc"]))
         if _on_cpu(r):  # a GPU run's process time is no CPU cost
             points[m] = (float(np.mean(r["cpu_seconds"])), mean, (low, high))
+    if not points:  # every record ran on a GPU: no CPU cost to plot
+        return
     iba = [m for m in records if m.lower().startswith("iba")]
     plot_cost_faithfulness(points, highlight=iba, title=title, save_path=path)
 
