@@ -25,7 +25,9 @@ subprocess.run(
 sys.path.insert(0, str(root.parent))  # experiments/
 import faithfulness_study as fs  # noqa: E402
 
-fs.encoded = lambda c, split, tok: torch.load(pay / f"enc_{split}.pt")
+fs.encoded = lambda c, split, tok: torch.load(
+    pay / f"enc_{split}.pt", weights_only=True
+)
 res = Path("/tmp/res")
 common = [
     "--corpora",
