@@ -25,7 +25,7 @@ from captum_iba._utils.common import logits_of
 from captum_iba._utils.hooks import recorded, replaced_by_hook
 from captum_iba.attr import _sites as sites
 from captum_iba.attr import _speed
-from captum_iba.attr._inputs import expand_rows
+from captum_iba.attr._inputs import expand_rows, removable_mask
 from captum_iba.attr.priors import BaselinePrior, PaperPrior
 
 __all__ = ["Batch", "Clean", "Passes", "module_name", "baseline_ids", "unpack"]
@@ -187,9 +187,9 @@ class Passes:
 def baseline_ids(batch: Batch, pad_id: int, special_ids: Tuple[int, ...]) -> Tensor:
     """The batch's ids with every removable token (real, not special) replaced
     by ``pad_id``: what the deletion test leaves when it removes them all."""
-    special = torch.tensor(list(special_ids), dtype=batch.ids.dtype)
-    removable = batch.mask & ~torch.isin(batch.ids, special.to(batch.ids.device))
-    return batch.ids.masked_fill(removable, pad_id)
+    return batch.ids.masked_fill(
+        removable_mask(batch.ids, batch.mask, special_ids), pad_id
+    )
 
 
 def module_name(model: Module, module: Module) -> str:

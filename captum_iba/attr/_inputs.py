@@ -7,7 +7,17 @@ import functools
 import inspect
 import warnings
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    FrozenSet,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 import torch
 from torch import Tensor
@@ -221,19 +231,28 @@ def special_ids(forward_func: Any, given: Optional[List[int]]) -> List[int]:
     return special
 
 
-def removable_tokens(
-    ids: Tensor, token_mask: Optional[Tensor], special: List[int]
-) -> Optional[Tensor]:
-    """``(B, L)``: the real tokens that are not special, which
-    ``removal="attention"`` may remove (None when ``ids`` are no ``(B, L)``
-    token ids: then every real token)."""
-    if ids.dim() != 2 or ids.is_floating_point():
-        return None
+def removable_mask(
+    ids: Tensor, token_mask: Optional[Tensor], special: Sequence[int]
+) -> Tensor:
+    """``(B, L)`` bool: the tokens deletion removes - real (``token_mask``,
+    or every token when None) and not special. The one definition behind the
+    deletion baseline, the amortized explainer's baseline and
+    ``removal="attention"``."""
     real = torch.ones_like(ids, dtype=torch.bool)
     if token_mask is not None:
         real = token_mask.to(ids.device).bool()
-    ids_special = torch.tensor(special, dtype=ids.dtype, device=ids.device)
-    return real & ~torch.isin(ids, ids_special)
+    keep = torch.tensor(list(special), dtype=ids.dtype, device=ids.device)
+    return real & ~torch.isin(ids, keep)
+
+
+def removable_tokens(
+    ids: Tensor, token_mask: Optional[Tensor], special: List[int]
+) -> Optional[Tensor]:
+    """:func:`removable_mask` for ``removal="attention"``; None when ``ids``
+    are no ``(B, L)`` token ids (then every real token may be removed)."""
+    if ids.dim() != 2 or ids.is_floating_point():
+        return None
+    return removable_mask(ids, token_mask, special)
 
 
 def pads_without_mask(inputs: Tuple[Tensor, ...], pad_id: Optional[int]) -> bool:

@@ -36,6 +36,7 @@ import torch
 from torch import Tensor
 from torch.nn import Module
 
+from captum_iba.attr._inputs import removable_mask
 from captum_iba.registry import PRIORS
 
 __all__ = [
@@ -277,15 +278,7 @@ class BaselinePrior(NoisePrior):
                 f"{input_ids.dtype} of shape {tuple(input_ids.shape)}: pass "
                 "baselines= instead."
             )
-        real = (
-            torch.ones_like(input_ids, dtype=torch.bool)
-            if token_mask is None
-            else token_mask.bool()
-        )
-        keep = torch.tensor(
-            list(special_token_ids), dtype=input_ids.dtype, device=input_ids.device
-        )
-        removable = real & ~torch.isin(input_ids, keep)
+        removable = removable_mask(input_ids, token_mask, special_token_ids)
         return input_ids.masked_fill(removable, int(pad_token_id))
 
     def statistics(

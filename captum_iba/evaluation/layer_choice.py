@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import torch
 from torch import nn
 
+from captum_iba._utils.common import special_token_ids
 from captum_iba.attr import InformationBottleneckAttribution, encoder_layers
 from captum_iba.attr.text import token_attributions
 from captum_iba.evaluation.corpus import CorpusLike, encode
@@ -144,7 +145,7 @@ def choose_layer(
     labels = torch.tensor(list(data.labels))
     options = {"seed": 0, **dict(iba_options or {})}
     layers = [all_layers[i] for i in indices]
-    special = list(tokenizer.all_special_ids)  # kept, as the scorers keep them
+    special = special_token_ids(tokenizer)  # kept, as the scorers keep them
     scores = _token_scores(model, layers, enc, labels, options, batch_size, special)
     test = get_preset("fair").test.with_tokenizer(tokenizer)
     results = {
