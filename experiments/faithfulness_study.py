@@ -41,6 +41,7 @@ from torch import Tensor
 from captum_iba.app.data import HELDOUT_SPLIT, load_dataset, stratified_split
 from captum_iba.app.models import load_classifier
 from captum_iba.attr import encoder_layers
+from captum_iba.attr.text import resolve_layer
 from captum_iba.evaluation import encode, get_preset, make_scorers
 from captum_iba.evaluation.amortized import IBAAmortizedScorer, fit_amortized
 from captum_iba.evaluation.iba import IBAScorer
@@ -187,7 +188,7 @@ def amortized_explainer(
     """The candidate's explainer, fitted on ``config["fit_corpus"]``'s training
     split (default the corpus's own) and cached under ``out/explainers``."""
     fit_corpus = config.get("fit_corpus", corpus)
-    layer = encoder_layers(model)[config["layer"]]
+    layer = resolve_layer(model, config["layer"]).module
     n = int(config.get("n_train", 2000))
     settings = dict(config.get("settings", {}))
     digest = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()
@@ -248,7 +249,7 @@ def build_scorer(
     options = dict(iba)
     layer = options.pop("layer")
     if "explainer" in options:  # an amortized candidate
-        module = encoder_layers(model)[layer]
+        module = resolve_layer(model, layer).module
         return IBAAmortizedScorer(
             model, module, options["explainer"], tokenizer=tokenizer, setting="fair",
             name=name, refine_steps=options.get("refine_steps", 0),

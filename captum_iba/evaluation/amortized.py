@@ -14,7 +14,7 @@ from captum_iba.attr.amortized import (
     AmortizedExplainer,
     AmortizedInformationBottleneckAttribution,
 )
-from captum_iba.attr.options import FAITHFUL
+from captum_iba.attr.options import ConfigLike, IBAOptions
 from captum_iba.attr.text import LayerRef, as_layer_ref
 from captum_iba.evaluation.scorers import TokenScorer
 
@@ -22,6 +22,7 @@ __all__ = [
     "AMORTIZED_SETTINGS",
     "IBAAmortizedScorer",
     "faithful_teacher",
+    "teacher_options",
     "fit_amortized",
 ]
 
@@ -55,7 +56,9 @@ def fit_amortized(
         folder (optional): Where the explainer is saved (and resumed from).
         show_progress (bool): A progress bar with the ETA.
         **settings: :class:`~captum_iba.attr.explainer.ExplainerSettings`
-            fields.
+            fields; ``teacher`` may also be a configuration name
+            (``"faithful"``, the default, or ``"deletion"``: see
+            :func:`teacher_options`).
 
     Returns:
         AmortizedExplainer: The explainer.
@@ -64,20 +67,42 @@ def fit_amortized(
     if options.get("distil_only") and not options.get("distil"):
         options["distil_only"] = False  # a budget or beta instead of the teacher
     if options.get("distil", 0) > 0:
-        options.setdefault("teacher", faithful_teacher())
+        options.setdefault("teacher", "faithful")
+    if isinstance(options.get("teacher"), (str, IBAOptions)):
+        options["teacher"] = teacher_options(options["teacher"])
     return AmortizedExplainer.fit(
         model, layer, data, tokenizer=tokenizer, folder=folder,
         show_progress=show_progress, **options,
     )  # fmt: skip
 
 
-def faithful_teacher() -> Dict[str, Any]:
-    """``iba-faithful``'s options as the teacher's keywords (the knobs that
-    define its masks; the seed is the explainer's)."""
-    keys = ("prior", "beta", "steps", "n_samples", "lr", "init_alpha")
-    keys += ("optimizer", "readout")
-    record = FAITHFUL.record()
+def teacher_options(config: ConfigLike = "faithful") -> Dict[str, Any]:
+    """A named IBA configuration's options as the teacher's keywords: the knobs
+    that define its masks (the seed is the explainer's).
+
+    Args:
+        config (str or IBAOptions): ``"faithful"`` (``iba-faithful``, the
+            default), ``"deletion"`` (``iba-deletion``: fit its explainer at
+            the embeddings, where that configuration's bottleneck sits) or any
+            :class:`~captum_iba.attr.options.IBAOptions`.
+
+    Returns:
+        dict: :meth:`InformationBottleneckAttribution.attribute` keywords.
+    """
+    record = IBAOptions.from_config(config).record()
+    keys = ("steps", "n_samples", "lr", "init_alpha", "optimizer", "readout")
+    if record["removal"] == "attention":  # no noise, hence no prior or beta
+        keys += ("removal", "complement")
+    else:
+        keys = ("prior", "beta") + keys
+        keys += ("complement",) if record["complement"] else ()
     return {k: record[k] for k in keys}
+
+
+def faithful_teacher() -> Dict[str, Any]:
+    """``iba-faithful``'s options as the teacher's keywords
+    (:func:`teacher_options` of ``"faithful"``)."""
+    return teacher_options("faithful")
 
 
 class IBAAmortizedScorer(TokenScorer):
