@@ -31,6 +31,7 @@ from captum_iba._utils.captum_compat import (
 )
 from captum_iba._utils.digest import weights_digest
 from captum_iba._utils.hooks import evaluation_mode, find_in_stack
+from captum_iba._utils.modules import layer_stack
 from captum_iba.attr import _loop, _speed
 from captum_iba.attr import amortized_store as store
 from captum_iba.attr._amortized_pass import Batch, Passes, baseline_ids, module_name
@@ -46,12 +47,18 @@ PathLike = Union[str, "Path"]
 
 
 def default_readout(model: Module, layer: Module) -> List[Module]:
-    """The bottlenecked layer and the last layer of the stack holding it."""
+    """The bottlenecked layer and the last layer of the stack holding it; for
+    a layer outside every stack (the embeddings, where ``iba-deletion``'s
+    bottleneck sits), the last block of the model's layer stack, so that the
+    explainer reads the tokens in context, not only their embeddings."""
     found = find_in_stack(model, layer)
-    if found is None:
+    if found is not None:
+        stack = found[0]
+        return list(dict.fromkeys([layer, stack[len(stack) - 1]]))
+    try:
+        return list(dict.fromkeys([layer, layer_stack(model)[-1]]))
+    except ValueError:  # no layer stack in the model
         return [layer]
-    stack = found[0]
-    return list(dict.fromkeys([layer, stack[len(stack) - 1]]))
 
 
 def explainer_key(
@@ -357,6 +364,13 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
             or refine_steps < 0
         ):
             raise ValueError(f"refine_steps must be an int >= 0, got {refine_steps!r}.")
+        teacher = self.explainer.settings.teacher or {}
+        if refine_steps and teacher.get("removal", "noise") != "noise":
+            raise ValueError(
+                "refine_steps: this explainer was distilled from a "
+                f"removal={teacher['removal']!r} teacher (iba-deletion), and the "
+                "refinement runs the noise bottleneck only; use refine_steps=0."
+            )
         batch = Batch(ids, extra, mask)
         model = self.forward_func
         with evaluation_mode(model, [self.layer]), _speed.frozen_parameters(model):
