@@ -30,12 +30,13 @@ CORPORA = {"sst2": "SST-2", "rte": "RTE", "ag_news": "AG News", "imdb": "IMDB"}
 #: The per-sample reference (``iba-faithful`` at the layer chosen on the
 #: search split) and the two explainers of each corpus.
 FAITHFUL = {"sst2": 4, "rte": 0, "ag_news": 1, "imdb": 0}
+DELETION = "iba-amortized (emb, distil iba-deletion, n={})"
 AMORTIZED = {
-    "sst2": ("iba-amortized (l4, distil)", "iba-amortized (emb, distil iba-deletion, n=500)"),
-    "rte": ("iba-amortized (l0, distil, n=500)", "iba-amortized (emb, distil iba-deletion, n=500)"),
-    "ag_news": ("iba-amortized (l1, distil, n=500)", "iba-amortized (emb, distil iba-deletion, n=500)"),
-    "imdb": ("iba-amortized (l0, distil, n=250)", "iba-amortized (emb, distil iba-deletion, n=250)"),
-}  # fmt: skip
+    "sst2": ("iba-amortized (l4, distil)", DELETION.format(500)),
+    "rte": ("iba-amortized (l0, distil, n=500)", DELETION.format(500)),
+    "ag_news": ("iba-amortized (l1, distil, n=500)", DELETION.format(500)),
+    "imdb": ("iba-amortized (l0, distil, n=250)", DELETION.format(250)),
+}
 #: CPU-s of records run on a GPU: the first round's CPU means
 #: (docs/_generated/faithfulness_<corpus>.rst, same models and instances).
 FIRST_ROUND_CPU = {
