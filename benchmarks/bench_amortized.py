@@ -27,12 +27,15 @@ from captum_iba import encoder_layers
 from captum_iba.evaluation import make_scorers
 from captum_iba.evaluation.amortized import IBAAmortizedScorer, fit_amortized
 
-#: (label, registered method or "iba-amortized", refinement steps)
+#: (label, registered method or "iba-amortized", refinement steps); the
+#: explainer at the embeddings is the one taught by ``iba-deletion``.
 METHODS = [
     ("iba-amortized", 0),
+    ("iba-amortized (embeddings)", 0),
     ("iba-amortized", 2),
     ("iba-amortized", 5),
     ("iba-faithful", None),
+    ("iba-deletion", None),
     ("IBA", None),
     ("LOO", None),
     ("IG", None),
@@ -63,15 +66,18 @@ def cpu_per_instance(scorer, ids, mask, batch: int) -> float:
     return (time.process_time() - start) / ids.shape[0]
 
 
-def scorers(model, layer: int, explainer) -> Dict[str, object]:
+def scorers(model, layer: int, explainers) -> Dict[str, object]:
+    """The timed scorers; ``explainers`` = (at ``layer``, at the embeddings)."""
     module = encoder_layers(model)[layer]
     out: Dict[str, object] = {}
     for name, steps in METHODS:
-        if name == "iba-amortized":
-            label = f"iba-amortized (refine {steps})"
+        if name.startswith("iba-amortized"):
+            at_embeddings = name.endswith("(embeddings)")
+            label = name if at_embeddings else f"iba-amortized (refine {steps})"
+            where = model.bert.embeddings if at_embeddings else module
             out[label] = IBAAmortizedScorer(
-                model, module, explainer, refine_steps=steps, pad_token_id=0,
-                special_token_ids=[101, 102],
+                model, where, explainers[at_embeddings], refine_steps=steps,
+                pad_token_id=0, special_token_ids=[101, 102],
             )  # fmt: skip
         else:
             built = make_scorers(
@@ -87,12 +93,24 @@ def run(length: int, n: int, batch: int, layer: int) -> List[Tuple[str, float]]:
     ids, mask = inputs(n, length)
     fit_ids, fit_mask = inputs(2 * batch, length, seed=1)
     data = [(fit_ids[:batch], fit_mask[:batch]), (fit_ids[batch:], fit_mask[batch:])]
-    explainer = fit_amortized(
-        model, encoder_layers(model)[layer], data, show_progress=False, epochs=1,
-        pad_token_id=0, special_token_ids=[101, 102],
-    )  # fmt: skip
+    explainers = [
+        fit_amortized(
+            model,
+            where,
+            data,
+            show_progress=False,
+            epochs=1,
+            teacher=teacher,
+            pad_token_id=0,
+            special_token_ids=[101, 102],
+        )  # fmt: skip
+        for where, teacher in (
+            (encoder_layers(model)[layer], "faithful"),
+            (model.bert.embeddings, "deletion"),
+        )
+    ]
     rows = []
-    for label, scorer in scorers(model, layer, explainer).items():
+    for label, scorer in scorers(model, layer, explainers).items():
         rows.append((label, cpu_per_instance(scorer, ids, mask, batch)))
     return rows
 
