@@ -43,7 +43,9 @@ METHODS.add(
 METHODS.add(
     "iba-amortized",
     f"{_EV}.amortized:IBAAmortizedScorer",
-    "amortized IBA: a fitted explainer's mask, one forward pass (docs/amortized.rst)",
+    "amortized IBA: an explainer taught by iba-deletion once per model, then one "
+    "forward pass per attribution (docs/amortized.rst)",
+    layer="embeddings",
 )
 METHODS.add(
     "iba-deletion",

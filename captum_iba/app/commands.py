@@ -15,7 +15,7 @@ import torch
 
 from captum_iba._utils.io import atomic_write_text, write_marker
 from captum_iba.app import reproduce
-from captum_iba.app.amortized import cached_explainer
+from captum_iba.app.amortized import cached_explainer, layer_ref_of
 from captum_iba.app.checks import (
     check_against_config,
     check_classes,
@@ -192,7 +192,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     corpus = (record or {}).get("dataset")
 
     def explainer(module: Any) -> Any:  # only when iba-amortized is built
-        ref = LayerRef(_layer(model, args.layer).index, module)
+        ref = layer_ref_of(model, module)
         return cached_explainer(model, tok, ref, corpus or DEFAULT_CORPUS, False)
 
     result = explain(
@@ -233,8 +233,9 @@ def _evaluate_scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
 
     def explainer(module: Any) -> Any:  # fitted only when iba-amortized is built
         return cached_explainer(
-            model, tok, layer, args.dataset, True, args.data_dir, args.max_length
-        )
+            model, tok, layer_ref_of(model, module), args.dataset, True,
+            args.data_dir, args.max_length,
+        )  # fmt: skip
 
     options.update(_iba_options(args, args.methods))
     resources = Resources(

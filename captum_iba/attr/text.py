@@ -18,6 +18,7 @@ __all__ = [
     "default_layer_index",
     "paper_layer_index",
     "encoder_layers",
+    "layer_ref",
     "layer_token_map",
     "resolve_layer",
     "token_attributions",
@@ -169,6 +170,15 @@ def as_layer_ref(layer: Union["LayerRef", Module]) -> "LayerRef":
             f"layer must be a torch.nn.Module or a LayerRef, got {type(layer).__name__}"
         )
     return LayerRef(None, layer)
+
+
+def layer_ref(model: Module, layer: Union[str, "LayerRef", Module]) -> "LayerRef":
+    """A scorer's ``layer`` argument as a :class:`LayerRef`: ``"embeddings"``
+    (a registry entry's) through :func:`resolve_layer`, else
+    :func:`as_layer_ref`."""
+    if isinstance(layer, str):
+        return resolve_layer(model, layer)
+    return as_layer_ref(layer)
 
 
 def resolve_layer(model: Module, index: Union[None, int, str] = None) -> LayerRef:

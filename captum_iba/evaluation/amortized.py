@@ -10,17 +10,19 @@ from typing import Any, Callable, Dict, Iterable, Optional, Union
 
 from torch import Tensor, nn
 
+from captum_iba._utils.modules import layer_stack
 from captum_iba.attr.amortized import (
     AmortizedExplainer,
     AmortizedInformationBottleneckAttribution,
 )
 from captum_iba.attr.options import ConfigLike, IBAOptions
-from captum_iba.attr.text import LayerRef, as_layer_ref
+from captum_iba.attr.text import LayerRef, layer_ref
 from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = [
     "AMORTIZED_SETTINGS",
     "IBAAmortizedScorer",
+    "default_teacher",
     "faithful_teacher",
     "teacher_options",
     "fit_amortized",
@@ -29,8 +31,9 @@ __all__ = [
 ExplainerLike = Union[AmortizedExplainer, Callable[[nn.Module], AmortizedExplainer]]
 
 #: The explainer settings of ``iba-amortized``, chosen on SST-2's search split
-#: (docs/amortized.rst): distillation of ``iba-faithful``'s per-sample masks
-#: (the teacher), 2 epochs, Adam 1e-3.
+#: (docs/amortized.rst): distillation of a per-sample teacher's masks (no IBA
+#: term), 2 epochs, Adam 1e-3; the teacher follows the layer
+#: (:func:`default_teacher`).
 AMORTIZED_SETTINGS = dict(keep=None, distil=1.0, distil_only=True, epochs=2, lr=1e-3)
 
 
@@ -44,8 +47,9 @@ def fit_amortized(
     **settings: Any,
 ) -> AmortizedExplainer:
     """Fit (or load from ``folder``) an explainer with ``iba-amortized``'s
-    settings (:data:`AMORTIZED_SETTINGS`, overridden by ``settings``), the
-    per-sample teacher being ``iba-faithful``.
+    settings (:data:`AMORTIZED_SETTINGS`, overridden by ``settings``): the
+    distillation of a per-sample teacher, ``iba-deletion`` at the embeddings
+    and ``iba-faithful`` at an encoder layer (:func:`default_teacher`).
 
     Args:
         model (nn.Module): The classifier.
@@ -57,8 +61,8 @@ def fit_amortized(
         show_progress (bool): A progress bar with the ETA.
         **settings: :class:`~captum_iba.attr.explainer.ExplainerSettings`
             fields; ``teacher`` may also be a configuration name
-            (``"faithful"``, the default, or ``"deletion"``: see
-            :func:`teacher_options`).
+            (``"faithful"`` or ``"deletion"``: see :func:`teacher_options`);
+            by default :func:`default_teacher` of the layer.
 
     Returns:
         AmortizedExplainer: The explainer.
@@ -67,7 +71,7 @@ def fit_amortized(
     if options.get("distil_only") and not options.get("distil"):
         options["distil_only"] = False  # a budget or beta instead of the teacher
     if options.get("distil", 0) > 0:
-        options.setdefault("teacher", "faithful")
+        options.setdefault("teacher", default_teacher(model, layer))
     if isinstance(options.get("teacher"), (str, IBAOptions)):
         options["teacher"] = teacher_options(options["teacher"])
     return AmortizedExplainer.fit(
@@ -99,6 +103,18 @@ def teacher_options(config: ConfigLike = "faithful") -> Dict[str, Any]:
     return {k: record[k] for k in keys}
 
 
+def default_teacher(model: nn.Module, layer: nn.Module) -> str:
+    """The per-sample configuration that teaches an explainer at ``layer``:
+    ``"deletion"`` (``iba-deletion``, whose bottleneck sits there) for a layer
+    outside the model's layer stack - the embeddings -, ``"faithful"``
+    (``iba-faithful``) for an encoder layer."""
+    try:
+        inside = any(m is layer for m in layer_stack(model))
+    except ValueError:  # no layer stack
+        inside = True
+    return "faithful" if inside else "deletion"
+
+
 def faithful_teacher() -> Dict[str, Any]:
     """``iba-faithful``'s options as the teacher's keywords
     (:func:`teacher_options` of ``"faithful"``)."""
@@ -111,8 +127,9 @@ class IBAAmortizedScorer(TokenScorer):
 
     Args:
         model (Callable): HF model (``(ids, mask[, tt])`` positionally).
-        layer (nn.Module or LayerRef): The bottlenecked layer (the
-            explainer's).
+        layer (nn.Module, LayerRef or str): The bottlenecked layer (the
+            explainer's; ``"embeddings"``, the registry's, for the model's
+            embeddings).
         explainer (AmortizedExplainer or Callable): The fitted explainer
             (refused when it was fitted for other weights or another layer),
             or a function of the layer module returning one (e.g. one that
@@ -135,7 +152,7 @@ class IBAAmortizedScorer(TokenScorer):
         **kwargs: Any,
     ) -> None:
         super().__init__(model, **kwargs)
-        ref = as_layer_ref(layer)
+        ref = layer_ref(model, layer)
         if explainer is None:
             raise ValueError(
                 "iba-amortized needs a fitted explainer (explainer=, see "

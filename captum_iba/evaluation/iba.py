@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.options import ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
-from captum_iba.attr.text import LayerRef, as_layer_ref, resolve_layer
+from captum_iba.attr.text import LayerRef, layer_ref
 from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = ["IBAScorer"]
@@ -69,11 +69,7 @@ class IBAScorer(TokenScorer):
             knobs["prior"] = prior
         super().__init__(model, **kwargs)
         precision = precision or "float32"
-        ref = (
-            resolve_layer(model, layer)
-            if isinstance(layer, str)
-            else as_layer_ref(layer)
-        )
+        ref = layer_ref(model, layer)
         #: The IBA options every call uses (one object, validated once).
         self.options = IBAOptions.from_config(config, seed=seed, **knobs)
         extra: Dict[str, Any] = {}

@@ -49,6 +49,9 @@ def _evaluate(model, data, out):
 def test_evaluate_fits_and_caches_then_explain_uses_it(
     tiny_model_dir, corpus, tmp_path, capsys
 ):
+    """iba-amortized sits at the embeddings, taught by iba-deletion (the
+    registry's entry): --layer does not move it, and one cached explainer
+    serves every later run."""
     explain = ["explain", "a fine film", "--model", tiny_model_dir, "--layer", "0"]
     assert _code(explain + ["--method", "iba-amortized"]) == 2
     err = capsys.readouterr().err
@@ -56,19 +59,34 @@ def test_evaluate_fits_and_caches_then_explain_uses_it(
     assert _evaluate(tiny_model_dir, corpus, tmp_path / "run") == 0
     out = capsys.readouterr().out
     assert "iba-amortized" in out and "fitting the amortized explainer" in out
-    found = (tmp_path / "cache" / "explainers").glob("sst2-l0-*")
+    found = (tmp_path / "cache" / "explainers").glob("sst2-lembeddings-*")
     (folder,) = [f for f in found if f.is_dir()]
     record = json.loads((folder / "explainer.json").read_text())
-    assert record["key"]["layer"].endswith("layer.0")
+    assert record["key"]["layer"].endswith("embeddings")
+    assert record["key"]["settings"]["teacher"]["removal"] == "attention"
+    assert record["key"]["settings"]["readout"][-1].endswith("layer.1")
     assert record["stats"]["instances"] == 2 * len(SENTENCES)  # 2 epochs
     # a second run loads it (nothing fitted again)
     assert _evaluate(tiny_model_dir, corpus, tmp_path / "run2") == 0
     assert "fitting" not in capsys.readouterr().out
     assert main(explain + ["--method", "iba-amortized"]) == 0
     assert "amortized IBA" in capsys.readouterr().out
-    # another layer has no explainer yet
     other = ["explain", "a fine film", "--model", tiny_model_dir, "--layer", "1"]
-    assert _code(other + ["--method", "iba-amortized"]) == 2
+    assert main(other + ["--method", "iba-amortized"]) == 0  # the same explainer
+
+
+def test_default_teacher_follows_the_layer(tiny_model_dir) -> None:
+    from transformers import AutoModelForSequenceClassification
+
+    from captum_iba.app.amortized import layer_ref_of
+    from captum_iba.evaluation.amortized import default_teacher
+
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir)
+    embeddings, block = model.bert.embeddings, model.bert.encoder.layer[1]
+    assert default_teacher(model, embeddings) == "deletion"
+    assert default_teacher(model, block) == "faithful"
+    assert layer_ref_of(model, embeddings).index is None
+    assert layer_ref_of(model, block).index == 1
 
 
 def test_corpus_without_training_split_is_named(
