@@ -26,24 +26,16 @@ from captum_iba.app.errors import CLIError
 from captum_iba.app.finetune.store import default_cache_dir
 from captum_iba.attr.amortized import AmortizedExplainer
 from captum_iba.attr.amortized_store import RECORD
-from captum_iba.attr.text import LayerRef, encoder_layers
+from captum_iba.attr.text import LayerRef
 from captum_iba.evaluation.amortized import fit_amortized
 from captum_iba.evaluation.corpus import encode_instances
 
-__all__ = ["TRAIN_INSTANCES", "cached_explainer", "explainer_folder", "layer_ref_of"]
+__all__ = ["TRAIN_INSTANCES", "cached_explainer", "explainer_folder"]
 
 #: Training instances an explainer is fitted on (the study's fits on RTE, AG
 #: News and SST-2's deletion-taught explainer; docs/amortized.rst: faithfulness
 #: does not grow measurably past 250-500).
 TRAIN_INSTANCES = 500
-
-
-def layer_ref_of(model: Any, module: Any) -> LayerRef:
-    """``module`` with its index in the model's encoder layers (None for a
-    module outside them: the embeddings)."""
-    layers = encoder_layers(model)
-    index = next((i for i, m in enumerate(layers) if m is module), None)
-    return LayerRef(index, module)
 
 
 def explainer_folder(model: Any, layer: LayerRef, corpus: str) -> Path:

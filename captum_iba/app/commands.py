@@ -15,7 +15,7 @@ import torch
 
 from captum_iba._utils.io import atomic_write_text, write_marker
 from captum_iba.app import reproduce
-from captum_iba.app.amortized import cached_explainer, layer_ref_of
+from captum_iba.app.amortized import cached_explainer
 from captum_iba.app.checks import (
     check_against_config,
     check_classes,
@@ -43,6 +43,7 @@ from captum_iba.attr import (
     LayerRef,
     resolve_layer,
 )
+from captum_iba.attr.text import layer_ref_of
 from captum_iba.evaluation import (
     Resources,
     build_scorers,

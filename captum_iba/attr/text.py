@@ -19,6 +19,7 @@ __all__ = [
     "paper_layer_index",
     "encoder_layers",
     "layer_ref",
+    "layer_ref_of",
     "layer_token_map",
     "resolve_layer",
     "token_attributions",
@@ -179,6 +180,18 @@ def layer_ref(model: Module, layer: Union[str, "LayerRef", Module]) -> "LayerRef
     if isinstance(layer, str):
         return resolve_layer(model, layer)
     return as_layer_ref(layer)
+
+
+def layer_ref_of(model: Module, module: Module) -> "LayerRef":
+    """``module`` with its index in the model's encoder layers (None for a
+    module outside them: the embeddings).
+
+    Raises:
+        ValueError: When the model holds no layer stack.
+    """
+    layers = encoder_layers(model)
+    index = next((i for i, m in enumerate(layers) if m is module), None)
+    return LayerRef(index, module)
 
 
 def resolve_layer(model: Module, index: Union[None, int, str] = None) -> LayerRef:

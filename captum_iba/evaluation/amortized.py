@@ -10,13 +10,12 @@ from typing import Any, Callable, Dict, Iterable, Optional, Union
 
 from torch import Tensor, nn
 
-from captum_iba._utils.modules import layer_stack
 from captum_iba.attr.amortized import (
     AmortizedExplainer,
     AmortizedInformationBottleneckAttribution,
 )
 from captum_iba.attr.options import ConfigLike, IBAOptions
-from captum_iba.attr.text import LayerRef, layer_ref
+from captum_iba.attr.text import LayerRef, layer_ref, layer_ref_of
 from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = [
@@ -109,10 +108,10 @@ def default_teacher(model: nn.Module, layer: nn.Module) -> str:
     outside the model's layer stack - the embeddings -, ``"faithful"``
     (``iba-faithful``) for an encoder layer."""
     try:
-        inside = any(m is layer for m in layer_stack(model))
+        outside = layer_ref_of(model, layer).index is None
     except ValueError:  # no layer stack
-        inside = True
-    return "faithful" if inside else "deletion"
+        outside = False
+    return "deletion" if outside else "faithful"
 
 
 def faithful_teacher() -> Dict[str, Any]:

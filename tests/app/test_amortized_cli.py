@@ -78,7 +78,7 @@ def test_evaluate_fits_and_caches_then_explain_uses_it(
 def test_default_teacher_follows_the_layer(tiny_model_dir) -> None:
     from transformers import AutoModelForSequenceClassification
 
-    from captum_iba.app.amortized import layer_ref_of
+    from captum_iba.attr.text import layer_ref_of
     from captum_iba.evaluation.amortized import default_teacher
 
     model = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir)
