@@ -28,6 +28,10 @@ class Entry:
             it is built (e.g. ``{"config": "faithful"}``): they win over
             shared resources, and callers may still override them.
         extra (str, optional): The pip extra it needs, when it is optional.
+        facts (Mapping[str, Any]): What the kind of registry says of each of
+            its names without importing it (e.g. a method's options and
+            whether its scores are signed; an aggregate's better direction),
+            read by help texts and tables.
     """
 
     name: str
@@ -35,6 +39,7 @@ class Entry:
     summary: str = ""
     defaults: Mapping[str, Any] = field(default_factory=dict)
     extra: Optional[str] = None
+    facts: Mapping[str, Any] = field(default_factory=dict)
 
     def load(self) -> Any:
         """The registered object (imported on first use).
@@ -83,6 +88,7 @@ class Registry:
         target: Any,
         summary: str = "",
         extra: Optional[str] = None,
+        facts: Optional[Mapping[str, Any]] = None,
         **defaults: Any,
     ) -> Entry:
         """Register ``name``.
@@ -92,6 +98,7 @@ class Registry:
             target (Any): The object or ``"module:attribute"``.
             summary (str): One line for help texts.
             extra (str, optional): The pip extra it needs.
+            facts (Mapping, optional): The entry's facts (see :class:`Entry`).
             **defaults: Keyword arguments the entry fixes when built.
 
         Returns:
@@ -104,7 +111,14 @@ class Registry:
         old = self._entries.get(key)
         if old is not None and old.target is not target:
             raise ValueError(f"a {self.kind} named {old.name!r} is already registered")
-        entry = Entry(name, target, summary, MappingProxyType(dict(defaults)), extra)
+        entry = Entry(
+            name,
+            target,
+            summary,
+            MappingProxyType(dict(defaults)),
+            extra,
+            MappingProxyType(dict(facts or {})),
+        )
         self._entries[key] = entry
         return entry
 
