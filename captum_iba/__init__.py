@@ -24,91 +24,72 @@ used.
 
 import importlib
 import warnings
-from typing import Any, Dict, List
+from typing import Any, List
 
+from captum_iba._utils.lazy import exports, lazy_names
 from captum_iba.version import __version__
 
-#: Public name -> the module it comes from.
-_EXPORTS: Dict[str, str] = {
-    **dict.fromkeys(
-        (
-            "InformationBottleneckAttribution",
-            "IBAOptions",
-            "CONFIGS",
-            "NoisePrior",
-            "PaperPrior",
-            "ReferencePrior",
-            "BaselinePrior",
-            "DatasetPrior",
-            "LayerRef",
-            "NATS_PER_BIT",
-            "token_attributions",
-            "layer_token_map",
-            "encoder_layers",
-        ),
-        "captum_iba.attr",
-    ),
-    **dict.fromkeys(
-        (
-            "PAPER_LEVELS",
-            "degradation_test",
-            "DegradationOptions",
-            "DegradationResult",
-            "Comparison",
-            "compare",
-        ),
-        "captum_iba.metrics",
-    ),
-    **dict.fromkeys(
-        (
-            "TokenScorer",
-            "IBAScorer",
-            "IntegratedGradientsScorer",
-            "CaptumLimeScorer",
-            "LimeTextScorer",
-            "RandomScorer",
-            "make_scorers",
-            "run_degradation_suite",
-        ),
-        "captum_iba.evaluation",
-    ),
-    **dict.fromkeys(
-        (
-            "text_heatmap_html",
-            "save_html",
-            "visualize_text_records",
-            "layer_token_heatmap",
-            "plot_degradation_curves",
-            "plot_layer_sweep",
-            "plot_beta_sweep",
-        ),
-        "captum_iba.visualization",
-    ),
-    **dict.fromkeys(("METHODS", "PRIORS"), "captum_iba.registry"),
+_NAMES = exports(
+    attr=[
+        "InformationBottleneckAttribution",
+        "IBAOptions",
+        "CONFIGS",
+        "NoisePrior",
+        "PaperPrior",
+        "ReferencePrior",
+        "BaselinePrior",
+        "DatasetPrior",
+        "LayerRef",
+        "NATS_PER_BIT",
+        "token_attributions",
+        "layer_token_map",
+        "encoder_layers",
+    ],
+    metrics=[
+        "PAPER_LEVELS",
+        "degradation_test",
+        "DegradationOptions",
+        "DegradationResult",
+        "Comparison",
+        "compare",
+    ],
+    evaluation=[
+        "TokenScorer",
+        "IBAScorer",
+        "IntegratedGradientsScorer",
+        "CaptumLimeScorer",
+        "LimeTextScorer",
+        "RandomScorer",
+        "make_scorers",
+        "run_degradation_suite",
+    ],
+    visualization=[
+        "text_heatmap_html",
+        "save_html",
+        "visualize_text_records",
+        "layer_token_heatmap",
+        "plot_degradation_curves",
+        "plot_layer_sweep",
+        "plot_beta_sweep",
+    ],
+    registry=["METHODS", "PRIORS"],
     # the application layer's one-liner for notebooks (loaded on first use)
-    "explain": "captum_iba.app.explanation",
-}
+    **{"app.explanation": ["explain"]},
+)
 
-__all__: List[str] = [*_EXPORTS, "__version__"]
+__all__: List[str] = [*_NAMES, "__version__"]
 
 #: Internal names once exported here: still importable, with a warning.
-_MOVED = {"WelfordEstimator": "captum_iba.attr.dataset_prior"}
+_MOVED = {"WelfordEstimator": "attr.dataset_prior"}
+_exported, __dir__ = lazy_names(__name__, _NAMES, globals())
 
 
 def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value  # later lookups skip this function
-        return value
     if name in _MOVED:
         warnings.warn(
-            f"captum_iba.{name} is internal; import it from {_MOVED[name]}.",
+            f"captum_iba.{name} is internal; import it from captum_iba.{_MOVED[name]}.",
             DeprecationWarning,
             stacklevel=2,
         )
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module 'captum_iba' has no attribute {name!r}")
-
-
-def __dir__() -> List[str]:
-    return sorted(set(globals()) | set(__all__))
+        return getattr(importlib.import_module(f"captum_iba.{_MOVED[name]}"), name)
+    return _exported(name)

@@ -1,90 +1,325 @@
 """The names the package knows, one registry per kind, importable without torch.
 
+* :data:`OPTIONS` - the options a method may take (``beta``, ``layer``,
+  ``ig_steps``, ...), each declared once: its check, its constructor keyword,
+  its command-line flag and its help line;
 * :data:`METHODS` - attribution methods as per-token scorers (the evaluation
-  harness, ``captum-iba evaluate --methods``, ``explain --method``);
-* :data:`PRIORS` - IBA's noise priors (``prior="paper"``, ``--priors``);
+  harness, ``captum-iba evaluate --methods``, ``explain --method``); each
+  entry's facts say which options it takes (``options``), which shared
+  resources it uses (``uses``), whether its scores are ``signed`` and how a
+  word's score is made from its pieces' (``reduction``);
+* :data:`PRIORS` - IBA's noise priors (``prior="paper"``, ``--prior``);
 * :data:`SETTINGS` - the comparison settings of the degradation test
   (``setting="fair"``, ``--setting``; their presets in
   :mod:`captum_iba.evaluation.presets`).
 
-IBA's named configurations (``"paper"``, ``"faithful"``) are registered next
-to their options, in :data:`captum_iba.attr.options.CONFIGS`.
+IBA's named configurations (``"paper"``, ``"faithful"``, ``"deletion"``) are
+registered next to their options, in :data:`captum_iba.attr.options.CONFIGS`.
 
 Entries name where their object lives (``"module:attribute"``); it is
-imported only when the name is used, so listing the names (``--help``) is
-fast. Adding a method or a prior is one line here plus its class; user code
-adds its own with :func:`captum_iba.evaluation.register_scorer` or
-``METHODS.add(name, cls)`` / ``PRIORS.add(name, cls)``.
+imported only when the name is used, so listing the names (``--help``) and
+checking a request's options happen before torch loads. Adding a method or a
+prior is one line here plus its class; user code adds its own with
+:func:`captum_iba.evaluation.register_scorer`, ``METHODS.add(name, cls, ...)``
+or a package's entry point in the group ``captum_iba.methods``
+(docs/extending.rst).
 """
 
+from captum_iba._utils import values as _v
 from captum_iba._utils.registry import Entry, Registry
 
-__all__ = ["METHODS", "PRIORS", "SETTINGS", "Entry", "Registry"]
+__all__ = [
+    "DEFAULT_COMPARISON",
+    "DEFAULT_METHOD",
+    "METHODS",
+    "OPTIONS",
+    "PRIORS",
+    "SETTINGS",
+    "Entry",
+    "Registry",
+]
+
+#: The options of the methods, by name. An entry's object is the check of a
+#: value (a string from the command line, or a Python value); its facts:
+#: ``kwarg`` (the scorer's constructor keyword it sets), ``flag`` (its
+#: command-line flag, None for options of the Python API only), ``const``
+#: (the value a flag without argument gives), ``variants`` (a list of values
+#: makes one scorer per value), ``settings`` (the comparison settings in
+#: which it acts; all when absent).
+OPTIONS = Registry("option")
+
+
+def _option(name: str, check: object, summary: str, **facts: object) -> None:
+    facts.setdefault("kwarg", name)
+    facts.setdefault("flag", "--" + name.replace("_", "-"))
+    OPTIONS.add(name, check, summary, facts=facts)
+
+
+def _prior_names(value: object) -> list:
+    """Prior names (registered, any case) or prior objects, as a list."""
+    out = []
+    for item in _v.comma_list(value):
+        if isinstance(item, str):
+            if item not in PRIORS:
+                raise _v.BadValue(
+                    f"unknown prior {item!r}; choose from {', '.join(PRIORS.names())}"
+                )
+            item = PRIORS.entry(item).name
+        out.append(item)
+    return out
+
+
+def _precision(value: object) -> str:
+    if value not in ("float32", "bf16"):
+        raise _v.BadValue(f"must be 'float32' or 'bf16', got {value!r}")
+    return str(value)
+
+
+_option(
+    "layer",
+    _v.layer_value,
+    "the layer of the method's bottleneck: an encoder layer index (0-based) or "
+    "'embeddings'; default: the method's own (iba, iba-faithful: int(0.75 x the "
+    "number of layers), 4 of 0..5 for the default model; iba-deletion, "
+    "iba-amortized: embeddings)",
+    variants=True,
+)
+_option(
+    "prior",
+    _prior_names,
+    "IBA's noise prior(s), comma-separated (one run each; listed below; "
+    "dataset: fitted on the model's training corpus); default: the method's "
+    "configuration's (iba: the setting's - paper: reference, fair: paper; "
+    "iba-faithful: baseline)",
+    variants=True,
+    metavar="PRIOR[,PRIOR]",
+)
+_option(
+    "beta",
+    _v.beta_value,
+    "IBA's weight of the information term (Eq. 5), or 'auto' (Appendix A: 10 x "
+    "L_task / L_IB per instance); default: the configuration's, 1e-05",
+)
+_option(
+    "steps",
+    _v.positive_int,
+    "IBA's optimisation steps; default: the configuration's, 10",
+)
+_option(
+    "n_samples",
+    _v.positive_int,
+    "IBA's noise samples per step; default: the configuration's (iba: 10, "
+    "iba-faithful: 5)",
+)
+_option(
+    "seed",
+    _v.seed_int,
+    "seed of the method's random draws (noise, samples); default 0",
+)
+_option(
+    "precision",
+    _precision,
+    "IBA in bfloat16 autocast: about half the time on a GPU or a CPU with "
+    "native bfloat16 (AVX512-BF16, AMX), scores close to, not equal to, "
+    "float32; on other CPUs (e.g. AVX2 only) bf16 is many times slower: "
+    "measured once, float32 runs instead, with a warning "
+    "(CAPTUM_IBA_CPU_BF16=on forces bf16)",
+    flag="--bf16",
+    const="bf16",
+)
+_option(
+    "internal_batch_size",
+    _v.positive_int,
+    "rows per forward pass (IBA: instances x noise samples; IG: steps)",
+    flag=None,
+)
+_option(
+    "ig_steps",
+    _v.positive_int,
+    "integrated gradients' steps (default: the setting's, paper 10, fair 50)",
+    kwarg="n_steps",
+)
+_option(
+    "lime_samples",
+    _v.positive_int,
+    "LIME's samples (default: the setting's, paper 100, fair 500)",
+    kwarg="n_samples",
+)
+_option(
+    "lime_max_length",
+    _v.positive_int,
+    "paper-setting LIME pads perturbed texts to this length (default 512, the paper's)",
+    kwarg="max_length",
+    settings=("paper",),
+)
+_option(
+    "shap_samples",
+    _v.positive_int,
+    "KernelSHAP's coalitions or Shapley sampling's permutations per instance "
+    "(default 500 and 25)",
+    kwarg="n_samples",
+)
+
+#: The options of IBA's noise configurations, of its deletion configuration,
+#: and of every IBA method's run.
+_IBA_RUN = ("layer", "steps", "precision", "internal_batch_size")
+_IBA_NOISE = _IBA_RUN + ("prior", "beta", "n_samples", "seed")
 
 _EV = "captum_iba.evaluation"
+#: The shared resources a method may use besides its options.
+RESOURCES = ("explainer",)
 
-#: Attribution methods as per-token scorers (:class:`~captum_iba.evaluation.TokenScorer`
-#: subclasses), by name; ``defaults`` are the constructor arguments an entry fixes.
-METHODS = Registry("method")
-METHODS.add("random", f"{_EV}.scorers:RandomScorer", "uniform random scores (floor)")
-METHODS.add("IG", f"{_EV}.ig:IntegratedGradientsScorer", "integrated gradients")
-METHODS.add("LIME", f"{_EV}.lime:CaptumLimeScorer", "LIME on tokens (Captum)")
-METHODS.add("LIME-text", f"{_EV}.lime:LimeTextScorer", "LIME on words (lime package)")
-METHODS.add(
-    "IBA", f"{_EV}.iba:IBAScorer", "IBA, the paper's configuration", config="paper"
+
+def _class_fact(cls: type, name: str, default: object) -> object:
+    """A class attribute as the class (or a base) sets it, not a property."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            value = vars(klass)[name]
+            return default if isinstance(value, property) else value
+    return default
+
+
+def method_facts(cls: type) -> tuple:
+    """A user's scorer class as a method's summary and facts (what
+    :func:`~captum_iba.evaluation.register_scorer` and the entry points of
+    ``captum_iba.methods`` register): ``needs`` names the options it takes
+    (declared in :data:`OPTIONS`) and the resources it uses; ``signed`` and
+    ``word_reduction`` say what its scores are.
+
+    Raises:
+        ValueError: For a need that is neither a declared option nor a resource.
+    """
+    needs = tuple(_class_fact(cls, "needs", ()))
+    unknown = [n for n in needs if n not in OPTIONS and n not in RESOURCES]
+    if unknown:
+        raise ValueError(
+            f"{cls.__name__}.needs names {unknown}, which are neither options "
+            f"({', '.join(OPTIONS.names())}) nor resources ({', '.join(RESOURCES)})"
+        )
+    facts = dict(
+        options=tuple(OPTIONS.entry(n).name for n in needs if n in OPTIONS),
+        uses=tuple(n for n in needs if n in RESOURCES),
+        signed=bool(_class_fact(cls, "signed", True)),
+        reduction=str(_class_fact(cls, "word_reduction", "sum")),
+    )
+    return (cls.__doc__ or "").strip().split("\n")[0], facts
+
+
+def _method(
+    name: str,
+    target: str,
+    summary: str,
+    options: tuple = (),
+    signed: bool = True,
+    reduction: str = "sum",
+    uses: tuple = (),
+    **fixed: object,
+) -> None:
+    facts = dict(options=options, signed=signed, reduction=reduction, uses=uses)
+    METHODS.add(name, f"{_EV}.{target}", summary, facts=facts, **fixed)
+
+
+#: Attribution methods as per-token scorers
+#: (:class:`~captum_iba.evaluation.TokenScorer` subclasses), by name; an
+#: entry's ``defaults`` are the constructor arguments it fixes (those that are
+#: also options are the method's defaults, which a given option replaces), its
+#: facts those described in the module docstring.
+METHODS = Registry("method", group="captum_iba.methods", adopt=method_facts)
+_method(
+    "random",
+    "scorers:RandomScorer",
+    "uniform random scores (floor)",
+    ("seed",),
+    signed=False,
+    reduction="mean",
 )
-METHODS.add(
+_method(
+    "IG",
+    "ig:IntegratedGradientsScorer",
+    "integrated gradients",
+    ("ig_steps", "internal_batch_size"),
+)
+_method(
+    "LIME", "lime:CaptumLimeScorer", "LIME on tokens (Captum)", ("lime_samples", "seed")
+)
+_method(
+    "LIME-text",
+    "lime:LimeTextScorer",
+    "LIME on words (lime package)",
+    ("lime_samples", "lime_max_length", "seed"),
+    reduction="mean",  # every piece carries its word's weight
+)
+_method(
+    "IBA",
+    "iba:IBAScorer",
+    "IBA, the paper's configuration",
+    _IBA_NOISE,
+    signed=False,
+    reduction="mean",
+    config="paper",
+)
+_method(
     "iba-faithful",
-    f"{_EV}.iba:IBAScorer",
+    "iba:IBAScorer",
     "IBA, the most faithful information bottleneck measured (docs/faithfulness.rst)",
+    _IBA_NOISE,
+    signed=False,
+    reduction="mean",
     config="faithful",
-    prior=None,
 )
-METHODS.add(
+_method(
     "iba-amortized",
-    f"{_EV}.amortized:IBAAmortizedScorer",
+    "amortized:IBAAmortizedScorer",
     "amortized IBA: an explainer taught by iba-deletion once per model, then one "
     "forward pass per attribution (docs/amortized.rst)",
+    ("layer",),
+    signed=False,
+    reduction="mean",
+    uses=("explainer",),
     layer="embeddings",
 )
-METHODS.add(
+_method(
     "iba-deletion",
-    f"{_EV}.iba:IBAScorer",
+    "iba:IBAScorer",
     "IBA's mask acting by deletion through attention, with the complement term: "
     "the most faithful IBA measured (docs/faithfulness.rst)",
+    _IBA_RUN,
+    signed=False,
+    reduction="mean",
     config="deletion",
     layer="embeddings",
-    prior=None,
 )
-METHODS.add("LOO", f"{_EV}.loo:LeaveOneOutScorer", "leave-one-out (deletion)")
-METHODS.add(
-    "occlusion",
-    f"{_EV}.captum_methods:OcclusionScorer",
-    "occlusion by [PAD], masked",
-)
-METHODS.add(
-    "occlusion-mask",
-    f"{_EV}.captum_methods:OcclusionMaskScorer",
-    "occlusion by [MASK]",
-)
-METHODS.add(
+_method("LOO", "loo:LeaveOneOutScorer", "leave-one-out (deletion)")
+_method("occlusion", "captum_methods:OcclusionScorer", "occlusion by [PAD], masked")
+_method("occlusion-mask", "captum_methods:OcclusionMaskScorer", "occlusion by [MASK]")
+_method(
     "grad-x-act",
-    f"{_EV}.captum_methods:GradientXActivationScorer",
+    "captum_methods:GradientXActivationScorer",
     "gradient x activation of the embeddings",
 )
-METHODS.add(
-    "kernel-shap", f"{_EV}.captum_methods:KernelShapScorer", "KernelSHAP on tokens"
+_method(
+    "kernel-shap",
+    "captum_methods:KernelShapScorer",
+    "KernelSHAP on tokens",
+    ("shap_samples", "seed"),
 )
-METHODS.add(
+_method(
     "shapley",
-    f"{_EV}.captum_methods:ShapleySamplingScorer",
+    "captum_methods:ShapleySamplingScorer",
     "Shapley value sampling on tokens",
+    ("shap_samples", "seed"),
 )
-METHODS.add(
+_method(
     "AttnLRP",
-    f"{_EV}.attnlrp:AttnLRPScorer",
+    "attnlrp:AttnLRPScorer",
     "attention-aware LRP (needs lxt and transformers 4.x)",
 )
+
+#: What ``explain`` and ``attribute`` run when no method is named: the most
+#: faithful IBA measured (docs/faithfulness.rst, second round).
+DEFAULT_METHOD = "iba-deletion"
+#: What ``evaluate`` compares when no method is named.
+DEFAULT_COMPARISON = ("iba-deletion", "iba-faithful", "IG", "LIME", "random")
 
 _PR = "captum_iba.attr.priors"
 

@@ -18,7 +18,7 @@ ALLOWED: Dict[str, Set[str]] = {
     "_utils": set(),
     "attr": {"_utils", "registry"},
     "metrics": {"_utils"},
-    "evaluation": {"_utils", "registry", "attr", "metrics"},
+    "evaluation": {"_utils", "registry", "request", "attr", "metrics"},
     "visualization": {"_utils", "metrics"},
 }
 #: Old module paths kept as re-exports of the application layer.
@@ -88,6 +88,19 @@ def test_the_registry_of_names_imports_no_layer_and_no_torch():
         "importlib",
         "dataclasses",
         "types",
+        "typing",
+        "warnings",
+    }
+
+
+def test_the_request_check_imports_the_registry_only():
+    """``captum_iba.request`` checks options before any model loads: it
+    imports the registry of names and nothing heavy."""
+    path = PACKAGE / "request.py"
+    assert {t for _, t in _captum_iba_targets(path)} <= {"registry"}
+    assert {n.split(".")[0] for _, n in _imports(path)} <= {
+        "captum_iba",
+        "dataclasses",
         "typing",
     }
 

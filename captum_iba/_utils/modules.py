@@ -4,7 +4,7 @@ from typing import List, Optional
 
 from torch.nn import Module, ModuleList
 
-__all__ = ["layer_stack"]
+__all__ = ["embeddings_of", "layer_stack"]
 
 
 def layer_stack(model: Module) -> List[Module]:
@@ -29,3 +29,32 @@ def layer_stack(model: Module) -> List[Module]:
     if best is None or len(best) == 0:
         raise ValueError(f"No layer list (ModuleList) found in {type(model).__name__}")
     return list(best)
+
+
+def embeddings_of(model: Module) -> Module:
+    """What ``"embeddings"`` means for every method: the model's embedding
+    block (``model.base_model.embeddings`` - word, position and segment
+    embeddings and their LayerNorm - in BERT-style encoders), else its input
+    embeddings (``model.get_input_embeddings()``: ``wte`` of GPT-2,
+    ``embed_tokens`` of Llama).
+
+    Args:
+        model (Module): A Hugging Face model.
+
+    Returns:
+        Module: The module whose output is the token embeddings.
+
+    Raises:
+        ValueError: When the model has neither.
+    """
+    block = getattr(getattr(model, "base_model", None), "embeddings", None)
+    if isinstance(block, Module):
+        return block
+    getter = getattr(model, "get_input_embeddings", None)
+    found = getter() if callable(getter) else None
+    if isinstance(found, Module):
+        return found
+    raise ValueError(
+        f"layer 'embeddings': {type(model).__name__} has neither "
+        "base_model.embeddings nor get_input_embeddings()."
+    )

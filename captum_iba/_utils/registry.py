@@ -9,9 +9,11 @@ method. This module imports nothing heavy.
 """
 
 import importlib
+import warnings
 from dataclasses import dataclass, field
+from importlib import metadata
 from types import MappingProxyType
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 __all__ = ["Entry", "Registry"]
 
@@ -63,11 +65,22 @@ class Entry:
         return self.load()(*args, **{**self.defaults, **kwargs})
 
 
+#: What a registry reads from an object it adopts (a user's class): its
+#: summary and its facts.
+Adopt = Callable[[Any], Tuple[str, Mapping[str, Any]]]
+
+
 class Registry:
     """Names of one kind, each mapped to an :class:`Entry`.
 
     Args:
         kind (str): What the names are, for messages (e.g. ``"method"``).
+        group (str, optional): An entry-point group (e.g.
+            ``"captum_iba.methods"``): the objects installed packages declare
+            there are adopted under their entry point's name when the names
+            are first used (:meth:`adopt`).
+        adopt (Callable, optional): Reads an adopted object's summary and
+            facts (default: its docstring's first line, no facts).
 
     Examples::
 
@@ -78,9 +91,44 @@ class Registry:
         ['IG']
     """
 
-    def __init__(self, kind: str) -> None:
+    def __init__(
+        self, kind: str, group: Optional[str] = None, adopt: Optional[Adopt] = None
+    ) -> None:
         self.kind = kind
+        self.group = group
+        self._adopt = adopt or _docstring_summary
         self._entries: Dict[str, Entry] = {}
+        self._discovered = group is None
+
+    def adopt(self, obj: Any, name: Optional[str] = None) -> Entry:
+        """Register an object under ``name`` (default its ``name``
+        attribute), its summary and facts read from it.
+
+        Raises:
+            ValueError: When the name is taken, or the object's declarations
+                are refused by the registry's reader.
+        """
+        summary, facts = self._adopt(obj)
+        return self.add(name or obj.name, obj, summary, facts=facts)
+
+    def _discover(self) -> None:
+        """Adopt the objects of the entry-point group, once (a package that
+        fails to load is left out with a warning naming it)."""
+        if self._discovered:
+            return
+        self._discovered = True
+        for point in _entry_points(self.group):
+            if point.name.lower() in self._entries:
+                continue
+            try:
+                self.adopt(point.load(), point.name)
+            except Exception as err:  # a broken plug-in must not break the rest
+                warnings.warn(
+                    f"{self.kind} {point.name!r} from the entry point "
+                    f"{point.value!r} ({self.group}) is left out: "
+                    f"{type(err).__name__}: {err}",
+                    stacklevel=3,
+                )
 
     def add(
         self,
@@ -124,10 +172,12 @@ class Registry:
 
     def names(self) -> List[str]:
         """The registered names, in registration order."""
+        self._discover()
         return [e.name for e in self._entries.values()]
 
     def items(self) -> List[Tuple[str, str]]:
         """``(name, summary)`` pairs, in registration order (for help texts)."""
+        self._discover()
         return [(e.name, e.summary) for e in self._entries.values()]
 
     def entry(self, name: str) -> Entry:
@@ -136,6 +186,7 @@ class Registry:
         Raises:
             ValueError: For an unknown name; the message lists the known ones.
         """
+        self._discover()
         if isinstance(name, str) and name.lower() in self._entries:
             return self._entries[name.lower()]
         raise ValueError(
@@ -147,13 +198,28 @@ class Registry:
         return self.entry(name).load()
 
     def __contains__(self, name: object) -> bool:
+        self._discover()
         return isinstance(name, str) and name.lower() in self._entries
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def __len__(self) -> int:
+        self._discover()
         return len(self._entries)
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {self.names()})"
+
+
+def _docstring_summary(obj: Any) -> Tuple[str, Mapping[str, Any]]:
+    """The first line of an object's docstring, and no facts."""
+    return (getattr(obj, "__doc__", None) or "").strip().split("\n")[0], {}
+
+
+def _entry_points(group: Optional[str]) -> List[Any]:
+    """The entry points of ``group`` (Python 3.9's API too)."""
+    try:
+        return list(metadata.entry_points(group=group))
+    except TypeError:  # Python 3.9: a dict of groups
+        return list(metadata.entry_points().get(group, []))  # type: ignore[attr-defined]

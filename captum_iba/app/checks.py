@@ -1,7 +1,8 @@
 """Checks of command-line arguments that run before any model loads.
 
 Numbers are checked by argparse types (:func:`positive_int`,
-:func:`nonnegative_float`, ...), output paths by :func:`output_file` and
+:func:`nonnegative_float`, ... from :mod:`captum_iba._utils.values`, the
+checks of the declared options), output paths by :func:`output_file` and
 :func:`output_folder`, and what depends on the model (layer index, class
 index, sequence length, single-sentence or pair) against its configuration
 alone (:func:`check_against_config`), which loads in a fraction of a second
@@ -13,13 +14,19 @@ no finished work (:func:`removed_on_failure`).
 
 import argparse
 import json
-import math
 import os
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, List, Optional, Sequence
 
+from captum_iba._utils.values import (
+    BadValue,
+    int_in,
+    nonnegative_float,
+    positive_int,
+    seed_int,
+)
 from captum_iba.app.errors import CLIError
 
 __all__ = [
@@ -42,28 +49,6 @@ __all__ = [
 SINGLE_TEXT_CORPORA = ("sst2", "imdb", "ag_news", "bbc")
 
 
-def _int_in(text: str, low: int, high: Optional[int] = None) -> int:
-    """``text`` as an integer in ``low .. high`` (argparse's error otherwise)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < low or (high is not None and value > high):
-        span = f"at least {low}" if high is None else f"in {low} .. {high}"
-        raise argparse.ArgumentTypeError(f"must be {span}, got {value}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    return _int_in(text, 1)
-
-
-def seed_int(text: str) -> int:
-    """argparse type: a seed in 0 .. 2**63 - 1 (what torch accepts)."""
-    return _int_in(text, 0, 2**63 - 1)
-
-
 def usable_cpus() -> int:
     """The CPUs this process may run on."""
     if hasattr(os, "sched_getaffinity"):
@@ -76,22 +61,9 @@ def thread_count(text: str) -> int:
     (more only slow torch down, and far more exhaust the memory)."""
     n = usable_cpus()
     try:
-        return _int_in(text, 1, n)
-    except argparse.ArgumentTypeError as err:
-        raise argparse.ArgumentTypeError(
-            f"{err} (the CPUs this process may use)"
-        ) from None
-
-
-def nonnegative_float(text: str) -> float:
-    """argparse type: a finite number >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
-    return value
+        return int_in(text, 1, n)
+    except BadValue as err:
+        raise BadValue(f"{err} (the CPUs this process may use)") from None
 
 
 def _writable_folder(folder: Path, option: str) -> None:
@@ -165,24 +137,28 @@ def check_against_config(
     layer: Optional[int] = None,
     target: Optional[int] = None,
     max_length: Optional[int] = None,
+    layer_option: str = "--layer",
 ) -> None:
     """Checks indices and lengths against a model's configuration.
 
     Args:
         config: A ``transformers`` configuration.
-        layer (int, optional): ``--layer`` (0-based encoder layer index).
+        layer (int, optional): ``--layer`` (0-based encoder layer index; a
+            name such as ``"embeddings"`` is not checked here).
         target (int, optional): ``--target`` (class index).
         max_length (int, optional): ``--max-length`` (tokens).
+        layer_option (str): How the layer was given, for the message.
 
     Raises:
         ~captum_iba.app.errors.CLIError: Giving the valid range of the first
             value out of it.
     """
     n_layers = n_encoder_layers(config)
-    if layer is not None and n_layers is not None and not 0 <= layer < n_layers:
+    index = layer if isinstance(layer, int) and not isinstance(layer, bool) else None
+    if index is not None and n_layers is not None and not 0 <= index < n_layers:
         raise CLIError(
-            f"--layer {layer} is out of range: the model has {n_layers} encoder "
-            f"layers, valid indices are 0..{n_layers - 1}"
+            f"{layer_option} {index} is out of range: the model has {n_layers} "
+            f"encoder layers, valid indices are 0..{n_layers - 1}"
         )
     n_labels = getattr(config, "num_labels", None)
     if target is not None and n_labels and not 0 <= target < n_labels:

@@ -31,32 +31,34 @@ same ``--out`` resumes.
 import argparse
 import os
 import sys
-from typing import Any, List, NoReturn, Optional, Sequence
+from typing import Any, Dict, List, NoReturn, Optional, Sequence
 
-from captum_iba.app.checks import (
-    nonnegative_float,
-    positive_int,
-    removed_on_failure,
-    seed_int,
-    thread_count,
-)
-from captum_iba.app.data.corpora import HELDOUT_SPLIT, LABEL_NAMES
+from captum_iba.app.checks import positive_int, removed_on_failure, thread_count
+from captum_iba.app.data.corpora import DEFAULT_CORPUS, HELDOUT_SPLIT, LABEL_NAMES
 from captum_iba.app.errors import CLIError, split_choices
 from captum_iba.app.help import (
     DESCRIPTION,
-    SCORES,
     HelpFormatter,
     methods_listing,
+    option_help,
     priors_listing,
+    scores_text,
 )
 from captum_iba.app.profiles import CORPORA, PARTS, PROFILE_SUMMARIES, PROFILES
-from captum_iba.registry import METHODS, PRIORS, SETTINGS
+from captum_iba.registry import (
+    DEFAULT_COMPARISON,
+    DEFAULT_METHOD,
+    METHODS,
+    OPTIONS,
+    PRIORS,
+    SETTINGS,
+)
+from captum_iba.request import check_request
 
 __all__ = [
     "CLIError",
     "DATASETS",
     "DEFAULT_METHOD",
-    "METHOD_NAMES",
     "REPRODUCE_CORPORA",
     "REPRODUCE_PARTS",
     "REPRODUCE_SETTINGS",
@@ -64,20 +66,11 @@ __all__ = [
     "split_choices",
 ]
 
-#: CLI method names (the registry's names in lower case) -> registered names.
-METHOD_NAMES = {name.lower(): name for name in METHODS.names()}
-#: What ``explain`` and ``attribute`` run when no method is named: the most
-#: faithful IBA measured (docs/faithfulness.rst, second round).
-DEFAULT_METHOD = "iba-deletion"
-#: IBA's noise priors, by name (the registry's).
-PRIOR_NAMES = tuple(PRIORS.names())
 #: Corpora ``evaluate`` accepts (each on its held-out split, see the loaders).
 DATASETS = tuple(HELDOUT_SPLIT)
 #: Corpora of the paper's Table 1 that ``reproduce`` measures, and its parts.
 REPRODUCE_CORPORA, REPRODUCE_PARTS = CORPORA, PARTS
 REPRODUCE_SETTINGS = tuple(SETTINGS.names())
-#: The corpus of the default model (MiniLM-L6 fine-tuned on first use).
-DEFAULT_CORPUS = "sst2"
 
 
 def _add(sub: "argparse._SubParsersAction", name: str, **kwargs: Any) -> Any:
@@ -92,7 +85,7 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
         help="explain one prediction, word by word",
         description="Explain one prediction of a text classifier: which words\n"
         "it relied on, by one method or several side by side.",
-        epilog="\n\n".join([SCORES, methods_listing(), priors_listing()]),
+        epilog="\n\n".join([scores_text(), methods_listing(), priors_listing()]),
     )
     ex.add_argument("text", help="the text to classify and explain")
     choose = ex.add_mutually_exclusive_group()
@@ -116,28 +109,12 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
         "use and cached",
     )
     ex.add_argument(
-        "--layer",
-        type=int,
-        help="encoder layer (0-based) after which IBA's bottleneck goes; default "
-        "int(0.75 x the number of layers): 4 of 0..5 for the default model",
-    )
-    ex.add_argument(
         "--target",
         metavar="CLASS",
         help="the class to explain, by index or by name from the model's labels "
         f"(default model: {names}); default: the predicted class",
     )
-    _iba_knobs(ex)
-    ex.add_argument(
-        "--prior",
-        choices=list(PRIOR_NAMES),
-        help="IBA's noise prior (listed below; dataset: fitted on the model's "
-        "training corpus); default: the configuration's (iba-faithful: "
-        "baseline, iba: paper)",
-    )
-    ex.add_argument(
-        "--seed", type=seed_int, default=0, help="seed of every seeded method"
-    )
+    _method_options(ex)
     ex.add_argument("--html", metavar="FILE", help="also write the page to this file")
     ex.add_argument(
         "--pieces",
@@ -155,7 +132,7 @@ def _corpus_arguments(
     """The options ``evaluate`` and ``attribute`` share (the corpus engine's)."""
     p.add_argument(
         "--dataset",
-        default="sst2",
+        default=DEFAULT_CORPUS,
         help=f"the corpus (its held-out split), one of {', '.join(DATASETS)}",
     )
     p.add_argument(
@@ -182,78 +159,76 @@ def _corpus_arguments(
         help="; ".join(f"{n}: {s}" for n, s in SETTINGS.items()),
     )
     p.add_argument(
-        "--priors",
-        help="IBA priors, comma-separated (listed below); one IBA run each "
-        "(default: the setting's: reference for paper, paper for fair)",
-    )
-    p.add_argument(
         "--model",
         help="a fine-tuned classifier, folder or hub id (default: MiniLM-L6 "
         "fine-tuned on --dataset, made once on first use and cached)",
     )
-    p.add_argument(
-        "--layer",
-        type=int,
-        help="encoder layer (0-based) of IBA's bottleneck (default: int(0.75 x "
-        "the number of layers))",
-    )
-    p.add_argument(
-        "--max-length",
-        type=positive_int,
-        default=128,
-        help="longest input, in word pieces (longer texts are cut)",
-    )
-    p.add_argument(
-        "--batch-size",
-        type=positive_int,
-        default=16,
-        help="instances per batch (a unit of work: the results do not depend on "
-        "the number of processes)",
-    )
-    p.add_argument(
-        "--seed", type=seed_int, default=0, help="seed of every seeded method"
-    )
-    p.add_argument(
-        "--ig-steps",
-        type=positive_int,
-        help="integrated gradients' steps (default: the setting's, paper 10, fair 50)",
-    )
-    p.add_argument(
-        "--lime-samples",
-        type=positive_int,
-        help="LIME's samples (default: the setting's, paper 100, fair 500)",
-    )
-    p.add_argument(
-        "--lime-max-length",
-        type=positive_int,
-        default=512,
-        help="paper-setting LIME pads perturbed texts to this length (paper: 512)",
-    )
+    for flag, kind, default, text in _CORPUS_NUMBERS:
+        p.add_argument(flag, type=kind, default=default, help=text)
     p.add_argument(
         "--data-dir",
         help="folder holding the corpora (default: $CAPTUM_IBA_DATA, then "
         "~/.cache/captum_iba/data, then the Hugging Face hub)",
     )
     p.add_argument(
-        "--bf16",
-        action="store_true",
-        help="IBA in bfloat16 autocast: about half the time on a GPU or a CPU with "
-        "native bfloat16 (AVX512-BF16, AMX), scores close to, not equal to, float32; "
-        "on other CPUs (e.g. AVX2 only) bf16 is many times slower: measured once, "
-        "float32 runs instead, with a warning (CAPTUM_IBA_CPU_BF16=on forces bf16)",
-    )
-    p.add_argument(
-        "--threads",
-        type=thread_count,
-        default=1,
-        help="CPU threads per process (on a CPU, start one process per core with "
-        "torchrun; the numbers depend on it, not on the processes)",
-    )
-    p.add_argument(
         "--device",
         default="auto",
         choices=["auto", "cpu"],
         help="auto: cuda:LOCAL_RANK when CUDA is present, else the CPU",
+    )
+    _method_options(p)
+
+
+#: The corpus engine's numbers: flag, check, default, help.
+_CORPUS_NUMBERS = (
+    (
+        "--max-length",
+        positive_int,
+        128,
+        "longest input, in word pieces (longer texts are cut)",
+    ),
+    (
+        "--batch-size",
+        positive_int,
+        16,
+        "instances per batch (a unit of work: the results do not depend on the "
+        "number of processes)",
+    ),
+    (
+        "--threads",
+        thread_count,
+        1,
+        "CPU threads per process (on a CPU, start one process per core with "
+        "torchrun; the numbers depend on it, not on the processes)",
+    ),
+)
+
+
+def _method_options(p: argparse.ArgumentParser) -> None:
+    """The methods' options, one flag each as declared in
+    :data:`captum_iba.registry.OPTIONS` (its help says which methods take it),
+    and ``--set METHOD:OPTION=VALUE`` for one method of a comparison."""
+    group = p.add_argument_group(
+        "the methods' options (each applies to the methods that take it; one "
+        "that no chosen method takes is an error)"
+    )
+    for name in OPTIONS.names():
+        facts = OPTIONS.entry(name).facts
+        if not facts.get("flag"):
+            continue
+        flags = [facts["flag"]] + (["--priors"] if name == "prior" else [])
+        kwargs = dict(dest=name, help=option_help(name))
+        if "const" in facts:
+            kwargs.update(action="store_const", const=facts["const"])
+        else:
+            kwargs.update(type=OPTIONS.load(name), metavar=facts.get("metavar"))
+        group.add_argument(*flags, **kwargs)
+    group.add_argument(
+        "--set",
+        action="append",
+        metavar="METHOD:OPTION=VALUE",
+        help="an option for one method only, e.g. --set iba:beta=1e-4 --set "
+        "ig:ig_steps=20 (repeatable; it wins over the option given for all)",
     )
 
 
@@ -267,7 +242,7 @@ def _evaluate_parser(sub: "argparse._SubParsersAction") -> None:
         "explained class drops (higher = more faithful).",
         epilog="\n\n".join([methods_listing(), priors_listing()]),
     )
-    _corpus_arguments(ev, "iba-deletion,iba-faithful,ig,lime,random", 300)
+    _corpus_arguments(ev, ",".join(m.lower() for m in DEFAULT_COMPARISON), 300)
     ev.add_argument(
         "--out",
         default="results/evaluate",
@@ -284,7 +259,7 @@ def _attribute_parser(sub: "argparse._SubParsersAction") -> None:
         description="Score every instance of a corpus with one or more methods;\n"
         "the scores go to OUT/attributions.jsonl (fields and units: the docs'\n"
         "scaling page, and OUT/settings.json).",
-        epilog="\n\n".join([SCORES, methods_listing(), priors_listing()]),
+        epilog="\n\n".join([scores_text(), methods_listing(), priors_listing()]),
     )
     _corpus_arguments(at, DEFAULT_METHOD, None)
     at.add_argument(
@@ -304,29 +279,6 @@ def _attribute_parser(sub: "argparse._SubParsersAction") -> None:
         "--degradation",
         action="store_true",
         help="also run the degradation test (--setting) and write its summary",
-    )
-    _iba_knobs(at)
-
-
-def _iba_knobs(p: argparse.ArgumentParser) -> None:
-    """IBA's options: given, they replace those of every IBA method's
-    configuration (iba: the paper's; iba-faithful: the most faithful)."""
-    p.add_argument(
-        "--beta",
-        type=nonnegative_float,
-        help="IBA's weight of the information term (Eq. 5); default: the "
-        "configuration's, 1e-05",
-    )
-    p.add_argument(
-        "--steps",
-        type=positive_int,
-        help="IBA's optimisation steps; default: the configuration's, 10",
-    )
-    p.add_argument(
-        "--n-samples",
-        type=positive_int,
-        help="IBA's noise samples per step; default: the configuration's "
-        "(iba: 10, iba-faithful: 5)",
     )
 
 
@@ -364,7 +316,7 @@ def _reproduce_parser(sub: "argparse._SubParsersAction") -> None:
     rp.add_argument(
         "--fair-prior",
         default="paper",
-        choices=list(PRIOR_NAMES),
+        choices=list(PRIORS.names()),
         help="IBA's prior in the fair setting and the sweeps (dataset: fitted on "
         "1,000 training instances of each corpus)",
     )
@@ -393,10 +345,46 @@ def _parser() -> argparse.ArgumentParser:
 
 def method_names(text: str, option: str) -> List[str]:
     """Comma-separated method names as registered names (unknown ones refused)."""
-    chosen = split_choices(text.lower(), METHOD_NAMES, "method")
+    names = {name.lower(): name for name in METHODS.names()}
+    chosen = split_choices(text.lower(), names, "method")
     if not chosen:
         raise CLIError(f"{option}: name at least one method")
-    return [METHOD_NAMES[m] for m in chosen]
+    return [names[m] for m in chosen]
+
+
+def per_method_options(given: Optional[List[str]]) -> Dict[str, Dict[str, str]]:
+    """``--set METHOD:OPTION=VALUE`` items as ``{method: {option: value}}``."""
+    out: Dict[str, Dict[str, str]] = {}
+    for item in given or ():
+        method, _, rest = item.partition(":")
+        option, eq, value = rest.partition("=")
+        if not (method.strip() and option.strip() and eq):
+            raise CLIError(f"--set: expected METHOD:OPTION=VALUE, got {item!r}")
+        if method.strip() not in METHODS:
+            raise CLIError(
+                f"--set {item}: unknown method {method.strip()!r}; choose from "
+                f"{', '.join(m.lower() for m in METHODS.names())}"
+            )
+        key = METHODS.entry(method.strip()).name
+        out.setdefault(key, {})[option.strip()] = value.strip()
+    return out
+
+
+def _check_options(args: argparse.Namespace, setting: Optional[str]) -> None:
+    """The methods and their options checked against the declarations, before
+    anything loads: ``args.request`` (an option no chosen method takes, a
+    value a method refuses, ``--set`` for a method not chosen: an error)."""
+    given = {name: getattr(args, name, None) for name in OPTIONS.names()}
+    try:
+        args.request = check_request(
+            args.methods,
+            given,
+            per_method_options(getattr(args, "set", None)),
+            setting=setting,
+            cli=True,
+        )
+    except (ValueError, TypeError) as err:
+        raise CLIError(str(err)) from None
 
 
 def _check_explain(args: argparse.Namespace) -> None:
@@ -404,6 +392,7 @@ def _check_explain(args: argparse.Namespace) -> None:
         args.methods = method_names(args.compare, "--compare")
     else:
         args.methods = method_names(args.method, "--method")
+    _check_options(args, "fair")
 
 
 def _check_corpus(args: argparse.Namespace) -> None:
@@ -411,8 +400,7 @@ def _check_corpus(args: argparse.Namespace) -> None:
     if args.dataset not in DATASETS:
         raise CLIError(f"unknown dataset {args.dataset!r}; choose from {DATASETS}")
     args.methods = method_names(args.methods, "--methods")
-    if args.priors is not None:
-        args.priors = split_choices(args.priors, PRIOR_NAMES, "prior")
+    _check_options(args, args.setting)
 
 
 def _check_reproduce(args: argparse.Namespace) -> None:

@@ -5,8 +5,9 @@ from typing import Iterable, List
 __all__ = ["CLIError", "split_choices"]
 
 
-class CLIError(Exception):
-    """A user error: printed as one line, exit code 2."""
+class CLIError(ValueError):
+    """A user error: printed as one line, exit code 2 (a ``ValueError`` for
+    library callers, e.g. of :func:`captum_iba.explain`)."""
 
 
 def split_choices(value: str, allowed: Iterable[str], what: str) -> List[str]:

@@ -9,11 +9,15 @@
     result.top(5)               # [("beautifully", 0.41), ...]
     result.scores()             # one score per word, in text order
 
-It loads the model (the default: MiniLM-L6 fine-tuned on SST-2, made once and
-cached), predicts, resolves the methods by name through the one resolver of
-the harness (:func:`~captum_iba.evaluation.build_scorers`; any registered
-method works), scores the text's word pieces, and groups them into words (a
-word's score is the sum of its pieces'). The :class:`Explanation` it returns
+It checks the request - the methods and their options - against the
+declarations (:func:`~captum_iba.request.check_request`; a layer index also
+against the model's configuration) before any weights load, loads the model
+(the default: MiniLM-L6 fine-tuned on SST-2, made once and cached), predicts,
+builds the methods once through the one resolver of the harness
+(:func:`~captum_iba.evaluation.build_scorers`; any registered method works),
+scores the text's word pieces, and groups them into words (a word's score is
+the sum or the mean of its pieces', as the method's registry entry says). The
+:class:`Explanation` it returns
 holds the pieces, the words and every method's scores, renders as the page of
 :func:`~captum_iba.visualization.page.explanation_html` and as the terminal
 listing of :func:`~captum_iba.app.explain_text.terminal_text`.
@@ -29,13 +33,13 @@ import torch
 from captum_iba._utils.common import hf_call
 from captum_iba._utils.io import atomic_write_text
 from captum_iba.app.checks import class_index, class_names
-from captum_iba.app.errors import CLIError
-from captum_iba.registry import METHODS
+from captum_iba.app.data.corpora import DEFAULT_CORPUS
+from captum_iba.app.models import check_request_layers
+from captum_iba.app.words import encode, grouping
+from captum_iba.registry import DEFAULT_METHOD, METHODS
+from captum_iba.request import MethodRequest, check_request
 
 __all__ = ["DEFAULT_METHOD", "Explanation", "MethodScores", "explain"]
-
-#: The method :func:`explain` runs when none is named: the most faithful IBA.
-DEFAULT_METHOD = "iba-deletion"
 
 
 @dataclass
@@ -256,92 +260,20 @@ class Explanation:
         return self.to_text()
 
 
-def _grouping(
-    enc: Any, tokenizer: Any, texts: Sequence[str]
-) -> Tuple[List[bool], List[str], List[Optional[int]], List[int]]:
-    """Special tokens, words, each piece's word and each word's segment.
+def _load(model: Any, tokenizer: Any, request: MethodRequest) -> Tuple[Any, Any, str]:
+    """The model and tokenizer (loaded when given by name, after the
+    request's layers are checked against its configuration), and a
+    description."""
+    from captum_iba.app.models import config_and_record, load_classifier
 
-    A fast tokenizer says which word and which text each piece comes from
-    (words are written as in the text, from its character offsets); a slow
-    one is grouped by its ``"##"`` continuation marker.
-    """
-    ids = enc["input_ids"][0].tolist()
-    pieces = tokenizer.convert_ids_to_tokens(ids)
-    if getattr(enc, "is_fast", False) and "offset_mapping" in enc:
-        seq, word_ids = enc.sequence_ids(0), enc.word_ids(0)
-        spans = enc["offset_mapping"][0].tolist()
-        special = [s is None for s in seq]
-        keys = [None if s is None else (s, w) for s, w in zip(seq, word_ids)]
-    else:
-        unk = tokenizer.unk_token_id
-        special_ids = set(tokenizer.all_special_ids) - {unk}
-        special = [i in special_ids for i in ids]
-        types = enc.get("token_type_ids")
-        segs = [0] * len(ids) if types is None else types[0].tolist()
-        keys, word = [], -1
-        for p, s, g in zip(pieces, special, segs):
-            if not s and not (p.startswith("##") and word >= 0):
-                word += 1
-            keys.append(None if s else (g, word))
-        spans = None
-    words: List[str] = []
-    segment: List[int] = []
-    of_piece: List[Optional[int]] = []
-    last = None
-    for i, key in enumerate(keys):
-        if key is None:
-            of_piece.append(None)
-            continue
-        if key != last:
-            words.append("")
-            segment.append(key[0])
-            start = None if spans is None else spans[i][0]
-        last = key
-        of_piece.append(len(words) - 1)
-        if spans is None:
-            words[-1] += pieces[i][2:] if pieces[i].startswith("##") else pieces[i]
-        else:
-            words[-1] = texts[key[0]][start : spans[i][1]]
-    return special, words, of_piece, segment
-
-
-def _encode(tokenizer: Any, model: Any, text: str, pair: Optional[str]) -> Any:
-    """The text encoded (cut to the model's positions), with checks."""
-    if not text.strip() or (pair is not None and not pair.strip()):
-        raise CLIError("the text to explain is empty")
-    limit = min(512, getattr(model.config, "max_position_embeddings", 512) or 512)
-    fast = bool(getattr(tokenizer, "is_fast", False))
-    enc = tokenizer(
-        text,
-        pair,
-        truncation=True,
-        max_length=limit,
-        return_tensors="pt",
-        return_offsets_mapping=fast,
-    )
-    full = len(tokenizer(text, pair)["input_ids"])
-    if full > limit:
-        print(f"note: the text has {full} word pieces; only the first {limit} are used")
-    ids = enc["input_ids"][0].tolist()
-    special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
-    words = [i for i in ids if i not in special]
-    unk = tokenizer.unk_token_id
-    if words and unk is not None and set(words) == {unk}:
-        raise CLIError(
-            "the tokenizer maps every word to its unknown token "
-            f"({tokenizer.unk_token}): its vocabulary files are missing or damaged"
-        )
-    return enc
-
-
-def _load(model: Any, tokenizer: Any) -> Tuple[Any, Any, str]:
-    """The model and tokenizer (loaded when given by name), and a description."""
-    from captum_iba.app.models import load_classifier
-
+    if model is None or isinstance(model, (str, Path)):
+        path = None if model is None else str(model)
+        config, _ = config_and_record(path, DEFAULT_CORPUS)
+        check_request_layers(request, config, cli=False)
     if model is None:
         from captum_iba.app.finetune import get_finetuned_model
 
-        path = get_finetuned_model("sst2")
+        path = get_finetuned_model(DEFAULT_CORPUS)
         model, tokenizer = load_classifier(path)
         return model, tokenizer, f"MiniLM-L6 fine-tuned on SST-2 ({path})"
     if isinstance(model, (str, Path)):
@@ -355,40 +287,53 @@ def _load(model: Any, tokenizer: Any) -> Tuple[Any, Any, str]:
 
 
 def _build(
-    methods: Sequence[str], resources: Any, options: Mapping[str, Any]
+    request: MethodRequest, resources: Any
 ) -> Tuple[Dict[str, Any], Dict[str, str]]:
-    """The scorers by registered name; with several methods, one that cannot
-    be imported (an optional package) is left out, with the reason."""
+    """The scorers by name; with several methods, one that cannot be imported
+    (an optional package) is left out, with the reason."""
     from captum_iba.evaluation import build_scorers
 
     scorers: Dict[str, Any] = {}
     skipped: Dict[str, str] = {}
-    for name in methods:
+    for name in request.methods:
+        one = _only(request, name)
         try:
-            built = build_scorers([name], resources, "fair", options)
+            built = build_scorers(one, resources, "fair")
         except ImportError as err:
-            if len(methods) == 1:
+            if len(request.methods) == 1:
                 raise
             first = str(err).splitlines()[0]
-            skipped[METHODS.entry(name).name] = first.split(". ")[0].rstrip(".") + "."
+            skipped[name] = first.split(". ")[0].rstrip(".") + "."
             continue
         scorers.update(built)
     return scorers, skipped
 
 
+def _only(request: MethodRequest, method: str) -> MethodRequest:
+    """The part of a request that concerns one of its methods."""
+    from captum_iba.request import options_of
+
+    return MethodRequest(
+        (method,),
+        {k: v for k, v in request.options.items() if k in options_of(method)},
+        {k: v for k, v in request.method_options.items() if k == method},
+        {k: v for k, v in request.passthrough.items() if k == method},
+    )
+
+
 def explain(
     text: str,
     model: Any = None,
-    method: Union[str, Sequence[str]] = DEFAULT_METHOD,
+    method: Union[str, Sequence[str], MethodRequest] = DEFAULT_METHOD,
     *,
     tokenizer: Any = None,
     pair: Optional[str] = None,
     target: Union[None, int, str] = None,
-    layer: Optional[int] = None,
-    seed: int = 0,
     method_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
     model_name: Optional[str] = None,
     explainer: Any = None,
+    prior_data: Any = None,
+    **options: Any,
 ) -> Explanation:
     """Explain one prediction, word by word, by one method or several.
 
@@ -398,30 +343,40 @@ def explain(
             folder, a Hugging Face hub id, or a loaded model (then pass
             ``tokenizer``). Default: MiniLM-L6 fine-tuned on SST-2, made once
             on first use and cached.
-        method (str or Sequence[str]): A registered method name
-            (:data:`captum_iba.registry.METHODS`, any case), or several to
-            compare. Default ``"iba-deletion"``, the most faithful IBA
+        method (str, Sequence[str] or MethodRequest): A registered method
+            name (:data:`captum_iba.registry.METHODS`, any case), or several
+            to compare, or a request checked by
+            :func:`~captum_iba.request.check_request` (then no options are
+            given here). Default ``"iba-deletion"``, the most faithful IBA
             measured (docs/faithfulness.rst).
         tokenizer (optional): The tokenizer of a model given as an object.
         pair (str, optional): The second text of a sentence pair.
         target (int or str, optional): The class to explain, by index or by
             name (``"positive"``). Default: the predicted class.
-        layer (int, optional): The encoder layer of IBA's bottleneck.
-            Default: :func:`~captum_iba.attr.text.default_layer_index`.
-        seed (int): Seed of every seeded method. Default 0.
-        method_options (Mapping, optional): Method name -> more arguments of
-            its scorer (e.g. ``{"iba-faithful": {"beta": 1e-4}}``).
+        method_options (Mapping, optional): Method name -> its options (e.g.
+            ``{"iba-faithful": {"beta": 1e-4}}``) or more constructor
+            arguments of its scorer; only for methods asked for.
         model_name (str, optional): How the page names the model.
         explainer (optional): ``iba-amortized``'s fitted explainer (see
             :func:`captum_iba.app.amortized.cached_explainer`), or a function
             of the layer module returning one.
+        prior_data (optional): Training data for a prior fitted on data
+            (``prior="dataset"``).
+        **options: Options for every method that takes them
+            (:data:`captum_iba.registry.OPTIONS`), e.g. ``layer`` (the layer
+            of the bottleneck: an encoder layer index or ``"embeddings"``),
+            ``seed``, ``beta``, ``steps``, ``prior``, ``ig_steps``. Default:
+            each method's own. An option no chosen method takes is an error,
+            never ignored.
 
     Returns:
         Explanation: The scores of every method, by word piece and by word;
         it shows as a page in Jupyter.
 
     Raises:
-        ValueError: For an unknown method or layer.
+        ValueError: Before any weights load: for an unknown method, an option
+            no chosen method takes, a bad value, options for a method not
+            asked for, or a layer index out of the model's range.
         ~captum_iba.app.errors.CLIError: For an unknown class, an empty text,
             or a tokenizer without its vocabulary.
         ImportError: When the only method asked for needs a package that is
@@ -431,12 +386,15 @@ def explain(
     from captum_iba.attr.text import encoder_layers
     from captum_iba.evaluation import Resources
 
-    names = [method] if isinstance(method, str) else list(method)
-    if not names:
-        raise ValueError("name at least one method")
-    names = [METHODS.entry(m).name for m in names]
-    model, tokenizer, described = _load(model, tokenizer)
-    enc = _encode(tokenizer, model, text, pair)
+    given = {k: v for k, v in options.items() if v is not None}
+    if isinstance(method, MethodRequest):
+        if given or method_options:
+            raise ValueError("give the options in the request, or no request")
+        request = method
+    else:
+        request = check_request(method, given, method_options, setting="fair")
+    model, tokenizer, described = _load(model, tokenizer, request)
+    enc = encode(tokenizer, model, text, pair)
     ids, mask = enc["input_ids"], enc["attention_mask"]
     types = enc.get("token_type_ids")
     with torch.no_grad():
@@ -444,10 +402,10 @@ def explain(
     labels = class_names(model.config)[: probs.numel()]
     labels += [str(i) for i in range(len(labels), probs.numel())]
     index = int(probs.argmax()) if target is None else class_index(target, labels)
-    resources = Resources(model, tokenizer, layer=layer, seed=seed, explainer=explainer)
-    scorers, skipped = _build(names, resources, method_options or {})
+    resources = Resources(model, tokenizer, explainer=explainer, prior_data=prior_data)
+    scorers, skipped = _build(request, resources)
     texts = [text] if pair is None else [text, pair]
-    special, words, of_piece, segment = _grouping(enc, tokenizer, texts)
+    special, words, of_piece, segment = grouping(enc, tokenizer, texts)
     result = Explanation(
         text=text,
         pair=pair,
@@ -470,7 +428,7 @@ def explain(
         )
         result.methods[name] = MethodScores(
             method=name,
-            summary=METHODS.entry(name).summary if name in METHODS else "",
+            summary=METHODS.entry(scorer.method_name).summary,
             scores=scores[0].tolist(),
             signed=bool(scorer.signed),
             meaning=scorer.score_meaning,

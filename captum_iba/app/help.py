@@ -1,18 +1,21 @@
 """The help texts of ``captum-iba``: a formatter that gives every option's
-default, and the listings of the registered names (methods, priors) with
-their summaries. Torch-free, like the parser (:mod:`captum_iba.app.cli`)."""
+default, the listings of the registered names (methods with the options each
+takes, priors) with their summaries, and what a score means - all read from
+the registry. Torch-free, like the parser (:mod:`captum_iba.app.cli`)."""
 
 import argparse
-from typing import Sequence, Tuple
+import textwrap
+from typing import List, Sequence, Tuple
 
-from captum_iba.registry import METHODS, PRIORS
+from captum_iba.registry import METHODS, OPTIONS, PRIORS
 
 __all__ = [
     "DESCRIPTION",
-    "SCORES",
     "HelpFormatter",
     "methods_listing",
+    "option_help",
     "priors_listing",
+    "scores_text",
 ]
 
 
@@ -39,25 +42,60 @@ def listing(title: str, items: Sequence[Tuple[str, str]]) -> str:
     return f"{title}:\n" + "\n".join(lines)
 
 
+def _flag(option: str) -> str:
+    """An option as the command line spells it ("" when it has no flag)."""
+    return OPTIONS.entry(option).facts.get("flag") or ""
+
+
 def methods_listing() -> str:
-    items = [(n.lower(), s) for n, s in METHODS.items()]
-    return listing("methods (the registry's names, any case)", items)
+    """Every registered method, its summary and the options it takes."""
+    items = []
+    for name, summary in METHODS.items():
+        flags = map(_flag, METHODS.entry(name).facts.get("options", ()))
+        options = [f for f in flags if f]
+        taken = f" [{', '.join(options)}]" if options else ""
+        items.append((name.lower(), summary + taken))
+    return listing(
+        "methods (the registry's names, any case) [the options each takes]", items
+    )
 
 
 def priors_listing() -> str:
     return listing("IBA's noise priors", PRIORS.items())
 
 
-SCORES = (
-    "What a score means: IBA's scores (iba, iba-faithful, iba-deletion) carry no\n"
-    "direction - how much the prediction relied on a word, for or against the\n"
-    "class; the page colours them min-max within each row. The other methods'\n"
-    "scores are signed: + for the explained class, - against it (a diverging\n"
-    "scale).\n"
-    "A word's score is made from its word pieces' scores: their sum for\n"
-    "additive methods (ig, lime, loo, ...), their mean for IBA (--pieces shows\n"
-    "the pieces)."
-)
+def option_help(option: str) -> str:
+    """An option's help line: its summary and the methods that take it."""
+    takers = [
+        m.lower()
+        for m in METHODS.names()
+        if option in METHODS.entry(m).facts.get("options", ())
+    ]
+    return f"{OPTIONS.entry(option).summary} [taken by: {', '.join(takers)}]"
+
+
+def _names(methods: List[str]) -> str:
+    return ", ".join(m.lower() for m in methods)
+
+
+def scores_text() -> str:
+    """What a score means, for each kind of method (read from the registry's
+    facts: signed or not, a word's pieces summed or averaged)."""
+    facts = {m: METHODS.entry(m).facts for m in METHODS.names()}
+    unsigned = [m for m, f in facts.items() if not f.get("signed", True)]
+    signed = [m for m in facts if m not in unsigned]
+    mean = [m for m, f in facts.items() if f.get("reduction") == "mean"]
+    summed = [m for m in facts if m not in mean]
+    text = (
+        f"What a score means: the scores of {_names(unsigned)} carry no direction "
+        "(IBA's: how much the prediction relied on a word, for or against the "
+        "class); the page colours them min-max within each row. The scores of "
+        f"{_names(signed)} are signed: + for the explained class, - against it "
+        "(a diverging scale). A word's score is made from its word pieces' "
+        f"scores: their sum for additive methods ({_names(summed)}), their mean "
+        f"for {_names(mean)} (--pieces shows the pieces)."
+    )
+    return "\n".join(textwrap.wrap(text, 78, break_on_hyphens=False))
 
 
 DESCRIPTION = """\

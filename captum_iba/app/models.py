@@ -15,12 +15,24 @@ import re
 import socket
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional, Tuple, Union
+from typing import Any, Iterator, List, Optional, Tuple, Union
 from urllib.parse import urlparse
 
 import torch
 
-__all__ = ["ModelLoadError", "load_classifier", "looks_like_hub_id", "model_config"]
+from captum_iba.app.checks import check_against_config
+from captum_iba.app.errors import CLIError
+from captum_iba.request import MethodRequest
+
+__all__ = [
+    "ModelLoadError",
+    "check_request_layers",
+    "config_and_record",
+    "load_classifier",
+    "load_label_names",
+    "looks_like_hub_id",
+    "model_config",
+]
 
 PathLike = Union[str, Path]
 
@@ -195,3 +207,61 @@ def load_classifier(
     if device is not None:
         model = model.to(device)
     return model.eval(), tokenizer
+
+
+def config_and_record(path: Optional[str], dataset: str) -> Tuple[Any, Optional[dict]]:
+    """The model's configuration and fine-tuning record, before any weights load.
+
+    For the default model (``path`` None) these are the base model's
+    configuration with the corpus' classes, and a record naming the corpus.
+    """
+    from captum_iba.app.finetune import default_base_model, read_result
+    from captum_iba.app.finetune.store import check_folder
+
+    if path is None:
+        config = model_config(default_base_model())
+        names = load_label_names(dataset)
+        config.num_labels = len(names)
+        config.id2label = dict(enumerate(names))
+        config.label2id = {n: i for i, n in enumerate(names)}
+        return config, {"dataset": dataset}
+    config = model_config(path)
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        return config, None
+    try:
+        record = read_result(folder)
+    except (FileNotFoundError, ValueError):
+        return config, None  # not made by fine_tune, or its record is unreadable
+    problem = check_folder(folder, record) if "files" in record else None
+    if problem:
+        raise CLIError(
+            f"model folder {folder} is damaged: {problem}; delete it (a cached "
+            "model is fine-tuned again when next needed)"
+        )
+    return config, record
+
+
+def load_label_names(dataset: str) -> List[str]:
+    """The class names of a corpus (without reading it, where they are known)."""
+    from captum_iba.app.data.corpora import LABEL_NAMES
+
+    return list(LABEL_NAMES.get(dataset, ["0", "1"]))
+
+
+def _layers_given(request: MethodRequest, cli: bool) -> Iterator[Tuple[str, Any]]:
+    """Every layer a request names, with how it was given (for messages)."""
+    if "layer" in request.options:
+        yield "--layer" if cli else "layer", request.options["layer"]
+    for method, options in request.method_options.items():
+        if "layer" in options:
+            label = f"--set {method.lower()}:layer" if cli else f"{method} layer"
+            yield label, options["layer"]
+
+
+def check_request_layers(request: MethodRequest, config: Any, cli: bool = True) -> None:
+    """The request's layer indices checked against the model's configuration
+    (before any weights load; the message gives the valid range and names
+    the option as the command line, or as Python code, gave it)."""
+    for option, layer in _layers_given(request, cli):
+        check_against_config(config, layer=layer, layer_option=option)

@@ -167,10 +167,7 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
                 data,
                 methods=methods + ("IBA",),
                 setting=setting,
-                method_options={
-                    "IBA": iba_options(corpus),
-                    "LIME-text": {"max_length": profile["lime_max_length"][corpus]},
-                },
+                method_options=_method_options(corpus, profile, methods),
                 max_length=length,
                 batch_size=profile["batch_size"],
                 prior=prior,
@@ -214,6 +211,17 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
             atomic_write_text(out / "table1.json", json.dumps(rows, indent=2))
             atomic_write_text(out / "table1.md", table1_markdown(rows))
     print("\n" + table1_markdown(rows))
+
+
+def _method_options(
+    corpus: str, profile: Dict[str, Any], methods: Sequence[str]
+) -> Dict[str, Dict[str, Any]]:
+    """Table 1's options per method: IBA's, and LIME-text's padding length
+    when the paper's LIME runs."""
+    options: Dict[str, Dict[str, Any]] = {"IBA": iba_options(corpus)}
+    if "LIME-text" in methods:
+        options["LIME-text"] = {"max_length": profile["lime_max_length"][corpus]}
+    return options
 
 
 def _row_order(row: Dict[str, Any]) -> Tuple[int, int, int]:

@@ -22,66 +22,44 @@
   pass (the network: :mod:`~captum_iba.attr.explainer`, its fit:
   :mod:`~captum_iba.attr.amortized_fit`, its files:
   :mod:`~captum_iba.attr.amortized_store`).
+
+The names below are imported on first use, so importing one module of the
+package (``captum_iba.attr.text``) does not import the others.
 """
 
-from captum_iba.attr.amortized import (
-    AmortizedExplainer,
-    AmortizedInformationBottleneckAttribution,
-)
-from captum_iba.attr.bottleneck import NATS_PER_BIT
-from captum_iba.attr.dataset_prior import DatasetPrior
-from captum_iba.attr.explainer import ExplainerSettings
-from captum_iba.attr.iba import InformationBottleneckAttribution
-from captum_iba.attr.llm import (
-    CausalLMLogLikelihood,
-    LLMInformationBottleneckAttribution,
-    prompt_target_batch,
-)
-from captum_iba.attr.objectives import OBJECTIVE_NAMES, resolve_objective
-from captum_iba.attr.options import CONFIGS, IBAOptions
-from captum_iba.attr.priors import (
-    PRIOR_NAMES,
-    BaselinePrior,
-    NoisePrior,
-    PaperPrior,
-    ReferencePrior,
-    resolve_prior,
-)
-from captum_iba.attr.text import (
-    LayerRef,
-    default_layer_index,
-    encoder_layers,
-    layer_token_map,
-    paper_layer_index,
-    resolve_layer,
-    token_attributions,
-)
+from captum_iba._utils.lazy import exports, lazy_names
 
-__all__ = [
-    "AmortizedExplainer",
-    "AmortizedInformationBottleneckAttribution",
-    "ExplainerSettings",
-    "CONFIGS",
-    "NATS_PER_BIT",
-    "OBJECTIVE_NAMES",
-    "CausalLMLogLikelihood",
-    "LLMInformationBottleneckAttribution",
-    "PRIOR_NAMES",
-    "BaselinePrior",
-    "DatasetPrior",
-    "IBAOptions",
-    "InformationBottleneckAttribution",
-    "LayerRef",
-    "NoisePrior",
-    "PaperPrior",
-    "ReferencePrior",
-    "default_layer_index",
-    "paper_layer_index",
-    "encoder_layers",
-    "layer_token_map",
-    "resolve_layer",
-    "prompt_target_batch",
-    "resolve_objective",
-    "resolve_prior",
-    "token_attributions",
-]
+#: The public names, each with its module (imported on first use).
+_NAMES = exports(
+    amortized=["AmortizedExplainer", "AmortizedInformationBottleneckAttribution"],
+    bottleneck=["NATS_PER_BIT"],
+    dataset_prior=["DatasetPrior"],
+    explainer=["ExplainerSettings"],
+    iba=["InformationBottleneckAttribution"],
+    llm=[
+        "CausalLMLogLikelihood",
+        "LLMInformationBottleneckAttribution",
+        "prompt_target_batch",
+    ],
+    objectives=["OBJECTIVE_NAMES", "resolve_objective"],
+    options=["CONFIGS", "IBAOptions"],
+    priors=[
+        "PRIOR_NAMES",
+        "BaselinePrior",
+        "NoisePrior",
+        "PaperPrior",
+        "ReferencePrior",
+        "resolve_prior",
+    ],
+    text=[
+        "LayerRef",
+        "default_layer_index",
+        "encoder_layers",
+        "layer_token_map",
+        "paper_layer_index",
+        "resolve_layer",
+        "token_attributions",
+    ],
+)
+__all__ = sorted(_NAMES)
+__getattr__, __dir__ = lazy_names(__name__, _NAMES, globals())

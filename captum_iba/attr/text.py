@@ -1,7 +1,8 @@
 """Helpers for text models: per-token scores, layer sweeps, Hugging Face layers.
 
-Also the one place where a layer *index* becomes a layer *module*
-(:func:`resolve_layer`), with the default index and the range check.
+Also the one place where a layer given in any form (an index, ``"embeddings"``,
+a module) becomes a :class:`LayerRef` (:func:`resolve_layer`), with the
+default index and the range check.
 """
 
 from typing import List, NamedTuple, Optional, Sequence, Union
@@ -10,16 +11,15 @@ import torch
 from torch import Tensor
 from torch.nn import Module
 
-from captum_iba._utils.modules import layer_stack
+from captum_iba._utils.modules import embeddings_of, layer_stack
 from captum_iba.attr.bottleneck import NATS_PER_BIT
 
 __all__ = [
+    "LayerLike",
     "LayerRef",
     "default_layer_index",
     "paper_layer_index",
     "encoder_layers",
-    "layer_ref",
-    "layer_ref_of",
     "layer_token_map",
     "resolve_layer",
     "token_attributions",
@@ -142,12 +142,14 @@ def default_layer_index(model: Module) -> int:
 
 
 class LayerRef(NamedTuple):
-    """A layer resolved once: the module and, for an encoder layer, its index.
+    """A layer resolved once: the module and, for a layer of the model's layer
+    stack, its index.
 
     The one form in which a layer travels from the entry point (a command
     line's ``--layer``, ``evaluate_corpus(layer=...)``) to the methods that
-    use it: ``index`` is the 0-based index among :func:`encoder_layers` (None
-    for a layer given as a module), ``module`` the layer. A tuple, so
+    use it; :func:`resolve_layer` makes it from any form. ``index`` is the
+    0-based index among :func:`encoder_layers` (None for a module outside
+    them, such as the embeddings), ``module`` the layer. A tuple, so
     ``index, layer = resolve_layer(model)`` works.
     """
 
@@ -162,66 +164,48 @@ class LayerRef(NamedTuple):
         )
 
 
-def as_layer_ref(layer: Union["LayerRef", Module]) -> "LayerRef":
-    """A :class:`LayerRef` from itself or a bare module (no index)."""
-    if isinstance(layer, LayerRef):
-        return layer
-    if not isinstance(layer, Module):
-        raise TypeError(
-            f"layer must be a torch.nn.Module or a LayerRef, got {type(layer).__name__}"
-        )
-    return LayerRef(None, layer)
+LayerLike = Union[None, int, str, Module, LayerRef]
 
 
-def layer_ref(model: Module, layer: Union[str, "LayerRef", Module]) -> "LayerRef":
-    """A scorer's ``layer`` argument as a :class:`LayerRef`: ``"embeddings"``
-    (a registry entry's) through :func:`resolve_layer`, else
-    :func:`as_layer_ref`."""
-    if isinstance(layer, str):
-        return resolve_layer(model, layer)
-    return as_layer_ref(layer)
-
-
-def layer_ref_of(model: Module, module: Module) -> "LayerRef":
-    """``module`` with its index in the model's encoder layers (None for a
-    module outside them: the embeddings).
-
-    Raises:
-        ValueError: When the model holds no layer stack.
-    """
-    layers = encoder_layers(model)
-    index = next((i for i, m in enumerate(layers) if m is module), None)
-    return LayerRef(index, module)
-
-
-def resolve_layer(model: Module, index: Union[None, int, str] = None) -> LayerRef:
-    """The encoder layer at ``index`` (default :func:`default_layer_index`),
-    or the embeddings' output for ``"embeddings"``.
+def resolve_layer(model: Module, layer: LayerLike = None) -> LayerRef:
+    """The one way to name a layer: any form of it as a :class:`LayerRef`.
 
     Args:
         model (Module): A Hugging Face model (see :func:`encoder_layers`).
-        index (int or str, optional): 0-based index into the encoder's layers,
-            or ``"embeddings"`` (``model.base_model.embeddings``, index None:
-            below every layer, as ``config="deletion"`` uses it).
+        layer (int, str, Module or LayerRef, optional): A 0-based index into
+            the model's layer stack; ``"embeddings"`` (the token embeddings,
+            below every layer: :func:`~captum_iba._utils.modules.embeddings_of`,
+            the same module for every method); a module of the model (its
+            index is found when it is in the stack); a ``LayerRef`` (as it
+            is); None: :func:`default_layer_index`.
 
     Returns:
-        LayerRef: ``(index, layer)``: the index used and the layer module.
+        LayerRef: ``(index, module)``.
 
     Raises:
-        ValueError: If ``index`` is out of range; the message gives the range.
+        ValueError: If an index is out of range (the message gives the range),
+            or the model has no such layer.
+        TypeError: For a value of another type.
     """
-    if index == "embeddings":
-        embeddings = getattr(getattr(model, "base_model", None), "embeddings", None)
-        if not isinstance(embeddings, Module):
-            raise ValueError(
-                f"layer 'embeddings': {type(model).__name__} has no "
-                "base_model.embeddings module."
-            )
-        return LayerRef(None, embeddings)
+    if isinstance(layer, LayerRef):
+        return layer
+    if isinstance(layer, Module):
+        try:
+            stack = encoder_layers(model)
+        except ValueError:  # no layer stack: a module outside any
+            stack = []
+        return LayerRef(
+            next((i for i, m in enumerate(stack) if m is layer), None), layer
+        )
+    if layer == "embeddings":
+        return LayerRef(None, embeddings_of(model))
+    if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int)):
+        raise TypeError(
+            "layer must be an index, 'embeddings', a module or a LayerRef; got "
+            f"{layer!r}"
+        )
     layers = encoder_layers(model)
-    chosen = default_layer_index(model) if index is None else index
-    if isinstance(chosen, bool) or not isinstance(chosen, int):
-        raise ValueError(f"layer index must be an int or 'embeddings', got {chosen!r}")
+    chosen = default_layer_index(model) if layer is None else layer
     if not 0 <= chosen < len(layers):
         raise ValueError(
             f"layer index {chosen} is out of range: the model has {len(layers)} "

@@ -25,129 +25,72 @@
   model-randomisation check);
 * :mod:`~captum_iba.evaluation.layer_choice` - choosing IBA's layer for a model
   and task from a small held-in degradation test.
+
+The names below are imported on first use, so importing one module of the
+package does not import the others (``captum-iba explain`` loads only the
+methods it runs).
 """
 
-from captum_iba.evaluation.scorers import (
-    METHODS,
-    RandomScorer,
-    TokenScorer,
-    build_scorer,
-    register_scorer,
-    scorer_class,
-    scorer_names,
-)
+from captum_iba._utils.lazy import exports, lazy_names
 
-from captum_iba.evaluation.ig import IntegratedGradientsScorer  # isort: skip
-from captum_iba.evaluation.lime import CaptumLimeScorer, LimeTextScorer  # isort: skip
-from captum_iba.evaluation.iba import IBAScorer  # isort: skip
-from captum_iba.evaluation.amortized import IBAAmortizedScorer  # isort: skip
-from captum_iba.evaluation.loo import LeaveOneOutScorer  # isort: skip
-from captum_iba.evaluation.captum_methods import (  # isort: skip
-    CaptumScorer,
-    GradientXActivationScorer,
-    KernelShapScorer,
-    OcclusionMaskScorer,
-    OcclusionScorer,
-    SamplingScorer,
-    ShapleySamplingScorer,
+#: The public names, each with its module (imported on first use), and the
+#: names of earlier releases (their modules warn).
+_NAMES = exports(
+    scorers=[
+        "METHODS",
+        "RandomScorer",
+        "TokenScorer",
+        "build_scorer",
+        "register_scorer",
+        "scorer_class",
+        "scorer_names",
+        "SCORERS",
+    ],
+    ig=["IntegratedGradientsScorer"],
+    lime=["CaptumLimeScorer", "LimeTextScorer"],
+    iba=["IBAScorer", "IBAFaithfulScorer"],
+    amortized=["IBAAmortizedScorer"],
+    loo=["LeaveOneOutScorer"],
+    captum_methods=[
+        "CaptumScorer",
+        "GradientXActivationScorer",
+        "KernelShapScorer",
+        "OcclusionMaskScorer",
+        "OcclusionScorer",
+        "SamplingScorer",
+        "ShapleySamplingScorer",
+    ],
+    attnlrp=["AttnLRPScorer", "attnlrp_available"],
+    corpus=[
+        "CorpusLike",
+        "corpus_order",
+        "encode",
+        "encode_instances",
+        "encoded_batches",
+        "fit_dataset_prior",
+    ],
+    presets=[
+        "FAIR_TEST_SETTINGS",
+        "PAPER_TEST_SETTINGS",
+        "PRESETS",
+        "SETTINGS",
+        "Preset",
+        "get_preset",
+    ],
+    resolve=["Resources", "build_scorers"],
+    loop=[
+        "CorpusJob",
+        "merge_records",
+        "run_units",
+        "score_unit",
+        "scorer_degradation",
+        "work_units",
+    ],
+    layer_choice=["LayerChoice", "choose_layer"],
+    suite=["evaluate_corpus", "make_scorers", "run_corpus", "run_degradation_suite"],
+    explainers=["method_explainer"],
 )
-from captum_iba.evaluation.attnlrp import AttnLRPScorer, attnlrp_available  # isort: skip
-from captum_iba.evaluation.corpus import (  # isort: skip
-    CorpusLike,
-    corpus_order,
-    encode,
-    encode_instances,
-    encoded_batches,
-    fit_dataset_prior,
-)
-from captum_iba.evaluation.presets import (  # isort: skip
-    FAIR_TEST_SETTINGS,
-    PAPER_TEST_SETTINGS,
-    PRESETS,
-    SETTINGS,
-    Preset,
-    get_preset,
-)
-from captum_iba.evaluation.resolve import Resources, build_scorers  # isort: skip
-from captum_iba.evaluation.loop import (  # isort: skip
-    CorpusJob,
-    merge_records,
-    run_units,
-    score_unit,
-    scorer_degradation,
-    work_units,
-)
-from captum_iba.evaluation.layer_choice import LayerChoice, choose_layer  # isort: skip
-from captum_iba.evaluation.suite import (  # isort: skip
-    evaluate_corpus,
-    make_scorers,
-    run_corpus,
-    run_degradation_suite,
-)
-from captum_iba.evaluation.explainers import method_explainer  # isort: skip
-
-__all__ = [
-    "AttnLRPScorer",
-    "CaptumScorer",
-    "CorpusJob",
-    "GradientXActivationScorer",
-    "KernelShapScorer",
-    "LayerChoice",
-    "LeaveOneOutScorer",
-    "OcclusionMaskScorer",
-    "OcclusionScorer",
-    "Resources",
-    "SamplingScorer",
-    "ShapleySamplingScorer",
-    "attnlrp_available",
-    "build_scorer",
-    "build_scorers",
-    "choose_layer",
-    "FAIR_TEST_SETTINGS",
-    "METHODS",
-    "PAPER_TEST_SETTINGS",
-    "PRESETS",
-    "SETTINGS",
-    "CaptumLimeScorer",
-    "CorpusLike",
-    "IBAAmortizedScorer",
-    "IBAScorer",
-    "IntegratedGradientsScorer",
-    "LimeTextScorer",
-    "Preset",
-    "RandomScorer",
-    "TokenScorer",
-    "corpus_order",
-    "encode",
-    "encode_instances",
-    "encoded_batches",
-    "evaluate_corpus",
-    "fit_dataset_prior",
-    "get_preset",
-    "make_scorers",
-    "merge_records",
-    "method_explainer",
-    "register_scorer",
-    "run_corpus",
-    "run_degradation_suite",
-    "run_units",
-    "score_unit",
-    "scorer_class",
-    "scorer_degradation",
-    "scorer_names",
-    "work_units",
-]
-
-#: Names of earlier releases, still importable with a warning.
-_MOVED = {
-    "IBAFaithfulScorer": "captum_iba.evaluation.iba",
-    "SCORERS": "captum_iba.evaluation.scorers",
-}
-
-
-def __getattr__(name: str):  # noqa: ANN202
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: Earlier releases' names (importable, with a warning from their module).
+_MOVED = ("IBAFaithfulScorer", "SCORERS")
+__all__ = sorted(n for n in _NAMES if n not in _MOVED)
+__getattr__, __dir__ = lazy_names(__name__, _NAMES, globals())

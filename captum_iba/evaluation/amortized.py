@@ -15,7 +15,7 @@ from captum_iba.attr.amortized import (
     AmortizedInformationBottleneckAttribution,
 )
 from captum_iba.attr.options import ConfigLike, IBAOptions
-from captum_iba.attr.text import LayerRef, layer_ref, layer_ref_of
+from captum_iba.attr.text import LayerLike, resolve_layer
 from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = [
@@ -108,7 +108,7 @@ def default_teacher(model: nn.Module, layer: nn.Module) -> str:
     outside the model's layer stack - the embeddings -, ``"faithful"``
     (``iba-faithful``) for an encoder layer."""
     try:
-        outside = layer_ref_of(model, layer).index is None
+        outside = resolve_layer(model, layer).index is None
     except ValueError:  # no layer stack
         outside = False
     return "deletion" if outside else "faithful"
@@ -138,20 +138,17 @@ class IBAAmortizedScorer(TokenScorer):
         **kwargs: See :class:`TokenScorer`.
     """
 
-    name = "iba-amortized"
-    needs = ("layer", "explainer", "seed")
-
     def __init__(
         self,
         model: Callable[..., Any],
-        layer: Union[nn.Module, LayerRef],
+        layer: LayerLike = "embeddings",
         explainer: Optional[ExplainerLike] = None,
         refine_steps: int = 0,
         seed: Optional[int] = 0,
         **kwargs: Any,
     ) -> None:
         super().__init__(model, **kwargs)
-        ref = layer_ref(model, layer)
+        ref = resolve_layer(model, layer)
         if explainer is None:
             raise ValueError(
                 "iba-amortized needs a fitted explainer (explainer=, see "

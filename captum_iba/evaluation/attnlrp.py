@@ -108,7 +108,6 @@ class AttnLRPScorer(TokenScorer):
         ValueError: For a model family lxt does not support.
     """
 
-    name = "AttnLRP"
     meaning = (
         "the token's relevance for the class's logit (LRP: the relevances add "
         "up to about the logit): + for the class, - against it"

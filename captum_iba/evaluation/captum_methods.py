@@ -40,7 +40,7 @@ from captum.attr import (
 from torch import Tensor, nn
 
 from captum_iba._utils.common import instance_seed
-from captum_iba.evaluation.ig import embedding_block
+from captum_iba.evaluation.ig import embedding_layer
 from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = [
@@ -117,7 +117,7 @@ class CaptumScorer(TokenScorer):
         self.output = output
         self.options: Dict[str, Any] = {**self.defaults, **(attribute_options or {})}
         self.is_layer_method = issubclass(self.method, LayerAttribution)
-        self.layer = self._layer(layer) if self.is_layer_method else None
+        self.layer = embedding_layer(model, layer) if self.is_layer_method else None
         self.baseline_token_id = self._baseline_id(baseline)
         self.mask_baseline = mask_baseline and (
             self.baseline_token_id == self.pad_token_id
@@ -131,17 +131,6 @@ class CaptumScorer(TokenScorer):
             mask_baseline=self.mask_baseline,
             seed=seed,
         )
-
-    def _layer(self, layer: Union[None, str, nn.Module]) -> nn.Module:
-        if isinstance(layer, str) and layer == "embeddings":
-            return embedding_block(self.model)
-        if layer is None:
-            return self.model.get_input_embeddings()  # type: ignore[union-attr]
-        if not isinstance(layer, nn.Module):
-            raise ValueError(
-                f"layer must be a module, 'embeddings' or None; got {layer!r}"
-            )
-        return layer
 
     def _baseline_id(self, baseline: Union[str, int]) -> int:
         if isinstance(baseline, bool):
@@ -228,7 +217,6 @@ class OcclusionScorer(CaptumScorer):
     """Captum's ``Occlusion`` on one token at a time, replaced by ``[PAD]`` and
     masked out of attention (close to deleting it)."""
 
-    name = "occlusion"
     method = Occlusion
     meaning = (
         "how much the class's {output} drops when the token is replaced by [PAD] "
@@ -239,7 +227,6 @@ class OcclusionScorer(CaptumScorer):
 class OcclusionMaskScorer(CaptumScorer):
     """Captum's ``Occlusion`` on one token at a time, replaced by ``[MASK]``."""
 
-    name = "occlusion-mask"
     method = Occlusion
     meaning = (
         "how much the class's {output} drops when the token is replaced by "
@@ -255,7 +242,6 @@ class GradientXActivationScorer(CaptumScorer):
     """Gradient x activation at the embedding output (Captum's
     ``LayerGradientXActivation`` on the embedding block), summed per token."""
 
-    name = "grad-x-act"
     method = LayerGradientXActivation
     meaning = (
         "gradient of the class's {output} times the token's embedding: + for "
@@ -292,7 +278,6 @@ class KernelShapScorer(SamplingScorer):
     """Captum's ``KernelShap`` with one feature per token, removed tokens as
     masked ``[PAD]``; ``n_samples`` coalitions per instance (default 500)."""
 
-    name = "kernel-shap"
     method = KernelShap
     meaning = (
         "the token's Shapley value for the class's {output} (KernelSHAP "
@@ -306,7 +291,6 @@ class ShapleySamplingScorer(SamplingScorer):
     tokens as masked ``[PAD]``; ``n_samples`` permutations (default 25, about
     ``25 (n + 1)`` forward rows for ``n`` tokens)."""
 
-    name = "shapley"
     method = ShapleyValueSampling
     meaning = (
         "the token's Shapley value for the class's {output} (sampled "

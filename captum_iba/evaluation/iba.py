@@ -7,14 +7,14 @@ one measured (docs/faithfulness.rst).
 """
 
 import warnings
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Callable, Dict, Optional
 
-from torch import Tensor, nn
+from torch import Tensor
 
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.options import ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
-from captum_iba.attr.text import LayerRef, layer_ref
+from captum_iba.attr.text import LayerLike, resolve_layer
 from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = ["IBAScorer"]
@@ -25,10 +25,11 @@ class IBAScorer(TokenScorer):
 
     Args:
         model (Callable): HF model (``(ids, mask[, tt])`` positionally).
-        layer (nn.Module, LayerRef or str): The layer after which the
-            bottleneck goes (a :class:`~captum_iba.attr.LayerRef` also records
-            its index; ``"embeddings"``: the model's embeddings, as
-            ``iba-deletion`` uses).
+        layer (int, str, nn.Module or LayerRef, optional): The layer after
+            which the bottleneck goes, in any form
+            :func:`~captum_iba.attr.text.resolve_layer` takes (an index,
+            ``"embeddings"`` - as ``iba-deletion`` uses -, a module); None:
+            the default layer.
         config (str or IBAOptions): A named configuration
             (:data:`~captum_iba.attr.options.CONFIGS`) or options. Default
             ``"paper"``.
@@ -45,18 +46,10 @@ class IBAScorer(TokenScorer):
             arguments of :class:`TokenScorer`.
     """
 
-    name = "IBA"
-    needs = ("layer", "prior", "seed", "internal_batch_size", "precision")
-    signed = False
-    #: Every piece keeps some signal (a floor of about half the features for
-    #: the faithful configuration, 1,900 nats for the paper's), so sums over
-    #: pieces would rank a word by its number of pieces: words take the mean.
-    word_reduction = "mean"
-
     def __init__(
         self,
         model: Callable[..., Any],
-        layer: Union[nn.Module, LayerRef, str],
+        layer: LayerLike = None,
         config: ConfigLike = "paper",
         prior: Optional[PriorLike] = None,
         seed: Optional[int] = 0,
@@ -69,7 +62,7 @@ class IBAScorer(TokenScorer):
             knobs["prior"] = prior
         super().__init__(model, **kwargs)
         precision = precision or "float32"
-        ref = layer_ref(model, layer)
+        ref = resolve_layer(model, layer)
         #: The IBA options every call uses (one object, validated once).
         self.options = IBAOptions.from_config(config, seed=seed, **knobs)
         extra: Dict[str, Any] = {}

@@ -5,25 +5,29 @@ from typing import Any, Callable, Optional, Union
 from captum.attr import LayerIntegratedGradients
 from torch import Tensor, nn
 
+from captum_iba.attr.text import resolve_layer
 from captum_iba.evaluation.scorers import TokenScorer
 
-__all__ = ["IntegratedGradientsScorer", "embedding_block"]
+__all__ = ["IntegratedGradientsScorer", "embedding_layer"]
 
 
-def embedding_block(model: Any) -> nn.Module:
-    """The whole embedding block (``model.base_model.embeddings``: word, position
-    and segment embeddings and their LayerNorm) when the model has one, else
-    the word embeddings. The paper's code runs IG there.
+def embedding_layer(model: Any, layer: Union[None, str, nn.Module]) -> nn.Module:
+    """The embedding layer of a method that attributes to embeddings: the
+    word embeddings (``model.get_input_embeddings()``) for None, the
+    embeddings as every method means them for ``"embeddings"``
+    (:func:`~captum_iba.attr.text.resolve_layer`: the whole embedding block of
+    a BERT-style encoder, where the paper's code runs IG), or the module given.
 
-    Args:
-        model (Any): A Hugging Face model.
-
-    Returns:
-        nn.Module: The layer.
+    Raises:
+        ValueError: For another value.
     """
-    base = getattr(model, "base_model", None)
-    emb = getattr(base, "embeddings", None)
-    return emb if isinstance(emb, nn.Module) else model.get_input_embeddings()
+    if layer is None:
+        return model.get_input_embeddings()
+    if isinstance(layer, str) and layer == "embeddings":
+        return resolve_layer(model, "embeddings").module
+    if not isinstance(layer, nn.Module):
+        raise ValueError(f"layer must be a module, 'embeddings' or None; got {layer!r}")
+    return layer
 
 
 class IntegratedGradientsScorer(TokenScorer):
@@ -37,7 +41,7 @@ class IntegratedGradientsScorer(TokenScorer):
         model (Callable): HF model, or a function ``(ids, mask[, tt]) -> logits``.
         layer (nn.Module or str, optional): The embedding layer. Default
             ``model.get_input_embeddings()``; ``"embeddings"``: the whole
-            embedding block (:func:`embedding_block`, the paper's choice).
+            embedding block (:func:`embedding_layer`, the paper's choice).
         n_steps (int): Riemann/Gauss-Legendre steps. Default 50.
         output (str): Explain the ``"logits"`` (default) or the softmax ``"probs"``.
         normalize (str, optional): ``"l2"`` divides each instance's scores by their L2
@@ -54,8 +58,6 @@ class IntegratedGradientsScorer(TokenScorer):
         **kwargs: See :class:`TokenScorer`.
     """
 
-    name = "IG"
-    needs = ("internal_batch_size",)
     meaning = (
         "the part of the class's {output} (against an input of [PAD]s) that the "
         "token's embedding accounts for: + for the class, - against it"
@@ -74,14 +76,7 @@ class IntegratedGradientsScorer(TokenScorer):
         **kwargs: Any,
     ) -> None:
         super().__init__(model, **kwargs)
-        if isinstance(layer, str) and layer == "embeddings":
-            layer = embedding_block(model)
-        elif layer is None:
-            layer = model.get_input_embeddings()  # type: ignore[union-attr]
-        elif not isinstance(layer, nn.Module):
-            raise ValueError(
-                f"layer must be a module, 'embeddings' or None; got {layer!r}"
-            )
+        layer = embedding_layer(model, layer)
         if max_tokens_per_pass < 1:
             raise ValueError("max_tokens_per_pass must be a positive integer")
         if output not in ("logits", "probs"):

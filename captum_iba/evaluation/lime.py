@@ -64,8 +64,6 @@ class CaptumLimeScorer(TokenScorer):
         **kwargs: See :class:`TokenScorer`.
     """
 
-    name = "LIME"
-    needs = ("seed",)
     meaning = (
         "the token's weight in LIME's linear model of the class's {output} "
         "(tokens removed as [PAD]): + for the class, - against it"
@@ -198,9 +196,6 @@ class LimeTextScorer(TokenScorer):
         **kwargs: See :class:`TokenScorer`.
     """
 
-    name = "LIME-text"
-    needs = ("seed",)
-    word_reduction = "mean"  # every piece carries its word's weight
     meaning = (
         "the word's weight in LIME's linear model of the class's probability: "
         "+ for the class, - against it"

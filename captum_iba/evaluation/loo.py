@@ -40,7 +40,6 @@ class LeaveOneOutScorer(TokenScorer):
         **kwargs: See :class:`TokenScorer`.
     """
 
-    name = "LOO"
     meaning = (
         "how much the class's {output} drops when the token is deleted: + for "
         "the class, - against it"

@@ -39,7 +39,7 @@ The tokenizer's ids are added where the test runs
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Dict, Mapping, Tuple, Union
+from typing import Any, Dict, Iterator, Mapping, Tuple, Union
 
 from captum_iba.metrics import PAPER_LEVELS, DegradationOptions, Deletion
 from captum_iba.registry import SETTINGS as _SETTING_NAMES
@@ -116,8 +116,26 @@ FAIR = Preset(
     ),
 )
 
-#: The presets by name.
-PRESETS: Mapping[str, Preset] = MappingProxyType({p.name: p for p in (PAPER, FAIR)})
+
+class _Presets(Mapping):
+    """The presets by name, read from the one registry of setting names
+    (:data:`captum_iba.registry.SETTINGS`): a setting registered there is a
+    preset here."""
+
+    def __getitem__(self, name: str) -> Preset:
+        if name not in _SETTING_NAMES:
+            raise KeyError(name)
+        return _SETTING_NAMES.load(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_SETTING_NAMES.names())
+
+    def __len__(self) -> int:
+        return len(_SETTING_NAMES)
+
+
+#: The presets by name (the registry's settings).
+PRESETS: Mapping[str, Preset] = _Presets()
 #: Their names (registered, with a summary each, in
 #: :data:`captum_iba.registry.SETTINGS`, which ``--help`` lists).
 SETTINGS: Tuple[str, ...] = tuple(_SETTING_NAMES.names())
@@ -150,10 +168,8 @@ def get_preset(setting: Union[str, Preset]) -> Preset:
         Preset: The preset.
 
     Raises:
-        ValueError: For an unknown name.
+        ValueError: For an unknown name (the message lists the settings).
     """
     if isinstance(setting, Preset):
         return setting
-    if setting not in PRESETS:
-        raise ValueError(f"setting must be one of {SETTINGS}; got {setting!r}")
-    return PRESETS[setting]
+    return _SETTING_NAMES.load(setting)

@@ -1,65 +1,76 @@
-"""Names to scorers, once: the one resolver of the harness, the CLI and
-``reproduce``.
+"""Names to scorers, once: the one resolver of the harness, the CLI,
+:func:`captum_iba.explain` and ``reproduce``.
 
-A run names its methods (:data:`captum_iba.registry.METHODS`) and gives the
-shared :class:`Resources` (the model, a layer index, prior names, a seed, ...).
-:func:`build_scorers` resolves each resource once - the layer index into a
-:class:`~captum_iba.attr.LayerRef`, prior names into priors (fitting those that
-need data) - and builds every method with what its class declares it
-:attr:`~captum_iba.evaluation.TokenScorer.needs`. A resource given as several
-values (e.g. two priors) makes one scorer per value, named ``"IBA (paper)"``,
-``"IBA (dataset)"``; the registry entry's own arguments (e.g.
-``iba-faithful``'s configuration) are never replaced by a resource.
+A run names its methods (:data:`captum_iba.registry.METHODS`), gives options
+(declared once in :data:`captum_iba.registry.OPTIONS`: ``layer``, ``prior``,
+``beta``, ``seed``, ...) for every method that takes them or per method
+(``method_options``), and the shared :class:`Resources` (the model, its
+tokenizer, data to fit priors on, a fitted explainer). :func:`build_scorers`
+first checks the request against the declarations
+(:func:`~captum_iba._utils.request.check_request`: an option no chosen method
+takes is an error, never ignored), then resolves each value once - a layer
+into a :class:`~captum_iba.attr.LayerRef`, prior names into priors (fitting
+those that need data at the method's layer) - and builds every method with
+the options its registry entry says it takes. An option given as several
+values (two priors, two layers) makes one scorer per value, named
+``"IBA (paper)"``, ``"IBA (dataset)"``.
 
 Arguments are applied in this order, later ones winning: the preset's for the
-method, the resources it needs, the registry entry's own, ``method_options``.
+method, the registry entry's own (its configuration, its default layer), the
+options given for every method, those given for the method, and its other
+constructor keywords (``method_options`` that are no declared option).
 """
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from torch import nn
 
-from captum_iba.attr.priors import NoisePrior, PriorLike, resolve_prior
-from captum_iba.attr.text import LayerRef, as_layer_ref, resolve_layer
+from captum_iba.attr.priors import NoisePrior, resolve_prior
+from captum_iba.attr.text import LayerRef, resolve_layer
 from captum_iba.evaluation.corpus import encoded_batches
 from captum_iba.evaluation.presets import Preset, get_preset
 from captum_iba.evaluation.scorers import TokenScorer
-from captum_iba.registry import METHODS
+from captum_iba.registry import METHODS, OPTIONS
+from captum_iba.request import MethodRequest, check_request, options_of
 
 __all__ = ["Resources", "build_scorers"]
 
-LayerLike = Union[None, int, nn.Module, LayerRef]
+#: The options :class:`Resources` also takes as fields (earlier releases).
+_FIELDS = ("layer", "prior", "seed", "internal_batch_size", "precision")
 
 
 @dataclass
 class Resources:
-    """What the methods of one run may need, resolved once (see
-    :attr:`TokenScorer.needs`).
+    """What the methods of one run share, and the options given for all of
+    them.
 
     Attributes:
         model (nn.Module): The classifier.
         tokenizer (Any): Its tokenizer (special and pad ids come from it).
-        layer (int, Module, LayerRef or list, optional): The bottleneck layer:
-            an encoder layer index, a module or a
-            :class:`~captum_iba.attr.LayerRef`; a list makes one scorer per
-            layer. None: :func:`~captum_iba.attr.text.default_layer_index`.
-        prior (str, NoisePrior or list, optional): IBA's prior (names from
-            :data:`captum_iba.registry.PRIORS`); a list makes one scorer per
-            prior. None: the preset's.
+        layer (int, str, Module, LayerRef or list, optional): The option
+            ``layer`` for every method that takes it (a list makes one scorer
+            per layer). None: each method's default.
+        prior (str, NoisePrior or list, optional): The option ``prior``
+            (names from :data:`captum_iba.registry.PRIORS`; a list makes one
+            scorer per prior). None: each method's default (the preset's for
+            ``IBA``).
         prior_data (CorpusLike or Iterable, optional): A corpus (encoded
             here) or batches, for priors fitted on data (``"dataset"``); read
             only when such a prior is named.
-        seed (int, optional): Seed of every seeded method. Default 0.
-        internal_batch_size (int, optional): Rows per forward pass (IG, IBA).
-        precision (str, optional): IBA's ``"float32"`` or ``"bf16"``.
+        seed (int, optional): The option ``seed`` (None: each method's, 0).
+        internal_batch_size (int, optional): The option of that name.
+        precision (str, optional): The option ``precision``
+            (``"float32"`` or ``"bf16"``).
         max_length (int): Truncation when ``prior_data`` is a corpus.
         special_token_ids (Sequence[int], optional): Default the tokenizer's.
         pad_token_id (int, optional): Default the tokenizer's.
         explainer (optional): ``iba-amortized``'s fitted explainer, or a
             function of the layer module returning one (called only when
             that method is built).
+        options (Mapping[str, Any]): More declared options for every method
+            that takes them (e.g. ``{"beta": 1e-4, "steps": 5}``).
     """
 
     model: nn.Module
@@ -67,39 +78,60 @@ class Resources:
     layer: Any = None
     prior: Any = None
     prior_data: Any = None
-    seed: Optional[int] = 0
+    seed: Optional[int] = None
     internal_batch_size: Optional[int] = None
     precision: Optional[str] = None
     max_length: int = 128
     special_token_ids: Optional[Sequence[int]] = None
     pad_token_id: Optional[int] = None
     explainer: Any = None
-    _cache: Dict[str, List[Any]] = field(default_factory=dict, repr=False)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    _layers: Dict[Any, LayerRef] = field(default_factory=dict, repr=False)
+    _priors: Dict[Tuple[Any, int], NoisePrior] = field(default_factory=dict, repr=False)
 
-    def values(self, key: str) -> List[Any]:
-        """The resolved values of resource ``key`` (one per variant; empty
-        when not given), resolved on first use and kept."""
-        if key not in self._cache:
-            self._cache[key] = self._resolve(key)
-        return self._cache[key]
+    @classmethod
+    def from_keywords(
+        cls, model: nn.Module, tokenizer: Any = None, **keywords: Any
+    ) -> "Resources":
+        """Resources from keywords: its fields, and declared options (e.g.
+        ``beta=1e-4``) into :attr:`options`.
 
-    def _resolve(self, key: str) -> List[Any]:
-        if key == "layer":
-            return [self._layer(v) for v in _several(self.layer)]
-        if key == "prior":
-            return [self._prior(p) for p in _several(self.prior) if p is not None]
-        value = getattr(self, key, None)
-        return [] if value is None else [value]
+        Raises:
+            TypeError: For a keyword that is neither (listing both).
+        """
+        fields = {f for f in cls.__dataclass_fields__ if not f.startswith("_")}
+        options = dict(keywords.pop("options", None) or {})
+        for key in [k for k in keywords if k not in fields]:
+            if key not in OPTIONS:
+                raise TypeError(
+                    f"unknown argument {key!r}: neither a resource "
+                    f"({', '.join(sorted(fields - {'model', 'options'}))}) nor an "
+                    f"option ({', '.join(OPTIONS.names())})"
+                )
+            options[key] = keywords.pop(key)
+        return cls(model, tokenizer, options=options, **keywords)
 
-    def _layer(self, value: LayerLike) -> LayerRef:
-        if value is None or isinstance(value, int) and not isinstance(value, bool):
-            return resolve_layer(self.model, value)
-        return as_layer_ref(value)
+    def given(self) -> Dict[str, Any]:
+        """The options given for every method (those not None)."""
+        fields = {k: getattr(self, k) for k in _FIELDS}
+        both = {**fields, **dict(self.options)}
+        return {k: v for k, v in both.items() if v is not None}
 
-    def _prior(self, prior: PriorLike) -> NoisePrior:
-        layer = self.values("layer")
-        data = self._batches if self.prior_data is not None else None
-        return resolve_prior(prior, self.model, layer[0].module, data)
+    def layer_ref(self, value: Any) -> LayerRef:
+        """A layer option's value resolved (once per value)."""
+        key = value if isinstance(value, (int, str, type(None))) else id(value)
+        if key not in self._layers:
+            self._layers[key] = resolve_layer(self.model, value)
+        return self._layers[key]
+
+    def noise_prior(self, value: Any, layer: LayerRef) -> NoisePrior:
+        """A prior option's value resolved (fitted once per layer when it
+        needs data)."""
+        key = (value if isinstance(value, str) else id(value), id(layer.module))
+        if key not in self._priors:
+            data = self._batches if self.prior_data is not None else None
+            self._priors[key] = resolve_prior(value, self.model, layer.module, data)
+        return self._priors[key]
 
     def _batches(self) -> Any:
         """``prior_data`` as batches (a corpus is encoded, 32 at a time)."""
@@ -109,9 +141,11 @@ class Resources:
         return data
 
 
-def _several(value: Any) -> List[Any]:
-    """A resource given as one value or a list of values (a LayerRef is one)."""
-    if isinstance(value, (list, tuple)) and not isinstance(value, LayerRef):
+def _several(name: str, value: Any) -> List[Any]:
+    """An option's value as the list of its variants (one unless the option
+    makes variants and several values are given)."""
+    many = OPTIONS.entry(name).facts.get("variants")
+    if many and isinstance(value, (list, tuple)) and not isinstance(value, LayerRef):
         return list(value)
     return [value]
 
@@ -122,52 +156,98 @@ def _label(value: Any) -> str:
     return getattr(value, "name", None) or str(value)
 
 
+def _method_values(
+    method: str, request: MethodRequest, resources: Resources
+) -> Dict[str, List[Any]]:
+    """Option name -> the method's resolved values (one per variant): the
+    given ones, and its default layer when it takes one."""
+    entry = METHODS.entry(method)
+    given = request.values(method)
+    if "layer" in options_of(method):
+        given.setdefault("layer", entry.defaults.get("layer"))
+    out: Dict[str, List[Any]] = {}
+    layers = [resources.layer_ref(v) for v in _several("layer", given.get("layer"))]
+    for name, value in given.items():
+        if name == "layer":
+            out[name] = layers
+        elif name == "prior":
+            out[name] = [resources.noise_prior(p, layers[0]) for p in value]
+        else:
+            out[name] = _several(name, value)
+    return out
+
+
+def _common(resources: Resources, preset: Preset) -> Dict[str, Any]:
+    return dict(
+        tokenizer=resources.tokenizer,
+        special_token_ids=resources.special_token_ids,
+        pad_token_id=resources.pad_token_id,
+        setting=preset.name,
+    )
+
+
 def build_scorers(
-    methods: Sequence[str],
+    methods: Union[Sequence[str], MethodRequest],
     resources: Resources,
     setting: Union[str, Preset] = "fair",
     method_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
 ) -> Dict[str, TokenScorer]:
-    """Every named method as a scorer, each resource resolved once.
+    """Every named method as a scorer, each option checked and resolved once.
 
     Args:
-        methods (Sequence[str]): Registered method names (any case).
-        resources (Resources): The shared resources.
+        methods (Sequence[str] or MethodRequest): Registered method names
+            (any case), or a request checked by
+            :func:`~captum_iba.request.check_request` (which then holds every
+            option: none in ``resources`` nor ``method_options``).
+        resources (Resources): The shared resources and the options given
+            for every method.
         setting (str or Preset): The preset whose arguments each method gets
             first. Default ``"fair"``.
-        method_options (Mapping, optional): Method name -> more constructor
-            arguments of its scorer (they win over everything).
+        method_options (Mapping, optional): Method name -> its options (by
+            name, e.g. ``{"IG": {"ig_steps": 20}}``) or more constructor
+            keywords of its scorer (``{"IG": {"n_steps": 20}}``).
 
     Returns:
         dict[str, TokenScorer]: Name -> scorer, in the order of ``methods``
         (one per variant, see the module docstring).
 
     Raises:
-        ValueError: For an unknown method (before anything is built) or
-            resource value.
+        ValueError: Before anything is built: for an unknown method, an
+            option no chosen method takes, a bad value, or options for a
+            method not asked for. While building: for a layer out of range.
     """
-    entries = [METHODS.entry(m) for m in methods]
     preset = get_preset(setting)
-    extra = {METHODS.entry(k).name: dict(v) for k, v in (method_options or {}).items()}
-    common = dict(
-        tokenizer=resources.tokenizer,
-        special_token_ids=resources.special_token_ids,
-        pad_token_id=resources.pad_token_id,
-        setting=preset.name,
-    )
+    if isinstance(methods, MethodRequest):
+        if resources.given() or method_options:
+            raise ValueError(
+                "give the options in the request, or give names and options"
+            )
+        request = methods
+    else:
+        request = check_request(
+            methods, resources.given(), method_options, setting=preset.name
+        )
     out: Dict[str, TokenScorer] = {}
-    for entry in entries:
-        cls = entry.load()
-        keys = [k for k in cls.needs if k not in entry.defaults]
-        options = {k: resources.values(k) for k in keys}
-        varying = [k for k in keys if len(options[k]) > 1]
-        fixed = {k: v[0] for k, v in options.items() if len(v) == 1}
-        for combo in itertools.product(*(options[k] for k in varying)):
+    for method in request.methods:
+        entry = METHODS.entry(method)
+        values = _method_values(method, request, resources)
+        kwargs = {**preset.scorer_arguments(entry.name), **entry.defaults}
+        if "explainer" in entry.facts.get("uses", ()):
+            kwargs["explainer"] = resources.explainer
+        varying = [k for k, v in values.items() if len(v) > 1]
+        keyword = {k: OPTIONS.entry(k).facts["kwarg"] for k in values}
+        kwargs.update({keyword[k]: v[0] for k, v in values.items() if len(v) == 1})
+        for combo in itertools.product(*(values[k] for k in varying)):
             name = entry.name
             if combo:
                 name += " (" + ", ".join(_label(v) for v in combo) + ")"
-            kwargs = {**preset.scorer_arguments(entry.name), **fixed}
-            kwargs.update(zip(varying, combo))
-            kwargs.update(extra.get(entry.name, {}))
-            out[name] = entry.build(resources.model, name=name, **kwargs, **common)
+            built = dict(kwargs, **{keyword[k]: v for k, v in zip(varying, combo)})
+            built.update(request.passthrough.get(method, {}))
+            out[name] = entry.build(
+                resources.model,
+                name=name,
+                method_name=entry.name,
+                **built,
+                **_common(resources, preset),
+            )
     return out

@@ -9,12 +9,13 @@ Every scorer turns one batch into per-token scores ``(B, L)`` aligned with
 
 and records how it ran in ``scorer.settings``. Method names live in the one
 registry :data:`captum_iba.registry.METHODS` (built-in methods are listed
-there, imported on first use; :func:`register_scorer` adds a user's class);
-:func:`scorer_class` is the lookup from a name (any case) to the class and
-:func:`build_scorer` builds an entry with the arguments it fixes. A scorer
-declares in :attr:`TokenScorer.needs` the shared resources it takes (a layer,
-a prior, a seed, ...); :mod:`~captum_iba.evaluation.resolve` resolves them
-once and builds every method. The methods themselves live in
+there, imported on first use, with the options each takes and what its
+scores are; :func:`register_scorer` adds a user's class, as does a package's
+entry point in the group ``captum_iba.methods``); :func:`scorer_class` is the
+lookup from a name (any case) to the class and :func:`build_scorer` builds an
+entry with the arguments it fixes; :mod:`~captum_iba.evaluation.resolve`
+checks a request's options and builds every method. The methods themselves
+live in
 :mod:`~captum_iba.evaluation.ig`, :mod:`~captum_iba.evaluation.lime`,
 :mod:`~captum_iba.evaluation.iba` and the anchors' modules; the ``"paper"`` and
 ``"fair"`` configurations in :mod:`~captum_iba.evaluation.presets`.
@@ -22,7 +23,7 @@ once and builds every method. The methods themselves live in
 
 import time
 import warnings
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Type
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Type
 
 import torch
 from captum.log import log_usage
@@ -36,7 +37,7 @@ from captum_iba._utils.common import (
     instance_seed,
     model_device,
 )
-from captum_iba.registry import METHODS
+from captum_iba.registry import METHODS, SETTINGS
 
 __all__ = [
     "METHODS",
@@ -44,12 +45,13 @@ __all__ = [
     "TokenScorer",
     "build_scorer",
     "register_scorer",
+    "registered_name",
     "scorer_class",
     "scorer_names",
 ]
 
-#: Names of the presets a scorer may record as its ``setting``.
-SETTING_NAMES = ("paper", "fair", "custom")
+#: A scorer's ``setting`` outside the registered comparison settings.
+CUSTOM_SETTING = "custom"
 #: What a scorer's ``output`` option explains, in words (for
 #: :attr:`TokenScorer.score_meaning`).
 OUTPUT_WORDS = {"logits": "logit", "probs": "probability", "log_odds": "log-odds"}
@@ -58,7 +60,9 @@ OUTPUT_WORDS = {"logits": "logit", "probs": "probability", "log_odds": "log-odds
 def register_scorer(cls: Type["TokenScorer"]) -> Type["TokenScorer"]:
     """Class decorator: register a user's scorer under its ``name`` attribute
     in :data:`captum_iba.registry.METHODS` (the first line of its docstring is
-    the summary).
+    the summary; ``needs`` names the options it takes and ``signed`` /
+    ``word_reduction`` say what its scores are, see
+    :func:`captum_iba.registry.method_facts`).
 
     Args:
         cls (type): A :class:`TokenScorer` subclass with a unique ``name``.
@@ -68,10 +72,9 @@ def register_scorer(cls: Type["TokenScorer"]) -> Type["TokenScorer"]:
 
     Raises:
         ValueError: If another class is registered under the same name (any
-            case).
+            case), or ``needs`` names no declared option.
     """
-    summary = (cls.__doc__ or "").strip().split("\n")[0]
-    METHODS.add(cls.name, cls, summary)
+    METHODS.adopt(cls)
     return cls
 
 
@@ -105,12 +108,25 @@ def build_scorer(name: str, model: Any, **kwargs: Any) -> "TokenScorer":
         TokenScorer: The scorer.
     """
     entry = METHODS.entry(name)
-    return entry.build(model, **{"name": entry.name, **kwargs})
+    return entry.build(
+        model, **{"name": entry.name, "method_name": entry.name, **kwargs}
+    )
 
 
 def scorer_names() -> List[str]:
     """The registered method names, in registration order."""
     return METHODS.names()
+
+
+def registered_name(cls: type) -> str:
+    """The name under which ``cls`` is registered (its first entry), else its
+    ``name`` attribute, else its class name."""
+    path = f"{cls.__module__}:{cls.__qualname__}"
+    for name in METHODS.names():
+        target = METHODS.entry(name).target
+        if target is cls or target == path:
+            return name
+    return str(getattr(cls, "name", None) or cls.__name__)
 
 
 def __getattr__(name: str) -> Any:
@@ -131,33 +147,26 @@ class TokenScorer:
     Subclasses implement :meth:`_scores`. :meth:`attribute` validates the inputs,
     moves them to the model's device, zeroes padding and records the time spent.
 
-    A subclass declares in :attr:`needs` the shared resources its constructor
-    takes, as keyword arguments of the same names (see
-    :class:`~captum_iba.evaluation.resolve.Resources`: ``layer``, ``prior``,
-    ``seed``, ``internal_batch_size``, ``precision``); the resolver passes each
-    one it has, resolved once.
+    What a method takes and what its scores are is said once, by its registry
+    entry (:data:`captum_iba.registry.METHODS`): the options it takes (the
+    resolver passes each one given, resolved once, as the constructor keyword
+    the option declares), whether its scores are :attr:`signed` and how a
+    word's score is made from its pieces' (:attr:`word_reduction`). A user's
+    class registered with :func:`register_scorer` says the same with the class
+    attributes ``name``, ``needs`` (the options it takes), ``signed`` and
+    ``word_reduction``.
 
     Attributes:
-        name (str): The method's name, as used in results, tables and the
-            registry.
+        method_name (str): The registered method (e.g. ``"iba-faithful"``).
+        name (str): The name shown in results and tables (the method, or a
+            variant of it such as ``"IBA (paper)"``).
         settings (dict): Everything that defines the run (setting, target rule,
             steps, samples, seed, ...).
     """
 
-    name = "scorer"
-    #: The shared resources the constructor takes (keyword arguments of these
-    #: names), resolved once by :func:`~captum_iba.evaluation.build_scorers`.
-    needs: Tuple[str, ...] = ()
-    #: Whether a score has a direction (+ for the explained class, - against
-    #: it); False for a magnitude without one, such as IBA's information.
-    signed: bool = True
     #: What one score means, in one sentence (pages, tables, ``settings.json``);
     #: ``{output}`` becomes what the method explains (``"logit"``, ...).
     meaning: str = "+ for the explained class, - against it"
-    #: How a word's score is made from its word pieces' scores: ``"sum"``
-    #: (additive scores: the word's share of the total) or ``"mean"`` (scores
-    #: that do not add up over pieces, e.g. each piece carrying its word's).
-    word_reduction: str = "sum"
 
     def __init__(
         self,
@@ -170,19 +179,21 @@ class TokenScorer:
         use_attention_mask: bool = True,
         name: Optional[str] = None,
         setting: str = "fair",
+        method_name: Optional[str] = None,
     ) -> None:
-        if setting not in SETTING_NAMES:
+        if setting != CUSTOM_SETTING and setting not in SETTINGS:
             raise ValueError(
-                f"setting must be one of {SETTING_NAMES[:2]}; got {setting!r}"
+                f"setting must be one of {', '.join(SETTINGS.names())} (or "
+                f"{CUSTOM_SETTING!r}); got {setting!r}"
             )
+        self.method_name = method_name or registered_name(type(self))
+        self.name = name or self.method_name
         self.model = model
         self.tokenizer = tokenizer
         self.special_token_ids = common.special_token_ids(tokenizer, special_token_ids)
         self.pad_token_id = int(common.pad_token_id(tokenizer, pad_token_id, 0))
         self.target_class = target_class
         self.use_attention_mask = use_attention_mask
-        if name is not None:
-            self.name = name
         self.settings: Dict[str, Any] = {
             "method": self.name,
             "setting": setting,
@@ -193,6 +204,26 @@ class TokenScorer:
         }
         self.seconds = 0.0
         self.instances = 0
+
+    @property
+    def facts(self) -> Mapping[str, Any]:
+        """The registry's facts of this scorer's method (none when it is not
+        registered)."""
+        known = self.method_name in METHODS
+        return METHODS.entry(self.method_name).facts if known else {}
+
+    @property
+    def signed(self) -> bool:
+        """bool: Whether a score has a direction (+ for the explained class,
+        - against it); False for a magnitude without one, such as IBA's."""
+        return bool(self.facts.get("signed", True))
+
+    @property
+    def word_reduction(self) -> str:
+        """str: How a word's score is made from its word pieces' scores:
+        ``"sum"`` (additive scores: the word's share of the total) or
+        ``"mean"`` (scores that do not add up over pieces)."""
+        return str(self.facts.get("reduction", "sum"))
 
     @property
     def score_meaning(self) -> str:
@@ -335,11 +366,7 @@ class RandomScorer(TokenScorer):
         **kwargs: See :class:`TokenScorer`.
     """
 
-    name = "random"
-    needs = ("seed",)
-    signed = False
     meaning = "uniform random numbers in [0, 1): a floor to compare with, no meaning"
-    word_reduction = "mean"
 
     def __init__(
         self, model: Optional[Callable[..., Any]] = None, seed: int = 0, **kwargs: Any

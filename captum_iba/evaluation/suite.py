@@ -34,50 +34,40 @@ __all__ = [
     "scorer_degradation",
 ]
 
-#: Arguments of earlier releases -> (resource, or method and its argument).
+#: Arguments of earlier releases -> the option they are now.
 _LEGACY = {
-    "iba_layer": ("layer", None),
-    "layer_index": ("layer", None),
-    "iba_prior": ("prior", None),
-    "priors": ("prior", None),
-    "ig_steps": ("IG", "n_steps"),
-    "lime_samples": (("LIME", "LIME-text"), "n_samples"),
-    "lime_max_length": ("LIME-text", "max_length"),
+    "iba_layer": "layer",
+    "layer_index": "layer",
+    "iba_prior": "prior",
+    "priors": "prior",
 }
+#: Earlier releases' arguments holding more arguments.
+_NESTED = ("iba_options", "scorer_options")
 
 
 def _legacy(
     kwargs: Dict[str, Any], method_options: Optional[Mapping[str, Mapping[str, Any]]]
 ) -> Tuple[Dict[str, Any], Dict[str, Dict[str, Any]]]:
     """Resources and method options from the keyword arguments, the names of
-    earlier releases converted (with a DeprecationWarning naming the new way).
-    ``method_options`` win over converted values."""
+    earlier releases converted (with a DeprecationWarning naming the new way)."""
     options = {k: dict(v) for k, v in (method_options or {}).items()}
     old = sorted(k for k in kwargs if k in _LEGACY or k in _NESTED)
     if old:
         warnings.warn(
-            f"{', '.join(old)}: use the resources layer=, prior= and "
-            "method_options={name: {argument: value}} instead (see make_scorers).",
+            f"{', '.join(old)}: use the options layer=, prior= and "
+            "method_options={name: {option: value}} instead (see make_scorers).",
             DeprecationWarning,
             stacklevel=3,
         )
     kwargs.update(kwargs.pop("scorer_options", None) or {})
-    options.setdefault("IBA", {}).update(kwargs.pop("iba_options", None) or {})
+    iba = kwargs.pop("iba_options", None)
+    if iba:
+        options.setdefault("IBA", {}).update(iba)
     for key in [k for k in kwargs if k in _LEGACY]:
         value = kwargs.pop(key)
-        where, argument = _LEGACY[key]
-        if value is None:
-            continue
-        if argument is None:
-            kwargs[where] = value
-            continue
-        for name in where if isinstance(where, tuple) else (where,):
-            options.setdefault(name, {}).setdefault(argument, value)
-    return kwargs, {k: v for k, v in options.items() if v}
-
-
-#: Earlier releases' arguments holding more arguments.
-_NESTED = ("iba_options", "scorer_options")
+        if value is not None:
+            kwargs[_LEGACY[key]] = value
+    return kwargs, options
 
 
 def make_scorers(
@@ -120,7 +110,7 @@ def make_scorers(
         dict[str, TokenScorer]: Name -> scorer, keyed by the registered names.
     """
     resources, options = _legacy(resources, method_options)
-    res = Resources(model, tokenizer, **resources)
+    res = Resources.from_keywords(model, tokenizer, **resources)
     return build_scorers(methods, res, setting, options)
 
 
@@ -304,7 +294,7 @@ def evaluate_corpus(
     """
     resources, options = _legacy(resources, method_options)
     resources.setdefault("max_length", max_length)
-    res = Resources(model, tokenizer, **resources)
+    res = Resources.from_keywords(model, tokenizer, **resources)
     scorers = build_scorers(methods, res, setting, options)
     return run_corpus(
         model, tokenizer, data, scorers, setting, max_length, batch_size, show_progress

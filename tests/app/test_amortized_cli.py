@@ -38,11 +38,11 @@ def _code(argv):
         return exc.code
 
 
-def _evaluate(model, data, out):
+def _evaluate(model, data, out, *more):
     return _code(
         ["evaluate", "--dataset", "sst2", "--model", model, "--data-dir", str(data)]
-        + ["--methods", "iba-amortized,random", "--n", "4", "--layer", "0"]
-        + ["--batch-size", "2", "--out", str(out)]
+        + ["--methods", "iba-amortized,random", "--n", "4"]
+        + ["--batch-size", "2", "--out", str(out), *more]
     )
 
 
@@ -50,9 +50,9 @@ def test_evaluate_fits_and_caches_then_explain_uses_it(
     tiny_model_dir, corpus, tmp_path, capsys
 ):
     """iba-amortized sits at the embeddings, taught by iba-deletion (the
-    registry's entry): --layer does not move it, and one cached explainer
-    serves every later run."""
-    explain = ["explain", "a fine film", "--model", tiny_model_dir, "--layer", "0"]
+    registry's default for it), and one cached explainer serves every later
+    run; --layer moves it (another explainer, taught by iba-faithful)."""
+    explain = ["explain", "a fine film", "--model", tiny_model_dir]
     assert _code(explain + ["--method", "iba-amortized"]) == 2
     err = capsys.readouterr().err
     assert "no fitted explainer" in err and "--methods iba-amortized" in err
@@ -71,22 +71,29 @@ def test_evaluate_fits_and_caches_then_explain_uses_it(
     assert "fitting" not in capsys.readouterr().out
     assert main(explain + ["--method", "iba-amortized"]) == 0
     assert "amortized IBA" in capsys.readouterr().out
-    other = ["explain", "a fine film", "--model", tiny_model_dir, "--layer", "1"]
-    assert main(other + ["--method", "iba-amortized"]) == 0  # the same explainer
+    other = explain + ["--layer", "1", "--method", "iba-amortized"]
+    assert _code(other) == 2  # none fitted at layer 1
+    assert "no fitted explainer" in capsys.readouterr().err
+    assert _evaluate(tiny_model_dir, corpus, tmp_path / "run3", "--layer", "1") == 0
+    found = (tmp_path / "cache" / "explainers").glob("sst2-l1-*")
+    (folder,) = [f for f in found if f.is_dir()]
+    record = json.loads((folder / "explainer.json").read_text())
+    assert record["key"]["layer"].endswith("layer.1")
+    assert main(other) == 0
 
 
 def test_default_teacher_follows_the_layer(tiny_model_dir) -> None:
     from transformers import AutoModelForSequenceClassification
 
-    from captum_iba.attr.text import layer_ref_of
+    from captum_iba.attr.text import resolve_layer
     from captum_iba.evaluation.amortized import default_teacher
 
     model = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir)
     embeddings, block = model.bert.embeddings, model.bert.encoder.layer[1]
     assert default_teacher(model, embeddings) == "deletion"
     assert default_teacher(model, block) == "faithful"
-    assert layer_ref_of(model, embeddings).index is None
-    assert layer_ref_of(model, block).index == 1
+    assert resolve_layer(model, embeddings).index is None
+    assert resolve_layer(model, block).index == 1
 
 
 def test_corpus_without_training_split_is_named(

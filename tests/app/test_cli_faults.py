@@ -42,7 +42,7 @@ def no_weights(monkeypatch):
         (["explain", "x", "--beta", "-1"], "--beta"),
         (["explain", "x", "--seed", str(2**70)], "--seed"),
         (["explain", "x", "--layer", "5"], "valid indices are 0..1"),
-        (["explain", "x", "--layer", "-1"], "valid indices are 0..1"),
+        (["explain", "x", "--layer", "-1"], "--layer: expected a layer index"),
         (["explain", "x", "--target", "2"], "valid indices are 0..1"),
         (["evaluate", "--max-length", "1000"], "valid values are 3..512"),
         (["evaluate", "--max-length", "0"], "--max-length"),

@@ -270,7 +270,7 @@ def test_attribute_writes_rows_resumes_and_refuses_another_run(
         main(_argv(tiny_model_dir, corpus, out, extra=["--degradation", "--seed", "1"]))
     assert exc.value.code == 2
     err = capsys.readouterr().err
-    assert "different run (seed: 0 there, 1 here)" in err
+    assert "different run (seed: 'default' there, 1 here)" in err
     assert "Loading" not in err  # refused before any work
 
 

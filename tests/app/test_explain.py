@@ -10,7 +10,8 @@ import torch
 
 import captum_iba
 from captum_iba.app.cli import main
-from captum_iba.app.explanation import Explanation, _grouping, explain
+from captum_iba.app.explanation import Explanation, explain
+from captum_iba.app.words import grouping
 from captum_iba.evaluation.attnlrp import attnlrp_available
 from captum_iba.registry import METHODS
 
@@ -89,7 +90,9 @@ def test_iba_options_without_an_iba_method_are_refused(tiny_model_dir, capsys):
         main(["explain", TEXT, "--model", tiny_model_dir, "--method", "ig",
               "--beta", "0.1"])  # fmt: skip
     assert exc.value.code == 2
-    assert "--beta: IBA's options, but no IBA method" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--beta: none of the chosen methods (IG) takes it" in err
+    assert "it applies to IBA, iba-faithful" in err
 
 
 def test_prior_replaces_the_configuration_s(tiny_model_dir, capsys):
@@ -186,7 +189,36 @@ def test_words_from_a_slow_tokenizer_follow_the_continuation_marker():
             return [vocab[i] for i in ids]
 
     enc = {"input_ids": torch.tensor([[2, 4, 5, 6, 7, 3]])}
-    special, words, of_piece, segment = _grouping(enc, Slow(), ["unlikely x"])
+    special, words, of_piece, segment = grouping(enc, Slow(), ["unlikely x"])
     assert special == [True, False, False, False, False, True]
     assert words == ["unlikely", "x"] and segment == [0, 0]
     assert of_piece == [None, 0, 0, 0, 1, None]
+
+
+def test_python_options_are_checked_before_the_weights_load(
+    tiny_model_dir, monkeypatch
+):
+    from captum_iba.app import models
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("weights loaded before the options were checked")
+
+    monkeypatch.setattr(models, "load_classifier", forbidden)
+    with pytest.raises(ValueError, match="beta=: none of the chosen methods"):
+        explain(TEXT, tiny_model_dir, "ig", beta=1e-3)
+    with pytest.raises(ValueError, match="layer 99 is out of range.*0..1"):
+        explain(TEXT, tiny_model_dir, "iba-faithful", layer=99)
+    with pytest.raises(ValueError, match="options given for 'ig', which is not"):
+        explain(TEXT, tiny_model_dir, "iba-faithful", method_options={"ig": {}})
+    with pytest.raises(TypeError, match="unknown option 'betta'"):
+        explain(TEXT, tiny_model_dir, "iba-faithful", betta=1)
+
+
+def test_python_options_reach_the_methods_that_take_them(tiny_model_dir):
+    result = explain(
+        TEXT, tiny_model_dir, ["iba-faithful", "iba-deletion"], steps=2, layer=0
+    )
+    faithful = result.methods["iba-faithful"].settings
+    deletion = result.methods["iba-deletion"].settings
+    assert faithful["steps"] == deletion["steps"] == 2
+    assert faithful["layer_index"] == deletion["layer_index"] == 0

@@ -264,7 +264,7 @@ class TestAttribute(BaseTest):
         ref = resolve_layer(model, "embeddings")
         self.assertIs(ref.module, model.bert.embeddings)
         self.assertIsNone(ref.index)
-        with pytest.raises(ValueError, match="no base_model.embeddings"):
+        with pytest.raises(ValueError, match="neither base_model.embeddings"):
             resolve_layer(SimpleNamespace(), "embeddings")  # type: ignore[arg-type]
 
 

@@ -146,3 +146,22 @@ class TestLayerInput(BaseTest):
                     prior="reference",
                     attribute_to_layer_input=True,
                 )
+
+
+def test_embeddings_mean_one_module_for_every_method():
+    """ "embeddings" is the embedding block of an encoder and the input
+    embeddings of a decoder, for IBA and for the Captum methods alike."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from captum_iba.attr.text import resolve_layer
+    from captum_iba.evaluation.ig import embedding_layer
+    from tests.helpers import tiny_hf_model
+
+    bert = tiny_hf_model("bert")
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=40, n_embd=16, n_layer=2, n_head=2))
+    for model, expected in ((bert, bert.bert.embeddings), (gpt2, gpt2.transformer.wte)):
+        assert resolve_layer(model, "embeddings").module is expected
+        assert embedding_layer(model, "embeddings") is expected
+    assert resolve_layer(bert, bert.bert.encoder.layer[1]).index == 1
+    assert resolve_layer(bert, bert.bert.embeddings).index is None
+    assert resolve_layer(bert, 2 - 1) == resolve_layer(bert, bert.bert.encoder.layer[1])

@@ -21,6 +21,7 @@ from tests.evaluation.conftest import WORDS, BagOfWords, check_scores
 
 
 def all_scorers(model, tokenizer, setting):
+    paper_only = {"lime_max_length": 24} if setting == "paper" else {}
     return make_scorers(
         model,
         tokenizer,
@@ -28,7 +29,7 @@ def all_scorers(model, tokenizer, setting):
         methods=("random", "IG", "LIME", "LIME-text"),
         ig_steps=8,
         lime_samples=30,
-        lime_max_length=24,
+        **paper_only,
     )
 
 

@@ -94,9 +94,20 @@ def test_iba_faithful_in_the_registry_and_the_suite(model, tokenizer, batch):
     # without a layer the resolver gives it the default one, with its index
     default = make_scorers(model, tokenizer, "fair", methods=["iba-faithful"])
     assert default["iba-faithful"].settings["layer_index"] == 1
-    # the prior of IBA runs never replaces iba-faithful's own
+    # priors given for all apply to every method that takes one ...
     res = Resources(model, tokenizer, layer=0, prior=["paper", "reference"])
     built = build_scorers(["iba-faithful", "IBA"], res)
+    assert list(built) == [
+        "iba-faithful (paper)",
+        "iba-faithful (reference)",
+        "IBA (paper)",
+        "IBA (reference)",
+    ]
+    assert built["iba-faithful (reference)"].settings["prior"] == "reference"
+    # ... and priors given for IBA alone leave iba-faithful's own
+    res = Resources(model, tokenizer, layer=0)
+    two = {"IBA": {"prior": ["paper", "reference"]}}
+    built = build_scorers(["iba-faithful", "IBA"], res, method_options=two)
     assert list(built) == ["iba-faithful", "IBA (paper)", "IBA (reference)"]
     assert built["iba-faithful"].settings["layer_index"] == 0
     assert built["iba-faithful"].settings["prior"] == "baseline"

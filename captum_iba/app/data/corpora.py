@@ -40,6 +40,9 @@ HUB_DATASETS: Dict[str, Tuple[str, Optional[str], str]] = {
     "glue/mnli": ("glue", "mnli", "mnli"),
 }
 
+#: The corpus of the default model (MiniLM-L6 fine-tuned on it on first use).
+DEFAULT_CORPUS = "sst2"
+
 #: The split each corpus is evaluated on after fine-tuning.
 HELDOUT_SPLIT: Dict[str, str] = {
     "sst2": "dev",

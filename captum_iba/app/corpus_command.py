@@ -1,0 +1,216 @@
+"""``captum-iba evaluate`` and ``attribute``: whole corpora on the corpus
+engine (one process or ``torchrun``; a re-run with the same ``--out`` resumes).
+
+The request (methods and options) was checked by the parser; here the output
+folder and the model-dependent numbers are checked against the model's
+configuration before any weights load, then every method is built once by
+the harness's resolver and the engine runs the units.
+"""
+
+import argparse
+import textwrap
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+
+from captum_iba._utils.io import atomic_write_text, write_marker
+from captum_iba.app import commands
+from captum_iba.app.checks import check_against_config, check_classes, output_folder
+from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
+from captum_iba.app.data.corpora import canonical_split
+from captum_iba.app.engine import (
+    CorpusJob,
+    Merged,
+    World,
+    init_world,
+    prepare_out,
+    run_corpus_job,
+)
+from captum_iba.app.engine.records import weights_digest
+from captum_iba.app.models import check_request_layers, config_and_record
+from captum_iba.attr.text import resolve_layer
+from captum_iba.evaluation import Resources, build_scorers, get_preset
+from captum_iba.metrics import compare
+from captum_iba.registry import OPTIONS
+
+__all__ = ["ENGINE_FILES", "attribute", "evaluate"]
+
+#: What the corpus engine leaves in ``--out`` (the merge, its settings, the
+#: per-rank shards a re-run resumes from).
+ENGINE_FILES = ["attributions.jsonl", "settings.json", "shards"]
+
+#: Options that do not change any number of a corpus run (left out of the
+#: settings a re-run is compared with); ``request`` is the checked form of
+#: the options recorded beside it.
+_RUN_ONLY = ("out", "data_dir", "device", "command", "request")
+
+
+def _scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
+    """The scorers of ``evaluate`` / ``attribute``: every method built once,
+    by the harness's one resolver, from the checked request."""
+
+    def explainer(module: Any) -> Any:  # fitted only when iba-amortized is built
+        from captum_iba.app.amortized import cached_explainer
+
+        return cached_explainer(
+            model, tok, resolve_layer(model, module), args.dataset, True,
+            args.data_dir, args.max_length,
+        )  # fmt: skip
+
+    resources = Resources(
+        model,
+        tok,
+        explainer=explainer,
+        prior_data=commands.prior_data(args.request, args.dataset, args.data_dir),
+        max_length=args.max_length,
+    )
+    return build_scorers(args.request, resources, get_preset(args.setting))
+
+
+def _run_settings(args: argparse.Namespace, split: str) -> Dict[str, Any]:
+    """What defines a corpus run: its resolved options (compared on a re-run;
+    a method option not given is recorded as ``"default"``)."""
+    settings = {k: v for k, v in sorted(vars(args).items()) if k not in _RUN_ONLY}
+    for name in OPTIONS.names():
+        if settings.get(name, "") is None:
+            settings[name] = "default"
+    return dict(settings, command=args.command, split=split)
+
+
+def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob:
+    """The model on this rank's device, the scorers and the corpus of a run."""
+    if args.model is None and not world.is_main:
+        world.barrier()  # rank 0 fine-tunes (or finds) the default model first
+    model, tok = commands._model_and_tokenizer(args.model, args.dataset)
+    if args.model is None and world.is_main:
+        world.barrier()
+    settings = dict(_run_settings(args, split), weights=weights_digest(model))
+    model.to(world.device)
+    data = load_dataset(
+        args.dataset, split, data_dir=args.data_dir, max_examples=args.n
+    )
+    target = getattr(args, "target", "label")
+    check_classes(model.config, data.label_names, args.dataset, target)
+    return CorpusJob(
+        model=model,
+        tokenizer=tok,
+        data=data,
+        scorers=_scorers(args, model, tok),
+        settings=settings,
+        preset=get_preset(args.setting),
+        max_length=args.max_length,
+        batch_size=args.batch_size,
+        target=target,
+        degradation=args.command == "evaluate" or args.degradation,
+    )
+
+
+def _write_degradation(
+    out: Path, stem: str, results: Dict, curves: bool
+) -> Tuple[Any, List[str]]:
+    """Each method's result as JSON, the comparison table (and the curves),
+    each written atomically; returns the table and the names written."""
+    written = []
+    for name, result in results.items():
+        path = out / f"{stem}_{_slug(name)}.json"
+        result.to_json(path)
+        written.append(path.name)
+    table = compare(results)
+    atomic_write_text(out / f"{stem}.md", table.to_markdown() + "\n")
+    written.append(f"{stem}.md")
+    if curves:
+        from captum_iba.visualization import plot_degradation_curves
+
+        plot_degradation_curves(results, save_path=out / f"{stem}_curves.png")
+        written.append(f"{stem}_curves.png")
+    return table, written
+
+
+def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
+    """Run ``args``' corpus job on this process's share; rank 0 gets the merge.
+
+    The output folder and the model-dependent numbers are checked before any
+    model loads; the folder's completion marker is removed until the run ends.
+    """
+    out = output_folder(args.out, "--out")
+    config, _ = config_and_record(args.model, args.dataset)
+    check_against_config(config, max_length=args.max_length)
+    check_request_layers(args.request, config)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads)  # CPU rounding depends on it
+    world = init_world(args.device)
+    try:
+        prepare_out(args.out, _run_settings(args, split), world)
+        if world.is_main:
+            (out / commands.MARKER).unlink(missing_ok=True)  # not complete yet
+            print(
+                f"captum-iba {args.command}: {args.dataset} {split}, methods "
+                f"{', '.join(args.methods)}; results go to {out}/ (a re-run with "
+                "the same options resumes)",
+                flush=True,
+            )
+            commands.print_notes(args.request)
+        return run_corpus_job(_corpus_job(args, world, split), args.out, world)
+    finally:
+        world.close()
+        torch.set_num_threads(threads)
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    """``captum-iba evaluate``: the degradation test of several methods, on
+    the corpus engine (resumable; one process or ``torchrun``)."""
+    merged = _run(args, HELDOUT_SPLIT[args.dataset])
+    if merged is None:
+        return 0
+    out = Path(args.out)
+    stem = f"{args.dataset}_{args.setting}"
+    table, written = _write_degradation(out, stem, merged.results, curves=True)
+    n = len({row["index"] for row in merged.rows})  # methods may be several IBAs
+    files = ENGINE_FILES + written
+    write_marker(out, commands.MARKER, files=files, command="evaluate", n=n)
+    accuracy = next(iter(merged.results.values())).original_accuracy
+    print(f"\n{args.dataset} (n={n}), setting {args.setting}")
+    print(table.to_markdown())
+    print(_wrap(f"Columns: {table.legend()}"))
+    print(
+        f"done: {merged.run_line(n, len(merged.results))}; model accuracy on them "
+        f"{100 * accuracy:.1f} %; results in {out}/"
+    )
+    return 0
+
+
+def _wrap(text: str) -> str:
+    return "\n".join(textwrap.wrap(text, 88))
+
+
+def attribute(args: argparse.Namespace) -> int:
+    """``captum-iba attribute``: token scores of a whole corpus as JSON lines
+    (and the degradation test's summary with ``--degradation``)."""
+    split = HELDOUT_SPLIT[args.dataset] if args.split is None else args.split
+    merged = _run(args, canonical_split(args.dataset, split))
+    if merged is None:
+        return 0
+    out = Path(args.out)
+    written = list(ENGINE_FILES)
+    if merged.results:
+        table, files = _write_degradation(
+            out, "degradation", merged.results, curves=False
+        )
+        written += files
+        print(table.to_markdown())
+        print(_wrap(f"Columns: {table.legend()}"))
+    write_marker(
+        out, commands.MARKER, files=written, command="attribute", n=len(merged.rows)
+    )
+    n = len({row["index"] for row in merged.rows})
+    print(
+        f"done: {merged.run_line(n, len(merged.rows) // max(n, 1))}; "
+        f"{len(merged.rows)} rows in {out / 'attributions.jsonl'} (fields and "
+        f"units: {out / 'settings.json'})"
+    )
+    return 0
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name).strip("_").lower()

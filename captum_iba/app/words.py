@@ -1,0 +1,87 @@
+"""A text as the methods see it and as a reader sees it: the word pieces the
+tokenizer cuts (checked, cut to the model's positions), and the words they
+form (:func:`grouping`), for :func:`captum_iba.explain`."""
+
+from typing import Any, List, Optional, Sequence, Tuple
+
+from captum_iba.app.errors import CLIError
+
+__all__ = ["encode", "grouping"]
+
+
+def grouping(
+    enc: Any, tokenizer: Any, texts: Sequence[str]
+) -> Tuple[List[bool], List[str], List[Optional[int]], List[int]]:
+    """Special tokens, words, each piece's word and each word's segment.
+
+    A fast tokenizer says which word and which text each piece comes from
+    (words are written as in the text, from its character offsets); a slow
+    one is grouped by its ``"##"`` continuation marker.
+    """
+    ids = enc["input_ids"][0].tolist()
+    pieces = tokenizer.convert_ids_to_tokens(ids)
+    if getattr(enc, "is_fast", False) and "offset_mapping" in enc:
+        seq, word_ids = enc.sequence_ids(0), enc.word_ids(0)
+        spans = enc["offset_mapping"][0].tolist()
+        special = [s is None for s in seq]
+        keys = [None if s is None else (s, w) for s, w in zip(seq, word_ids)]
+    else:
+        unk = tokenizer.unk_token_id
+        special_ids = set(tokenizer.all_special_ids) - {unk}
+        special = [i in special_ids for i in ids]
+        types = enc.get("token_type_ids")
+        segs = [0] * len(ids) if types is None else types[0].tolist()
+        keys, word = [], -1
+        for p, s, g in zip(pieces, special, segs):
+            if not s and not (p.startswith("##") and word >= 0):
+                word += 1
+            keys.append(None if s else (g, word))
+        spans = None
+    words: List[str] = []
+    segment: List[int] = []
+    of_piece: List[Optional[int]] = []
+    last = None
+    for i, key in enumerate(keys):
+        if key is None:
+            of_piece.append(None)
+            continue
+        if key != last:
+            words.append("")
+            segment.append(key[0])
+            start = None if spans is None else spans[i][0]
+        last = key
+        of_piece.append(len(words) - 1)
+        if spans is None:
+            words[-1] += pieces[i][2:] if pieces[i].startswith("##") else pieces[i]
+        else:
+            words[-1] = texts[key[0]][start : spans[i][1]]
+    return special, words, of_piece, segment
+
+
+def encode(tokenizer: Any, model: Any, text: str, pair: Optional[str]) -> Any:
+    """The text encoded (cut to the model's positions), with checks."""
+    if not text.strip() or (pair is not None and not pair.strip()):
+        raise CLIError("the text to explain is empty")
+    limit = min(512, getattr(model.config, "max_position_embeddings", 512) or 512)
+    fast = bool(getattr(tokenizer, "is_fast", False))
+    enc = tokenizer(
+        text,
+        pair,
+        truncation=True,
+        max_length=limit,
+        return_tensors="pt",
+        return_offsets_mapping=fast,
+    )
+    full = len(tokenizer(text, pair)["input_ids"])
+    if full > limit:
+        print(f"note: the text has {full} word pieces; only the first {limit} are used")
+    ids = enc["input_ids"][0].tolist()
+    special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+    words = [i for i in ids if i not in special]
+    unk = tokenizer.unk_token_id
+    if words and unk is not None and set(words) == {unk}:
+        raise CLIError(
+            "the tokenizer maps every word to its unknown token "
+            f"({tokenizer.unk_token}): its vocabulary files are missing or damaged"
+        )
+    return enc

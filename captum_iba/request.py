@@ -1,0 +1,221 @@
+"""A request - methods and their options - checked against the declarations,
+before any model loads (torch-free).
+
+Every option is declared once in :data:`captum_iba.registry.OPTIONS` and
+every method says which options it takes (its entry's ``options`` fact). A
+request gives options for all its methods (``beta=1e-4``, ``--beta 1e-4``)
+and per method (``method_options={"iba": {"beta": 1e-4}}``, ``--set
+iba:beta=1e-4``). :func:`check_request` checks it:
+
+* an option no chosen method takes is an error naming the option, the
+  methods chosen and those that take it - never ignored;
+* an option that some of the methods take applies to those (a note says
+  which, for comparisons);
+* a value an option's check refuses is an error naming the option;
+* options for a method that was not asked for are an error.
+
+The command line, :func:`captum_iba.explain`,
+:func:`~captum_iba.evaluation.evaluate_corpus` and
+:func:`~captum_iba.evaluation.build_scorers` all check through here.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from captum_iba.registry import METHODS, OPTIONS
+
+__all__ = [
+    "MethodRequest",
+    "check_request",
+    "method_names",
+    "option_label",
+    "options_of",
+    "takers",
+]
+
+
+def options_of(method: str) -> Tuple[str, ...]:
+    """The options the registered ``method`` takes (its entry's facts)."""
+    return tuple(METHODS.entry(method).facts.get("options", ()))
+
+
+def option_label(name: str, cli: bool) -> str:
+    """How a request spells option ``name``: its flag on the command line
+    (``--ig-steps``), else ``ig_steps=``."""
+    flag = OPTIONS.entry(name).facts.get("flag")
+    return flag if cli and flag else f"{name}="
+
+
+def takes(method: str, option: str, setting: Optional[str] = None) -> bool:
+    """Whether ``method`` takes ``option`` (in ``setting``, when the option
+    acts in some settings only)."""
+    settings = OPTIONS.entry(option).facts.get("settings")
+    in_setting = setting is None or not settings or setting in settings
+    return option in options_of(method) and in_setting
+
+
+def takers(option: str, methods: Optional[Sequence[str]] = None) -> List[str]:
+    """The methods (all registered ones by default) that take ``option``."""
+    return [m for m in (methods or METHODS.names()) if option in options_of(m)]
+
+
+def option_for(method: str, key: str) -> Optional[str]:
+    """The option of ``method`` named ``key`` or setting the keyword ``key``
+    (``ig_steps`` or ``n_steps`` for IG); None when it has none."""
+    key = key.replace("-", "_")
+    for name in options_of(method):
+        if key in (name, OPTIONS.entry(name).facts.get("kwarg")):
+            return name
+    return None
+
+
+def method_names(names: Sequence[str]) -> Tuple[str, ...]:
+    """Method names (any case) as registered names, in order, once each.
+
+    Raises:
+        ValueError: For an unknown name (listing the known ones) or none.
+    """
+    if isinstance(names, str):
+        names = [names]
+    out = tuple(dict.fromkeys(METHODS.entry(n).name for n in names))
+    if not out:
+        raise ValueError("name at least one method")
+    return out
+
+
+@dataclass(frozen=True)
+class MethodRequest:
+    """A checked request.
+
+    Attributes:
+        methods (tuple[str, ...]): Registered method names, in order.
+        options (Mapping[str, Any]): Option name -> checked value, given for
+            every method that takes it.
+        method_options (Mapping[str, Mapping[str, Any]]): Method -> option
+            name -> checked value, for that method only (it wins).
+        passthrough (Mapping[str, Mapping[str, Any]]): Method -> constructor
+            keywords that are no declared option (the Python API's
+            ``method_options``; the scorer's constructor checks them).
+        notes (tuple[str, ...]): Options that apply to some of the methods
+            only, in words.
+    """
+
+    methods: Tuple[str, ...]
+    options: Mapping[str, Any] = field(default_factory=dict)
+    method_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    passthrough: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    notes: Tuple[str, ...] = ()
+
+    def values(self, method: str) -> Dict[str, Any]:
+        """The option values ``method`` gets: those given for all methods
+        that it takes, then its own."""
+        mine = {k: v for k, v in self.options.items() if k in options_of(method)}
+        return {**mine, **self.method_options.get(method, {})}
+
+
+def _check_value(name: str, value: Any, label: str) -> Any:
+    check: Callable[[Any], Any] = OPTIONS.load(name)
+    try:
+        return check(value)
+    except ValueError as err:
+        raise ValueError(f"{label} {err}") from None
+
+
+def _global_options(
+    methods: Tuple[str, ...],
+    options: Mapping[str, Any],
+    setting: Optional[str],
+    cli: bool,
+) -> Tuple[Dict[str, Any], List[str]]:
+    checked: Dict[str, Any] = {}
+    notes: List[str] = []
+    for name, value in options.items():
+        if value is None:
+            continue
+        if name not in OPTIONS:
+            raise TypeError(
+                f"unknown option {name!r}; the options are {', '.join(OPTIONS.names())}"
+            )
+        label = option_label(name, cli)
+        who = [m for m in methods if takes(m, name, setting)]
+        if not who:
+            where = ", ".join(takers(name)) or "no method"
+            also = f" in the {setting!r} setting" if setting else ""
+            raise ValueError(
+                f"{label}: none of the chosen methods ({', '.join(methods)}) takes "
+                f"it{also}; it applies to {where}"
+            )
+        if len(who) < len(methods):
+            others = [m for m in methods if m not in who]
+            notes.append(
+                f"{label} applies to {', '.join(who)} (not to {', '.join(others)})"
+            )
+        checked[name] = _check_value(name, value, label)
+    return checked, notes
+
+
+def _per_method(
+    methods: Tuple[str, ...],
+    method_options: Mapping[str, Mapping[str, Any]],
+    setting: Optional[str],
+    cli: bool,
+) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, Dict[str, Any]]]:
+    chosen: Dict[str, Dict[str, Any]] = {}
+    rest: Dict[str, Dict[str, Any]] = {}
+    for key, given in method_options.items():
+        method = METHODS.entry(key).name
+        if method not in methods:
+            raise ValueError(
+                f"options given for {key!r}, which is not among the methods asked "
+                f"for ({', '.join(methods)})"
+            )
+        for option_key, value in dict(given).items():
+            name = option_for(method, option_key)
+            if name is None or not takes(method, name, setting):
+                if cli or name is not None:
+                    own = ", ".join(options_of(method)) or "none"
+                    also = f" in the {setting!r} setting" if setting else ""
+                    raise ValueError(
+                        f"{method} takes no option {option_key!r}{also}; its "
+                        f"options: {own}"
+                    )
+                rest.setdefault(method, {})[option_key] = value
+                continue
+            label = f"{method}:{name}" if cli else f"method_options[{method!r}]"
+            checked = _check_value(name, value, f"{label} {name}:")
+            chosen.setdefault(method, {})[name] = checked
+    return chosen, rest
+
+
+def check_request(
+    methods: Sequence[str],
+    options: Optional[Mapping[str, Any]] = None,
+    method_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
+    setting: Optional[str] = None,
+    cli: bool = False,
+) -> MethodRequest:
+    """Check a request against the declared options (see the module docstring).
+
+    Args:
+        methods (Sequence[str]): Method names (any case).
+        options (Mapping, optional): Option name -> value for every method
+            that takes it (None values: not given).
+        method_options (Mapping, optional): Method name -> option name or
+            constructor keyword -> value, for that method only.
+        setting (str, optional): The comparison setting, for options that act
+            in some settings only.
+        cli (bool): Spell options as command-line flags in messages, and
+            refuse per-method keys that are no declared option.
+
+    Returns:
+        MethodRequest: The checked request.
+
+    Raises:
+        ValueError: For an unknown method, an option no chosen method takes,
+            a value an option refuses, or options for a method not asked for.
+        TypeError: For a name that is no declared option.
+    """
+    names = method_names(methods)
+    checked, notes = _global_options(names, dict(options or {}), setting, cli)
+    chosen, rest = _per_method(names, dict(method_options or {}), setting, cli)
+    return MethodRequest(names, checked, chosen, rest, tuple(notes))
