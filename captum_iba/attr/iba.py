@@ -268,9 +268,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         run_seed = (
             int(torch.randint(0, 2**31 - 1, (1,)).item()) if seed is None else seed
         )
-        per_chunk = opts.instances_per_chunk(batch)
-        if self.cuts and opts.internal_batch_size is None:
-            per_chunk = _speed.instances_per_chunk(batch, opts.n_samples, inputs_t[0])
+        per_chunk = _speed.instances_per_chunk(
+            batch, opts.n_samples, inputs_t[0], opts.internal_batch_size, self.cuts
+        )
         chunks: List[List[Any]] = []
         self.last_run = [{} for _ in self._layers]
         device = model_device(self.forward_func, inputs_t[0].device)
