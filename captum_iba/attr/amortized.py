@@ -34,12 +34,13 @@ from captum_iba._utils.hooks import evaluation_mode, find_in_stack
 from captum_iba._utils.modules import layer_stack
 from captum_iba.attr import _loop, _speed
 from captum_iba.attr import amortized_store as store
-from captum_iba.attr._amortized_pass import Batch, Passes, baseline_ids, module_name
+from captum_iba.attr._amortized_pass import Batch, Clean, Passes, module_name
 from captum_iba.attr._inputs import infer_token_mask
 from captum_iba.attr.amortized_fit import fit_network
 from captum_iba.attr.explainer import ExplainerSettings, MaskExplainer
 from captum_iba.attr.objectives import resolve_objective
 from captum_iba.attr.options import IBAOptions
+from captum_iba.attr.priors import resolve_prior
 
 __all__ = ["AmortizedExplainer", "AmortizedInformationBottleneckAttribution"]
 
@@ -390,47 +391,26 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
                 beta=beta, steps=refine_steps, n_samples=n_samples, lr=lr,
                 optimizer="normalized_gd", readout="mask_mean",
             )  # fmt: skip
-            return self._refine(
-                batch, clean, alpha, objective, targets, baselines, options, seed
-            )
+            task = _loop.Task(objective, targets)
+            return self._refine(batch, clean, alpha, task, baselines, options, seed)
 
     def _refine(
         self,
         batch: Batch,
-        clean: Any,
+        clean: Clean,
         alpha: Tensor,
-        objective: Any,
-        targets: Tensor,
+        task: "_loop.Task",
         baselines: Optional[Tensor],
         options: IBAOptions,
         seed: int,
     ) -> Tensor:
-        if options.removal != "noise":
-            raise ValueError(
-                "refine: the amortized mask is refined with the paper's noise only; "
-                f"got removal={options.removal!r}."
-            )
+        """A few per-sample steps (the loop of per-sample IBA) from ``alpha``."""
         settings = self.explainer.settings
-        base = baselines
-        if base is None and settings.prior == "baseline":
-            base = baseline_ids(
-                batch, settings.pad_token_id, settings.special_token_ids
-            )
-        mean, std = self._passes.statistics(batch, clean.x, settings.prior, base)
-        substitute, forward = self._passes.bottlenecked(batch, clean, options.n_samples)
-        current: Dict[str, Tensor] = {}
-
-        def run(t: Tensor, keep: Optional[Tensor]) -> Tensor:
-            current["T"] = t  # keep is None: removal="noise" (checked above)
-            return forward()
-
-        layer = _loop.Layer(clean.x.detach().float(), mean, std, batch.mask)
-        with torch.enable_grad(), substitute(lambda: current["T"]):
-            attr, info = _loop.optimise(
-                layer, run, _loop.Task(objective, targets), options, seed,
-                clean.x.dtype, init=alpha,
-            )  # fmt: skip
-        current.clear()
+        prior = resolve_prior(settings.prior)
+        layer = self._passes.layer_of(batch, clean, prior, settings, baselines)
+        seam = self._passes.seam(batch, clean, options.n_samples)
+        with torch.enable_grad(), seam:
+            attr, info = _loop.optimise(layer, seam, task, options, seed, init=alpha)
         self.last_run.update(info, path=self._passes.path)
         return attr
 

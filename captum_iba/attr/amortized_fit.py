@@ -43,9 +43,10 @@ from captum_iba._utils.hooks import evaluation_mode
 from captum_iba.attr import _loop, _speed
 from captum_iba.attr import amortized_store as store
 from captum_iba.attr import bottleneck as ib
-from captum_iba.attr._amortized_pass import Batch, Clean, Passes, baseline_ids, unpack
+from captum_iba.attr._amortized_pass import Batch, Clean, Passes, unpack
 from captum_iba.attr.explainer import ExplainerSettings, MaskExplainer
 from captum_iba.attr.objectives import Objective, resolve_objective
+from captum_iba.attr.priors import resolve_prior
 
 __all__ = ["fit_network"]
 
@@ -72,45 +73,29 @@ def ib_loss(
 ) -> Tensor:
     """Eq. (5) per instance with the explainer's ``alpha`` (B, L), plus the
     budget and the complement terms."""
-    base = None
-    if settings.prior == "baseline":
-        base = baseline_ids(batch, settings.pad_token_id, settings.special_token_ids)
-    mean, std = passes.statistics(batch, clean.x, settings.prior, base)
-    layer = _loop.Layer(clean.x.detach().float(), mean, std, batch.mask)
+    layer = passes.layer_of(batch, clean, resolve_prior(settings.prior), settings)
     x, n, size = layer.x, settings.n_samples, layer.x.shape[0]
     a = alpha.reshape(alpha.shape + (1,) * (x.dim() - 2)).expand_as(x)
     gen = torch.Generator(device=x.device).manual_seed(settings.seed * 1_000_003 + step)
     noise = torch.randn(
         (size * n,) + tuple(x.shape[1:]), generator=gen, device=x.device
     )
-    substitute, forward = passes.bottlenecked(batch, clean, n)
+    rows = _loop.Rows(layer, n)
     rows_target = _loop.row_targets(targets, n)
-
-    def task_through(signal: Tensor) -> Tensor:
-        """The task loss per instance with ``signal`` as alpha (Eq. 2)."""
-        x_rows = x.repeat_interleave(n, dim=0)
-        t = ib.inject_noise(
-            x_rows,
-            signal.repeat_interleave(n, dim=0),
-            _loop.repeat_rows(mean, x, n),
-            _loop.repeat_rows(std, x, n),
-            noise,
-        )
-        keep = layer.mask_f.repeat_interleave(n, dim=0)
-        t = (keep * t + (1 - keep) * x_rows).to(clean.x.dtype)
-        with substitute(lambda: t):
-            output = forward()
-        return _loop.task_loss(objective, output, rows_target, size, n)
-
     elements = layer.mask_f.expand_as(x).reshape(size, -1).sum(1)
-    cap_mean = layer.capacity(a).reshape(size, -1).sum(1) / elements
-    loss = ib.information_bottleneck_loss(task_through(a), cap_mean, settings.beta)
-    if settings.keep is not None:
-        m = batch.mask.float()
-        mean_lambda = (torch.sigmoid(alpha) * m).sum(1) / m.sum(1)
-        loss = loss + settings.keep_weight * (mean_lambda - settings.keep) ** 2
-    if settings.complement > 0:  # the kept tokens removed: the class should go
-        loss = loss + settings.complement * torch.exp(-task_through(-a))
+    cap_mean = layer.capacity(a).reshape(size, -1).sum(1) / elements  # Eqs. 3-4
+    with passes.seam(batch, clean, n) as seam:
+        output = seam.run(rows.noisy(a, noise))  # Eq. 2
+        loss_task = _loop.task_loss(objective, output, rows_target, size, n)
+        loss = ib.information_bottleneck_loss(loss_task, cap_mean, settings.beta)
+        if settings.keep is not None:
+            m = batch.mask.float()
+            mean_lambda = (torch.sigmoid(alpha) * m).sum(1) / m.sum(1)
+            loss = loss + settings.keep_weight * (mean_lambda - settings.keep) ** 2
+        if settings.complement > 0:  # the kept tokens removed: the class should go
+            output = seam.run(rows.noisy(-a, noise))
+            inverted = _loop.task_loss(objective, output, rows_target, size, n)
+            loss = loss + settings.complement * torch.exp(-inverted)
     return loss
 
 
@@ -127,7 +112,8 @@ def _batch_digest(batch: Batch, target: Tensor) -> str:
 
 def make_teacher(model: Module, layer: Module, settings: ExplainerSettings) -> Teacher:
     """The per-sample teacher: IBA with ``settings.teacher``'s options and the
-    ``"mask_mean"`` readout, its mask averaged over the features, ``(B, L)``.
+    ``"mask_mean"`` readout (its prior builds its own baselines), its mask
+    averaged over the features, ``(B, L)``.
 
     The teacher is seeded, so its mask is a function of the batch: masks are
     memoised by the batch's content and later epochs pay nothing for it (the
@@ -147,24 +133,15 @@ def make_teacher(model: Module, layer: Module, settings: ExplainerSettings) -> T
     def teacher(batch: Batch, target: Tensor) -> Tensor:
         key = _batch_digest(batch, target)
         if key not in memo:
-            memo[key] = run(batch, target)
-        return memo[key]
-
-    def run(batch: Batch, target: Tensor) -> Tensor:
-        base = None
-        if options.get("prior") == "baseline":
-            base = baseline_ids(
-                batch, settings.pad_token_id, settings.special_token_ids
+            attr = iba.attribute(
+                batch.ids,
+                target=target,
+                additional_forward_args=batch.extra,
+                token_mask=batch.mask,
+                **options,
             )
-        attr = iba.attribute(
-            batch.ids,
-            target=target,
-            additional_forward_args=batch.extra,
-            token_mask=batch.mask,
-            baselines=base,
-            **options,
-        )
-        return attr.detach().float().reshape(attr.shape[:2] + (-1,)).mean(-1)
+            memo[key] = attr.detach().float().reshape(attr.shape[:2] + (-1,)).mean(-1)
+        return memo[key]
 
     return teacher
 
@@ -233,31 +210,31 @@ def fit_network(
     bar = tqdm(
         total=total, desc="fit explainer", unit="batch", disable=not show_progress
     )
-    run = _Run(settings, key, folder, checkpoint_seconds)
+    fit = _FitState(settings, key, folder, checkpoint_seconds)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     try:
         with torch.enable_grad(), evaluation_mode(model, [layer]):
             with _speed.frozen_parameters(model):
                 for _ in range(settings.epochs):
                     for raw in data:
-                        run.step_on(raw, device, passes, model, layer, bar)
+                        fit.step_on(raw, device, passes, model, layer, bar)
     except KeyboardInterrupt:
-        run.checkpoint(force=True)
+        fit.checkpoint(force=True)
         raise
     finally:
         bar.close()
-    if run.net is None:
+    if fit.net is None:
         raise ValueError("the fit got no data: the loader yielded no batch.")
     stats = dict(
-        run.stats,
-        steps=run.step,
+        fit.stats,
+        steps=fit.step,
         cpu_seconds=time.process_time() - cpu0,
         wall_seconds=time.perf_counter() - wall0,
     )
-    return run.net.eval(), stats
+    return fit.net.eval(), stats
 
 
-class _Run:
+class _FitState:
     """The state of one fit: the network, Adam, the step, checkpoints."""
 
     def __init__(
