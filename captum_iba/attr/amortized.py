@@ -38,9 +38,7 @@ from captum_iba.attr._amortized_pass import Batch, Clean, Passes, module_name
 from captum_iba.attr._inputs import infer_token_mask
 from captum_iba.attr.amortized_fit import fit_network
 from captum_iba.attr.explainer import ExplainerSettings, MaskExplainer
-from captum_iba.attr.objectives import resolve_objective
 from captum_iba.attr.options import IBAOptions
-from captum_iba.attr.priors import resolve_prior
 
 __all__ = ["AmortizedExplainer", "AmortizedInformationBottleneckAttribution"]
 
@@ -136,7 +134,10 @@ class AmortizedExplainer:
             show_progress (bool, optional): A progress bar with the ETA.
             checkpoint_seconds (float, optional): How often a checkpoint is
                 written to ``folder`` while fitting (and on Ctrl-C).
-            **options: :class:`ExplainerSettings` fields.
+            **options: :class:`ExplainerSettings` fields, or version 0.2's
+                flat names (``beta``, ``prior``, ``complement``,
+                ``n_samples``, ``seed``: fields of ``options``; ``lr``:
+                ``network_lr``).
 
         Returns:
             AmortizedExplainer: The fitted explainer.
@@ -365,18 +366,19 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
             or refine_steps < 0
         ):
             raise ValueError(f"refine_steps must be an int >= 0, got {refine_steps!r}.")
-        teacher = self.explainer.settings.teacher or {}
-        if refine_steps and teacher.get("removal", "noise") != "noise":
+        settings = self.explainer.settings
+        teacher = settings.teacher
+        if refine_steps and teacher is not None and teacher.removal != "noise":
             raise ValueError(
                 "refine_steps: this explainer was distilled from a "
-                f"removal={teacher['removal']!r} teacher (iba-deletion), and the "
+                f"removal={teacher.removal!r} teacher (iba-deletion), and the "
                 "refinement runs the noise bottleneck only; use refine_steps=0."
             )
         batch = Batch(ids, extra, mask)
         model = self.forward_func
         with evaluation_mode(model, [self.layer]), _speed.frozen_parameters(model):
             clean = self._passes.clean(batch)
-            objective = resolve_objective("auto").for_output(clean.logits)
+            objective = settings.options.objective.for_output(clean.logits)
             formatted = common.format_target(target, ids.shape[0])
             targets = objective.targets(formatted, clean.logits)
             with torch.no_grad():
@@ -406,7 +408,7 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
     ) -> Tensor:
         """A few per-sample steps (the loop of per-sample IBA) from ``alpha``."""
         settings = self.explainer.settings
-        prior = resolve_prior(settings.prior)
+        prior = settings.options.prior
         layer = self._passes.layer_of(batch, clean, prior, settings, baselines)
         seam = self._passes.seam(batch, clean, options.n_samples)
         with torch.enable_grad(), seam:

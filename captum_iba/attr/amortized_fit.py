@@ -4,8 +4,10 @@ For a batch of instances :math:`x` with explained class :math:`c` (the gold
 label, or the prediction), the explainer gives :math:`\alpha_t`
 (:mod:`~captum_iba.attr.explainer`); the bottleneck of Eq. (2) is applied with
 it, through :func:`~captum_iba.attr.bottleneck.inject_noise` with the prior's
-:math:`\mu, \sigma` (``"baseline"``: the layer's output with the removable
-tokens replaced by [PAD], as ``iba-faithful``), and the network's weights
+:math:`\mu, \sigma` (the prior plug-in of ``settings.options``; by default
+``"baseline"``: the layer's output with the removable tokens replaced by
+[PAD], as ``iba-faithful``) and the model run through per-sample IBA's seam
+(:class:`~captum_iba.attr._seam.Seam`), and the network's weights
 :math:`\theta` follow the gradient of
 
 .. math::
@@ -17,11 +19,12 @@ tokens replaced by [PAD], as ``iba-faithful``), and the network's weights
        + \delta\, \mathrm{BCE}\big(\lambda_\theta(x), m(x)\big)\Big],
 
 the first two terms Eq. (5) (mean capacity, :func:`~captum_iba.attr.
-bottleneck.capacity`), the third the **budget** (``keep`` = :math:`\rho`, the
-mean signal weight over the instance's real tokens; ``keep_weight`` =
-:math:`\gamma`), the fourth the optional **distillation** of a per-sample
-teacher's mask :math:`m(x)` (``distil`` = :math:`\delta`). An optional
-**complement** term (``complement`` = :math:`\kappa`) adds
+bottleneck.capacity`; ``options.beta`` = :math:`\beta`), the third the
+**budget** (``keep`` = :math:`\rho`, the mean signal weight over the
+instance's real tokens; ``keep_weight`` = :math:`\gamma`), the fourth the
+optional **distillation** of a per-sample teacher's mask :math:`m(x)`
+(``distil`` = :math:`\delta`). An optional
+**complement** term (``options.complement`` = :math:`\kappa`) adds
 :math:`\kappa\, p(c \mid f_{>l}(T^{\neg}_\theta(x)))`, the probability of the
 class when the bottleneck runs with :math:`1 - \lambda` (the kept tokens
 removed, as the deletion test does). The model is frozen (eval mode, no
@@ -45,8 +48,7 @@ from captum_iba.attr import amortized_store as store
 from captum_iba.attr import bottleneck as ib
 from captum_iba.attr._amortized_pass import Batch, Clean, Passes, unpack
 from captum_iba.attr.explainer import ExplainerSettings, MaskExplainer
-from captum_iba.attr.objectives import Objective, resolve_objective
-from captum_iba.attr.priors import resolve_prior
+from captum_iba.attr.objectives import Objective
 
 __all__ = ["fit_network"]
 
@@ -73,10 +75,11 @@ def ib_loss(
 ) -> Tensor:
     """Eq. (5) per instance with the explainer's ``alpha`` (B, L), plus the
     budget and the complement terms."""
-    layer = passes.layer_of(batch, clean, resolve_prior(settings.prior), settings)
-    x, n, size = layer.x, settings.n_samples, layer.x.shape[0]
+    options = settings.options
+    layer = passes.layer_of(batch, clean, options.prior, settings)
+    x, n, size = layer.x, options.n_samples, layer.x.shape[0]
     a = alpha.reshape(alpha.shape + (1,) * (x.dim() - 2)).expand_as(x)
-    gen = torch.Generator(device=x.device).manual_seed(settings.seed * 1_000_003 + step)
+    gen = torch.Generator(device=x.device).manual_seed(options.seed * 1_000_003 + step)
     noise = torch.randn(
         (size * n,) + tuple(x.shape[1:]), generator=gen, device=x.device
     )
@@ -87,15 +90,15 @@ def ib_loss(
     with passes.seam(batch, clean, n) as seam:
         output = seam.run(rows.noisy(a, noise))  # Eq. 2
         loss_task = _loop.task_loss(objective, output, rows_target, size, n)
-        loss = ib.information_bottleneck_loss(loss_task, cap_mean, settings.beta)
+        loss = ib.information_bottleneck_loss(loss_task, cap_mean, options.beta)
         if settings.keep is not None:
             m = batch.mask.float()
             mean_lambda = (torch.sigmoid(alpha) * m).sum(1) / m.sum(1)
             loss = loss + settings.keep_weight * (mean_lambda - settings.keep) ** 2
-        if settings.complement > 0:  # the kept tokens removed: the class should go
+        if options.complement > 0:  # the kept tokens removed: the class should go
             output = seam.run(rows.noisy(-a, noise))
             inverted = _loop.task_loss(objective, output, rows_target, size, n)
-            loss = loss + settings.complement * torch.exp(-inverted)
+            loss = loss + options.complement * torch.exp(-inverted)
     return loss
 
 
@@ -126,8 +129,11 @@ def make_teacher(model: Module, layer: Module, settings: ExplainerSettings) -> T
         pad_token_id=settings.pad_token_id,
         special_token_ids=settings.special_token_ids,
     )
-    options = dict(settings.teacher or {}, readout="mask_mean")
-    options.setdefault("seed", settings.seed)
+    if settings.teacher is None:
+        raise ValueError("a teacher needs settings.teacher (the IBA options).")
+    options = settings.teacher.replace(readout="mask_mean")
+    if options.seed is None:
+        options = options.replace(seed=settings.options.seed)
     memo: Dict[str, Tensor] = {}
 
     def teacher(batch: Batch, target: Tensor) -> Tensor:
@@ -138,7 +144,7 @@ def make_teacher(model: Module, layer: Module, settings: ExplainerSettings) -> T
                 target=target,
                 additional_forward_args=batch.extra,
                 token_mask=batch.mask,
-                **options,
+                config=options,
             )
             memo[key] = attr.detach().float().reshape(attr.shape[:2] + (-1,)).mean(-1)
         return memo[key]
@@ -156,7 +162,7 @@ def batch_loss(
     teacher: Optional[Teacher],
 ) -> Tuple[Tensor, Dict[str, float]]:
     """The mean loss of one batch and its parts (for the progress bar)."""
-    objective = resolve_objective("auto").for_output(clean.logits)
+    objective = settings.options.objective.for_output(clean.logits)
     targets = explained_class(settings, batch, clean)
     alpha = net.alpha(clean.states, targets)
     m = batch.mask.float()
@@ -290,11 +296,13 @@ class _FitState:
     def _build(
         self, clean: Clean, device: torch.device, model: Module, layer: Module
     ) -> None:
-        torch.manual_seed(self.settings.seed)
+        torch.manual_seed(self.settings.options.seed)
         widths = [s.shape[-1] for s in clean.states]
         classes = clean.logits.shape[-1] if clean.logits.dim() == 2 else 1
         self.net = MaskExplainer(widths, classes, self.settings.hidden).to(device)
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=self.settings.lr)
+        self.optimizer = torch.optim.Adam(
+            self.net.parameters(), lr=self.settings.network_lr
+        )
         self.key = dict(self.key, shape={"widths": widths, "n_classes": classes})
         if self.settings.distil > 0:
             self.teacher = make_teacher(model, layer, self.settings)
