@@ -4,17 +4,20 @@ One :class:`Passes` object per model and layer runs, for a batch of token ids:
 
 * the **clean pass** (no grad), recording the bottlenecked layer's output
   :math:`X` and the readout layers' hidden states (the explainer's input);
-* the **baseline pass** (no grad): the layer's output with the removable
-  tokens replaced by [PAD], the noise mean of the ``"baseline"`` prior;
+* the **baseline pass** (no grad), for a prior that needs one (``"baseline"``:
+  the layer's output on the prior's baselines, the removable tokens replaced
+  by [PAD]); the prior plug-in gives the noise statistics
+  (:meth:`Passes.layer_of`);
 * the **bottlenecked pass**: the model with :math:`T` in the layer's place,
-  through the stack replay when it reproduces the model's output on the first
-  batch (checked once, as the per-sample class does), else forward hooks.
+  through the per-sample class's seam (:class:`~captum_iba.attr._seam.Seam`):
+  the stack replay when it reproduces the model's output on the first batch
+  (checked once), else forward hooks.
 
 Batches from a loader are unpacked by :func:`unpack`.
 """
 
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -22,13 +25,15 @@ from torch.nn import Module
 
 from captum_iba._utils.captum_compat import _run_forward
 from captum_iba._utils.common import logits_of
-from captum_iba._utils.hooks import recorded, replaced_by_hook
+from captum_iba._utils.hooks import recorded
+from captum_iba.attr import _loop
 from captum_iba.attr import _sites as sites
-from captum_iba.attr import _speed
-from captum_iba.attr._inputs import expand_rows, removable_mask
-from captum_iba.attr.priors import BaselinePrior, PaperPrior
+from captum_iba.attr._inputs import expand_rows
+from captum_iba.attr._seam import CleanRun, Path, Seam
+from captum_iba.attr.explainer import ExplainerSettings
+from captum_iba.attr.priors import NoisePrior
 
-__all__ = ["Batch", "Clean", "Passes", "module_name", "baseline_ids", "unpack"]
+__all__ = ["Batch", "Clean", "Passes", "module_name", "unpack"]
 
 
 @dataclass
@@ -90,12 +95,14 @@ def unpack(batch: Any, device: torch.device) -> Batch:
 
 @dataclass
 class Clean:
-    """What the clean pass gives: scores, the layer output, readout states."""
+    """What the clean pass gives: scores, the layer's output and input, the
+    readout states and a template of the layer's output."""
 
     logits: Tensor
     x: Tensor
     states: List[Tensor]
     template: Any
+    x_in: Optional[Tensor] = None
 
 
 class Passes:
@@ -111,8 +118,9 @@ class Passes:
         self.model, self.layer, self.readout = model, layer, list(readout)
         self.site = sites.Site(layer, sites.layer_name(model, layer))
         self.stack = sites.stack_for(model, layer, True, None)
-        #: How T replaces the layer, decided on the first batch.
-        self.path: Optional[Tuple[str, bool]] = None
+        #: How T replaces the layer, decided (the replay checked) on the first
+        #: batch.
+        self.path: Optional[Path] = None
 
     def forward(self, ids: Tensor, extra: Tuple[Any, ...]) -> Tensor:
         """The model's scores."""
@@ -125,71 +133,52 @@ class Passes:
             logits = self.forward(batch.ids, batch.extra)
         for module in watched:
             sites.sites_of(self.model, module, records[module], False)
-        x = records[self.layer].gathered(None)[0]
+        x, x_in = records[self.layer].gathered(None)
         states = [records[m].gathered(None)[0] for m in self.readout]
         template = next(iter(records[self.layer].outputs.values()))
-        return Clean(logits, x, states, template)
+        return Clean(logits, x, states, template, x_in)
 
-    def statistics(
-        self, batch: Batch, x: Tensor, prior: str, base_ids: Optional[Tensor]
-    ) -> Tuple[Tensor, Tensor]:
-        """:math:`\\mu, \\sigma` of the noise: the ``"baseline"`` prior (the
-        layer's output on ``base_ids``, see :func:`baseline_ids`) or the
-        ``"paper"`` one."""
-        x = x.detach().float()
-        if prior == "paper" or base_ids is None:
-            return PaperPrior().statistics(x, None, batch.mask)
-        with torch.no_grad(), recorded([self.layer]) as records:
-            self.forward(base_ids, batch.extra)
-        base = records[self.layer].gathered(None)[0].float()
-        return BaselinePrior().statistics(x, None, batch.mask, baseline=base)
+    def layer_of(
+        self,
+        batch: Batch,
+        clean: Clean,
+        prior: NoisePrior,
+        settings: ExplainerSettings,
+        baselines: Optional[Tensor] = None,
+    ) -> _loop.Layer:
+        """The layer's output with the noise statistics of ``prior`` (a plug-in):
+        for a prior that ``needs_baseline``, the layer's output on
+        ``baselines`` (default: the prior's own, from the batch's ids and the
+        settings' pad and special ids); for one that ``needs_layer_input``,
+        the layer's input."""
+        base = None
+        if prior.needs_baseline:
+            if baselines is None:
+                baselines = prior.baselines(
+                    batch.ids, batch.mask, settings.pad_token_id,
+                    settings.special_token_ids,
+                )  # fmt: skip
+            with torch.no_grad(), recorded([self.layer]) as records:
+                self.forward(baselines, batch.extra)
+            base = records[self.layer].gathered(None)[0]
+        x_in = clean.x_in if prior.needs_layer_input else None
+        return _loop.Layer.from_prior(prior, clean.x, batch.mask, x_in, base)
 
-    def bottlenecked(
-        self, batch: Batch, clean: Clean, n: int
-    ) -> Tuple[Callable[[Callable[[], Tensor]], ContextManager[None]], Callable]:
-        """The substitution context and the forward over ``B * n`` rows.
-
-        Returns:
-            (substitute, forward): ``with substitute(lambda: T): forward()``
-            runs the model on the batch's rows repeated ``n`` times with
-            ``T`` in the layer's place and returns the scores.
-        """
-        rows_ids = batch.ids.repeat_interleave(n, dim=0)
-        rows_extra = expand_rows(batch.extra, batch.ids.shape[0], n)
-        substitute = self._substitute(batch, clean)
-
-        def forward() -> Tensor:
-            return self.forward(rows_ids, rows_extra)
-
-        return substitute, forward
-
-    def _substitute(
-        self, batch: Batch, clean: Clean
-    ) -> Callable[[Callable[[], Tensor]], ContextManager[None]]:
-        if self.path is None:
-            path, factory = sites.substitution(
-                self.site, self.stack, clean.template,
-                lambda replay: self._matches(replay, batch, clean), None, self.model,
-            )  # fmt: skip
-            self.path = (path, bool(getattr(factory, "cuts", False)))
-        path, cut = self.path
-        if path == "stack":
-            return _speed.stack_replay(self.model, self.stack, clean.template, cut)
-        return lambda value: replaced_by_hook(self.layer, lambda out: value())
-
-    def _matches(self, replay: Callable, batch: Batch, clean: Clean) -> bool:
-        with torch.no_grad(), replay(lambda: clean.x):
-            out = self.forward(batch.ids, batch.extra)
-        scale = clean.logits.abs().max().clamp_min(1.0)
-        return torch.allclose(out, clean.logits, rtol=1e-4, atol=1e-4 * scale)
-
-
-def baseline_ids(batch: Batch, pad_id: int, special_ids: Tuple[int, ...]) -> Tensor:
-    """The batch's ids with every removable token (real, not special) replaced
-    by ``pad_id``: what the deletion test leaves when it removes them all."""
-    return batch.ids.masked_fill(
-        removable_mask(batch.ids, batch.mask, special_ids), pad_id
-    )
+    def seam(self, batch: Batch, clean: Clean, n: int) -> Seam:
+        """The seam that runs the model on the batch's rows repeated ``n``
+        times with ``T`` in the layer's place (enter it, then ``run``)."""
+        rows = (
+            (batch.ids.repeat_interleave(n, dim=0),),
+            expand_rows(batch.extra, batch.ids.shape[0], n),
+        )
+        reference = CleanRun(
+            (batch.ids,), batch.extra, clean.logits, clean.x, clean.template
+        )
+        seam = Seam(
+            self.model, self.site, reference, rows, n, self.stack, path=self.path
+        )
+        self.path = seam.path
+        return seam
 
 
 def module_name(model: Module, module: Module) -> str:

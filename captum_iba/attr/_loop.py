@@ -1,21 +1,34 @@
 """The per-instance optimisation of one bottleneck, batched (Section 3, Eq. 5).
 
-:func:`optimise` runs Adam (or :func:`normalized_step`) on ``alpha`` for
-every instance of a batch at once:
-each instance has its own ``alpha``, its own loss term and its own noise
-generator, so that its result does not depend on the rest of the batch. The
-forward pass itself is given as a function: the caller decides how the
-bottleneck output ``T`` replaces the layer's output (hooks or the stack replay).
+:func:`optimise` is the whole loop, on one screen: per step, the bottleneck
+output ``T`` (or the attention weights ``keep``) from ``alpha``, the model run
+through the seam (:class:`~captum_iba.attr._seam.Seam`), the task loss, the
+capacity, Eq. (5) (plus the complement term R3), the gradient and the step;
+then the readout. Every instance has its own ``alpha``, its own loss term and
+its own noise generator, so that its result does not depend on the rest of
+the batch. How ``T`` takes the layer's place (hooks or the stack replay) is
+the seam's business, not the loop's.
 """
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Protocol, Tuple
 
 import torch
 from torch import Tensor
 
 from captum_iba.attr import bottleneck as ib
 from captum_iba.attr.objectives import Objective
+
+
+class Bottlenecked(Protocol):
+    """What the loop runs: the model with ``T`` in the layer's place (a
+    :class:`~captum_iba.attr._seam.Seam`)."""
+
+    def run(self, t: Tensor, keep: Optional[Tensor] = None) -> Tensor:
+        """The scores of the ``B * n`` rows with ``t`` in the layer's place
+        and, when ``keep`` (``(B * n, L)``) is given, every layer above it
+        reading token ``t`` with weight ``keep[:, t]`` (Eq. R2)."""
+        ...
 
 
 @dataclass
@@ -38,6 +51,34 @@ class Layer:
     std: Tensor
     mask: Tensor
     removable: Optional[Tensor] = None
+
+    @classmethod
+    def from_prior(
+        cls,
+        prior: Any,
+        x: Tensor,
+        mask: Tensor,
+        layer_input: Optional[Tensor] = None,
+        baseline: Optional[Tensor] = None,
+        removable: Optional[Tensor] = None,
+    ) -> "Layer":
+        """The layer output (as float32) with the noise statistics of ``prior``.
+
+        Args:
+            prior (NoisePrior): The prior plug-in.
+            x (Tensor): The layer output, any dtype.
+            mask (Tensor): ``(B, L)`` bool, True at real tokens.
+            layer_input (Tensor, optional): The layer's input (for priors that
+                ``needs_layer_input``).
+            baseline (Tensor, optional): The layer's output on the prior's
+                baselines (for priors that ``needs_baseline``).
+            removable (Tensor, optional): As the attribute.
+        """
+        x_f = x.detach().float()
+        in_f = None if layer_input is None else layer_input.detach().float()
+        known = {} if baseline is None else {"baseline": baseline.detach().float()}
+        mean, std = prior.statistics(x_f, in_f, mask, **known)
+        return cls(x_f, mean, std, mask, removable)
 
     @property
     def removable_mask(self) -> Tensor:
@@ -88,6 +129,66 @@ def repeat_rows(stat: Tensor, x: Tensor, n: int) -> Tensor:
     return stat
 
 
+class Rows:
+    r"""The ``B * n`` rows of the noise copies: :math:`X`, the prior and the
+    masks repeated once (they are constant over the steps), and what ``alpha``
+    makes of them.
+
+    Args:
+        layer (Layer): The layer output, the prior's statistics and the masks.
+        n (int): Noise copies per instance.
+        removal (str, optional): ``"noise"`` (Eq. 2) or ``"attention"``
+            (Eqs. R1-R2), for :meth:`bottleneck`.
+        gens (list of torch.Generator, optional): One noise generator per
+            instance, for :meth:`bottleneck` with ``removal="noise"``.
+    """
+
+    def __init__(
+        self,
+        layer: Layer,
+        n: int,
+        removal: str = "noise",
+        gens: Optional[List[torch.Generator]] = None,
+    ) -> None:
+        x = layer.x
+        self.layer, self.n, self.removal, self.gens = layer, n, removal, gens
+        self.x = x.repeat_interleave(n, dim=0)
+        self.mean = repeat_rows(layer.mean, x, n)
+        self.std = repeat_rows(layer.std, x, n)
+        self.real = layer.mask_f.repeat_interleave(n, dim=0)
+        if removal == "attention":
+            if x.dim() < 3:
+                raise ValueError(
+                    "removal='attention' needs a (B, L, ...) layer output with a "
+                    f"token axis; got shape {tuple(x.shape)}."
+                )
+            self.gate = layer.removable_mask.repeat_interleave(n, dim=0).to(x.dtype)
+
+    def noisy(self, alpha: Tensor, noise: Tensor) -> Tensor:
+        """Eq. (2) on every row with the standard normal draws ``noise``;
+        padding keeps its computed value."""
+        alpha_rows = alpha.repeat_interleave(self.n, dim=0)
+        t = ib.inject_noise(self.x, alpha_rows, self.mean, self.std, noise)
+        return self.real * t + (1 - self.real) * self.x
+
+    def keep(self, alpha: Tensor) -> Tensor:
+        r"""Eq. (R1) on every row: :math:`\bar\lambda_t` at the removable
+        tokens, 1 where nothing is removed."""
+        lam = ib.token_lambda(alpha.repeat_interleave(self.n, dim=0))
+        return lam * self.gate + (1 - self.gate)
+
+    def bottleneck(self, alpha: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
+        """``(T, keep)`` for ``alpha``: Eq. (2) with fresh noise and no
+        ``keep`` (``removal="noise"``), or ``T = X`` and Eq. (R1)'s ``keep``
+        (``"attention"``)."""
+        if self.removal == "attention":
+            return self.x, self.keep(alpha)
+        if self.gens is None:
+            raise ValueError("fresh noise needs one generator per instance (gens=).")
+        noise = draw_noise(self.gens, self.n, self.layer.mask, self.layer.x)
+        return self.noisy(alpha, noise), None
+
+
 @dataclass(frozen=True)
 class Task:
     """What the bottleneck keeps: the objective and the per-instance targets.
@@ -131,28 +232,23 @@ def normalized_step(alpha: Tensor, grad: Tensor, lr: float) -> None:
 
 def optimise(
     layer: Layer,
-    forward: Callable[[Tensor, Optional[Tensor]], Tensor],
+    seam: Bottlenecked,
     task: Task,
     options: Any,
     seed: int,
-    out_dtype: torch.dtype,
     init: Optional[Tensor] = None,
 ) -> Tuple[Tensor, Dict[str, Any]]:
     r"""Optimise ``alpha`` per instance and return the attribution.
 
     Args:
         layer (Layer): The layer output, the prior's statistics and the masks.
-        forward (Callable): ``forward(T, keep)`` runs the model with the
-            bottleneck output ``T`` (``(B * n, ...)``) in place of the layer's
-            output and, when ``keep`` (``(B * n, L)``) is not None, every
-            layer above it reading token ``t`` with weight ``keep[:, t]``
-            (Eq. R2); returns the scores.
+        seam (Bottlenecked): The model with ``T`` in the layer's place (a
+            :class:`~captum_iba.attr._seam.Seam`, entered).
         task (Task): The objective and the targets.
         options (IBAOptions): ``beta``, ``steps``, ``n_samples``, ``lr``,
             ``init_alpha``, ``optimizer``, ``readout``, ``removal``,
             ``complement``.
         seed (int): Seed of every instance's noise generator.
-        out_dtype (torch.dtype): The layer's own dtype (``T`` is cast to it).
         init (Tensor, optional): Initial ``alpha`` (broadcastable to ``x``,
             e.g. an amortized explainer's), instead of ``options.init_alpha``
             everywhere.
@@ -167,7 +263,7 @@ def optimise(
     batch = x.shape[0]
     per_instance = layer.mask_f.expand_as(x).reshape(batch, -1).sum(dim=1)
     rows_target = row_targets(task.targets, n)
-    gens = generators(seed, batch, x.device)
+    rows = Rows(layer, n, options.removal, generators(seed, batch, x.device))
     if init is None:
         alpha = torch.full_like(x, options.init_alpha, requires_grad=True)
     else:
@@ -177,18 +273,18 @@ def optimise(
     mask_sum = torch.zeros_like(x)
     beta: Any = options.beta
     loss_task = cap_mean = torch.zeros(batch)
-    passes = _Passes(layer, n, out_dtype, options.removal, gens, forward)
     for step in range(options.steps):
-        output = passes.run(alpha)
+        output = seam.run(*rows.bottleneck(alpha))  # Eq. 2, or Eqs. R1-R2
         loss_task = task_loss(task.objective, output, rows_target, batch, n)
-        cap_total = layer.capacity(alpha).reshape(batch, -1).sum(dim=1)
+        cap_total = layer.capacity(alpha).reshape(batch, -1).sum(dim=1)  # Eqs. 3-4
         cap_mean = cap_total / per_instance
-        if step == 0 and beta == "auto":
+        if step == 0 and beta == "auto":  # Appendix A
             beta = ib.empirical_beta(loss_task.abs(), cap_total)
         info_weight = 0.0 if options.removal == "attention" else beta
-        loss = ib.information_bottleneck_loss(loss_task, cap_mean, info_weight)
+        loss = ib.information_bottleneck_loss(loss_task, cap_mean, info_weight)  # Eq. 5
         if options.complement:  # Eq. R3: the same bottleneck, mask inverted
-            inverted = task.objective.loss(passes.run(-alpha), rows_target)
+            output = seam.run(*rows.bottleneck(-alpha))
+            inverted = task.objective.loss(output, rows_target)
             term = ib.complement_term(inverted, options.complement)
             loss = loss + term.reshape(batch, n).mean(1)
         _check_finite(loss, step)
@@ -200,7 +296,7 @@ def optimise(
             alpha.grad = grad
             optimizer.step()
         mask_sum += ib.bottleneck_lambda(alpha.detach())
-    with torch.no_grad():
+    with torch.no_grad():  # the readout
         if options.readout == "capacity":
             attr = layer.capacity(alpha)
         else:
@@ -211,51 +307,6 @@ def optimise(
         "mean_capacity": cap_mean.detach().cpu(),
     }
     return attr, info
-
-
-class _Passes:
-    """One forward pass of the bottlenecked model for a given ``alpha``:
-    Eq. (2) with fresh noise (``removal="noise"``), or ``T = X`` with every
-    layer above reading token ``t`` with weight :math:`\bar\\lambda_t`
-    (``"attention"``, Eqs. R1-R2, at the removable tokens only)."""
-
-    def __init__(
-        self,
-        layer: Layer,
-        n: int,
-        out_dtype: torch.dtype,
-        removal: str,
-        gens: List[torch.Generator],
-        forward: Callable[[Tensor, Optional[Tensor]], Tensor],
-    ) -> None:
-        self.layer, self.n, self.out_dtype = layer, n, out_dtype
-        self.removal, self.gens, self.forward = removal, gens, forward
-        x = layer.x
-        # Constant over the steps: X, the prior and the masks per noise copy.
-        self.x_rows = x.repeat_interleave(n, dim=0)
-        self.mean_rows = repeat_rows(layer.mean, x, n)
-        self.std_rows = repeat_rows(layer.std, x, n)
-        self.keep = layer.mask_f.repeat_interleave(n, dim=0)
-        if removal == "attention":
-            if x.dim() < 3:
-                raise ValueError(
-                    "removal='attention' needs a (B, L, ...) layer output with a "
-                    f"token axis; got shape {tuple(x.shape)}."
-                )
-            self.gate = layer.removable_mask.repeat_interleave(n, dim=0).to(x.dtype)
-
-    def run(self, alpha: Tensor) -> Tensor:
-        alpha_rows = alpha.repeat_interleave(self.n, dim=0)
-        if self.removal == "attention":
-            lam = ib.token_lambda(alpha_rows)
-            keep = lam * self.gate + (1 - self.gate)  # 1 where nothing is removed
-            return self.forward(self.x_rows.to(self.out_dtype), keep)
-        noise = draw_noise(self.gens, self.n, self.layer.mask, self.layer.x)
-        t = ib.inject_noise(
-            self.x_rows, alpha_rows, self.mean_rows, self.std_rows, noise
-        )
-        t = self.keep * t + (1 - self.keep) * self.x_rows  # padding as computed
-        return self.forward(t.to(self.out_dtype), None)
 
 
 def _check_finite(loss: Tensor, step: int) -> None:

@@ -6,15 +6,16 @@ layer methods return one attribution per layer output tensor); with
 ``attribute_to_layer_input=True`` the site is the hidden-state tensor the
 layer is called with (first positional argument or ``hidden_states=``).
 This module reads a site's tensor from a recorded forward pass, turns the
-token mask into the site's mask, and builds the context that puts the
-bottleneck output ``T`` in the site's place (stack replay or hooks).
+token mask into the site's mask, finds the layer stack holding it and, for
+``removal="attention"``, the layers above it and the pre-hooks that change
+their attention. How ``T`` takes the site's place is the seam's
+(:mod:`captum_iba.attr._seam`).
 """
 
 import inspect
-import warnings
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -24,16 +25,10 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from captum_iba._utils.hooks import (
     LayerRecord,
     find_in_stack,
-    replaced_by_hook,
-    replaced_input_by_hook,
-    scatter_for,
     tensor_at,
     tensor_positions,
 )
 from captum_iba.attr import bottleneck as ib
-from captum_iba.attr._speed import stack_replay
-
-Substitute = Callable[[Callable[[], Tensor]], ContextManager[None]]
 
 
 @dataclass(frozen=True)
@@ -139,39 +134,6 @@ def stack_for(
     if isinstance(forward_func, Module) and not hasattr(forward_func, "device_ids"):
         return find_in_stack(forward_func, layer)
     return None
-
-
-def substitution(
-    site: Site,
-    stack: Optional[Tuple[Module, int]],
-    template: Any,
-    replay_matches: Callable[[Substitute], bool],
-    device_ids: Optional[List[int]],
-    cuts_model: Any = None,
-) -> Tuple[str, Substitute]:
-    """How ``T`` replaces the site: the stack replay when it reproduces the
-    model's output on the clean input (``replay_matches``), else a hook.
-
-    With ``cuts_model`` (the model), the replay with :mod:`._speed`'s exact
-    cuts is tried first. A layer's input always uses hooks.
-    """
-    if stack is not None and not site.on_input:
-        for cut in (True, False) if cuts_model is not None else (False,):
-            replay = stack_replay(cuts_model, stack, template, cut, site.position)
-            if replay_matches(replay):
-                return "stack", replay
-        warnings.warn(
-            f"{site.name}: re-running only the layers above the bottleneck did "
-            "not reproduce the model output; using forward hooks (slower) instead.",
-            stacklevel=6,
-        )
-    if site.on_input:
-        return "hooks", lambda value: replaced_input_by_hook(
-            site.layer, lambda inp: scatter_for(value(), inp, device_ids)
-        )
-    return "hooks", lambda value: replaced_by_hook(
-        site.layer, lambda out: scatter_for(value(), out, device_ids), site.position
-    )
 
 
 # ---------------------------------------------------------------------------

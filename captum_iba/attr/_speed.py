@@ -67,10 +67,34 @@ PRECISIONS = ("float32", "bf16")
 ROW_TOKENS: Dict[str, int] = {"cpu": 8192, "cuda": 262144}
 
 
-def instances_per_chunk(batch: int, n_samples: int, first_input: Tensor) -> int:
-    """Instances per forward pass without ``internal_batch_size``: as many as
-    keep ``instances x n_samples x length`` within :data:`ROW_TOKENS` (the
-    length is dim 1 of the first input, e.g. token ids ``(B, L)``)."""
+def instances_per_chunk(
+    batch: int,
+    n_samples: int,
+    first_input: Tensor,
+    internal_batch_size: Optional[int] = None,
+    cuts: bool = True,
+) -> int:
+    """How many instances go through one forward pass together: the one rule.
+
+    ``internal_batch_size // n_samples`` when ``internal_batch_size`` is given;
+    else, with the exact cuts, as many as keep ``instances x n_samples x
+    length`` within :data:`ROW_TOKENS` (the length is dim 1 of the first input,
+    e.g. token ids ``(B, L)``); else the whole batch.
+
+    Args:
+        batch (int): Instances in the batch.
+        n_samples (int): Noise copies per instance.
+        first_input (Tensor): The first input (its length and device).
+        internal_batch_size (int, optional): The most rows per forward pass.
+        cuts (bool): Whether the exact cuts are on.
+
+    Returns:
+        int: Instances per chunk, at least 1.
+    """
+    if internal_batch_size is not None:
+        return max(1, internal_batch_size // n_samples)
+    if not cuts:
+        return batch
     length = first_input.shape[1] if first_input.dim() > 1 else 1
     budget = ROW_TOKENS.get(first_input.device.type, ROW_TOKENS["cuda"])
     return max(1, min(batch, budget // max(n_samples * length, 1)))

@@ -34,11 +34,10 @@ from captum_iba._utils.hooks import evaluation_mode, find_in_stack
 from captum_iba._utils.modules import layer_stack
 from captum_iba.attr import _loop, _speed
 from captum_iba.attr import amortized_store as store
-from captum_iba.attr._amortized_pass import Batch, Passes, baseline_ids, module_name
+from captum_iba.attr._amortized_pass import Batch, Clean, Passes, module_name
 from captum_iba.attr._inputs import infer_token_mask
 from captum_iba.attr.amortized_fit import fit_network
 from captum_iba.attr.explainer import ExplainerSettings, MaskExplainer
-from captum_iba.attr.objectives import resolve_objective
 from captum_iba.attr.options import IBAOptions
 
 __all__ = ["AmortizedExplainer", "AmortizedInformationBottleneckAttribution"]
@@ -135,7 +134,10 @@ class AmortizedExplainer:
             show_progress (bool, optional): A progress bar with the ETA.
             checkpoint_seconds (float, optional): How often a checkpoint is
                 written to ``folder`` while fitting (and on Ctrl-C).
-            **options: :class:`ExplainerSettings` fields.
+            **options: :class:`ExplainerSettings` fields, or version 0.2's
+                flat names (``beta``, ``prior``, ``complement``,
+                ``n_samples``, ``seed``: fields of ``options``; ``lr``:
+                ``network_lr``).
 
         Returns:
             AmortizedExplainer: The fitted explainer.
@@ -364,18 +366,19 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
             or refine_steps < 0
         ):
             raise ValueError(f"refine_steps must be an int >= 0, got {refine_steps!r}.")
-        teacher = self.explainer.settings.teacher or {}
-        if refine_steps and teacher.get("removal", "noise") != "noise":
+        settings = self.explainer.settings
+        teacher = settings.teacher
+        if refine_steps and teacher is not None and teacher.removal != "noise":
             raise ValueError(
                 "refine_steps: this explainer was distilled from a "
-                f"removal={teacher['removal']!r} teacher (iba-deletion), and the "
+                f"removal={teacher.removal!r} teacher (iba-deletion), and the "
                 "refinement runs the noise bottleneck only; use refine_steps=0."
             )
         batch = Batch(ids, extra, mask)
         model = self.forward_func
         with evaluation_mode(model, [self.layer]), _speed.frozen_parameters(model):
             clean = self._passes.clean(batch)
-            objective = resolve_objective("auto").for_output(clean.logits)
+            objective = settings.options.objective.for_output(clean.logits)
             formatted = common.format_target(target, ids.shape[0])
             targets = objective.targets(formatted, clean.logits)
             with torch.no_grad():
@@ -390,47 +393,26 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
                 beta=beta, steps=refine_steps, n_samples=n_samples, lr=lr,
                 optimizer="normalized_gd", readout="mask_mean",
             )  # fmt: skip
-            return self._refine(
-                batch, clean, alpha, objective, targets, baselines, options, seed
-            )
+            task = _loop.Task(objective, targets)
+            return self._refine(batch, clean, alpha, task, baselines, options, seed)
 
     def _refine(
         self,
         batch: Batch,
-        clean: Any,
+        clean: Clean,
         alpha: Tensor,
-        objective: Any,
-        targets: Tensor,
+        task: "_loop.Task",
         baselines: Optional[Tensor],
         options: IBAOptions,
         seed: int,
     ) -> Tensor:
-        if options.removal != "noise":
-            raise ValueError(
-                "refine: the amortized mask is refined with the paper's noise only; "
-                f"got removal={options.removal!r}."
-            )
+        """A few per-sample steps (the loop of per-sample IBA) from ``alpha``."""
         settings = self.explainer.settings
-        base = baselines
-        if base is None and settings.prior == "baseline":
-            base = baseline_ids(
-                batch, settings.pad_token_id, settings.special_token_ids
-            )
-        mean, std = self._passes.statistics(batch, clean.x, settings.prior, base)
-        substitute, forward = self._passes.bottlenecked(batch, clean, options.n_samples)
-        current: Dict[str, Tensor] = {}
-
-        def run(t: Tensor, keep: Optional[Tensor]) -> Tensor:
-            current["T"] = t  # keep is None: removal="noise" (checked above)
-            return forward()
-
-        layer = _loop.Layer(clean.x.detach().float(), mean, std, batch.mask)
-        with torch.enable_grad(), substitute(lambda: current["T"]):
-            attr, info = _loop.optimise(
-                layer, run, _loop.Task(objective, targets), options, seed,
-                clean.x.dtype, init=alpha,
-            )  # fmt: skip
-        current.clear()
+        prior = settings.options.prior
+        layer = self._passes.layer_of(batch, clean, prior, settings, baselines)
+        seam = self._passes.seam(batch, clean, options.n_samples)
+        with torch.enable_grad(), seam:
+            attr, info = _loop.optimise(layer, seam, task, options, seed, init=alpha)
         self.last_run.update(info, path=self._passes.path)
         return attr
 

@@ -4,8 +4,10 @@ For a batch of instances :math:`x` with explained class :math:`c` (the gold
 label, or the prediction), the explainer gives :math:`\alpha_t`
 (:mod:`~captum_iba.attr.explainer`); the bottleneck of Eq. (2) is applied with
 it, through :func:`~captum_iba.attr.bottleneck.inject_noise` with the prior's
-:math:`\mu, \sigma` (``"baseline"``: the layer's output with the removable
-tokens replaced by [PAD], as ``iba-faithful``), and the network's weights
+:math:`\mu, \sigma` (the prior plug-in of ``settings.options``; by default
+``"baseline"``: the layer's output with the removable tokens replaced by
+[PAD], as ``iba-faithful``) and the model run through per-sample IBA's seam
+(:class:`~captum_iba.attr._seam.Seam`), and the network's weights
 :math:`\theta` follow the gradient of
 
 .. math::
@@ -17,11 +19,12 @@ tokens replaced by [PAD], as ``iba-faithful``), and the network's weights
        + \delta\, \mathrm{BCE}\big(\lambda_\theta(x), m(x)\big)\Big],
 
 the first two terms Eq. (5) (mean capacity, :func:`~captum_iba.attr.
-bottleneck.capacity`), the third the **budget** (``keep`` = :math:`\rho`, the
-mean signal weight over the instance's real tokens; ``keep_weight`` =
-:math:`\gamma`), the fourth the optional **distillation** of a per-sample
-teacher's mask :math:`m(x)` (``distil`` = :math:`\delta`). An optional
-**complement** term (``complement`` = :math:`\kappa`) adds
+bottleneck.capacity`; ``options.beta`` = :math:`\beta`), the third the
+**budget** (``keep`` = :math:`\rho`, the mean signal weight over the
+instance's real tokens; ``keep_weight`` = :math:`\gamma`), the fourth the
+optional **distillation** of a per-sample teacher's mask :math:`m(x)`
+(``distil`` = :math:`\delta`). An optional
+**complement** term (``options.complement`` = :math:`\kappa`) adds
 :math:`\kappa\, p(c \mid f_{>l}(T^{\neg}_\theta(x)))`, the probability of the
 class when the bottleneck runs with :math:`1 - \lambda` (the kept tokens
 removed, as the deletion test does). The model is frozen (eval mode, no
@@ -43,9 +46,9 @@ from captum_iba._utils.hooks import evaluation_mode
 from captum_iba.attr import _loop, _speed
 from captum_iba.attr import amortized_store as store
 from captum_iba.attr import bottleneck as ib
-from captum_iba.attr._amortized_pass import Batch, Clean, Passes, baseline_ids, unpack
+from captum_iba.attr._amortized_pass import Batch, Clean, Passes, unpack
 from captum_iba.attr.explainer import ExplainerSettings, MaskExplainer
-from captum_iba.attr.objectives import Objective, resolve_objective
+from captum_iba.attr.objectives import Objective
 
 __all__ = ["fit_network"]
 
@@ -72,45 +75,30 @@ def ib_loss(
 ) -> Tensor:
     """Eq. (5) per instance with the explainer's ``alpha`` (B, L), plus the
     budget and the complement terms."""
-    base = None
-    if settings.prior == "baseline":
-        base = baseline_ids(batch, settings.pad_token_id, settings.special_token_ids)
-    mean, std = passes.statistics(batch, clean.x, settings.prior, base)
-    layer = _loop.Layer(clean.x.detach().float(), mean, std, batch.mask)
-    x, n, size = layer.x, settings.n_samples, layer.x.shape[0]
+    options = settings.options
+    layer = passes.layer_of(batch, clean, options.prior, settings)
+    x, n, size = layer.x, options.n_samples, layer.x.shape[0]
     a = alpha.reshape(alpha.shape + (1,) * (x.dim() - 2)).expand_as(x)
-    gen = torch.Generator(device=x.device).manual_seed(settings.seed * 1_000_003 + step)
+    gen = torch.Generator(device=x.device).manual_seed(options.seed * 1_000_003 + step)
     noise = torch.randn(
         (size * n,) + tuple(x.shape[1:]), generator=gen, device=x.device
     )
-    substitute, forward = passes.bottlenecked(batch, clean, n)
+    rows = _loop.Rows(layer, n)
     rows_target = _loop.row_targets(targets, n)
-
-    def task_through(signal: Tensor) -> Tensor:
-        """The task loss per instance with ``signal`` as alpha (Eq. 2)."""
-        x_rows = x.repeat_interleave(n, dim=0)
-        t = ib.inject_noise(
-            x_rows,
-            signal.repeat_interleave(n, dim=0),
-            _loop.repeat_rows(mean, x, n),
-            _loop.repeat_rows(std, x, n),
-            noise,
-        )
-        keep = layer.mask_f.repeat_interleave(n, dim=0)
-        t = (keep * t + (1 - keep) * x_rows).to(clean.x.dtype)
-        with substitute(lambda: t):
-            output = forward()
-        return _loop.task_loss(objective, output, rows_target, size, n)
-
     elements = layer.mask_f.expand_as(x).reshape(size, -1).sum(1)
-    cap_mean = layer.capacity(a).reshape(size, -1).sum(1) / elements
-    loss = ib.information_bottleneck_loss(task_through(a), cap_mean, settings.beta)
-    if settings.keep is not None:
-        m = batch.mask.float()
-        mean_lambda = (torch.sigmoid(alpha) * m).sum(1) / m.sum(1)
-        loss = loss + settings.keep_weight * (mean_lambda - settings.keep) ** 2
-    if settings.complement > 0:  # the kept tokens removed: the class should go
-        loss = loss + settings.complement * torch.exp(-task_through(-a))
+    cap_mean = layer.capacity(a).reshape(size, -1).sum(1) / elements  # Eqs. 3-4
+    with passes.seam(batch, clean, n) as seam:
+        output = seam.run(rows.noisy(a, noise))  # Eq. 2
+        loss_task = _loop.task_loss(objective, output, rows_target, size, n)
+        loss = ib.information_bottleneck_loss(loss_task, cap_mean, options.beta)
+        if settings.keep is not None:
+            m = batch.mask.float()
+            mean_lambda = (torch.sigmoid(alpha) * m).sum(1) / m.sum(1)
+            loss = loss + settings.keep_weight * (mean_lambda - settings.keep) ** 2
+        if options.complement > 0:  # the kept tokens removed: the class should go
+            output = seam.run(rows.noisy(-a, noise))
+            inverted = _loop.task_loss(objective, output, rows_target, size, n)
+            loss = loss + options.complement * torch.exp(-inverted)
     return loss
 
 
@@ -127,7 +115,8 @@ def _batch_digest(batch: Batch, target: Tensor) -> str:
 
 def make_teacher(model: Module, layer: Module, settings: ExplainerSettings) -> Teacher:
     """The per-sample teacher: IBA with ``settings.teacher``'s options and the
-    ``"mask_mean"`` readout, its mask averaged over the features, ``(B, L)``.
+    ``"mask_mean"`` readout (its prior builds its own baselines), its mask
+    averaged over the features, ``(B, L)``.
 
     The teacher is seeded, so its mask is a function of the batch: masks are
     memoised by the batch's content and later epochs pay nothing for it (the
@@ -140,31 +129,25 @@ def make_teacher(model: Module, layer: Module, settings: ExplainerSettings) -> T
         pad_token_id=settings.pad_token_id,
         special_token_ids=settings.special_token_ids,
     )
-    options = dict(settings.teacher or {}, readout="mask_mean")
-    options.setdefault("seed", settings.seed)
+    if settings.teacher is None:
+        raise ValueError("a teacher needs settings.teacher (the IBA options).")
+    options = settings.teacher.replace(readout="mask_mean")
+    if options.seed is None:
+        options = options.replace(seed=settings.options.seed)
     memo: Dict[str, Tensor] = {}
 
     def teacher(batch: Batch, target: Tensor) -> Tensor:
         key = _batch_digest(batch, target)
         if key not in memo:
-            memo[key] = run(batch, target)
-        return memo[key]
-
-    def run(batch: Batch, target: Tensor) -> Tensor:
-        base = None
-        if options.get("prior") == "baseline":
-            base = baseline_ids(
-                batch, settings.pad_token_id, settings.special_token_ids
+            attr = iba.attribute(
+                batch.ids,
+                target=target,
+                additional_forward_args=batch.extra,
+                token_mask=batch.mask,
+                config=options,
             )
-        attr = iba.attribute(
-            batch.ids,
-            target=target,
-            additional_forward_args=batch.extra,
-            token_mask=batch.mask,
-            baselines=base,
-            **options,
-        )
-        return attr.detach().float().reshape(attr.shape[:2] + (-1,)).mean(-1)
+            memo[key] = attr.detach().float().reshape(attr.shape[:2] + (-1,)).mean(-1)
+        return memo[key]
 
     return teacher
 
@@ -179,7 +162,7 @@ def batch_loss(
     teacher: Optional[Teacher],
 ) -> Tuple[Tensor, Dict[str, float]]:
     """The mean loss of one batch and its parts (for the progress bar)."""
-    objective = resolve_objective("auto").for_output(clean.logits)
+    objective = settings.options.objective.for_output(clean.logits)
     targets = explained_class(settings, batch, clean)
     alpha = net.alpha(clean.states, targets)
     m = batch.mask.float()
@@ -233,31 +216,31 @@ def fit_network(
     bar = tqdm(
         total=total, desc="fit explainer", unit="batch", disable=not show_progress
     )
-    run = _Run(settings, key, folder, checkpoint_seconds)
+    fit = _FitState(settings, key, folder, checkpoint_seconds)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     try:
         with torch.enable_grad(), evaluation_mode(model, [layer]):
             with _speed.frozen_parameters(model):
                 for _ in range(settings.epochs):
                     for raw in data:
-                        run.step_on(raw, device, passes, model, layer, bar)
+                        fit.step_on(raw, device, passes, model, layer, bar)
     except KeyboardInterrupt:
-        run.checkpoint(force=True)
+        fit.checkpoint(force=True)
         raise
     finally:
         bar.close()
-    if run.net is None:
+    if fit.net is None:
         raise ValueError("the fit got no data: the loader yielded no batch.")
     stats = dict(
-        run.stats,
-        steps=run.step,
+        fit.stats,
+        steps=fit.step,
         cpu_seconds=time.process_time() - cpu0,
         wall_seconds=time.perf_counter() - wall0,
     )
-    return run.net.eval(), stats
+    return fit.net.eval(), stats
 
 
-class _Run:
+class _FitState:
     """The state of one fit: the network, Adam, the step, checkpoints."""
 
     def __init__(
@@ -313,11 +296,13 @@ class _Run:
     def _build(
         self, clean: Clean, device: torch.device, model: Module, layer: Module
     ) -> None:
-        torch.manual_seed(self.settings.seed)
+        torch.manual_seed(self.settings.options.seed)
         widths = [s.shape[-1] for s in clean.states]
         classes = clean.logits.shape[-1] if clean.logits.dim() == 2 else 1
         self.net = MaskExplainer(widths, classes, self.settings.hidden).to(device)
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=self.settings.lr)
+        self.optimizer = torch.optim.Adam(
+            self.net.parameters(), lr=self.settings.network_lr
+        )
         self.key = dict(self.key, shape={"widths": widths, "n_classes": classes})
         if self.settings.distil > 0:
             self.teacher = make_teacher(model, layer, self.settings)

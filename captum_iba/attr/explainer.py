@@ -21,23 +21,35 @@ A two-layer perceptron, applied to every token, gives one logit per class,
 for the explained class :math:`c`; :math:`\lambda_t` is the signal weight of
 Eq. (2), shared by all features of token :math:`t`. The network is trained by
 :mod:`captum_iba.attr.amortized_fit`; :class:`ExplainerSettings` holds
-everything that defines a fitted explainer (it is part of the cache key).
+everything that defines a fitted explainer (it is part of the cache key): the
+IBA options of its objective and of its teacher are
+:class:`~captum_iba.attr.options.IBAOptions`, the per-sample method's own.
 """
 
+import json
 import numbers
-from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Optional, Sequence, Tuple
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["ExplainerSettings", "MaskExplainer"]
+from captum_iba.attr.objectives import OBJECTIVE_NAMES
+from captum_iba.attr.options import IBAOptions
+
+__all__ = ["OBJECTIVE_OPTIONS", "ExplainerSettings", "MaskExplainer"]
 
 #: The targets the explainer is trained to explain.
 TRAIN_TARGETS = ("label", "predicted")
-#: The priors an explainer can be trained with (by name).
-AMORTIZED_PRIORS = ("baseline", "paper")
+#: The IBA options of the explainer's objective by default: ``iba-faithful``'s
+#: deletion-like prior, 2 noise draws per instance and step, the paper's
+#: (inert) beta, no complement term, seed 0.
+OBJECTIVE_OPTIONS = IBAOptions(prior="baseline", n_samples=2, seed=0)
+#: Version 0.2's flat settings that are fields of ``options`` now.
+_FLAT_OPTIONS = ("beta", "prior", "complement", "n_samples", "seed")
+
+OptionsLike = Union[IBAOptions, str, Dict[str, Any]]
 
 
 def _positive(name: str, value: Any, integer: bool = False) -> None:
@@ -52,14 +64,86 @@ def _non_negative(name: str, value: Any) -> None:
         raise ValueError(f"{name} must be a number >= 0, got {value!r}.")
 
 
-@dataclass(frozen=True)
+def _as_options(value: OptionsLike, what: str) -> IBAOptions:
+    """IBA options from themselves, a configuration name, or a dict of fields
+    (:meth:`IBAOptions.record` 's, or keywords with an optional ``config``).
+
+    Raises:
+        TypeError: For another type, or a key that is no field.
+    """
+    if isinstance(value, IBAOptions):
+        return value
+    if isinstance(value, str):
+        return IBAOptions.from_config(value)
+    if not isinstance(value, dict):
+        raise TypeError(
+            f"{what} must be IBAOptions, a configuration name or a dict of IBA "
+            f"options; got {type(value).__name__}."
+        )
+    record = dict(value)
+    if "config" in record:
+        return IBAOptions.from_config(record.pop("config"), **record)
+    unknown = sorted(set(record) - set(IBAOptions.names()))
+    if unknown:
+        raise TypeError(
+            f"{what}: unknown IBA option(s) {unknown}; the options are "
+            f"{IBAOptions.names()}"
+        )
+    return IBAOptions(**record)
+
+
+def _storable(options: IBAOptions, what: str) -> None:
+    """The settings are stored as data: the prior and the objective by name."""
+    if options.prior.needs_data:
+        raise ValueError(
+            f"{what}: prior {options.prior.name!r} is fitted on data, which an "
+            "explainer's settings cannot hold (they keep the prior by name); use "
+            "a prior that needs no data (e.g. 'baseline' or 'paper')."
+        )
+    if options.objective.name not in OBJECTIVE_NAMES:
+        raise ValueError(
+            f"{what}: the objective must be one of {list(OBJECTIVE_NAMES)} (the "
+            f"settings keep it by name), got {options.objective.name!r}."
+        )
+
+
+def _check_objective_options(options: IBAOptions) -> None:
+    """What the explainer's objective can use of its IBA options."""
+    _storable(options, "options")
+    if options.removal != "noise" or options.attribute_to_layer_input:
+        raise ValueError(
+            "options: the explainer's objective runs the noise bottleneck (Eq. 2) "
+            "on the layer's output; use removal='noise' and "
+            "attribute_to_layer_input=False (a removal='attention' configuration "
+            "can be the teacher)."
+        )
+    if options.beta == "auto":
+        raise ValueError(
+            "options: beta='auto' is per-sample IBA's rule (Appendix A); the "
+            "explainer's objective needs a number."
+        )
+    if isinstance(options.seed, bool) or not isinstance(options.seed, int):
+        raise ValueError(
+            "options: seed must be an int (it seeds the network, the objective's "
+            f"noise and the teacher), got {options.seed!r}."
+        )
+
+
+@dataclass(frozen=True, eq=False)
 class ExplainerSettings:
     """Everything that defines a fitted explainer (validated when built).
 
+    Settings are equal when their records (:meth:`to_dict`) are.
+
     Attributes:
         hidden (int): Width of the perceptron's hidden layer. Default 256.
-        beta (float): :math:`\\beta` of Eq. (5) on the mean capacity. Default
-            1e-5 (the paper's, inert).
+        options (IBAOptions): The IBA options of the objective (Eq. 5 with
+            the explainer's :math:`\\alpha`): ``beta`` (on the mean capacity),
+            ``prior`` (any prior plug-in that needs no data), ``complement``
+            (the probability of the explained class with the mask inverted,
+            minimised), ``n_samples`` (noise draws per instance and step),
+            ``objective`` (the task loss) and ``seed`` (of the initialisation,
+            the noise and the teacher). Default :data:`OBJECTIVE_OPTIONS`.
         keep (float or None): The budget: the mean signal weight
             :math:`\\bar\\lambda` over an instance's real tokens is pulled to
             ``keep`` by ``keep_weight * (mean - keep)**2``. None: no budget.
@@ -68,50 +152,40 @@ class ExplainerSettings:
             of :math:`\\lambda_t` against the per-sample teacher's mask); the
             IBA objective is added with weight 1 unless ``distil_only``.
         distil_only (bool): Train on the distillation term alone.
-        complement (float): Weight of the complement term: the probability
-            of the explained class with the mask inverted (the kept tokens
-            removed), minimised. Default 0.
-        teacher (dict or None): Options of the per-sample teacher
-            (:meth:`InformationBottleneckAttribution.attribute` keywords, e.g.
-            ``iba-faithful``'s), used when ``distil > 0``.
+        teacher (IBAOptions or None): The per-sample teacher's options (e.g.
+            ``iba-faithful``'s; a configuration name or a dict of fields is
+            turned into them), used when ``distil > 0``; its ``readout`` is
+            ``"mask_mean"``, and its seed, when None, the explainer's.
         epochs (int): Passes over the loader. Default 2.
-        lr (float): Adam's learning rate. Default 1e-3.
-        n_samples (int): Noise draws per instance and step. Default 2.
+        network_lr (float): The learning rate of the network's Adam. Default
+            1e-3.
         target (str): ``"label"`` (the loader's labels; the prediction where
             none) or ``"predicted"``.
-        prior (str): ``"baseline"`` (the layer's output with the removable
-            tokens replaced by [PAD], as ``iba-faithful``) or ``"paper"``.
         pad_token_id (int): The id the removable tokens are replaced by.
         special_token_ids (tuple of int): Ids never removed ([CLS], [SEP]...).
         readout (tuple of str): Names of the readout layers (filled by
             :meth:`~captum_iba.attr.amortized.AmortizedExplainer.fit`).
-        seed (int): Seed of the initialisation, the noise and the teacher.
     """
 
     hidden: int = 256
-    beta: float = 1e-5
+    options: IBAOptions = OBJECTIVE_OPTIONS
     keep: Optional[float] = None
     keep_weight: float = 10.0
     distil: float = 0.0
     distil_only: bool = False
-    complement: float = 0.0
-    teacher: Optional[Dict[str, Any]] = None
+    teacher: Optional[IBAOptions] = None
     epochs: int = 2
-    lr: float = 1e-3
-    n_samples: int = 2
+    network_lr: float = 1e-3
     target: str = "label"
-    prior: str = "baseline"
     pad_token_id: int = 0
     special_token_ids: Tuple[int, ...] = ()
     readout: Tuple[str, ...] = field(default=())
-    seed: int = 0
 
     def __post_init__(self) -> None:
         _positive("hidden", self.hidden, integer=True)
         _positive("epochs", self.epochs, integer=True)
-        _positive("n_samples", self.n_samples, integer=True)
-        _positive("lr", self.lr)
-        for name in ("beta", "keep_weight", "distil", "complement"):
+        _positive("network_lr", self.network_lr)
+        for name in ("keep_weight", "distil"):
             _non_negative(name, getattr(self, name))
         if self.keep is not None and not (
             isinstance(self.keep, numbers.Real) and 0 < self.keep < 1
@@ -121,10 +195,12 @@ class ExplainerSettings:
             raise ValueError(
                 f"target must be one of {TRAIN_TARGETS}, got {self.target!r}."
             )
-        if self.prior not in AMORTIZED_PRIORS:
-            raise ValueError(
-                f"prior must be one of {AMORTIZED_PRIORS}, got {self.prior!r}."
-            )
+        object.__setattr__(self, "options", _as_options(self.options, "options"))
+        _check_objective_options(self.options)
+        if self.teacher is not None:
+            teacher = _as_options(self.teacher, "teacher")
+            _storable(teacher, "teacher")
+            object.__setattr__(self, "teacher", teacher)
         if self.distil > 0 and self.teacher is None:
             raise ValueError("distil > 0 needs teacher= (the per-sample IBA options).")
         if self.distil_only and self.distil == 0:
@@ -132,19 +208,32 @@ class ExplainerSettings:
         ids = tuple(sorted({int(i) for i in self.special_token_ids}))
         object.__setattr__(self, "special_token_ids", ids)
         object.__setattr__(self, "readout", tuple(str(n) for n in self.readout))
-        if self.teacher is not None:
-            object.__setattr__(self, "teacher", dict(self.teacher))
 
     def to_dict(self) -> Dict[str, Any]:
-        """JSON-ready settings (tuples as lists), as stored in the record."""
-        out = asdict(self)
+        """JSON-ready settings (the IBA options as their records, tuples as
+        lists), as stored in the record."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["options"] = self.options.record()
+        out["teacher"] = None if self.teacher is None else self.teacher.record()
         out["special_token_ids"] = list(self.special_token_ids)
         out["readout"] = list(self.readout)
         return out
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "ExplainerSettings":
-        """The settings from :meth:`to_dict`'s output."""
+        """The settings from :meth:`to_dict`'s output, or from a record of
+        version 0.2 (flat ``beta``, ``prior``, ``complement``, ``n_samples``
+        and ``seed``, now fields of ``options``; ``lr``, now ``network_lr``;
+        ``teacher`` as a dict of :meth:`InformationBottleneckAttribution.
+        attribute` keywords). The flat names override ``options`` 's fields.
+        """
+        data = dict(data)
+        if "lr" in data:
+            data["network_lr"] = data.pop("lr")
+        flat = {k: data.pop(k) for k in _FLAT_OPTIONS if k in data}
+        if flat:
+            base = _as_options(data.get("options", OBJECTIVE_OPTIONS), "options")
+            data["options"] = base.replace(**flat)
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         unknown = sorted(set(data) - set(known))
         if unknown:
@@ -154,13 +243,21 @@ class ExplainerSettings:
                 known[key] = tuple(known[key])
         return cls(**known)
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExplainerSettings):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(json.dumps(self.to_dict(), sort_keys=True, default=repr))
+
     def budget(self) -> str:
         """Which budget acts, in words (for logs and tables)."""
-        parts = [f"beta={self.beta:g}"]
+        parts = [f"beta={self.options.beta:g}"]
         if self.keep is not None:
             parts.append(f"keep={self.keep:g}x{self.keep_weight:g}")
-        if self.complement > 0:
-            parts.append(f"complement={self.complement:g}")
+        if self.options.complement > 0:
+            parts.append(f"complement={self.options.complement:g}")
         if self.distil > 0:
             parts.append(
                 f"distil={self.distil:g}" + (" only" if self.distil_only else "")

@@ -2,13 +2,14 @@
 
 The mathematics is in :mod:`captum_iba.attr.bottleneck`, the noise priors in
 :mod:`captum_iba.attr.priors`, the batched optimisation loop in
-:mod:`captum_iba.attr._loop` and the hooks that read and replace a layer's
-output in :mod:`captum_iba._utils.hooks`, the options in
-:mod:`captum_iba.attr.options`. This module splits the batch into chunks and
-follows Captum's conventions for arguments and return values.
+:mod:`captum_iba.attr._loop`, the seam that puts the bottleneck output in a
+layer's place in :mod:`captum_iba.attr._seam`, the options in
+:mod:`captum_iba.attr.options`. This module follows Captum's conventions for
+arguments and return values, splits the batch into chunks and, per chunk and
+site, reads the layer's output, prepares the prior's statistics and calls
+the loop.
 """
 
-import contextlib
 import warnings
 from dataclasses import dataclass
 from typing import (
@@ -45,7 +46,6 @@ from captum_iba.attr._inputs import (
     check_batch,
     check_named_arguments,
     check_token_mask,
-    copies_failed,
     expand_rows,
     infer_token_mask,
     mask_values_problem,
@@ -56,6 +56,7 @@ from captum_iba.attr._inputs import (
     special_ids,
 )
 from captum_iba.attr._precision import resolve_precision
+from captum_iba.attr._seam import CleanRun, Seam
 from captum_iba.attr._validate import check_finite_output, check_token_inputs
 from captum_iba.attr.objectives import Objective
 from captum_iba.attr.options import ConfigLike, IBAOptions, options_doc
@@ -268,13 +269,13 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         run_seed = (
             int(torch.randint(0, 2**31 - 1, (1,)).item()) if seed is None else seed
         )
-        per_chunk = opts.instances_per_chunk(batch)
-        if self.cuts and opts.internal_batch_size is None:
-            per_chunk = _speed.instances_per_chunk(batch, opts.n_samples, inputs_t[0])
+        per_chunk = _speed.instances_per_chunk(
+            batch, opts.n_samples, inputs_t[0], opts.internal_batch_size, self.cuts
+        )
         chunks: List[List[Any]] = []
         self.last_run = [{} for _ in self._layers]
         device = model_device(self.forward_func, inputs_t[0].device)
-        run = _Run(
+        run = _AttributeCall(
             opts, run_seed, mask_explicit, resolve_precision(self.precision, device)
         )
         starts = range(0, batch, per_chunk)
@@ -332,7 +333,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         extra: Tuple[Any, ...],
         target: Optional[Tensor],
         token_mask: Optional[Tensor],
-        run: "_Run",
+        run: "_AttributeCall",
     ) -> List[Any]:
         options = run.options
         with torch.no_grad(), recorded(self._layers) as records:
@@ -382,70 +383,35 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         call: Tuple[Tensor, Tuple[Tensor, ...], Tuple[Any, ...], Any],
         token_mask: Optional[Tensor],
         task: "_loop.Task",
-        run: "_Run",
+        run: "_AttributeCall",
         baseline: Optional[Tensor] = None,
         removable: Optional[Tensor] = None,
     ) -> Tuple[Tensor, Dict[str, Any]]:
         """Optimise the bottleneck at one site (a tensor of the layer's output,
-        or its input)."""
+        or its input): read ``X`` and the prior's statistics, build the seam
+        that puts ``T`` in its place, and run the loop."""
         clean, inputs, extra, rows = call
         x, x_in, template = sites.read_site(site, record, self._device_ids())
         check_finite_output(clean, site.name)
         mask = sites.site_mask(token_mask, x, run.mask_explicit)
-        x_f = x.detach().float()
-        in_f = None if x_in is None else x_in.detach().float()
-        prior = run.options.prior
-        base = {} if baseline is None else {"baseline": baseline.detach().float()}
-        mean, std = prior.statistics(x_f, in_f, mask, **base)
+        options = run.options
+        if removable is not None:
+            removable = removable.to(mask.device).bool()
+        layer = _loop.Layer.from_prior(
+            options.prior, x, mask, x_in, baseline, removable
+        )
         stack = sites.stack_for(
             self.forward_func, site.layer, self.layer_stack, self.device_ids
         )
-
-        def replay_matches(replay: "sites.Substitute") -> bool:
-            with torch.no_grad(), replay(lambda: x):
-                out = logits_of(_run_forward(self.forward_func, inputs, None, extra))
-            tol = 1e-4 if x.dtype == torch.float32 else 2e-2
-            scale = clean.abs().max().clamp_min(1.0)
-            return torch.allclose(out, clean, rtol=tol, atol=tol * scale)
-
-        path, substitute = sites.substitution(
-            site, stack, template, replay_matches, self._device_ids(),
-            self.forward_func if self.cuts else None,
+        seam = Seam(
+            self.forward_func, site, CleanRun(inputs, extra, clean, x, template),
+            rows, options.n_samples, stack, self._device_ids(), self.cuts,
+            attention=options.removal == "attention", precision=run.precision,
         )  # fmt: skip
-        current: Dict[str, Tensor] = {}
-        removal = contextlib.nullcontext()
-        if run.options.removal == "attention":
-            above = sites.layers_above(self.forward_func, site, stack)
-            removal = sites.attention_removal(*above, lambda: current.get("keep"))
-
-        def forward(t: Tensor, keep: Optional[Tensor]) -> Tensor:
-            current["T"] = t
-            if keep is not None:
-                current["keep"] = keep
-            with copies_failed(x.shape[0], run.options.n_samples):
-                out = _run_forward(self.forward_func, rows[0], None, rows[1])
-            return logits_of(out)
-
-        if removable is not None:
-            removable = removable.to(mask.device).bool()
-        try:
-            precision = _speed.precision_context(
-                self.forward_func, run.precision, x.device
-            )
-            with substitute(lambda: current["T"]), precision, removal:
-                attr, info = _loop.optimise(
-                    _loop.Layer(x_f, mean, std, mask, removable),
-                    forward,
-                    task,
-                    run.options,
-                    run.seed,
-                    x.dtype,
-                )
-        finally:
-            current.clear()
-        cuts = getattr(substitute, "cuts", False)
-        info = dict(info, path=path, cuts=cuts, prior=run.options.prior.name)
-        info["precision"] = run.precision
+        with seam:
+            attr, info = _loop.optimise(layer, seam, task, options, run.seed)
+        info = dict(info, path=seam.path.kind, cuts=seam.path.cuts)
+        info.update(prior=options.prior.name, precision=run.precision)
         return attr.to(x.device), info
 
     def _baselines(
@@ -485,8 +451,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
 
 
 @dataclass
-class _Run:
-    """What stays fixed over one ``attribute`` call's chunks."""
+class _AttributeCall:
+    """What stays fixed over one ``attribute`` call's chunks (the objective
+    is resolved on the first chunk's output)."""
 
     options: IBAOptions
     seed: int

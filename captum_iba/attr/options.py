@@ -106,7 +106,9 @@ class IBAOptions:
     )
     internal_batch_size: Optional[int] = _knob(
         "int, optional: most rows (instances x n_samples) per forward pass; "
-        "raised to n_samples with a warning when below. None: the whole batch.",
+        "raised to n_samples with a warning when below. None: as many instances "
+        "as keep instances x n_samples x tokens within a bound per device (the "
+        "whole batch with ``cuts=False``).",
         None,
     )
     objective: Objective = _knob(
@@ -257,12 +259,6 @@ class IBAOptions:
             value = getattr(self, name)
             out[name] = getattr(value, "name", value) if name in _NAMED else value
         return out
-
-    def instances_per_chunk(self, batch: int) -> int:
-        """How many instances go through one forward pass together."""
-        if self.internal_batch_size is None:
-            return batch
-        return max(1, self.internal_batch_size // self.n_samples)
 
 
 _NAMED = ("prior", "objective")

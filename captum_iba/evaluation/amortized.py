@@ -6,7 +6,7 @@ corpus's training split) and given to the scorer; :func:`fit_amortized` fits
 one with the settings chosen by the faithfulness study.
 """
 
-from typing import Any, Callable, Dict, Iterable, Optional, Union
+from typing import Any, Callable, Iterable, Optional, Union
 
 from torch import Tensor, nn
 
@@ -33,7 +33,9 @@ ExplainerLike = Union[AmortizedExplainer, Callable[[nn.Module], AmortizedExplain
 #: (docs/amortized.rst): distillation of a per-sample teacher's masks (no IBA
 #: term), 2 epochs, Adam 1e-3; the teacher follows the layer
 #: (:func:`default_teacher`).
-AMORTIZED_SETTINGS = dict(keep=None, distil=1.0, distil_only=True, epochs=2, lr=1e-3)
+AMORTIZED_SETTINGS = dict(
+    keep=None, distil=1.0, distil_only=True, epochs=2, network_lr=1e-3
+)
 
 
 def fit_amortized(
@@ -59,9 +61,11 @@ def fit_amortized(
         folder (optional): Where the explainer is saved (and resumed from).
         show_progress (bool): A progress bar with the ETA.
         **settings: :class:`~captum_iba.attr.explainer.ExplainerSettings`
-            fields; ``teacher`` may also be a configuration name
-            (``"faithful"`` or ``"deletion"``: see :func:`teacher_options`);
-            by default :func:`default_teacher` of the layer.
+            fields (or version 0.2's flat names, see
+            :meth:`~captum_iba.attr.explainer.ExplainerSettings.from_dict`);
+            ``teacher`` may also be a configuration name (``"faithful"`` or
+            ``"deletion"``: see :func:`teacher_options`); by default
+            :func:`default_teacher` of the layer.
 
     Returns:
         AmortizedExplainer: The explainer.
@@ -79,9 +83,11 @@ def fit_amortized(
     )  # fmt: skip
 
 
-def teacher_options(config: ConfigLike = "faithful") -> Dict[str, Any]:
-    """A named IBA configuration's options as the teacher's keywords: the knobs
-    that define its masks (the seed is the explainer's).
+def teacher_options(config: ConfigLike = "faithful") -> IBAOptions:
+    """A named IBA configuration as the teacher: its options, every field of
+    them (a new :class:`~captum_iba.attr.options.IBAOptions` field reaches the
+    teacher as it is). The named configurations leave the seed None: the
+    teacher then takes the explainer's.
 
     Args:
         config (str or IBAOptions): ``"faithful"`` (``iba-faithful``, the
@@ -90,16 +96,12 @@ def teacher_options(config: ConfigLike = "faithful") -> Dict[str, Any]:
             :class:`~captum_iba.attr.options.IBAOptions`.
 
     Returns:
-        dict: :meth:`InformationBottleneckAttribution.attribute` keywords.
+        IBAOptions: The teacher's options.
+
+    Raises:
+        ValueError: For an unknown configuration name.
     """
-    record = IBAOptions.from_config(config).record()
-    keys = ("steps", "n_samples", "lr", "init_alpha", "optimizer", "readout")
-    if record["removal"] == "attention":  # no noise, hence no prior or beta
-        keys += ("removal", "complement")
-    else:
-        keys = ("prior", "beta") + keys
-        keys += ("complement",) if record["complement"] else ()
-    return {k: record[k] for k in keys}
+    return IBAOptions.from_config(config)
 
 
 def default_teacher(model: nn.Module, layer: nn.Module) -> str:
@@ -114,9 +116,9 @@ def default_teacher(model: nn.Module, layer: nn.Module) -> str:
     return "deletion" if outside else "faithful"
 
 
-def faithful_teacher() -> Dict[str, Any]:
-    """``iba-faithful``'s options as the teacher's keywords
-    (:func:`teacher_options` of ``"faithful"``)."""
+def faithful_teacher() -> IBAOptions:
+    """``iba-faithful``'s options as the teacher (:func:`teacher_options` of
+    ``"faithful"``)."""
     return teacher_options("faithful")
 
 

@@ -84,7 +84,7 @@ class TestAmortizedMasks(BaseTest):
         kept = quick_fit(model, data=data, epochs=3, keep=0.25, keep_weight=50.0)
         self.assertLess(abs(kept.stats["mean_lambda"] - 0.25), 0.1)
         both = quick_fit(model, data=data, keep=0.25, complement=1.0)
-        self.assertEqual(both.settings.complement, 1.0)
+        self.assertEqual(both.settings.options.complement, 1.0)
         self.assertIn("complement=1", both.settings.budget())
         self.assertNotEqual(both.key["settings"], kept.key["settings"])
 
@@ -180,6 +180,33 @@ class TestAmortizedStore(BaseTest):
             again = quick_fit(self.model, folder=tmp, data=[])
             assertTensorAlmostEqual(self, self._attr(again), self._attr(explainer))
 
+    def test_explainer_saved_by_version_0_2_loads(self) -> None:
+        """A folder as version 0.2 wrote it (flat settings in the key, in the
+        record and the weights' metadata) loads, also when the caller's
+        settings are given and when a fit finds it."""
+        from captum_iba.attr import amortized_store as store
+
+        explainer = quick_fit(self.model)
+        settings = explainer.settings
+        flat = {
+            "hidden": 16, "beta": 1e-05, "keep": None, "keep_weight": 10.0,
+            "distil": 0.0, "distil_only": False, "complement": 0.0,
+            "teacher": None, "epochs": 1, "lr": 0.01, "n_samples": 2,
+            "target": "label", "prior": "baseline", "pad_token_id": 0,
+            "special_token_ids": [], "readout": list(settings.readout), "seed": 0,
+        }  # fmt: skip
+        key = dict(explainer.key, settings=flat)
+        shape = {"widths": [8, 8], "n_classes": 2}
+        state = explainer.network.state_dict()
+        with _tmp() as tmp:
+            store.write_explainer(tmp, state, key, shape, explainer.stats)
+            layer = self.model.layers[0]
+            loaded = AmortizedExplainer.load(tmp, self.model, layer, settings)
+            self.assertEqual(loaded.settings, settings)
+            assertTensorAlmostEqual(self, self._attr(loaded), self._attr(explainer))
+            again = quick_fit(self.model, folder=tmp, data=[])  # found, not fitted
+            self.assertEqual(again.settings, settings)
+
     def test_stale_explainer_refused(self) -> None:
         with _tmp() as tmp:
             quick_fit(self.model, folder=tmp)
@@ -190,7 +217,7 @@ class TestAmortizedStore(BaseTest):
                 AmortizedExplainer.load(tmp, other, other.layers[0])
             with self.assertRaisesRegex(ValueError, "layers.0.*not.*layers.1"):
                 AmortizedExplainer.load(tmp, self.model, self.model.layers[1])
-            settings = ExplainerSettings(epochs=2, lr=1e-2, hidden=16)
+            settings = ExplainerSettings(epochs=2, network_lr=1e-2, hidden=16)
             with self.assertRaisesRegex(ValueError, "other settings.*epochs"):
                 AmortizedExplainer.load(tmp, self.model, self.model.layers[0], settings)
             with self.assertRaisesRegex(ValueError, "other settings"):

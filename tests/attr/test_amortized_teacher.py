@@ -2,22 +2,53 @@
 at the embeddings, and the teacher paid once per fit (not once per epoch)."""
 
 import warnings
+from dataclasses import dataclass
 
 import pytest
 import torch
 from captum.testing.helpers.basic import BaseTest
 
 from captum_iba.attr.amortized import AmortizedInformationBottleneckAttribution
+from captum_iba.attr.explainer import OBJECTIVE_OPTIONS, ExplainerSettings
 from captum_iba.attr.iba import InformationBottleneckAttribution
+from captum_iba.attr.options import DELETION, FAITHFUL, IBAOptions
+from captum_iba.attr.priors import PaperPrior
 from captum_iba.evaluation.amortized import (
     faithful_teacher,
     fit_amortized,
     teacher_options,
 )
+from captum_iba.registry import PRIORS
 from tests.attr.test_amortized import loader, quick_fit, signal_model
 from tests.helpers import no_hooks, tiny_hf_model
 
 CLS, SEP, LENGTH = 1, 2, 8
+
+#: An explainer's settings as version 0.2 recorded them (flat), and its
+#: teachers' keywords (``teacher_options`` of 0.2: a hand-picked key list).
+V02_RECORD = {
+    "hidden": 16, "beta": 1e-05, "keep": None, "keep_weight": 10.0,
+    "distil": 0.0, "distil_only": False, "complement": 0.0, "teacher": None,
+    "epochs": 1, "lr": 0.001, "n_samples": 2, "target": "label",
+    "prior": "baseline", "pad_token_id": 0, "special_token_ids": [],
+    "readout": ["layers.0", "layers.1"], "seed": 0,
+}  # fmt: skip
+V02_FAITHFUL = {
+    "prior": "baseline", "beta": 1e-05, "steps": 10, "n_samples": 5, "lr": 3.0,
+    "init_alpha": 0.0, "optimizer": "normalized_gd", "readout": "mask_mean",
+}  # fmt: skip
+V02_DELETION = {
+    "steps": 10, "n_samples": 1, "lr": 3.0, "init_alpha": 0.0,
+    "optimizer": "normalized_gd", "readout": "mask_mean", "removal": "attention",
+    "complement": 1.0,
+}  # fmt: skip
+
+
+class _DataPrior(PaperPrior):
+    """A prior fitted on data (as the dataset prior)."""
+
+    name = "fitted"
+    needs_data = True
 
 
 def bert_signal_data(n: int, gen: torch.Generator):
@@ -50,18 +81,47 @@ def bert_signal_model():
 
 
 class TestTeachers(BaseTest):
-    def test_named_teachers_hold_the_knobs_of_their_configuration(self) -> None:
+    def test_named_teachers_are_their_configuration(self) -> None:
         faithful = teacher_options("faithful")
-        self.assertEqual(faithful, faithful_teacher())
-        self.assertEqual(faithful["prior"], "baseline")
-        self.assertNotIn("removal", faithful)  # the cached explainers' keys stay
-        deletion = teacher_options("deletion")
-        self.assertEqual(deletion["removal"], "attention")
-        self.assertEqual(deletion["complement"], 1.0)
-        self.assertNotIn("prior", deletion)  # no noise, hence no prior or beta
-        self.assertNotIn("beta", deletion)
+        self.assertEqual(faithful.record(), faithful_teacher().record())
+        self.assertEqual(faithful.record(), FAITHFUL.record())
+        self.assertEqual(teacher_options("deletion").record(), DELETION.record())
+        mine = IBAOptions(prior="paper", steps=3)
+        self.assertIs(teacher_options(mine), mine)
         with self.assertRaisesRegex(ValueError, "nope"):
             teacher_options("nope")
+
+    def test_every_option_reaches_the_teacher(self) -> None:
+        """The teacher is the IBAOptions itself: a field IBAOptions gains
+        (here a subclass's) reaches the per-sample run with no edit; only the
+        readout is the teacher's and the seed, when None, the explainer's."""
+        from captum_iba.attr._amortized_pass import Batch
+        from captum_iba.attr.amortized_fit import make_teacher
+
+        @dataclass(frozen=True)
+        class WithKnob(IBAOptions):
+            knob: int = 0
+
+        teacher = WithKnob(prior="baseline", steps=2, internal_batch_size=40, knob=7)
+        settings = ExplainerSettings(distil=1.0, teacher=teacher, hidden=8)
+        self.assertEqual(settings.to_dict()["teacher"]["knob"], 7)
+        seen = []
+        original = InformationBottleneckAttribution.attribute
+
+        def spy(self, *args, **kwargs):
+            seen.append(kwargs["config"])
+            return original(self, *args, **kwargs)
+
+        model = signal_model()
+        ids, mask, labels = loader(1)[0]
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(InformationBottleneckAttribution, "attribute", spy)
+            make_teacher(model, model.layers[0], settings)(
+                Batch(ids, (mask,), mask.bool(), labels), labels
+            )
+        want = teacher.replace(readout="mask_mean", seed=settings.options.seed)
+        self.assertEqual(seen[0].record(), want.record())
+        self.assertEqual(seen[0].knob, 7)
 
     def test_teacher_runs_once_per_batch_not_once_per_epoch(self) -> None:
         """The seeded teacher's masks are memoised by batch content: 2 epochs
@@ -93,6 +153,55 @@ class TestTeachers(BaseTest):
         self.assertTrue(torch.equal(first, second))
 
 
+class TestVersion02Settings(BaseTest):
+    """Settings recorded by version 0.2 (flat beta, prior, complement, lr,
+    n_samples, seed; the teacher as a dict of keywords) load as today's."""
+
+    def test_flat_record_is_migrated(self) -> None:
+        for teacher, config in ((V02_FAITHFUL, FAITHFUL), (V02_DELETION, DELETION)):
+            record = dict(V02_RECORD, teacher=teacher, distil=1.0, distil_only=True)
+            settings = ExplainerSettings.from_dict(record)
+            self.assertEqual(settings.teacher.record(), config.record())
+            self.assertEqual(settings.network_lr, 1e-3)
+            self.assertEqual(settings.options.record(), OBJECTIVE_OPTIONS.record())
+            again = ExplainerSettings.from_dict(settings.to_dict())
+            self.assertEqual(again, settings)
+        flat = dict(V02_RECORD, beta=0.1, complement=0.5, prior="paper", seed=3)
+        options = ExplainerSettings.from_dict(flat).options
+        self.assertEqual(
+            (options.beta, options.complement, options.seed), (0.1, 0.5, 3)
+        )
+        self.assertEqual(options.prior.name, "paper")
+
+    def test_flat_keywords_still_fit(self) -> None:
+        explainer = quick_fit(signal_model(), beta=1e-3, n_samples=1, lr=5e-3)
+        settings = explainer.settings
+        self.assertEqual((settings.options.beta, settings.options.n_samples), (1e-3, 1))
+        self.assertEqual(settings.network_lr, 5e-3)
+
+    def test_priors_are_plug_ins_and_data_priors_refused(self) -> None:
+        model = signal_model()
+        ids, mask, labels = loader(1, seed=4)[0]
+        for name in PRIORS.names():
+            if PRIORS.load(name).needs_data:
+                with self.assertRaisesRegex(ValueError, "needs data|fitted on data"):
+                    ExplainerSettings(options=OBJECTIVE_OPTIONS.replace(prior=name))
+            else:  # fits and refines with no edit for the prior
+                explainer = quick_fit(model, data=loader(1), prior=name)
+                self.assertEqual(explainer.settings.options.prior.name, name)
+                aiba = AmortizedInformationBottleneckAttribution(
+                    model, model.layers[0], explainer
+                )
+                attr = aiba.attribute(ids, labels, (mask,), refine_steps=1)
+                self.assertTrue(bool(torch.isfinite(attr).all()))
+        with self.assertRaisesRegex(ValueError, "fitted on data"):
+            ExplainerSettings(options=OBJECTIVE_OPTIONS.replace(prior=_DataPrior()))
+        with self.assertRaisesRegex(ValueError, "noise bottleneck"):
+            ExplainerSettings(options=DELETION.replace(seed=0))
+        with self.assertRaisesRegex(ValueError, "seed must be an int"):
+            ExplainerSettings(options=IBAOptions())
+
+
 def test_deletion_teacher_at_the_embeddings_finds_the_signal_token() -> None:
     """``iba-deletion`` distilled at the embeddings (its bottleneck): the
     explainer, given the tokenizer's special ids, ranks the known relevant
@@ -116,7 +225,7 @@ def test_deletion_teacher_at_the_embeddings_finds_the_signal_token() -> None:
             epochs=4, lr=1e-2, hidden=32, pad_token_id=0,
             special_token_ids=[CLS, SEP],
         )  # fmt: skip
-    assert explainer.settings.teacher["removal"] == "attention"
+    assert explainer.settings.teacher.removal == "attention"
     assert explainer.settings.distil_only
     # below the stack, the explainer also reads the last block (the context)
     assert explainer.settings.readout == ("bert.embeddings", "bert.encoder.layer.1")

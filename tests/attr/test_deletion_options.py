@@ -104,7 +104,7 @@ class TestAttentionRemoval(BaseTest):
         self.assertTrue(no_hooks(stack))
 
 
-class _StubForward:
+class _StubSeam:
     """Logits ``[0, sum_t w_t keep_t]`` of the keep weights of each pass
     (``flat_first``: the first pass of a step returns constant logits)."""
 
@@ -112,7 +112,7 @@ class _StubForward:
         self.w, self.flat_first = w, flat_first
         self.keeps: List[Tensor] = []
 
-    def __call__(self, t: Tensor, keep: Optional[Tensor]) -> Tensor:
+    def run(self, t: Tensor, keep: Optional[Tensor] = None) -> Tensor:
         self.keeps.append(keep.detach().clone())
         z = (keep * self.w).sum(-1)
         if self.flat_first and len(self.keeps) % 2 == 1:
@@ -122,7 +122,7 @@ class _StubForward:
 
 def _attention_run(
     w: Tensor, complement: float, flat_first: bool = False, lr: float = 2.0
-) -> Tuple[Tensor, _StubForward]:
+) -> Tuple[Tensor, _StubSeam]:
     x = torch.randn(1, w.shape[-1], 3)
     mask = torch.ones(1, w.shape[-1], dtype=torch.bool)
     removable = mask.clone()
@@ -130,8 +130,8 @@ def _attention_run(
     layer = _loop.Layer(x, x, torch.ones(1), mask, removable)
     task = _loop.Task(resolve_objective("cross_entropy"), torch.tensor([1]))
     options = CONFIGS.load("deletion").replace(complement=complement, steps=1, lr=lr)
-    stub = _StubForward(w, flat_first)
-    attr, _ = _loop.optimise(layer, stub, task, options, 0, torch.float32)
+    stub = _StubSeam(w, flat_first)
+    attr, _ = _loop.optimise(layer, stub, task, options, 0)
     return attr, stub
 
 
@@ -174,7 +174,7 @@ class TestLoop(BaseTest):
         layer = _loop.Layer(x, mu, torch.full((1,), 1e-12), mask)
         seen: List[Tensor] = []
 
-        def forward(t: Tensor, keep: Optional[Tensor]) -> Tensor:
+        def run(t: Tensor, keep: Optional[Tensor] = None) -> Tensor:
             self.assertIsNone(keep)
             seen.append(t.detach().clone())
             return torch.stack([t.sum((1, 2)), -t.sum((1, 2))], -1)
@@ -183,7 +183,7 @@ class TestLoop(BaseTest):
         options = IBAOptions(
             complement=1.0, steps=1, n_samples=1, init_alpha=0.7, readout="mask_mean"
         )
-        _loop.optimise(layer, forward, task, options, 0, torch.float32)
+        _loop.optimise(layer, SimpleNamespace(run=run), task, options, 0)
         assertTensorAlmostEqual(self, seen[0] + seen[1], x + mu, delta=1e-5)
         lam = 1 / (1 + math.exp(-0.7))
         assertTensorAlmostEqual(self, seen[0], lam * x + (1 - lam) * mu, 1e-5)
