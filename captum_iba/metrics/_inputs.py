@@ -14,7 +14,12 @@ from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
-from captum_iba._utils.common import check_length, check_target_range, format_target
+from captum_iba._utils.common import (
+    check_length,
+    check_target_range,
+    format_target,
+    removable_mask,
+)
 from captum_iba.metrics._removal import ExtraArg, TokenBatch
 from captum_iba.metrics.options import DegradationOptions
 
@@ -111,9 +116,8 @@ def token_batch(
     tt = None if token_type_ids is None else token_type_ids.detach().cpu()
     if tt is not None and mask is None:
         mask = valid.long()
-    specials = torch.tensor(options.special_token_ids or (), dtype=torch.long)
-    is_special = torch.isin(ids, specials)
-    removable = valid & ~is_special if options.keep_special_tokens else valid.clone()
+    special = options.special_token_ids if options.keep_special_tokens else None
+    removable = removable_mask(ids, valid, special or ())
     return TokenBatch(ids, valid, removable, mask, tt, extra)
 
 
