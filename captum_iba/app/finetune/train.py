@@ -34,15 +34,9 @@ from captum_iba.app.finetune.recipes import (
     resolve_base_model,
     resolve_options,
 )
-from captum_iba.app.finetune.steps import (
-    FineTuneTimeoutError,
-    TrainingStats,
-    adamw,
-    train_steps,
-)
+from captum_iba.app.finetune.steps import FineTuneTimeoutError as FineTuneTimeoutError
+from captum_iba.app.finetune.steps import TrainingStats, adamw, train_steps
 from captum_iba.app.finetune.store import RESULT_FILE, file_manifest, model_folder
-
-__all__ = ["FineTuneResult", "FineTuneTimeoutError", "fine_tune", "heldout_data"]
 
 
 @dataclass
