@@ -342,3 +342,7 @@ SETTINGS.add("paper", f"{_PS}:PAPER", "the released code's baselines, quirks inc
 SETTINGS.add(
     "fair", f"{_PS}:FAIR", "every method explains the same class, proper masks"
 )
+
+# The degradation test's aggregates (AOPC, sufficiency, ...) are registered next
+# to their functions, with a decorator: captum_iba.metrics.aggregates.AGGREGATES
+# and register_aggregate (the metrics layer may not import this module).

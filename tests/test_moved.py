@@ -1,112 +1,93 @@
-"""The module paths of 0.1 still import, warn naming the new path, and give
-the same objects; nothing in the project goes through them."""
+"""The module paths of 0.1, deprecated in 0.2, are retired in 0.3: they no
+longer import and ``CHANGELOG.md`` names each one's new home. The checks that
+nothing imports them (``tests/test_layering.py``, the tutorials' in
+``tests/test_tutorials.py``) use :data:`RETIRED_MODULES` and
+:func:`retired_import`."""
 
+import ast
 import importlib
 import re
-import sys
 from pathlib import Path
+from typing import List
 
 import pytest
 
 import captum_iba
-from captum_iba._utils.moved import MOVED_MODULES, moved_message
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: Re-exported names whose home is not the first module named in the message.
-OTHER_HOMES = {
-    "captum_iba.evaluate": {
-        "load_classifier": "captum_iba.app.models",
-        "PRIOR_NAMES": "captum_iba.attr.priors",
-        "default_layer_index": "captum_iba.attr.text",
-    },
-    "captum_iba.data": {
-        "DEFAULT_SEED": "captum_iba.app.data.splits",
-        "HELDOUT_TRAIN_FRACTION": "captum_iba.app.data.splits",
-    },
-    "captum_iba.finetune": {
-        "DEFAULT_BASE_MODEL_NAME": "captum_iba.app.finetune.recipes",
-        "PathLike": "captum_iba.app.finetune.recipes",
-        "RESULT_FILE": "captum_iba.app.finetune.store",
-    },
+#: The retired module paths (0.1) -> the module their names live in now (the
+#: first one named in CHANGELOG.md; some names live elsewhere, as it says).
+RETIRED_MODULES = {
+    "captum_iba.attribution": "captum_iba.attr.iba",
+    "captum_iba.bottleneck": "captum_iba.attr.bottleneck",
+    "captum_iba.priors": "captum_iba.attr.priors",
+    "captum_iba.text": "captum_iba.attr.text",
+    "captum_iba.baselines": "captum_iba.evaluation",
+    "captum_iba.evaluate": "captum_iba.evaluation",
+    "captum_iba.data": "captum_iba.app.data",
+    "captum_iba.finetune": "captum_iba.app.finetune",
+    "captum_iba.cli": "captum_iba.app.cli",
 }
 
 
-def _home(old: str) -> str:
-    """The first module named as the new home of ``old``."""
-    return MOVED_MODULES[old].split(" ")[0]
+def retired_import(name: str) -> bool:
+    """Whether the imported module ``name`` is (inside) a retired path."""
+    return any(name == old or name.startswith(old + ".") for old in RETIRED_MODULES)
 
 
-@pytest.fixture
-def fresh(monkeypatch):
-    """Forgets an old module (restored afterwards) so that it imports again."""
-
-    def forget(old: str) -> None:
-        monkeypatch.delitem(sys.modules, old, raising=False)
-        short = old.rsplit(".", 1)[1]
-        if short in vars(captum_iba):
-            monkeypatch.delattr(captum_iba, short)
-
-    return forget
-
-
-@pytest.mark.parametrize("old", sorted(MOVED_MODULES))
-def test_old_path_warns_at_the_import_line(old, fresh, tmp_path, monkeypatch):
-    """The warning names the new path and points at the user's import line
-    (so Python shows it by default in ``__main__`` and in notebooks)."""
-    fresh(old)
-    user = tmp_path / "user_code.py"
-    user.write_text(f'"""A user\'s module."""\nimport {old}\n')
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "user_code", raising=False)
-    with pytest.warns(DeprecationWarning) as record:
-        importlib.import_module("user_code")
-    ours = [w for w in record if str(w.message).startswith(old)]
-    assert len(ours) == 1, [str(w.message) for w in record]
-    message = str(ours[0].message)
-    assert message == moved_message(old)
-    assert f"import from {_home(old)}" in message
-    assert (Path(ours[0].filename), ours[0].lineno) == (user, 2)
+def imported_modules(source: str) -> List[str]:
+    """The modules a Python source (or a notebook's code cell) imports:
+    ``from a import b`` gives ``a`` and ``a.b``; IPython's magics and shell
+    lines are skipped."""
+    lines = [
+        "" if line.lstrip().startswith(("%", "!")) else line
+        for line in source.splitlines()
+    ]
+    names: List[str] = []
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+            names += [f"{node.module}.{alias.name}" for alias in node.names]
+    return names
 
 
-@pytest.mark.parametrize("old", sorted(MOVED_MODULES))
-def test_old_path_gives_the_same_objects(old, fresh):
-    fresh(old)
-    with pytest.warns(DeprecationWarning, match=re.escape(old)):
-        module = importlib.import_module(old)
-    home = importlib.import_module(_home(old))
-    others = OTHER_HOMES.get(old, {})
-    names = list(module.__all__) + list(others)
-    assert names
-    for name in names:
-        new = importlib.import_module(others.get(name, _home(old)))
-        assert getattr(module, name) is getattr(new, name), (old, name)
-    if old != "captum_iba.evaluate":  # a selection from several modules
-        assert set(module.__all__) <= set(home.__all__)
+@pytest.mark.parametrize("old", sorted(RETIRED_MODULES))
+def test_retired_path_no_longer_imports(old):
+    assert not (ROOT / (old.replace(".", "/") + ".py")).exists()
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
+    importlib.import_module(RETIRED_MODULES[old])  # the new home does
 
 
-def test_from_import_of_an_old_path_warns(fresh):
-    fresh("captum_iba.text")
-    with pytest.warns(DeprecationWarning, match="captum_iba.attr.text"):
-        from captum_iba.text import token_attributions
-    from captum_iba.attr.text import token_attributions as new
-
-    assert token_attributions is new
-
-
-def test_changelog_lists_every_old_path():
+def test_changelog_names_every_retired_path_and_its_new_home():
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
-    for old in MOVED_MODULES:
-        row = [line for line in text.splitlines() if f"`{old}`" in line]
-        assert row, f"CHANGELOG.md does not list {old}"
-        assert f"`{_home(old)}`" in row[0], row[0]
+    section = text.split("\n## ")[1]  # the newest release's section
+    assert section.startswith("0.3.0") and "### Removed" in section, section[:80]
+    for old, new in RETIRED_MODULES.items():
+        row = [line for line in section.splitlines() if f"`{old}`" in line]
+        assert row, f"the 0.3.0 section of CHANGELOG.md does not list {old}"
+        assert f"`{new}`" in row[0], row[0]
+
+
+def test_the_import_check_sees_retired_paths():
+    found = imported_modules(
+        "%matplotlib inline\nimport captum_iba.data\n"
+        "from captum_iba.finetune import get_finetuned_model\n"
+        "from captum_iba import evaluate\nfrom captum_iba.app.data import y\n"
+    )
+    retired = {n for n in found if retired_import(n)}
+    assert {"captum_iba.data", "captum_iba.finetune", "captum_iba.evaluate"} <= retired
+    assert "captum_iba.app.data" in found and "captum_iba.app.data" not in retired
 
 
 def test_console_script_and_main_use_the_new_cli():
     setup = (ROOT / "setup.py").read_text(encoding="utf-8")
     scripts = re.findall(r'"captum-iba=([\w.]+):(\w+)"', setup)
     assert scripts == [("captum_iba.app.cli", "main")]
-    assert scripts[0][0] not in MOVED_MODULES
+    assert not retired_import(scripts[0][0])
     main = (ROOT / "captum_iba" / "__main__.py").read_text(encoding="utf-8")
     assert "from captum_iba.app.cli import main" in main
 

@@ -8,13 +8,14 @@ sentences and light settings), with the cached SST-2 model or a quick one
 busy machine makes it slower, never failing.
 """
 
-import ast
 import os
 import shutil
 from pathlib import Path
 from typing import Iterator, List
 
 import pytest
+
+from tests.test_moved import imported_modules, retired_import
 
 TUTORIALS = Path(__file__).resolve().parent.parent / "tutorials"
 NOTEBOOKS = sorted(TUTORIALS.glob("*.ipynb"))
@@ -123,54 +124,20 @@ def test_notebooks_read_the_small_n_switch() -> None:
     assert readers >= 4
 
 
-def _code_imports(source: str) -> List[str]:
-    """The modules a code cell imports (``from a import b`` gives ``a`` and
-    ``a.b``); IPython's magics and shell lines are skipped."""
-    lines = [
-        "" if line.lstrip().startswith(("%", "!")) else line
-        for line in source.splitlines()
-    ]
-    names: List[str] = []
-    for node in ast.walk(ast.parse("\n".join(lines))):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.append(node.module)
-            names += [f"{node.module}.{alias.name}" for alias in node.names]
-    return names
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
-def test_notebook_uses_no_moved_module(path: Path) -> None:
-    """The tutorials import the paths of 0.2, never an old one of
-    :data:`captum_iba._utils.moved.MOVED_MODULES` (which warn)."""
+def test_notebook_uses_no_retired_module(path: Path) -> None:
+    """The tutorials import the paths of 0.2, never one of the module paths
+    of 0.1 retired in 0.3 (:data:`tests.test_moved.RETIRED_MODULES`)."""
     nbformat = pytest.importorskip("nbformat")
-    from captum_iba._utils.moved import MOVED_MODULES
 
     nb = nbformat.read(path, as_version=4)
     bad = [
         f"code cell {i}: {name}"
         for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code")
-        for name in _code_imports(cell.source)
-        if any(name == old or name.startswith(old + ".") for old in MOVED_MODULES)
+        for name in imported_modules(cell.source)
+        if retired_import(name)
     ]
     assert not bad, "\n".join(bad)
-
-
-def test_moved_module_check_sees_old_paths() -> None:
-    """The check above finds every form of import of an old path."""
-    cell = (
-        "%matplotlib inline\n"
-        "import captum_iba.data\n"
-        "from captum_iba.finetune import get_finetuned_model\n"
-        "from captum_iba import evaluate\n"
-        "from captum_iba.app.data import load_dataset\n"
-    )
-    found = _code_imports(cell)
-    assert "captum_iba.data" in found
-    assert "captum_iba.finetune" in found
-    assert "captum_iba.evaluate" in found
-    assert "captum_iba.app.data" in found
 
 
 @pytest.mark.notebook

@@ -7,6 +7,8 @@
 * :func:`max_positions` / :func:`check_length` - how many tokens a model takes;
 * :func:`tokenizer_ids` / :func:`special_token_ids` / :func:`pad_token_id` - the
   ids a tokenizer reserves, with explicit values winning;
+* :func:`removable_mask` - the tokens a removal may take: real (not padding)
+  and not special;
 * :func:`hf_call` - the Hugging Face positional call
   ``model(input_ids, attention_mask, token_type_ids, *extra)``;
 * :func:`instance_seed` - a seed derived from a base seed and an instance's
@@ -31,6 +33,7 @@ __all__ = [
     "max_positions",
     "model_device",
     "pad_token_id",
+    "removable_mask",
     "special_token_ids",
     "tokenizer_ids",
 ]
@@ -283,6 +286,31 @@ def pad_token_id(
         return int(explicit)
     found = getattr(tokenizer, "pad_token_id", None) if tokenizer is not None else None
     return default if found is None else int(found)
+
+
+def removable_mask(
+    ids: Tensor, token_mask: Optional[Tensor], special: Iterable[int]
+) -> Tensor:
+    """``(B, L)`` bool: the tokens a removal may take - real (``token_mask``
+    nonzero, or every position when it is None) and not special.
+
+    The one definition behind IBA's deletion baseline and attention removal,
+    the amortized explainer's baseline, the scorers' removable tokens and the
+    degradation test's.
+
+    Args:
+        ids (Tensor): ``(B, L)`` token ids.
+        token_mask (Tensor, optional): ``(B, L)``, 0 at padding.
+        special (Iterable[int]): Ids never removed (empty: none).
+
+    Returns:
+        Tensor: ``(B, L)`` bool, on the device of ``ids``.
+    """
+    real = torch.ones_like(ids, dtype=torch.bool)
+    if token_mask is not None:
+        real = token_mask.to(ids.device).bool()
+    keep = torch.tensor(list(special), dtype=ids.dtype, device=ids.device)
+    return real & ~torch.isin(ids, keep)
 
 
 def hf_call(

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, List, Sequence
 
 import numpy as np
 
+from captum_iba.visualization import scale_scores
+
 if TYPE_CHECKING:  # pragma: no cover
     from captum_iba.app.explanation import Explanation
 
@@ -23,15 +25,10 @@ _BAR = 20
 
 
 def _relative(scores: Sequence[float], signed: bool) -> np.ndarray:
-    """Scores on the row's scale: min-max in [0, 1], or signed in [-1, 1]."""
-    arr = np.asarray(scores, dtype=np.float64)
-    if arr.size == 0:
-        return arr
-    if signed:
-        top = float(np.abs(arr).max())
-        return arr / top if top > 0 else np.zeros_like(arr)
-    span = float(arr.max() - arr.min())
-    return (arr - arr.min()) / span if span > 0 else np.zeros_like(arr)
+    """Scores on the row's scale, as the page colours them
+    (:func:`~captum_iba.visualization.scale_scores`): signed in [-1, 1]
+    (score / largest magnitude), else min-max in [0, 1]."""
+    return scale_scores(scores, "max" if signed else "minmax")
 
 
 def _bar(value: float, signed: bool) -> str:

@@ -15,7 +15,6 @@ from typing import (
     Iterator,
     List,
     Optional,
-    Sequence,
     Tuple,
 )
 
@@ -23,7 +22,7 @@ import torch
 from torch import Tensor
 from torch.nn import Module
 
-from captum_iba._utils.common import user_stacklevel
+from captum_iba._utils.common import removable_mask, user_stacklevel
 
 __all__ = [
     "MASK_NAMES",
@@ -231,25 +230,12 @@ def special_ids(forward_func: Any, given: Optional[List[int]]) -> List[int]:
     return special
 
 
-def removable_mask(
-    ids: Tensor, token_mask: Optional[Tensor], special: Sequence[int]
-) -> Tensor:
-    """``(B, L)`` bool: the tokens deletion removes - real (``token_mask``,
-    or every token when None) and not special. The one definition behind the
-    deletion baseline, the amortized explainer's baseline and
-    ``removal="attention"``."""
-    real = torch.ones_like(ids, dtype=torch.bool)
-    if token_mask is not None:
-        real = token_mask.to(ids.device).bool()
-    keep = torch.tensor(list(special), dtype=ids.dtype, device=ids.device)
-    return real & ~torch.isin(ids, keep)
-
-
 def removable_tokens(
     ids: Tensor, token_mask: Optional[Tensor], special: List[int]
 ) -> Optional[Tensor]:
-    """:func:`removable_mask` for ``removal="attention"``; None when ``ids``
-    are no ``(B, L)`` token ids (then every real token may be removed)."""
+    """:func:`~captum_iba._utils.common.removable_mask` for
+    ``removal="attention"``; None when ``ids`` are no ``(B, L)`` token ids
+    (then every real token may be removed)."""
     if ids.dim() != 2 or ids.is_floating_point():
         return None
     return removable_mask(ids, token_mask, special)

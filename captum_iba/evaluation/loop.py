@@ -4,8 +4,12 @@ method (and degradation-tested), the units' results merged.
 * :func:`work_units` - the corpus in its fixed order, cut into units of
   ``batch_size`` instances: a unit is one batch, so its numbers do not depend
   on which process computes it or on the rest of the corpus;
-* :func:`score_unit` - one unit with every method: token ids, the explained
-  class, the scores, and (when asked) the degradation test of the unit;
+* :func:`unit_tensors` - a unit's tensors (:class:`UnitTensors`): the
+  arguments of a scorer call (:class:`ScorerCall`: token ids, the explained
+  class, mask, segment ids) and the original logits, computed once;
+* :func:`score_unit` - one unit with every method: the scores and (when
+  asked) the degradation test of the unit, each test given the unit's
+  original logits;
 * :func:`merge_records` - a method's results over several units, from their
   per-instance records ("concatenate the states, compute the aggregates");
 * :func:`run_units` - every unit in this process, merged in memory.
@@ -24,21 +28,29 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor, nn
 
-from captum_iba._utils.common import hf_call, model_device
 from captum_iba.evaluation.corpus import CorpusLike, corpus_order, encode_instances
 from captum_iba.evaluation.presets import Preset, get_preset
 from captum_iba.evaluation.scorers import TokenScorer
-from captum_iba.metrics import DegradationResult, degradation_test
+from captum_iba.metrics import (
+    DegradationOptions,
+    DegradationResult,
+    degradation_test,
+    original_logits_of,
+)
+from captum_iba.metrics.degradation import same_first_pass
 
 __all__ = [
     "TARGETS",
     "CorpusJob",
+    "ScorerCall",
     "UnitScores",
+    "UnitTensors",
     "merge_records",
     "result_settings",
     "run_units",
     "score_unit",
     "scorer_degradation",
+    "degradation_options",
     "unit_tensors",
     "work_units",
 ]
@@ -84,6 +96,77 @@ class CorpusJob:
         if self.target not in TARGETS:
             raise ValueError(f"target must be one of {TARGETS}; got {self.target!r}")
 
+    def degradation_options(
+        self, scorer: Optional[TokenScorer] = None
+    ) -> DegradationOptions:
+        """The degradation test's options: see :func:`degradation_options`."""
+        return degradation_options(
+            self.preset, self.tokenizer, scorer, self.test_kwargs
+        )
+
+
+@dataclass(frozen=True)
+class ScorerCall:
+    """The arguments of one :meth:`TokenScorer.attribute
+    <captum_iba.evaluation.TokenScorer.attribute>` call, and of the
+    degradation test of its scores.
+
+    Attributes:
+        input_ids (Tensor): ``(B, L)`` token ids.
+        target (Tensor, optional): ``(B,)`` the class explained (and tracked
+            by the test); None: the predicted class.
+        attention_mask (Tensor, optional): ``(B, L)``, 0 at padding.
+        token_type_ids (Tensor, optional): ``(B, L)`` segment ids.
+    """
+
+    input_ids: Tensor
+    target: Optional[Tensor]
+    attention_mask: Optional[Tensor] = None
+    token_type_ids: Optional[Tensor] = None
+
+    def scores(self, scorer: TokenScorer) -> Tensor:
+        """Tensor: ``(B, L)`` the scores of ``scorer`` for these arguments."""
+        return scorer.attribute(
+            self.input_ids,
+            target=self.target,
+            attention_mask=self.attention_mask,
+            token_type_ids=self.token_type_ids,
+        )
+
+    def part(self, instances: slice) -> "ScorerCall":
+        """ScorerCall: The same arguments for some ``instances`` only."""
+
+        def cut(t: Optional[Tensor]) -> Optional[Tensor]:
+            return None if t is None else t[instances]
+
+        return ScorerCall(
+            self.input_ids[instances],
+            cut(self.target),
+            cut(self.attention_mask),
+            cut(self.token_type_ids),
+        )
+
+
+@dataclass(frozen=True)
+class UnitTensors:
+    """The tensors of one unit, computed once (:func:`unit_tensors`).
+
+    Attributes:
+        indices (list[int]): The instances, indices into the corpus, in the
+            unit's order.
+        call (ScorerCall): What every scorer is called with (and its test).
+        original_logits (Tensor): ``(B, C)`` float64 logits of the instances,
+            the degradation test's first pass (:func:`original_logits_of
+            <captum_iba.metrics.original_logits_of>`).
+        options (DegradationOptions): The test's options they were computed
+            with.
+    """
+
+    indices: List[int]
+    call: ScorerCall
+    original_logits: Tensor
+    options: DegradationOptions
+
 
 @dataclass
 class UnitScores:
@@ -120,23 +203,48 @@ def work_units(data: CorpusLike, batch_size: int) -> List[List[int]]:
     return [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
 
 
-def unit_tensors(job: CorpusJob, indices: Sequence[int]) -> Dict[str, Any]:
-    """Token ids, mask, segment ids, logits and the explained class of a unit."""
+def degradation_options(
+    preset: Union[str, Preset],
+    tokenizer: Any = None,
+    scorer: Optional[TokenScorer] = None,
+    test_kwargs: Optional[Mapping[str, Any]] = None,
+) -> DegradationOptions:
+    """The degradation test's options as the harness runs it: the preset's,
+    with ``test_kwargs`` replacing fields, and the scorer's special and pad
+    ids (else the tokenizer's).
+
+    Args:
+        preset (str or Preset): The preset.
+        tokenizer (optional): For the special and pad ids.
+        scorer (TokenScorer, optional): Whose ids win over the tokenizer's.
+        test_kwargs (Mapping, optional): Overrides of the preset's fields.
+
+    Returns:
+        DegradationOptions: The options.
+    """
+    return get_preset(preset).test.with_tokenizer(
+        tokenizer,
+        special_token_ids=(scorer.special_token_ids or None) if scorer else None,
+        pad_token_id=scorer.pad_token_id if scorer else None,
+        **dict(test_kwargs or {}),
+    )
+
+
+def unit_tensors(job: CorpusJob, indices: Sequence[int]) -> UnitTensors:
+    """A unit's tensors: its token ids, mask and segment ids, its original
+    logits (the degradation test's first pass with the job's test options,
+    computed once for the rows and every method's test) and the class each
+    instance is explained for (the label, or the predicted class)."""
     enc = encode_instances(job.tokenizer, job.data, indices, job.max_length)
     ids, mask = enc["input_ids"], enc["attention_mask"]
     tt = enc.get("token_type_ids")
-    device = model_device(job.model)
-    with torch.no_grad():
-        logits = hf_call(
-            job.model,
-            ids.to(device),
-            mask.to(device),
-            None if tt is None else tt.to(device),
-        )
-    logits = logits.float().cpu()
+    options = job.degradation_options()
+    logits = original_logits_of(job.model, ids, mask, tt, options=options)
     labels = torch.tensor([job.data.labels[i] for i in indices])
     target = labels if job.target == "label" else logits.argmax(-1)
-    return dict(ids=ids, mask=mask, tt=tt, target=target, logits=logits)
+    return UnitTensors(
+        list(indices), ScorerCall(ids, target, mask, tt), logits, options
+    )
 
 
 def scorer_degradation(
@@ -144,52 +252,51 @@ def scorer_degradation(
     name: str,
     scorer: TokenScorer,
     scores: Tensor,
-    tensors: Tuple[Tensor, Optional[Tensor], Optional[Tensor], Optional[Tensor]],
+    call: Union[ScorerCall, Tuple[Optional[Tensor], ...]],
     tokenizer: Any = None,
     setting: Union[str, Preset] = "fair",
     test_kwargs: Optional[Mapping[str, Any]] = None,
     seconds_per_instance: Optional[float] = None,
     show_progress: bool = False,
+    original_logits: Optional[Tensor] = None,
 ) -> DegradationResult:
     """The degradation test of one scorer's scores, as the harness runs it.
 
-    The test's options are the preset's, with ``test_kwargs`` replacing fields
-    and the scorer's special and pad ids (else the tokenizer's); the scorer's
-    name, seed and settings are recorded.
+    The test's options are :func:`degradation_options`; the scorer's name, seed and
+    settings are recorded.
 
     Args:
         model (nn.Module): The classifier (eval mode).
         name (str): The method's name in the result.
         scorer (TokenScorer): The scorer that produced ``scores``.
         scores (Tensor): ``(N, L)`` its scores.
-        tensors (tuple): ``(input_ids, target, attention_mask,
-            token_type_ids)``; ``target`` None tracks the predicted class.
+        call (ScorerCall): What the scorer was called with (also a tuple
+            ``(input_ids, target, attention_mask, token_type_ids)``);
+            ``target`` None tracks the predicted class.
         tokenizer (optional): For the test's special ids.
         setting (str or Preset): The preset. Default ``"fair"``.
         test_kwargs (Mapping, optional): Overrides of the preset's
             :class:`~captum_iba.metrics.DegradationOptions` fields.
         seconds_per_instance (float, optional): Recorded in the settings.
         show_progress (bool): Progress bars. Default False.
+        original_logits (Tensor, optional): The test's first pass, computed
+            once (:func:`~captum_iba.metrics.original_logits_of` with options
+            of the same first pass). Default None: the test computes it.
 
     Returns:
         DegradationResult: The result.
     """
     preset = get_preset(setting)
-    options = preset.test.with_tokenizer(
-        tokenizer,
-        special_token_ids=scorer.special_token_ids or None,
-        pad_token_id=scorer.pad_token_id,
-        **dict(test_kwargs or {}),
-    )
-    input_ids, target, attention_mask, token_type_ids = tensors
+    options = degradation_options(preset, tokenizer, scorer, test_kwargs)
+    call = call if isinstance(call, ScorerCall) else ScorerCall(*call)
     record = dict(scorer.settings, seconds_per_instance=seconds_per_instance)
     return degradation_test(
         model,
-        input_ids,
+        call.input_ids,
         scores,
-        target=target,
-        attention_mask=attention_mask,
-        token_type_ids=token_type_ids,
+        target=call.target,
+        attention_mask=call.attention_mask,
+        token_type_ids=call.token_type_ids,
         options=options,
         metadata=dict(
             method=name,
@@ -197,32 +304,36 @@ def scorer_degradation(
             attribution=dict(record, setting=preset.name),
         ),
         show_progress=show_progress,
+        original_logits=original_logits,
     )
 
 
 def score_unit(
-    job: CorpusJob, tensors: Dict[str, Any], methods: Sequence[str]
+    job: CorpusJob, unit: UnitTensors, methods: Sequence[str]
 ) -> List[UnitScores]:
     """Score one unit (from :func:`unit_tensors`) with each of ``methods`` and,
-    when ``job.degradation``, run the degradation test on it."""
-    t = tensors
+    when ``job.degradation``, run the degradation test on it, given the
+    unit's original logits (when the method's test options run the same first
+    pass, as they do but for a scorer with a pad id of its own)."""
     out = []
     for name in methods:
         scorer = job.scorers[name]
         start = time.perf_counter()
-        scores = scorer.attribute(t["ids"], t["target"], t["mask"], t["tt"])
-        seconds = (time.perf_counter() - start) / t["ids"].shape[0]
+        scores = unit.call.scores(scorer)
+        seconds = (time.perf_counter() - start) / len(unit.indices)
         result = None
         if job.degradation:
+            same = same_first_pass(job.degradation_options(scorer), unit.options)
             result = scorer_degradation(
                 job.model,
                 name,
                 scorer,
                 scores,
-                (t["ids"], t["target"], t["mask"], t["tt"]),
+                unit.call,
                 tokenizer=job.tokenizer,
                 setting=job.preset,
                 test_kwargs=job.test_kwargs,
+                original_logits=unit.original_logits if same else None,
             )
         out.append(UnitScores(name, scores, seconds, result))
     return out
@@ -269,23 +380,22 @@ def run_units(
     job.degradation = True
     records: Dict[str, List[Tuple[int, Dict[str, Any]]]] = {m: [] for m in methods}
     seconds: Dict[str, List[float]] = {m: [] for m in methods}
-    settings: Dict[str, Dict[str, Any]] = {}
+    test_settings: Dict[str, Dict[str, Any]] = {}
     bar = tqdm(
         total=len(job.data), desc="instances", unit="inst", disable=not show_progress
     )
     for indices in work_units(job.data, job.batch_size):
-        done = score_unit(job, unit_tensors(job, indices), methods)
-        for unit in done:
-            assert unit.result is not None
-            records[unit.method] += zip(indices, unit.result.instance_records())
-            seconds[unit.method] += [unit.seconds] * len(indices)
-            settings.setdefault(unit.method, result_settings(unit.result))
+        for done in score_unit(job, unit_tensors(job, indices), methods):
+            assert done.result is not None
+            records[done.method] += zip(indices, done.result.instance_records())
+            seconds[done.method] += [done.seconds] * len(indices)
+            test_settings.setdefault(done.method, result_settings(done.result))
         bar.update(len(indices))
     bar.close()
     return {
         m: merge_records(
             [r for _, r in sorted(records[m], key=lambda p: p[0])],
-            settings[m],
+            test_settings[m],
             sum(seconds[m]) / len(seconds[m]),
         )
         for m in methods

@@ -320,11 +320,7 @@ class TokenScorer:
         return (input_ids != self.pad_token_id).long()
 
     def _removable(self, ids: Tensor, mask: Tensor) -> Tensor:
-        special = torch.isin(
-            ids,
-            torch.tensor(self.special_token_ids, dtype=ids.dtype, device=ids.device),
-        )
-        return mask.bool() & ~special
+        return common.removable_mask(ids, mask, self.special_token_ids)
 
     def _forward(self, output: str) -> Callable[..., Tensor]:
         model, use_mask = self.model, self.use_attention_mask

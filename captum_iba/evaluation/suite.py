@@ -20,7 +20,12 @@ from captum.log import log_usage
 from torch import Tensor, nn
 
 from captum_iba.evaluation.corpus import CorpusLike
-from captum_iba.evaluation.loop import CorpusJob, run_units, scorer_degradation
+from captum_iba.evaluation.loop import (
+    CorpusJob,
+    ScorerCall,
+    run_units,
+    scorer_degradation,
+)
 from captum_iba.evaluation.presets import Preset, get_preset
 from captum_iba.evaluation.resolve import Resources, build_scorers
 from captum_iba.evaluation.scorers import TokenScorer
@@ -115,14 +120,10 @@ def make_scorers(
 
 
 def _score_all(
-    scorer: TokenScorer,
-    tensors: Tuple[Tensor, Tensor, Optional[Tensor], Optional[Tensor]],
-    batch_size: int,
-    show_progress: bool,
+    scorer: TokenScorer, call: ScorerCall, batch_size: int, show_progress: bool
 ) -> Tuple[Tensor, float]:
     """Scores of every instance, batch by batch, and the seconds it took."""
-    input_ids, target, mask, tt = tensors
-    starts = range(0, input_ids.shape[0], batch_size)
+    starts = range(0, call.input_ids.shape[0], batch_size)
     if show_progress:
         from tqdm.auto import tqdm
 
@@ -130,15 +131,7 @@ def _score_all(
     chunks = []
     t0 = time.perf_counter()
     for s in starts:
-        sl = slice(s, s + batch_size)
-        chunks.append(
-            scorer.attribute(
-                input_ids[sl],
-                target=target[sl],
-                attention_mask=None if mask is None else mask[sl],
-                token_type_ids=None if tt is None else tt[sl],
-            )
-        )
+        chunks.append(call.part(slice(s, s + batch_size)).scores(scorer))
     return torch.cat(chunks), time.perf_counter() - t0
 
 
@@ -187,15 +180,15 @@ def run_degradation_suite(
     tgt = torch.as_tensor(target).reshape(-1)
     n = input_ids.shape[0]
     results: Dict[str, DegradationResult] = {}
+    call = ScorerCall(input_ids, tgt, attention_mask, token_type_ids)
     for name, scorer in scorers.items():
-        tensors = (input_ids, tgt, attention_mask, token_type_ids)
-        scores, seconds = _score_all(scorer, tensors, batch_size, show_progress)
+        scores, seconds = _score_all(scorer, call, batch_size, show_progress)
         results[name] = scorer_degradation(
             model,
             name,
             scorer,
             scores,
-            tensors,
+            call,
             tokenizer=tokenizer,
             setting=preset,
             test_kwargs=test_kwargs,

@@ -17,7 +17,8 @@ probability across the methods.
 Modules:
 
 * :mod:`~captum_iba.metrics.degradation` - :func:`degradation_test`, and how many
-  tokens a level removes;
+  tokens a level removes; :func:`original_logits_of`, the test's first pass
+  computed once and given to several tests;
 * :mod:`~captum_iba.metrics.options` - :class:`DegradationOptions`;
 * :mod:`~captum_iba.metrics.strategies` - the removal strategies and
   :func:`as_removal`;
@@ -38,7 +39,7 @@ Modules:
 
 from captum_iba.metrics.aggregates import normalized_drop
 from captum_iba.metrics.compare import Comparison, compare
-from captum_iba.metrics.degradation import degradation_test
+from captum_iba.metrics.degradation import degradation_test, original_logits_of
 from captum_iba.metrics.options import PAPER_LEVELS, DegradationOptions
 from captum_iba.metrics.randomization import (
     cascade_stages,
@@ -69,6 +70,7 @@ __all__ = [
     "Replacement",
     "as_removal",
     "degradation_test",
+    "original_logits_of",
     "compare",
     "normalized_drop",
     "RandomizationResult",

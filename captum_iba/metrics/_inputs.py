@@ -14,7 +14,12 @@ from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
-from captum_iba._utils.common import check_length, check_target_range, format_target
+from captum_iba._utils.common import (
+    check_length,
+    check_target_range,
+    format_target,
+    removable_mask,
+)
 from captum_iba.metrics._removal import ExtraArg, TokenBatch
 from captum_iba.metrics.options import DegradationOptions
 
@@ -31,15 +36,8 @@ def check_inputs(inputs: Any, attributions: Any) -> Tuple[Tensor, Tensor]:
             whose shape does not match the ids.
         TypeError: On non-integer ids.
     """
-    if not isinstance(inputs, Tensor) or inputs.dim() != 2:
-        raise ValueError("inputs must be a (B, L) tensor of token ids")
-    if inputs.is_floating_point() or inputs.is_complex():
-        raise TypeError("inputs must hold integer token ids")
-    B, L = inputs.shape
-    if B == 0:
-        raise ValueError("inputs hold no instance")
-    if L == 0:
-        raise ValueError(f"inputs have shape {(B, L)}: no token to remove")
+    ids = check_token_ids(inputs)
+    B, L = ids.shape
     if not isinstance(attributions, Tensor):
         attributions = torch.as_tensor(attributions)
     if attributions.is_complex():
@@ -52,7 +50,49 @@ def check_inputs(inputs: Any, attributions: Any) -> Tuple[Tensor, Tensor]:
             f"attributions of shape {tuple(attributions.shape)} do not match the "
             f"tokens {tuple(inputs.shape)}: expected (B, L) or (B, L, H)"
         )
-    return inputs.detach().cpu().long(), scores.to("cpu", torch.float64)
+    return ids, scores.to("cpu", torch.float64)
+
+
+def check_token_ids(inputs: Any) -> Tensor:
+    """The token ids, long on the CPU.
+
+    Raises:
+        ValueError: On ids that are not ``(B, L)``, or no instance or token.
+        TypeError: On non-integer ids.
+    """
+    if not isinstance(inputs, Tensor) or inputs.dim() != 2:
+        raise ValueError("inputs must be a (B, L) tensor of token ids")
+    if inputs.is_floating_point() or inputs.is_complex():
+        raise TypeError("inputs must hold integer token ids")
+    B, L = inputs.shape
+    if B == 0:
+        raise ValueError("inputs hold no instance")
+    if L == 0:
+        raise ValueError(f"inputs have shape {(B, L)}: no token to remove")
+    return inputs.detach().cpu().long()
+
+
+def check_original_logits(logits: Any, batch: int) -> Tensor:
+    """Logits of the original inputs given to the test: ``(B, C)``, finite;
+    float64 on the CPU.
+
+    Raises:
+        TypeError: When ``logits`` is no Tensor.
+        ValueError: On a shape other than ``(batch, C)``, or values that are
+            not finite.
+    """
+    if not isinstance(logits, Tensor):
+        raise TypeError(
+            f"original_logits must be a Tensor; got {type(logits).__name__}"
+        )
+    if logits.dim() != 2 or logits.shape[0] != batch:
+        raise ValueError(
+            f"original_logits has shape {tuple(logits.shape)}; expected ({batch}, C): "
+            "one row of logits per instance"
+        )
+    if not bool(torch.isfinite(logits).all()):
+        raise ValueError("original_logits holds NaN or infinite values")
+    return logits.detach().to("cpu", torch.float64)
 
 
 def classify_extra(args: Any, batch: int, length: int) -> List[ExtraArg]:
@@ -111,9 +151,8 @@ def token_batch(
     tt = None if token_type_ids is None else token_type_ids.detach().cpu()
     if tt is not None and mask is None:
         mask = valid.long()
-    specials = torch.tensor(options.special_token_ids or (), dtype=torch.long)
-    is_special = torch.isin(ids, specials)
-    removable = valid & ~is_special if options.keep_special_tokens else valid.clone()
+    special = options.special_token_ids if options.keep_special_tokens else None
+    removable = removable_mask(ids, valid, special or ())
     return TokenBatch(ids, valid, removable, mask, tt, extra)
 
 

@@ -277,23 +277,27 @@ class Runner:
         B, K = k_table.shape
         variants = [False, True] if keep_only_too else [False]
         V = len(variants)
-        rows = torch.arange(B).repeat_interleave(K * V)
+        instances = torch.arange(B).repeat_interleave(K * V)
         keep_only = torch.tensor(variants).repeat_interleave(K).repeat(B)
         ks = k_table[:, None, :].expand(B, V, K).reshape(-1)
-        logits = self.run(rows, ks, keep_only, "levels")
-        stats = target_stats(logits, target[rows])
+        logits = self.run(instances, ks, keep_only, "levels")
+        stats = target_stats(logits, target[instances])
         return tuple(s.reshape(B, V, K) for s in stats)  # type: ignore[return-value]
 
-    def run(self, rows: Tensor, ks: Tensor, keep_only: Tensor, desc: str) -> Tensor:
-        """Logits (float64, CPU) of jobs, in job order, in batches.
+    def run(
+        self, instances: Tensor, ks: Tensor, keep_only: Tensor, desc: str
+    ) -> Tensor:
+        """Logits (float64, CPU) of jobs - the instance each degrades (an
+        index into the batch), ``k`` and the keep-only flag - in job order, in
+        batches.
 
         Jobs are sorted by remaining length when deleting (less padding per
         batch); results do not depend on the batching (up to float rounding).
         """
-        n = len(rows)
+        n = len(instances)
         if self.removal.deletes:
-            removed = torch.where(keep_only, self.batch.n_removable[rows] - ks, ks)
-            widths = (self.batch.n_full[rows] - removed).clamp_min(1)
+            removed = torch.where(keep_only, self.batch.n_removable[instances] - ks, ks)
+            widths = (self.batch.n_full[instances] - removed).clamp_min(1)
             by_len = torch.sort(widths, stable=True).indices
             widths = widths[by_len]
         else:
@@ -307,7 +311,7 @@ class Runner:
         outs = []
         for start, stop in bounds:
             sel = by_len[start:stop]
-            outs.append(self._run_batch(rows[sel], ks[sel], keep_only[sel]))
+            outs.append(self._run_batch(instances[sel], ks[sel], keep_only[sel]))
         out = torch.empty_like(torch.cat(outs, 0))
         out[by_len] = torch.cat(outs, 0)
         return out
@@ -328,28 +332,32 @@ class Runner:
         return bounds + [(start, n)] if n else bounds
 
     def _degraded(
-        self, rows: Tensor, ks: Tensor, keep_only: Tensor
+        self, instances: Tensor, ks: Tensor, keep_only: Tensor
     ) -> Tuple[List[Optional[Tensor]], List[Tensor], List[int]]:
         """Per-token tensors of the jobs (ids, mask, segments, token extras),
         and the row groups and widths of the model calls."""
         b = self.batch
-        removed = removed_positions(self.rank[rows], b.removable[rows], ks, keep_only)
+        removed = removed_positions(
+            self.rank[instances], b.removable[instances], ks, keep_only
+        )
         tensors = [
-            None if t is None else t[rows]
+            None if t is None else t[instances]
             for t in (b.input_ids, b.attention_mask, b.token_type_ids)
         ]
-        tensors += [a[rows] for kind, a in b.extra if kind == "token"]
+        tensors += [a[instances] for kind, a in b.extra if kind == "token"]
         if self.removal.deletes:
             fills = [self.removal.pad_id] + [0] * (len(tensors) - 1)
-            tensors, lengths = delete_tokens(b.valid[rows] & ~removed, tensors, fills)
+            tensors, lengths = delete_tokens(
+                b.valid[instances] & ~removed, tensors, fills
+            )
             groups, widths = _length_groups(lengths, self.removal.group_by_length)
             return tensors, groups, widths
         tensors[0] = self.removal.strategy.apply(tensors[0], removed)  # type: ignore
-        return tensors, [torch.arange(len(rows))], [tensors[0].shape[1]]  # type: ignore
+        return tensors, [torch.arange(len(instances))], [tensors[0].shape[1]]  # type: ignore
 
-    def _run_batch(self, rows: Tensor, ks: Tensor, keep_only: Tensor) -> Tensor:
+    def _run_batch(self, instances: Tensor, ks: Tensor, keep_only: Tensor) -> Tensor:
         """Logits (float64, CPU) of one batch of jobs (instance row, k, keep-only)."""
-        tensors, groups, widths = self._degraded(rows, ks, keep_only)
+        tensors, groups, widths = self._degraded(instances, ks, keep_only)
         out: Optional[Tensor] = None
         for g, w in zip(groups, widths):
             args = [t[g, :w] for t in tensors[:3] if t is not None]
@@ -358,7 +366,7 @@ class Runner:
                 if kind == "token":
                     args.append(next(token_extra)[g, :w])  # type: ignore[index]
                 else:
-                    args.append(a[rows[g]] if kind == "row" else a)
+                    args.append(a[instances[g]] if kind == "row" else a)
             args = [x.to(self.device) if isinstance(x, Tensor) else x for x in args]
             logits = checked_logits(self.forward_func(*args))
             if logits.shape[0] != len(g):
@@ -367,6 +375,6 @@ class Runner:
                     f"{len(g)}"
                 )
             if out is None:
-                out = torch.empty(len(rows), logits.shape[1], dtype=torch.float64)
+                out = torch.empty(len(instances), logits.shape[1], dtype=torch.float64)
             out[g] = logits.detach().to("cpu", torch.float64)
         return out  # type: ignore[return-value]

@@ -18,18 +18,31 @@ instances, ``K`` levels; see
 * :func:`normalized_drop` - :math:`\bar d = (\bar p - m) / (o - m)` of Figure 1,
   across methods.
 
+The scalar aggregates a result reports are registered in :data:`AGGREGATES`
+with :func:`register_aggregate`: a function whose parameters are named after
+the result's fields (``original_probs``, ``probs``, ``kept_probs``, ...), with
+its column, better direction and legend sentence. Registered, one is a key of
+:meth:`DegradationResult.summary` and an attribute of the result
+(``result.aopc``), and a column of :func:`~captum_iba.metrics.compare`'s table
+and legend, after the others.
+
 Because each depends only on the per-instance tensors, a test split into shards
 is merged by concatenating the tensors (:meth:`DegradationResult.concat`) and
 computing again. The formulas are written out in ``docs/metrics.rst``.
 """
 
-from typing import List, Optional, Sequence, Tuple, TypeVar
+import inspect
+from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from captum_iba._utils.registry import Entry, Registry
+
 __all__ = [
+    "AGGREGATES",
+    "BETTER",
     "absolute_drop",
     "accuracy",
     "accuracy_curve",
@@ -42,11 +55,101 @@ __all__ = [
     "mean",
     "mean_curve",
     "normalized_drop",
+    "original_accuracy",
+    "original_probability",
+    "first_level_drop",
+    "register_aggregate",
+    "registered",
     "sufficiency",
+    "value_of",
 ]
 
 #: A mean-probability curve: a 1-D float Tensor or numpy array.
 CurveT = TypeVar("CurveT", Tensor, np.ndarray)
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The scalar aggregates a result reports, by name, in the order of its
+#: summary and of the comparison's columns (:func:`register_aggregate`).
+AGGREGATES = Registry("aggregate")
+#: A better direction -> its mark in the comparison's table.
+BETTER = {"higher": "↑", "lower": "↓"}
+
+
+def register_aggregate(
+    name: str,
+    *,
+    column: Optional[str] = None,
+    better: Optional[str] = None,
+    legend: str = "",
+    attribute: Optional[str] = None,
+) -> Callable[[F], F]:
+    """Decorator: register a scalar aggregate in :data:`AGGREGATES`.
+
+    The function's parameters name the fields of a
+    :class:`~captum_iba.metrics.result.DegradationResult` it is computed from
+    (``original_probs``, ``probs``, ``kept_probs``, ``log_odds``, ``target``,
+    ...); it returns a float. It becomes the key ``name`` of the result's
+    :meth:`~captum_iba.metrics.result.DegradationResult.summary` (None when a
+    field it needs was not computed), the result's attribute ``attribute``
+    and, with a ``column``, a column of the comparison's table and legend.
+
+    Args:
+        name (str): Its key in summaries (unique in any case).
+        column (str, optional): The table's column head; ``{first}`` becomes
+            the first removal level (e.g. ``"11.1 %"``). Default None: not in
+            the table.
+        better (str, optional): ``"higher"`` or ``"lower"`` (marked ↑ or ↓
+            after the head); None: no direction.
+        legend (str): What the column means, one sentence (``{first}`` as in
+            ``column``); required with a ``column``.
+        attribute (str, optional): The result's attribute. Default ``name``.
+
+    Returns:
+        Callable: The decorator; it returns the function unchanged.
+
+    Raises:
+        ValueError: On a name taken, an unknown ``better``, or a column
+            without a legend.
+
+    Examples::
+
+        >>> @register_aggregate("last_drop", column="drop @ 100 %",
+        ...                     better="higher", legend="the fall at the last level.")
+        ... def last_drop(original_probs, probs):
+        ...     return float(drop_curve(original_probs, probs)[-1])
+    """
+    if better is not None and better not in BETTER:
+        raise ValueError(f"better must be one of {sorted(BETTER)} or None: {better!r}")
+    if column is not None and not legend:
+        raise ValueError(f"aggregate {name!r}: a column needs a legend sentence")
+
+    def register(func: F) -> F:
+        facts = dict(
+            column=column,
+            better=better,
+            legend=legend,
+            attribute=attribute or name,
+            fields=tuple(inspect.signature(func).parameters),
+        )
+        summary = (func.__doc__ or "").strip().split("\n")[0]
+        AGGREGATES.add(name, func, summary, facts=facts)
+        return func
+
+    return register
+
+
+def registered() -> List[Entry]:
+    """list[Entry]: The registered aggregates, in registration order."""
+    return [AGGREGATES.entry(name) for name in AGGREGATES.names()]
+
+
+def value_of(entry: Entry, state: Any) -> Optional[float]:
+    """The aggregate ``entry`` of ``state`` (a result: the fields it names are
+    its attributes); None when one of them is None (not computed)."""
+    arguments = [getattr(state, field) for field in entry.facts["fields"]]
+    if any(a is None for a in arguments):
+        return None
+    return entry.target(*arguments)
 
 
 def mean(x: Tensor) -> float:
@@ -78,35 +181,10 @@ def absolute_drop(original_probs: Tensor, probs: Tensor, level_index: int = 0) -
     return float(drop_curve(original_probs, probs)[level_index])
 
 
-def aopc(original_probs: Tensor, probs: Tensor) -> float:
-    """float: Area over the perturbation curve (Samek et al., 2017):
-    ``1 / (K + 1) * sum_{k=0..K} mean(o - p_k)``, the unperturbed level 0 (a zero
-    term) included."""
-    return float(drop_curve(original_probs, probs).sum() / (int(probs.shape[1]) + 1))
-
-
-def comprehensiveness(original_probs: Tensor, probs: Tensor) -> float:
-    """float: ERASER comprehensiveness, AOPC form: the mean over the levels (no
-    level 0) and instances of ``o - p(x without the first k tokens)``."""
-    return mean(original_probs.double()[:, None] - probs.double())
-
-
-def sufficiency(original_probs: Tensor, kept_probs: Tensor) -> float:
-    """float: ERASER sufficiency, AOPC form: the mean over the levels and instances
-    of ``o - p(x with only the first k tokens kept)``, from ``kept_probs``
-    ``(B, K)``."""
-    return mean(original_probs.double()[:, None] - kept_probs.double())
-
-
 def log_odds_curve(original_log_odds: Tensor, log_odds: Tensor) -> Tensor:
     """Tensor: ``(K,)`` the mean change of the target log-odds at each level,
     ``mean(logodds(p_k) - logodds(o))``."""
     return (log_odds.double() - original_log_odds.double()[:, None]).mean(0)
-
-
-def log_odds_score(original_log_odds: Tensor, log_odds: Tensor) -> float:
-    """float: :func:`log_odds_curve` averaged over the levels."""
-    return mean(log_odds_curve(original_log_odds, log_odds))
 
 
 def accuracy(preds: Tensor, target: Tensor) -> float:
@@ -119,6 +197,93 @@ def accuracy_curve(preds: Tensor, target: Tensor) -> Tensor:
     """Tensor: ``(K,)`` the share of instances predicted as the target at each
     level, ``preds`` ``(B, K)`` and ``target`` ``(B,)``."""
     return (preds == target[:, None]).double().mean(0)
+
+
+# ---- the registered aggregates, in the order of summaries and tables --------------
+
+
+@register_aggregate(
+    "original_probability",
+    column="p(class)",
+    legend="mean probability of the explained class before any removal.",
+)
+def original_probability(original_probs: Tensor) -> float:
+    """float: ``o``, the mean target probability on the original inputs."""
+    return mean(original_probs)
+
+
+@register_aggregate(
+    "first_level_drop",
+    column="drop @ {first}",
+    better="higher",
+    legend="how much it falls when each method's top {first} of the tokens are "
+    "removed (the paper's Table 1).",
+)
+def first_level_drop(original_probs: Tensor, probs: Tensor) -> float:
+    """float: :func:`absolute_drop` at the first level (Table 1)."""
+    return absolute_drop(original_probs, probs, 0)
+
+
+@register_aggregate(
+    "aopc",
+    column="AOPC",
+    better="higher",
+    legend="that fall averaged over all removal levels.",
+)
+def aopc(original_probs: Tensor, probs: Tensor) -> float:
+    """float: Area over the perturbation curve (Samek et al., 2017):
+    ``1 / (K + 1) * sum_{k=0..K} mean(o - p_k)``, the unperturbed level 0 (a zero
+    term) included. With most-relevant-first order higher is better."""
+    return float(drop_curve(original_probs, probs).sum() / (int(probs.shape[1]) + 1))
+
+
+@register_aggregate(
+    "comprehensiveness",
+    column="comprehensiveness",
+    better="higher",
+    legend="the same without the level of no removal (ERASER).",
+)
+def comprehensiveness(original_probs: Tensor, probs: Tensor) -> float:
+    """float: ERASER comprehensiveness (DeYoung et al., 2020), AOPC form: the
+    mean over the levels (no level 0) and instances of ``o - p(x without the
+    first k tokens)``. Higher is better with most-relevant-first order."""
+    return mean(original_probs.double()[:, None] - probs.double())
+
+
+@register_aggregate(
+    "sufficiency",
+    column="sufficiency",
+    better="lower",
+    legend="the fall when only the top tokens are kept.",
+)
+def sufficiency(original_probs: Tensor, kept_probs: Tensor) -> float:
+    """float: ERASER sufficiency (DeYoung et al., 2020), AOPC form: the mean
+    over the levels and instances of ``o - p(x with only the first k tokens
+    kept)``, from ``kept_probs`` ``(B, K)`` (a test run with
+    ``compute_sufficiency=True``). Lower is better with most-relevant-first
+    order."""
+    return mean(original_probs.double()[:, None] - kept_probs.double())
+
+
+@register_aggregate(
+    "log_odds",
+    column="log-odds",
+    better="lower",
+    legend="mean change of the class's log-odds as tokens are removed.",
+    attribute="log_odds_score",
+)
+def log_odds_score(original_log_odds: Tensor, log_odds: Tensor) -> float:
+    """float: :func:`log_odds_curve` averaged over the levels (Shrikumar et al.,
+    2017; Chen et al., 2019). More negative is better with most-relevant-first
+    order."""
+    return mean(log_odds_curve(original_log_odds, log_odds))
+
+
+@register_aggregate("original_accuracy")
+def original_accuracy(original_preds: Tensor, target: Tensor) -> float:
+    """float: The share of instances predicted as the target on the original
+    inputs."""
+    return accuracy(original_preds, target)
 
 
 def normalized_drop(

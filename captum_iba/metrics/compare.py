@@ -9,12 +9,13 @@ lowest fully degraded mean probability across the methods), and returns a
 
 import warnings
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import torch
 from captum.log import log_usage
 from torch import Tensor
 
+from captum_iba.metrics import aggregates
 from captum_iba.metrics.aggregates import normalized_drop
 from captum_iba.metrics.result import DegradationResult
 
@@ -46,10 +47,28 @@ class Comparison:
         first = self.levels[0] if self.levels else None
         return f"{100 * first:.1f} %" if isinstance(first, float) else f"{first} tok."
 
+    def _columns(self) -> List[Tuple[str, str, str]]:
+        """``(summary key, head, legend)`` of each registered aggregate with a
+        column, in registration order."""
+        first = self._first_level()
+        out = []
+        for entry in aggregates.registered():
+            facts = entry.facts
+            if facts["column"] is None:
+                continue
+            label = facts["column"].format(first=first)
+            mark = aggregates.BETTER.get(facts["better"])
+            head = f"{label} {mark}" if mark else label
+            legend = facts["legend"].format(first=first)
+            out.append((entry.name, head, f"{label}: {legend}"))
+        return out
+
     def to_markdown(self, digits: int = 3) -> str:
-        """A Markdown table: first-level drop, AOPC, comprehensiveness, sufficiency,
-        log-odds; each column's better direction marked (↑ higher is better, ↓
-        lower is better), the columns explained by :meth:`legend`.
+        """A Markdown table: the method, its instances and a column per
+        registered aggregate (first-level drop, AOPC, comprehensiveness,
+        sufficiency, log-odds, ...); each column's better direction marked (↑
+        higher is better, ↓ lower is better), the columns explained by
+        :meth:`legend`.
 
         Args:
             digits (int): Decimal places. Default 3.
@@ -57,23 +76,17 @@ class Comparison:
         Returns:
             str: The table, one row per method in the order given.
         """
-        head = (
-            f"| method | n | p(class) | drop @ {self._first_level()} ↑ | AOPC ↑ "
-            "| comprehensiveness ↑ | sufficiency ↓ | log-odds ↓ |"
-        )
-        lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        columns = self._columns()
+        head = " | ".join(["method", "n"] + [c[1] for c in columns])
+        lines = [f"| {head} |", "|---|---:|" + "---:|" * len(columns)]
 
         def fmt(x: Optional[float]) -> str:
             return "n/a" if x is None else f"{x:.{digits}f}"
 
         for row in self.rows:
-            lines.append(
-                f"| {row['method']} | {row['num_instances']} "
-                f"| {fmt(row['original_probability'])} "
-                f"| {fmt(row['first_level_drop'])} | {fmt(row['aopc'])} "
-                f"| {fmt(row['comprehensiveness'])} | {fmt(row['sufficiency'])} "
-                f"| {fmt(row['log_odds'])} |"
-            )
+            cells = [str(row["method"]), str(row["num_instances"])]
+            cells += [fmt(row.get(key)) for key, _, _ in columns]
+            lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
     def legend(self) -> str:
@@ -82,17 +95,11 @@ class Comparison:
         Returns:
             str: The legend (the formulas: docs/metrics.rst).
         """
-        first = self._first_level()
-        return (
-            "n: instances. p(class): mean probability of the explained class "
-            f"before any removal. drop @ {first}: how much it falls when each "
-            f"method's top {first} of the tokens are removed (the paper's Table "
-            "1). AOPC: that fall averaged over all removal levels. "
-            "comprehensiveness: the same without the level of no removal "
-            "(ERASER). sufficiency: the fall when only the top tokens are kept. "
-            "log-odds: mean change of the class's log-odds as tokens are removed. "
+        sentences = ["n: instances."] + [c[2] for c in self._columns()]
+        sentences.append(
             "↑ higher is better, ↓ lower is better; rows in the order asked."
         )
+        return " ".join(sentences)
 
     def curves_markdown(self, digits: int = 3) -> str:
         """A Markdown table of the normalised curves (one row per method).

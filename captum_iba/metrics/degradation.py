@@ -47,7 +47,9 @@ from captum_iba.metrics._inputs import (
     TargetLike,
     check_inputs,
     check_model_inputs,
+    check_original_logits,
     check_scores,
+    check_token_ids,
     resolve_target,
     token_batch,
     warn_if_training,
@@ -64,10 +66,26 @@ from captum_iba.metrics.options import PAPER_LEVELS, DegradationOptions
 from captum_iba.metrics.result import DegradationResult
 from captum_iba.metrics.strategies import Deletion
 
-__all__ = ["PAPER_LEVELS", "degradation_test"]
+__all__ = [
+    "FIRST_PASS_FIELDS",
+    "PAPER_LEVELS",
+    "degradation_test",
+    "original_logits_of",
+    "same_first_pass",
+]
 
 #: The keys of ``metadata``.
 METADATA_KEYS = ("method", "seed", "attribution")
+#: The fields of :class:`DegradationOptions` that decide the test's first pass
+#: (the model calls on the original inputs: how they are batched, padded and
+#: trimmed); the others (levels, order, special tokens, ...) do not.
+FIRST_PASS_FIELDS = (
+    "removal",
+    "pad_token_id",
+    "max_examples_per_batch",
+    "max_tokens_per_batch",
+    "group_by_length",
+)
 
 
 @log_usage()
@@ -83,6 +101,7 @@ def degradation_test(
     options: Optional[DegradationOptions] = None,
     metadata: Optional[Mapping[str, Any]] = None,
     show_progress: bool = False,
+    original_logits: Optional[Tensor] = None,
 ) -> DegradationResult:
     r"""Degradation test (Jiang et al., 2020, Section 4.1) of token attributions.
 
@@ -146,6 +165,11 @@ def degradation_test(
             samples, kept under ``settings["attribution"]``; its ``"method"``
             names the method when ``"method"`` is not given).
         show_progress (bool): Show a progress bar. Default False.
+        original_logits (Tensor, optional): ``(B, C)`` logits of the original
+            inputs, from :func:`original_logits_of` with the same inputs and
+            options (or options of the same :data:`FIRST_PASS_FIELDS`): used
+            instead of the test's own first pass, with identical results.
+            Default None: the test computes them.
 
     Returns:
         DegradationResult: Per-instance probabilities and labels, the aggregates, and
@@ -154,9 +178,11 @@ def degradation_test(
     Raises:
         ValueError: On attributions whose shape does not match the tokens, NaN
             scores, a target out of range, a replacement id outside the model's
-            vocabulary, or bad ``metadata``.
-        TypeError: On non-integer token ids or targets, or ``options`` that are
-            not a :class:`DegradationOptions`.
+            vocabulary, bad ``metadata``, or ``original_logits`` that are not
+            ``(B, C)`` and finite.
+        TypeError: On non-integer token ids or targets, ``options`` that are
+            not a :class:`DegradationOptions`, or ``original_logits`` that are
+            no Tensor.
 
     The keyword arguments of earlier versions (``levels=``, ``removal=``,
     ``tokenizer=``, ``pad_token_id=``, ``method=``, ``seed=``, ``settings=``
@@ -176,6 +202,9 @@ def degradation_test(
     check_model_inputs(forward_func, ids, attention_mask)
     options = _check_options(options)
     meta = _check_metadata(metadata)
+    given = None
+    if original_logits is not None:
+        given = check_original_logits(original_logits, ids.shape[0])
     batch = token_batch(
         ids, attention_mask, token_type_ids, additional_forward_args, options
     )
@@ -183,16 +212,7 @@ def degradation_test(
         check_scores(scores, batch.removable), batch.removable, options.order
     )
     warn_if_training(forward_func)
-    runner = Runner(
-        forward_func,
-        batch,
-        rank,
-        _removal(options, batch),
-        model_device(forward_func, inputs.device),
-        options.max_examples_per_batch,
-        show_progress,
-        options.max_tokens_per_batch,
-    )
+    runner = _runner(forward_func, batch, rank, options, inputs, show_progress)
     k_table = level_counts(
         options.levels,
         options.level_unit,
@@ -201,7 +221,8 @@ def degradation_test(
         batch.n_full,
     )
     with torch.no_grad():
-        logits0 = runner.run_originals()  # phase 1: the original inputs (k = 0)
+        # phase 1: the original inputs (k = 0), unless given
+        logits0 = runner.run_originals() if given is None else given
         tgt, target_name = resolve_target(target, logits0)
         original = target_stats(logits0, tgt)
         # phase 2: every level (and the keep-only inputs for sufficiency)
@@ -216,6 +237,76 @@ def degradation_test(
         settings=meta.get("attribution"),
     )
     return _result(options, batch, k_table, tgt, original, degraded, record)
+
+
+@log_usage()
+def original_logits_of(
+    forward_func: Callable[..., Any],
+    inputs: Tensor,
+    attention_mask: Optional[Tensor] = None,
+    token_type_ids: Optional[Tensor] = None,
+    additional_forward_args: Optional[Any] = None,
+    options: Optional[DegradationOptions] = None,
+) -> Tensor:
+    """The logits of the original inputs, computed as :func:`degradation_test`
+    computes them in its first pass: the same model calls, batches and padding
+    widths (which :data:`FIRST_PASS_FIELDS` of ``options`` decide).
+
+    Pass them on as ``degradation_test(..., original_logits=...)``: every test
+    of these inputs with options of the same :data:`FIRST_PASS_FIELDS` then
+    skips its first pass, with identical results. (A forward of another batch
+    composition may differ from them in the last bits.)
+
+    Args:
+        forward_func (Callable): The model, as for :func:`degradation_test`.
+        inputs (Tensor): ``input_ids`` ``(B, L)``, integer.
+        attention_mask (Tensor, optional): ``(B, L)``.
+        token_type_ids (Tensor, optional): ``(B, L)``.
+        additional_forward_args (Any, optional): As for :func:`degradation_test`.
+        options (DegradationOptions, optional): The test's options. Default
+            ``DegradationOptions()``.
+
+    Returns:
+        Tensor: ``(B, C)`` float64 logits on the CPU.
+    """
+    ids = check_token_ids(inputs)
+    check_model_inputs(forward_func, ids, attention_mask)
+    options = _check_options(options)
+    batch = token_batch(
+        ids, attention_mask, token_type_ids, additional_forward_args, options
+    )
+    rank = torch.zeros_like(ids)  # k = 0 removes nothing: any order will do
+    runner = _runner(forward_func, batch, rank, options, inputs, False)
+    with torch.no_grad():
+        return runner.run_originals()
+
+
+def same_first_pass(a: DegradationOptions, b: DegradationOptions) -> bool:
+    """Whether two tests' options run the same first pass (equal
+    :data:`FIRST_PASS_FIELDS`), so that one's original logits serve both."""
+    return all(getattr(a, name) == getattr(b, name) for name in FIRST_PASS_FIELDS)
+
+
+def _runner(
+    forward_func: Callable[..., Any],
+    batch: TokenBatch,
+    rank: Tensor,
+    options: DegradationOptions,
+    inputs: Tensor,
+    show_progress: bool,
+) -> Runner:
+    """The model calls of a test of ``batch`` (on the model's device, else
+    that of ``inputs``)."""
+    return Runner(
+        forward_func,
+        batch,
+        rank,
+        _removal(options, batch),
+        model_device(forward_func, inputs.device),
+        options.max_examples_per_batch,
+        show_progress,
+        options.max_tokens_per_batch,
+    )
 
 
 def _check_options(options: Any) -> DegradationOptions:

@@ -1,11 +1,13 @@
 r"""What a degradation test returns: :class:`DegradationResult`.
 
 The record of one test: its per-instance state (probabilities, labels, removal
-counts), the aggregates people report as properties (each computed by a pure
-function of :mod:`~captum_iba.metrics.aggregates`: the mean curve, Table 1's
-absolute drop, AOPC, ERASER comprehensiveness and sufficiency, log-odds,
-accuracy), an exact JSON form, per-instance records, and
-:meth:`~DegradationResult.concat` to merge the results of several shards.
+counts), the aggregates people report (each computed by a pure function of
+:mod:`~captum_iba.metrics.aggregates`: the curves as properties; the scalars -
+Table 1's absolute drop, AOPC, ERASER comprehensiveness and sufficiency,
+log-odds, accuracy - as the attributes and summary keys of their
+registrations, :data:`~captum_iba.metrics.aggregates.AGGREGATES`), an exact
+JSON form, per-instance records, and :meth:`~DegradationResult.concat` to
+merge the results of several shards.
 :func:`~captum_iba.metrics.aggregates.normalized_drop` is importable from here
 too, as before.
 """
@@ -29,6 +31,9 @@ __all__ = ["DegradationResult"]
 
 #: The ``format`` field of :meth:`DegradationResult.to_dict`.
 _FORMAT = "captum_iba.DegradationResult/1"
+#: What a field that may be None needs, for the message of an aggregate that
+#: reads it.
+_NOT_COMPUTED = {"kept_probs": "the test run with compute_sufficiency=True"}
 #: Settings that must agree between results merged by :meth:`DegradationResult.concat`.
 _SAME_TEST = (
     "method",
@@ -48,6 +53,14 @@ class DegradationResult:
 
     All tensors live on the CPU. ``B`` is the number of instances, ``K`` the number of
     removal levels.
+
+    Every registered scalar aggregate
+    (:data:`~captum_iba.metrics.aggregates.AGGREGATES`) is an attribute, a float:
+    ``original_probability`` (``o``), ``first_level_drop`` (Table 1), ``aopc``,
+    ``comprehensiveness``, ``sufficiency`` (a ValueError without ``kept_probs``),
+    ``log_odds_score``, ``original_accuracy``, and any added with
+    :func:`~captum_iba.metrics.aggregates.register_aggregate`; :meth:`summary`
+    holds them all.
 
     Attributes:
         levels (list): The removal levels, as given (fractions or counts, see
@@ -102,11 +115,6 @@ class DegradationResult:
 
     # ---- curves (each an aggregate of captum_iba.metrics.aggregates) -----------------
     @property
-    def original_probability(self) -> float:
-        """float: ``o``, the mean target probability on the original inputs."""
-        return aggregates.mean(self.original_probs)
-
-    @property
     def curve(self) -> Tensor:
         """Tensor: ``(K,)`` mean target probability at each level."""
         return aggregates.mean_curve(self.probs)
@@ -133,11 +141,6 @@ class DegradationResult:
         """
         return aggregates.absolute_drop(self.original_probs, self.probs, level_index)
 
-    @property
-    def first_level_drop(self) -> float:
-        """float: :meth:`absolute_drop` at the first level (Table 1)."""
-        return self.absolute_drop(0)
-
     def normalized_curve(
         self, m: Optional[float] = None, include_origin: bool = True
     ) -> Tensor:
@@ -157,41 +160,6 @@ class DegradationResult:
         (drop,), _ = normalized_drop([curve], m, [self.original_probability])
         return drop
 
-    # ---- scalar summaries ------------------------------------------------------------
-    @property
-    def aopc(self) -> float:
-        """float: Area over the perturbation curve (Samek et al., 2017).
-
-        ``1 / (K + 1) * sum_{k=0..K} mean(o - p_k)``, the unperturbed level 0
-        (a zero term) included. With most-relevant-first order higher is better.
-        """
-        return aggregates.aopc(self.original_probs, self.probs)
-
-    @property
-    def comprehensiveness(self) -> float:
-        """float: ERASER comprehensiveness (DeYoung et al., 2020), AOPC form.
-
-        Mean over the levels (no level 0) and instances of ``o - p(x without the
-        first k tokens)``. Higher is better with most-relevant-first order.
-        """
-        return aggregates.comprehensiveness(self.original_probs, self.probs)
-
-    @property
-    def sufficiency(self) -> float:
-        """float: ERASER sufficiency (DeYoung et al., 2020), AOPC form.
-
-        Mean over the levels and instances of ``o - p(x with only the first k tokens
-        kept)``. Lower is better with most-relevant-first order.
-
-        Raises:
-            ValueError: If the test ran with ``compute_sufficiency=False``.
-        """
-        if self.kept_probs is None:
-            raise ValueError(
-                "sufficiency needs the test run with compute_sufficiency=True"
-            )
-        return aggregates.sufficiency(self.original_probs, self.kept_probs)
-
     @property
     def log_odds_curve(self) -> Tensor:
         """Tensor: ``(K,)`` mean change of the target log-odds at each level.
@@ -203,16 +171,6 @@ class DegradationResult:
         return aggregates.log_odds_curve(self.original_log_odds, self.log_odds)
 
     @property
-    def log_odds_score(self) -> float:
-        """float: :attr:`log_odds_curve` averaged over the levels."""
-        return aggregates.log_odds_score(self.original_log_odds, self.log_odds)
-
-    @property
-    def original_accuracy(self) -> float:
-        """float: Share of instances predicted as the target on the original input."""
-        return aggregates.accuracy(self.original_preds, self.target)
-
-    @property
     def accuracy_curve(self) -> Tensor:
         """Tensor: ``(K,)`` share of instances predicted as the target at each level.
 
@@ -222,24 +180,46 @@ class DegradationResult:
         """
         return aggregates.accuracy_curve(self.preds, self.target)
 
+    # ---- the scalar aggregates (registered in captum_iba.metrics.aggregates) ---------
     def summary(self) -> Dict[str, Any]:
         """The scalar aggregates, as a plain dict.
 
         Returns:
-            dict: method, n, o, first-level drop, AOPC, comprehensiveness,
-            sufficiency (None if not computed), log-odds, original accuracy.
+            dict: ``method``, ``num_instances``, then every registered
+            aggregate (:data:`~captum_iba.metrics.aggregates.AGGREGATES`) by
+            its name: ``original_probability`` (``o``), ``first_level_drop``,
+            ``aopc``, ``comprehensiveness``, ``sufficiency`` (None if not
+            computed), ``log_odds``, ``original_accuracy``, and any added with
+            :func:`~captum_iba.metrics.aggregates.register_aggregate`.
         """
-        return {
+        out: Dict[str, Any] = {
             "method": self.method,
             "num_instances": self.num_instances,
-            "original_probability": self.original_probability,
-            "first_level_drop": self.first_level_drop,
-            "aopc": self.aopc,
-            "comprehensiveness": self.comprehensiveness,
-            "sufficiency": None if self.kept_probs is None else self.sufficiency,
-            "log_odds": self.log_odds_score,
-            "original_accuracy": self.original_accuracy,
         }
+        for entry in aggregates.registered():
+            out[entry.name] = aggregates.value_of(entry, self)
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        """A registered aggregate as an attribute (``result.aopc``)."""
+        entry = next(
+            (e for e in aggregates.registered() if e.facts["attribute"] == name),
+            None,
+        )
+        if entry is None:
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}"
+            )
+        value = aggregates.value_of(entry, self)
+        if value is None:
+            missing = [f for f in entry.facts["fields"] if getattr(self, f) is None]
+            hint = _NOT_COMPUTED.get(missing[0], f"{missing[0]}, not computed")
+            raise ValueError(f"{name} needs {hint}")
+        return value
+
+    def __dir__(self) -> List[str]:
+        attributes = [e.facts["attribute"] for e in aggregates.registered()]
+        return sorted(set(super().__dir__()) | set(attributes))
 
     # ---- persistence -----------------------------------------------------------------
     _FLOAT_FIELDS = (

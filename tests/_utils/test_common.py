@@ -14,6 +14,7 @@ from captum_iba._utils.common import (
     logits_of,
     model_device,
     pad_token_id,
+    removable_mask,
     special_token_ids,
     tokenizer_ids,
 )
@@ -106,3 +107,24 @@ def test_instance_seed_depends_on_seed_and_tokens_only():
     assert instance_seed(0, ids) != instance_seed(1, ids)
     assert instance_seed(0, ids) != instance_seed(0, ids.flip(0))
     assert 0 <= instance_seed(-5, ids) < 2**63
+
+
+def test_removable_mask_is_real_and_not_special():
+    """The one definition of the tokens a removal may take, used by IBA, the
+    scorers and the degradation test alike."""
+    from captum_iba.attr._inputs import removable_mask as in_attr
+    from captum_iba.metrics._inputs import token_batch
+    from captum_iba.metrics.options import DegradationOptions
+
+    ids = torch.tensor([[2, 7, 8, 3, 0], [2, 9, 3, 0, 0]])
+    mask = (ids != 0).long()
+    expected = [[False, True, True, False, False], [False, True, False, False, False]]
+    assert removable_mask(ids, mask, [2, 3]).tolist() == expected
+    assert removable_mask(ids, None, [])[0].all()
+    assert removable_mask(ids, mask, ()).tolist() == mask.bool().tolist()
+    assert in_attr is removable_mask
+    for keep in (True, False):
+        options = DegradationOptions(special_token_ids=[2, 3], keep_special_tokens=keep)
+        batch = token_batch(ids, mask, None, None, options)
+        special = [2, 3] if keep else []
+        assert torch.equal(batch.removable, removable_mask(ids, mask, special))

@@ -6,7 +6,8 @@ an error); labelled progress bars."""
 import pytest
 
 from captum_iba.app import finetune as ft
-from captum_iba.app.finetune.train import _head_note, estimate_line
+from captum_iba.app.finetune.steps import estimate_line
+from captum_iba.app.finetune.train import _head_note
 
 OPTIONS = ft.FineTuneOptions(steps=4, batch_size=8, max_length=16, lr=1e-3)
 

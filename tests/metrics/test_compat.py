@@ -103,4 +103,5 @@ def test_the_signature_is_the_new_one():
         "options",
         "metadata",
         "show_progress",
+        "original_logits",
     ]

@@ -215,3 +215,89 @@ def test_concat_refuses_different_tests():
         DegradationResult.concat([a, lerf])
     with pytest.raises(ValueError, match="no result"):
         DegradationResult.concat([])
+
+
+# ------------------------------------------------------------- aggregates as plug-ins
+
+
+@pytest.fixture
+def own_registry(monkeypatch):
+    """The aggregates' registry, restored after the test."""
+    from captum_iba.metrics.aggregates import AGGREGATES
+
+    monkeypatch.setattr(AGGREGATES, "_entries", dict(AGGREGATES._entries))
+    return AGGREGATES
+
+
+def test_a_registered_aggregate_reaches_summary_attribute_table_and_legend(
+    own_registry,
+):
+    """One function and its registration: the result's summary and attribute,
+    the comparison's column (after the others, which stay as they were) and
+    its legend."""
+    from captum_iba.metrics.aggregates import drop_curve, register_aggregate
+
+    a, b = handmade_result(), handmade_result()
+    b.probs = b.probs * 0.5
+    before = compare({"A": a, "B": b})
+    md, legend = before.to_markdown(), before.legend()
+
+    @register_aggregate(
+        "last_drop",
+        column="drop @ last",
+        better="higher",
+        legend="the fall at the last level.",
+    )
+    def last_drop(original_probs, probs):
+        """The mean drop at the last level."""
+        return float(drop_curve(original_probs, probs)[-1])
+
+    assert a.last_drop == pytest.approx(0.65) == a.summary()["last_drop"]
+    assert list(a.summary())[-1] == "last_drop" and "last_drop" in dir(a)
+    table = compare({"A": a, "B": b})
+    head, rule, *rows = table.to_markdown().splitlines()
+    old_head, old_rule, *old_rows = md.splitlines()
+    assert head == old_head[:-1] + "| drop @ last ↑ |"
+    assert rule == old_rule + "---:|"
+    assert rows[0] == old_rows[0] + " 0.650 |"
+    assert rows[1] == old_rows[1] + f" {0.8 - 0.075:.3f} |"
+    assert table.legend() == legend.replace(
+        " ↑ higher", " drop @ last: the fall at the last level. ↑ higher"
+    )
+    assert own_registry.entry("last_drop").summary == "The mean drop at the last level."
+
+
+def test_an_aggregate_without_a_column_is_in_the_summary_only(own_registry):
+    from captum_iba.metrics.aggregates import register_aggregate
+
+    @register_aggregate("kept_mean", attribute="kept_mean_probability")
+    def kept_mean(kept_probs):
+        return float(kept_probs.mean())
+
+    r = handmade_result()
+    table = compare({"A": r})
+    assert r.kept_mean_probability == pytest.approx(0.75)
+    assert r.summary()["kept_mean"] == pytest.approx(0.75)
+    assert table.rows[0]["kept_mean"] == pytest.approx(0.75)
+    own_registry._entries.pop("kept_mean")
+    without = compare({"A": r})
+    assert table.to_markdown() == without.to_markdown()
+    assert table.legend() == without.legend()
+    register_aggregate("kept_mean", attribute="kept_mean_probability")(kept_mean)
+    no_kept = replace(r, kept_probs=None)
+    assert no_kept.summary()["kept_mean"] is None
+    with pytest.raises(ValueError, match="compute_sufficiency=True"):
+        getattr(no_kept, "kept_mean_probability")  # noqa: B009
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        getattr(r, "nothing")  # noqa: B009
+
+
+def test_registration_is_checked(own_registry):
+    from captum_iba.metrics.aggregates import register_aggregate
+
+    with pytest.raises(ValueError, match="better"):
+        register_aggregate("x", better="up")
+    with pytest.raises(ValueError, match="legend"):
+        register_aggregate("x", column="X")
+    with pytest.raises(ValueError, match="already registered"):
+        register_aggregate("AOPC")(lambda probs: 0.0)

@@ -33,6 +33,7 @@ from captum_iba.app.errors import CLIError
 from captum_iba.evaluation.loop import (
     TARGETS,
     CorpusJob,
+    UnitTensors,
     result_settings,
     score_unit,
     unit_tensors,
@@ -99,11 +100,16 @@ def _check(job: CorpusJob, out: Path, world: World) -> None:
 
 
 def _instance_row(
-    job: CorpusJob, t: Dict[str, Any], j: int, index: int, scores: Tensor
+    job: CorpusJob, unit: UnitTensors, j: int, scores: Tensor
 ) -> Dict[str, Any]:
-    real = t["mask"][j].bool()
-    ids = t["ids"][j][real]
-    probs = t["logits"][j].double().softmax(-1)
+    """The row of the unit's ``j``-th instance (one method's ``scores``)."""
+    index = unit.indices[j]
+    call = unit.call
+    assert call.attention_mask is not None and call.target is not None
+    real = call.attention_mask[j].bool()
+    ids = call.input_ids[j][real]
+    probs = unit.original_logits[j].double().softmax(-1)
+    target = int(call.target[j])
     row: Dict[str, Any] = {
         "index": index,
         "text": job.data.texts[index],
@@ -112,9 +118,9 @@ def _instance_row(
         row["text_pair"] = job.data.text_pairs[index]
     row.update(
         label=int(job.data.labels[index]),
-        target=int(t["target"][j]),
+        target=target,
         predicted=int(probs.argmax()),
-        target_probability=float(probs[int(t["target"][j])]),
+        target_probability=float(probs[target]),
         tokens=job.tokenizer.convert_ids_to_tokens(ids.tolist()),
         input_ids=ids.tolist(),
         scores=scores[j][real].tolist(),
@@ -122,20 +128,22 @@ def _instance_row(
     return row
 
 
-def _score_unit(
-    job: CorpusJob, unit: int, indices: Sequence[int], methods: Sequence[str]
+def _unit_rows(
+    job: CorpusJob, unit_number: int, indices: Sequence[int], methods: Sequence[str]
 ) -> List[List[Dict[str, Any]]]:
     """The rows of one unit, per method (the loop's :func:`score_unit`)."""
-    t = unit_tensors(job, indices)
+    unit = unit_tensors(job, indices)
     out = []
-    for done in score_unit(job, t, methods):
+    for done in score_unit(job, unit, methods):
         tests: List[Optional[Dict[str, Any]]] = [None] * len(indices)
         if done.result is not None:
             tests = done.result.instance_records()  # type: ignore[assignment]
         rows = []
-        for j, index in enumerate(indices):
-            row = dict(kind="row", unit=unit, method=done.method, seconds=done.seconds)
-            row.update(_instance_row(job, t, j, index, done.scores))
+        for j in range(len(indices)):
+            row = dict(
+                kind="row", unit=unit_number, method=done.method, seconds=done.seconds
+            )
+            row.update(_instance_row(job, unit, j, done.scores))
             if tests[j] is not None:
                 row["degradation"] = tests[j]
             if j == 0 and done.result is not None:
@@ -191,7 +199,7 @@ def run_corpus_job(
         todo = {u: ms for u, ms in todo.items() if ms}
         progress = Progress(out, world, len(job.data) * len(methods), todo, sizes)
         for u, todo_methods in todo.items():
-            for rows in _score_unit(job, u, units[u], todo_methods):
+            for rows in _unit_rows(job, u, units[u], todo_methods):
                 writer.append(rows)
                 progress.update(len(rows))
         progress.close()

@@ -1,15 +1,15 @@
-"""One fine-tuning run: data, model, optimizer and schedule, the loop, the record.
+"""One fine-tuning run: data, model, the training loop, the record.
 
 :func:`fine_tune` reads top to bottom as the run itself: the train and
 held-out data (:func:`_resolve_data`), the seeded model (:func:`_load_model`),
-AdamW (:func:`_optimizer`), the training loop with its linear schedule over a
-fixed number of steps (:func:`_train_loop`; a time guard may stop it with an
-error, never silently), the held-out accuracy, then the saved model and its
-record with the manifest of its files (:func:`_save`).
+AdamW and the training loop with its linear schedule over a fixed number of
+steps (:mod:`~captum_iba.app.finetune.steps`: :func:`adamw`,
+:func:`train_steps`; a time guard may stop it with an error, never silently),
+the held-out accuracy, then the saved model and its record with the manifest
+of its files (:func:`_save`).
 """
 
 import json
-import math
 import random
 import time
 from contextlib import contextmanager
@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import torch
-from tqdm.auto import tqdm
 
 from captum_iba._utils.io import atomic_write_text
 from captum_iba.app.data import (
@@ -27,12 +26,7 @@ from captum_iba.app.data import (
     load_dataset,
     stratified_subset,
 )
-from captum_iba.app.finetune.batches import (
-    bucketed_batches,
-    collate,
-    encode,
-    evaluate_accuracy,
-)
+from captum_iba.app.finetune.batches import encode, evaluate_accuracy
 from captum_iba.app.finetune.recipes import (
     FineTuneOptions,
     PathLike,
@@ -40,10 +34,9 @@ from captum_iba.app.finetune.recipes import (
     resolve_base_model,
     resolve_options,
 )
+from captum_iba.app.finetune.steps import FineTuneTimeoutError as FineTuneTimeoutError
+from captum_iba.app.finetune.steps import TrainingStats, adamw, train_steps
 from captum_iba.app.finetune.store import RESULT_FILE, file_manifest, model_folder
-
-# Parameters without weight decay (matched by the end of their names).
-_NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
 
 
 @dataclass
@@ -72,53 +65,6 @@ class FineTuneResult:
     steps: int = 0
     model: Any = field(default=None, repr=False, compare=False)
     tokenizer: Any = field(default=None, repr=False, compare=False)
-
-
-class FineTuneTimeoutError(RuntimeError):
-    """A fine-tune ran past its time guard (``max_seconds``); nothing was saved."""
-
-
-@dataclass
-class _Run:
-    """What the training loop did."""
-
-    planned: int
-    steps: int = 0
-    seen: int = 0
-    epochs_done: float = 0.0
-    seconds: float = 0.0
-
-
-def planned_steps(n_train: int, options: FineTuneOptions) -> int:
-    """The run's number of optimisation steps: ``steps``, else from ``epochs``.
-
-    Args:
-        n_train (int): Training examples.
-        options (FineTuneOptions): The run's settings.
-
-    Returns:
-        int: ``options.steps`` when given, else ``ceil(epochs x steps per
-        epoch)`` (at least 1).
-    """
-    if options.steps is not None:
-        return int(options.steps)
-    per_epoch = math.ceil(n_train / options.batch_size)
-    return max(1, int(math.ceil(per_epoch * options.epochs)))
-
-
-def _check_guard(run: _Run, elapsed: float, max_seconds: Optional[float], name: str):
-    """Raises :class:`FineTuneTimeoutError` once ``elapsed`` passes the guard."""
-    if max_seconds is None or elapsed <= max_seconds:
-        return
-    eta = elapsed / max(run.steps, 1) * (run.planned - run.steps)
-    raise FineTuneTimeoutError(
-        f"fine-tuning {name!r} passed its time guard of {max_seconds:.0f} s after "
-        f"{run.steps} of {run.planned} steps (about {eta / 60:.0f} more minutes "
-        "needed); nothing was saved. The recipe is a number of steps, so the "
-        "model is the same on any machine: raise the guard (max_seconds= or "
-        "$CAPTUM_IBA_FINETUNE_MAX_S), run when the CPU is less busy, or pass a "
-        "fine-tuned model (--model)."
-    )
 
 
 @contextmanager
@@ -239,129 +185,6 @@ def _load_model(
     return tokenizer, model
 
 
-#: After how many steps the time of the whole run is estimated (the first
-#: step, slower while memory is allocated, is left out of the estimate).
-ESTIMATE_AFTER = 10
-
-
-def estimate_line(step_seconds: List[float], planned: int) -> str:
-    """The one line saying how long the training takes on this machine.
-
-    Args:
-        step_seconds (list[float]): Seconds of each step taken so far.
-        planned (int): Steps of the whole run.
-
-    Returns:
-        str: The estimate of the remaining time, from the mean of the steps
-        after the first, and what it depends on.
-    """
-    steady = step_seconds[1:] or step_seconds
-    per_step = sum(steady) / len(steady)
-    left = per_step * (planned - len(step_seconds))
-    minutes = left / 60
-    when = f"about {minutes:.0f} min" if minutes >= 1.5 else f"about {left:.0f} s"
-    return (
-        f"[captum_iba] Training time left on this machine: {when} ({per_step:.2f} "
-        f"s per step over steps 2-{len(step_seconds)}; it depends on the "
-        f"CPU, on how busy it is and on torch's threads, {torch.get_num_threads()} "
-        "here)."
-    )
-
-
-def _optimizer(model: Any, lr: float, weight_decay: float) -> torch.optim.AdamW:
-    """AdamW, without weight decay on biases and norm weights."""
-    params = list(model.named_parameters())
-    groups = [
-        {
-            "params": [p for n, p in params if not n.endswith(_NO_DECAY)],
-            "weight_decay": weight_decay,
-        },
-        {
-            "params": [p for n, p in params if n.endswith(_NO_DECAY)],
-            "weight_decay": 0.0,
-        },
-    ]
-    return torch.optim.AdamW(groups, lr=lr)
-
-
-def _lr_schedule(
-    optimizer: torch.optim.Optimizer, warmup_ratio: float, planned: int, step: int = 0
-) -> Any:
-    """Linear warm-up then decay to zero at step ``planned``, from ``step`` on."""
-    from transformers import get_linear_schedule_with_warmup
-
-    warmup = int(round(warmup_ratio * planned))
-    if step == 0:
-        return get_linear_schedule_with_warmup(optimizer, warmup, planned)
-    return get_linear_schedule_with_warmup(
-        optimizer, min(warmup, planned), planned, last_epoch=step - 1
-    )
-
-
-def _train_step(
-    model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, batch: Dict
-) -> torch.Tensor:
-    """One optimizer step (gradient norm clipped to 1); returns the loss."""
-    loss = model(**batch).loss
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    optimizer.step()
-    scheduler.step()
-    optimizer.zero_grad(set_to_none=True)
-    return loss
-
-
-def _train_loop(
-    model: Any,
-    optimizer: torch.optim.Optimizer,
-    feats: List[Dict[str, Any]],
-    pad_id: int,
-    rng: random.Random,
-    options: FineTuneOptions,
-    name: str,
-    progress: bool,
-    max_seconds: Optional[float] = None,
-) -> _Run:
-    """Trains ``model`` in place for the planned number of steps."""
-    batch_size = options.batch_size
-    lengths = [len(f["input_ids"]) for f in feats]
-    run = _Run(planned=planned_steps(len(feats), options))
-    scheduler = _lr_schedule(optimizer, options.warmup_ratio, run.planned)
-    model.train()
-    train_start = time.time()
-    bar = tqdm(
-        total=run.planned,
-        desc=f"fine-tuning on {name} (once)",
-        unit="step",
-        smoothing=0.05,  # the ETA follows the mean speed, not the last step
-        disable=not progress,
-    )
-    step_seconds: List[float] = []
-    while run.steps < run.planned:
-        for idx in bucketed_batches(lengths, batch_size, rng):
-            if run.steps >= run.planned:
-                break
-            batch = collate([feats[i] for i in idx], pad_id)
-            run.seen += len(idx)
-            started = time.perf_counter()
-            loss = _train_step(model, optimizer, scheduler, batch)
-            step_seconds.append(time.perf_counter() - started)
-            run.steps += 1
-            bar.update(1)
-            if progress and run.steps == min(ESTIMATE_AFTER, run.planned - 1):
-                bar.write(estimate_line(step_seconds, run.planned))
-            if run.steps % 10 == 0:
-                bar.set_postfix(
-                    loss=f"{loss.item():.3f}",
-                    lr=f"{scheduler.get_last_lr()[0]:.1e}",
-                )
-            _check_guard(run, time.time() - train_start, max_seconds, name)
-    bar.close()
-    run.seconds = time.time() - train_start
-    run.epochs_done = run.steps / math.ceil(len(feats) / batch_size)
-    return run
-
-
 def _record(
     name: str,
     base: str,
@@ -369,7 +192,7 @@ def _record(
     train: TextClassificationData,
     held: TextClassificationData,
     accuracy: float,
-    run: _Run,
+    run: TrainingStats,
     seconds: float,
 ) -> Dict[str, Any]:
     """The run's record, saved as ``captum_iba_finetune.json`` (less ``created``)."""
@@ -413,7 +236,9 @@ def _save(out: Path, model: Any, tokenizer: Any, record: Dict[str, Any]) -> None
     atomic_write_text(out / RESULT_FILE, json.dumps(record, indent=2) + "\n")
 
 
-def _summary(name: str, run: _Run, held: TextClassificationData, acc: float) -> str:
+def _summary(
+    name: str, run: TrainingStats, held: TextClassificationData, acc: float
+) -> str:
     """The one line printed at the end of a fine-tune."""
     speed = run.seen / run.seconds if run.seconds > 0 else float("nan")
     return (
@@ -503,9 +328,9 @@ def fine_tune(
         rng = random.Random(opts.seed)
         tokenizer, model = _load_model(base, list(train.label_names), progress)
         feats = encode(tokenizer, train, opts.max_length)
-        optimizer = _optimizer(model, opts.lr, opts.weight_decay)
+        optimizer = adamw(model, opts.lr, opts.weight_decay)
         pad_id = tokenizer.pad_token_id or 0
-        run = _train_loop(
+        run = train_steps(
             model, optimizer, feats, pad_id, rng, opts, name, progress, max_seconds
         )
         model.eval()

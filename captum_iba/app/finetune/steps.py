@@ -1,0 +1,232 @@
+"""The training loop of a fine-tune: AdamW, the linear schedule, the steps.
+
+:func:`train_steps` trains a model in place for a fixed number of
+optimisation steps (:func:`planned_steps`) with AdamW (:func:`adamw`) and a
+linear warm-up and decay, over length-bucketed batches; it says how long the
+run takes on this machine after the first steps (:func:`estimate_line`) and
+stops with :class:`FineTuneTimeoutError` past a time guard, never silently.
+:mod:`~captum_iba.app.finetune.train` builds the run around it.
+"""
+
+import math
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+import torch
+from tqdm.auto import tqdm
+
+from captum_iba.app.finetune.batches import bucketed_batches, collate
+from captum_iba.app.finetune.recipes import FineTuneOptions
+
+__all__ = [
+    "ESTIMATE_AFTER",
+    "FineTuneTimeoutError",
+    "TrainingStats",
+    "adamw",
+    "estimate_line",
+    "planned_steps",
+    "train_steps",
+]
+
+# Parameters without weight decay (matched by the end of their names).
+_NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
+
+
+class FineTuneTimeoutError(RuntimeError):
+    """A fine-tune ran past its time guard (``max_seconds``); nothing was saved."""
+
+
+@dataclass
+class TrainingStats:
+    """What the training loop did.
+
+    Attributes:
+        planned (int): The steps of the run (:func:`planned_steps`).
+        steps (int): The steps taken.
+        seen (int): The training examples seen (with repeats).
+        epochs_done (float): ``steps`` in epochs.
+        seconds (float): Wall seconds of the loop.
+    """
+
+    planned: int
+    steps: int = 0
+    seen: int = 0
+    epochs_done: float = 0.0
+    seconds: float = 0.0
+
+
+def planned_steps(n_train: int, options: FineTuneOptions) -> int:
+    """The run's number of optimisation steps: ``steps``, else from ``epochs``.
+
+    Args:
+        n_train (int): Training examples.
+        options (FineTuneOptions): The run's settings.
+
+    Returns:
+        int: ``options.steps`` when given, else ``ceil(epochs x steps per
+        epoch)`` (at least 1).
+    """
+    if options.steps is not None:
+        return int(options.steps)
+    per_epoch = math.ceil(n_train / options.batch_size)
+    return max(1, int(math.ceil(per_epoch * options.epochs)))
+
+
+def _check_guard(
+    run: TrainingStats, elapsed: float, max_seconds: Optional[float], name: str
+) -> None:
+    """Raises :class:`FineTuneTimeoutError` once ``elapsed`` passes the guard."""
+    if max_seconds is None or elapsed <= max_seconds:
+        return
+    eta = elapsed / max(run.steps, 1) * (run.planned - run.steps)
+    raise FineTuneTimeoutError(
+        f"fine-tuning {name!r} passed its time guard of {max_seconds:.0f} s after "
+        f"{run.steps} of {run.planned} steps (about {eta / 60:.0f} more minutes "
+        "needed); nothing was saved. The recipe is a number of steps, so the "
+        "model is the same on any machine: raise the guard (max_seconds= or "
+        "$CAPTUM_IBA_FINETUNE_MAX_S), run when the CPU is less busy, or pass a "
+        "fine-tuned model (--model)."
+    )
+
+
+#: After how many steps the time of the whole run is estimated (the first
+#: step, slower while memory is allocated, is left out of the estimate).
+ESTIMATE_AFTER = 10
+
+
+def estimate_line(step_seconds: List[float], planned: int) -> str:
+    """The one line saying how long the training takes on this machine.
+
+    Args:
+        step_seconds (list[float]): Seconds of each step taken so far.
+        planned (int): Steps of the whole run.
+
+    Returns:
+        str: The estimate of the remaining time, from the mean of the steps
+        after the first, and what it depends on.
+    """
+    steady = step_seconds[1:] or step_seconds
+    per_step = sum(steady) / len(steady)
+    left = per_step * (planned - len(step_seconds))
+    minutes = left / 60
+    when = f"about {minutes:.0f} min" if minutes >= 1.5 else f"about {left:.0f} s"
+    return (
+        f"[captum_iba] Training time left on this machine: {when} ({per_step:.2f} "
+        f"s per step over steps 2-{len(step_seconds)}; it depends on the "
+        f"CPU, on how busy it is and on torch's threads, {torch.get_num_threads()} "
+        "here)."
+    )
+
+
+def adamw(model: Any, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW, without weight decay on biases and norm weights."""
+    params = list(model.named_parameters())
+    groups = [
+        {
+            "params": [p for n, p in params if not n.endswith(_NO_DECAY)],
+            "weight_decay": weight_decay,
+        },
+        {
+            "params": [p for n, p in params if n.endswith(_NO_DECAY)],
+            "weight_decay": 0.0,
+        },
+    ]
+    return torch.optim.AdamW(groups, lr=lr)
+
+
+def _lr_schedule(
+    optimizer: torch.optim.Optimizer, warmup_ratio: float, planned: int, step: int = 0
+) -> Any:
+    """Linear warm-up then decay to zero at step ``planned``, from ``step`` on."""
+    from transformers import get_linear_schedule_with_warmup
+
+    warmup = int(round(warmup_ratio * planned))
+    if step == 0:
+        return get_linear_schedule_with_warmup(optimizer, warmup, planned)
+    return get_linear_schedule_with_warmup(
+        optimizer, min(warmup, planned), planned, last_epoch=step - 1
+    )
+
+
+def _train_step(
+    model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, batch: Dict
+) -> torch.Tensor:
+    """One optimizer step (gradient norm clipped to 1); returns the loss."""
+    loss = model(**batch).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss
+
+
+def train_steps(
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    feats: List[Dict[str, Any]],
+    pad_id: int,
+    rng: random.Random,
+    options: FineTuneOptions,
+    name: str,
+    progress: bool,
+    max_seconds: Optional[float] = None,
+) -> TrainingStats:
+    """Trains ``model`` in place for the planned number of steps.
+
+    Args:
+        model (Any): The classifier (put in training mode).
+        optimizer (torch.optim.Optimizer): From :func:`adamw`.
+        feats (list[dict]): The encoded training examples.
+        pad_id (int): The tokenizer's padding id.
+        rng (random.Random): The seeded batch order.
+        options (FineTuneOptions): The run's settings.
+        name (str): The corpus, for the bar and messages.
+        progress (bool): Show the bar and the time estimate.
+        max_seconds (float, optional): The time guard.
+
+    Returns:
+        TrainingStats: What the loop did.
+
+    Raises:
+        FineTuneTimeoutError: Past ``max_seconds``.
+    """
+    batch_size = options.batch_size
+    lengths = [len(f["input_ids"]) for f in feats]
+    run = TrainingStats(planned=planned_steps(len(feats), options))
+    scheduler = _lr_schedule(optimizer, options.warmup_ratio, run.planned)
+    model.train()
+    train_start = time.time()
+    bar = tqdm(
+        total=run.planned,
+        desc=f"fine-tuning on {name} (once)",
+        unit="step",
+        smoothing=0.05,  # the ETA follows the mean speed, not the last step
+        disable=not progress,
+    )
+    step_seconds: List[float] = []
+    while run.steps < run.planned:
+        for idx in bucketed_batches(lengths, batch_size, rng):
+            if run.steps >= run.planned:
+                break
+            batch = collate([feats[i] for i in idx], pad_id)
+            run.seen += len(idx)
+            started = time.perf_counter()
+            loss = _train_step(model, optimizer, scheduler, batch)
+            step_seconds.append(time.perf_counter() - started)
+            run.steps += 1
+            bar.update(1)
+            if progress and run.steps == min(ESTIMATE_AFTER, run.planned - 1):
+                bar.write(estimate_line(step_seconds, run.planned))
+            if run.steps % 10 == 0:
+                bar.set_postfix(
+                    loss=f"{loss.item():.3f}",
+                    lr=f"{scheduler.get_last_lr()[0]:.1e}",
+                )
+            _check_guard(run, time.time() - train_start, max_seconds, name)
+    bar.close()
+    run.seconds = time.time() - train_start
+    run.epochs_done = run.steps / math.ceil(len(feats) / batch_size)
+    return run
