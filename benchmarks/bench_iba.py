@@ -334,7 +334,9 @@ def deletion_section(model, device: str, reps: int, quick: bool) -> None:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     embeddings = resolve_layer(model, "embeddings").module
-    iba = InformationBottleneckAttribution(model, embeddings, special_token_ids=[101, 102])
+    iba = InformationBottleneckAttribution(
+        model, embeddings, special_token_ids=[101, 102]
+    )
     steps = 10
     print(
         f"\n## The default (iba-deletion) against its essential work "
