@@ -30,7 +30,9 @@ def main() -> None:
     folder = Path(sys.argv[1])
     base = json.loads((folder / BASE).read_text())
     print(f"{folder}: n={len(base['aopc'])}, against {base['method']}")
-    print("| schedule | AOPC | d AOPC [95 %] | drop@11 % | d drop [95 %] | CPU-s ratio |")
+    print(
+        "| schedule | AOPC | d AOPC [95 %] | drop@11 % | d drop [95 %] | CPU-s ratio |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for path in sorted(folder.glob("iba-deletion_s*.json")):
         rec = json.loads(path.read_text())
@@ -39,7 +41,8 @@ def main() -> None:
         for key in ("aopc", "drop11"):
             a, b = np.array(rec[key]), np.array(base[key])
             lo, hi = interval(a - b)
-            cells += [f"{a.mean():.3f}", f"{(a - b).mean():+.3f} [{lo:+.3f}, {hi:+.3f}]"]
+            diff = f"{(a - b).mean():+.3f} [{lo:+.3f}, {hi:+.3f}]"
+            cells += [f"{a.mean():.3f}", diff]
         ratio = np.median(rec["cpu_seconds"]) / np.median(base["cpu_seconds"])
         print(f"| {rec['method']} | " + " | ".join(cells) + f" | {ratio:.2f} |")
 
