@@ -77,7 +77,9 @@ def configurations_table(model, reps: int) -> None:
     """Section 1: every configuration against the released code."""
     layer = encoder_layers(model)[default_layer_index(model)]
     embeddings = resolve_layer(model, "embeddings").module
-    at_layer = InformationBottleneckAttribution(model, layer)
+    at_layer = InformationBottleneckAttribution(
+        model, layer, special_token_ids=SPECIALS
+    )
     at_embeddings = InformationBottleneckAttribution(
         model, embeddings, special_token_ids=SPECIALS
     )
