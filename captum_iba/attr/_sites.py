@@ -25,9 +25,11 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from captum_iba._utils.hooks import (
     LayerRecord,
     find_in_stack,
+    layer_input,
     tensor_at,
     tensor_positions,
 )
+from captum_iba._utils.modules import embeddings_of
 from captum_iba.attr import bottleneck as ib
 
 
@@ -150,8 +152,12 @@ def layers_above(
 ) -> Tuple[Module, List[int]]:
     """The container and indices of the layers above the site, whose
     attention ``removal="attention"`` changes: the rest of the site's stack,
-    or every layer of the model's longest ``ModuleList`` when the site is the
-    model's embeddings (``forward_func.base_model.embeddings``)."""
+    or every layer of the model's layer stack when the site is the model's
+    embeddings (:func:`~captum_iba._utils.modules.embeddings_of`: an
+    encoder's ``base_model.embeddings``, a decoder's ``embed_tokens`` or
+    ``wte``), also when ``forward_func`` wraps the model as ``.model``
+    (:class:`~captum_iba.attr.llm.CausalLMLogLikelihood`, Captum's LLM
+    forward)."""
     if site.on_input:
         raise ValueError(
             "removal='attention' acts on the layers above a layer's output; it "
@@ -159,19 +165,40 @@ def layers_above(
         )
     if stack is not None:
         return stack[0], list(range(stack[1] + 1, len(stack[0])))
-    base = getattr(forward_func, "base_model", None)
-    if isinstance(forward_func, Module) and site.layer is getattr(
-        base, "embeddings", None
-    ):
-        lists = [m for m in forward_func.modules() if isinstance(m, ModuleList)]
+    model = _model_with_embeddings(forward_func, site.layer)
+    if model is not None:
+        lists = [m for m in model.modules() if isinstance(m, ModuleList)]
         if lists:
             longest = max(lists, key=len)
             return longest, list(range(len(longest)))
     raise ValueError(
         f"removal='attention' needs the layers above {site.name}: use a layer of "
-        "the model's layer stack (e.g. model.bert.encoder.layer[i]) or its "
-        "embeddings (model.base_model.embeddings), with layer_stack=True."
+        "the model's layer stack (resolve_layer(model, i): e.g. "
+        "model.model.layers[i] of Llama, model.transformer.h[i] of GPT-2, "
+        "model.bert.encoder.layer[i] of BERT) or its embeddings "
+        "(resolve_layer(model, 'embeddings')), with layer_stack=True."
     )
+
+
+def _model_with_embeddings(forward_func: Any, layer: Module) -> Optional[Module]:
+    """``forward_func`` (or the model it wraps as ``.model``) when ``layer``
+    is its embeddings; None otherwise."""
+    for model in (forward_func, getattr(forward_func, "model", None)):
+        if not isinstance(model, Module):
+            continue
+        try:
+            if embeddings_of(model) is layer:
+                return model
+        except ValueError:
+            continue
+    return None
+
+
+def is_causal(layer: Module) -> bool:
+    """Whether ``layer``'s attention is causal (a decoder block: Hugging Face
+    marks its attention module ``is_causal = True``), so that a missing
+    attention mask stands for the causal mask."""
+    return any(getattr(m, "is_causal", False) is True for m in layer.modules())
 
 
 def _mask_parameter(layer: Module) -> Tuple[str, int]:
@@ -186,10 +213,23 @@ def _mask_parameter(layer: Module) -> Tuple[str, int]:
     )
 
 
-def with_keep_bias(mask: Optional[Tensor], keep: Tensor) -> Tensor:
+def with_keep_bias(
+    mask: Optional[Tensor], keep: Tensor, causal_length: Optional[int] = None
+) -> Tensor:
     """The layer's 4-D attention mask (None, boolean, or additive) with
-    Eq. (R2)'s bias :math:`\\ln \\bar\\lambda_t` added over the key axis."""
+    Eq. (R2)'s bias :math:`\\ln \\bar\\lambda_t` added over the key axis.
+
+    Args:
+        mask (Tensor, optional): The mask the layer was called with.
+        keep (Tensor): :math:`\\bar\\lambda`, ``(B, L)``.
+        causal_length (int, optional): For a causal layer, its number of
+            tokens: a missing mask then stands for the causal mask (the
+            kernel's causal flag, which an added bias would switch off), so
+            the result keeps every query from reading a later token.
+    """
     bias = ib.attention_keep_bias(keep)
+    if mask is None and causal_length is not None:
+        mask = causal_mask(causal_length, keep.device)
     if mask is None:
         return bias
     if mask.dim() != 4:
@@ -202,6 +242,13 @@ def with_keep_bias(mask: Optional[Tensor], keep: Tensor) -> Tensor:
     return mask + bias.to(mask.dtype)
 
 
+def causal_mask(length: int, device: torch.device) -> Tensor:
+    """``(1, 1, L, L)`` boolean: query ``q`` reads keys ``0..q``."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).tril()[
+        None, None
+    ]
+
+
 @contextmanager
 def attention_removal(
     container: Module, indices: List[int], keep: Callable[[], Optional[Tensor]]
@@ -211,18 +258,29 @@ def attention_removal(
     attention mask they are called with; nothing while ``keep()`` is None.
     Every hook is removed on exit."""
     handles = []
+    made: List[Any] = [None, None, None]  # (mask given, keep) -> the biased mask
+
+    def biased(mask: Optional[Tensor], value: Tensor, length: Optional[int]) -> Tensor:
+        # every layer of one forward gets the same mask and keep: one copy
+        if made[0] is not mask or made[1] is not value:
+            made[:] = [mask, value, with_keep_bias(mask, value, length)]
+        return made[2]
 
     def hook_for(layer: Module) -> Callable[..., Any]:
         name, position = _mask_parameter(layer)
+        causal = is_causal(layer)
 
         def hook(module: Module, args: Any, kwargs: Any) -> Any:
             value = keep()
             if value is None:
                 return None
+            hidden = layer_input(args, kwargs)
+            length = hidden.shape[1] if causal and hidden is not None else None
             if len(args) > position:
-                new = with_keep_bias(args[position], value)
+                new = biased(args[position], value, length)
                 return args[:position] + (new,) + args[position + 1 :], kwargs
-            return args, dict(kwargs, **{name: with_keep_bias(kwargs.get(name), value)})
+            new = biased(kwargs.get(name), value, length)
+            return args, dict(kwargs, **{name: new})
 
         return hook
 
@@ -235,6 +293,7 @@ def attention_removal(
         with _differentiable_bias_kernels(container):
             yield
     finally:
+        made.clear()
         for handle in handles:
             handle.remove()
 
