@@ -31,6 +31,22 @@ from captum_iba._utils.hooks import (
 )
 from captum_iba._utils.modules import embeddings_of
 from captum_iba.attr import bottleneck as ib
+from captum_iba.attr._causal import fused_attention_modules, kept_sdpa
+
+__all__ = [
+    "MASK_PARAMETERS",
+    "Site",
+    "attention_removal",
+    "causal_mask",
+    "fused_attention_modules",
+    "is_causal",
+    "layers_above",
+    "read_site",
+    "site_mask",
+    "sites_of",
+    "stack_for",
+    "with_keep_bias",
+]
 
 
 @dataclass(frozen=True)
@@ -253,10 +269,13 @@ def causal_mask(length: int, device: torch.device) -> Tensor:
 def attention_removal(
     container: Module, indices: List[int], keep: Callable[[], Optional[Tensor]]
 ) -> Iterator[None]:
-    """Pre-hooks on ``container[i]`` (the modules there when entered, e.g. the
-    stack replay's cut layers) adding Eq. (R2)'s bias for ``keep()`` to the
-    attention mask they are called with; nothing while ``keep()`` is None.
-    Every hook is removed on exit."""
+    """Every layer ``container[i]`` (the modules there when entered, e.g. the
+    stack replay's cut layers) reads token ``t`` with weight ``keep()[:, t]``
+    (Eq. R2); nothing while ``keep()`` is None. A causal layer of a model
+    running SDPA gets it inside its fused attention
+    (:func:`~captum_iba.attr._causal.kept_sdpa`: no ``L x L`` tensor, memory
+    linear in the length); any other layer gets a pre-hook adding the bias
+    to the attention mask it is called with. Everything is removed on exit."""
     handles = []
     made: List[Any] = [None, None, None]  # (mask given, keep) -> the biased mask
 
@@ -284,13 +303,19 @@ def attention_removal(
 
         return hook
 
+    fused = [m for i in indices for m in fused_attention_modules(container[i])]
     try:
         for i in indices:
             layer = container[i]
+            if fused_attention_modules(layer):
+                continue
             handles.append(
                 layer.register_forward_pre_hook(hook_for(layer), with_kwargs=True)
             )
-        with _differentiable_bias_kernels(container):
+        with (
+            kept_sdpa(fused, keep) if fused else nullcontext(),
+            _differentiable_bias_kernels(container),
+        ):
             yield
     finally:
         made.clear()
