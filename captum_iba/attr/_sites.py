@@ -29,7 +29,7 @@ from captum_iba._utils.hooks import (
     tensor_at,
     tensor_positions,
 )
-from captum_iba._utils.modules import embeddings_of
+from captum_iba._utils.modules import embeddings_of, is_causal
 from captum_iba.attr import bottleneck as ib
 from captum_iba.attr._causal import fused_attention_modules, kept_sdpa
 
@@ -208,13 +208,6 @@ def _model_with_embeddings(forward_func: Any, layer: Module) -> Optional[Module]
         except ValueError:
             continue
     return None
-
-
-def is_causal(layer: Module) -> bool:
-    """Whether ``layer``'s attention is causal (a decoder block: Hugging Face
-    marks its attention module ``is_causal = True``), so that a missing
-    attention mask stands for the causal mask."""
-    return any(getattr(m, "is_causal", False) is True for m in layer.modules())
 
 
 def _mask_parameter(layer: Module) -> Tuple[str, int]:
