@@ -44,6 +44,7 @@ __all__ = [
     "read_site",
     "site_mask",
     "sites_of",
+    "stack_above",
     "stack_for",
     "with_keep_bias",
 ]
@@ -163,17 +164,30 @@ def stack_for(
 MASK_PARAMETERS = ("attention_mask", "attn_mask", "mask")
 
 
+def stack_above(forward_func: Any, site: Site) -> Optional[Module]:
+    """The model's layer stack when ``site`` is the model's embeddings (as
+    :func:`~captum_iba._utils.modules.embeddings_of` finds them: an
+    encoder's ``base_model.embeddings``, a decoder's ``embed_tokens`` or
+    ``wte``; every layer of the stack lies above them), also when
+    ``forward_func`` wraps the model as ``.model``
+    (:class:`~captum_iba.attr.llm.CausalLMLogLikelihood`, Captum's LLM
+    forward); else None."""
+    if site.on_input:
+        return None
+    model = _model_with_embeddings(forward_func, site.layer)
+    if model is None:
+        return None
+    lists = [m for m in model.modules() if isinstance(m, ModuleList)]
+    return max(lists, key=len) if lists else None
+
+
 def layers_above(
     forward_func: Any, site: Site, stack: Optional[Tuple[Module, int]]
 ) -> Tuple[Module, List[int]]:
     """The container and indices of the layers above the site, whose
     attention ``removal="attention"`` changes: the rest of the site's stack,
     or every layer of the model's layer stack when the site is the model's
-    embeddings (:func:`~captum_iba._utils.modules.embeddings_of`: an
-    encoder's ``base_model.embeddings``, a decoder's ``embed_tokens`` or
-    ``wte``), also when ``forward_func`` wraps the model as ``.model``
-    (:class:`~captum_iba.attr.llm.CausalLMLogLikelihood`, Captum's LLM
-    forward)."""
+    embeddings (:func:`stack_above`)."""
     if site.on_input:
         raise ValueError(
             "removal='attention' acts on the layers above a layer's output; it "
@@ -181,12 +195,9 @@ def layers_above(
         )
     if stack is not None:
         return stack[0], list(range(stack[1] + 1, len(stack[0])))
-    model = _model_with_embeddings(forward_func, site.layer)
-    if model is not None:
-        lists = [m for m in model.modules() if isinstance(m, ModuleList)]
-        if lists:
-            longest = max(lists, key=len)
-            return longest, list(range(len(longest)))
+    above = stack_above(forward_func, site)
+    if above is not None:
+        return above, list(range(len(above)))
     raise ValueError(
         f"removal='attention' needs the layers above {site.name}: use a layer of "
         "the model's layer stack (resolve_layer(model, i): e.g. "
