@@ -87,10 +87,10 @@ def _precision(value: object) -> str:
 _option(
     "layer",
     _v.layer_value,
-    "the layer of the method's bottleneck: an encoder layer index (0-based) or "
-    "'embeddings'; default: the method's own (iba, iba-faithful: int(0.75 x the "
-    "number of layers), 4 of 0..5 for the default model; iba-deletion, "
-    "iba-amortized: embeddings)",
+    "the layer of the method's bottleneck: an encoder (or decoder) layer index "
+    "(0-based) or 'embeddings'; default: the method's own (iba, iba-faithful: "
+    "int(0.75 x the number of layers), 4 of 0..5 for the default model; "
+    "iba-deletion, iba-amortized and every llm- method: embeddings)",
     variants=True,
 )
 _option(
@@ -350,7 +350,8 @@ _llm = "llm_scorers:"
 _method(
     "llm-iba",
     _llm + "LLMIBAScorer",
-    "IBA for a causal LM, the paper's configuration (noise at a decoder layer)",
+    "IBA for a causal LM, the paper's configuration (noise and readout as the "
+    "paper's; at the token embeddings unless --layer)",
     _IBA_NOISE,
     signed=False,
     reduction="mean",

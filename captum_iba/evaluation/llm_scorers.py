@@ -40,11 +40,11 @@ from captum.attr import (
     ShapleyValueSampling,
     TextTokenInput,
 )
-from captum.attr._core.lime import get_exp_kernel_similarity_function
 from captum.log import log_usage
 from torch import Tensor
 
 from captum_iba._utils import common
+from captum_iba._utils.captum_compat import get_exp_kernel_similarity_function
 from captum_iba._utils.modules import embeddings_of
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.llm import AnswerScores, CausalLMLogLikelihood, explain_answers
@@ -142,7 +142,7 @@ class LLMScorer:
         keep = scored if found.answer is None else scored.to(found.answer.device)
         answer = None if found.answer is None else found.answer * keep
         tokens = None if found.tokens is None else found.tokens * keep[:, None]
-        return AnswerScores(answer, tokens, found.unit)
+        return AnswerScores(answer, tokens, found.unit, found.flat)
 
     def _scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
         raise NotImplementedError
@@ -301,7 +301,7 @@ class CaptumLLMScorer(LLMScorer):
 
     def _method(self, cls: Any) -> Any:
         if cls is Lime:  # Captum's Lasso(0.01) can zero every weight
-            from captum._utils.models.linear_model import SkLearnRidge
+            from captum_iba._utils.captum_compat import SkLearnRidge
 
             return Lime(
                 self.model,
