@@ -316,17 +316,24 @@ def no_ranking(scores: Tensor, scored: Tensor) -> Tensor:
 
 
 def _say_if_flat(flat: Tensor, iba: InformationBottleneckAttribution) -> None:
-    """One warning naming the instances whose scores give no ranking."""
+    """One warning naming the instances whose scores give no ranking, and
+    what to try instead."""
     if not flat.any():
         return
     rows = flat.nonzero().flatten().tolist()
     layer = sites.layer_name(iba.forward_func, iba._layers[0])
+    site = sites.Site(iba._layers[0], layer, None, False)
+    at_embeddings = sites.stack_above(iba.forward_func, site)
+    advice = (
+        "use config='deletion' (the default for causal LMs, docs/llm.rst)"
+        if at_embeddings is not None
+        else "bottleneck the token embeddings (layer='embeddings', the default) "
+        "or use config='deletion' (docs/llm.rst)"
+    )
     warnings.warn(
         f"IBA at {layer} gives no ranking for instance(s) {rows}: most prompt "
         "tokens have the same score (within 0.1 % of the median), so their "
-        "order is noise. On a decoder, bottleneck the token embeddings "
-        "(layer='embeddings', the default) or use config='deletion' "
-        "(docs/llm.rst).",
+        f"order is noise. On a decoder, {advice}.",
         UserWarning,
         stacklevel=3,
     )
