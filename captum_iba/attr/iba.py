@@ -407,9 +407,15 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             self.forward_func, site, CleanRun(inputs, extra, clean, x, template),
             rows, options.n_samples, stack, self._device_ids(), self.cuts,
             attention=options.removal == "attention", precision=run.precision,
+            constant=self.unbatched_args,
         )  # fmt: skip
+        per_pass = _speed.rows_per_pass(
+            inputs[0], options.internal_batch_size, self.cuts
+        )
         with seam:
-            attr, info = _loop.optimise(layer, seam, task, options, run.seed)
+            attr, info = _loop.optimise(
+                layer, seam, task, options, run.seed, rows_per_pass=per_pass
+            )
         info = dict(info, path=seam.path.kind, cuts=seam.path.cuts)
         info.update(prior=options.prior.name, precision=run.precision)
         return attr.to(x.device), info
