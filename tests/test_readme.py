@@ -41,3 +41,29 @@ def test_quick_start_and_command_line_use_the_faithful_configuration():
     cli = README.split("## Command line")[1].split("\n## ")[0]
     assert "iba-faithful" in cli and "--layer 3" not in cli
     assert os.path.exists(ROOT / "docs" / "_static" / "explain_compare.png")
+
+
+def _ignored_patterns():
+    lines = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+
+
+def test_the_examples_outputs_are_ignored_by_git():
+    """What the README's and the docs' commands write into a clone (``--out
+    runs/...``, ``--html out.html``) is in ``.gitignore``."""
+    import fnmatch
+
+    texts = [README] + [p.read_text("utf-8") for p in (ROOT / "docs").glob("*.rst")]
+    outs = {m for t in texts for m in re.findall(r"--out[ =]([\w./-]+)", t)}
+    pages = {m for t in texts for m in re.findall(r"--html[ =]([\w./-]+)", t)}
+    patterns = _ignored_patterns()
+    assert outs and pages
+    for out in sorted(outs):
+        if out.startswith(("/", "$")) or out.upper() == out:
+            continue  # an absolute path or a placeholder such as OUT
+        top = out.strip("./").split("/")[0] + "/"
+        assert any(fnmatch.fnmatch(top, p) for p in patterns), (
+            f"--out {out}: add {top} to .gitignore"
+        )
+    for page in sorted(pages):
+        assert any(fnmatch.fnmatch("/" + page, p) for p in patterns), page
