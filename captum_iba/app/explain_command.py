@@ -17,6 +17,7 @@ from captum_iba.app.data.corpora import DEFAULT_CORPUS
 from captum_iba.app.errors import CLIError
 from captum_iba.app.explanation import explain
 from captum_iba.app.models import check_request_layers, config_and_record
+from captum_iba.app.words import blank
 
 __all__ = ["run"]
 
@@ -27,9 +28,12 @@ DEFAULT_MODEL_NAME = "MiniLM-L6 fine-tuned on SST-2 (the default model, cached)"
 def run(args: argparse.Namespace) -> int:
     """Run ``captum-iba explain`` with checked arguments (see the module
     docstring); returns the exit code."""
-    if not args.text.strip():
-        raise CLIError("the text to explain is empty")
-    if args.pair is not None and not args.pair.strip():
+    if blank(args.text):
+        raise CLIError(
+            "the text to explain is empty (only spaces or invisible characters such "
+            "as zero-width spaces)"
+        )
+    if args.pair is not None and blank(args.pair):
         raise CLIError("--pair is empty: give the second text, or leave --pair out")
     html = output_file(args.html, "--html")
     config, record = config_and_record(args.model, DEFAULT_CORPUS)
