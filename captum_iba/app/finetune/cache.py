@@ -202,12 +202,20 @@ def get_finetuned_model(
         if not problem:
             return folder
         if problem != "absent":
-            print(f"[captum_iba] The cached model {folder} is damaged: {problem}.")
+            print(
+                f"[captum_iba] The cached model {folder} is damaged ({problem}): "
+                "it is removed and made again.",
+                flush=True,
+            )
             _remove(folder)
         held = heldout_data(dataset, full, data_dir)  # the corpus is there first
+        why = (
+            f"No fine-tuned {dataset!r} model is cached yet, so it is made now, once"
+            if problem == "absent"
+            else f"The {dataset!r} model is made again now, once"
+        )
         print(
-            f"[captum_iba] No fine-tuned {dataset!r} model is cached yet, so it "
-            f"is made now, once: {base_short_name(base)} fine-tuned on "
+            f"[captum_iba] {why}: {base_short_name(base)} fine-tuned on "
             f"{dataset} ({_plan(full)}), saved in {folder} and reused by every "
             "later run.",
             flush=True,
