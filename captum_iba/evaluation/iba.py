@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Optional
 from torch import Tensor
 
 from captum_iba.attr.iba import InformationBottleneckAttribution
-from captum_iba.attr.options import ConfigLike, IBAOptions
+from captum_iba.attr.options import NOISE_ONLY, ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
 from captum_iba.attr.text import LayerLike, resolve_layer
 from captum_iba.evaluation.scorers import TokenScorer
@@ -78,7 +78,9 @@ class IBAScorer(TokenScorer):
             model, ref.module, **extra
         )
         self.settings.update(
-            self.options.record(), layer=type(ref.module).__name__, precision=precision
+            _used_options(self.options),
+            layer=type(ref.module).__name__,
+            precision=precision,
         )
         if ref.index is not None:
             self.settings["layer_index"] = ref.index
@@ -129,6 +131,17 @@ class IBAScorer(TokenScorer):
             token_mask=mask,
         )
         return attr.sum(-1) if attr.dim() == 3 else attr
+
+
+def _used_options(options: IBAOptions) -> Dict[str, Any]:
+    """The options as results record them, less those the run does not use:
+    the deletion through attention adds no noise, so it has no prior, beta or
+    noise seed."""
+    record = options.record()
+    if options.removal == "attention":
+        for name in NOISE_ONLY + ("seed",):
+            record.pop(name, None)
+    return record
 
 
 def __getattr__(name: str) -> Any:

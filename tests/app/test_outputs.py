@@ -46,11 +46,45 @@ def test_attribute_settings_say_what_each_field_holds(tiny_model_dir, tmp_path, 
     assert "fields and units" in printed and printed.count("instances/s") == 1
     settings = json.loads((out / "settings.json").read_text())
     rows = [json.loads(ln) for ln in (out / "attributions.jsonl").open()]
-    assert set().union(*rows) <= set(settings["fields"]) == set(ROW_FIELDS)
+    assert set().union(*rows) == set(settings["fields"]) <= set(ROW_FIELDS)
+    assert "text_pair" not in settings["fields"]  # single sentences
+    assert settings["fields"]["target"].endswith(": the gold label")
     scores = settings["scores"]
     assert scores["iba-faithful"]["signed"] is False
     assert "no direction" in scores["iba-faithful"]["meaning"]
     assert scores["IG"]["signed"] is True and "+ for" in scores["IG"]["meaning"]
+
+
+def test_evaluate_settings_describe_this_run(tiny_model_dir, tmp_path, capsys):
+    """Issue 31, item 9: no '--target predicted' (evaluate has no such
+    option), no prior, beta or seed for iba-deletion (it uses none)."""
+    out = tmp_path / "out"
+    argv = ["evaluate", "--model", tiny_model_dir, "--data-dir", _corpus(tmp_path),
+            "--methods", "iba-deletion,iba-faithful", "--steps", "2", "--n", "4",
+            "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    settings = json.loads((out / "settings.json").read_text())
+    assert "--target" not in json.dumps(settings["fields"])
+    assert settings["fields"]["degradation"].startswith("the instance's degradation")
+    deletion, faithful = (
+        settings["methods"][m] for m in ("iba-deletion", "iba-faithful")
+    )
+    assert not {"prior", "beta", "seed"} & set(deletion)
+    assert deletion["removal"] == "attention" and deletion["steps"] == 2
+    assert faithful["prior"] == "baseline" and "beta" in faithful
+    rows = [json.loads(ln) for ln in (out / "attributions.jsonl").open()]
+    assert set().union(*rows) == set(settings["fields"])
+
+
+def test_predicted_targets_are_said_so(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["attribute", "--model", tiny_model_dir, "--data-dir", _corpus(tmp_path),
+            "--methods", "random", "--n", "4", "--target", "predicted",
+            "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    fields = json.loads((out / "settings.json").read_text())["fields"]
+    assert fields["target"] == "the class explained (index): the predicted class"
+    assert "degradation" not in fields
 
 
 def test_progress_bars_say_what_they_count(tmp_path, monkeypatch):

@@ -31,8 +31,14 @@ from captum_iba.metrics import DegradationResult
 if TYPE_CHECKING:  # pragma: no cover
     from captum_iba.app.engine.run import CorpusJob
 
-__all__ = ["ROW_FIELDS", "Merged", "merge_shards"]
+__all__ = ["ROW_FIELDS", "Merged", "merge_shards", "row_fields"]
 
+#: What ``degradation`` holds.
+_TEST_FIELD = (
+    "the instance's degradation test, probabilities of the target class in [0, 1] "
+    "before (original_probs) and after removing the top tokens at each level "
+    "(probs), log-odds, predicted classes and token counts"
+)
 #: The fields of a row of ``attributions.jsonl``: what each holds, and its unit
 #: (written into ``settings.json``; the docs' scaling page lists them too).
 ROW_FIELDS: Dict[str, str] = {
@@ -42,19 +48,37 @@ ROW_FIELDS: Dict[str, str] = {
     "text": "the instance's text",
     "text_pair": "its second text (sentence pairs only)",
     "label": "the gold class (index)",
-    "target": "the class explained (index): the gold label or, with --target "
-    "predicted, the predicted class",
+    "target": "the class explained (index): the gold label (attribute --target "
+    "predicted: the predicted class)",
     "predicted": "the predicted class (index)",
     "target_probability": "the model's probability of the target class, in [0, 1]",
     "tokens": "the word pieces, special tokens included, padding left out",
     "input_ids": "their token ids",
     "scores": "one score per token, higher = more relevant; the unit is the "
     "method's (settings.json: scores.<method>.meaning)",
-    "degradation": "with --degradation: the instance's degradation test, "
-    "probabilities of the target class in [0, 1] before (original_probs) and "
-    "after removing the top tokens at each level (probs), log-odds, predicted "
-    "classes and token counts",
+    "degradation": "evaluate, and attribute --degradation: " + _TEST_FIELD,
 }
+
+#: What ``target`` holds, by the run's target rule.
+_TARGET_FIELD = {
+    "label": "the class explained (index): the gold label",
+    "predicted": "the class explained (index): the predicted class",
+}
+
+
+def row_fields(job: "CorpusJob") -> Dict[str, str]:
+    """The fields of this run's rows (:data:`ROW_FIELDS`, as they apply): the
+    target rule it used, ``text_pair`` for sentence pairs only and
+    ``degradation`` only when the test ran."""
+    fields = dict(ROW_FIELDS, target=_TARGET_FIELD[job.target])
+    if job.data.text_pairs is None:
+        del fields["text_pair"]
+    if job.degradation:
+        fields["degradation"] = _TEST_FIELD
+    else:
+        del fields["degradation"]
+    return fields
+
 
 #: Shard-only fields, left out of ``attributions.jsonl``.
 _INTERNAL = ("kind", "unit", "seconds", "test_settings")
@@ -163,7 +187,7 @@ def merge_shards(
         units=len(sizes),
         methods={m: job.scorers[m].settings for m in methods},
         seconds_per_instance=seconds,
-        fields=ROW_FIELDS,
+        fields=row_fields(job),
         scores={m: _meaning(job.scorers[m]) for m in methods},
     )
     text = json.dumps(settings, indent=1, sort_keys=True, default=repr)
