@@ -10,18 +10,16 @@ model and what to do.
 """
 
 import json
-import os
 import re
-import socket
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, List, Optional, Tuple, Union
-from urllib.parse import urlparse
 
 import torch
 
 from captum_iba.app.checks import check_against_config
 from captum_iba.app.errors import CLIError
+from captum_iba.app.hub import TIMEOUT, hub_reachable
 from captum_iba.request import MethodRequest
 
 __all__ = [
@@ -63,19 +61,9 @@ def looks_like_hub_id(name: str) -> bool:
     return bool(_LEGACY_ID.fullmatch(name)) and bool(re.search(r"[-\d]", name))
 
 
-def _hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether the hub's host answers on its port (False when offline mode)."""
-    if os.environ.get("HF_HUB_OFFLINE", "").strip() not in ("", "0", "false"):
-        return False
-    if any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy")):
-        return True  # the proxy decides; let the hub client try
-    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        with socket.create_connection((url.hostname or "", port), timeout=timeout):
-            return True
-    except OSError:
-        return False
+def _hub_reachable(timeout: float = TIMEOUT) -> bool:
+    """Whether the hub's host answers (:func:`captum_iba.app.hub.hub_reachable`)."""
+    return hub_reachable(timeout)
 
 
 def _source(path: PathLike) -> Tuple[str, bool]:
