@@ -28,6 +28,7 @@ from captum_iba.app.engine import (
     run_corpus_job,
 )
 from captum_iba.app.engine.records import weights_digest
+from captum_iba.app.finetune.recipes import DEFAULT_BASE_MODEL_NAME
 from captum_iba.app.models import check_request_layers, config_and_record
 from captum_iba.attr.text import resolve_layer
 from captum_iba.evaluation import Resources, build_scorers, get_preset
@@ -39,6 +40,12 @@ __all__ = ["ENGINE_FILES", "attribute", "evaluate"]
 #: What the corpus engine leaves in ``--out`` (the merge, its settings, the
 #: per-rank shards a re-run resumes from).
 ENGINE_FILES = ["attributions.jsonl", "settings.json", "shards"]
+
+#: How the settings name the default model (``--model`` not given).
+DEFAULT_MODEL = (
+    f"default: MiniLM-L6 ({DEFAULT_BASE_MODEL_NAME}) fine-tuned on {{dataset}} by "
+    "captum-iba (cached)"
+)
 
 #: Options that do not change any number of a corpus run (left out of the
 #: settings a re-run is compared with); ``request`` is the checked form of
@@ -75,6 +82,8 @@ def _run_settings(args: argparse.Namespace, split: str) -> Dict[str, Any]:
     for name in OPTIONS.names():
         if settings.get(name, "") is None:
             settings[name] = "default"
+    if args.model is None:  # the weights digest, recorded with them, is exact
+        settings["model"] = DEFAULT_MODEL.format(dataset=args.dataset)
     return dict(settings, command=args.command, split=split)
 
 

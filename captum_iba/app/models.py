@@ -204,10 +204,17 @@ def config_and_record(path: Optional[str], dataset: str) -> Tuple[Any, Optional[
     configuration with the corpus' classes, and a record naming the corpus.
     """
     from captum_iba.app.finetune import default_base_model, read_result
+    from captum_iba.app.finetune.cache import cached_default_model
     from captum_iba.app.finetune.store import check_folder
 
     if path is None:
-        config = model_config(default_base_model())
+        try:
+            config = model_config(default_base_model())
+        except ImportError:
+            cached = cached_default_model(dataset)
+            if cached is None:
+                raise
+            return model_config(cached), {"dataset": dataset}
         names = load_label_names(dataset)
         config.num_labels = len(names)
         config.id2label = dict(enumerate(names))
