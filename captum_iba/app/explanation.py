@@ -24,6 +24,7 @@ listing of :func:`~captum_iba.app.explain_text.terminal_text`.
 """
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -31,6 +32,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import torch
 
 from captum_iba._utils.common import hf_call
+from captum_iba._utils.hooks import evaluation_mode
 from captum_iba._utils.io import atomic_write_text
 from captum_iba.app.checks import class_index, class_names
 from captum_iba.app.data.corpora import DEFAULT_CORPUS
@@ -271,6 +273,11 @@ def _load(model: Any, tokenizer: Any, request: MethodRequest) -> Tuple[Any, Any,
         config, _ = config_and_record(path, DEFAULT_CORPUS)
         check_request_layers(request, config, cli=False)
     if model is None:
+        if tokenizer is not None:
+            raise ValueError(
+                "tokenizer= given without model=: the default model comes with its "
+                "own tokenizer; give the model this tokenizer belongs to"
+            )
         from captum_iba.app.finetune import get_finetuned_model
 
         path = get_finetuned_model(DEFAULT_CORPUS)
@@ -278,12 +285,27 @@ def _load(model: Any, tokenizer: Any, request: MethodRequest) -> Tuple[Any, Any,
         return model, tokenizer, f"MiniLM-L6 fine-tuned on SST-2 ({path})"
     if isinstance(model, (str, Path)):
         name = str(model)
-        model, tokenizer = load_classifier(model)
+        model, own = load_classifier(model)
+        if tokenizer is None:
+            return model, own, name
+        _check_fits(tokenizer, model)
         return model, tokenizer, name
     if tokenizer is None:
         raise ValueError("a model given as an object needs its tokenizer=")
+    _check_fits(tokenizer, model)
     name = getattr(getattr(model, "config", None), "name_or_path", "") or ""
     return model, tokenizer, name or type(model).__name__
+
+
+def _check_fits(tokenizer: Any, model: Any) -> None:
+    """Refuses a tokenizer whose ids the model's vocabulary cannot hold."""
+    vocab = getattr(getattr(model, "config", None), "vocab_size", None)
+    size = len(tokenizer) if hasattr(tokenizer, "__len__") else None
+    if isinstance(vocab, int) and isinstance(size, int) and size > vocab:
+        raise ValueError(
+            f"tokenizer= has {size} tokens but the model's vocabulary has {vocab}: "
+            "it is not this model's tokenizer"
+        )
 
 
 def _build(
@@ -349,7 +371,9 @@ def explain(
             :func:`~captum_iba.request.check_request` (then no options are
             given here). Default ``"iba-deletion"``, the most faithful IBA
             measured (docs/faithfulness.rst).
-        tokenizer (optional): The tokenizer of a model given as an object.
+        tokenizer (optional): The tokenizer of a model given as an object,
+            or one to use instead of a model folder's own (it must fit the
+            model's vocabulary).
         pair (str, optional): The second text of a sentence pair.
         target (int or str, optional): The class to explain, by index or by
             name (``"positive"``). Default: the predicted class.
@@ -369,6 +393,10 @@ def explain(
             each method's own. An option no chosen method takes is an error,
             never ignored.
 
+    A model in training mode is explained in eval mode (dropout off, so the
+    prediction and the scores are not random), with a warning; its flags are
+    put back afterwards.
+
     Returns:
         Explanation: The scores of every method, by word piece and by word;
         it shows as a page in Jupyter.
@@ -383,9 +411,6 @@ def explain(
             not installed (with several, it is left out and named in
             :attr:`Explanation.skipped`).
     """
-    from captum_iba.attr.text import encoder_layers
-    from captum_iba.evaluation import Resources
-
     given = {k: v for k, v in options.items() if v is not None}
     if isinstance(method, MethodRequest):
         if given or method_options:
@@ -394,6 +419,41 @@ def explain(
     else:
         request = check_request(method, given, method_options, setting="fair")
     model, tokenizer, described = _load(model, tokenizer, request)
+    _warn_if_training(model)
+    with evaluation_mode(model, []):  # dropout off; every flag put back after
+        return _explain(
+            text, pair, target, request, model, tokenizer,
+            model_name or described, explainer, prior_data,
+        )  # fmt: skip
+
+
+def _warn_if_training(model: Any) -> None:
+    """Warns that a model in training mode is explained in eval mode."""
+    if isinstance(model, torch.nn.Module) and model.training:
+        warnings.warn(
+            "the model is in training mode (dropout on, which would make the "
+            "prediction and the scores random): it is explained in eval mode, and "
+            "its flags are put back afterwards; call model.eval() to silence this",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def _explain(
+    text: str,
+    pair: Optional[str],
+    target: Union[None, int, str],
+    request: MethodRequest,
+    model: Any,
+    tokenizer: Any,
+    model_name: str,
+    explainer: Any,
+    prior_data: Any,
+) -> Explanation:
+    """:func:`explain` once the model is loaded (in eval mode)."""
+    from captum_iba.attr.text import encoder_layers
+    from captum_iba.evaluation import Resources
+
     enc = encode(tokenizer, model, text, pair)
     ids, mask = enc["input_ids"], enc["attention_mask"]
     types = enc.get("token_type_ids")
@@ -417,7 +477,7 @@ def explain(
         labels=labels,
         probabilities=probs.tolist(),
         target=index,
-        model_name=model_name or described,
+        model_name=model_name,
         n_layers=_n_layers(model, encoder_layers),
         skipped=skipped,
     )

@@ -222,3 +222,47 @@ def test_python_options_reach_the_methods_that_take_them(tiny_model_dir):
     deletion = result.methods["iba-deletion"].settings
     assert faithful["steps"] == deletion["steps"] == 2
     assert faithful["layer_index"] == deletion["layer_index"] == 0
+
+
+def test_a_model_in_training_mode_is_explained_in_eval_mode(tiny_model_dir):
+    """Issue 31, item 2: three calls gave p = .9405, .9372, .9583 and other
+    scores each time; now the same as in eval mode, with a warning, and the
+    model's flags put back."""
+    from captum_iba.app.models import load_classifier
+
+    model, tok = load_classifier(tiny_model_dir)
+    reference = explain(TEXT, model, ["ig", "loo"], tokenizer=tok)
+    model.train()
+    runs = []
+    for _ in range(3):
+        with pytest.warns(UserWarning, match="training mode.*explained in eval mode"):
+            runs.append(explain(TEXT, model, ["ig", "loo"], tokenizer=tok))
+    assert model.training and all(m.training for m in model.modules())
+    for run in runs:
+        assert run.probabilities == reference.probabilities
+        for method in ("IG", "LOO"):
+            assert run.scores(method) == reference.scores(method)
+
+
+def test_a_given_tokenizer_is_used_with_a_model_folder(tiny_model_dir):
+    """Issue 31, item 7: explain(path, tokenizer=other) used the folder's own."""
+    from transformers import AutoTokenizer
+
+    from tests.helpers import bert_tokenizer
+
+    other = bert_tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "dull", "film"])
+    result = explain("a dull film", tiny_model_dir, "random", tokenizer=other)
+    assert result.pieces == ["[CLS]", "a", "dull", "film", "[SEP]"]
+    own = AutoTokenizer.from_pretrained(tiny_model_dir)
+    assert own.convert_tokens_to_ids("dull") != other.convert_tokens_to_ids("dull")
+
+
+def test_a_tokenizer_that_does_not_fit_the_model_is_refused(tiny_model_dir):
+    from captum_iba.app.models import load_classifier
+
+    model, tok = load_classifier(tiny_model_dir)
+    model.config.vocab_size = 10  # as a model of another vocabulary
+    with pytest.raises(ValueError, match="tokenizer= has 30522 tokens but the"):
+        explain(TEXT, model, "random", tokenizer=tok)
+    with pytest.raises(ValueError, match="tokenizer= given without model="):
+        explain(TEXT, tokenizer=tok)
