@@ -48,7 +48,6 @@ from captum_iba.attr._inputs import (
     check_token_mask,
     expand_rows,
     infer_token_mask,
-    mask_values_problem,
     model_pad_token_id,
     pads_without_mask,
     removable_tokens,
@@ -305,23 +304,19 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         self, token_mask: Optional[Tensor], inputs: Tuple[Tensor, ...], extra: Any
     ) -> Tuple[Optional[Tensor], bool]:
         """The given mask, else the one found among the forward's arguments;
-        warns once when padding is present but no mask was found, or when an
-        argument named as a mask cannot be one."""
+        warns once when padding is present but no mask was found (an argument
+        named as a mask that cannot be one is refused before)."""
         check_named_arguments(self.forward_func, inputs, extra)
         if token_mask is not None:
             return token_mask, True
         pad_id = model_pad_token_id(self.forward_func)
         found = infer_token_mask(self.forward_func, (*inputs, *extra), pad_id)
-        problem = mask_values_problem(self.forward_func, inputs, extra)
-        if found is None and not problem and pads_without_mask(inputs, pad_id):
-            problem = (
-                f"The inputs hold the model's pad token id ({pad_id}) but no "
-                "attention mask was found among forward_func's arguments"
-            )
-        if problem:
+        if found is None and pads_without_mask(inputs, pad_id):
             warnings.warn(
-                f"{problem}: padding would get capacity and change the prior's "
-                "statistics. Pass token_mask= (1 at real tokens, 0 at padding).",
+                f"The inputs hold the model's pad token id ({pad_id}) but no "
+                "attention mask was found among forward_func's arguments: padding "
+                "would get capacity and change the prior's statistics. Pass "
+                "token_mask= (1 at real tokens, 0 at padding).",
                 stacklevel=4,
             )
         return found, False
