@@ -34,6 +34,7 @@ __all__ = [
     "check_classes",
     "class_index",
     "class_names",
+    "corpus_warning",
     "n_encoder_layers",
     "nonnegative_float",
     "output_file",
@@ -286,6 +287,29 @@ def pair_warning(config: Any, record: Optional[dict]) -> Optional[str]:
             "record saying what it was trained on"
         )
     return None
+
+
+def corpus_warning(record: Optional[dict], dataset: str) -> Optional[str]:
+    """A warning when a model fine-tuned on one corpus runs on another.
+
+    Args:
+        record (dict, optional): The model's fine-tuning record, when it has
+            one (it names the corpus).
+        dataset (str): ``--dataset``.
+
+    Returns:
+        str or None: The warning; None when the record names ``dataset`` or
+        there is no record.
+    """
+    corpus = (record or {}).get("dataset")
+    if not corpus or corpus == dataset:
+        return None
+    return (
+        f"this model was fine-tuned on {corpus!r} (its fine-tuning record says so), "
+        f"not on --dataset {dataset}: its predictions there may be no better than "
+        "chance, and the test then says little about the methods; give a model "
+        f"fine-tuned on {dataset} (e.g. leave --model out)"
+    )
 
 
 def _holds_work(folder: Path) -> bool:

@@ -16,7 +16,12 @@ import torch
 
 from captum_iba._utils.io import atomic_write_text, write_marker
 from captum_iba.app import commands
-from captum_iba.app.checks import check_against_config, check_classes, output_folder
+from captum_iba.app.checks import (
+    check_against_config,
+    check_classes,
+    corpus_warning,
+    output_folder,
+)
 from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
 from captum_iba.app.data.corpora import canonical_split
 from captum_iba.app.engine import (
@@ -143,12 +148,15 @@ def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
     model loads; the folder's completion marker is removed until the run ends.
     """
     out = output_folder(args.out, "--out")
-    config, _ = config_and_record(args.model, args.dataset)
+    config, record = config_and_record(args.model, args.dataset)
     check_against_config(config, max_length=args.max_length)
     check_request_layers(args.request, config)
     threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)  # CPU rounding depends on it
     world = init_world(args.device)
+    warning = corpus_warning(record, args.dataset)
+    if warning and world.is_main:
+        print(f"warning: {warning}", flush=True)
     try:
         prepare_out(args.out, _run_settings(args, split), world)
         if world.is_main:
@@ -186,6 +194,11 @@ def evaluate(args: argparse.Namespace) -> int:
         f"done: {merged.run_line(n, len(merged.results))}; model accuracy on them "
         f"{100 * accuracy:.1f} %; results in {out}/"
     )
+    warning = corpus_warning(
+        config_and_record(args.model, args.dataset)[1], args.dataset
+    )
+    if warning:  # said at the start too; the accuracy above is read here
+        print(_wrap(f"warning: {warning}"))
     return 0
 
 

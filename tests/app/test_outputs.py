@@ -106,3 +106,31 @@ def test_the_docs_list_every_field_of_the_json_lines():
     ]
     missing = [f for f in ROW_FIELDS if f"``{f}``" not in table]
     assert not missing, missing
+
+
+def test_a_model_of_another_corpus_is_said_so(tiny_model_dir, tmp_path, capsys):
+    """Issue 31, item 4: '--model <sst2 model> --dataset rte' printed
+    'accuracy 50.0 %' without a word; explain --pair warned from the same
+    record."""
+    import shutil
+
+    model = tmp_path / "sst2-model"
+    shutil.copytree(tiny_model_dir, model)
+    (model / "captum_iba_finetune.json").write_text(json.dumps({"dataset": "sst2"}))
+    data = tmp_path / "data" / "rte"
+    data.mkdir(parents=True)
+    rows = [{"sentence1": f"a man {i}", "sentence2": "a person", "label": i % 2}
+            for i in range(4)]  # fmt: skip
+    (data / "validation.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    argv = ["evaluate", "--model", str(model), "--data-dir", str(data.parent),
+            "--dataset", "rte", "--methods", "random", "--out",
+            str(tmp_path / "out")]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    said = "this model was fine-tuned on 'sst2' (its fine-tuning record says so)"
+    assert out.count("warning: ") == 2 and out.count(said) == 2
+    assert "not on --dataset rte" in " ".join(out.splitlines()[-3:])
+    same = ["evaluate", "--model", tiny_model_dir, "--data-dir", _corpus(tmp_path),
+            "--methods", "random", "--n", "4",
+            "--out", str(tmp_path / "o2")]  # fmt: skip
+    assert main(same) == 0 and "warning" not in capsys.readouterr().out
