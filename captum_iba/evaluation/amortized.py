@@ -179,12 +179,13 @@ class IBAAmortizedScorer(TokenScorer):
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
     ) -> Tensor:
         extra = (mask,) if tt is None else (mask, tt)
+        refine = {"seed": self.seed} if self.refine_steps else {}
         attr = self.aiba.attribute(
             ids,
             target=target,
             additional_forward_args=extra,
             token_mask=mask,
             refine_steps=self.refine_steps,
-            seed=self.seed,
+            **refine,
         )
         return attr.reshape(attr.shape[:2] + (-1,)).sum(-1)
