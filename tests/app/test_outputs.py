@@ -134,3 +134,60 @@ def test_a_model_of_another_corpus_is_said_so(tiny_model_dir, tmp_path, capsys):
             "--methods", "random", "--n", "4",
             "--out", str(tmp_path / "o2")]  # fmt: skip
     assert main(same) == 0 and "warning" not in capsys.readouterr().out
+
+
+def test_piped_progress_is_plain_lines(tiny_model_dir, tmp_path, capsys):
+    """Issue 31, item 13: piped, nothing was said for 45 s; now a line when
+    scoring starts (what runs first), then progress lines, the last at 100 %."""
+    out = tmp_path / "out"
+    argv = ["evaluate", "--model", tiny_model_dir, "--data-dir", _corpus(tmp_path),
+            "--methods", "random,loo", "--n", "8", "--batch-size", "4",
+            "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    err = capsys.readouterr().err  # not a terminal here
+    lines = [ln for ln in err.splitlines() if ln.startswith("[captum_iba]")]
+    assert lines[0].startswith("[captum_iba] scoring 16 of 16 instances x methods")
+    assert lines[1] == "[captum_iba] working on unit 1 of 2: random"
+    assert lines[-1].startswith(
+        "[captum_iba] 16 of 16 instances x methods scored (100 %)"
+    )
+
+
+def test_the_bar_moves_per_method_and_names_what_runs(tmp_path, monkeypatch):
+    """Issue 31, item 13: in a terminal the bar stood at 0/60 for 35 s, then
+    jumped by units; it moves as each method finishes a unit and says which
+    unit and method run."""
+    from captum_iba.app.engine import progress
+
+    class Bar:
+        disable, n = False, 0
+
+        def __init__(self, **kw):
+            self.calls = []
+
+        def set_postfix_str(self, text, refresh=True):
+            self.calls.append(("now", text))
+
+        def update(self, n):
+            self.calls.append(("update", n))
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(progress, "tqdm", Bar)
+    shards = tmp_path / "shards"
+    shards.mkdir()
+
+    class SecondRank(World):  # no process group needed
+        def gather(self, value):
+            return [value, value]
+
+    bar = Progress(tmp_path, SecondRank(rank=1, size=2), 16, {0: ["a", "b"]}, [4])
+    bar.working(0, "a")
+    bar.update(4)
+    bar.working(0, "b")
+    assert bar.bar.calls == [
+        ("now", "unit 1 of 1: a"),
+        ("update", 4),
+        ("now", "unit 1 of 1: b"),
+    ]
