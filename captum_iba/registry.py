@@ -261,7 +261,9 @@ _method(
 _method(
     "iba-faithful",
     "iba:IBAScorer",
-    "IBA, the most faithful information bottleneck measured (docs/faithfulness.rst)",
+    "IBA with noise at an encoder layer, a true information bottleneck (how much "
+    "of each token's signal passes): the most faithful of IBA's noise "
+    "configurations (docs/faithfulness.rst)",
     _IBA_NOISE,
     signed=False,
     reduction="mean",
@@ -281,8 +283,9 @@ _method(
 _method(
     "iba-deletion",
     "iba:IBAScorer",
-    "IBA's mask acting by deletion through attention, with the complement term: "
-    "the most faithful IBA measured (docs/faithfulness.rst)",
+    "IBA's mask deleting tokens through the attention of every layer, with the "
+    "complement term: no noise, so no information is measured, but the most "
+    "faithful configuration measured (docs/faithfulness.rst)",
     _IBA_RUN,
     signed=False,
     reduction="mean",

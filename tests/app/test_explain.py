@@ -266,3 +266,18 @@ def test_a_tokenizer_that_does_not_fit_the_model_is_refused(tiny_model_dir):
         explain(TEXT, model, "random", tokenizer=tok)
     with pytest.raises(ValueError, match="tokenizer= given without model="):
         explain(TEXT, tokenizer=tok)
+
+
+def test_the_two_most_faithful_ibas_say_how_they_differ(tiny_model_dir):
+    """Issue 31, item 15: side by side, 'the most faithful IBA measured' and
+    'the most faithful information bottleneck measured' said nothing of how
+    they differ."""
+    result = explain(TEXT, tiny_model_dir, ["iba-deletion", "iba-faithful"],
+                     steps=2, layer=0)  # fmt: skip
+    page = result.to_html()
+    deletion, faithful = result.details("iba-deletion"), result.details("iba-faithful")
+    assert "deleting tokens through the attention" in deletion
+    assert "no noise, so no information is measured" in deletion
+    assert "with noise" in faithful and "information bottleneck" in faithful
+    for line in (deletion, faithful):
+        assert line.split(";")[0] in page.replace("&#x27;", "'")
