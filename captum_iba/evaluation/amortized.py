@@ -140,6 +140,13 @@ class IBAAmortizedScorer(TokenScorer):
         **kwargs: See :class:`TokenScorer`.
     """
 
+    meaning = (
+        "the share of the token's signal the fitted explainer's mask keeps (lambda "
+        "in [0, 1], the same for every feature; refined per sample when asked): "
+        "how much the prediction relied on the token, with no direction (for or "
+        "against the class)"
+    )
+
     def __init__(
         self,
         model: Callable[..., Any],
@@ -188,4 +195,4 @@ class IBAAmortizedScorer(TokenScorer):
             refine_steps=self.refine_steps,
             **refine,
         )
-        return attr.reshape(attr.shape[:2] + (-1,)).sum(-1)
+        return attr.reshape(attr.shape[:2] + (-1,)).mean(-1)  # lambda, in [0, 1]

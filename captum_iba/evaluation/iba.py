@@ -21,7 +21,9 @@ __all__ = ["IBAScorer"]
 
 
 class IBAScorer(TokenScorer):
-    """Information Bottleneck Attribution (the project's own class), summed per token.
+    """Information Bottleneck Attribution (the project's own class) per token:
+    the capacity summed over the token's features (nats), or the mask's mean
+    over them (the share of the token's signal kept, in [0, 1]).
 
     Args:
         model (Callable): HF model (``(ids, mask[, tt])`` positionally).
@@ -101,13 +103,13 @@ class IBAScorer(TokenScorer):
                 f"the weight with which {above} reads the token, learned so that "
                 "the tokens kept suffice for the class and removing them takes it "
                 "away (the mask lambda in [0, 1], 0 = deleted, 1 = kept, "
-                "averaged over the steps, summed over the token's features)"
+                "averaged over the steps and over the token's features)"
             )
         elif self.options.readout == "mask_mean":
             what = (
-                f"how much of the token's signal {where} lets through (the mask "
-                "lambda in [0, 1], averaged over the steps, summed over the "
-                "token's features)"
+                f"the share of the token's signal {where} lets through (the mask "
+                "lambda in [0, 1], averaged over the steps and over the token's "
+                "features)"
             )
         else:
             what = (
@@ -130,7 +132,11 @@ class IBAScorer(TokenScorer):
             config=self.options,
             token_mask=mask,
         )
-        return attr.sum(-1) if attr.dim() == 3 else attr
+        if attr.dim() != 3:
+            return attr
+        # a mask is a share in [0, 1] (its mean over the features); the
+        # capacity, information in nats, adds up over them
+        return attr.sum(-1) if self.options.readout == "capacity" else attr.mean(-1)
 
 
 def _used_options(options: IBAOptions) -> Dict[str, Any]:
