@@ -13,6 +13,11 @@
   (``setting="fair"``, ``--setting``; their presets in
   :mod:`captum_iba.evaluation.presets`).
 
+The degradation test's aggregates are registered beside their functions
+(:data:`captum_iba.metrics.aggregates.AGGREGATES`, with
+:func:`~captum_iba.metrics.aggregates.register_aggregate`), since they are
+used only with the metrics loaded.
+
 IBA's named configurations (``"paper"``, ``"faithful"``, ``"deletion"``) are
 registered next to their options, in :data:`captum_iba.attr.options.CONFIGS`.
 

@@ -140,7 +140,8 @@ def _global_options(
         who = [m for m in methods if takes(m, name, setting)]
         if not who:
             where = ", ".join(takers(name)) or "no method"
-            also = f" in the {setting!r} setting" if setting else ""
+            scoped = OPTIONS.entry(name).facts.get("settings")
+            also = f" in the {setting!r} setting" if setting and scoped else ""
             raise ValueError(
                 f"{label}: none of the chosen methods ({', '.join(methods)}) takes "
                 f"it{also}; it applies to {where}"
@@ -174,7 +175,7 @@ def _per_method(
             if name is None or not takes(method, name, setting):
                 if cli or name is not None:
                     own = ", ".join(options_of(method)) or "none"
-                    also = f" in the {setting!r} setting" if setting else ""
+                    also = f" in the {setting!r} setting" if name and setting else ""
                     raise ValueError(
                         f"{method} takes no option {option_key!r}{also}; its "
                         f"options: {own}"

@@ -254,7 +254,9 @@ def build_scorer(
             model, module, options["explainer"], tokenizer=tokenizer, setting="fair",
             name=name, refine_steps=options.get("refine_steps", 0),
         )  # fmt: skip
-    config = "faithful" if options.pop("faithful", False) else "paper"
+    config = options.pop("config", None)
+    faithful = options.pop("faithful", False)
+    config = config or ("faithful" if faithful else "paper")
     module = encoder_layers(model)[layer] if isinstance(layer, int) else layer
     return IBAScorer(
         model,

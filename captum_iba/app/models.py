@@ -203,14 +203,15 @@ def config_and_record(path: Optional[str], dataset: str) -> Tuple[Any, Optional[
     For the default model (``path`` None) these are the base model's
     configuration with the corpus' classes, and a record naming the corpus.
     """
-    from captum_iba.app.finetune import default_base_model, read_result
-    from captum_iba.app.finetune.cache import cached_default_model
-    from captum_iba.app.finetune.store import check_folder
+    from captum_iba.app.finetune.recipes import default_base_model
+    from captum_iba.app.finetune.store import check_folder, read_record
 
     if path is None:
         try:
             config = model_config(default_base_model())
         except ImportError:
+            from captum_iba.app.finetune.cache import cached_default_model
+
             cached = cached_default_model(dataset)
             if cached is None:
                 raise
@@ -225,7 +226,7 @@ def config_and_record(path: Optional[str], dataset: str) -> Tuple[Any, Optional[
     if not folder.is_dir():
         return config, None
     try:
-        record = read_result(folder)
+        record = read_record(folder)
     except (FileNotFoundError, ValueError):
         return config, None  # not made by fine_tune, or its record is unreadable
     problem = check_folder(folder, record) if "files" in record else None

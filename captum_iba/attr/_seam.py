@@ -8,7 +8,8 @@ all the optimisation (:func:`captum_iba.attr._loop.optimise`) sees of the
 model. Entering installs, in this order, and leaving removes:
 
 1. how ``T`` replaces the site (:attr:`Seam.path`, chosen when the seam is
-   built): the stack replay (the layers below the bottleneck skipped), with
+   built): the stack replay (the layers below the bottleneck skipped), or at
+   the model's embeddings their replay (the embeddings not computed), with
    :mod:`._speed`'s exact cuts when they reproduce the model's output, else
    without them, else Captum-style forward hooks (always for a layer's
    input). The replay is checked once against the model's own output on the
@@ -37,7 +38,7 @@ from captum_iba._utils.hooks import (
 )
 from captum_iba.attr import _speed
 from captum_iba.attr._inputs import copies_failed
-from captum_iba.attr._sites import Site, attention_removal, layers_above
+from captum_iba.attr._sites import Site, attention_removal, layers_above, stack_above
 
 __all__ = ["CleanRun", "Path", "Seam"]
 
@@ -48,7 +49,9 @@ class Path(NamedTuple):
     """How ``T`` replaces the site.
 
     Attributes:
-        kind (str): ``"stack"`` (the stack replay) or ``"hooks"``.
+        kind (str): ``"stack"`` (the stack replay), ``"embeddings"`` (the
+            replay at the model's embeddings, every layer above them) or
+            ``"hooks"``.
         cuts (bool): Whether the replay uses the exact cuts.
     """
 
@@ -168,7 +171,9 @@ class Seam:
 
     def _choose(self, cuts: bool) -> Path:
         """The stack replay (with the exact cuts first when ``cuts``) when it
-        reproduces the model's output, else hooks."""
+        reproduces the model's output; at the model's embeddings, their
+        replay likewise (no warning when it does not: hooks serve as well
+        there); else hooks."""
         if self.stack is not None and not self.site.on_input:
             for cut in (True, False) if cuts else (False,):
                 if self.replay_matches(Path("stack", cut)):
@@ -179,6 +184,10 @@ class Seam:
                 "instead.",
                 stacklevel=user_stacklevel(),
             )
+        elif self.device_ids is None and stack_above(self.model, self.site):
+            for cut in (True, False) if cuts else (False,):
+                if self.replay_matches(Path("embeddings", cut)):
+                    return Path("embeddings", cut)
         return Path("hooks")
 
     def _substitute(self, path: Path) -> Substitute:
@@ -189,6 +198,9 @@ class Seam:
             return _speed.stack_replay(
                 self.model, self.stack, self.clean.template, path.cuts, site.position
             )
+        if path.kind == "embeddings":
+            above = stack_above(self.model, site)
+            return _speed.embeddings_replay(self.model, site.layer, above, path.cuts)
         if site.on_input:
             return lambda value: replaced_input_by_hook(
                 site.layer, lambda inp: scatter_for(value(), inp, device_ids)

@@ -28,6 +28,7 @@ from captum_iba._utils.hooks import (
     tensor_at,
     tensor_positions,
 )
+from captum_iba._utils.modules import embeddings_of
 from captum_iba.attr import bottleneck as ib
 
 
@@ -145,13 +146,28 @@ def stack_for(
 MASK_PARAMETERS = ("attention_mask", "attn_mask", "mask")
 
 
+def stack_above(forward_func: Any, site: Site) -> Optional[Module]:
+    """The model's layer stack when ``site`` is the model's embeddings (as
+    :func:`~captum_iba._utils.modules.embeddings_of` finds them: every layer
+    of the stack lies above it), else None."""
+    if not isinstance(forward_func, Module) or site.on_input:
+        return None
+    try:
+        if site.layer is not embeddings_of(forward_func):
+            return None
+    except ValueError:  # no embeddings
+        return None
+    lists = [m for m in forward_func.modules() if isinstance(m, ModuleList)]
+    return max(lists, key=len) if lists else None
+
+
 def layers_above(
     forward_func: Any, site: Site, stack: Optional[Tuple[Module, int]]
 ) -> Tuple[Module, List[int]]:
     """The container and indices of the layers above the site, whose
     attention ``removal="attention"`` changes: the rest of the site's stack,
-    or every layer of the model's longest ``ModuleList`` when the site is the
-    model's embeddings (``forward_func.base_model.embeddings``)."""
+    or every layer of the model's layer stack when the site is the model's
+    embeddings (:func:`stack_above`)."""
     if site.on_input:
         raise ValueError(
             "removal='attention' acts on the layers above a layer's output; it "
@@ -159,18 +175,14 @@ def layers_above(
         )
     if stack is not None:
         return stack[0], list(range(stack[1] + 1, len(stack[0])))
-    base = getattr(forward_func, "base_model", None)
-    if isinstance(forward_func, Module) and site.layer is getattr(
-        base, "embeddings", None
-    ):
-        lists = [m for m in forward_func.modules() if isinstance(m, ModuleList)]
-        if lists:
-            longest = max(lists, key=len)
-            return longest, list(range(len(longest)))
+    above = stack_above(forward_func, site)
+    if above is not None:
+        return above, list(range(len(above)))
     raise ValueError(
         f"removal='attention' needs the layers above {site.name}: use a layer of "
         "the model's layer stack (e.g. model.bert.encoder.layer[i]) or its "
-        "embeddings (model.base_model.embeddings), with layer_stack=True."
+        "embeddings (layer='embeddings': model.base_model.embeddings, or the "
+        "input embeddings of a decoder), with layer_stack=True."
     )
 
 

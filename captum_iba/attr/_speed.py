@@ -56,6 +56,8 @@ __all__ = [
     "frozen_parameters",
     "instances_per_chunk",
     "precision_context",
+    "cls_row_cut",
+    "embeddings_replay",
     "stack_cuts",
     "stack_replay",
 ]
@@ -258,15 +260,66 @@ def stack_replay(
 
 def stack_cuts(model: Any, stack: Module, index: int) -> ContextManager[None]:
     """The cuts around the stack replay of ``stack[index]``: embeddings once,
-    and the [CLS] row of the last layer when it lies above
-    the bottleneck and has a BERT-style structure. The caller checks the
-    model's output against the full computation."""
+    and the [CLS] row of the last layer when it lies above the bottleneck
+    (:func:`cls_row_cut`). The caller checks the model's output against the
+    full computation."""
     cuts = ExitStack()
     cuts.enter_context(embeddings_once(model))
-    last = len(stack) - 1
-    if index < last and ClsRowLayer.supports(stack[last]):
-        cuts.enter_context(_attribute_swap(stack, str(last), ClsRowLayer(stack[last])))
+    if index < len(stack) - 1:
+        cuts.enter_context(cls_row_cut(stack))
     return cuts
+
+
+def cls_row_cut(stack: Module) -> ContextManager[None]:
+    """The last layer of ``stack`` computed for its [CLS] row only
+    (:class:`ClsRowLayer`) when it has a BERT-style structure; nothing
+    otherwise."""
+    last = len(stack) - 1
+    if last < 0 or not ClsRowLayer.supports(stack[last]):
+        return ExitStack()
+    return _attribute_swap(stack, str(last), ClsRowLayer(stack[last]))
+
+
+class _Constant(Module):
+    """Stands in for a module whose output is the bottleneck's: returns
+    ``value()`` whatever it is called with."""
+
+    def __init__(self, value: Callable[[], Tensor]) -> None:
+        super().__init__()
+        self._value = value
+
+    def forward(self, *args: Any, **kwargs: Any) -> Tensor:
+        return self._value()
+
+
+def embeddings_replay(
+    model: Module, embeddings: Module, stack: Module, cut: bool
+) -> Callable[[Callable[[], Tensor]], ContextManager[None]]:
+    """The replay at the model's embeddings, every layer of ``stack`` above
+    them: the embeddings swapped for a stub returning ``value()`` (their
+    output is the bottleneck's, nothing to compute) and, when ``cut``, the
+    last layer's [CLS] row only (:func:`cls_row_cut`); the factory's ``cuts``
+    attribute says which. The caller checks the model's output against the
+    full computation."""
+    parent, name = _parent_of(model, embeddings)
+
+    @contextmanager
+    def replay(value: Callable[[], Tensor]) -> Iterator[None]:
+        with _attribute_swap(parent, name, _Constant(value)):
+            with cls_row_cut(stack) if cut else ExitStack():
+                yield
+
+    replay.cuts = cut  # type: ignore[attr-defined]
+    return replay
+
+
+def _parent_of(model: Module, module: Module) -> Tuple[Module, str]:
+    """The module holding ``module`` as an attribute, and the attribute's name."""
+    for parent in model.modules():
+        for name, child in parent.named_children():
+            if child is module:
+                return parent, name
+    raise ValueError(f"{type(module).__name__} is not a module of the model.")
 
 
 @contextmanager

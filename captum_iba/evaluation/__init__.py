@@ -80,6 +80,9 @@ _NAMES = exports(
     resolve=["Resources", "build_scorers"],
     loop=[
         "CorpusJob",
+        "ScorerCall",
+        "UnitTensors",
+        "degradation_options",
         "merge_records",
         "run_units",
         "score_unit",

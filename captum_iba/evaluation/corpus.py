@@ -10,11 +10,21 @@ order, and its encoding into token ids.
 * :func:`fit_dataset_prior` - IBA's dataset prior fitted on a split.
 """
 
-from typing import Any, Dict, Iterator, List, Optional, Protocol, Sequence
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    Iterator,
+    List,
+    Optional,
+    Protocol,
+    Sequence,
+)
 
 from torch import Tensor, nn
 
-from captum_iba.attr.priors import DatasetPrior
+if TYPE_CHECKING:  # pragma: no cover
+    from captum_iba.attr.dataset_prior import DatasetPrior
 
 __all__ = [
     "CorpusLike",
@@ -112,7 +122,7 @@ def fit_dataset_prior(
     data: CorpusLike,
     max_length: int = 128,
     batch_size: int = 32,
-) -> DatasetPrior:
+) -> "DatasetPrior":
     """Fit a :class:`~captum_iba.DatasetPrior` on the real tokens of a corpus split.
 
     Args:
@@ -126,6 +136,8 @@ def fit_dataset_prior(
     Returns:
         DatasetPrior: The fitted prior.
     """
+    from captum_iba.attr.dataset_prior import DatasetPrior
+
     return DatasetPrior.fit(
         model, layer, encoded_batches(tokenizer, data, max_length, batch_size)
     )

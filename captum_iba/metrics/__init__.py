@@ -37,45 +37,25 @@ Modules:
   internal.
 """
 
-from captum_iba.metrics.aggregates import normalized_drop
-from captum_iba.metrics.compare import Comparison, compare
-from captum_iba.metrics.degradation import degradation_test, original_logits_of
-from captum_iba.metrics.options import PAPER_LEVELS, DegradationOptions
-from captum_iba.metrics.randomization import (
-    cascade_stages,
-    cascading_randomization,
-    reinitialize,
-)
-from captum_iba.metrics.randomization_result import (
-    RandomizationResult,
-    rank_correlation,
-)
-from captum_iba.metrics.result import DegradationResult
-from captum_iba.metrics.strategies import (
-    CustomRemoval,
-    Deletion,
-    RemovalStrategy,
-    Replacement,
-    as_removal,
-)
+from captum_iba._utils.lazy import exports, lazy_names
 
-__all__ = [
-    "PAPER_LEVELS",
-    "DegradationOptions",
-    "DegradationResult",
-    "Comparison",
-    "CustomRemoval",
-    "Deletion",
-    "RemovalStrategy",
-    "Replacement",
-    "as_removal",
-    "degradation_test",
-    "original_logits_of",
-    "compare",
-    "normalized_drop",
-    "RandomizationResult",
-    "cascade_stages",
-    "cascading_randomization",
-    "rank_correlation",
-    "reinitialize",
-]
+#: The public names, each with its module (imported on first use, so that
+#: the degradation test does not load the randomisation check's SciPy).
+_NAMES = exports(
+    aggregates=["normalized_drop"],
+    compare=["Comparison", "compare"],
+    degradation=["degradation_test", "original_logits_of"],
+    options=["PAPER_LEVELS", "DegradationOptions"],
+    randomization=["cascade_stages", "cascading_randomization", "reinitialize"],
+    randomization_result=["RandomizationResult", "rank_correlation"],
+    result=["DegradationResult"],
+    strategies=[
+        "CustomRemoval",
+        "Deletion",
+        "RemovalStrategy",
+        "Replacement",
+        "as_removal",
+    ],
+)
+__all__ = sorted(_NAMES)
+__getattr__, __dir__ = lazy_names(__name__, _NAMES, globals())

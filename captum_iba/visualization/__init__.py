@@ -43,46 +43,29 @@ Modules: :mod:`~captum_iba.visualization.text` (HTML heatmaps),
 ``_inputs`` (checks of arrays, masks and tokens; :func:`prepare_tokens`).
 """
 
-from captum_iba.visualization._inputs import (
-    merge_word_pieces,
-    prepare_tokens,
-    scale_scores,
-)
-from captum_iba.visualization.curves import (
-    degradation_curves,
-    normalized_drop,
-    plot_beta_sweep,
-    plot_degradation_curves,
-    plot_layer_sweep,
-)
-from captum_iba.visualization.figures import layer_token_heatmap
-from captum_iba.visualization.sanity import plot_randomization
-from captum_iba.visualization.style import DEFAULT_SKIP_TOKENS, HeatmapStyle
-from captum_iba.visualization.text import (
-    heatmap_records,
-    save_html,
-    text_heatmap_html,
-    visualize_text_records,
-)
-from captum_iba.visualization.tradeoff import pareto_front, plot_cost_faithfulness
+from captum_iba._utils.lazy import exports, lazy_names
 
-__all__ = [
-    "DEFAULT_SKIP_TOKENS",
-    "HeatmapStyle",
-    "degradation_curves",
-    "heatmap_records",
-    "layer_token_heatmap",
-    "merge_word_pieces",
-    "normalized_drop",
-    "pareto_front",
-    "plot_cost_faithfulness",
-    "plot_beta_sweep",
-    "plot_degradation_curves",
-    "plot_layer_sweep",
-    "plot_randomization",
-    "prepare_tokens",
-    "save_html",
-    "scale_scores",
-    "text_heatmap_html",
-    "visualize_text_records",
-]
+#: The public names, each with its module (imported on first use: the
+#: terminal listing's scaling loads no plotting module).
+_NAMES = exports(
+    _inputs=["merge_word_pieces", "prepare_tokens", "scale_scores"],
+    curves=[
+        "degradation_curves",
+        "normalized_drop",
+        "plot_beta_sweep",
+        "plot_degradation_curves",
+        "plot_layer_sweep",
+    ],
+    figures=["layer_token_heatmap"],
+    sanity=["plot_randomization"],
+    style=["DEFAULT_SKIP_TOKENS", "HeatmapStyle"],
+    text=[
+        "heatmap_records",
+        "save_html",
+        "text_heatmap_html",
+        "visualize_text_records",
+    ],
+    tradeoff=["pareto_front", "plot_cost_faithfulness"],
+)
+__all__ = sorted(_NAMES)
+__getattr__, __dir__ = lazy_names(__name__, _NAMES, globals())

@@ -56,6 +56,39 @@ def test_cuts_give_the_full_computation(kind):
     torch.testing.assert_close(cut, full, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("kind", ["bert", "roberta"])
+def test_deletion_at_the_embeddings_replays_them_with_the_cls_cut(kind):
+    """config="deletion" at the embeddings: the embeddings are not computed
+    at each step (a stub returns their output) and the last layer computes
+    its [CLS] row only; the scores equal those of the hooks."""
+    from tests.helpers import no_hooks
+
+    model = tiny_hf_model(kind)
+    ids, mask = _batch()
+    runs = {}
+    for name, kw in (("cut", {}), ("plain", dict(cuts=False))):
+        iba = InformationBottleneckAttribution(
+            model, model.base_model.embeddings, special_token_ids=[], **kw
+        )
+        out = iba.attribute(ids, target=[0, 1, 1], additional_forward_args=(mask,),
+                            config="deletion", steps=3)  # fmt: skip
+        runs[name] = (out, iba.last_run[0]["path"], iba.last_run[0]["cuts"])
+    hooks = InformationBottleneckAttribution(
+        model, model.base_model.embeddings, special_token_ids=[]
+    )
+    with pytest.MonkeyPatch.context() as patch:  # no replay: the hooks
+        patch.setattr("captum_iba.attr._seam.stack_above", lambda *a: None)
+        via_hooks = hooks.attribute(ids, [0, 1, 1], (mask,), config="deletion", steps=3)
+    assert hooks.last_run[0]["path"] == "hooks"
+    assert runs["cut"][1:] == ("embeddings", True)
+    assert runs["plain"][1:] == ("embeddings", False)
+    torch.testing.assert_close(runs["plain"][0], via_hooks, rtol=0, atol=0)
+    torch.testing.assert_close(runs["cut"][0], via_hooks, rtol=1e-5, atol=1e-5)
+    assert no_hooks(model) and type(model.base_model.embeddings).__name__.endswith(
+        "Embeddings"
+    )
+
+
 class MeanPooledBert(nn.Module):
     """A BERT whose head averages every row of the last layer."""
 

@@ -22,21 +22,15 @@ point), :mod:`~captum_iba.app.data.corpora` (names, splits, label names),
 readers ``_local`` (files), ``_bbc`` (BBC News) and ``_hub`` (``datasets``).
 """
 
-from captum_iba.app.data._local import DATA_ENV_VAR, clean_imdb_text, default_data_dir
-from captum_iba.app.data.corpora import HELDOUT_SPLIT, HUB_DATASETS, LOCAL_DATASETS
-from captum_iba.app.data.dataset import TextClassificationData
-from captum_iba.app.data.load import load_dataset
-from captum_iba.app.data.splits import stratified_split, stratified_subset
+from captum_iba._utils.lazy import exports, lazy_names
 
-__all__ = [
-    "DATA_ENV_VAR",
-    "HELDOUT_SPLIT",
-    "HUB_DATASETS",
-    "LOCAL_DATASETS",
-    "TextClassificationData",
-    "clean_imdb_text",
-    "default_data_dir",
-    "load_dataset",
-    "stratified_split",
-    "stratified_subset",
-]
+#: The public names, each with its module (imported on first use).
+_NAMES = exports(
+    _local=["DATA_ENV_VAR", "clean_imdb_text", "default_data_dir"],
+    corpora=["HELDOUT_SPLIT", "HUB_DATASETS", "LOCAL_DATASETS"],
+    dataset=["TextClassificationData"],
+    load=["load_dataset"],
+    splits=["stratified_split", "stratified_subset"],
+)
+__all__ = sorted(_NAMES)
+__getattr__, __dir__ = lazy_names(__name__, _NAMES, globals())

@@ -17,59 +17,41 @@ Typical use::
 The modules: :mod:`~captum_iba.app.finetune.recipes` (the settings,
 :class:`FineTuneOptions`, built from a corpus recipe with
 ``FineTuneOptions.recipe("sst2", steps=400)``; the recipes; the
-base model), :mod:`~captum_iba.app.finetune.train` (:func:`fine_tune`),
+base model), :mod:`~captum_iba.app.finetune.train` (:func:`fine_tune`) and its loop
+:mod:`~captum_iba.app.finetune.steps`,
 :mod:`~captum_iba.app.finetune.batches` (batching, :func:`evaluate_accuracy`),
 :mod:`~captum_iba.app.finetune.store` (cache folders and their key) and
 :mod:`~captum_iba.app.finetune.cache` (:func:`get_finetuned_model`).
 """
 
-from captum_iba.app.finetune.batches import evaluate_accuracy
-from captum_iba.app.finetune.cache import (
-    cached_model_dir,
-    get_finetuned_model,
-    load_finetuned_model,
-    read_result,
-)
-from captum_iba.app.finetune.recipes import (
-    BUDGET_ENV_VAR,
-    CACHE_ENV_VAR,
-    DEFAULT_SETTINGS,
-    MAX_SECONDS_ENV_VAR,
-    RECIPES,
-    REPRODUCE_OVERRIDES,
-    STEPS_ENV_VAR,
-    FineTuneOptions,
-    default_base_model,
-    recipe_settings,
-    reproduce_overrides,
-)
-from captum_iba.app.finetune.store import RESULT_FILE as RESULT_FILE  # not in __all__
-from captum_iba.app.finetune.store import default_cache_dir
-from captum_iba.app.finetune.train import (
-    FineTuneResult,
-    FineTuneTimeoutError,
-    fine_tune,
-)
+from captum_iba._utils.lazy import exports, lazy_names
 
-__all__ = [
-    "BUDGET_ENV_VAR",
-    "CACHE_ENV_VAR",
-    "DEFAULT_SETTINGS",
-    "MAX_SECONDS_ENV_VAR",
-    "RECIPES",
-    "REPRODUCE_OVERRIDES",
-    "STEPS_ENV_VAR",
-    "FineTuneOptions",
-    "FineTuneResult",
-    "FineTuneTimeoutError",
-    "cached_model_dir",
-    "default_base_model",
-    "default_cache_dir",
-    "evaluate_accuracy",
-    "fine_tune",
-    "get_finetuned_model",
-    "load_finetuned_model",
-    "read_result",
-    "recipe_settings",
-    "reproduce_overrides",
-]
+#: The public names, each with its module (imported on first use: reading a
+#: fine-tune record does not load the training loop).
+_NAMES = exports(
+    batches=["evaluate_accuracy"],
+    cache=[
+        "cached_model_dir",
+        "get_finetuned_model",
+        "load_finetuned_model",
+        "read_result",
+    ],
+    recipes=[
+        "BUDGET_ENV_VAR",
+        "CACHE_ENV_VAR",
+        "DEFAULT_SETTINGS",
+        "MAX_SECONDS_ENV_VAR",
+        "RECIPES",
+        "REPRODUCE_OVERRIDES",
+        "STEPS_ENV_VAR",
+        "FineTuneOptions",
+        "default_base_model",
+        "recipe_settings",
+        "reproduce_overrides",
+    ],
+    store=["RESULT_FILE", "default_cache_dir"],
+    steps=["FineTuneTimeoutError"],
+    train=["FineTuneResult", "fine_tune"],
+)
+__all__ = sorted(n for n in _NAMES if n != "RESULT_FILE")
+__getattr__, __dir__ = lazy_names(__name__, _NAMES, globals())
