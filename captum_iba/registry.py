@@ -85,8 +85,8 @@ _option(
     _v.layer_value,
     "the layer of the method's bottleneck: an encoder layer index (0-based) or "
     "'embeddings'; default: the method's own (iba, iba-faithful: int(0.75 x the "
-    "number of layers), 4 of 0..5 for the default model; iba-deletion, "
-    "iba-amortized: embeddings)",
+    "number of layers), below the last, 4 of 0..5 for the default model; "
+    "iba-deletion, iba-amortized: embeddings)",
     variants=True,
 )
 _option(

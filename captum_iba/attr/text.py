@@ -132,23 +132,26 @@ def paper_layer_index(model: Module) -> int:
 
 
 def default_layer_index(model: Module) -> int:
-    """The default bottleneck layer: the output of layer ``int(0.75 n)`` (0-based).
+    """The default bottleneck layer: the output of layer ``int(0.75 n)`` (0-based),
+    never the last one.
 
     One layer above the paper's scaled choice (:func:`paper_layer_index`): on
     MiniLM-L6 fine-tuned on SST-2, index 4 gave AOPC .45 against .38 at index
     3, at half the cost (issue #12, docs/faithfulness.rst). The best layer
     depends on the model and task: :func:`captum_iba.evaluation.choose_layer`
-    measures it.
+    measures it. The last layer is left out: a BERT-style classifier reads
+    only its first token ([CLS]), so no other token can change the prediction
+    there and IBA's scores rank nothing (issue 31).
 
     Args:
         model (Module): A Hugging Face encoder classifier.
 
     Returns:
-        int: ``min(int(0.75 * n_layers), n_layers - 1)`` (9 for BERT-base, 4
-        for MiniLM-L6).
+        int: ``min(int(0.75 * n_layers), n_layers - 2)``, at least 0 (9 for
+        BERT-base, 4 for MiniLM-L6, 0 for a model of two layers).
     """
     n = len(encoder_layers(model))
-    return max(0, min(int(0.75 * n), n - 1))
+    return max(0, min(int(0.75 * n), n - 2))
 
 
 class LayerRef(NamedTuple):

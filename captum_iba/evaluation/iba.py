@@ -132,6 +132,10 @@ class IBAScorer(TokenScorer):
             config=self.options,
             token_mask=mask,
         )
+        runs = getattr(self.iba, "last_run", None) or [{}]
+        reason = runs[0].get("no_ranking", "")
+        if reason:  # the layer ranks no token: said wherever the settings go
+            self.settings["no_ranking"] = reason
         if attr.dim() != 3:
             return attr
         # a mask is a share in [0, 1] (its mean over the features); the
