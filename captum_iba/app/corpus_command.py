@@ -10,7 +10,7 @@ the harness's resolver and the engine runs the units.
 import argparse
 import textwrap
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -121,17 +121,19 @@ def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob
 
 
 def _write_degradation(
-    out: Path, stem: str, results: Dict, curves: bool
+    out: Path, stem: str, results: Dict, curves: bool, notes: Sequence[str] = ()
 ) -> Tuple[Any, List[str]]:
-    """Each method's result as JSON, the comparison table (and the curves),
-    each written atomically; returns the table and the names written."""
+    """Each method's result as JSON, the comparison table with ``notes``
+    under it (and the curves), each written atomically; returns the table and
+    the names written."""
     written = []
     for name, result in results.items():
         path = out / f"{stem}_{_slug(name)}.json"
         result.to_json(path)
         written.append(path.name)
     table = compare(results)
-    atomic_write_text(out / f"{stem}.md", table.to_markdown() + "\n")
+    below = "".join(f"\n{note}\n" for note in notes)
+    atomic_write_text(out / f"{stem}.md", table.to_markdown() + "\n" + below)
     written.append(f"{stem}.md")
     if curves:
         from captum_iba.visualization import plot_degradation_curves
@@ -182,14 +184,19 @@ def evaluate(args: argparse.Namespace) -> int:
         return 0
     out = Path(args.out)
     stem = f"{args.dataset}_{args.setting}"
-    table, written = _write_degradation(out, stem, merged.results, curves=True)
     n = len({row["index"] for row in merged.rows})  # methods may be several IBAs
+    notes = merged.ranking_notes(n)
+    table, written = _write_degradation(
+        out, stem, merged.results, curves=True, notes=notes
+    )
     files = ENGINE_FILES + written
     write_marker(out, commands.MARKER, files=files, command="evaluate", n=n)
     accuracy = next(iter(merged.results.values())).original_accuracy
     print(f"\n{args.dataset} (n={n}), setting {args.setting}")
     print(table.to_markdown())
     print(_wrap(f"Columns: {table.legend()}"))
+    for note in notes:
+        print(_wrap(note))
     print(
         f"done: {merged.run_line(n, len(merged.results))}; model accuracy on them "
         f"{100 * accuracy:.1f} %; results in {out}/"
@@ -215,17 +222,20 @@ def attribute(args: argparse.Namespace) -> int:
         return 0
     out = Path(args.out)
     written = list(ENGINE_FILES)
+    n = len({row["index"] for row in merged.rows})
+    notes = merged.ranking_notes(n)
     if merged.results:
         table, files = _write_degradation(
-            out, "degradation", merged.results, curves=False
+            out, "degradation", merged.results, curves=False, notes=notes
         )
         written += files
         print(table.to_markdown())
         print(_wrap(f"Columns: {table.legend()}"))
+    for note in notes:
+        print(_wrap(note))
     write_marker(
         out, commands.MARKER, files=written, command="attribute", n=len(merged.rows)
     )
-    n = len({row["index"] for row in merged.rows})
     print(
         f"done: {merged.run_line(n, len(merged.rows) // max(n, 1))}; "
         f"{len(merged.rows)} rows in {out / 'attributions.jsonl'} (fields and "

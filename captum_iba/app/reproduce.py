@@ -385,6 +385,12 @@ def run_sweeps(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> 
     summary = {
         "layers": {k: v.first_level_drop for k, v in by_layer.items()},
         "betas": {f"{k:g}": v.first_level_drop for k, v in by_beta.items()},
+        # layers where IBA ranks no token (the last: [CLS] alone is read)
+        "no_ranking_layers": [
+            k
+            for k, v in by_layer.items()
+            if v.settings["attribution"].get("no_ranking")
+        ],
     }
     atomic_write_text(out / "sweeps.json", json.dumps(summary, indent=2))
     print("\nfirst-level drop by layer / beta:", json.dumps(summary, indent=1))

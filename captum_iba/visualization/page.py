@@ -69,6 +69,9 @@ class ScoreRow:
         breaks (Sequence[int]): Word positions before which a separator is
             drawn (the start of a pair's second text).
         unit (str): The raw scores' unit, for the tooltips (e.g. ``"nats"``).
+        no_ranking (str): Why the scores rank no word ("" when they do): said
+            in the legend instead of the scale; no word is coloured or shows
+            a rank.
     """
 
     method: str
@@ -79,6 +82,7 @@ class ScoreRow:
     details: str = ""
     breaks: Sequence[int] = ()
     unit: str = ""
+    no_ranking: str = ""
 
 
 _STYLE = """
@@ -105,6 +109,7 @@ align-items:center;font-size:.85em;color:#444}
 .ciba .ramp{display:inline-block;width:120px;height:.8em;border:1px solid #bbb;
 border-radius:2px}
 .ciba .notes{font-size:.85em;color:#555;border-top:1px solid #ddd;padding-top:.5em}
+.ciba .norank{color:#8a1c1c;flex-basis:100%}
 """
 
 
@@ -127,6 +132,11 @@ def _legend(row: ScoreRow) -> str:
         f'<span class="scale">{low} {ramp} {high}</span>',
         f"<span>{html.escape(scale)}.</span>",
     ]
+    if row.no_ranking:  # no scale: the words are left uncoloured
+        parts = [
+            '<span class="norank"><b>No ranking:</b> '
+            f"{html.escape(row.no_ranking)}; the words are left uncoloured.</span>"
+        ]
     if row.meaning:
         parts.append(f"<span>Score: {html.escape(row.meaning)}.</span>")
     return '<div class="legend">' + "".join(parts) + "</div>"
@@ -147,6 +157,8 @@ def _check(row: ScoreRow) -> np.ndarray:
 def _words(row: ScoreRow, top: int) -> str:
     scores = _check(row)
     scaled = scale_scores(scores, "max" if row.signed else "minmax")
+    if row.no_ranking:  # colours would rank what is no ranking
+        scaled = np.zeros_like(scaled)
     order = np.argsort(-scores, kind="stable")
     rank = np.empty(len(order), dtype=int)
     rank[order] = np.arange(1, len(order) + 1)
@@ -158,6 +170,8 @@ def _words(row: ScoreRow, top: int) -> str:
         back, fore = score_colors(v, row.signed)
         tip = f"rank {rank[i]} of {len(scores)}, score {raw:.4g}{unit}"
         mark = f"<sup>{rank[i]}</sup>" if rank[i] <= top else ""
+        if row.no_ranking:
+            tip, mark = f"score {raw:.4g}{unit} (no ranking)", ""
         cells.append(
             f'<span class="w" style="background:{back};color:{fore}" '
             f'title="{html.escape(tip)}">{html.escape(word)}{mark}</span>'

@@ -84,6 +84,7 @@ def test_sweeps_and_examples_write_figures(reproduce, tmp_path):
     reproduce.run_examples(args, out)
     summary = json.loads((out / "sweeps.json").read_text())
     assert list(summary["layers"]) == ["1", "2"]  # the tiny model's two layers
+    assert summary["no_ranking_layers"] == [2]  # the last: [CLS] alone is read
     assert list(summary["betas"]) == [f"{b:g}" for b in reproduce.BETAS]
     for name in ("fig2_layers", "fig2_beta", "fig3_layers_tokens", "fig3_beta"):
         assert (out / f"{name}.png").stat().st_size > 0
