@@ -94,8 +94,8 @@ border-left:3px solid #999}
 .ciba table.facts{border-collapse:collapse;margin:0 0 .8em}
 .ciba table.facts td{padding:.1em .8em .1em 0;vertical-align:top;text-align:left}
 .ciba table.facts td:first-child{color:#555;white-space:nowrap}
-.ciba .row{display:grid;grid-template-columns:190px 1fr;gap:.2em 1em;
-padding:.6em 0;border-top:1px solid #ddd}
+.ciba .row{display:grid;grid-template-columns:190px 1fr;
+grid-template-rows:auto 1fr;gap:.2em 1em;padding:.6em 0;border-top:1px solid #ddd}
 .ciba .method{font-weight:600;grid-row:span 2}
 .ciba .method small{display:block;font-weight:400;color:#555}
 .ciba .words{display:flex;flex-wrap:wrap;gap:.3em .25em;align-items:baseline}
@@ -104,7 +104,7 @@ border:1px solid rgba(0,0,0,.12)}
 .ciba .w sup{font-size:.65em;margin-left:.15em;opacity:.85}
 .ciba .sep{color:#777;padding:0 .4em;font-weight:600}
 .ciba .legend{grid-column:2;display:flex;flex-wrap:wrap;gap:.2em 1em;
-align-items:center;font-size:.85em;color:#444}
+align-items:center;align-content:flex-start;font-size:.85em;color:#444}
 .ciba .scale{display:inline-flex;align-items:center;gap:.35em;white-space:nowrap}
 .ciba .ramp{display:inline-block;width:120px;height:.8em;border:1px solid #bbb;
 border-radius:2px}
