@@ -110,6 +110,8 @@ def warn_if_training(model: Any) -> None:
 
 
 def n_layers(model: Any, encoder_layers: Any) -> Optional[int]:
+    """The number of encoder layers ``encoder_layers(model)`` finds, None
+    where it finds none."""
     try:
         return len(encoder_layers(model))
     except (ValueError, TypeError, AttributeError):

@@ -47,6 +47,7 @@ def _where(name: str, stack: Tuple[Module, int]) -> str:
 
 
 def _lower(stack: Tuple[Module, int]) -> str:
+    """The layers to suggest instead: those below the last."""
     last = len(stack[0]) - 1
     return f"an earlier layer (0..{last - 1})" if last > 0 else "an earlier layer"
 
