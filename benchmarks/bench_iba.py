@@ -22,6 +22,9 @@ noise samples):
    the paper's configuration and ``iba-faithful``, one SST-2 dev sentence at
    a time.
 
+The default (``iba-deletion``) against its own essential work and the
+released code: ``benchmarks/bench_default.py``.
+
 Medians over repeats; ratios are what to compare across machines. Every
 section prints ``torch.backends.cpu.get_cpu_capability()``: bf16 is fast only
 on a GPU or a CPU with native bfloat16 (AVX512-BF16, AMX).
@@ -292,82 +295,6 @@ def bf16_cpu_section(model, layer, reps: int, n_texts: int = 4) -> None:
             os.environ[_precision.BF16_ENV_VAR] = old
 
 
-def deletion_essential(model, x: torch.Tensor, mask: torch.Tensor, steps: int) -> None:
-    """The essential work of ``config="deletion"``: per step, a forward and a
-    backward of every encoder layer, the pooler and the head for the kept
-    tokens and again for the complement, with the attention bias ln(lambda)
-    (Eq. R2) needing a gradient; the embeddings ``x`` computed once."""
-    layers = encoder_layers(model)
-    target = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
-    alpha = torch.zeros(x.shape[:2], device=x.device, requires_grad=True)
-    pad = (1.0 - mask.float())[:, None, None, :] * torch.finfo(x.dtype).min
-    for _ in range(steps):
-        grads = []
-        for sign in (1.0, -1.0):  # the kept tokens, then the complement
-            bias = torch.log(torch.sigmoid(sign * alpha))[:, None, None, :] + pad
-            h = x
-            for layer in layers:
-                out = layer(h, attention_mask=bias)
-                h = out[0] if isinstance(out, tuple) else out
-            logits = model.classifier(model.bert.pooler(h))
-            loss = torch.nn.functional.cross_entropy(logits, target)
-            grads.append(torch.autograd.grad(loss, alpha)[0])
-
-
-def cpu_seconds(fn: Callable[[], object], repeats: int) -> float:
-    """Median CPU seconds of ``fn`` (after one warm-up call)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return statistics.median(times)
-
-
-def deletion_section(model, device: str, reps: int, quick: bool) -> None:
-    """Section 8: the default (``iba-deletion``: ``config="deletion"`` at the
-    embeddings) against its essential work, per length and batch size, in CPU
-    seconds on one thread."""
-    from captum_iba.attr.text import resolve_layer
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    embeddings = resolve_layer(model, "embeddings").module
-    iba = InformationBottleneckAttribution(
-        model, embeddings, special_token_ids=[101, 102]
-    )
-    steps = 10
-    print(
-        f"\n## The default (iba-deletion) against its essential work "
-        f"(cpu_capability={torch.backends.cpu.get_cpu_capability()}, one thread, "
-        f"CPU seconds per instance, median of {reps})"
-    )
-    print("| tokens | batch | iba-deletion | essential | ratio |")
-    print("|---:|---:|---:|---:|---:|")
-    lengths = [32, 128, 512] if quick else [32, 64, 128, 256, 512]
-    cases = [(n, 1) for n in lengths] + [(64, 4), (64, 16)]
-    try:
-        for length, batch in cases:
-            ids, mask = make_inputs(batch, length, device)
-            with torch.no_grad():
-                x = embeddings(ids)
-
-            def default(ids=ids, mask=mask):
-                return iba.attribute(
-                    ids, target=0, additional_forward_args=(mask,), config="deletion"
-                )
-
-            def essential(x=x, mask=mask):
-                return deletion_essential(model, x, mask, steps)
-
-            t = cpu_seconds(default, reps) / batch
-            e = cpu_seconds(essential, reps) / batch
-            print(f"| {length} | {batch} | {t:.3f} | {e:.3f} | {t / e:.2f} |")
-    finally:
-        torch.set_num_threads(threads)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
@@ -375,9 +302,6 @@ def main() -> None:
     parser.add_argument("--options-only", action="store_true")
     parser.add_argument("--bf16-cpu", action="store_true", help="also section 7")
     parser.add_argument("--bf16-cpu-only", action="store_true")
-    parser.add_argument(
-        "--deletion-only", action="store_true", help="section 8 only (the default)"
-    )
     parser.add_argument("--layer", type=int, default=3)
     parser.add_argument(
         "--device", default="cuda" if torch.cuda.is_available() else "cpu"
@@ -395,9 +319,6 @@ def main() -> None:
         f"cpu_capability={torch.backends.cpu.get_cpu_capability()} "
         f"torch={torch.__version__}"
     )
-    if args.deletion_only:
-        deletion_section(model, args.device, reps, args.quick)
-        return
     if args.bf16_cpu or args.bf16_cpu_only:
         bf16_cpu_section(model, layer, reps)
         if args.bf16_cpu_only:
