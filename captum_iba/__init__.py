@@ -13,7 +13,8 @@ The public names, by layer (each layer imports only the ones above it):
 The application layer (:mod:`captum_iba.app`: corpora, fine-tuning, the
 reproduction and the ``captum-iba`` command) is imported on its own; one of
 its functions is named here for a notebook's one line,
-:func:`captum_iba.explain` (:func:`captum_iba.app.explanation.explain`),
+:func:`captum_iba.explain` (:func:`captum_iba.app.explanation.explain`; for
+a causal LM :func:`captum_iba.explain_answer`),
 loaded on first use like the rest, so the core never imports the
 application layer.
 
@@ -74,7 +75,7 @@ _NAMES = exports(
     ],
     registry=["METHODS", "PRIORS"],
     # the application layer's one-liner for notebooks (loaded on first use)
-    **{"app.explanation": ["explain"]},
+    **{"app.explanation": ["explain"], "app.llm_explanation": ["explain_answer"]},
 )
 
 __all__: List[str] = [*_NAMES, "__version__"]

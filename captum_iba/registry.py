@@ -6,8 +6,10 @@
 * :data:`METHODS` - attribution methods as per-token scorers (the evaluation
   harness, ``captum-iba evaluate --methods``, ``explain --method``); each
   entry's facts say which options it takes (``options``), which shared
-  resources it uses (``uses``), whether its scores are ``signed`` and how a
-  word's score is made from its pieces' (``reduction``);
+  resources it uses (``uses``), whether its scores are ``signed``, how a
+  word's score is made from its pieces' (``reduction``) and which kind of
+  model it explains (``models``: ``"classifier"``, ``"causal-lm"``, see
+  :data:`MODEL_KINDS`);
 * :data:`PRIORS` - IBA's noise priors (``prior="paper"``, ``--prior``);
 * :data:`SETTINGS` - the comparison settings of the degradation test
   (``setting="fair"``, ``--setting``; their presets in
@@ -35,8 +37,10 @@ from captum_iba._utils.registry import Entry, Registry
 
 __all__ = [
     "DEFAULT_COMPARISON",
+    "DEFAULT_LLM_METHOD",
     "DEFAULT_METHOD",
     "METHODS",
+    "MODEL_KINDS",
     "OPTIONS",
     "PRIORS",
     "SETTINGS",
@@ -83,10 +87,10 @@ def _precision(value: object) -> str:
 _option(
     "layer",
     _v.layer_value,
-    "the layer of the method's bottleneck: an encoder layer index (0-based) or "
-    "'embeddings'; default: the method's own (iba, iba-faithful: int(0.75 x the "
-    "number of layers), below the last, 4 of 0..5 for the default model; "
-    "iba-deletion, iba-amortized: embeddings)",
+    "the layer of the method's bottleneck: an encoder (or decoder) layer index "
+    "(0-based) or 'embeddings'; default: the method's own (iba, iba-faithful: "
+    "int(0.75 x the number of layers), below the last, 4 of 0..5 for the default "
+    "model; iba-deletion, iba-amortized and every llm- method: embeddings)",
     variants=True,
 )
 _option(
@@ -173,6 +177,10 @@ _IBA_NOISE = _IBA_RUN + ("prior", "beta", "n_samples", "seed")
 _EV = "captum_iba.evaluation"
 #: The shared resources a method may use besides its options.
 RESOURCES = ("explainer",)
+#: The kinds of model a method explains (its entry's ``models`` fact): a
+#: sequence classifier (one class score per text) or a causal LM (the
+#: log-probability of an answer to a prompt).
+MODEL_KINDS = ("classifier", "causal-lm")
 
 
 def _class_fact(cls: type, name: str, default: object) -> object:
@@ -189,10 +197,12 @@ def method_facts(cls: type) -> tuple:
     :func:`~captum_iba.evaluation.register_scorer` and the entry points of
     ``captum_iba.methods`` register): ``needs`` names the options it takes
     (declared in :data:`OPTIONS`) and the resources it uses; ``signed`` and
-    ``word_reduction`` say what its scores are.
+    ``word_reduction`` say what its scores are; ``models`` the kinds of model
+    it explains (default ``("classifier",)``).
 
     Raises:
-        ValueError: For a need that is neither a declared option nor a resource.
+        ValueError: For a need that is neither a declared option nor a
+            resource, or an unknown model kind.
     """
     needs = tuple(_class_fact(cls, "needs", ()))
     unknown = [n for n in needs if n not in OPTIONS and n not in RESOURCES]
@@ -201,11 +211,19 @@ def method_facts(cls: type) -> tuple:
             f"{cls.__name__}.needs names {unknown}, which are neither options "
             f"({', '.join(OPTIONS.names())}) nor resources ({', '.join(RESOURCES)})"
         )
+    models = tuple(_class_fact(cls, "models", ("classifier",)))
+    unknown = [m for m in models if m not in MODEL_KINDS]
+    if unknown:
+        raise ValueError(
+            f"{cls.__name__}.models names {unknown}; the kinds are "
+            f"{', '.join(MODEL_KINDS)}"
+        )
     facts = dict(
         options=tuple(OPTIONS.entry(n).name for n in needs if n in OPTIONS),
         uses=tuple(n for n in needs if n in RESOURCES),
         signed=bool(_class_fact(cls, "signed", True)),
         reduction=str(_class_fact(cls, "word_reduction", "sum")),
+        models=models,
     )
     return (cls.__doc__ or "").strip().split("\n")[0], facts
 
@@ -218,9 +236,12 @@ def _method(
     signed: bool = True,
     reduction: str = "sum",
     uses: tuple = (),
+    models: tuple = ("classifier",),
     **fixed: object,
 ) -> None:
-    facts = dict(options=options, signed=signed, reduction=reduction, uses=uses)
+    facts = dict(
+        options=options, signed=signed, reduction=reduction, uses=uses, models=models
+    )
     METHODS.add(name, f"{_EV}.{target}", summary, facts=facts, **fixed)
 
 
@@ -323,9 +344,106 @@ _method(
     "attention-aware LRP (needs lxt and transformers 4.x)",
 )
 
+# Methods for causal LMs (generative models): which prompt tokens the
+# log-probability of an answer needs, per output token and for the whole
+# answer (captum_iba.evaluation.llm_scorers; IBA on the batch route, Captum's
+# methods through its LLMAttribution / LLMGradientAttribution).
+_LLM = ("causal-lm",)
+_llm = "llm_scorers:"
+_method(
+    "llm-iba",
+    _llm + "LLMIBAScorer",
+    "IBA for a causal LM, the paper's configuration (noise and readout as the "
+    "paper's; at the token embeddings unless --layer)",
+    _IBA_NOISE,
+    signed=False,
+    reduction="mean",
+    models=_LLM,
+    config="paper",
+)
+_method(
+    "llm-iba-faithful",
+    _llm + "LLMIBAScorer",
+    "IBA for a causal LM, the faithful configuration (deletion-like prior)",
+    _IBA_NOISE,
+    signed=False,
+    reduction="mean",
+    models=_LLM,
+    config="faithful",
+)
+_method(
+    "llm-iba-deletion",
+    _llm + "LLMIBAScorer",
+    "IBA for a causal LM, deletion through the causal attention from the token "
+    "embeddings, with the complement term",
+    _IBA_RUN,
+    signed=False,
+    reduction="mean",
+    models=_LLM,
+    config="deletion",
+    layer="embeddings",
+)
+_method(
+    "llm-ablation",
+    _llm + "CaptumLLMScorer",
+    "feature ablation of each prompt token (Captum's LLMAttribution)",
+    models=_LLM,
+    captum="FeatureAblation",
+)
+_method(
+    "llm-shapley",
+    _llm + "CaptumLLMScorer",
+    "Shapley value sampling on prompt tokens (Captum's LLMAttribution)",
+    ("shap_samples", "seed"),
+    models=_LLM,
+    captum="ShapleyValueSampling",
+)
+_method(
+    "llm-lime",
+    _llm + "CaptumLLMScorer",
+    "LIME on prompt tokens (Captum's LLMAttribution; the whole answer only)",
+    ("lime_samples", "seed"),
+    models=_LLM,
+    captum="Lime",
+)
+_method(
+    "llm-kernel-shap",
+    _llm + "CaptumLLMScorer",
+    "KernelSHAP on prompt tokens (Captum's LLMAttribution; the whole answer only)",
+    ("shap_samples", "seed"),
+    models=_LLM,
+    captum="KernelShap",
+)
+_method(
+    "llm-ig",
+    _llm + "CaptumLLMScorer",
+    "integrated gradients of the token embeddings (Captum's LLMGradientAttribution)",
+    ("ig_steps", "internal_batch_size"),
+    models=_LLM,
+    captum="LayerIntegratedGradients",
+)
+_method(
+    "llm-saliency",
+    _llm + "CaptumLLMScorer",
+    "the gradient at the token embeddings, summed over features (Captum's "
+    "LLMGradientAttribution)",
+    models=_LLM,
+    captum="Saliency",
+)
+_method(
+    "llm-input-x-gradient",
+    _llm + "CaptumLLMScorer",
+    "input x gradient of the token embeddings (Captum's LLMGradientAttribution)",
+    models=_LLM,
+    captum="InputXGradient",
+)
+
 #: What ``explain`` and ``attribute`` run when no method is named: the most
 #: faithful IBA measured (docs/faithfulness.rst, second round).
 DEFAULT_METHOD = "iba-deletion"
+#: What ``explain`` runs on a causal LM when no method is named (docs/llm.rst
+#: says why).
+DEFAULT_LLM_METHOD = "llm-iba-deletion"
 #: What ``evaluate`` compares when no method is named.
 DEFAULT_COMPARISON = ("iba-deletion", "iba-faithful", "IG", "LIME", "random")
 

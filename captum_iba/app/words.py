@@ -7,7 +7,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from captum_iba.app.errors import CLIError
 
-__all__ = ["blank", "encode", "grouping"]
+__all__ = ["blank", "encode", "grouping", "prompt_words", "to_words"]
 
 #: A word every vocabulary of a language model holds: when it too becomes the
 #: unknown token, the tokenizer's vocabulary files are missing or damaged.
@@ -130,3 +130,59 @@ def _check_words(tokenizer: Any, ids: List[int]) -> None:
         "e.g. over 100 characters for BERT's WordPiece); give text in the model's "
         "language"
     )
+
+
+def prompt_words(
+    prompt: str, spans: Sequence[Optional[Tuple[int, int]]], pieces: Sequence[str]
+) -> Tuple[List[str], List[int]]:
+    """A prompt's scored pieces grouped into words: a piece starts a word when
+    it starts with a space or after a gap (a piece without a span, from a
+    slow tokenizer, is a word of its own).
+
+    Args:
+        prompt (str): The prompt.
+        spans (Sequence): Each piece's ``(start, end)`` in ``prompt``, or None.
+        pieces (Sequence[str]): The pieces (shown for a piece without a span).
+
+    Returns:
+        (list of str, list of int): The words as written in the prompt, and
+        each piece's word.
+    """
+    words: List[str] = []
+    of_piece: List[int] = []
+    last_end: Optional[int] = None
+    first: Optional[int] = None
+    for span, piece in zip(spans, pieces):
+        starts = (
+            span is None
+            or last_end is None
+            or span[0] > last_end
+            or prompt[span[0] : span[0] + 1].isspace()
+        )
+        if starts:
+            words.append("")
+            first = None if span is None else span[0]
+        if span is None:
+            words[-1] = piece
+        else:
+            words[-1] = prompt[first : span[1]].strip() or prompt[first : span[1]]
+        last_end = None if span is None else span[1]
+        of_piece.append(len(words) - 1)
+    return words, of_piece
+
+
+def to_words(
+    values: Sequence[float], of_piece: Sequence[Optional[int]], count: int, how: str
+) -> List[float]:
+    """Pieces' values as one value per word: their ``"sum"`` or ``"mean"``
+    (the method's registry entry says which); pieces of no word are left
+    out."""
+    out = [0.0] * count
+    seen = [0] * count
+    for x, w in zip(values, of_piece):
+        if w is not None:
+            out[w] += x
+            seen[w] += 1
+    if how == "mean":
+        out = [x / max(c, 1) for x, c in zip(out, seen)]
+    return out

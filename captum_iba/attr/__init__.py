@@ -12,8 +12,9 @@
   ``"paper"``, ``"faithful"``);
 * :mod:`~captum_iba.attr.objectives` - the task loss, following the output
   (cross-entropy of logits, probabilities, scores, log-probabilities);
-* :mod:`~captum_iba.attr.llm` - generative LLMs through Captum's LLM API,
-  and batched prompts with their continuations;
+* :mod:`~captum_iba.attr.llm` - generative LLMs (causal LMs) through
+  Captum's LLM API, and the batch route (:func:`explain_answers`) on prompts
+  and answers laid out by :mod:`~captum_iba.attr.llm_batch`;
 * :mod:`~captum_iba.attr.inseq_method` - IBA as an inseq method (optional);
 * :mod:`~captum_iba.attr.text` - per-token scores, layer maps, encoder layers;
 * :mod:`~captum_iba.attr.amortized` - amortized IBA: an explainer fitted once
@@ -37,10 +38,13 @@ _NAMES = exports(
     explainer=["ExplainerSettings"],
     iba=["InformationBottleneckAttribution"],
     llm=[
+        "AnswerScores",
         "CausalLMLogLikelihood",
         "LLMInformationBottleneckAttribution",
+        "explain_answers",
         "prompt_target_batch",
     ],
+    llm_batch=["PromptBatch", "greedy_answers", "prompt_batch"],
     objectives=["OBJECTIVE_NAMES", "resolve_objective"],
     options=["CONFIGS", "IBAOptions"],
     priors=[
@@ -55,6 +59,7 @@ _NAMES = exports(
         "LayerRef",
         "default_layer_index",
         "encoder_layers",
+        "is_decoder",
         "layer_token_map",
         "paper_layer_index",
         "resolve_layer",

@@ -24,10 +24,13 @@ class Bottlenecked(Protocol):
     """What the loop runs: the model with ``T`` in the layer's place (a
     :class:`~captum_iba.attr._seam.Seam`)."""
 
-    def run(self, t: Tensor, keep: Optional[Tensor] = None) -> Tensor:
-        """The scores of the ``B * n`` rows with ``t`` in the layer's place
-        and, when ``keep`` (``(B * n, L)``) is given, every layer above it
-        reading token ``t`` with weight ``keep[:, t]`` (Eq. R2)."""
+    def run(
+        self, t: Tensor, keep: Optional[Tensor] = None, rows: Optional[slice] = None
+    ) -> Tensor:
+        """The scores of the ``B * n`` rows (or of the slice ``rows`` of them)
+        with ``t`` in the layer's place and, when ``keep`` (one row per row
+        run, ``(rows, L)``) is given, every layer above it reading token
+        ``t`` with weight ``keep[:, t]`` (Eq. R2)."""
         ...
 
 
@@ -237,6 +240,7 @@ def optimise(
     options: Any,
     seed: int,
     init: Optional[Tensor] = None,
+    rows_per_pass: Optional[int] = None,
 ) -> Tuple[Tensor, Dict[str, Any]]:
     r"""Optimise ``alpha`` per instance and return the attribution.
 
@@ -252,6 +256,10 @@ def optimise(
         init (Tensor, optional): Initial ``alpha`` (broadcastable to ``x``,
             e.g. an amortized explainer's), instead of ``options.init_alpha``
             everywhere.
+        rows_per_pass (int, optional): The most rows (of the ``B * n`` noise
+            copies) one forward and backward pass takes; each step runs the
+            rows in passes of that many and adds their gradients (memory
+            bounded by one pass; the same gradient). None: all in one pass.
 
     Returns:
         (attribution, info): Per element, zero at padding: the final capacity
@@ -273,22 +281,27 @@ def optimise(
     mask_sum = torch.zeros_like(x)
     beta: Any = options.beta
     loss_task = cap_mean = torch.zeros(batch)
+    passes = row_passes(batch * n, rows_per_pass)
     for step in range(options.steps):
-        output = seam.run(*rows.bottleneck(alpha))  # Eq. 2, or Eqs. R1-R2
-        loss_task = task_loss(task.objective, output, rows_target, batch, n)
+        grad, losses = task_gradient(
+            seam, rows.bottleneck(alpha), task, rows_target, passes, alpha, n
+        )  # Eq. 2, or Eqs. R1-R2
+        loss_task = losses.reshape(batch, n).mean(1)
         cap_total = layer.capacity(alpha).reshape(batch, -1).sum(dim=1)  # Eqs. 3-4
         cap_mean = cap_total / per_instance
         if step == 0 and beta == "auto":  # Appendix A
             beta = ib.empirical_beta(loss_task.abs(), cap_total)
         info_weight = 0.0 if options.removal == "attention" else beta
         loss = ib.information_bottleneck_loss(loss_task, cap_mean, info_weight)  # Eq. 5
+        grad = grad + torch.autograd.grad(loss.sum(), alpha)[0]
         if options.complement:  # Eq. R3: the same bottleneck, mask inverted
-            output = seam.run(*rows.bottleneck(-alpha))
-            inverted = task.objective.loss(output, rows_target)
-            term = ib.complement_term(inverted, options.complement)
-            loss = loss + term.reshape(batch, n).mean(1)
+            more, terms = task_gradient(
+                seam, rows.bottleneck(-alpha), task, rows_target, passes, alpha, n,
+                options.complement,
+            )  # fmt: skip
+            grad = grad + more
+            loss = loss + terms.reshape(batch, n).mean(1)
         _check_finite(loss, step)
-        (grad,) = torch.autograd.grad(loss.sum(), alpha)
         if optimizer is None:
             normalized_step(alpha, grad, options.lr)
         else:
@@ -307,6 +320,55 @@ def optimise(
         "mean_capacity": cap_mean.detach().cpu(),
     }
     return attr, info
+
+
+def row_passes(rows: int, per_pass: Optional[int]) -> List[slice]:
+    """The ``rows`` noise copies cut into passes of at most ``per_pass``."""
+    step = rows if per_pass is None else max(1, min(per_pass, rows))
+    return [slice(start, start + step) for start in range(0, rows, step)]
+
+
+def task_gradient(
+    seam: Bottlenecked,
+    bottleneck: Tuple[Tensor, Optional[Tensor]],
+    task: Task,
+    rows_target: Optional[Tensor],
+    passes: List[slice],
+    alpha: Tensor,
+    n: int,
+    complement: float = 0.0,
+) -> Tuple[Tensor, Tensor]:
+    r"""The gradient in ``alpha`` of the task term - the rows' task losses
+    averaged over each instance's ``n`` copies (Eq. 5's
+    :math:`\mathcal{L}_{task}`), or with ``complement`` > 0 Eq. (R3)'s term
+    of the inverted mask - and the per-row values, running the rows of
+    ``bottleneck`` (``(T, keep)`` of every row) pass by pass so that one
+    pass's graph at a time is held.
+
+    Returns:
+        (grad, per_row): The gradient (``alpha``'s shape) and the per-row
+        losses or terms, detached, ``(B * n,)``.
+    """
+    t, keep = bottleneck
+    whole = len(passes) == 1
+    grad = torch.zeros_like(alpha)
+    values = []
+    for part in passes:
+        if whole:  # one pass: the seam sees every row, as always
+            output = seam.run(t, keep)
+        else:
+            output = seam.run(t[part], None if keep is None else keep[part], part)
+        targets = None if rows_target is None else rows_target[part]
+        value = task.objective.loss(output, targets)
+        if complement:
+            value = ib.complement_term(value, complement)
+        if value.requires_grad:  # (not when this pass's scores ignore alpha)
+            (part_grad,) = torch.autograd.grad(
+                value.sum() / n, alpha, retain_graph=part is not passes[-1]
+            )
+            grad = grad + part_grad
+        values.append(value.detach())
+    return grad, torch.cat(values)
 
 
 def _check_finite(loss: Tensor, step: int) -> None:

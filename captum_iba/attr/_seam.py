@@ -23,7 +23,16 @@ model. Entering installs, in this order, and leaving removes:
 import warnings
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager, List, NamedTuple, Optional, Tuple
+from typing import (
+    Any,
+    Callable,
+    ContextManager,
+    FrozenSet,
+    List,
+    NamedTuple,
+    Optional,
+    Tuple,
+)
 
 import torch
 from torch import Tensor
@@ -37,7 +46,7 @@ from captum_iba._utils.hooks import (
     scatter_for,
 )
 from captum_iba.attr import _speed
-from captum_iba.attr._inputs import copies_failed
+from captum_iba.attr._inputs import copies_failed, slice_rows
 from captum_iba.attr._sites import Site, attention_removal, layers_above, stack_above
 
 __all__ = ["CleanRun", "Path", "Seam"]
@@ -99,6 +108,8 @@ class Seam:
         attention (bool): ``removal="attention"``: every layer above the site
             reads token ``t`` with weight ``keep[:, t]``.
         precision (str): ``"float32"`` or ``"bf16"`` (autocast inside).
+        constant (frozenset of int): Positions of the further arguments that
+            are constants (never sliced with the rows).
     """
 
     def __init__(
@@ -114,10 +125,12 @@ class Seam:
         path: Optional[Path] = None,
         attention: bool = False,
         precision: str = "float32",
+        constant: FrozenSet[int] = frozenset(),
     ) -> None:
         self.model, self.site, self.clean, self.rows, self.n = (
             model, site, clean, rows, n,
         )  # fmt: skip
+        self.constant = constant
         self.stack, self.device_ids, self.precision = stack, device_ids, precision
         #: How T replaces the site.
         self.path: Path = self._choose(cuts) if path is None else path
@@ -126,15 +139,23 @@ class Seam:
         self._keep: Optional[Tensor] = None
         self._installed: Optional[ExitStack] = None
 
-    def run(self, t: Tensor, keep: Optional[Tensor] = None) -> Tensor:
-        """The scores of the rows with ``t`` (cast to the site's dtype) in the
-        site's place and, when ``keep`` is given, every layer above reading
-        token ``t`` with weight ``keep[:, t]`` (Eq. R2)."""
+    def run(
+        self, t: Tensor, keep: Optional[Tensor] = None, rows: Optional[slice] = None
+    ) -> Tensor:
+        """The scores of the rows (all, or the slice ``rows`` of them) with
+        ``t`` (cast to the site's dtype) in the site's place and, when
+        ``keep`` is given, every layer above reading token ``t`` with weight
+        ``keep[:, t]`` (Eq. R2)."""
         self._t = t.to(self.clean.x.dtype)
         if keep is not None:
             self._keep = keep
+        inputs, extra = self.rows
+        if rows is not None:
+            count = inputs[0].shape[0]
+            inputs = tuple(x[rows] for x in inputs)
+            extra = slice_rows(extra, rows, count, self.constant)
         with copies_failed(self.clean.x.shape[0], self.n):
-            out = _run_forward(self.model, self.rows[0], None, self.rows[1])
+            out = _run_forward(self.model, inputs, None, extra)
         return logits_of(out)
 
     def __enter__(self) -> "Seam":

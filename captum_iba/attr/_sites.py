@@ -25,11 +25,29 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from captum_iba._utils.hooks import (
     LayerRecord,
     find_in_stack,
+    layer_input,
     tensor_at,
     tensor_positions,
 )
-from captum_iba._utils.modules import embeddings_of
+from captum_iba._utils.modules import embeddings_of, is_causal
 from captum_iba.attr import bottleneck as ib
+from captum_iba.attr._causal import fused_attention_modules, kept_sdpa
+
+__all__ = [
+    "MASK_PARAMETERS",
+    "Site",
+    "attention_removal",
+    "causal_mask",
+    "fused_attention_modules",
+    "is_causal",
+    "layers_above",
+    "read_site",
+    "site_mask",
+    "sites_of",
+    "stack_above",
+    "stack_for",
+    "with_keep_bias",
+]
 
 
 @dataclass(frozen=True)
@@ -148,16 +166,18 @@ MASK_PARAMETERS = ("attention_mask", "attn_mask", "mask")
 
 def stack_above(forward_func: Any, site: Site) -> Optional[Module]:
     """The model's layer stack when ``site`` is the model's embeddings (as
-    :func:`~captum_iba._utils.modules.embeddings_of` finds them: every layer
-    of the stack lies above it), else None."""
-    if not isinstance(forward_func, Module) or site.on_input:
+    :func:`~captum_iba._utils.modules.embeddings_of` finds them: an
+    encoder's ``base_model.embeddings``, a decoder's ``embed_tokens`` or
+    ``wte``; every layer of the stack lies above them), also when
+    ``forward_func`` wraps the model as ``.model``
+    (:class:`~captum_iba.attr.llm.CausalLMLogLikelihood`, Captum's LLM
+    forward); else None."""
+    if site.on_input:
         return None
-    try:
-        if site.layer is not embeddings_of(forward_func):
-            return None
-    except ValueError:  # no embeddings
+    model = _model_with_embeddings(forward_func, site.layer)
+    if model is None:
         return None
-    lists = [m for m in forward_func.modules() if isinstance(m, ModuleList)]
+    lists = [m for m in model.modules() if isinstance(m, ModuleList)]
     return max(lists, key=len) if lists else None
 
 
@@ -180,10 +200,25 @@ def layers_above(
         return above, list(range(len(above)))
     raise ValueError(
         f"removal='attention' needs the layers above {site.name}: use a layer of "
-        "the model's layer stack (e.g. model.bert.encoder.layer[i]) or its "
-        "embeddings (layer='embeddings': model.base_model.embeddings, or the "
-        "input embeddings of a decoder), with layer_stack=True."
+        "the model's layer stack (resolve_layer(model, i): e.g. "
+        "model.model.layers[i] of Llama, model.transformer.h[i] of GPT-2, "
+        "model.bert.encoder.layer[i] of BERT) or its embeddings "
+        "(resolve_layer(model, 'embeddings')), with layer_stack=True."
     )
+
+
+def _model_with_embeddings(forward_func: Any, layer: Module) -> Optional[Module]:
+    """``forward_func`` (or the model it wraps as ``.model``) when ``layer``
+    is its embeddings; None otherwise."""
+    for model in (forward_func, getattr(forward_func, "model", None)):
+        if not isinstance(model, Module):
+            continue
+        try:
+            if embeddings_of(model) is layer:
+                return model
+        except ValueError:
+            continue
+    return None
 
 
 def _mask_parameter(layer: Module) -> Tuple[str, int]:
@@ -198,10 +233,23 @@ def _mask_parameter(layer: Module) -> Tuple[str, int]:
     )
 
 
-def with_keep_bias(mask: Optional[Tensor], keep: Tensor) -> Tensor:
+def with_keep_bias(
+    mask: Optional[Tensor], keep: Tensor, causal_length: Optional[int] = None
+) -> Tensor:
     """The layer's 4-D attention mask (None, boolean, or additive) with
-    Eq. (R2)'s bias :math:`\\ln \\bar\\lambda_t` added over the key axis."""
+    Eq. (R2)'s bias :math:`\\ln \\bar\\lambda_t` added over the key axis.
+
+    Args:
+        mask (Tensor, optional): The mask the layer was called with.
+        keep (Tensor): :math:`\\bar\\lambda`, ``(B, L)``.
+        causal_length (int, optional): For a causal layer, its number of
+            tokens: a missing mask then stands for the causal mask (the
+            kernel's causal flag, which an added bias would switch off), so
+            the result keeps every query from reading a later token.
+    """
     bias = ib.attention_keep_bias(keep)
+    if mask is None and causal_length is not None:
+        mask = causal_mask(causal_length, keep.device)
     if mask is None:
         return bias
     if mask.dim() != 4:
@@ -214,39 +262,67 @@ def with_keep_bias(mask: Optional[Tensor], keep: Tensor) -> Tensor:
     return mask + bias.to(mask.dtype)
 
 
+def causal_mask(length: int, device: torch.device) -> Tensor:
+    """``(1, 1, L, L)`` boolean: query ``q`` reads keys ``0..q``."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).tril()[
+        None, None
+    ]
+
+
 @contextmanager
 def attention_removal(
     container: Module, indices: List[int], keep: Callable[[], Optional[Tensor]]
 ) -> Iterator[None]:
-    """Pre-hooks on ``container[i]`` (the modules there when entered, e.g. the
-    stack replay's cut layers) adding Eq. (R2)'s bias for ``keep()`` to the
-    attention mask they are called with; nothing while ``keep()`` is None.
-    Every hook is removed on exit."""
+    """Every layer ``container[i]`` (the modules there when entered, e.g. the
+    stack replay's cut layers) reads token ``t`` with weight ``keep()[:, t]``
+    (Eq. R2); nothing while ``keep()`` is None. A causal layer of a model
+    running SDPA gets it inside its fused attention
+    (:func:`~captum_iba.attr._causal.kept_sdpa`: no ``L x L`` tensor, memory
+    linear in the length); any other layer gets a pre-hook adding the bias
+    to the attention mask it is called with. Everything is removed on exit."""
     handles = []
+    made: List[Any] = [None, None, None]  # (mask given, keep) -> the biased mask
+
+    def biased(mask: Optional[Tensor], value: Tensor, length: Optional[int]) -> Tensor:
+        # every layer of one forward gets the same mask and keep: one copy
+        if made[0] is not mask or made[1] is not value:
+            made[:] = [mask, value, with_keep_bias(mask, value, length)]
+        return made[2]
 
     def hook_for(layer: Module) -> Callable[..., Any]:
         name, position = _mask_parameter(layer)
+        causal = is_causal(layer)
 
         def hook(module: Module, args: Any, kwargs: Any) -> Any:
             value = keep()
             if value is None:
                 return None
+            hidden = layer_input(args, kwargs)
+            length = hidden.shape[1] if causal and hidden is not None else None
             if len(args) > position:
-                new = with_keep_bias(args[position], value)
+                new = biased(args[position], value, length)
                 return args[:position] + (new,) + args[position + 1 :], kwargs
-            return args, dict(kwargs, **{name: with_keep_bias(kwargs.get(name), value)})
+            new = biased(kwargs.get(name), value, length)
+            return args, dict(kwargs, **{name: new})
 
         return hook
 
+    fused = [m for i in indices for m in fused_attention_modules(container[i])]
     try:
         for i in indices:
             layer = container[i]
+            if fused_attention_modules(layer):
+                continue
             handles.append(
                 layer.register_forward_pre_hook(hook_for(layer), with_kwargs=True)
             )
-        with _differentiable_bias_kernels(container):
+        with (
+            kept_sdpa(fused, keep) if fused else nullcontext(),
+            _differentiable_bias_kernels(container),
+        ):
             yield
     finally:
+        made.clear()
         for handle in handles:
             handle.remove()
 

@@ -52,12 +52,13 @@ __all__ = [
     "PRECISIONS",
     "ROW_TOKENS",
     "ClsRowLayer",
+    "cls_row_cut",
     "embeddings_once",
+    "embeddings_replay",
     "frozen_parameters",
     "instances_per_chunk",
     "precision_context",
-    "cls_row_cut",
-    "embeddings_replay",
+    "rows_per_pass",
     "stack_cuts",
     "stack_replay",
 ]
@@ -100,6 +101,30 @@ def instances_per_chunk(
     length = first_input.shape[1] if first_input.dim() > 1 else 1
     budget = ROW_TOKENS.get(first_input.device.type, ROW_TOKENS["cuda"])
     return max(1, min(batch, budget // max(n_samples * length, 1)))
+
+
+def rows_per_pass(
+    first_input: Tensor, internal_batch_size: Optional[int] = None, cuts: bool = True
+) -> Optional[int]:
+    """The most noise-copy rows one forward and backward pass takes: the
+    same rule as :func:`instances_per_chunk`, by rows (so that one long
+    instance's ``n_samples`` copies are split over passes).
+
+    Args:
+        first_input (Tensor): The first input (its length and device).
+        internal_batch_size (int, optional): The most rows per forward pass.
+        cuts (bool): Whether the exact cuts are on.
+
+    Returns:
+        int or None: Rows per pass; None: all in one pass (``cuts=False``).
+    """
+    if internal_batch_size is not None:
+        return internal_batch_size
+    if not cuts:
+        return None
+    length = first_input.shape[1] if first_input.dim() > 1 else 1
+    budget = ROW_TOKENS.get(first_input.device.type, ROW_TOKENS["cuda"])
+    return max(1, budget // max(length, 1))
 
 
 @contextmanager

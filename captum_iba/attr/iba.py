@@ -416,6 +416,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             self.forward_func, site, CleanRun(inputs, extra, clean, x, template),
             rows, options.n_samples, stack, self._device_ids(), self.cuts,
             attention=options.removal == "attention", precision=run.precision,
+            constant=self.unbatched_args,
         )  # fmt: skip
         unread = ""
         if stack is not None and stack[1] == len(stack[0]) - 1 and not site.on_input:
@@ -423,8 +424,13 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 self.forward_func, site.layer, site.position, inputs, extra, x
             ):
                 unread = _ranking.first_token_reason(site.name, stack)
+        per_pass = _speed.rows_per_pass(
+            inputs[0], options.internal_batch_size, self.cuts
+        )
         with seam:
-            attr, info = _loop.optimise(layer, seam, task, options, run.seed)
+            attr, info = _loop.optimise(
+                layer, seam, task, options, run.seed, rows_per_pass=per_pass
+            )
         info = dict(info, path=seam.path.kind, cuts=seam.path.cuts, no_ranking=unread)
         info["flat_rows"] = _ranking.token_flat_rows(attr, mask, self._known_special(
             inputs[0], token_mask))  # fmt: skip

@@ -1,6 +1,8 @@
 r"""IBA for generative (decoder-only) language models.
 
-Two ways in, both with a Hugging Face ``...ForCausalLM`` (GPT-2, Llama, ...):
+Two ways in, both with a Hugging Face ``...ForCausalLM`` (Llama - SmolLM2 -,
+GPT-2, ...) and every IBA configuration (``"paper"``, ``"faithful"``,
+``"deletion"`` through the causal attention from the token embeddings):
 
 * :class:`LLMInformationBottleneckAttribution` - Captum's own LLM API
   (:class:`captum.attr.LLMGradientAttribution`) with IBA: a prompt as
@@ -9,15 +11,25 @@ Two ways in, both with a Hugging Face ``...ForCausalLM`` (GPT-2, Llama, ...):
   ``token_attr`` per generated token, Captum's plots). One bottleneck is
   optimised per output token, keeping that token's log-probability high;
   ``seq_attr`` is their sum, as for Captum's gradient methods.
-* :class:`CausalLMLogLikelihood` with :func:`prompt_target_batch` - a batch of
-  prompts and target continuations, padded left or right, explained at once by
-  :class:`~captum_iba.InformationBottleneckAttribution` (``target=None``; the
-  objective keeps the continuation's total log-probability high).
+* the batch route: :func:`~captum_iba.attr.llm_batch.prompt_batch` lays
+  many prompts and their answers (given, or the model's greedy answers; chat
+  templates applied) out in one batch padded on the left, and
+  :func:`explain_answers` explains it - per output token and for the whole
+  answer - with :class:`~captum_iba.InformationBottleneckAttribution` on
+  :class:`CausalLMLogLikelihood` (``target=None``; the objective keeps the
+  answer's log-probability high).
 
-In both the loss is a log-probability in **nats** (objective
-``"log_probability"``: minimise :math:`-\log p(\text{target} \mid \text{prompt})`).
+Both explain the prompt's own tokens: the answer so far is given as it is
+(never bottlenecked, as Captum's ``LLMAttribution`` perturbs only the
+prompt), and special tokens (and a chat template's) are neither removed nor
+scored. The loss is a log-probability in **nats** (objective
+``"log_probability"``: minimise :math:`-\log p(\text{target} \mid
+\text{prompt})`).
 """
 
+import inspect
+import warnings
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 import torch
@@ -25,17 +37,24 @@ from captum.attr import LLMAttributionResult, LLMGradientAttribution
 from captum.log import log_usage
 from torch import Tensor, nn
 
-from captum_iba._utils.common import max_positions
+from captum_iba.attr import _sites as sites
 from captum_iba.attr.iba import InformationBottleneckAttribution
+from captum_iba.attr.llm_batch import (
+    IGNORE_INDEX,
+    PromptBatch,
+    check_target,
+    prompt_batch,
+)
 
 __all__ = [
+    "TIE",
+    "AnswerScores",
     "CausalLMLogLikelihood",
     "LLMInformationBottleneckAttribution",
+    "explain_answers",
+    "no_ranking",
     "prompt_target_batch",
 ]
-
-#: Label of positions that are not scored (the Hugging Face convention).
-IGNORE_INDEX = -100
 
 
 class LLMInformationBottleneckAttribution(LLMGradientAttribution):
@@ -87,8 +106,8 @@ class LLMInformationBottleneckAttribution(LLMGradientAttribution):
             )
         super().__init__(attr_method, tokenizer)
         if isinstance(self.attr_method, InformationBottleneckAttribution):
-            # (inp, target_tokens, cur_target_idx): the ids are constants.
-            self.attr_method.unbatched_args = frozenset({1})
+            # the answer's log-probability, its logits only where needed
+            self.attr_method.forward_func = CausalLMLogLikelihood(self.model)
 
     @log_usage()
     def attribute(  # type: ignore[override]
@@ -102,87 +121,75 @@ class LLMInformationBottleneckAttribution(LLMGradientAttribution):
         the prompt ``inp`` (a :class:`captum.attr.TextTokenInput`).
 
         Args:
-            inp (TextTokenInput): The prompt.
+            inp (TextTokenInput): The prompt. Its ``skip_tokens`` and its
+                special tokens are neither removed nor scored (0).
             target (str or Tensor, optional): The continuation to explain;
                 None generates it with ``gen_args``.
             gen_args (dict, optional): Arguments of ``model.generate`` when
                 ``target`` is None.
             **kwargs: Options of
-                :meth:`InformationBottleneckAttribution.attribute` (``beta``,
-                ``steps``, ``n_samples``, ``seed``, ...). ``objective``
-                defaults to ``"log_probability"``.
+                :meth:`InformationBottleneckAttribution.attribute` (``config``,
+                ``beta``, ``steps``, ``n_samples``, ``seed``, ...).
+                ``objective`` is ``"log_probability"``.
 
         Returns:
             LLMAttributionResult: ``seq_attr`` (prompt tokens), ``token_attr``
-            (output tokens x prompt tokens), in nats for IBA.
+            (output tokens x prompt tokens), in nats for IBA's capacity.
         """
         if target is not None:
             check_target(self.model, self.tokenizer, inp, target)
-        if isinstance(self.attr_method, InformationBottleneckAttribution):
-            kwargs.setdefault("objective", "log_probability")
-            if "target" in kwargs or "token_mask" in kwargs:
+        if not isinstance(self.attr_method, InformationBottleneckAttribution):
+            return super().attribute(inp, target=target, gen_args=gen_args, **kwargs)
+        for name in ("target", "token_mask", "objective"):
+            if name in kwargs:
                 raise ValueError(
-                    "target is the continuation (a string or token ids) and the "
-                    "prompt has no padding: pass neither target nor token_mask "
-                    "as an IBA option."
+                    "target is the continuation (a string or token ids), the prompt "
+                    "has no padding and the objective is the log-probability: pass "
+                    f"none of target, token_mask, objective as an IBA option (got "
+                    f"{name})."
                 )
-        return super().attribute(inp, target=target, gen_args=gen_args, **kwargs)
-
-
-def check_target(model: Any, tokenizer: Any, inp: Any, target: Any) -> None:
-    """The continuation to explain holds at least one token, every id in the
-    model's vocabulary, and fits with the prompt in the model's positions.
-
-    Args:
-        model: The causal LM (its ``config``).
-        tokenizer: Its tokenizer.
-        inp: The prompt (e.g. a :class:`captum.attr.TextTokenInput`).
-        target (str or Tensor): The continuation, as text or 1-D token ids.
-
-    Raises:
-        ValueError: For no token, an id outside the vocabulary, or a prompt
-            and continuation longer than the model's positions.
-        TypeError: For token ids that are not a 1-D integer Tensor.
-    """
-    if isinstance(target, str):
-        ids = torch.tensor(tokenizer.encode(target, add_special_tokens=False))
-        if ids.numel() == 0:
-            raise ValueError(
-                f"target {target!r} has no token (the tokenizer gives none): give "
-                "the continuation to explain"
-            )
-    elif isinstance(target, Tensor):
-        ids = target
-        if ids.dim() != 1 or ids.is_floating_point() or ids.is_complex():
-            raise TypeError(
-                "target token ids must be a 1-D integer Tensor, got shape "
-                f"{tuple(ids.shape)} of {ids.dtype}"
-            )
-        if ids.numel() == 0:
-            raise ValueError("target holds no token id: give the continuation")
-    else:
-        return  # Captum names other types
-    config = getattr(model, "config", None)
-    vocab = getattr(config, "vocab_size", None)
-    if isinstance(vocab, int) and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
-        bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
-        raise ValueError(
-            f"target holds token id {bad}, outside the model's vocabulary "
-            f"0..{vocab - 1}"
+        target_ids = self._get_target_tokens(inp, target, gen_args=gen_args)
+        prompt = self._format_model_input(inp.to_model_input())["input_ids"]
+        batch = _single_batch(prompt.cpu(), target_ids.cpu(), self.tokenizer, inp)
+        found = explain_answers(
+            self.attr_method, batch, per_token=True, whole=False, **kwargs
         )
-    positions = max_positions(model)
-    prompt = inp.to_model_input() if hasattr(inp, "to_model_input") else None
-    if isinstance(prompt, str):
-        prompt = torch.tensor([tokenizer.encode(prompt)])
-    if positions is None or not isinstance(prompt, Tensor):
-        return
-    length = prompt.shape[-1] + ids.numel() - 1  # the longest input explained
-    if length > positions:
-        raise ValueError(
-            f"the prompt ({prompt.shape[-1]} tokens) and the target ({ids.numel()} "
-            f"tokens) need {length} positions, more than the model's {positions}: "
-            "shorten them"
+        assert found.tokens is not None
+        width = prompt.shape[1]
+        token_attr = found.tokens[0, :, :width]
+        if getattr(inp, "itp_mask", None) is not None:
+            token_attr = token_attr[:, inp.itp_mask[0].to(token_attr.device)]
+        from captum_iba._utils.captum_compat import _convert_ids_to_pretty_tokens
+
+        return LLMAttributionResult(
+            seq_attr=token_attr.sum(0),
+            token_attr=token_attr,
+            input_tokens=inp.values,
+            output_tokens=_convert_ids_to_pretty_tokens(target_ids, self.tokenizer),
         )
+
+
+def _single_batch(
+    prompt: Tensor, target: Tensor, tokenizer: Any, inp: Any
+) -> PromptBatch:
+    """One prompt ``(1, L)`` and its continuation as a :class:`PromptBatch`:
+    the scored tokens are the prompt's features (its ``itp_mask``) that are
+    not special."""
+    ids = torch.cat([prompt, target.reshape(1, -1).to(prompt.dtype)], dim=1)
+    labels = torch.full_like(ids, IGNORE_INDEX)
+    labels[:, prompt.shape[1] :] = target
+    special = torch.tensor(list(getattr(tokenizer, "all_special_ids", ()) or ()))
+    scored = torch.zeros_like(ids, dtype=torch.bool)
+    features = getattr(inp, "itp_mask", None)
+    own = ~torch.isin(prompt, special.to(prompt.dtype))
+    if features is not None:
+        own = own & features.to(own.device).bool()
+    if not own.any():
+        raise ValueError(
+            "the prompt has no token to explain: every token is special or skipped"
+        )
+    scored[:, : prompt.shape[1]] = own
+    return PromptBatch(ids, torch.ones_like(ids), labels, scored)
 
 
 def _position_ids(attention_mask: Tensor) -> Tensor:
@@ -196,10 +203,16 @@ class CausalLMLogLikelihood(nn.Module):
 
     ``labels`` follows the Hugging Face convention: the token id at positions
     to score, :data:`IGNORE_INDEX` (-100) elsewhere; position ``j`` is predicted
-    from the positions before it. Position ids are counted over real tokens,
-    so a sequence gives the same result padded left, right or not at all.
-    Wrap the model with it and explain with ``target=None``: the objective
-    keeps the continuation's log-probability high.
+    from the positions before it. ``labels`` may be one column longer than
+    ``input_ids``: its last column is then predicted by the last input
+    position (an answer's last token need not be read,
+    :meth:`~captum_iba.attr.llm_batch.PromptBatch.arguments`). Position ids are
+    counted over real tokens, so a sequence gives the same result padded
+    left, right or not at all. The logits are computed only from the first
+    labelled position on (``logits_to_keep`` of Hugging Face causal LMs), so
+    a long prompt costs no ``(L, vocabulary)`` copy. Wrap the model with it
+    and explain with ``target=None``: the objective keeps the continuation's
+    log-probability high.
 
     Args:
         model (nn.Module): A Hugging Face ``...ForCausalLM``.
@@ -208,6 +221,8 @@ class CausalLMLogLikelihood(nn.Module):
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = model
+        params = inspect.signature(model.forward).parameters
+        self._keeps = "logits_to_keep" in params
 
     @property
     def config(self) -> Any:
@@ -227,17 +242,193 @@ class CausalLMLogLikelihood(nn.Module):
                 "labels is needed: the token ids to score, -100 elsewhere "
                 "(prompt_target_batch builds it)."
             )
+        width = input_ids.shape[1]
+        if labels.shape[-1] not in (width, width + 1):
+            raise ValueError(
+                f"labels has {labels.shape[-1]} columns for {width} input tokens: "
+                "give as many, or one more (the last token, never read)."
+            )
+        target = labels[:, 1:].to(input_ids.device)
+        columns = (target != IGNORE_INDEX).any(0).nonzero().flatten()
+        first = int(columns[0]) if columns.numel() else target.shape[1] - 1
+        keep = {"logits_to_keep": width - first} if self._keeps else {}
         out = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
             position_ids=_position_ids(attention_mask),
             use_cache=False,
+            **keep,
         )
-        logp = torch.log_softmax(out.logits[:, :-1].float(), dim=-1)
-        tgt = labels[:, 1:].to(logp.device)
-        scored = tgt != IGNORE_INDEX
-        picked = logp.gather(-1, tgt.clamp_min(0).unsqueeze(-1)).squeeze(-1)
+        logits = out.logits[:, -(width - first) :]
+        target = target[:, first:]
+        logp = torch.log_softmax(logits[:, : target.shape[1]].float(), dim=-1)
+        scored = target != IGNORE_INDEX
+        picked = logp.gather(-1, target.clamp_min(0).unsqueeze(-1)).squeeze(-1)
         return (picked * scored).sum(dim=1)
+
+
+@dataclass(frozen=True)
+class AnswerScores:
+    """What :func:`explain_answers` returns: per prompt token, zero at every
+    position that is not scored (padding, the template, special tokens, the
+    answer).
+
+    Attributes:
+        answer (Tensor, optional): ``(B, W)``, the scores for the whole
+            answer (its total log-probability).
+        tokens (Tensor, optional): ``(B, T, W)``, the scores for each output
+            token (``T``: the longest answer; zero rows past an answer's
+            end).
+        unit (str): What a score is (``"nats"``, or ``"signal"`` for the
+            mask readout: the features' kept share, summed).
+        flat (Tensor, optional): ``(B,)`` bool: the whole answer's scores of
+            the instance give no ranking (:func:`no_ranking`).
+    """
+
+    answer: Optional[Tensor]
+    tokens: Optional[Tensor]
+    unit: str = "nats"
+    flat: Optional[Tensor] = None
+
+
+#: Scores within this share of the median score are ties.
+TIE = 1e-3
+
+
+def no_ranking(scores: Tensor, scored: Tensor) -> Tensor:
+    """``(B,)`` bool: more than half of an instance's scored tokens tie with
+    its median score (within :data:`TIE` of it): their order is the noise's,
+    not a ranking - e.g. IBA's mask that barely moved from where it started.
+
+    Args:
+        scores (Tensor): ``(B, W)`` scores.
+        scored (Tensor): ``(B, W)`` bool, the tokens ranked.
+    """
+    out = torch.zeros(scores.shape[0], dtype=torch.bool)
+    for i, (row, keep) in enumerate(zip(scores, scored.to(scores.device))):
+        values = row[keep].float()
+        if values.numel() < 3:
+            continue
+        median = values.median()
+        ties = (values - median).abs() <= TIE * median.abs().clamp_min(1e-12)
+        out[i] = bool(ties.float().mean() > 0.5)
+    return out
+
+
+def _say_if_flat(flat: Tensor, iba: InformationBottleneckAttribution) -> None:
+    """One warning naming the instances whose scores give no ranking, and
+    what to try instead."""
+    if not flat.any():
+        return
+    rows = flat.nonzero().flatten().tolist()
+    layer = sites.layer_name(iba.forward_func, iba._layers[0])
+    site = sites.Site(iba._layers[0], layer, None, False)
+    at_embeddings = sites.stack_above(iba.forward_func, site)
+    advice = (
+        "use config='deletion' (the default for causal LMs, docs/llm.rst)"
+        if at_embeddings is not None
+        else "bottleneck the token embeddings (layer='embeddings', the default) "
+        "or use config='deletion' (docs/llm.rst)"
+    )
+    warnings.warn(
+        f"IBA at {layer} gives no ranking for instance(s) {rows}: most prompt "
+        "tokens have the same score (within 0.1 % of the median), so their "
+        f"order is noise. On a decoder, {advice}.",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
+def explain_answers(
+    iba: InformationBottleneckAttribution,
+    batch: PromptBatch,
+    per_token: bool = False,
+    whole: bool = True,
+    **options: Any,
+) -> AnswerScores:
+    """Explain every answer of ``batch`` with IBA: which prompt tokens its
+    log-probability needs, for the whole answer and (``per_token``) for each
+    output token, all instances in one IBA call.
+
+    Args:
+        iba (InformationBottleneckAttribution): Built on
+            :class:`CausalLMLogLikelihood` of the model and one of its layers
+            (or its embeddings, for ``config="deletion"``).
+        batch (PromptBatch): The prompts and answers
+            (:func:`~captum_iba.attr.llm_batch.prompt_batch`).
+        per_token (bool): Also explain each output token (one instance per
+            token: an answer of T tokens costs T more instances).
+        whole (bool): Explain the whole answer. Default True.
+        **options: Options of :meth:`InformationBottleneckAttribution.attribute`
+            (``config``, ``steps``, ``seed``, ...).
+
+    Returns:
+        AnswerScores: The scores summed over the layer's features.
+
+    Raises:
+        TypeError: When ``iba`` is not built on a CausalLMLogLikelihood.
+        ValueError: When neither ``whole`` nor ``per_token`` is asked for.
+    """
+    if not isinstance(iba.forward_func, CausalLMLogLikelihood):
+        raise TypeError(
+            "explain_answers needs IBA built on CausalLMLogLikelihood(model) "
+            f"(got a forward of type {type(iba.forward_func).__name__})."
+        )
+    if not (whole or per_token):
+        raise ValueError("ask for the whole answer, per output token, or both")
+    parts: List[PromptBatch] = [batch] if whole else []
+    which = None
+    if per_token:
+        rows, which = batch.per_token()
+        parts.append(rows)
+    combined = _concat(parts)
+    args = combined.arguments()
+    attr = iba.attribute(
+        args["input_ids"],
+        additional_forward_args=(args["attention_mask"], args["labels"]),
+        token_mask=combined.scored[:, :-1].long(),
+        objective="log_probability",
+        **options,
+    )
+    scores = attr.reshape(attr.shape[:2] + (-1,)).sum(-1).detach()
+    scores = torch.cat([scores, scores.new_zeros(scores.shape[0], 1)], dim=1)
+    answer = scores[: len(batch)] if whole else None
+    tokens = None
+    if which is not None:
+        per = scores[len(batch) if whole else 0 :]
+        longest = int(which[:, 1].max()) + 1
+        tokens = scores.new_zeros(len(batch), longest, scores.shape[1])
+        tokens[which[:, 0], which[:, 1]] = per
+    readout = options_of(iba, options).readout
+    flat = no_ranking(scores, combined.scored)
+    if whole:
+        flat = flat[: len(batch)]
+    else:  # per output token only: an instance is flat when all its tokens are
+        assert which is not None
+        flat = torch.stack([flat[which[:, 0] == b].all() for b in range(len(batch))])
+    _say_if_flat(flat, iba)
+    unit = "signal" if readout == "mask_mean" else "nats"
+    return AnswerScores(answer, tokens, unit, flat)
+
+
+def options_of(iba: InformationBottleneckAttribution, options: Dict[str, Any]) -> Any:
+    """The :class:`~captum_iba.attr.options.IBAOptions` of a call's options."""
+    from captum_iba.attr.options import IBAOptions
+
+    rest = {k: v for k, v in options.items() if k in IBAOptions.names()}
+    return IBAOptions.from_config(options.get("config", "paper"), **rest)
+
+
+def _concat(parts: Sequence[PromptBatch]) -> PromptBatch:
+    if len(parts) == 1:
+        return parts[0]
+    return PromptBatch(
+        *(torch.cat([getattr(p, f) for p in parts]) for f in _TENSORS),
+        tuple(x for p in parts for x in p.prompts),
+    )
+
+
+_TENSORS = ("input_ids", "attention_mask", "labels", "scored")
 
 
 def prompt_target_batch(
@@ -266,37 +457,16 @@ def prompt_target_batch(
         raise ValueError(
             f"padding_side must be 'left' or 'right', got {padding_side!r}"
         )
-    if isinstance(prompts, str) or isinstance(targets, str):
-        raise TypeError("prompts and targets must be sequences of strings.")
-    if len(prompts) != len(targets) or not prompts:
-        raise ValueError(
-            f"prompts and targets must be non-empty and of equal length; got "
-            f"{len(prompts)} and {len(targets)}."
-        )
-    pad = tokenizer.pad_token_id
-    pad = tokenizer.eos_token_id if pad is None else pad
-    if pad is None:
-        raise ValueError("The tokenizer has neither a pad nor an EOS token.")
-    rows: List[List[int]] = []
-    labels: List[List[int]] = []
-    for prompt, target in zip(prompts, targets):
-        p_ids = tokenizer.encode(prompt)
-        t_ids = tokenizer.encode(target, add_special_tokens=False)
-        if not p_ids or not t_ids:
-            raise ValueError(f"Empty prompt or target: {prompt!r} -> {target!r}.")
-        rows.append(p_ids + t_ids)
-        labels.append([IGNORE_INDEX] * len(p_ids) + t_ids)
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), int(pad), dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    lab = torch.full_like(ids, IGNORE_INDEX)
-    for i, (row, row_labels) in enumerate(zip(rows, labels)):
-        cols = (
-            slice(width - len(row), width)
-            if padding_side == "left"
-            else slice(0, len(row))
-        )
-        ids[i, cols] = torch.tensor(row)
-        mask[i, cols] = 1
-        lab[i, cols] = torch.tensor(row_labels)
-    return {"input_ids": ids, "attention_mask": mask, "labels": lab}
+    batch = prompt_batch(tokenizer, prompts, targets)
+    out = {
+        "input_ids": batch.input_ids,
+        "attention_mask": batch.attention_mask,
+        "labels": batch.labels,
+    }
+    if padding_side == "right":  # each row's tokens moved to its start
+        pads = (batch.attention_mask == 0).sum(1).tolist()
+        for name, value in out.items():
+            out[name] = torch.stack(
+                [torch.roll(row, -p) for row, p in zip(value, pads)]
+            )
+    return out

@@ -12,12 +12,10 @@ one field here and its use there.
 import dataclasses
 import numbers
 import textwrap
-import warnings
 from dataclasses import dataclass, field
 from math import inf
 from typing import Any, Dict, Literal, Optional, Union
 
-from captum_iba._utils.common import user_stacklevel
 from captum_iba._utils.registry import Registry
 from captum_iba.attr._validate import check_numbers
 from captum_iba.attr.objectives import Objective, resolve_objective
@@ -106,9 +104,10 @@ class IBAOptions:
     )
     internal_batch_size: Optional[int] = _knob(
         "int, optional: most rows (instances x n_samples) per forward pass; "
-        "raised to n_samples with a warning when below. None: as many instances "
-        "as keep instances x n_samples x tokens within a bound per device (the "
-        "whole batch with ``cuts=False``).",
+        "below n_samples, one instance's noise copies run in several passes "
+        "whose gradients add up (the same scores, less memory). None: as many "
+        "rows as keep rows x tokens within a bound per device (the whole batch "
+        "with ``cuts=False``).",
         None,
     )
     objective: Objective = _knob(
@@ -193,15 +192,6 @@ class IBAOptions:
                 "so it cannot bottleneck that input: use attribute_to_layer_input="
                 "False or another prior."
             )
-        ibs = self.internal_batch_size
-        if ibs is not None and ibs < self.n_samples:
-            warnings.warn(
-                f"internal_batch_size ({ibs}) is below n_samples ({self.n_samples}): "
-                "one instance's noise copies run together, so it is raised to "
-                f"{self.n_samples}.",
-                stacklevel=user_stacklevel(),
-            )
-            object.__setattr__(self, "internal_batch_size", self.n_samples)
 
     @classmethod
     def from_config(

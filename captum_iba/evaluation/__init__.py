@@ -78,6 +78,7 @@ _NAMES = exports(
         "get_preset",
     ],
     resolve=["Resources", "build_scorers"],
+    llm_scorers=["CaptumLLMScorer", "LLMIBAScorer", "LLMScorer"],
     loop=[
         "CorpusJob",
         "ScorerCall",

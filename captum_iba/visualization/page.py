@@ -72,6 +72,11 @@ class ScoreRow:
         no_ranking (str): Why the scores rank no word ("" when they do): said
             in the legend instead of the scale; no word is coloured or shows
             a rank.
+        matrix (Sequence[Sequence[float]], optional): One row of scores over
+            ``words`` per output token of a generated answer (a causal LM's
+            per-token attributions), drawn under the words on one scale.
+        matrix_labels (Sequence[str]): The output tokens, one per row of
+            ``matrix``.
     """
 
     method: str
@@ -83,6 +88,8 @@ class ScoreRow:
     breaks: Sequence[int] = ()
     unit: str = ""
     no_ranking: str = ""
+    matrix: Optional[Sequence[Sequence[float]]] = None
+    matrix_labels: Sequence[str] = ()
 
 
 _STYLE = """
@@ -110,6 +117,13 @@ align-items:center;align-content:flex-start;font-size:.85em;color:#444}
 border-radius:2px}
 .ciba .notes{font-size:.85em;color:#555;border-top:1px solid #ddd;padding-top:.5em}
 .ciba .norank{color:#8a1c1c;flex-basis:100%}
+.ciba .matrix{grid-column:2;overflow-x:auto}
+.ciba table.m{border-collapse:collapse;font-size:.85em}
+.ciba table.m th{font-weight:400;color:#444;padding:.1em .3em;white-space:nowrap}
+.ciba table.m thead th{writing-mode:vertical-rl;transform:rotate(180deg);
+text-align:left;max-height:9em}
+.ciba table.m tbody th{text-align:right}
+.ciba table.m td{min-width:1.2em;height:1.2em;border:1px solid #fff}
 """
 
 
@@ -179,11 +193,42 @@ def _words(row: ScoreRow, top: int) -> str:
     return '<div class="words">' + "".join(cells) + "</div>"
 
 
+def _matrix(row: ScoreRow) -> str:
+    """The output-token x word table of a row, on one scale for the table."""
+    if row.matrix is None:
+        return ""
+    values = as_array(row.matrix, f"matrix of {row.method}")
+    if values.ndim != 2 or values.shape != (len(row.matrix_labels), len(row.words)):
+        raise ValueError(
+            f"{row.method}: the matrix must be (output tokens, words) = "
+            f"({len(row.matrix_labels)}, {len(row.words)}); got {values.shape}"
+        )
+    if not np.isfinite(values).all():
+        raise ValueError(f"{row.method}: the matrix must be finite")
+    scaled = scale_scores(values, "max" if row.signed else "minmax")
+    unit = f" {row.unit}" if row.unit else ""
+    head = "".join(f"<th>{html.escape(w)}</th>" for w in row.words)
+    body = []
+    for label, raw, line in zip(row.matrix_labels, values, scaled):
+        cells = []
+        for word, x, v in zip(row.words, raw, line):
+            back, _ = score_colors(v, row.signed)
+            tip = html.escape(f"{label!r} <- {word!r}: {x:.4g}{unit}")
+            cells.append(f'<td style="background:{back}" title="{tip}"></td>')
+        body.append(f"<tr><th>{html.escape(label)}</th>{''.join(cells)}</tr>")
+    return (
+        '<div class="matrix"><table class="m"><thead><tr><th></th>'
+        f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        "<small>Each output token (rows) x each word (columns), on one scale "
+        "for the table.</small></div>"
+    )
+
+
 def _row(row: ScoreRow, top: int) -> str:
     details = f"<small>{html.escape(row.details)}</small>" if row.details else ""
     return (
         f'<div class="row"><div class="method">{html.escape(row.method)}{details}'
-        f"</div>{_words(row, top)}{_legend(row)}</div>"
+        f"</div>{_words(row, top)}{_legend(row)}{_matrix(row)}</div>"
     )
 
 

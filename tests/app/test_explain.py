@@ -120,11 +120,14 @@ def test_a_method_that_cannot_import_is_one_line(tiny_model_dir, capsys):
 
 
 # iba-amortized needs a fitted explainer: tests/app/test_amortized_cli.py
-# fits one and explains with it; here only its error without one.
+# fits one and explains with it; here only its error without one. The
+# methods for causal LMs: tests/app/test_llm_explain.py.
 _ALL = [
     m
     for m in METHODS.names()
-    if (m != "AttnLRP" or attnlrp_available()[0]) and m != "iba-amortized"
+    if (m != "AttnLRP" or attnlrp_available()[0])
+    and m != "iba-amortized"
+    and "classifier" in METHODS.entry(m).facts["models"]
 ]
 
 

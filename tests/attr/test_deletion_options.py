@@ -19,7 +19,13 @@ from captum_iba.attr import bottleneck as ib
 from captum_iba.attr.objectives import resolve_objective
 from captum_iba.attr.options import CONFIGS, IBAOptions
 from captum_iba.attr.text import encoder_layers, resolve_layer
-from tests.helpers import MeanPoolModel, no_hooks, tiny_hf_model
+from tests.helpers import (
+    MeanPoolModel,
+    causal_lm_layers,
+    no_hooks,
+    tiny_causal_lm,
+    tiny_hf_model,
+)
 
 FAST = dict(steps=2, seed=0)
 
@@ -81,6 +87,69 @@ class TestAttentionRemoval(BaseTest):
             assertTensorAlmostEqual(self, removed, want, delta=1e-5)
             self.assertTrue(no_hooks(model), kind)
 
+    def test_decoders_stay_causal(self) -> None:
+        """A decoder's layers get no mask (the kernel's causal flag) or a 4-D
+        causal one with left padding; the bias keeps causality: keep = 1
+        reproduces the logits exactly, removing token 4 moves no position
+        before it, and left padding stays masked (the padded row equals the
+        unpadded one)."""
+        for kind in ("gpt2", "llama"):
+            model = tiny_causal_lm(kind)
+            layers = causal_lm_layers(model)
+            every = list(range(len(layers)))
+            ids = torch.tensor([[3, 4, 5, 6, 7, 8]])
+            ones = torch.ones(1, 6)
+            keep = ones.clone()
+            keep[0, 4] = 0.0
+            left = torch.cat([torch.zeros(1, 2, dtype=torch.long), ids], 1)
+            mask = (left != 0).long()
+            positions = (mask.cumsum(-1) - 1).clamp_min(0)
+            padded_keep = torch.cat([torch.ones(1, 2), keep], 1)
+            with torch.no_grad():
+                clean = model(ids).logits
+                with sites.attention_removal(layers, every, lambda o=ones: o):
+                    same = model(ids).logits
+                with sites.attention_removal(layers, every, lambda k=keep: k):
+                    removed = model(ids).logits
+                with sites.attention_removal(layers, every, lambda k=padded_keep: k):
+                    padded = model(
+                        left, attention_mask=mask, position_ids=positions
+                    ).logits[:, 2:]
+            assertTensorAlmostEqual(self, same, clean, delta=1e-5)
+            assertTensorAlmostEqual(self, removed[:, :4], clean[:, :4], delta=1e-5)
+            self.assertGreater(float((removed[:, 4:] - clean[:, 4:]).abs().max()), 1e-4)
+            assertTensorAlmostEqual(self, padded, removed, delta=1e-5)
+            self.assertTrue(no_hooks(model), kind)
+
+    def test_fused_route_equals_the_mask_route(self) -> None:
+        """Under SDPA a decoder's layers get Eq. (R2) inside the fused
+        attention (no L x L mask); with eager attention, as a mask. Same
+        logits and the same gradient in keep, with left padding."""
+        ids = torch.tensor([[3, 4, 5, 6, 7, 8], [0, 0, 5, 6, 7, 8]])
+        mask = (ids != 0).long()
+        positions = (mask.cumsum(-1) - 1).clamp_min(0)
+        keep = torch.rand(2, 6)
+        for kind in ("gpt2", "llama"):
+            found = []
+            for implementation in ("sdpa", "eager"):
+                model = tiny_causal_lm(kind)
+                model.set_attn_implementation(implementation)
+                layers = causal_lm_layers(model)
+                fused = sites.fused_attention_modules(layers[0])
+                self.assertEqual(len(fused), int(implementation == "sdpa"))
+                weights = keep.clone().requires_grad_(True)
+                with sites.attention_removal(layers, [0, 1, 2], lambda w=weights: w):
+                    out = model(ids, attention_mask=mask, position_ids=positions)
+                real = out.logits[mask.bool()]
+                (grad,) = torch.autograd.grad(real.sum(), weights)
+                found.append((real, grad))
+                self.assertTrue(no_hooks(model))
+            assertTensorAlmostEqual(self, found[0][0], found[1][0], 1e-5, "max")
+            assertTensorAlmostEqual(self, found[0][1], found[1][1], 1e-5, "max")
+        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+        self.assertNotIn("sdpa", ALL_ATTENTION_FUNCTIONS._local_mapping)
+
     def test_mask_forms(self) -> None:
         keep = torch.tensor([[1.0, 0.5]])
         bias = ib.attention_keep_bias(keep)
@@ -95,6 +164,10 @@ class TestAttentionRemoval(BaseTest):
         self.assertAlmostEqual(float(got[0, 0, 0, 1]), torch.finfo().min)
         with self.assertRaisesRegex(ValueError, "4-D attention masks"):
             sites.with_keep_bias(torch.ones(1, 2), keep)
+        causal = sites.with_keep_bias(None, keep, causal_length=2)
+        self.assertEqual(tuple(causal.shape), (1, 1, 2, 2))
+        self.assertAlmostEqual(float(causal[0, 0, 0, 1]), torch.finfo().min)
+        assertTensorAlmostEqual(self, causal[0, 0, 1], bias[0, 0, 0])
 
     def test_layers_without_a_mask_parameter_are_named(self) -> None:
         stack = nn.ModuleList([nn.Linear(2, 2)])

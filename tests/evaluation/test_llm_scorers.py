@@ -1,0 +1,120 @@
+"""The methods for causal LMs (captum_iba.evaluation.llm_scorers) on tiny
+random Llama and GPT-2 built from configs: every registered llm- method runs
+on the batch route, whole answer and per output token, leaves the model as
+it found it (no hook, no parameter state changed), and refuses bad input."""
+
+import pytest
+import torch
+
+from captum_iba.attr.llm import no_ranking
+from captum_iba.attr.llm_batch import prompt_batch
+from captum_iba.evaluation import Resources, build_scorers
+from captum_iba.registry import METHODS
+from captum_iba.request import check_request
+from tests.helpers import no_hooks, tiny_causal_lm, tiny_word_tokenizer
+
+KINDS = ("llama", "gpt2")
+LLM_METHODS = [
+    m for m in METHODS.names() if "causal-lm" in METHODS.entry(m).facts["models"]
+]
+#: Light options per method (the scorers' defaults are for real use).
+LIGHT = {
+    "steps": 2,
+    "n_samples": 2,
+    "ig_steps": 3,
+    "shap_samples": 2,
+    "lime_samples": 6,
+}
+
+
+def _scorer(model, tok, method):
+    request = check_request([method], {}, None, model_kind="causal-lm")
+    taken = METHODS.entry(method).facts.get("options", ())
+    options = {k: v for k, v in LIGHT.items() if k in taken}
+    request = check_request([method], options, None, model_kind="causal-lm")
+    return build_scorers(request, Resources(model, tok))[method]
+
+
+def _batch(tok):
+    return prompt_batch(
+        tok, ["the cat sat on the mat", "a dog ran"], [" is big", " in park"]
+    )
+
+
+def test_every_llm_method_is_registered_for_causal_lms_only():
+    assert {"llm-iba", "llm-iba-faithful", "llm-iba-deletion", "llm-ig"} <= set(
+        LLM_METHODS
+    )
+    assert "iba" not in LLM_METHODS and "ig" not in LLM_METHODS
+    with pytest.raises(ValueError, match="llm-ig explains causal LMs.*iba-deletion"):
+        check_request(["llm-ig"], model_kind="classifier")
+    with pytest.raises(ValueError, match="IG explains classifiers.*llm-iba-deletion"):
+        check_request(["ig"], model_kind="causal-lm")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("method", LLM_METHODS)
+def test_every_method_scores_the_prompt_tokens(kind, method):
+    model, tok = tiny_causal_lm(kind), tiny_word_tokenizer()
+    before = {
+        n: (p.requires_grad, p.detach().clone()) for n, p in model.named_parameters()
+    }
+    batch = _batch(tok)
+    scorer = _scorer(model, tok, method)
+    found = scorer.attribute(batch, per_token=True)
+    assert found.answer.shape == batch.input_ids.shape[:1] + found.answer.shape[1:]
+    assert torch.isfinite(found.answer).all()
+    # the scored tokens only (never padding nor special tokens)
+    assert (found.answer[~batch.scored] == 0).all()
+    assert (found.answer[batch.scored] != 0).any()
+    if found.tokens is not None:  # (B, answer tokens, prompt tokens)
+        assert found.tokens.shape[0] == 2 and found.tokens.shape[1] == 2
+        assert torch.isfinite(found.tokens).all()
+    assert no_hooks(model) and not model.training
+    for name, p in model.named_parameters():
+        assert p.requires_grad == before[name][0] and p.grad is None
+        assert torch.equal(p.detach(), before[name][1]), name
+
+
+class _Raises(torch.nn.Module):
+    def forward(self, *args, **kwargs):
+        raise RuntimeError("the layer fails")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("method", ["llm-iba-deletion", "llm-iba", "llm-ig"])
+def test_no_hook_left_when_the_model_raises(kind, method):
+    model, tok = tiny_causal_lm(kind), tiny_word_tokenizer()
+    scorer = _scorer(model, tok, method)
+    layers = model.model.layers if kind == "llama" else model.transformer.h
+    last = len(layers) - 1
+    good = layers[last]
+    layers[last] = _Raises()
+    try:
+        with pytest.raises(RuntimeError, match="the layer fails"):
+            scorer.attribute(_batch(tok), per_token=True)
+    finally:
+        layers[last] = good
+    assert no_hooks(model)
+    embeddings = model.get_input_embeddings()
+    assert type(embeddings).__name__ == "Embedding"
+
+
+def test_no_ranking_names_flat_scores():
+    scored = torch.ones(2, 5, dtype=torch.bool)
+    flat = torch.tensor([[288.0, 288.0, 288.0, 288.1, 290.0], [1.0, 2, 3, 4, 5]])
+    assert no_ranking(flat, scored).tolist() == [True, False]
+
+
+def test_flat_scores_warn(monkeypatch):
+    """A configuration whose scores give no ranking says so."""
+    import captum_iba.attr.llm as llm
+
+    model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
+    scorer = _scorer(model, tok, "llm-iba-faithful")
+    monkeypatch.setattr(
+        llm, "no_ranking", lambda s, k: torch.ones(s.shape[0], dtype=bool)
+    )
+    with pytest.warns(UserWarning, match="gives no ranking for instance"):
+        found = scorer.attribute(_batch(tok))
+    assert found.flat.all()
