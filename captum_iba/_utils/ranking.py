@@ -7,6 +7,10 @@ ranking, whatever its numbers. IBA flags its own instances with it
 (:class:`~captum_iba.InformationBottleneckAttribution` records them in
 ``last_run``), :func:`captum_iba.explain` says "no ranking" instead of top
 words, and the corpus engine counts the flat rows of each method.
+
+A causal LM's prompt scores are judged by the looser :func:`tied_rows`: most
+tokens tied with the median (a long prompt keeps a few tokens apart even
+when the mask barely moved, :func:`captum_iba.attr.llm.no_ranking`).
 """
 
 from typing import List, Optional, Sequence
@@ -14,7 +18,7 @@ from typing import List, Optional, Sequence
 import torch
 from torch import Tensor
 
-__all__ = ["RTOL", "flat_rows", "is_flat", "spread_said"]
+__all__ = ["RTOL", "flat_rows", "is_flat", "spread_said", "tied_rows"]
 
 #: Relative spread (to the largest magnitude) at or below which scores are flat:
 #: 0.1 %. IBA after the last layer of MiniLM-L6 (its head reads [CLS] alone)
@@ -46,6 +50,31 @@ def flat_rows(scores: Tensor, mask: Optional[Tensor] = None) -> List[int]:
     scale = torch.where(m, s.abs(), torch.zeros_like(s)).amax(1)
     flat = (high - low <= RTOL * scale + 1e-12) & (m.sum(1) >= 2)
     return [int(i) for i in flat.nonzero().flatten().tolist()]
+
+
+def tied_rows(scores: Tensor, mask: Tensor, share: float = 0.5) -> List[int]:
+    """The rows of ``scores`` where more than ``share`` of the tokens of
+    ``mask`` lie within :data:`RTOL` of the row's median (rows with fewer
+    than three such tokens are never tied).
+
+    Args:
+        scores (Tensor): ``(B, L)`` per-token scores.
+        mask (Tensor): ``(B, L)``, True at the tokens that may be ranked.
+        share (float): The share of tied tokens above which a row is tied.
+
+    Returns:
+        list[int]: The tied rows.
+    """
+    out = []
+    for i, (row, keep) in enumerate(zip(scores, mask.bool().to(scores.device))):
+        values = row[keep].detach().float()
+        if values.numel() < 3:
+            continue
+        median = values.median()
+        ties = (values - median).abs() <= RTOL * median.abs().clamp_min(1e-12)
+        if ties.float().mean() > share:
+            out.append(i)
+    return out
 
 
 def is_flat(values: Sequence[float]) -> bool:

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from captum_iba import InformationBottleneckAttribution
-from captum_iba._utils.ranking import RTOL, flat_rows, is_flat
+from captum_iba._utils.ranking import RTOL, flat_rows, is_flat, tied_rows
 from captum_iba.attr import default_layer_index, encoder_layers
 from tests.helpers import bert_tokenizer, no_hooks, tiny_bert
 
@@ -123,3 +123,12 @@ def test_flat_means_within_rtol_of_the_largest():
     assert flat_rows(scores[:, :1]) == []  # one token: nothing to rank, not flat
     assert is_flat([191.8, 191.8, 191.8]) and not is_flat([0.2, 0.5])
     assert not is_flat([1.0])
+
+
+def test_tied_means_most_tokens_at_the_median():
+    """The causal LMs' looser test (attr.llm.no_ranking): a few tokens apart
+    do not make a ranking when most tie."""
+    scores = torch.tensor([[288.0, 288.0, 288.0, 288.1, 290.0], [1.0, 2, 3, 4, 5]])
+    mask = torch.ones_like(scores, dtype=torch.bool)
+    assert tied_rows(scores, mask) == [0] and flat_rows(scores, mask) == []
+    assert tied_rows(scores[:, :2], mask[:, :2]) == []  # fewer than three tokens
