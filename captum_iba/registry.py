@@ -89,8 +89,8 @@ _option(
     _v.layer_value,
     "the layer of the method's bottleneck: an encoder (or decoder) layer index "
     "(0-based) or 'embeddings'; default: the method's own (iba, iba-faithful: "
-    "int(0.75 x the number of layers), 4 of 0..5 for the default model; "
-    "iba-deletion, iba-amortized and every llm- method: embeddings)",
+    "int(0.75 x the number of layers), below the last, 4 of 0..5 for the default "
+    "model; iba-deletion, iba-amortized and every llm- method: embeddings)",
     variants=True,
 )
 _option(
@@ -287,7 +287,9 @@ _method(
 _method(
     "iba-faithful",
     "iba:IBAScorer",
-    "IBA, the most faithful information bottleneck measured (docs/faithfulness.rst)",
+    "IBA with noise at an encoder layer, a true information bottleneck (how much "
+    "of each token's signal passes): the most faithful of IBA's noise "
+    "configurations (docs/faithfulness.rst)",
     _IBA_NOISE,
     signed=False,
     reduction="mean",
@@ -307,8 +309,9 @@ _method(
 _method(
     "iba-deletion",
     "iba:IBAScorer",
-    "IBA's mask acting by deletion through attention, with the complement term: "
-    "the most faithful IBA measured (docs/faithfulness.rst)",
+    "IBA's mask deleting tokens through the attention of every layer, with the "
+    "complement term: no noise, so no information is measured, but the most "
+    "faithful configuration measured (docs/faithfulness.rst)",
     _IBA_RUN,
     signed=False,
     reduction="mean",

@@ -116,7 +116,7 @@ def _amortized_case(refine_steps: int, teacher: str) -> Callable[..., torch.Tens
             target=torch.tensor([1, 0, 1]),
             additional_forward_args=(enc["attention_mask"],),
             refine_steps=refine_steps,
-            n_samples=2,
+            **({"n_samples": 2} if refine_steps else {}),  # refinement only
         )
         return attr.sum(-1).flatten()
 

@@ -6,6 +6,8 @@ import os
 import re
 from pathlib import Path
 
+import torch
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -41,3 +43,49 @@ def test_quick_start_and_command_line_use_the_faithful_configuration():
     cli = README.split("## Command line")[1].split("\n## ")[0]
     assert "iba-faithful" in cli and "--layer 3" not in cli
     assert os.path.exists(ROOT / "docs" / "_static" / "explain_compare.png")
+
+
+def _ignored_patterns():
+    lines = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+
+
+def test_the_examples_outputs_are_ignored_by_git():
+    """What the README's and the docs' commands write into a clone (``--out
+    runs/...``, ``--html out.html``) is in ``.gitignore``."""
+    import fnmatch
+
+    texts = [README] + [p.read_text("utf-8") for p in (ROOT / "docs").glob("*.rst")]
+    outs = {m for t in texts for m in re.findall(r"--out[ =]([\w./-]+)", t)}
+    pages = {m for t in texts for m in re.findall(r"--html[ =]([\w./-]+)", t)}
+    patterns = _ignored_patterns()
+    assert outs and pages
+    for out in sorted(outs):
+        if out.startswith(("/", "$")) or out.upper() == out:
+            continue  # an absolute path or a placeholder such as OUT
+        top = out.strip("./").split("/")[0] + "/"
+        assert any(fnmatch.fnmatch(top, p) for p in patterns), (
+            f"--out {out}: add {top} to .gitignore"
+        )
+    for page in sorted(pages):
+        assert any(fnmatch.fnmatch("/" + page, p) for p in patterns), page
+
+
+def test_the_quick_start_leaves_special_tokens_out_of_the_word_scores(
+    tiny_model_dir, monkeypatch
+):
+    """Issue 31, item 17: token_attributions gave [CLS] and [SEP] the largest
+    scores (225, 199) under a comment saying they are never removed. The quick
+    start runs here on a tiny model (its fine-tuned model replaced)."""
+    from captum_iba.app import finetune
+
+    monkeypatch.setattr(finetune, "get_finetuned_model", lambda corpus: tiny_model_dir)
+    quick = README.split("## Quick start")[1].split("```python")[1].split("```")[0]
+    assert 'reduction="mean"' in quick and "torch.isin" in quick
+    scope = {}
+    exec(quick.split("# The most faithful configuration measured")[0], scope)
+    scores, ids, tok = scope["scores"], scope["enc"]["input_ids"], scope["tok"]
+    special = torch.isin(ids, torch.tensor([tok.cls_token_id, tok.sep_token_id]))
+    assert bool((scores[special] == 0).all())
+    real = scope["words"]
+    assert bool(((scores[real] > 0) & (scores[real] < 1)).all())

@@ -9,6 +9,7 @@ the umask), not the private ``0o600`` of :func:`tempfile.mkstemp`.
 """
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -24,6 +25,8 @@ __all__ = [
     "read_json",
     "current_umask",
     "user_mode",
+    "write_failed",
+    "writing",
     "write_marker",
 ]
 
@@ -71,6 +74,41 @@ def user_mode(path: PathLike, folder: bool = False) -> None:
     os.chmod(path, (0o777 if folder else 0o666) & ~current_umask())
 
 
+def write_failed(path: PathLike, err: OSError) -> OSError:
+    """An error saying which file or folder could not be written, and why.
+
+    The operating system's error of a failed write names no file (a full
+    disk gives a bare ``[Errno 28] No space left on device``); this one names
+    ``path`` and, for a full disk or a quota, what to do. It keeps ``err`` 's
+    ``errno``.
+
+    Args:
+        path (str or PathLike): What was being written.
+        err (OSError): The error.
+
+    Returns:
+        OSError: The error to raise (``from err``).
+    """
+    reason = err.strerror or str(err) or type(err).__name__
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        reason += ": free some space, or write elsewhere"
+    new = OSError(f"cannot write {os.fspath(path)}: {reason}")
+    new.errno = err.errno
+    return new
+
+
+@contextlib.contextmanager
+def writing(path: PathLike) -> Iterator[None]:
+    """Turns an OSError of the block into :func:`write_failed` 's, naming
+    ``path``."""
+    try:
+        yield
+    except OSError as err:
+        if str(os.fspath(path)) in str(err):
+            raise  # already says which file
+        raise write_failed(path, err) from err
+
+
 @contextlib.contextmanager
 def atomic_write(path: PathLike, mode: str = "w") -> Iterator[IO[Any]]:
     """Opens a temporary file beside ``path``; on success it replaces ``path``.
@@ -86,17 +124,19 @@ def atomic_write(path: PathLike, mode: str = "w") -> Iterator[IO[Any]]:
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
-    )
+    with writing(target):
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+        )
     try:
         user_mode(tmp)
         encoding = None if mode == "wb" else "utf-8"
-        with os.fdopen(fd, mode, encoding=encoding) as fh:
+        with os.fdopen(fd, mode, encoding=encoding) as fh, writing(target):
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        with writing(target):
+            os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -9,7 +9,8 @@ iba-amortized`` call
 file lock so that the processes of a ``torchrun`` wait for one fit);
 ``captum-iba explain --method iba-amortized`` with ``fit=False`` (a clear
 error when none is cached). The folder is
-``<cache>/explainers/<corpus>-l<embeddings or layer index>-<weights digest>``; the store
+``<cache>/explainers/<corpus>-l<embeddings or layer index>-len<max length>-<weights
+digest>``, one per data setting; the store
 itself (:mod:`captum_iba.attr.amortized_store`) refuses an explainer fitted
 for other weights, layer or settings.
 """
@@ -38,15 +39,52 @@ __all__ = ["TRAIN_INSTANCES", "cached_explainer", "explainer_folder"]
 TRAIN_INSTANCES = 500
 
 
-def explainer_folder(model: Any, layer: LayerRef, corpus: str) -> Path:
-    """Where the explainer of ``model`` 's ``layer``, fitted on ``corpus``, is
-    cached."""
+#: The ``--max-length`` an explainer for ``explain`` is preferably taken with
+#: (the corpus commands' default).
+DEFAULT_MAX_LENGTH = 128
+
+
+def explainer_folder(
+    model: Any, layer: LayerRef, corpus: str, max_length: Optional[int] = None
+) -> Path:
+    """Where the explainer of ``model`` 's ``layer``, fitted on ``corpus`` 's
+    training split cut to ``max_length`` word pieces, is cached: one folder
+    per data setting, so that an explainer fitted on other data is never
+    reused. ``max_length`` None gives the pattern of every data setting (a
+    ``*`` in its place), for :func:`fitted_folders`."""
     where = "embeddings" if layer.index is None else layer.index
+    length = "*" if max_length is None else int(max_length)
     return (
         default_cache_dir()
         / "explainers"
-        / f"{corpus}-l{where}-{weights_digest(model)}"
+        / f"{corpus}-l{where}-len{length}-{weights_digest(model)}"
     )
+
+
+def fitted_folders(model: Any, layer: LayerRef, corpus: str) -> Dict[int, Path]:
+    """The cached explainers of ``model`` 's ``layer`` on ``corpus``, by the
+    ``--max-length`` they were fitted with."""
+    pattern = explainer_folder(model, layer, corpus)
+    found: Dict[int, Path] = {}
+    for folder in pattern.parent.glob(pattern.name):
+        length = folder.name.split("-len", 1)[1].split("-", 1)[0]
+        if (folder / RECORD).is_file() and length.isdigit():
+            found[int(length)] = folder
+    return found
+
+
+def _for_explain(model: Any, layer: LayerRef, corpus: str) -> Path:
+    """The explainer ``explain`` uses: the one fitted with the default
+    ``--max-length`` when there is one, else the longest (named)."""
+    found = fitted_folders(model, layer, corpus)
+    if not found or DEFAULT_MAX_LENGTH in found:
+        return explainer_folder(model, layer, corpus, DEFAULT_MAX_LENGTH)
+    length = max(found)
+    print(
+        f"[captum_iba] iba-amortized: the explainer fitted with --max-length "
+        f"{length} ({found[length]})"
+    )
+    return found[length]
 
 
 def training_batches(
@@ -90,7 +128,10 @@ def cached_explainer(
     max_length: int = 128,
 ) -> AmortizedExplainer:
     """The cached explainer of ``model`` 's ``layer``; fitted (and cached) on
-    ``corpus`` 's training split when ``fit`` and none is cached.
+    ``corpus`` 's training split cut to ``max_length`` word pieces when
+    ``fit`` and none is cached for that data setting (an explainer fitted on
+    other data is not reused). Without ``fit`` (``explain``): the one fitted
+    with the default ``--max-length``, else the longest, named.
 
     Raises:
         ~captum_iba.app.errors.CLIError: When none is cached and ``fit`` is
@@ -102,7 +143,10 @@ def cached_explainer(
             "iba-amortized: the model's training corpus is not known (use the "
             "default model or one fine-tuned by captum-iba)"
         )
-    folder = explainer_folder(model, layer, corpus)
+    if fit:
+        folder = explainer_folder(model, layer, corpus, max_length)
+    else:
+        folder = _for_explain(model, layer, corpus)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(folder) + ".lock"):
         try:

@@ -9,16 +9,13 @@ alone (:func:`check_against_config`), which loads in a fraction of a second
 where the weights take a minute. Every failure is a one-line
 :class:`~captum_iba.app.errors.CLIError` that gives the valid range. A command
 that fails leaves no output folder it created, nor files of its own that hold
-no finished work (:func:`removed_on_failure`).
+no finished work (:func:`removed_on_failure`, from
+:mod:`captum_iba.app.outputs`, which also claims and locks them).
 """
 
-import argparse
-import json
 import os
-import shutil
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from captum_iba._utils.values import (
     BadValue,
@@ -28,12 +25,14 @@ from captum_iba._utils.values import (
     seed_int,
 )
 from captum_iba.app.errors import CLIError
+from captum_iba.app.outputs import removed_on_failure
 
 __all__ = [
     "check_against_config",
     "check_classes",
     "class_index",
     "class_names",
+    "corpus_warning",
     "n_encoder_layers",
     "nonnegative_float",
     "output_file",
@@ -288,62 +287,24 @@ def pair_warning(config: Any, record: Optional[dict]) -> Optional[str]:
     return None
 
 
-def _holds_work(folder: Path) -> bool:
-    """Whether a results folder holds finished work: a scored instance in a
-    shard of the corpus engine, or a file outside its bookkeeping (the
-    settings, locks, hidden temporary files)."""
-    for path in folder.rglob("*"):
-        if not path.is_file() or path.name.startswith("."):
-            continue
-        if path.parent.name != "shards":
-            return True
-        if path.suffix == ".jsonl":
-            with open(path, "rb") as fh:
-                for line in fh:
-                    try:
-                        if json.loads(line).get("kind") == "row":
-                            return True
-                    except (ValueError, AttributeError):
-                        continue
-    return False
+def corpus_warning(record: Optional[dict], dataset: str) -> Optional[str]:
+    """A warning when a model fine-tuned on one corpus runs on another.
 
+    Args:
+        record (dict, optional): The model's fine-tuning record, when it has
+            one (it names the corpus).
+        dataset (str): ``--dataset``.
 
-def _first_missing(folder: Path) -> Optional[Path]:
-    """The highest folder of ``folder`` 's path that does not exist yet."""
-    missing = None
-    for part in [folder, *folder.parents]:
-        if part.exists():
-            return missing
-        missing = part
-    return missing
-
-
-def _output_folders(args: argparse.Namespace) -> List[Path]:
-    """The folders a command writes into: ``--out`` and its ``shards/``
-    (the corpus engine's), ``--html`` 's folder."""
-    out = []
-    if getattr(args, "out", None):
-        folder = Path(args.out).expanduser()
-        out += [folder, folder / "shards"]
-    if getattr(args, "html", None):
-        out.append(Path(args.html).expanduser().parent)
-    return out
-
-
-@contextmanager
-def removed_on_failure(args: argparse.Namespace) -> Iterator[None]:
-    """On any failure of a command (an error, Ctrl-C), removes what it made in
-    its output folders (``--out``, ``--html`` 's folder) unless they hold
-    finished work a re-run resumes from: a folder it created goes entirely;
-    in a folder that was there, the corpus engine's ``shards/`` goes when this
-    run made it. Only the main process (``RANK`` 0) cleans up.
+    Returns:
+        str or None: The warning; None when the record names ``dataset`` or
+        there is no record.
     """
-    made = [_first_missing(folder) for folder in _output_folders(args)]
-    try:
-        yield
-    except BaseException:
-        if os.environ.get("RANK", "0") == "0":
-            for root in made:
-                if root is not None and root.is_dir() and not _holds_work(root):
-                    shutil.rmtree(root, ignore_errors=True)
-        raise
+    corpus = (record or {}).get("dataset")
+    if not corpus or corpus == dataset:
+        return None
+    return (
+        f"this model was fine-tuned on {corpus!r} (its fine-tuning record says so), "
+        f"not on --dataset {dataset}: its predictions there may be no better than "
+        "chance, and the test then says little about the methods; give a model "
+        f"fine-tuned on {dataset} (e.g. leave --model out)"
+    )

@@ -445,6 +445,14 @@ def _check_corpus(args: argparse.Namespace) -> None:
         raise CLIError(f"unknown dataset {args.dataset!r}; choose from {DATASETS}")
     args.methods = method_names(args.methods, "--methods")
     _check_options(args, args.setting)
+    if args.data_dir is not None:
+        folder = os.path.expanduser(args.data_dir)
+        if not os.path.isdir(folder):
+            what = "a file" if os.path.exists(folder) else "no such folder"
+            raise CLIError(
+                f"--data-dir {args.data_dir}: {what}; give the folder holding the "
+                "corpora (sst2/, imdb/, rte/, ag_news/)"
+            )
 
 
 def _check_reproduce(args: argparse.Namespace) -> None:

@@ -10,13 +10,18 @@ the harness's resolver and the engine runs the units.
 import argparse
 import textwrap
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
 from captum_iba._utils.io import atomic_write_text, write_marker
 from captum_iba.app import commands
-from captum_iba.app.checks import check_against_config, check_classes, output_folder
+from captum_iba.app.checks import (
+    check_against_config,
+    check_classes,
+    corpus_warning,
+    output_folder,
+)
 from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
 from captum_iba.app.data.corpora import canonical_split
 from captum_iba.app.engine import (
@@ -28,6 +33,7 @@ from captum_iba.app.engine import (
     run_corpus_job,
 )
 from captum_iba.app.engine.records import weights_digest
+from captum_iba.app.finetune.recipes import DEFAULT_BASE_MODEL_NAME
 from captum_iba.app.models import check_request_layers, config_and_record
 from captum_iba.attr.text import resolve_layer
 from captum_iba.evaluation import Resources, build_scorers, get_preset
@@ -39,6 +45,12 @@ __all__ = ["ENGINE_FILES", "attribute", "evaluate"]
 #: What the corpus engine leaves in ``--out`` (the merge, its settings, the
 #: per-rank shards a re-run resumes from).
 ENGINE_FILES = ["attributions.jsonl", "settings.json", "shards"]
+
+#: How the settings name the default model (``--model`` not given).
+DEFAULT_MODEL = (
+    f"default: MiniLM-L6 ({DEFAULT_BASE_MODEL_NAME}) fine-tuned on {{dataset}} by "
+    "captum-iba (cached)"
+)
 
 #: Options that do not change any number of a corpus run (left out of the
 #: settings a re-run is compared with); ``request`` is the checked form of
@@ -75,6 +87,8 @@ def _run_settings(args: argparse.Namespace, split: str) -> Dict[str, Any]:
     for name in OPTIONS.names():
         if settings.get(name, "") is None:
             settings[name] = "default"
+    if args.model is None:  # the weights digest, recorded with them, is exact
+        settings["model"] = DEFAULT_MODEL.format(dataset=args.dataset)
     return dict(settings, command=args.command, split=split)
 
 
@@ -107,17 +121,19 @@ def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob
 
 
 def _write_degradation(
-    out: Path, stem: str, results: Dict, curves: bool
+    out: Path, stem: str, results: Dict, curves: bool, notes: Sequence[str] = ()
 ) -> Tuple[Any, List[str]]:
-    """Each method's result as JSON, the comparison table (and the curves),
-    each written atomically; returns the table and the names written."""
+    """Each method's result as JSON, the comparison table with ``notes``
+    under it (and the curves), each written atomically; returns the table and
+    the names written."""
     written = []
     for name, result in results.items():
         path = out / f"{stem}_{_slug(name)}.json"
         result.to_json(path)
         written.append(path.name)
     table = compare(results)
-    atomic_write_text(out / f"{stem}.md", table.to_markdown() + "\n")
+    below = "".join(f"\n{note}\n" for note in notes)
+    atomic_write_text(out / f"{stem}.md", table.to_markdown() + "\n" + below)
     written.append(f"{stem}.md")
     if curves:
         from captum_iba.visualization import plot_degradation_curves
@@ -134,12 +150,15 @@ def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
     model loads; the folder's completion marker is removed until the run ends.
     """
     out = output_folder(args.out, "--out")
-    config, _ = config_and_record(args.model, args.dataset)
+    config, record = config_and_record(args.model, args.dataset)
     check_against_config(config, max_length=args.max_length)
     check_request_layers(args.request, config)
     threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)  # CPU rounding depends on it
     world = init_world(args.device)
+    warning = corpus_warning(record, args.dataset)
+    if warning and world.is_main:
+        print(f"warning: {warning}", flush=True)
     try:
         prepare_out(args.out, _run_settings(args, split), world)
         if world.is_main:
@@ -165,18 +184,28 @@ def evaluate(args: argparse.Namespace) -> int:
         return 0
     out = Path(args.out)
     stem = f"{args.dataset}_{args.setting}"
-    table, written = _write_degradation(out, stem, merged.results, curves=True)
     n = len({row["index"] for row in merged.rows})  # methods may be several IBAs
+    notes = merged.ranking_notes(n)
+    table, written = _write_degradation(
+        out, stem, merged.results, curves=True, notes=notes
+    )
     files = ENGINE_FILES + written
     write_marker(out, commands.MARKER, files=files, command="evaluate", n=n)
     accuracy = next(iter(merged.results.values())).original_accuracy
     print(f"\n{args.dataset} (n={n}), setting {args.setting}")
     print(table.to_markdown())
     print(_wrap(f"Columns: {table.legend()}"))
+    for note in notes:
+        print(_wrap(note))
     print(
         f"done: {merged.run_line(n, len(merged.results))}; model accuracy on them "
         f"{100 * accuracy:.1f} %; results in {out}/"
     )
+    warning = corpus_warning(
+        config_and_record(args.model, args.dataset)[1], args.dataset
+    )
+    if warning:  # said at the start too; the accuracy above is read here
+        print(_wrap(f"warning: {warning}"))
     return 0
 
 
@@ -193,17 +222,20 @@ def attribute(args: argparse.Namespace) -> int:
         return 0
     out = Path(args.out)
     written = list(ENGINE_FILES)
+    n = len({row["index"] for row in merged.rows})
+    notes = merged.ranking_notes(n)
     if merged.results:
         table, files = _write_degradation(
-            out, "degradation", merged.results, curves=False
+            out, "degradation", merged.results, curves=False, notes=notes
         )
         written += files
         print(table.to_markdown())
         print(_wrap(f"Columns: {table.legend()}"))
+    for note in notes:
+        print(_wrap(note))
     write_marker(
         out, commands.MARKER, files=written, command="attribute", n=len(merged.rows)
     )
-    n = len({row["index"] for row in merged.rows})
     print(
         f"done: {merged.run_line(n, len(merged.rows) // max(n, 1))}; "
         f"{len(merged.rows)} rows in {out / 'attributions.jsonl'} (fields and "

@@ -24,6 +24,7 @@ from captum_iba.app.models import (
     config_and_record,
     model_config,
 )
+from captum_iba.app.words import blank
 from captum_iba.registry import DEFAULT_LLM_METHOD
 from captum_iba.request import check_model_kind
 
@@ -36,8 +37,11 @@ DEFAULT_MODEL_NAME = "MiniLM-L6 fine-tuned on SST-2 (the default model, cached)"
 def run(args: argparse.Namespace) -> int:
     """Run ``captum-iba explain`` with checked arguments (see the module
     docstring); returns the exit code."""
-    if not args.text.strip():
-        raise CLIError("the text to explain is empty")
+    if blank(args.text):
+        raise CLIError(
+            "the text to explain is empty (only spaces or invisible characters such "
+            "as zero-width spaces)"
+        )
     html = output_file(args.html, "--html")
     if _kind(args) == "causal-lm":
         return _run_causal_lm(args, html)
@@ -50,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         if value is not None:
             raise CLIError(f"{flag} is for a causal LM; the model is a classifier")
     check_model_kind(args.request.methods, "classifier", cli=True)
-    if args.pair is not None and not args.pair.strip():
+    if args.pair is not None and blank(args.pair):
         raise CLIError("--pair is empty: give the second text, or leave --pair out")
     config, record = config_and_record(args.model, DEFAULT_CORPUS)
     check_request_layers(args.request, config)

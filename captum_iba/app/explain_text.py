@@ -57,7 +57,10 @@ def _top_lines(
     """The top ``k`` words (relative scores in brackets); for a signed method
     also the ``k`` most against the class (negative scores only)."""
     tokens = result.tokens(pieces)
-    signed = result.methods[name].signed
+    method = result.methods[name]
+    if method.no_ranking:
+        return _wrapped(f"no ranking: {method.no_ranking}; no top words are listed")
+    signed = method.signed
     order = sorted(range(len(tokens)), key=lambda i: -rel[i])
     what = "pieces" if pieces else "words"
     fmt = "+.2f" if signed else ".2f"
@@ -77,8 +80,11 @@ def _table(result: "Explanation", name: str, pieces: bool) -> List[str]:
     method = result.methods[name]
     tokens, scores = result.tokens(pieces), result.scores(name, pieces)
     rel = _relative(scores, method.signed)
-    rank = np.empty(len(scores), dtype=int)
+    rank = np.empty(len(scores), dtype=object)
     rank[np.argsort(-np.asarray(scores), kind="stable")] = np.arange(1, len(scores) + 1)
+    if method.no_ranking:  # no rank, and no bar that would suggest one
+        rank[:] = "-"
+        rel = np.zeros(len(scores))
     width = min(max([len(t) for t in tokens] + [4]), 20)
     head = "piece" if pieces else "word"
     lines = [f"  {'rank':>4}  {head:<{width}}  {'score':>9}  relative"]
@@ -115,7 +121,8 @@ def terminal_text(result: "Explanation", top: int = 5, pieces: bool = False) -> 
         lines.append("")
         lines += _wrapped(f"{name}: {result.details(name)}", "")
         lines += _wrapped(f"score = {method.meaning}.")
-        lines += _wrapped(f"({_scale_words(method.signed, label)})")
+        if not method.no_ranking:
+            lines += _wrapped(f"({_scale_words(method.signed, label)})")
         rel = _relative(result.scores(name, pieces), method.signed)
         if len(result.methods) == 1:
             lines += _table(result, name, pieces)

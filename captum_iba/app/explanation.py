@@ -24,6 +24,7 @@ listing of :func:`~captum_iba.app.explain_text.terminal_text`.
 """
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -31,10 +32,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import torch
 
 from captum_iba._utils.common import hf_call
+from captum_iba._utils.hooks import evaluation_mode
 from captum_iba._utils.io import atomic_write_text
 from captum_iba.app.checks import class_index, class_names
-from captum_iba.app.data.corpora import DEFAULT_CORPUS
-from captum_iba.app.models import check_request_layers
+from captum_iba.app.explain_setup import build, load, n_layers, warn_if_training
 from captum_iba.app.words import encode, grouping, to_words
 from captum_iba.registry import DEFAULT_METHOD, METHODS
 from captum_iba.request import MethodRequest, check_model_kind, check_request
@@ -58,6 +59,10 @@ class MethodScores:
             :attr:`~captum_iba.evaluation.TokenScorer.word_reduction`).
         layer (int, optional): The encoder layer it used, for IBA.
         settings (dict): The scorer's settings.
+        no_ranking (str): Why the scores rank no word ("" when they do): the
+            method's own finding (e.g. IBA after a layer whose first token
+            alone is read), or flat word scores; then no top words are
+            listed.
     """
 
     method: str
@@ -69,6 +74,7 @@ class MethodScores:
     word_reduction: str = "sum"
     layer: Optional[int] = None
     settings: Dict[str, Any] = field(default_factory=dict, repr=False)
+    no_ranking: str = ""
 
 
 @dataclass
@@ -166,7 +172,15 @@ class Explanation:
     def top(
         self, k: int = 5, method: Optional[str] = None, pieces: bool = False
     ) -> List[Tuple[str, float]]:
-        """The ``k`` highest-scoring words (or pieces) with their scores."""
+        """The ``k`` highest-scoring words (or pieces) with their scores.
+
+        Raises:
+            ValueError: When the method's scores rank nothing
+                (:attr:`MethodScores.no_ranking`, which the message gives).
+        """
+        found = self._method(method)
+        if found.no_ranking:
+            raise ValueError(f"{found.method}: no ranking: {found.no_ranking}")
         tokens, values = self.tokens(pieces), self.scores(method, pieces)
         order = sorted(range(len(tokens)), key=lambda i: -values[i])
         return [(tokens[i], values[i]) for i in order[:k]]
@@ -224,6 +238,7 @@ class Explanation:
                 meaning=m.meaning,
                 details=self.details(name),
                 breaks=self.breaks(pieces),
+                no_ranking=m.no_ranking,
             )
             for name, m in self.methods.items()
         ]
@@ -250,67 +265,6 @@ class Explanation:
 
     def __str__(self) -> str:
         return self.to_text()
-
-
-def _load(model: Any, tokenizer: Any, request: MethodRequest) -> Tuple[Any, Any, str]:
-    """The model and tokenizer (loaded when given by name, after the
-    request's layers are checked against its configuration), and a
-    description."""
-    from captum_iba.app.models import config_and_record, load_classifier
-
-    if model is None or isinstance(model, (str, Path)):
-        path = None if model is None else str(model)
-        config, _ = config_and_record(path, DEFAULT_CORPUS)
-        check_request_layers(request, config, cli=False)
-    if model is None:
-        from captum_iba.app.finetune import get_finetuned_model
-
-        path = get_finetuned_model(DEFAULT_CORPUS)
-        model, tokenizer = load_classifier(path)
-        return model, tokenizer, f"MiniLM-L6 fine-tuned on SST-2 ({path})"
-    if isinstance(model, (str, Path)):
-        name = str(model)
-        model, tokenizer = load_classifier(model)
-        return model, tokenizer, name
-    if tokenizer is None:
-        raise ValueError("a model given as an object needs its tokenizer=")
-    name = getattr(getattr(model, "config", None), "name_or_path", "") or ""
-    return model, tokenizer, name or type(model).__name__
-
-
-def _build(
-    request: MethodRequest, resources: Any
-) -> Tuple[Dict[str, Any], Dict[str, str]]:
-    """The scorers by name; with several methods, one that cannot be imported
-    (an optional package) is left out, with the reason."""
-    from captum_iba.evaluation import build_scorers
-
-    scorers: Dict[str, Any] = {}
-    skipped: Dict[str, str] = {}
-    for name in request.methods:
-        one = _only(request, name)
-        try:
-            built = build_scorers(one, resources, "fair")
-        except ImportError as err:
-            if len(request.methods) == 1:
-                raise
-            first = str(err).splitlines()[0]
-            skipped[name] = first.split(". ")[0].rstrip(".") + "."
-            continue
-        scorers.update(built)
-    return scorers, skipped
-
-
-def _only(request: MethodRequest, method: str) -> MethodRequest:
-    """The part of a request that concerns one of its methods."""
-    from captum_iba.request import options_of
-
-    return MethodRequest(
-        (method,),
-        {k: v for k, v in request.options.items() if k in options_of(method)},
-        {k: v for k, v in request.method_options.items() if k == method},
-        {k: v for k, v in request.passthrough.items() if k == method},
-    )
 
 
 def explain(
@@ -346,7 +300,9 @@ def explain(
             given here). Default (None): ``"iba-deletion"``, the most faithful
             IBA measured (docs/faithfulness.rst); ``"llm-iba-deletion"`` for a
             causal LM (docs/llm.rst).
-        tokenizer (optional): The tokenizer of a model given as an object.
+        tokenizer (optional): The tokenizer of a model given as an object,
+            or one to use instead of a model folder's own (it must fit the
+            model's vocabulary).
         pair (str, optional): The second text of a sentence pair.
         target (int or str, optional): The class to explain, by index or by
             name (``"positive"``). Default: the predicted class. For a causal
@@ -367,6 +323,10 @@ def explain(
             each method's own. An option no chosen method takes is an error,
             never ignored.
 
+    A model in training mode is explained in eval mode (dropout off, so the
+    prediction and the scores are not random), with a warning; its flags are
+    put back afterwards.
+
     Returns:
         Explanation: The scores of every method, by word piece and by word;
         it shows as a page in Jupyter.
@@ -381,9 +341,6 @@ def explain(
             not installed (with several, it is left out and named in
             :attr:`Explanation.skipped`).
     """
-    from captum_iba.attr.text import encoder_layers
-    from captum_iba.evaluation import Resources
-
     if _is_causal_lm(model):
         if pair is not None:
             raise ValueError("pair is for a classifier; a causal LM explains a prompt")
@@ -405,7 +362,30 @@ def explain(
         request = check_request(
             method, given, method_options, setting="fair", model_kind="classifier"
         )
-    model, tokenizer, described = _load(model, tokenizer, request)
+    model, tokenizer, described = load(model, tokenizer, request)
+    warn_if_training(model)
+    with evaluation_mode(model, []):  # dropout off; every flag put back after
+        return _explain(
+            text, pair, target, request, model, tokenizer,
+            model_name or described, explainer, prior_data,
+        )  # fmt: skip
+
+
+def _explain(
+    text: str,
+    pair: Optional[str],
+    target: Union[None, int, str],
+    request: MethodRequest,
+    model: Any,
+    tokenizer: Any,
+    model_name: str,
+    explainer: Any,
+    prior_data: Any,
+) -> Explanation:
+    """:func:`explain` once the model is loaded (in eval mode)."""
+    from captum_iba.attr.text import encoder_layers
+    from captum_iba.evaluation import Resources
+
     enc = encode(tokenizer, model, text, pair)
     ids, mask = enc["input_ids"], enc["attention_mask"]
     types = enc.get("token_type_ids")
@@ -415,7 +395,7 @@ def explain(
     labels += [str(i) for i in range(len(labels), probs.numel())]
     index = int(probs.argmax()) if target is None else class_index(target, labels)
     resources = Resources(model, tokenizer, explainer=explainer, prior_data=prior_data)
-    scorers, skipped = _build(request, resources)
+    scorers, skipped = build(request, resources)
     texts = [text] if pair is None else [text, pair]
     special, words, of_piece, segment = grouping(enc, tokenizer, texts)
     result = Explanation(
@@ -429,8 +409,8 @@ def explain(
         labels=labels,
         probabilities=probs.tolist(),
         target=index,
-        model_name=model_name or described,
-        n_layers=_n_layers(model, encoder_layers),
+        model_name=model_name,
+        n_layers=n_layers(model, encoder_layers),
         skipped=skipped,
     )
     for name, scorer in scorers.items():
@@ -449,7 +429,49 @@ def explain(
             layer=scorer.settings.get("layer_index"),
             settings=dict(scorer.settings),
         )
+        said = _flat_said_by(scorer)
+        result.methods[name].no_ranking = _no_ranking(result, name, warn=not said)
     return result
+
+
+def _flat_said_by(scorer: Any) -> bool:
+    """Whether the method warned itself that the instance's scores are flat
+    (IBA does, :attr:`~captum_iba.InformationBottleneckAttribution.last_run`)."""
+    runs = getattr(getattr(scorer, "iba", None), "last_run", None) or []
+    return any(run.get("flat_instances") for run in runs)
+
+
+def _no_ranking(result: Explanation, name: str, warn: bool = True) -> str:
+    """Why a method's scores rank no word: its own finding (IBA after a layer
+    whose first token alone is read, which IBA warned), or flat scores of
+    its pieces or words (:func:`~captum_iba._utils.ranking.is_flat`, special
+    tokens left out; warned here unless ``warn`` is False); "" when they
+    rank."""
+    from captum_iba._utils.ranking import is_flat, spread_said
+
+    method = result.methods[name]
+    reason = str(method.settings.get("no_ranking", ""))
+    if reason:
+        return reason
+    # the pieces (a word of several pieces sums them, for an additive method)
+    # or the words shown (a mean of the pieces)
+    level, words = "piece", result.scores(name, pieces=True)
+    if not is_flat(words):
+        level, words = "word", result.scores(name)
+        if not is_flat(words):
+            return ""
+    where = "" if method.layer is None else f" (here after encoder layer {method.layer}"
+    if where and result.n_layers:
+        where += f" of 0..{result.n_layers - 1}"
+    reason = (
+        f"{spread_said(level)} ({min(words):.4g} to {max(words):.4g}), so none "
+        "ranks above another: the method found nothing in this text that changes "
+        "the prediction. For IBA this happens after a layer the prediction barely "
+        f"reads{where + ')' if where else ''}: try an earlier layer, or iba-deletion"
+    )
+    if warn:
+        warnings.warn(f"{name}: no ranking: {reason}", UserWarning, stacklevel=4)
+    return reason
 
 
 def _is_causal_lm(model: Any) -> bool:
@@ -467,10 +489,3 @@ def _is_causal_lm(model: Any) -> bool:
     from captum_iba.app.models import model_config
 
     return model_kind(model_config(str(model))) == "causal-lm"
-
-
-def _n_layers(model: Any, encoder_layers: Any) -> Optional[int]:
-    try:
-        return len(encoder_layers(model))
-    except (ValueError, TypeError, AttributeError):
-        return None

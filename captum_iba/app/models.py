@@ -10,22 +10,21 @@ model and what to do.
 """
 
 import json
-import os
 import re
-import socket
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, List, Optional, Tuple, Union
-from urllib.parse import urlparse
 
 import torch
 
-from captum_iba.app.checks import check_against_config
+from captum_iba.app.checks import check_against_config, n_encoder_layers
 from captum_iba.app.errors import CLIError
+from captum_iba.app.hub import TIMEOUT, hub_reachable
 from captum_iba.request import MethodRequest
 
 __all__ = [
     "ModelLoadError",
+    "check_last_layer",
     "check_request_layers",
     "config_and_record",
     "load_classifier",
@@ -63,19 +62,9 @@ def looks_like_hub_id(name: str) -> bool:
     return bool(_LEGACY_ID.fullmatch(name)) and bool(re.search(r"[-\d]", name))
 
 
-def _hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether the hub's host answers on its port (False when offline mode)."""
-    if os.environ.get("HF_HUB_OFFLINE", "").strip() not in ("", "0", "false"):
-        return False
-    if any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy")):
-        return True  # the proxy decides; let the hub client try
-    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        with socket.create_connection((url.hostname or "", port), timeout=timeout):
-            return True
-    except OSError:
-        return False
+def _hub_reachable(timeout: float = TIMEOUT) -> bool:
+    """Whether the hub's host answers (:func:`captum_iba.app.hub.hub_reachable`)."""
+    return hub_reachable(timeout)
 
 
 def _source(path: PathLike) -> Tuple[str, bool]:
@@ -219,7 +208,15 @@ def config_and_record(path: Optional[str], dataset: str) -> Tuple[Any, Optional[
     from captum_iba.app.finetune.store import check_folder, read_record
 
     if path is None:
-        config = model_config(default_base_model())
+        try:
+            config = model_config(default_base_model())
+        except ImportError:
+            from captum_iba.app.finetune.cache import cached_default_model
+
+            cached = cached_default_model(dataset)
+            if cached is None:
+                raise
+            return model_config(cached), {"dataset": dataset}
         names = load_label_names(dataset)
         config.num_labels = len(names)
         config.id2label = dict(enumerate(names))
@@ -259,9 +256,70 @@ def _layers_given(request: MethodRequest, cli: bool) -> Iterator[Tuple[str, Any]
             yield label, options["layer"]
 
 
+#: Model types whose sequence classifier reads only the first token ([CLS])
+#: of the last layer's output.
+FIRST_TOKEN_HEADS = frozenset(
+    {
+        "albert", "bert", "camembert", "deberta", "deberta-v2", "distilbert",
+        "electra", "mpnet", "roberta", "xlm-roberta",
+    }
+)  # fmt: skip
+
+
 def check_request_layers(request: MethodRequest, config: Any, cli: bool = True) -> None:
     """The request's layer indices checked against the model's configuration
     (before any weights load; the message gives the valid range and names
-    the option as the command line, or as Python code, gave it)."""
+    the option as the command line, or as Python code, gave it), and an IBA
+    method refused at the last layer where its result can rank nothing
+    (:func:`check_last_layer`)."""
     for option, layer in _layers_given(request, cli):
         check_against_config(config, layer=layer, layer_option=option)
+    check_last_layer(request, config, cli)
+
+
+def check_last_layer(request: MethodRequest, config: Any, cli: bool = True) -> None:
+    """Refuses an IBA method at the model's last encoder layer where its
+    scores are provably no ranking: ``iba-deletion`` (no layer above reads
+    the tokens), and the noise methods (``IBA``, ``iba-faithful``,
+    ``iba-amortized``) in a classifier that reads only the first token there
+    (:data:`FIRST_TOKEN_HEADS`). A list of layers (a sweep) is not refused:
+    IBA marks its rows.
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: Naming the option, the method and
+            the layers to choose from.
+    """
+    from captum_iba.registry import METHODS
+    from captum_iba.request import options_of
+
+    n = n_encoder_layers(config)
+    kind = getattr(config, "model_type", None)
+    for method in request.methods if n else ():
+        layer = request.values(method).get("layer")
+        if "layer" not in options_of(method) or layer != n - 1:
+            continue
+        if isinstance(layer, bool) or not isinstance(layer, int):
+            continue
+        deletion = METHODS.entry(method).defaults.get("config") == "deletion"
+        if not deletion and kind not in FIRST_TOKEN_HEADS:
+            continue  # a head that reads every token: IBA checks it itself
+        own = (
+            method in request.method_options
+            and "layer" in request.method_options[method]
+        )
+        if cli:
+            option = f"--set {method.lower()}:layer" if own else "--layer"
+        else:
+            option = f"{method} layer" if own else "layer"
+        why = (
+            "no layer above it reads the tokens, so every token gets the same score"
+            if deletion
+            else "its classifier reads only the first token ([CLS]) there, so no "
+            "other token can change the prediction: their scores differ by noise "
+            "alone"
+        )
+        raise CLIError(
+            f"{option} {layer} is the last encoder layer of this {kind} model "
+            f"(0..{n - 1}): {method} there ranks nothing ({why}); choose "
+            + ("'embeddings'" if n < 2 else f"'embeddings' or a layer in 0..{n - 2}")
+        )

@@ -18,6 +18,16 @@ Every file is written atomically (a temporary file, then a rename), so a run
 that is killed leaves the earlier files whole; ``table1.json`` is rewritten
 after each corpus and setting, so a long run can be read part-way.
 
+**Resuming.** Each piece of the work - a corpus and setting of Table 1, a
+layer or a beta of the sweeps - is recorded in ``resume.json`` when its
+results are written, with what it was measured with (the profile's numbers,
+the prior, the layer, the model's weights digest). The same command in the
+same folder, after a crash, ``kill -9`` or Ctrl-C, skips every piece
+recorded with the same settings and model and says so; a piece whose
+settings or model differ is measured again. Delete ``resume.json`` (or give
+another ``--out``) to measure everything again. The examples (Figure 3,
+seconds) are always redone.
+
 Profiles: ``cpu`` (small samples, IMDB and RTE truncated to 256 tokens;
 measured on an idle 2-core CPU: 67 minutes for the table, 5 for the sweeps
 and examples, once the four models are cached) and ``paper`` (1,000
@@ -40,6 +50,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
 
+from captum_iba._utils.digest import weights_digest
 from captum_iba._utils.io import atomic_write_text, write_marker
 from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
 from captum_iba.app.finetune import (
@@ -56,7 +67,7 @@ from captum_iba.attr import (
     paper_layer_index,
 )
 from captum_iba.evaluation import SETTINGS, encode, evaluate_corpus
-from captum_iba.metrics import compare
+from captum_iba.metrics import DegradationResult, compare
 from captum_iba.registry import PRIORS
 from captum_iba.visualization import (
     layer_token_heatmap,
@@ -92,6 +103,56 @@ EXAMPLE = (
     "I liked this movie a lot: the plot intrigued me from the first scene, "
     "although the ending felt rushed."
 )
+
+
+#: The record of the pieces done (see the module docstring).
+RESUME_FILE = "resume.json"
+
+
+class Resume:
+    """The pieces of a run recorded in ``OUT/resume.json``, each with the
+    fingerprint of what it was measured with.
+
+    Args:
+        folder (Path): The results folder.
+
+    Raises:
+        ValueError: Naming the file, when it is damaged.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / RESUME_FILE
+        self.done: Dict[str, str] = {}
+        if self.path.exists():
+            try:
+                self.done = dict(json.loads(self.path.read_text(encoding="utf-8")))
+            except (OSError, ValueError, TypeError) as err:
+                raise ValueError(
+                    f"{self.path} is damaged ({err}); delete it to measure every "
+                    "piece again"
+                ) from None
+
+    @staticmethod
+    def fingerprint(settings: Dict[str, Any]) -> str:
+        """The settings as canonical JSON."""
+        return json.dumps(settings, sort_keys=True, default=repr)
+
+    def skips(self, key: str, settings: Dict[str, Any]) -> bool:
+        """Whether piece ``key`` is done with ``settings`` (then said so)."""
+        if self.done.get(key) != self.fingerprint(settings):
+            return False
+        print(
+            f"[captum_iba] {key}: measured by an earlier run in {self.path.parent} "
+            f"with the same settings and model; kept (delete {self.path.name} to "
+            "measure it again)",
+            flush=True,
+        )
+        return True
+
+    def record(self, key: str, settings: Dict[str, Any]) -> None:
+        """Piece ``key`` is done with ``settings`` (after its files)."""
+        self.done[key] = self.fingerprint(settings)
+        atomic_write_text(self.path, json.dumps(self.done, indent=1) + "\n")
 
 
 def corpus_model(corpus: str) -> Tuple[Any, Any]:
@@ -152,6 +213,8 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
         for r in read_rows(out / "table1.json")
         if (r["corpus"], r["setting"]) not in rerun
     ]
+    resume = Resume(out)
+    earlier = {(r["corpus"], r["setting"]) for r in read_rows(out / "table1.json")}
     for corpus in args.datasets:
         model, tok = corpus_model(corpus)
         n, length = profile["n"][corpus], profile["max_length"][corpus]
@@ -160,6 +223,19 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
         for setting in settings:
             methods = ("random", "IG", "LIME-text" if setting == "paper" else "LIME")
             prior = "reference" if setting == "paper" else args.fair_prior
+            piece = dict(
+                n=n, max_length=length, layer=layer, prior=prior, methods=methods,
+                lime_max_length=profile["lime_max_length"][corpus],
+                batch_size=profile["batch_size"], weights=weights_digest(model),
+            )  # fmt: skip
+            key = f"table/{corpus}/{setting}"
+            if (corpus, setting) in earlier and resume.skips(key, piece):
+                rows += [
+                    r
+                    for r in read_rows(out / "table1.json")
+                    if (r["corpus"], r["setting"]) == (corpus, setting)
+                ]
+                continue
             start = time.time()
             results = evaluate_corpus(
                 model,
@@ -210,6 +286,8 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
             rows.sort(key=_row_order)
             atomic_write_text(out / "table1.json", json.dumps(rows, indent=2))
             atomic_write_text(out / "table1.md", table1_markdown(rows))
+            resume.record(key, piece)
+    rows.sort(key=_row_order)
     print("\n" + table1_markdown(rows))
 
 
@@ -266,11 +344,31 @@ def run_sweeps(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> 
         max_length=profile["max_length"][corpus],
         batch_size=profile["batch_size"],
     )
+    resume = Resume(out)
+    piece = dict(
+        corpus=corpus, n=profile["sweep_n"], max_length=common["max_length"],
+        prior=args.fair_prior, batch_size=profile["batch_size"],
+        weights=weights_digest(model),
+    )  # fmt: skip
+
+    def sweep_point(name: str, **options: Any) -> DegradationResult:
+        path = out / "json" / f"sweep_{name}.json"
+        key, settings = f"sweeps/{name}", dict(piece, **options)
+        if path.exists() and resume.skips(key, settings):
+            return DegradationResult.from_json(path)
+        if "layer" in options:
+            chosen: Dict[str, Any] = dict(layer=options["layer"])
+        else:
+            chosen = dict(method_options={"IBA": {"beta": options["beta"]}})
+        res = evaluate_corpus(model, tok, data, methods=("IBA",), **chosen, **common)
+        res = res["IBA"]
+        res.to_json(path)
+        resume.record(key, settings)
+        return res
+
     by_layer = {}
     for index in range(len(encoder_layers(model))):
-        res = evaluate_corpus(model, tok, data, methods=("IBA",), layer=index, **common)
-        by_layer[index + 1] = res["IBA"]
-        res["IBA"].to_json(out / "json" / f"sweep_layer{index + 1}.json")
+        by_layer[index + 1] = sweep_point(f"layer{index + 1}", layer=index)
     plot_layer_sweep(
         by_layer,
         title=f"IB after each layer ({corpus}, n={len(data)})",
@@ -278,12 +376,7 @@ def run_sweeps(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> 
     )
     by_beta = {}
     for beta in BETAS:
-        options = {"IBA": {"beta": beta}}
-        res = evaluate_corpus(
-            model, tok, data, methods=("IBA",), method_options=options, **common
-        )
-        by_beta[beta] = res["IBA"]
-        res["IBA"].to_json(out / "json" / f"sweep_beta{beta:g}.json")
+        by_beta[beta] = sweep_point(f"beta{beta:g}", beta=beta)
     plot_beta_sweep(
         by_beta,
         title=f"IBA with different beta ({corpus}, n={len(data)})",
@@ -292,6 +385,12 @@ def run_sweeps(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> 
     summary = {
         "layers": {k: v.first_level_drop for k, v in by_layer.items()},
         "betas": {f"{k:g}": v.first_level_drop for k, v in by_beta.items()},
+        # layers where IBA ranks no token (the last: [CLS] alone is read)
+        "no_ranking_layers": [
+            k
+            for k, v in by_layer.items()
+            if v.settings["attribution"].get("no_ranking")
+        ],
     }
     atomic_write_text(out / "sweeps.json", json.dumps(summary, indent=2))
     print("\nfirst-level drop by layer / beta:", json.dumps(summary, indent=1))
@@ -366,6 +465,7 @@ def run(
     folder = Path(out)
     (folder / "json").mkdir(parents=True, exist_ok=True)
     read_rows(folder / "table1.json")  # a damaged table fails before any work
+    Resume(folder)  # so does a damaged record of the pieces done
     (folder / "COMPLETE.json").unlink(missing_ok=True)
     args = argparse.Namespace(
         datasets=list(datasets),

@@ -2,11 +2,16 @@
 tokenizer cuts (checked, cut to the model's positions), and the words they
 form (:func:`grouping`), for :func:`captum_iba.explain`."""
 
+import unicodedata
 from typing import Any, List, Optional, Sequence, Tuple
 
 from captum_iba.app.errors import CLIError
 
-__all__ = ["encode", "grouping", "prompt_words", "to_words"]
+__all__ = ["blank", "encode", "grouping", "prompt_words", "to_words"]
+
+#: A word every vocabulary of a language model holds: when it too becomes the
+#: unknown token, the tokenizer's vocabulary files are missing or damaged.
+_COMMON_WORD = "the"
 
 
 def grouping(
@@ -58,10 +63,28 @@ def grouping(
     return special, words, of_piece, segment
 
 
+def blank(text: str) -> bool:
+    """Whether ``text`` holds nothing to read: only spaces, line breaks and
+    invisible characters (zero-width spaces, joiners, byte-order marks:
+    Unicode's format characters)."""
+    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in text)
+
+
 def encode(tokenizer: Any, model: Any, text: str, pair: Optional[str]) -> Any:
-    """The text encoded (cut to the model's positions), with checks."""
-    if not text.strip() or (pair is not None and not pair.strip()):
-        raise CLIError("the text to explain is empty")
+    """The text encoded (cut to the model's positions), with checks.
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: For a text with nothing to read, one
+            whose every word the tokenizer maps to its unknown token (naming
+            why: words it has no pieces for, or a damaged vocabulary), or one
+            that gives no token at all.
+    """
+    if blank(text) or (pair is not None and blank(pair)):
+        which = "--pair" if not blank(text) else "the text to explain"
+        raise CLIError(
+            f"{which} is empty (only spaces or invisible characters such as "
+            "zero-width spaces)"
+        )
     limit = min(512, getattr(model.config, "max_position_embeddings", 512) or 512)
     fast = bool(getattr(tokenizer, "is_fast", False))
     enc = tokenizer(
@@ -72,19 +95,41 @@ def encode(tokenizer: Any, model: Any, text: str, pair: Optional[str]) -> Any:
         return_tensors="pt",
         return_offsets_mapping=fast,
     )
-    full = len(tokenizer(text, pair)["input_ids"])
+    # verbose=False: this count is never fed to the model (no "indexing
+    # errors" warning from transformers; the text is cut above).
+    full = len(tokenizer(text, pair, verbose=False)["input_ids"])
     if full > limit:
         print(f"note: the text has {full} word pieces; only the first {limit} are used")
-    ids = enc["input_ids"][0].tolist()
+    _check_words(tokenizer, enc["input_ids"][0].tolist())
+    return enc
+
+
+def _check_words(tokenizer: Any, ids: List[int]) -> None:
+    """Refuses a text the tokenizer cannot read: no token at all, or every
+    one its unknown token (saying whether the vocabulary is damaged or the
+    words are ones it has no pieces for)."""
     special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
     words = [i for i in ids if i not in special]
-    unk = tokenizer.unk_token_id
-    if words and unk is not None and set(words) == {unk}:
+    if not words:
         raise CLIError(
-            "the tokenizer maps every word to its unknown token "
+            "the tokenizer finds no word in the text to explain: nothing to explain"
+        )
+    unk = tokenizer.unk_token_id
+    if unk is None or set(words) != {unk}:
+        return
+    common = [i for i in tokenizer(_COMMON_WORD)["input_ids"] if i not in special]
+    if common and set(common) == {unk}:
+        raise CLIError(
+            "the tokenizer maps every word, even 'the', to its unknown token "
             f"({tokenizer.unk_token}): its vocabulary files are missing or damaged"
         )
-    return enc
+    raise CLIError(
+        "the tokenizer knows none of the text's words: each becomes its unknown "
+        f"token ({tokenizer.unk_token}), so there is nothing to explain (characters "
+        "outside its vocabulary, such as emoji, or words longer than it reads, "
+        "e.g. over 100 characters for BERT's WordPiece); give text in the model's "
+        "language"
+    )
 
 
 def prompt_words(

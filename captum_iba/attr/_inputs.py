@@ -32,7 +32,6 @@ __all__ = [
     "copies_failed",
     "expand_rows",
     "infer_token_mask",
-    "mask_values_problem",
     "model_pad_token_id",
     "model_special_token_ids",
     "pads_without_mask",
@@ -302,33 +301,44 @@ def check_named_arguments(
                     f"{where} fills forward_func's parameter {name}: expected a "
                     f"Tensor (B, L) or None, got {type(value).__name__} {value!r:.40}"
                 )
-            if name in MASK_NAMES and ids is not None and isinstance(value, Tensor):
-                if value.dim() == 2 and value.shape != ids.shape:
-                    raise ValueError(
-                        f"{where} fills forward_func's parameter {name} with shape "
-                        f"{tuple(value.shape)}, but the token ids are "
-                        f"{tuple(ids.shape)}: a mask must have their shape (B, L)"
-                    )
+            if name in MASK_NAMES and isinstance(value, Tensor):
+                _check_mask(where, name, value, ids, tuple(first.shape[:2]))
 
 
-def mask_values_problem(
-    forward_func: Any, inputs: Tuple[Tensor, ...], extra: Tuple[Any, ...]
-) -> str:
-    """What keeps a (B, L) argument named as a mask from being the token mask:
-    values other than 0 and 1 ("" when there is none)."""
-    shape = tuple(inputs[0].shape[:2])
-    for where, name, value in _named_arguments(forward_func, (*inputs, *extra),
-                                               len(inputs)):  # fmt: skip
-        if name in MASK_NAMES and isinstance(value, Tensor) and value.dim() == 2:
-            odd = value[(value != 0) & (value != 1)]
-            if tuple(value.shape) == shape and odd.numel():
-                values = sorted({float(v) for v in odd.unique()[:3].tolist()})
-                return (
-                    f"{where} fills forward_func's parameter {name} but holds "
-                    f"values other than 0 and 1 (e.g. {values}), so it was not "
-                    "taken for the token mask"
-                )
-    return ""
+def _check_mask(
+    where: str,
+    name: str,
+    value: Tensor,
+    ids: Optional[Tensor],
+    shape: Tuple[int, ...],
+) -> None:
+    """A tensor filling a parameter named as a mask: the token ids' shape
+    (B, L) (one of shape (L,) would leave the padding of all rows but one
+    scored as tokens), and 1 at tokens, 0 at padding, as the degradation test
+    requires.
+
+    Raises:
+        ValueError: Naming the argument, the parameter, and the shape or the
+            values found.
+    """
+    if ids is not None and value.dim() <= 2 and value.shape != ids.shape:
+        hint = ""
+        if value.dim() < 2:
+            hint = f" (one mask for every row: mask.expand({ids.shape[0]}, -1))"
+        raise ValueError(
+            f"{where} fills forward_func's parameter {name} with shape "
+            f"{tuple(value.shape)}, but the token ids are {tuple(ids.shape)}: a "
+            f"mask must have their shape (B, L){hint}"
+        )
+    if value.dim() == 2 and tuple(value.shape) == shape:
+        odd = value[(value != 0) & (value != 1)]
+        if odd.numel():
+            values = sorted({float(v) for v in odd.unique()[:3].tolist()})
+            raise ValueError(
+                f"{where} fills forward_func's parameter {name} but holds values "
+                f"other than 0 and 1 (e.g. {values}): a mask holds 1 at tokens and "
+                "0 at padding (an additive mask of 0 and -inf is not one)"
+            )
 
 
 _OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)

@@ -69,6 +69,11 @@ def check_token_inputs(forward_func: Any, inputs: Tuple[Tensor, ...]) -> None:
             f"inputs hold no instance (shape {tuple(first.shape)}): pass at least "
             "one row"
         )
+    if first.dim() >= 2 and first.shape[1] == 0:
+        raise ValueError(
+            f"inputs hold no token (shape {tuple(first.shape)}): every instance "
+            "needs at least one"
+        )
     config: Optional[Any] = getattr(forward_func, "config", None)
     if config is None or first.is_floating_point() or first.is_complex():
         return

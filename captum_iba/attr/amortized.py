@@ -327,10 +327,10 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
         additional_forward_args: Optional[object] = None,
         token_mask: Optional[Tensor] = None,
         refine_steps: int = 0,
-        n_samples: int = 5,
-        lr: float = 3.0,
-        beta: float = 1e-5,
-        seed: int = 0,
+        n_samples: Optional[int] = None,
+        lr: Optional[float] = None,
+        beta: Optional[float] = None,
+        seed: Optional[int] = None,
         baselines: Optional[Tensor] = None,
     ) -> Tensor:
         r"""The amortized bottleneck's mask, optionally refined per sample.
@@ -346,12 +346,18 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
             refine_steps (int, optional): Per-sample steps started from the
                 amortized :math:`\alpha` (0: none, one forward pass).
             n_samples (int, optional): Noise draws per refinement step.
-            lr (float, optional): Step size of the refinement.
+                Default 5.
+            lr (float, optional): Step size of the refinement. Default 3.0.
             beta (float, optional): :math:`\beta` of the refinement's Eq. (5).
-            seed (int, optional): Seed of the refinement's noise.
+                Default 1e-5.
+            seed (int, optional): Seed of the refinement's noise. Default 0.
             baselines (Tensor, optional): ``(B, L)`` ids whose layer output is
                 the refinement's noise mean (``"baseline"`` prior); default
                 the inputs with the removable tokens replaced by [PAD].
+
+        The refinement's options (``n_samples``, ``lr``, ``beta``, ``seed``,
+        ``baselines``) act only with ``refine_steps > 0``: given with
+        ``refine_steps=0`` they are refused, never ignored.
 
         Returns:
             Tensor: ``(B, L, H)`` (the layer output's shape): the signal weight
@@ -366,6 +372,16 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
             or refine_steps < 0
         ):
             raise ValueError(f"refine_steps must be an int >= 0, got {refine_steps!r}.")
+        refinement = dict(n_samples=n_samples, lr=lr, beta=beta, seed=seed)
+        given = [k for k, v in refinement.items() if v is not None]
+        given += ["baselines"] if baselines is not None else []
+        if not refine_steps and given:
+            raise ValueError(
+                f"{', '.join(given)}: the refinement's options act only with "
+                "refine_steps > 0; with refine_steps=0 the attribution is the "
+                "explainer's mask after one forward pass. Give refine_steps, or "
+                "leave them out."
+            )
         settings = self.explainer.settings
         teacher = settings.teacher
         if refine_steps and teacher is not None and teacher.removal != "noise":
@@ -389,9 +405,12 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
             if refine_steps == 0:
                 keep = mask.to(alpha.dtype).reshape(shape)
                 return (torch.sigmoid(alpha) * keep).contiguous()
+            defaults = dict(n_samples=5, lr=3.0, beta=1e-5, seed=0)
+            chosen = {k: defaults[k] if v is None else v for k, v in refinement.items()}
+            seed = chosen.pop("seed")
             options = IBAOptions(
-                beta=beta, steps=refine_steps, n_samples=n_samples, lr=lr,
-                optimizer="normalized_gd", readout="mask_mean",
+                steps=refine_steps, optimizer="normalized_gd", readout="mask_mean",
+                **chosen,
             )  # fmt: skip
             task = _loop.Task(objective, targets)
             return self._refine(batch, clean, alpha, task, baselines, options, seed)

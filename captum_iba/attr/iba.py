@@ -40,7 +40,7 @@ from captum_iba._utils.captum_compat import (
 )
 from captum_iba._utils.common import format_target, logits_of, model_device
 from captum_iba._utils.hooks import LayerRecord, evaluation_mode, recorded
-from captum_iba.attr import _loop, _speed
+from captum_iba.attr import _loop, _ranking, _speed
 from captum_iba.attr import _sites as sites
 from captum_iba.attr._inputs import (
     check_batch,
@@ -48,8 +48,8 @@ from captum_iba.attr._inputs import (
     check_token_mask,
     expand_rows,
     infer_token_mask,
-    mask_values_problem,
     model_pad_token_id,
+    model_special_token_ids,
     pads_without_mask,
     removable_tokens,
     slice_rows,
@@ -175,7 +175,11 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         self.unbatched_args: FrozenSet[int] = frozenset()
         #: Diagnostics of the last ``attribute`` call (per layer): the path
         #: used ("stack" or "hooks"), whether the exact cuts of the stack
-        #: path were used, beta, final task loss and mean capacity.
+        #: path were used, beta, final task loss and mean capacity; and
+        #: where the result ranks nothing: ``no_ranking`` (why the layer
+        #: ranks no token, "" when it does) and ``flat_instances`` (the
+        #: instances whose scores are flat, see
+        #: :func:`~captum_iba._utils.ranking.flat_rows`), both also warned.
         self.last_run: List[Dict[str, Any]] = []
 
     @property
@@ -259,6 +263,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         inputs_t = _format_tensor_into_tuples(inputs)
         extra = _format_additional_forward_args(additional_forward_args) or ()
         opts = IBAOptions.from_config(config, **options)
+        reasons = _ranking.nothing_above_layers(
+            self.forward_func, self.layer, opts, self.layer_stack, self.device_ids
+        )
         check_token_inputs(self.forward_func, inputs_t)
         batch, _ = check_batch(inputs_t, extra)
         target_t = format_target(target, batch)
@@ -285,6 +292,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             evaluation_mode(self.forward_func, self._layers),
             frozen,
         ):
+            flats: List[List[int]] = [[] for _ in self._layers]
             for start in tqdm(starts, disable=not show_progress, desc="IBA"):
                 rows = slice(start, start + per_chunk)
                 chunks.append(
@@ -297,6 +305,11 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                         run,
                     )
                 )
+                for k, info in enumerate(self.last_run):
+                    flats[k] += [start + i for i in info.pop("flat_rows", [])]
+                    reasons[k] = reasons[k] or info.get("no_ranking", "")
+        _ranking.record(self.forward_func, self._layers, self.last_run, reasons,
+                        flats, batch)  # fmt: skip
         results = [_concat(parts) for parts in zip(*chunks)]
         return results if isinstance(self.layer, list) else results[0]
 
@@ -305,23 +318,19 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         self, token_mask: Optional[Tensor], inputs: Tuple[Tensor, ...], extra: Any
     ) -> Tuple[Optional[Tensor], bool]:
         """The given mask, else the one found among the forward's arguments;
-        warns once when padding is present but no mask was found, or when an
-        argument named as a mask cannot be one."""
+        warns once when padding is present but no mask was found (an argument
+        named as a mask that cannot be one is refused before)."""
         check_named_arguments(self.forward_func, inputs, extra)
         if token_mask is not None:
             return token_mask, True
         pad_id = model_pad_token_id(self.forward_func)
         found = infer_token_mask(self.forward_func, (*inputs, *extra), pad_id)
-        problem = mask_values_problem(self.forward_func, inputs, extra)
-        if found is None and not problem and pads_without_mask(inputs, pad_id):
-            problem = (
-                f"The inputs hold the model's pad token id ({pad_id}) but no "
-                "attention mask was found among forward_func's arguments"
-            )
-        if problem:
+        if found is None and pads_without_mask(inputs, pad_id):
             warnings.warn(
-                f"{problem}: padding would get capacity and change the prior's "
-                "statistics. Pass token_mask= (1 at real tokens, 0 at padding).",
+                f"The inputs hold the model's pad token id ({pad_id}) but no "
+                "attention mask was found among forward_func's arguments: padding "
+                "would get capacity and change the prior's statistics. Pass "
+                "token_mask= (1 at real tokens, 0 at padding).",
                 stacklevel=4,
             )
         return found, False
@@ -409,6 +418,12 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             attention=options.removal == "attention", precision=run.precision,
             constant=self.unbatched_args,
         )  # fmt: skip
+        unread = ""
+        if stack is not None and stack[1] == len(stack[0]) - 1 and not site.on_input:
+            if _ranking.reads_first_token_only(
+                self.forward_func, site.layer, site.position, inputs, extra, x
+            ):
+                unread = _ranking.first_token_reason(site.name, stack)
         per_pass = _speed.rows_per_pass(
             inputs[0], options.internal_batch_size, self.cuts
         )
@@ -416,7 +431,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             attr, info = _loop.optimise(
                 layer, seam, task, options, run.seed, rows_per_pass=per_pass
             )
-        info = dict(info, path=seam.path.kind, cuts=seam.path.cuts)
+        info = dict(info, path=seam.path.kind, cuts=seam.path.cuts, no_ranking=unread)
+        info["flat_rows"] = _ranking.token_flat_rows(attr, mask, self._known_special(
+            inputs[0], token_mask))  # fmt: skip
         info.update(prior=options.prior.name, precision=run.precision)
         return attr.to(x.device), info
 
@@ -450,6 +467,13 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
 
     def _special_ids(self) -> List[int]:
         return special_ids(self.forward_func, self.special_token_ids)
+
+    def _known_special(self, ids: Tensor, token_mask: Optional[Tensor]) -> Any:
+        """The removable tokens by the special ids known (given, or the
+        config's), without the warning of :meth:`_special_ids`; None when no
+        special id is known or ``ids`` are no token ids."""
+        known = self.special_token_ids or model_special_token_ids(self.forward_func)
+        return removable_tokens(ids, token_mask, known) if known else None
 
     def _device_ids(self) -> Optional[List[int]]:
         """``device_ids``, or those of a ``DataParallel`` forward_func."""

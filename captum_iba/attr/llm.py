@@ -37,6 +37,7 @@ from captum.attr import LLMAttributionResult, LLMGradientAttribution
 from captum.log import log_usage
 from torch import Tensor, nn
 
+from captum_iba._utils.ranking import RTOL, tied_rows
 from captum_iba.attr import _sites as sites
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.llm_batch import (
@@ -291,27 +292,23 @@ class AnswerScores:
     flat: Optional[Tensor] = None
 
 
-#: Scores within this share of the median score are ties.
-TIE = 1e-3
+#: Scores within this share of the median score are ties
+#: (:data:`captum_iba._utils.ranking.RTOL`).
+TIE = RTOL
 
 
 def no_ranking(scores: Tensor, scored: Tensor) -> Tensor:
     """``(B,)`` bool: more than half of an instance's scored tokens tie with
     its median score (within :data:`TIE` of it): their order is the noise's,
-    not a ranking - e.g. IBA's mask that barely moved from where it started.
+    not a ranking - e.g. IBA's mask that barely moved from where it started
+    (:func:`captum_iba._utils.ranking.tied_rows`).
 
     Args:
         scores (Tensor): ``(B, W)`` scores.
         scored (Tensor): ``(B, W)`` bool, the tokens ranked.
     """
     out = torch.zeros(scores.shape[0], dtype=torch.bool)
-    for i, (row, keep) in enumerate(zip(scores, scored.to(scores.device))):
-        values = row[keep].float()
-        if values.numel() < 3:
-            continue
-        median = values.median()
-        ties = (values - median).abs() <= TIE * median.abs().clamp_min(1e-12)
-        out[i] = bool(ties.float().mean() > 0.5)
+    out[tied_rows(scores, scored)] = True
     return out
 
 

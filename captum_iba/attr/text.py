@@ -31,20 +31,27 @@ def token_attributions(
     attributions: Tensor,
     token_mask: Optional[Tensor] = None,
     unit: str = "nats",
+    reduction: str = "sum",
 ) -> Tensor:
     """Reduce element-wise attributions (B, L, *features) to one score per token.
 
-    Sums over the feature dimensions, as the paper does for its heatmaps, so a
-    token's IBA score is the information (capacity) that passes the bottleneck
-    at that token.
+    Sums over the feature dimensions by default, as the paper does for its
+    heatmaps, so a token's IBA score is the information (capacity) that
+    passes the bottleneck at that token. A mask readout (``config="faithful"``
+    or ``"deletion"``: the share of each feature's signal kept, in [0, 1])
+    reads best as its mean over the features, ``reduction="mean"``: the
+    share of the token's signal kept, in [0, 1] (the scorers' unit).
 
     Args:
         attributions (Tensor): Shape (B, L, *features), e.g. the output of
             :meth:`InformationBottleneckAttribution.attribute`.
-        token_mask (Tensor, optional): (B, L), 0 at padding; padding scores
-            are set to 0.
-        unit (str, optional): ``"nats"`` (as computed) or ``"bits"``.
-            Default: ``"nats"``.
+        token_mask (Tensor, optional): (B, L), 0 at the positions to leave
+            out (padding; also special tokens, when they are not to be
+            shown); their scores are set to 0.
+        unit (str, optional): ``"nats"`` (as computed) or ``"bits"``, for
+            the capacity. Default: ``"nats"``.
+        reduction (str, optional): ``"sum"`` (over the features) or
+            ``"mean"``. Default: ``"sum"``.
 
     Returns:
         Tensor: (B, L) scores.
@@ -55,7 +62,10 @@ def token_attributions(
         )
     if unit not in ("nats", "bits"):
         raise ValueError(f"unit must be 'nats' or 'bits', got {unit!r}")
-    scores = attributions.reshape(attributions.shape[:2] + (-1,)).sum(dim=-1)
+    if reduction not in ("sum", "mean"):
+        raise ValueError(f"reduction must be 'sum' or 'mean', got {reduction!r}")
+    flat = attributions.reshape(attributions.shape[:2] + (-1,))
+    scores = flat.sum(dim=-1) if reduction == "sum" else flat.mean(dim=-1)
     if token_mask is not None:
         if tuple(token_mask.shape) != tuple(scores.shape):
             raise ValueError(
@@ -123,23 +133,26 @@ def paper_layer_index(model: Module) -> int:
 
 
 def default_layer_index(model: Module) -> int:
-    """The default bottleneck layer: the output of layer ``int(0.75 n)`` (0-based).
+    """The default bottleneck layer: the output of layer ``int(0.75 n)`` (0-based),
+    never the last one.
 
     One layer above the paper's scaled choice (:func:`paper_layer_index`): on
     MiniLM-L6 fine-tuned on SST-2, index 4 gave AOPC .45 against .38 at index
     3, at half the cost (issue #12, docs/faithfulness.rst). The best layer
     depends on the model and task: :func:`captum_iba.evaluation.choose_layer`
-    measures it.
+    measures it. The last layer is left out: a BERT-style classifier reads
+    only its first token ([CLS]), so no other token can change the prediction
+    there and IBA's scores rank nothing (issue 31).
 
     Args:
         model (Module): A Hugging Face encoder classifier.
 
     Returns:
-        int: ``min(int(0.75 * n_layers), n_layers - 1)`` (9 for BERT-base, 4
-        for MiniLM-L6).
+        int: ``min(int(0.75 * n_layers), n_layers - 2)``, at least 0 (9 for
+        BERT-base, 4 for MiniLM-L6, 0 for a model of two layers).
     """
     n = len(encoder_layers(model))
-    return max(0, min(int(0.75 * n), n - 1))
+    return max(0, min(int(0.75 * n), n - 2))
 
 
 def is_decoder(model: Module) -> bool:

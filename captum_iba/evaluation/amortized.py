@@ -140,6 +140,13 @@ class IBAAmortizedScorer(TokenScorer):
         **kwargs: See :class:`TokenScorer`.
     """
 
+    meaning = (
+        "the share of the token's signal the fitted explainer's mask keeps (lambda "
+        "in [0, 1], the same for every feature; refined per sample when asked): "
+        "how much the prediction relied on the token, with no direction (for or "
+        "against the class)"
+    )
+
     def __init__(
         self,
         model: Callable[..., Any],
@@ -179,12 +186,13 @@ class IBAAmortizedScorer(TokenScorer):
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
     ) -> Tensor:
         extra = (mask,) if tt is None else (mask, tt)
+        refine = {"seed": self.seed} if self.refine_steps else {}
         attr = self.aiba.attribute(
             ids,
             target=target,
             additional_forward_args=extra,
             token_mask=mask,
             refine_steps=self.refine_steps,
-            seed=self.seed,
+            **refine,
         )
-        return attr.reshape(attr.shape[:2] + (-1,)).sum(-1)
+        return attr.reshape(attr.shape[:2] + (-1,)).mean(-1)  # lambda, in [0, 1]

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Optional
 from torch import Tensor
 
 from captum_iba.attr.iba import InformationBottleneckAttribution
-from captum_iba.attr.options import ConfigLike, IBAOptions
+from captum_iba.attr.options import NOISE_ONLY, ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
 from captum_iba.attr.text import LayerLike, resolve_layer
 from captum_iba.evaluation.scorers import TokenScorer
@@ -21,7 +21,9 @@ __all__ = ["IBAScorer"]
 
 
 class IBAScorer(TokenScorer):
-    """Information Bottleneck Attribution (the project's own class), summed per token.
+    """Information Bottleneck Attribution (the project's own class) per token:
+    the capacity summed over the token's features (nats), or the mask's mean
+    over them (the share of the token's signal kept, in [0, 1]).
 
     Args:
         model (Callable): HF model (``(ids, mask[, tt])`` positionally).
@@ -78,7 +80,9 @@ class IBAScorer(TokenScorer):
             model, ref.module, **extra
         )
         self.settings.update(
-            self.options.record(), layer=type(ref.module).__name__, precision=precision
+            _used_options(self.options),
+            layer=type(ref.module).__name__,
+            precision=precision,
         )
         if ref.index is not None:
             self.settings["layer_index"] = ref.index
@@ -99,13 +103,13 @@ class IBAScorer(TokenScorer):
                 f"the weight with which {above} reads the token, learned so that "
                 "the tokens kept suffice for the class and removing them takes it "
                 "away (the mask lambda in [0, 1], 0 = deleted, 1 = kept, "
-                "averaged over the steps, summed over the token's features)"
+                "averaged over the steps and over the token's features)"
             )
         elif self.options.readout == "mask_mean":
             what = (
-                f"how much of the token's signal {where} lets through (the mask "
-                "lambda in [0, 1], averaged over the steps, summed over the "
-                "token's features)"
+                f"the share of the token's signal {where} lets through (the mask "
+                "lambda in [0, 1], averaged over the steps and over the token's "
+                "features)"
             )
         else:
             what = (
@@ -128,7 +132,26 @@ class IBAScorer(TokenScorer):
             config=self.options,
             token_mask=mask,
         )
-        return attr.sum(-1) if attr.dim() == 3 else attr
+        runs = getattr(self.iba, "last_run", None) or [{}]
+        reason = runs[0].get("no_ranking", "")
+        if reason:  # the layer ranks no token: said wherever the settings go
+            self.settings["no_ranking"] = reason
+        if attr.dim() != 3:
+            return attr
+        # a mask is a share in [0, 1] (its mean over the features); the
+        # capacity, information in nats, adds up over them
+        return attr.sum(-1) if self.options.readout == "capacity" else attr.mean(-1)
+
+
+def _used_options(options: IBAOptions) -> Dict[str, Any]:
+    """The options as results record them, less those the run does not use:
+    the deletion through attention adds no noise, so it has no prior, beta or
+    noise seed."""
+    record = options.record()
+    if options.removal == "attention":
+        for name in NOISE_ONLY + ("seed",):
+            record.pop(name, None)
+    return record
 
 
 def __getattr__(name: str) -> Any:

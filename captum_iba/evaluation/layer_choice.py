@@ -8,11 +8,14 @@ layer at once (one bottleneck per layer: an
 :class:`~captum_iba.attr.iba.InformationBottleneckAttribution` built with a
 list of layers) on a few labelled instances that the explanations will *not*
 be evaluated on, runs the fair degradation test on each layer's token scores
-and returns the layer with the best mean score.
+and returns the layer with the best mean score. A layer whose scores rank
+nothing (IBA after the last layer of a classifier that reads [CLS] alone, or
+every instance's scores flat) is marked and chosen only when no candidate
+ranks (issue 31).
 """
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -39,6 +42,9 @@ class LayerChoice:
         metric (str): The score the choice maximised.
         scores (dict): Candidate index -> that score.
         results (dict): Candidate index -> its :class:`DegradationResult`.
+        no_ranking (dict): Candidate index -> why its scores rank nothing
+            (IBA's own finding, or every instance's scores flat); such a
+            layer is chosen only when no candidate ranks.
     """
 
     index: int
@@ -46,6 +52,7 @@ class LayerChoice:
     metric: str
     scores: Dict[int, float] = field(default_factory=dict)
     results: Dict[int, DegradationResult] = field(default_factory=dict, repr=False)
+    no_ranking: Dict[int, str] = field(default_factory=dict)
 
 
 def _token_scores(
@@ -56,12 +63,15 @@ def _token_scores(
     iba_options: Mapping[str, Any],
     batch_size: int,
     special_token_ids: List[int],
-) -> List[torch.Tensor]:
-    """Per-token IBA scores ``(N, L)`` for every layer, batch by batch."""
+) -> Tuple[List[torch.Tensor], List[str]]:
+    """Per-token IBA scores ``(N, L)`` for every layer, batch by batch, and
+    per layer why it ranks nothing ("" where it ranks)."""
     iba = InformationBottleneckAttribution(
         model, layers, special_token_ids=special_token_ids
     )
     per_layer: List[List[torch.Tensor]] = [[] for _ in layers]
+    reasons = [""] * len(layers)
+    flat = [0] * len(layers)
     for s in range(0, labels.shape[0], batch_size):
         sl = slice(s, s + batch_size)
         mask = enc["attention_mask"][sl]
@@ -77,7 +87,14 @@ def _token_scores(
         )
         for k, attr in enumerate(attrs):
             per_layer[k].append(token_attributions(attr, mask))
-    return [torch.cat(parts) for parts in per_layer]
+            run = iba.last_run[k]
+            reasons[k] = reasons[k] or run.get("no_ranking", "")
+            flat[k] += len(run.get("flat_instances", ()))
+    n = labels.shape[0]
+    for k in range(len(layers)):
+        if not reasons[k] and flat[k] == n:
+            reasons[k] = f"the scores of all {n} instances are flat"
+    return [torch.cat(parts) for parts in per_layer], reasons
 
 
 def choose_layer(
@@ -146,7 +163,9 @@ def choose_layer(
     options = {"seed": 0, **dict(iba_options or {})}
     layers = [all_layers[i] for i in indices]
     special = special_token_ids(tokenizer)  # kept, as the scorers keep them
-    scores = _token_scores(model, layers, enc, labels, options, batch_size, special)
+    scores, reasons = _token_scores(
+        model, layers, enc, labels, options, batch_size, special
+    )
     test = get_preset("fair").test.with_tokenizer(tokenizer)
     results = {
         i: degradation_test(
@@ -161,5 +180,7 @@ def choose_layer(
         for i, s in zip(indices, scores)
     }
     values = {i: float(getattr(r, metric)) for i, r in results.items()}
-    best = max(indices, key=lambda i: (values[i], -i))
-    return LayerChoice(best, all_layers[best], metric, values, results)
+    no_ranking = {i: why for i, why in zip(indices, reasons) if why}
+    ranked = [i for i in indices if i not in no_ranking] or indices
+    best = max(ranked, key=lambda i: (values[i], -i))
+    return LayerChoice(best, all_layers[best], metric, values, results, no_ranking)

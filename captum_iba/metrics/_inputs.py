@@ -230,6 +230,83 @@ def resolve_target(target: TargetLike, logits: Tensor) -> Tuple[Tensor, str]:
     return tgt, "given"
 
 
+#: Configuration fields naming a model's special tokens.
+_CONFIG_SPECIALS = ("bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id")
+
+
+def _config_ids(forward_func: Any, names: Sequence[str]) -> List[int]:
+    """The ids a model's configuration names under ``names`` (none for a
+    function or a model without a configuration)."""
+    config = getattr(forward_func, "config", None)
+    ids = [getattr(config, n, None) for n in names]
+    return [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+
+
+def _edge_ids(ids: Tensor, valid: Tensor) -> Tuple[List[int], List[int]]:
+    """The first and the last real token id of every instance."""
+    positions = torch.arange(ids.shape[1]).expand_as(ids)
+    first = torch.where(valid, positions, ids.shape[1]).amin(1)
+    last = torch.where(valid, positions, -1).amax(1)
+    rows = torch.arange(ids.shape[0])
+    return ids[rows, first].tolist(), ids[rows, last].tolist()
+
+
+def special_tokens_problem(
+    forward_func: Any, ids: Tensor, valid: Tensor, options: DegradationOptions
+) -> str:
+    """Why the test may remove special tokens it should keep ("" when there is
+    no sign of it): no special ids known, or options made for another
+    tokenizer - a pad id other than the model's, the model's special tokens
+    (its configuration's, or the one id every instance begins or ends with)
+    missing from ``options.special_token_ids``."""
+    if not options.keep_special_tokens:
+        return ""
+    fix = (
+        "build the options from the model's tokenizer: "
+        "DegradationOptions.for_tokenizer(tokenizer)"
+    )
+    if options.special_token_ids is None:
+        return (
+            "No special token ids known (options.special_token_ids is None): "
+            "[CLS], [SEP] and the like count as removable tokens. To keep them, "
+            f"{fix} (or special_token_ids=() for a model without any)"
+        )
+    special = set(options.special_token_ids)
+    pad = _config_ids(forward_func, ("pad_token_id",))
+    if pad and options.pad_token_id is not None and pad[0] != options.pad_token_id:
+        return (
+            f"options.pad_token_id is {options.pad_token_id} but the model's "
+            f"configuration says {pad[0]}: options made for another tokenizer? "
+            f"Its special and replacement ids would be wrong too; {fix}"
+        )
+    expected = set(_config_ids(forward_func, _CONFIG_SPECIALS))
+    if ids.shape[0] > 1:
+        for edge in _edge_ids(ids, valid):
+            if len(set(edge)) == 1:
+                expected.add(edge[0])  # every instance begins (ends) with it
+    present = set(ids[valid].tolist())
+    missing = sorted((expected & present) - special)
+    if missing:
+        return (
+            f"the inputs' special token id(s) {missing} (every instance begins or "
+            "ends with them, or the model's configuration names them) are not in "
+            f"options.special_token_ids {sorted(special)}: options made for "
+            f"another tokenizer? They would be removed like words; {fix}"
+        )
+    return ""
+
+
+def warn_special_tokens(
+    forward_func: Any, batch: TokenBatch, options: DegradationOptions
+) -> None:
+    """Warn (at the test's caller) about :func:`special_tokens_problem`."""
+    problem = special_tokens_problem(
+        forward_func, batch.input_ids, batch.valid, options
+    )
+    if problem:
+        warnings.warn(problem, UserWarning, stacklevel=5)
+
+
 def warn_if_training(forward_func: Any) -> None:
     """Warn (at the test's caller) when the model is in training mode."""
     if isinstance(forward_func, torch.nn.Module) and forward_func.training:

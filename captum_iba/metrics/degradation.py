@@ -53,6 +53,7 @@ from captum_iba.metrics._inputs import (
     resolve_target,
     token_batch,
     warn_if_training,
+    warn_special_tokens,
 )
 from captum_iba.metrics._removal import (
     Removal,
@@ -212,6 +213,7 @@ def degradation_test(
         check_scores(scores, batch.removable), batch.removable, options.order
     )
     warn_if_training(forward_func)
+    warn_special_tokens(forward_func, batch, options)
     runner = _runner(forward_func, batch, rank, options, inputs, show_progress)
     k_table = level_counts(
         options.levels,

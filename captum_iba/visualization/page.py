@@ -69,6 +69,9 @@ class ScoreRow:
         breaks (Sequence[int]): Word positions before which a separator is
             drawn (the start of a pair's second text).
         unit (str): The raw scores' unit, for the tooltips (e.g. ``"nats"``).
+        no_ranking (str): Why the scores rank no word ("" when they do): said
+            in the legend instead of the scale; no word is coloured or shows
+            a rank.
         matrix (Sequence[Sequence[float]], optional): One row of scores over
             ``words`` per output token of a generated answer (a causal LM's
             per-token attributions), drawn under the words on one scale.
@@ -84,6 +87,7 @@ class ScoreRow:
     details: str = ""
     breaks: Sequence[int] = ()
     unit: str = ""
+    no_ranking: str = ""
     matrix: Optional[Sequence[Sequence[float]]] = None
     matrix_labels: Sequence[str] = ()
 
@@ -97,8 +101,8 @@ border-left:3px solid #999}
 .ciba table.facts{border-collapse:collapse;margin:0 0 .8em}
 .ciba table.facts td{padding:.1em .8em .1em 0;vertical-align:top;text-align:left}
 .ciba table.facts td:first-child{color:#555;white-space:nowrap}
-.ciba .row{display:grid;grid-template-columns:190px 1fr;gap:.2em 1em;
-padding:.6em 0;border-top:1px solid #ddd}
+.ciba .row{display:grid;grid-template-columns:190px 1fr;
+grid-template-rows:auto 1fr;gap:.2em 1em;padding:.6em 0;border-top:1px solid #ddd}
 .ciba .method{font-weight:600;grid-row:span 2}
 .ciba .method small{display:block;font-weight:400;color:#555}
 .ciba .words{display:flex;flex-wrap:wrap;gap:.3em .25em;align-items:baseline}
@@ -107,11 +111,12 @@ border:1px solid rgba(0,0,0,.12)}
 .ciba .w sup{font-size:.65em;margin-left:.15em;opacity:.85}
 .ciba .sep{color:#777;padding:0 .4em;font-weight:600}
 .ciba .legend{grid-column:2;display:flex;flex-wrap:wrap;gap:.2em 1em;
-align-items:center;font-size:.85em;color:#444}
+align-items:center;align-content:flex-start;font-size:.85em;color:#444}
 .ciba .scale{display:inline-flex;align-items:center;gap:.35em;white-space:nowrap}
 .ciba .ramp{display:inline-block;width:120px;height:.8em;border:1px solid #bbb;
 border-radius:2px}
 .ciba .notes{font-size:.85em;color:#555;border-top:1px solid #ddd;padding-top:.5em}
+.ciba .norank{color:#8a1c1c;flex-basis:100%}
 .ciba .matrix{grid-column:2;overflow-x:auto}
 .ciba table.m{border-collapse:collapse;font-size:.85em}
 .ciba table.m th{font-weight:400;color:#444;padding:.1em .3em;white-space:nowrap}
@@ -141,6 +146,11 @@ def _legend(row: ScoreRow) -> str:
         f'<span class="scale">{low} {ramp} {high}</span>',
         f"<span>{html.escape(scale)}.</span>",
     ]
+    if row.no_ranking:  # no scale: the words are left uncoloured
+        parts = [
+            '<span class="norank"><b>No ranking:</b> '
+            f"{html.escape(row.no_ranking)}; the words are left uncoloured.</span>"
+        ]
     if row.meaning:
         parts.append(f"<span>Score: {html.escape(row.meaning)}.</span>")
     return '<div class="legend">' + "".join(parts) + "</div>"
@@ -161,6 +171,8 @@ def _check(row: ScoreRow) -> np.ndarray:
 def _words(row: ScoreRow, top: int) -> str:
     scores = _check(row)
     scaled = scale_scores(scores, "max" if row.signed else "minmax")
+    if row.no_ranking:  # colours would rank what is no ranking
+        scaled = np.zeros_like(scaled)
     order = np.argsort(-scores, kind="stable")
     rank = np.empty(len(order), dtype=int)
     rank[order] = np.arange(1, len(order) + 1)
@@ -172,6 +184,8 @@ def _words(row: ScoreRow, top: int) -> str:
         back, fore = score_colors(v, row.signed)
         tip = f"rank {rank[i]} of {len(scores)}, score {raw:.4g}{unit}"
         mark = f"<sup>{rank[i]}</sup>" if rank[i] <= top else ""
+        if row.no_ranking:
+            tip, mark = f"score {raw:.4g}{unit} (no ranking)", ""
         cells.append(
             f'<span class="w" style="background:{back};color:{fore}" '
             f'title="{html.escape(tip)}">{html.escape(word)}{mark}</span>'

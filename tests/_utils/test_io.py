@@ -1,6 +1,7 @@
 """Files written atomically get the user's permissions (the umask), not the
-private ones of a temporary file."""
+private ones of a temporary file; a write that fails names the file."""
 
+import errno
 import os
 import stat
 import sys
@@ -42,3 +43,46 @@ def test_the_umask_is_left_as_it_was(umask, tmp_path):
     umask(0o027)
     atomic_write_text(tmp_path / "a.txt", "x")
     assert current_umask() == 0o027
+
+
+def _full_disk(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_names_the_file_and_what_to_do(tmp_path, monkeypatch):
+    """Issue 31, item 9: not a bare '[Errno 28]'."""
+    target = tmp_path / "table.md"
+    target.write_text("old")
+    monkeypatch.setattr(os, "fsync", _full_disk)
+    with pytest.raises(OSError) as caught:
+        atomic_write_text(target, "new")
+    message = str(caught.value)
+    assert message.startswith(f"cannot write {target}: No space left on device")
+    assert "free some space" in message and "[Errno" not in message
+    assert caught.value.errno == errno.ENOSPC
+    assert target.read_text() == "old" and os.listdir(tmp_path) == ["table.md"]
+
+
+def test_a_shard_that_cannot_be_appended_is_named(tmp_path, monkeypatch):
+    from captum_iba.app.engine.records import ShardWriter
+
+    path = tmp_path / "rank-00000.jsonl"
+    with ShardWriter(path) as writer:
+        monkeypatch.setattr(os, "fsync", _full_disk)
+        with pytest.raises(OSError, match=f"cannot write {path}: No space"):
+            writer.append([{"kind": "start"}])
+
+
+def test_the_command_line_says_which_file(
+    tiny_model_dir, tmp_path, monkeypatch, capsys
+):
+    from captum_iba.app.cli import main
+
+    page = tmp_path / "page.html"
+    monkeypatch.setattr(os, "fsync", _full_disk)  # the page is explain's one file
+    with pytest.raises(SystemExit) as exc:
+        main(["explain", "a fine film", "--model", tiny_model_dir, "--method",
+              "random", "--html", str(page)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert f"cannot write {page}: No space left on device: free some space" in err

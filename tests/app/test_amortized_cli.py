@@ -71,15 +71,41 @@ def test_evaluate_fits_and_caches_then_explain_uses_it(
     assert "fitting" not in capsys.readouterr().out
     assert main(explain + ["--method", "iba-amortized"]) == 0
     assert "amortized IBA" in capsys.readouterr().out
-    other = explain + ["--layer", "1", "--method", "iba-amortized"]
-    assert _code(other) == 2  # none fitted at layer 1
+    other = explain + ["--layer", "0", "--method", "iba-amortized"]
+    assert _code(other) == 2  # none fitted at layer 0
     assert "no fitted explainer" in capsys.readouterr().err
-    assert _evaluate(tiny_model_dir, corpus, tmp_path / "run3", "--layer", "1") == 0
-    found = (tmp_path / "cache" / "explainers").glob("sst2-l1-*")
+    assert _evaluate(tiny_model_dir, corpus, tmp_path / "run3", "--layer", "0") == 0
+    found = (tmp_path / "cache" / "explainers").glob("sst2-l0-*")
     (folder,) = [f for f in found if f.is_dir()]
     record = json.loads((folder / "explainer.json").read_text())
-    assert record["key"]["layer"].endswith("layer.1")
+    assert record["key"]["layer"].endswith("layer.0")
     assert main(other) == 0
+    # the last layer (1 of 0..1) is refused before anything loads: its
+    # teacher, iba-faithful, would rank nothing there (issue 31, item 1)
+    assert _evaluate(tiny_model_dir, corpus, tmp_path / "run4", "--layer", "1") == 2
+    assert "--layer 1 is the last encoder layer" in capsys.readouterr().err
+
+
+def test_an_explainer_fitted_on_other_data_is_not_reused(
+    tiny_model_dir, corpus, tmp_path, capsys
+):
+    """Issue 31, item 6: fitted with --max-length 32, it was reused silently
+    for --max-length 128. One explainer per data setting; explain takes the
+    default's, else names the one it takes."""
+    assert _evaluate(tiny_model_dir, corpus, tmp_path / "r1", "--max-length", "8") == 0
+    assert "fitting the amortized explainer" in capsys.readouterr().out
+    root = tmp_path / "cache" / "explainers"
+    assert [f.name.split("-")[2] for f in root.glob("sst2-*") if f.is_dir()] == ["len8"]
+    explain = ["explain", "a fine film", "--model", tiny_model_dir, "--method",
+               "iba-amortized"]  # fmt: skip
+    assert main(explain) == 0
+    assert "fitted with --max-length 8" in capsys.readouterr().out
+    assert _evaluate(tiny_model_dir, corpus, tmp_path / "r2") == 0  # 128
+    assert "fitting the amortized explainer" in capsys.readouterr().out
+    lengths = sorted(f.name.split("-")[2] for f in root.glob("sst2-*") if f.is_dir())
+    assert lengths == ["len128", "len8"]
+    assert main(explain) == 0
+    assert "fitted with --max-length" not in capsys.readouterr().out  # the default
 
 
 def test_default_teacher_follows_the_layer(tiny_model_dir) -> None:

@@ -407,3 +407,24 @@ def test_failed_explain_leaves_no_html_folder(tiny_model_dir, tmp_path, capsys):
     _failing(["explain", "x", "--model", tiny_model_dir, "--html", str(html),
               "--target", "1", "--layer", "7"], capsys)  # fmt: skip
     assert not (tmp_path / "new").exists()
+
+
+def test_data_dir_is_named_as_the_command_line_spells_it(
+    tiny_model_dir, tmp_path, capsys, no_weights
+):
+    """Issue 31, item 9: '--data-dir /nonexistent' is said so (it advised
+    'pass data_dir=', the Python spelling)."""
+    missing = tmp_path / "nonexistent"
+    err = _fails(["evaluate", "--model", tiny_model_dir, "--data-dir", str(missing),
+                  "--out", str(tmp_path / "out")], capsys)  # fmt: skip
+    assert f"--data-dir {missing}: no such folder" in err and "data_dir=" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_data_dir_without_the_corpus_names_every_spelling(tmp_path):
+    from captum_iba.app.data import load_dataset
+
+    with pytest.raises(FileNotFoundError) as caught:
+        load_dataset("sst2", "dev", data_dir=tmp_path)
+    message = str(caught.value)
+    assert "--data-dir on the command line, data_dir= in Python" in message

@@ -274,7 +274,15 @@ def _fake_datasets(calls, fail=None):
     return module
 
 
-def test_hub_is_the_third_way(no_local_data, monkeypatch):
+@pytest.fixture
+def hub_online(monkeypatch):
+    """The hub's host answers (the corpus route asks before the hub client)."""
+    from captum_iba.app.data import load as load_module
+
+    monkeypatch.setattr(load_module, "offline_reason", lambda: "")
+
+
+def test_hub_is_the_third_way(no_local_data, monkeypatch, hub_online):
     calls = []
     monkeypatch.setitem(sys.modules, "datasets", _fake_datasets(calls))
     data = load_dataset("sst2", "dev")
@@ -290,7 +298,7 @@ def test_local_copy_wins_over_the_hub(no_local_data, monkeypatch):
     assert load_dataset("sst2", "train").texts == ["nice"] and calls == []
 
 
-def test_hub_unreachable_names_the_three_ways(no_local_data, monkeypatch):
+def test_hub_unreachable_names_the_three_ways(no_local_data, monkeypatch, hub_online):
     calls = []
     offline = ConnectionError("Couldn't reach 'glue' on the Hub (LocalEntryNotFound)")
     monkeypatch.setitem(sys.modules, "datasets", _fake_datasets(calls, offline))
@@ -336,3 +344,54 @@ def test_explain_names_the_missing_corpus_before_any_fine_tuning(
     out, err = capsys.readouterr()
     assert exc.value.code == 2 and "Traceback" not in err
     assert DATA_ENV_VAR in err and "fine-tuning now" not in out
+
+
+class _NoNetwork:
+    """``socket.create_connection`` of a machine without a network."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        raise OSError(-2, "Name or service not known")
+
+
+@pytest.fixture
+def offline_with_datasets(no_local_data, monkeypatch):
+    """A fresh machine without a network, with `datasets` installed (whose hub
+    client would retry for about 20 s); returns the refused connections."""
+    import types
+
+    from captum_iba.app import hub
+    from captum_iba.app.data import load as load_module
+
+    fake = types.ModuleType("datasets")
+    fake.load_dataset = lambda *a, **k: pytest.fail("the hub client was asked")
+    monkeypatch.setitem(sys.modules, "datasets", fake)
+    monkeypatch.setattr(load_module, "datasets_available", lambda: True)
+    refused = _NoNetwork()
+    monkeypatch.setattr(hub.socket, "create_connection", refused)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    monkeypatch.delenv("https_proxy", raising=False)
+    return refused
+
+
+def test_offline_the_hub_is_not_asked_for_a_corpus(offline_with_datasets):
+    """Issue 31, item 10: offline, the corpus route says so at once (the hub
+    client printed 23 s of retries first); the model route already did."""
+    with pytest.raises(FileNotFoundError) as err:
+        load_dataset("sst2", "train")
+    message = str(err.value)
+    assert "hub: huggingface.co cannot be reached" in message and "offline?" in message
+    assert DATA_ENV_VAR in message and offline_with_datasets.calls == 1
+
+
+def test_hf_hub_offline_is_honoured_without_a_connection(
+    offline_with_datasets, monkeypatch
+):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(FileNotFoundError, match=r"hub: \$HF_HUB_OFFLINE is set"):
+        load_dataset("sst2", "train")
+    assert offline_with_datasets.calls == 0

@@ -4,6 +4,7 @@ page with a row per method, classes by name, and outputs that say what a
 score means."""
 
 import re
+import warnings
 
 import pytest
 import torch
@@ -225,3 +226,199 @@ def test_python_options_reach_the_methods_that_take_them(tiny_model_dir):
     deletion = result.methods["iba-deletion"].settings
     assert faithful["steps"] == deletion["steps"] == 2
     assert faithful["layer_index"] == deletion["layer_index"] == 0
+
+
+def test_a_model_in_training_mode_is_explained_in_eval_mode(tiny_model_dir):
+    """Issue 31, item 2: three calls gave p = .9405, .9372, .9583 and other
+    scores each time; now the same as in eval mode, with a warning, and the
+    model's flags put back."""
+    from captum_iba.app.models import load_classifier
+
+    model, tok = load_classifier(tiny_model_dir)
+    reference = explain(TEXT, model, ["ig", "loo"], tokenizer=tok)
+    model.train()
+    runs = []
+    for _ in range(3):
+        with pytest.warns(UserWarning, match="training mode.*explained in eval mode"):
+            runs.append(explain(TEXT, model, ["ig", "loo"], tokenizer=tok))
+    assert model.training and all(m.training for m in model.modules())
+    for run in runs:
+        assert run.probabilities == reference.probabilities
+        for method in ("IG", "LOO"):
+            assert run.scores(method) == reference.scores(method)
+
+
+def test_a_given_tokenizer_is_used_with_a_model_folder(tiny_model_dir):
+    """Issue 31, item 7: explain(path, tokenizer=other) used the folder's own."""
+    from transformers import AutoTokenizer
+
+    from tests.helpers import bert_tokenizer
+
+    other = bert_tokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "dull", "film"])
+    result = explain("a dull film", tiny_model_dir, "random", tokenizer=other)
+    assert result.pieces == ["[CLS]", "a", "dull", "film", "[SEP]"]
+    own = AutoTokenizer.from_pretrained(tiny_model_dir)
+    assert own.convert_tokens_to_ids("dull") != other.convert_tokens_to_ids("dull")
+
+
+def test_a_tokenizer_that_does_not_fit_the_model_is_refused(tiny_model_dir):
+    from captum_iba.app.models import load_classifier
+
+    model, tok = load_classifier(tiny_model_dir)
+    model.config.vocab_size = 10  # as a model of another vocabulary
+    with pytest.raises(ValueError, match="tokenizer= has 30522 tokens but the"):
+        explain(TEXT, model, "random", tokenizer=tok)
+    with pytest.raises(ValueError, match="tokenizer= given without model="):
+        explain(TEXT, tokenizer=tok)
+
+
+def test_the_two_most_faithful_ibas_say_how_they_differ(tiny_model_dir):
+    """Issue 31, item 15: side by side, 'the most faithful IBA measured' and
+    'the most faithful information bottleneck measured' said nothing of how
+    they differ."""
+    result = explain(TEXT, tiny_model_dir, ["iba-deletion", "iba-faithful"],
+                     steps=2, layer=0)  # fmt: skip
+    page = result.to_html()
+    deletion, faithful = result.details("iba-deletion"), result.details("iba-faithful")
+    assert "deleting tokens through the attention" in deletion
+    assert "no noise, so no information is measured" in deletion
+    assert "with noise" in faithful and "information bottleneck" in faithful
+    for line in (deletion, faithful):
+        assert line.split(";")[0] in page.replace("&#x27;", "'")
+
+
+# ------------------------------------------ no ranking (issue 31, item 1)
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["explain", TEXT, "--method", "iba-faithful", "--layer", "1"],
+         "--layer 1 is the last encoder layer of this bert model (0..1): "
+         "iba-faithful there ranks nothing"),
+        (["explain", TEXT, "--compare", "ig,iba", "--set", "iba:layer=1"],
+         "--set iba:layer 1 is the last encoder layer"),
+        (["explain", TEXT, "--method", "iba-deletion", "--layer", "1"],
+         "no layer above it reads the tokens"),
+        (["evaluate", "--methods", "iba-faithful,random", "--layer", "1"],
+         "choose 'embeddings' or a layer in 0..0"),
+    ],
+)  # fmt: skip
+def test_the_last_layer_is_refused_before_any_weights_load(
+    argv, says, tiny_model_dir, tmp_path, capsys, monkeypatch
+):
+    from captum_iba.app import commands
+
+    monkeypatch.setattr(commands, "_model_and_tokenizer", pytest.fail)
+    out = ["--out", str(tmp_path / "out")] if argv[0] == "evaluate" else []
+    with pytest.raises(SystemExit) as exc:
+        main(argv + ["--model", tiny_model_dir] + out)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and says in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_python_explain_refuses_the_last_layer_too(tiny_model_dir, monkeypatch):
+    from captum_iba.app import models
+
+    monkeypatch.setattr(models, "load_classifier", pytest.fail)
+    with pytest.raises(ValueError, match="layer 1 is the last encoder layer"):
+        explain(TEXT, tiny_model_dir, "iba-faithful", layer=1)
+
+
+def test_a_result_without_a_ranking_lists_no_top_words(tiny_model_dir):
+    """A model given as an object is not checked before: IBA finds it and
+    the listing, the page and top() say "no ranking" instead of top words."""
+    from captum_iba.app.models import load_classifier
+
+    model, tok = load_classifier(tiny_model_dir)
+    with pytest.warns(UserWarning, match="reads only the first token"):
+        result = explain(TEXT, model, ["iba-faithful", "ig"], tokenizer=tok,
+                         layer=1, steps=2)  # fmt: skip
+    method = result.methods["iba-faithful"]
+    assert "reads only the first token" in method.no_ranking
+    assert result.methods["IG"].no_ranking == ""
+    text = result.to_text()
+    assert "no ranking: IBA at layer 'bert.encoder.layer.1'" in text.replace(
+        "\n  ", " "
+    )
+    assert text.count("top 5 words:") == 1  # IG's only
+    page = result.to_html()
+    assert page.count("<b>No ranking:</b>") == 1
+    iba_row = page.split('class="row"')[1]
+    assert "<sup>" not in iba_row and "(no ranking)" in iba_row
+    assert "min-max within this row" not in iba_row  # no scale, no colours:
+    assert len(set(re.findall(r'style="background:[^"]*"', iba_row))) == 1
+    assert "relative: min-max" not in text.split("IG:")[0]
+    with pytest.raises(ValueError, match="iba-faithful: no ranking"):
+        result.top(3, "iba-faithful")
+
+
+def test_evaluate_marks_a_method_that_ranks_nothing(
+    tiny_model_dir, tmp_path, capsys, monkeypatch
+):
+    """A head the pre-check does not know: the run goes on, and the table is
+    followed by a note naming the method; settings.json records it."""
+    import json
+
+    from captum_iba.app import models
+    from tests.app.test_cli_faults import _tiny_sst2
+
+    monkeypatch.setattr(models, "FIRST_TOKEN_HEADS", frozenset())
+    out = tmp_path / "out"
+    argv = ["evaluate", "--model", tiny_model_dir, "--data-dir",
+            str(_tiny_sst2(tmp_path / "data")), "--methods", "iba-faithful,random",
+            "--layer", "1", "--steps", "2", "--n", "4", "--out", str(out)]  # fmt: skip
+    with pytest.warns(UserWarning, match="reads only the first token"):
+        assert main(argv) == 0
+    printed = capsys.readouterr().out
+    note = "warning: iba-faithful (after encoder layer 1) ranks nothing on 4 of 4"
+    assert note in printed and "its row of the table measures no ranking" in printed
+    assert note in (out / "sst2_fair.md").read_text()
+    scores = json.loads((out / "settings.json").read_text())["scores"]
+    assert "reads only the first token" in scores["iba-faithful"]["no_ranking"]
+    assert (
+        scores["random"]["flat_instances"] == 0 and "no_ranking" not in scores["random"]
+    )
+
+
+def test_flat_scores_of_any_method_say_so_and_warn(tiny_model_dir, monkeypatch):
+    """The general guard: a method whose word scores are flat (here IG made
+    so) lists no top words, says why, and warns naming it."""
+    from captum_iba.evaluation.ig import IntegratedGradientsScorer as IG
+
+    monkeypatch.setattr(IG, "_scores", lambda self, ids, *a: ids * 0.0 + 0.25)
+    with pytest.warns(UserWarning, match=r"IG: no ranking: every piece's score is"):
+        result = explain(TEXT, tiny_model_dir, ["ig", "random"])
+    said = result.methods["IG"].no_ranking
+    assert "within 0.1 % of the largest (0.25 to 0.25)" in said
+    assert "try an earlier layer" in said and result.methods["random"].no_ranking == ""
+    text = result.to_text().replace("\n  ", " ")
+    assert "no ranking: every piece's score" in text and text.count("top 5 words") == 1
+
+
+def test_flat_iba_is_found_without_knowing_the_head(tiny_model_dir, monkeypatch):
+    """A head the probe cannot see through: IBA after the last layer is found
+    by its flat scores alone, warned once (by IBA, naming the layer)."""
+    from captum_iba.app.models import load_classifier
+    from captum_iba.attr import _ranking
+
+    monkeypatch.setattr(_ranking, "reads_first_token_only", lambda *a: False)
+    model, tok = load_classifier(tiny_model_dir)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        result = explain(TEXT, model, "iba-faithful", tokenizer=tok, layer=1)
+    said = [str(w.message) for w in said if "ranking" in str(w.message)]
+    assert len(said) == 1 and "IBA at layer 'bert.encoder.layer.1'" in said[0]
+    assert "the scores of 1 of 1 instance(s) [0] are flat" in said[0]
+    reason = result.methods["iba-faithful"].no_ranking
+    assert "here after encoder layer 1 of 0..1" in reason
+
+
+def test_a_layer_that_ranks_warns_nothing(tiny_model_dir):
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        result = explain(TEXT, tiny_model_dir, ["iba-faithful", "ig"], layer=0)
+    assert not [w for w in said if "ranking" in str(w.message)]
+    assert all(m.no_ranking == "" for m in result.methods.values())
+    assert result.to_text().count("top 5 words:") == 2

@@ -79,8 +79,10 @@ def test_damaged_entry_is_detected_and_refitted(
     capsys.readouterr()
     again = _get(tiny_base)
     assert again == folder and len(calls) == 2
+    out = capsys.readouterr().out
     if damage != "truncated record":
-        assert "is damaged" in capsys.readouterr().out
+        assert "is damaged" in out and "made again" in out
+        assert "No fine-tuned" not in out and "cached yet" not in out
     model, tok = load_classifier(again)  # whole again
     assert tok.convert_ids_to_tokens(tok("good film")["input_ids"])[1] == "good"
 

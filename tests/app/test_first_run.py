@@ -67,3 +67,32 @@ def test_a_head_is_expected_anything_else_is_a_warning():
     note = _head_note(_Model(), info, "some/base", ["a", "b"])
     assert "Warning: 1 weight(s) of the base model" in note
     assert "bert.encoder.layer.0.output.dense.weight" in note
+
+
+def test_the_estimate_is_revised_when_the_machine_gets_busy():
+    """Issue 31, item 11: 'about 6 min' was said once and never revised; 31
+    minutes were taken on a machine that became busy."""
+    from captum_iba.app.finetune.steps import Estimate
+
+    steps = [9.0] + [0.4] * 9
+    assert "about 6 min" in estimate_line(steps, 900)
+    estimate, said = Estimate.first(steps), []
+    for i in range(10, 900):
+        steps.append(0.4 if i < 100 else 2.0)  # busy from step 100 on
+        if len(steps) % 10 == 0:
+            said.append((len(steps), estimate.revised(steps, 900)))
+    lines = [(n, line) for n, line in said if line]
+    assert lines and lines[0][0] <= 120 and len(lines) <= 3  # soon, not every time
+    last = lines[-1][1]
+    assert "revised: about 26 min" in last and "2.00 s each" in last
+    assert "busier" in last
+
+
+def test_a_steady_machine_is_not_told_again():
+    from captum_iba.app.finetune.steps import Estimate
+
+    steps = [9.0] + [0.4] * 9
+    estimate = Estimate.first(steps)
+    for i in range(10, 900):
+        steps.append(0.4 + 0.05 * (i % 3))  # noise, no trend
+        assert estimate.revised(steps, 900) is None

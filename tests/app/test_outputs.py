@@ -46,11 +46,45 @@ def test_attribute_settings_say_what_each_field_holds(tiny_model_dir, tmp_path, 
     assert "fields and units" in printed and printed.count("instances/s") == 1
     settings = json.loads((out / "settings.json").read_text())
     rows = [json.loads(ln) for ln in (out / "attributions.jsonl").open()]
-    assert set().union(*rows) <= set(settings["fields"]) == set(ROW_FIELDS)
+    assert set().union(*rows) == set(settings["fields"]) <= set(ROW_FIELDS)
+    assert "text_pair" not in settings["fields"]  # single sentences
+    assert settings["fields"]["target"].endswith(": the gold label")
     scores = settings["scores"]
     assert scores["iba-faithful"]["signed"] is False
     assert "no direction" in scores["iba-faithful"]["meaning"]
     assert scores["IG"]["signed"] is True and "+ for" in scores["IG"]["meaning"]
+
+
+def test_evaluate_settings_describe_this_run(tiny_model_dir, tmp_path, capsys):
+    """Issue 31, item 9: no '--target predicted' (evaluate has no such
+    option), no prior, beta or seed for iba-deletion (it uses none)."""
+    out = tmp_path / "out"
+    argv = ["evaluate", "--model", tiny_model_dir, "--data-dir", _corpus(tmp_path),
+            "--methods", "iba-deletion,iba-faithful", "--steps", "2", "--n", "4",
+            "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    settings = json.loads((out / "settings.json").read_text())
+    assert "--target" not in json.dumps(settings["fields"])
+    assert settings["fields"]["degradation"].startswith("the instance's degradation")
+    deletion, faithful = (
+        settings["methods"][m] for m in ("iba-deletion", "iba-faithful")
+    )
+    assert not {"prior", "beta", "seed"} & set(deletion)
+    assert deletion["removal"] == "attention" and deletion["steps"] == 2
+    assert faithful["prior"] == "baseline" and "beta" in faithful
+    rows = [json.loads(ln) for ln in (out / "attributions.jsonl").open()]
+    assert set().union(*rows) == set(settings["fields"])
+
+
+def test_predicted_targets_are_said_so(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["attribute", "--model", tiny_model_dir, "--data-dir", _corpus(tmp_path),
+            "--methods", "random", "--n", "4", "--target", "predicted",
+            "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    fields = json.loads((out / "settings.json").read_text())["fields"]
+    assert fields["target"] == "the class explained (index): the predicted class"
+    assert "degradation" not in fields
 
 
 def test_progress_bars_say_what_they_count(tmp_path, monkeypatch):
@@ -72,3 +106,88 @@ def test_the_docs_list_every_field_of_the_json_lines():
     ]
     missing = [f for f in ROW_FIELDS if f"``{f}``" not in table]
     assert not missing, missing
+
+
+def test_a_model_of_another_corpus_is_said_so(tiny_model_dir, tmp_path, capsys):
+    """Issue 31, item 4: '--model <sst2 model> --dataset rte' printed
+    'accuracy 50.0 %' without a word; explain --pair warned from the same
+    record."""
+    import shutil
+
+    model = tmp_path / "sst2-model"
+    shutil.copytree(tiny_model_dir, model)
+    (model / "captum_iba_finetune.json").write_text(json.dumps({"dataset": "sst2"}))
+    data = tmp_path / "data" / "rte"
+    data.mkdir(parents=True)
+    rows = [{"sentence1": f"a man {i}", "sentence2": "a person", "label": i % 2}
+            for i in range(4)]  # fmt: skip
+    (data / "validation.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    argv = ["evaluate", "--model", str(model), "--data-dir", str(data.parent),
+            "--dataset", "rte", "--methods", "random", "--out",
+            str(tmp_path / "out")]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    said = "this model was fine-tuned on 'sst2' (its fine-tuning record says so)"
+    assert out.count("warning: ") == 2 and out.count(said) == 2
+    assert "not on --dataset rte" in " ".join(out.splitlines()[-3:])
+    same = ["evaluate", "--model", tiny_model_dir, "--data-dir", _corpus(tmp_path),
+            "--methods", "random", "--n", "4",
+            "--out", str(tmp_path / "o2")]  # fmt: skip
+    assert main(same) == 0 and "warning" not in capsys.readouterr().out
+
+
+def test_piped_progress_is_plain_lines(tiny_model_dir, tmp_path, capsys):
+    """Issue 31, item 13: piped, nothing was said for 45 s; now a line when
+    scoring starts (what runs first), then progress lines, the last at 100 %."""
+    out = tmp_path / "out"
+    argv = ["evaluate", "--model", tiny_model_dir, "--data-dir", _corpus(tmp_path),
+            "--methods", "random,loo", "--n", "8", "--batch-size", "4",
+            "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    err = capsys.readouterr().err  # not a terminal here
+    lines = [ln for ln in err.splitlines() if ln.startswith("[captum_iba]")]
+    assert lines[0].startswith("[captum_iba] scoring 16 of 16 instances x methods")
+    assert lines[1] == "[captum_iba] working on unit 1 of 2: random"
+    assert lines[-1].startswith(
+        "[captum_iba] 16 of 16 instances x methods scored (100 %)"
+    )
+
+
+def test_the_bar_moves_per_method_and_names_what_runs(tmp_path, monkeypatch):
+    """Issue 31, item 13: in a terminal the bar stood at 0/60 for 35 s, then
+    jumped by units; it moves as each method finishes a unit and says which
+    unit and method run."""
+    from captum_iba.app.engine import progress
+
+    class Bar:
+        disable, n = False, 0
+
+        def __init__(self, **kw):
+            self.calls = []
+
+        def set_postfix_str(self, text, refresh=True):
+            self.calls.append(("now", text))
+
+        def update(self, n):
+            self.calls.append(("update", n))
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(progress, "tqdm", Bar)
+    shards = tmp_path / "shards"
+    shards.mkdir()
+
+    class SecondRank(World):  # no process group needed
+        def gather(self, value):
+            return [value, value]
+
+    bar = Progress(tmp_path, SecondRank(rank=1, size=2), 16, {0: ["a", "b"]}, [4])
+    bar.working(0, "a")
+    bar.update(4)
+    bar.working(0, "b")
+    assert bar.bar.calls == [
+        ("now", "unit 1 of 1: a"),
+        ("update", 4),
+        ("now", "unit 1 of 1: b"),
+    ]

@@ -84,6 +84,7 @@ def test_sweeps_and_examples_write_figures(reproduce, tmp_path):
     reproduce.run_examples(args, out)
     summary = json.loads((out / "sweeps.json").read_text())
     assert list(summary["layers"]) == ["1", "2"]  # the tiny model's two layers
+    assert summary["no_ranking_layers"] == [2]  # the last: [CLS] alone is read
     assert list(summary["betas"]) == [f"{b:g}" for b in reproduce.BETAS]
     for name in ("fig2_layers", "fig2_beta", "fig3_layers_tokens", "fig3_beta"):
         assert (out / f"{name}.png").stat().st_size > 0
@@ -110,3 +111,51 @@ def test_finetune_steps_variable_reaches_every_reproduce_recipe(monkeypatch, cor
     assert seen[1]["steps"] == {"sst2": 1708, "rte": 391}[corpus]
     if corpus == "sst2":
         assert seen[0]["lr"] == seen[1]["lr"] == 6e-5  # the other overrides stay
+
+
+def test_a_rerun_resumes_what_an_interrupted_run_recorded(
+    reproduce, tmp_path, monkeypatch, capsys
+):
+    """Issue 31, item 8: reproduce after kill -9 redid everything (8.7 min).
+    The same command skips every piece recorded with the same settings and
+    model, says so, and measures the rest; other settings are measured."""
+    out = tmp_path / "results"
+    (out / "json").mkdir(parents=True)
+    tiny = reproduce.PROFILES["tiny"]
+    args = argparse.Namespace(datasets=["sst2"], settings=["paper", "fair"],
+                              fair_prior="paper", sweep_dataset="sst2")  # fmt: skip
+    reproduce.run_table(args, tiny, out)  # as a run killed after sst2
+    first = json.loads((out / "table1.json").read_text())
+    real, measured = reproduce.evaluate_corpus, []
+
+    def counted(model, tok, data, **kwargs):
+        measured.append((len(data), kwargs["setting"], kwargs.get("layer")))
+        return real(model, tok, data, **kwargs)
+
+    monkeypatch.setattr(reproduce, "evaluate_corpus", counted)
+    capsys.readouterr()
+    args.datasets = ["sst2", "rte"]
+    reproduce.run_table(args, tiny, out)
+    said = capsys.readouterr().out
+    assert "table/sst2/paper: measured by an earlier run" in said
+    assert "table/sst2/fair: measured by an earlier run" in said
+    assert [m[:2] for m in measured] == [(4, "paper"), (4, "fair")]  # rte only
+    rows = json.loads((out / "table1.json").read_text())
+    assert [r for r in rows if r["corpus"] == "sst2"] == first
+    assert {r["corpus"] for r in rows} == {"sst2", "rte"}
+    measured.clear()
+    args.fair_prior = "reference"  # another setting: measured again
+    args.datasets, args.settings = ["sst2"], ["fair"]
+    reproduce.run_table(args, tiny, out)
+    assert [m[:2] for m in measured] == [(6, "fair")]
+    # the sweeps resume point by point
+    args.fair_prior = "paper"
+    reproduce.run_sweeps(args, tiny, out)
+    measured.clear()
+    (out / "json" / "sweep_layer2.json").unlink()  # as if killed while writing it
+    reproduce.run_sweeps(args, tiny, out)
+    assert measured == [(4, "fair", 1)]
+    damaged = out / reproduce.RESUME_FILE
+    damaged.write_text("{")
+    with pytest.raises(ValueError, match="resume.json is damaged"):
+        reproduce.run(profile="tiny", out=str(out), parts=["table"])

@@ -132,6 +132,29 @@ class TestAmortizedMasks(BaseTest):
             self.assertTrue(bool((attr[0, -2:] == 0).all()))
             self.assertTrue(bool(((attr[0, :-2] > 0) & (attr[0, :-2] < 1)).all()))
 
+    def test_refinement_options_without_refinement_are_refused(self) -> None:
+        """Issue 31, item 6: beta, n_samples, seed, lr were ignored with
+        refine_steps=0."""
+        model = signal_model()
+        aiba = AmortizedInformationBottleneckAttribution(
+            model, model.layers[0], quick_fit(model)
+        )
+        ids, mask, labels, _ = signal_data(2, torch.Generator().manual_seed(3))
+        for given in ({"beta": 0.1}, {"n_samples": 3}, {"seed": 1}, {"lr": 0.5},
+                      {"baselines": ids}):  # fmt: skip
+            with self.subTest(**{k: str(v)[:8] for k, v in given.items()}):
+                with self.assertRaisesRegex(
+                    ValueError,
+                    f"{next(iter(given))}: the refinement's options act "
+                    "only with refine_steps > 0",
+                ):
+                    aiba.attribute(ids, labels, (mask,), **given)
+        plain = aiba.attribute(ids, labels, (mask,))
+        one = aiba.attribute(ids, labels, (mask,), refine_steps=1, beta=0.1, lr=0.5)
+        other = aiba.attribute(ids, labels, (mask,), refine_steps=1)
+        self.assertFalse(torch.allclose(one, other))  # they act when refining
+        self.assertFalse(torch.allclose(plain, other))
+
     def test_model_unchanged_and_no_hook_left(self) -> None:
         model = signal_model()
         model.train()

@@ -137,8 +137,8 @@ LAMBDA_MASK = lambda m: lambda i, mask: m(i, attention_mask=mask).logits  # noqa
 
 class TestWrongMasks(BaseTest):
     """Issue 20, items 3 and 9: a mask that cannot be the inputs' is refused
-    (naming its shape), one whose values are not 0/1 is named in a warning;
-    the model is left as it was."""
+    (naming its shape), as is one whose values are not 0/1 (issue 31); the
+    model is left as it was."""
 
     def test_wrong_shape_is_refused_naming_both_shapes(self) -> None:
         ids, mask = _padded()
@@ -159,18 +159,44 @@ class TestWrongMasks(BaseTest):
                         ).attribute(ids, target=0, additional_forward_args=(bad,))
                     self.assertTrue(no_hooks(model))
 
-    def test_values_other_than_0_and_1_are_named(self) -> None:
+    def test_values_other_than_0_and_1_are_refused(self) -> None:
+        """Issue 31, item 5: refused, as the degradation test refuses them (a
+        warning said so, and the attribution went on without a mask)."""
         ids, mask = _padded()
         for bad, value in ((mask * 2, "2.0"), (mask * 0.5, "0.5")):
             for fn in (MODEL, LAMBDA_MASK):
                 with self.subTest(value=value):
-                    _, said, _ = _attribute(fn, ids, (bad,))
-                    self.assertEqual(len(said), 1, said)
-                    self.assertIn("holds values other than 0 and 1", said[0])
-                    self.assertIn(value, said[0])
-                    self.assertIn("token_mask=", said[0])
+                    with self.assertRaisesRegex(
+                        ValueError,
+                        r"additional_forward_args\[0\] fills forward_func's "
+                        rf"parameter (attention_)?mask but holds values other than "
+                        rf"0 and 1 \(e.g. \[.*{value}\]\)",
+                    ):
+                        _attribute(fn, ids, (bad,))
         with self.assertRaisesRegex(ValueError, "token_mask must hold 1 .* 2.0"):
             _attribute(MODEL, ids, (mask,), token_mask=mask * 2)
+
+    def test_a_mask_of_one_row_is_refused(self) -> None:
+        """Issue 31, item 5: a (L,) mask for a batch of 3 warned 'no attention
+        mask was found' and scored the other rows' padding as tokens."""
+        ids, mask = _padded()
+        for fn in (MODEL, LAMBDA_MASK):
+            with self.subTest(fn=fn):
+                with self.assertRaisesRegex(
+                    ValueError,
+                    r"mask with shape \(7,\), but the token ids are \(3, 7\).*"
+                    r"mask.expand\(3, -1\)",
+                ):
+                    _attribute(fn, ids, (mask[0],))
+
+    def test_no_token_is_named(self) -> None:
+        """Issue 31, item 5: '0-length sequences, no mask' gave torch's
+        reshape error."""
+        ids, _ = _padded()
+        with self.assertRaisesRegex(
+            ValueError, r"inputs hold no token \(shape \(3, 0\)"
+        ):
+            _attribute(MODEL, ids[:, :0])
 
     def test_what_fills_a_mask_or_the_token_ids_is_checked(self) -> None:
         ids, mask = _padded()

@@ -16,8 +16,13 @@ def test_registered_method_scores_tokens(model: Any, tokenizer: Any, batch) -> N
     scores = scorer.attribute(ids, torch.tensor([1, 0, 1]), mask)
     assert scores.shape == ids.shape
     special = torch.isin(ids, torch.tensor(tokenizer.all_special_ids)) & mask.bool()
-    hidden = model.config.hidden_size
-    assert torch.allclose(scores[special], torch.full_like(scores[special], hidden / 2))
+    # the mask's mean over the features (issue 31, item 16): 0.5 where nothing
+    # moves it (the special tokens), every score in [0, 1]
+    assert torch.allclose(scores[special], torch.full_like(scores[special], 0.5))
+    assert bool(((scores >= 0) & (scores <= 1)).all())
+    assert "averaged over the steps and over the token's features" in (
+        scorer.score_meaning
+    )
     assert scorer.settings["removal"] == "attention"
     assert scorer.settings["layer"] == type(model.base_model.embeddings).__name__
     assert no_hooks(model)

@@ -82,3 +82,37 @@ def test_choose_layer_bad_arguments(tokenizer):
         choose_layer(model, tokenizer, data, candidates=[2])
     with pytest.raises(ValueError, match="at least one"):
         choose_layer(model, tokenizer, _Data([], []))
+
+
+def test_the_last_layer_of_a_cls_classifier_is_marked_and_not_chosen(
+    tokenizer, model, monkeypatch
+):
+    """IBA after the last layer of a BERT classifier ranks nothing (its head
+    reads [CLS] alone, issue 31): the sweep marks that layer and chooses
+    another, even where its score is the highest (made so here: each layer's
+    AOPC is its index)."""
+    from types import SimpleNamespace
+
+    from captum_iba.evaluation import layer_choice
+
+    calls = iter(range(10))
+    monkeypatch.setattr(
+        layer_choice,
+        "degradation_test",
+        lambda *a, **k: SimpleNamespace(aopc=next(calls)),
+    )
+    texts = ["the movie was great !", "i liked it", "not bad , i liked the movie ."]
+    enc = tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        labels = model(**enc).logits.argmax(-1).tolist()
+    data = _Data(texts, labels)
+    options = dict(steps=2, n_samples=2)
+    with pytest.warns(UserWarning, match="reads only the first token"):
+        choice = choose_layer(model, tokenizer, data, iba_options=options)
+    assert set(choice.scores) == {0, 1} and list(choice.no_ranking) == [1]
+    assert "reads only the first token" in choice.no_ranking[1]
+    assert choice.scores == {0: 0.0, 1: 1.0} and choice.index == 0
+    calls = iter(range(10))
+    with pytest.warns(UserWarning, match="reads only the first token"):
+        only = choose_layer(model, tokenizer, data, [1], iba_options=options)
+    assert only.index == 1 and list(only.no_ranking) == [1]  # nothing else to take

@@ -336,3 +336,39 @@ def test_every_scorer_names_lengths_past_the_positions(model, tokenizer):
     for scorer in scorers.values():
         with pytest.raises(ValueError, match="513 tokens, more than the model's 512"):
             scorer.attribute(ids, 0, torch.ones_like(ids))
+
+
+def test_iba_scores_are_in_the_unit_their_legend_states(model, tokenizer, batch):
+    """Issue 31, item 16: iba-deletion's scores were in the hundreds (the sum
+    over 384 features of one weight) while its legend began "the mask lambda
+    in [0, 1]". The mask readouts give its mean over the features, in [0, 1]
+    (the same ranking); the capacity stays a sum, in nats."""
+    ids, mask, tt = batch
+    target = torch.tensor([1, 0, 1])
+    scorers = make_scorers(
+        model, tokenizer, "fair", methods=["iba-faithful", "IBA"], layer=0, steps=2
+    )
+    faithful = scorers["iba-faithful"]
+    scores = faithful.attribute(ids, target, mask, tt)
+    assert bool(((scores >= 0) & (scores <= 1)).all()) and scores.max() > 0
+    assert "lambda in [0, 1]" in faithful.score_meaning
+    attr = faithful.iba.attribute(
+        ids, target=target, additional_forward_args=(mask, tt),
+        config=faithful.options, token_mask=mask,
+    )  # fmt: skip
+    torch.testing.assert_close(scores, attr.mean(-1) * mask)
+    paper = scorers["IBA"]
+    assert "in nats" in paper.score_meaning and "summed" in paper.score_meaning
+
+
+def test_token_attributions_reduce_by_mean_or_sum():
+    from captum_iba import token_attributions
+
+    attr = torch.tensor([[[0.2, 0.4], [1.0, 1.0]]])
+    torch.testing.assert_close(token_attributions(attr), torch.tensor([[0.6, 2.0]]))
+    torch.testing.assert_close(
+        token_attributions(attr, torch.tensor([[1, 0]]), reduction="mean"),
+        torch.tensor([[0.3, 0.0]]),
+    )
+    with pytest.raises(ValueError, match="reduction must be 'sum' or 'mean'"):
+        token_attributions(attr, reduction="max")

@@ -88,12 +88,14 @@ def test_iba_faithful_in_the_registry_and_the_suite(model, tokenizer, batch):
     target = torch.tensor([1, 0, 1])
     scores = scorer.attribute(ids, target, mask)
     check_scores(scores, ids, mask)
-    # the readout is the mean mask: in (0, 1) at real tokens, per feature
+    # the readout is the mean mask: in (0, 1) at real tokens (its mean over
+    # the features, issue 31 item 16)
     assert (scores[mask.bool()] > 0).all()
-    assert (scores <= model.config.hidden_size).all()
-    # without a layer the resolver gives it the default one, with its index
+    assert (scores <= 1).all()
+    # without a layer the resolver gives it the default one, with its index:
+    # never the last (issue 31: a two-layer model's is 0)
     default = make_scorers(model, tokenizer, "fair", methods=["iba-faithful"])
-    assert default["iba-faithful"].settings["layer_index"] == 1
+    assert default["iba-faithful"].settings["layer_index"] == 0
     # priors given for all apply to every method that takes one ...
     res = Resources(model, tokenizer, layer=0, prior=["paper", "reference"])
     built = build_scorers(["iba-faithful", "IBA"], res)

@@ -357,3 +357,60 @@ def test_training_mode_warns_at_the_caller(batch):
             attention_mask=batch.mask,
         )
     assert caught[0].filename == __file__
+
+
+# ------------------------------------------- special tokens (issue 31, item 3)
+
+
+@pytest.fixture(scope="module")
+def bert_inputs():
+    """A tiny BERT and its tokenizer, two sentences with [CLS] ... [SEP]."""
+    from tests.helpers import bert_tokenizer, tiny_bert
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "fine", "dull", "film"]
+    words += [f"w{i}" for i in range(20)]  # the other tokenizer's ids land here
+    tok = bert_tokenizer(words)
+    model = tiny_bert(len(words), seed=0, pad_token_id=0)
+    enc = tok(["a fine film", "a dull dull film"], padding=True, return_tensors="pt")
+    scores = torch.rand(
+        enc["input_ids"].shape, generator=torch.Generator().manual_seed(0)
+    )
+    return model, tok, enc, scores
+
+
+def _test(model, enc, scores, options):
+    return degradation_test(
+        model, enc["input_ids"], scores, target=0,
+        attention_mask=enc["attention_mask"], options=options,
+    )  # fmt: skip
+
+
+def test_without_special_ids_it_warns_as_iba_does(bert_inputs):
+    model, tok, enc, scores = bert_inputs
+    with pytest.warns(UserWarning, match=r"No special token ids known.*\[CLS\]") as w:
+        result = _test(model, enc, scores, None)
+    assert w[0].filename == __file__
+    assert "DegradationOptions.for_tokenizer(tokenizer)" in str(w[0].message)
+    assert result.n_tokens.tolist() == [5, 6]  # [CLS] and [SEP] counted, as said
+
+
+def test_options_of_another_tokenizer_are_named(bert_inputs):
+    from tests.helpers import bert_tokenizer
+
+    model, tok, enc, scores = bert_inputs
+    other = bert_tokenizer(  # its [CLS], [SEP], [MASK] are other ids
+        [f"w{i}" for i in range(9)] + ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    )
+    options = DegradationOptions.for_tokenizer(other, removal="mask", pad_token_id=0)
+    with pytest.warns(UserWarning, match=r"special token id\(s\) \[2, 3\].*another"):
+        _test(model, enc, scores, options)
+    wrong_pad = DegradationOptions.for_tokenizer(tok, pad_token_id=1)
+    with pytest.warns(UserWarning, match="pad_token_id is 1 but the model's .* 0"):
+        _test(model, enc, scores, wrong_pad)
+
+
+def test_the_model_s_own_tokenizer_gives_no_warning(bert_inputs, recwarn):
+    model, tok, enc, scores = bert_inputs
+    _test(model, enc, scores, DegradationOptions.for_tokenizer(tok, removal="mask"))
+    _test(model, enc, scores, DegradationOptions(keep_special_tokens=False))
+    assert not [w for w in recwarn if "special" in str(w.message)]

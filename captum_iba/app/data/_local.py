@@ -108,8 +108,9 @@ def default_data_dir() -> Path:
 def _require(path: Path, name: str) -> Path:
     if not path.is_file():
         raise FileNotFoundError(
-            f"{path} not found for dataset {name!r}. Set {DATA_ENV_VAR} or pass "
-            "data_dir= to the folder holding the corpora."
+            f"{path} not found for dataset {name!r}: point the data folder at the "
+            "folder holding the corpora (--data-dir on the command line, data_dir= "
+            f"in Python, or ${DATA_ENV_VAR})"
         )
     return path
 

@@ -13,6 +13,7 @@ from captum_iba.app.data.corpora import (
 )
 from captum_iba.app.data.dataset import TextClassificationData
 from captum_iba.app.data.splits import DEFAULT_SEED, stratified_subset
+from captum_iba.app.hub import offline_reason
 
 
 def load_dataset(
@@ -152,6 +153,11 @@ def _from_hub_or_explain(
             missing_corpus_message(
                 key, f"locally: {local}; hub: `datasets` is not installed"
             )
+        ) from None
+    offline = offline_reason()  # asked first: offline, `datasets` retries ~20 s
+    if offline:
+        raise FileNotFoundError(
+            missing_corpus_message(key, f"locally: {local}; hub: {offline}")
         ) from None
     try:
         return load_from_hub(HUB_NAME[key], split)

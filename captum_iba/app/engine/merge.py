@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Sequence
 
 from captum_iba._utils.io import atomic_write_text
+from captum_iba._utils.ranking import is_flat, spread_said
 from captum_iba.app.engine.records import complete_rows
 from captum_iba.app.errors import CLIError
 from captum_iba.evaluation.loop import merge_records
@@ -31,8 +32,14 @@ from captum_iba.metrics import DegradationResult
 if TYPE_CHECKING:  # pragma: no cover
     from captum_iba.app.engine.run import CorpusJob
 
-__all__ = ["ROW_FIELDS", "Merged", "merge_shards"]
+__all__ = ["ROW_FIELDS", "Merged", "merge_shards", "row_fields"]
 
+#: What ``degradation`` holds.
+_TEST_FIELD = (
+    "the instance's degradation test, probabilities of the target class in [0, 1] "
+    "before (original_probs) and after removing the top tokens at each level "
+    "(probs), log-odds, predicted classes and token counts"
+)
 #: The fields of a row of ``attributions.jsonl``: what each holds, and its unit
 #: (written into ``settings.json``; the docs' scaling page lists them too).
 ROW_FIELDS: Dict[str, str] = {
@@ -42,19 +49,37 @@ ROW_FIELDS: Dict[str, str] = {
     "text": "the instance's text",
     "text_pair": "its second text (sentence pairs only)",
     "label": "the gold class (index)",
-    "target": "the class explained (index): the gold label or, with --target "
-    "predicted, the predicted class",
+    "target": "the class explained (index): the gold label (attribute --target "
+    "predicted: the predicted class)",
     "predicted": "the predicted class (index)",
     "target_probability": "the model's probability of the target class, in [0, 1]",
     "tokens": "the word pieces, special tokens included, padding left out",
     "input_ids": "their token ids",
     "scores": "one score per token, higher = more relevant; the unit is the "
     "method's (settings.json: scores.<method>.meaning)",
-    "degradation": "with --degradation: the instance's degradation test, "
-    "probabilities of the target class in [0, 1] before (original_probs) and "
-    "after removing the top tokens at each level (probs), log-odds, predicted "
-    "classes and token counts",
+    "degradation": "evaluate, and attribute --degradation: " + _TEST_FIELD,
 }
+
+#: What ``target`` holds, by the run's target rule.
+_TARGET_FIELD = {
+    "label": "the class explained (index): the gold label",
+    "predicted": "the class explained (index): the predicted class",
+}
+
+
+def row_fields(job: "CorpusJob") -> Dict[str, str]:
+    """The fields of this run's rows (:data:`ROW_FIELDS`, as they apply): the
+    target rule it used, ``text_pair`` for sentence pairs only and
+    ``degradation`` only when the test ran."""
+    fields = dict(ROW_FIELDS, target=_TARGET_FIELD[job.target])
+    if job.data.text_pairs is None:
+        del fields["text_pair"]
+    if job.degradation:
+        fields["degradation"] = _TEST_FIELD
+    else:
+        del fields["degradation"]
+    return fields
+
 
 #: Shard-only fields, left out of ``attributions.jsonl``.
 _INTERNAL = ("kind", "unit", "seconds", "test_settings")
@@ -74,6 +99,13 @@ class Merged:
             recorded by an earlier one, which this run resumed).
         seconds (float): Wall seconds of this run's scoring and merge.
         processes (int): The processes that ran it.
+        flat (dict): Method -> its instances whose scores rank nothing (flat
+            at the tokens that are not special,
+            :func:`~captum_iba._utils.ranking.is_flat`).
+        no_ranking (dict): Method -> why it ranks no token at all, where it
+            says so (IBA after a layer whose first token alone is read).
+        layers (dict): Method -> where its layer is, for IBA (``"after encoder
+            layer 5"``).
     """
 
     rows: List[Dict[str, Any]]
@@ -82,6 +114,32 @@ class Merged:
     scored_now: float = 0.0
     seconds: float = 0.0
     processes: int = 1
+    flat: Dict[str, int] = field(default_factory=dict)
+    no_ranking: Dict[str, str] = field(default_factory=dict)
+    layers: Dict[str, str] = field(default_factory=dict)
+
+    def ranking_notes(self, instances: int) -> List[str]:
+        """One warning per method that ranks nothing on some instances (its
+        rows of the table measure nothing there), naming its layer and why."""
+        notes = []
+        for method, count in self.flat.items():
+            why = self.no_ranking.get(method, "")
+            if not count and not why:
+                continue
+            at = f" ({self.layers[method]})" if self.layers.get(method) else ""
+            said = f"warning: {method}{at} ranks nothing on {count} of {instances}"
+            said += " instances (flat scores"
+            said += f": {spread_said()})" if count else ")"
+            if why:
+                said += f": {why}"
+            elif count:
+                said += (
+                    ": it found nothing that changes the prediction there; for IBA "
+                    "this happens after a layer the prediction barely reads, try an "
+                    "earlier layer (--layer) or iba-deletion"
+                )
+            notes.append(said + "; its row of the table measures no ranking there")
+        return notes
 
     def run_line(self, instances: int, methods: int) -> str:
         """What this run did, for the one summary line of a command."""
@@ -101,12 +159,32 @@ def _result(rows: List[Dict[str, Any]], seconds: float) -> DegradationResult:
     return merge_records([r["degradation"] for r in rows], first, seconds)
 
 
-def _meaning(scorer: Any) -> Dict[str, Any]:
-    """What a scorer's scores mean, for ``settings.json``."""
-    return {
+def _meaning(scorer: Any, flat: int) -> Dict[str, Any]:
+    """What a scorer's scores mean, for ``settings.json`` (and, where they
+    rank nothing, how often and why)."""
+    out = {
         "meaning": getattr(scorer, "score_meaning", ""),
         "signed": bool(getattr(scorer, "signed", True)),
+        "flat_instances": flat,
     }
+    why = getattr(scorer, "settings", {}).get("no_ranking")
+    if why:
+        out["no_ranking"] = why
+    return out
+
+
+def _layer(settings: Dict[str, Any]) -> str:
+    """Where a scorer's layer is, from its settings ("" for none)."""
+    if settings.get("layer_index") is not None:
+        return f"after encoder layer {settings['layer_index']}"
+    return f"at {settings['layer']}" if settings.get("layer") else ""
+
+
+def _flat(row: Dict[str, Any], scorer: Any) -> bool:
+    """Whether a row's scores rank nothing at its tokens that are not special."""
+    special = set(getattr(scorer, "special_token_ids", None) or ())
+    words = [s for i, s in zip(row["input_ids"], row["scores"]) if i not in special]
+    return is_flat(words)
 
 
 def merge_shards(
@@ -147,6 +225,15 @@ def merge_shards(
         m: sum(r["seconds"] for r in rows) / len(rows) for m, rows in per_method.items()
     }
     merged = Merged(rows=[], seconds_per_instance=seconds)
+    merged.flat = {
+        m: sum(_flat(r, job.scorers[m]) for r in per_method[m]) for m in methods
+    }
+    merged.no_ranking = {
+        m: job.scorers[m].settings["no_ranking"]
+        for m in methods
+        if job.scorers[m].settings.get("no_ranking")
+    }
+    merged.layers = {m: _layer(job.scorers[m].settings) for m in methods}
     for i in range(len(job.data)):
         for m in methods:
             row = per_method[m][i]
@@ -163,8 +250,8 @@ def merge_shards(
         units=len(sizes),
         methods={m: job.scorers[m].settings for m in methods},
         seconds_per_instance=seconds,
-        fields=ROW_FIELDS,
-        scores={m: _meaning(job.scorers[m]) for m in methods},
+        fields=row_fields(job),
+        scores={m: _meaning(job.scorers[m], merged.flat[m]) for m in methods},
     )
     text = json.dumps(settings, indent=1, sort_keys=True, default=repr)
     atomic_write_text(out / "settings.json", text + "\n")

@@ -1,25 +1,39 @@
-"""Progress bars of a corpus run: one per rank; rank 0's shows the whole run.
+"""Progress of a corpus run: one bar per rank; rank 0's shows the whole run.
 
 Rank 0 counts the rows every rank appends to its shard (it reads only the
 bytes added since its last look), so its bar covers all processes without any
-extra communication; the other ranks show their own share.
+extra communication; the other ranks show their own share. The bar moves as
+each method finishes a unit and says which unit and method run now. When
+the output is no terminal (piped, or written to a log), where a bar shows
+nothing, plain lines say the same: one when scoring starts, then at most one
+every :data:`LINE_EVERY` seconds, and the last.
 """
 
+import sys
+import time
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence, TextIO
 
 from tqdm.auto import tqdm
 
 from captum_iba.app.engine.dist import World
 
-__all__ = ["Progress"]
+__all__ = ["LINE_EVERY", "Progress"]
 
 _ROW = b'"kind": "row"'
+#: Seconds between two plain progress lines (output that is no terminal).
+LINE_EVERY = 10.0
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min"
 
 
 class Progress:
-    """A tqdm bar per rank, counted in scores (one instance by one method),
-    labelled in plain words.
+    """A tqdm bar per rank (plain lines without a terminal), counted in
+    scores (one instance by one method), labelled in plain words.
 
     Every rank must build it at the same point (it gathers the ranks' shares).
 
@@ -29,6 +43,7 @@ class Progress:
         total (int): Attributions of the whole run.
         todo (dict): This rank's units to do -> their methods.
         sizes (Sequence[int]): Instances per unit.
+        stream (TextIO, optional): Where bars and lines go (default stderr).
     """
 
     def __init__(
@@ -38,6 +53,7 @@ class Progress:
         total: int,
         todo: Dict[int, List[str]],
         sizes: Sequence[int],
+        stream: Optional[TextIO] = None,
     ) -> None:
         own = sum(sizes[u] * len(ms) for u, ms in todo.items())
         shares = world.gather(own)
@@ -45,26 +61,39 @@ class Progress:
         self._folder = out / "shards"
         self._offsets: Dict[Path, int] = {}
         self._new = 0
+        self._stream = stream or sys.stderr
+        self._units = {u: i + 1 for i, u in enumerate(todo)}
+        self._start = time.perf_counter()
+        self._last_line = -LINE_EVERY
         if self._main:
             self._poll()  # skip what is on disk already
             self._new = 0
             every = f" ({world.size} processes)" if world.size > 1 else ""
-            self.bar = tqdm(
-                total=total,
-                initial=total - sum(shares),
-                desc=f"instances x methods scored{every}",
-                unit="score",
-                disable=None,
-                position=0,
-            )
+            self.total, initial = total, total - sum(shares)
+            desc = f"instances x methods scored{every}"
         else:
-            self.bar = tqdm(
-                total=own,
-                desc=f"scored by process {world.rank}",
-                unit="score",
-                disable=None,
-                position=world.rank,
+            self.total, initial = own, 0
+            desc = f"scored by process {world.rank}"
+        self._todo, self._count = self.total - initial, initial
+        self.bar = tqdm(
+            total=self.total,
+            initial=initial,
+            desc=desc,
+            unit="score",
+            disable=None,  # no bar without a terminal: the lines below
+            position=0 if self._main else world.rank,
+            file=self._stream,
+        )
+        self._lines = bool(getattr(self.bar, "disable", False)) and self._todo > 0
+        if self._lines:
+            self._say(
+                f"scoring {self._todo} of {self.total} instances x methods "
+                f"({len(todo)} unit(s) here); a line at least every "
+                f"{LINE_EVERY:.0f} s"
             )
+
+    def _say(self, text: str) -> None:
+        print(f"[captum_iba] {text}", file=self._stream, flush=True)
 
     def _poll(self) -> int:
         """Rows appended to any shard since the last look."""
@@ -80,9 +109,33 @@ class Progress:
         self._new += found
         return found
 
+    def working(self, unit: int, method: str) -> None:
+        """This rank starts ``method`` on ``unit`` (said beside the bar)."""
+        what = f"unit {self._units.get(unit, '?')} of {len(self._units)}: {method}"
+        self.bar.set_postfix_str(what, refresh=True)
+        if self._lines and self._count == self.total - self._todo:
+            self._say(f"working on {what}")  # the first: said at once
+
     def update(self, rows: int) -> None:
         """This rank appended ``rows`` rows."""
-        self.bar.update(self._poll() if self._main else rows)
+        added = self._poll() if self._main else rows
+        self._count += added
+        self.bar.update(added)
+        if not self._lines:
+            return
+        now = time.perf_counter() - self._start
+        if now - self._last_line < LINE_EVERY and self._count < self.total:
+            return
+        self._last_line = now
+        done = self._count - (self.total - self._todo)
+        left = ""
+        if 0 < done < self._todo:
+            left = f", about {_duration(now / done * (self._todo - done))} left"
+        self._say(
+            f"{self._count} of {self.total} instances x methods scored "
+            f"({100 * self._count / max(self.total, 1):.0f} %), "
+            f"{_duration(now)} so far{left}"
+        )
 
     def new_rows(self) -> int:
         """Rank 0: rows all ranks appended during this run (after they finished)."""

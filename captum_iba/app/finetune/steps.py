@@ -3,8 +3,9 @@
 :func:`train_steps` trains a model in place for a fixed number of
 optimisation steps (:func:`planned_steps`) with AdamW (:func:`adamw`) and a
 linear warm-up and decay, over length-bucketed batches; it says how long the
-run takes on this machine after the first steps (:func:`estimate_line`) and
-stops with :class:`FineTuneTimeoutError` past a time guard, never silently.
+run takes on this machine after the first steps (:func:`estimate_line`), says
+it again when the machine's speed changes (:class:`Estimate`), and stops
+with :class:`FineTuneTimeoutError` past a time guard, never silently.
 :mod:`~captum_iba.app.finetune.train` builds the run around it.
 """
 
@@ -22,6 +23,7 @@ from captum_iba.app.finetune.recipes import FineTuneOptions
 
 __all__ = [
     "ESTIMATE_AFTER",
+    "Estimate",
     "FineTuneTimeoutError",
     "TrainingStats",
     "adamw",
@@ -120,6 +122,70 @@ def estimate_line(step_seconds: List[float], planned: int) -> str:
     )
 
 
+#: How often the estimate is checked (steps), over how many recent steps the
+#: speed is measured, and by how much (relative, and in seconds of the time
+#: left) it must have changed to be said again.
+REVISE_EVERY, REVISE_WINDOW, REVISE_RATIO, REVISE_SECONDS = 10, 50, 0.25, 60.0
+
+
+def _when(seconds: float) -> str:
+    minutes = seconds / 60
+    return f"about {minutes:.0f} min" if minutes >= 1.5 else f"about {seconds:.0f} s"
+
+
+@dataclass
+class Estimate:
+    """The last estimate said: at which step, from which speed.
+
+    Attributes:
+        step (int): The steps taken when it was said.
+        per_step (float): The seconds per step it assumed.
+    """
+
+    step: int
+    per_step: float
+
+    @classmethod
+    def first(cls, step_seconds: List[float]) -> "Estimate":
+        """The estimate of :func:`estimate_line` (steps after the first)."""
+        steady = step_seconds[1:] or step_seconds
+        return cls(len(step_seconds), sum(steady) / len(steady))
+
+    def revised(self, step_seconds: List[float], planned: int) -> Optional[str]:
+        """A line revising the estimate when the recent steps' speed makes
+        the time left differ from what it said by more than
+        :data:`REVISE_RATIO` and :data:`REVISE_SECONDS` (a machine that
+        became busy, or idle); None otherwise. The estimate is updated when a
+        line is returned.
+
+        Args:
+            step_seconds (list[float]): Seconds of each step taken so far.
+            planned (int): Steps of the whole run.
+
+        Returns:
+            str or None: The line.
+        """
+        done = len(step_seconds)
+        recent = step_seconds[max(self.step, done - REVISE_WINDOW) :]
+        if len(recent) < REVISE_EVERY or done >= planned:
+            return None
+        per_step = sum(recent) / len(recent)
+        left = planned - done
+        change = abs(per_step - self.per_step)
+        if change < REVISE_RATIO * self.per_step or change * left < REVISE_SECONDS:
+            return None
+        said = _when(self.per_step * left)
+        load = "busier" if per_step > self.per_step else "less busy"
+        line = (
+            f"[captum_iba] Training time left, revised: {_when(per_step * left)} "
+            f"(the last {len(recent)} steps took {per_step:.2f} s each; the "
+            f"estimate at step {self.step} assumed {self.per_step:.2f} s, "
+            f"{said} from here: the machine got {load}?)"
+        )
+        self.step, self.per_step = done, per_step
+        return line
+
+
 def adamw(model: Any, lr: float, weight_decay: float) -> torch.optim.AdamW:
     """AdamW, without weight decay on biases and norm weights."""
     params = list(model.named_parameters())
@@ -207,6 +273,7 @@ def train_steps(
         disable=not progress,
     )
     step_seconds: List[float] = []
+    estimate: Optional[Estimate] = None
     while run.steps < run.planned:
         for idx in bucketed_batches(lengths, batch_size, rng):
             if run.steps >= run.planned:
@@ -220,6 +287,11 @@ def train_steps(
             bar.update(1)
             if progress and run.steps == min(ESTIMATE_AFTER, run.planned - 1):
                 bar.write(estimate_line(step_seconds, run.planned))
+                estimate = Estimate.first(step_seconds)
+            elif estimate is not None and run.steps % REVISE_EVERY == 0:
+                line = estimate.revised(step_seconds, run.planned)
+                if line:
+                    bar.write(line)
             if run.steps % 10 == 0:
                 bar.set_postfix(
                     loss=f"{loss.item():.3f}",

@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import torch
 
-from captum_iba._utils.io import atomic_write_text
+from captum_iba._utils.io import atomic_write_text, writing
 from captum_iba.app.data import (
     HELDOUT_SPLIT,
     TextClassificationData,
@@ -228,7 +228,7 @@ def _save(out: Path, model: Any, tokenizer: Any, record: Dict[str, Any]) -> None
     out.mkdir(parents=True, exist_ok=True)
     from captum_iba.app.models import quiet_transformers
 
-    with quiet_transformers():  # no bar of transformers' own while saving
+    with quiet_transformers(), writing(out):  # no bar of transformers' own
         model.save_pretrained(out)
         tokenizer.save_pretrained(out)
     record["created"] = time.strftime("%Y-%m-%d %H:%M:%S")

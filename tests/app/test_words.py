@@ -1,0 +1,73 @@
+"""A text as the methods see it (:mod:`captum_iba.app.words`): what cannot be
+read is said as it is (issue 31, item 9)."""
+
+import logging
+
+import pytest
+
+from captum_iba.app.cli import main
+from captum_iba.app.errors import CLIError
+from captum_iba.app.words import blank, encode
+
+
+def _fails(argv, capsys):
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize(
+    "text", ["\N{THUMBS UP SIGN}" * 3, "a" * 101, "\N{THUMBS UP SIGN} " + "x" * 120]
+)
+def test_words_the_tokenizer_cannot_read_are_not_a_damaged_vocabulary(
+    text, tiny_model_dir, capsys
+):
+    err = _fails(["explain", text, "--model", tiny_model_dir], capsys)
+    assert "knows none of the text's words" in err and "[UNK]" in err
+    assert "damaged" not in err and "emoji" in err
+
+
+@pytest.mark.parametrize("text", ["\u200b\u200b", " \ufeff\u200d ", "\u2060"])
+def test_invisible_characters_are_an_empty_text(text, tiny_model_dir, capsys):
+    err = _fails(["explain", text, "--model", tiny_model_dir], capsys)
+    assert "the text to explain is empty" in err and "invisible" in err
+    err = _fails(["explain", "a film", "--pair", text, "--model", tiny_model_dir],
+                 capsys)  # fmt: skip
+    assert "--pair is empty" in err
+
+
+def test_blank():
+    assert blank("") and blank(" \t\n") and blank("\u200b\ufeff\u200c\u200d")
+    assert not blank("a") and not blank("\u200ba")
+
+
+def test_a_text_longer_than_the_model_is_cut_without_transformers_warning(
+    tiny_model_dir, capsys
+):
+    from captum_iba.app.models import load_classifier
+
+    model, tok = load_classifier(tiny_model_dir)
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    hf_logger = logging.getLogger("transformers")  # it does not propagate
+    hf_logger.addHandler(handler)
+    try:
+        enc = encode(tok, model, "a fine film " * 300, None)
+    finally:
+        hf_logger.removeHandler(handler)
+    assert enc["input_ids"].shape[1] == 512
+    assert "only the first 512 are used" in capsys.readouterr().out
+    assert not [m for m in seen if "indexing errors" in m], seen
+
+
+def test_python_api_says_the_same(tiny_model_dir):
+    from captum_iba import explain
+
+    with pytest.raises(CLIError, match="knows none of the text's words"):
+        explain("\N{THUMBS UP SIGN}" * 3, tiny_model_dir, "random")
+    with pytest.raises(CLIError, match="empty"):
+        explain("\u200b", tiny_model_dir, "random")
