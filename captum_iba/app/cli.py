@@ -33,10 +33,11 @@ same ``--out`` resumes.
 import argparse
 import os
 import sys
-from typing import Any, Dict, List, NoReturn, Optional, Sequence
+from typing import Any, NoReturn, Optional, Sequence
 
 from captum_iba.app.checks import positive_int, removed_on_failure, thread_count
-from captum_iba.app.data.corpora import DEFAULT_CORPUS, HELDOUT_SPLIT, LABEL_NAMES
+from captum_iba.app.cli_checks import CHECKS, DATASETS, REPRODUCE_SETTINGS
+from captum_iba.app.data.corpora import DEFAULT_CORPUS, LABEL_NAMES
 from captum_iba.app.errors import CLIError, split_choices
 from captum_iba.app.help import (
     DESCRIPTION,
@@ -46,18 +47,16 @@ from captum_iba.app.help import (
     priors_listing,
     scores_text,
 )
-from captum_iba.app.model_kind import SMOLLM2_HUB_ID, SMOLLM2_INSTALL, kind_hint
+from captum_iba.app.model_kind import SMOLLM2_HUB_ID, SMOLLM2_INSTALL
 from captum_iba.app.profiles import CORPORA, PARTS, PROFILE_SUMMARIES, PROFILES
 from captum_iba.registry import (
     DEFAULT_COMPARISON,
     DEFAULT_LLM_METHOD,
     DEFAULT_METHOD,
-    METHODS,
     OPTIONS,
     PRIORS,
     SETTINGS,
 )
-from captum_iba.request import check_request
 
 __all__ = [
     "CLIError",
@@ -70,11 +69,8 @@ __all__ = [
     "split_choices",
 ]
 
-#: Corpora ``evaluate`` accepts (each on its held-out split, see the loaders).
-DATASETS = tuple(HELDOUT_SPLIT)
 #: Corpora of the paper's Table 1 that ``reproduce`` measures, and its parts.
 REPRODUCE_CORPORA, REPRODUCE_PARTS = CORPORA, PARTS
-REPRODUCE_SETTINGS = tuple(SETTINGS.names())
 
 
 def _add(sub: "argparse._SubParsersAction", name: str, **kwargs: Any) -> Any:
@@ -375,92 +371,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def method_names(text: str, option: str) -> List[str]:
-    """Comma-separated method names as registered names (unknown ones refused)."""
-    names = {name.lower(): name for name in METHODS.names()}
-    chosen = split_choices(text.lower(), names, "method")
-    if not chosen:
-        raise CLIError(f"{option}: name at least one method")
-    return [names[m] for m in chosen]
-
-
-def per_method_options(given: Optional[List[str]]) -> Dict[str, Dict[str, str]]:
-    """``--set METHOD:OPTION=VALUE`` items as ``{method: {option: value}}``."""
-    out: Dict[str, Dict[str, str]] = {}
-    for item in given or ():
-        method, _, rest = item.partition(":")
-        option, eq, value = rest.partition("=")
-        if not (method.strip() and option.strip() and eq):
-            raise CLIError(f"--set: expected METHOD:OPTION=VALUE, got {item!r}")
-        if method.strip() not in METHODS:
-            raise CLIError(
-                f"--set {item}: unknown method {method.strip()!r}; choose from "
-                f"{', '.join(m.lower() for m in METHODS.names())}"
-            )
-        key = METHODS.entry(method.strip()).name
-        out.setdefault(key, {})[option.strip()] = value.strip()
-    return out
-
-
-def _check_options(
-    args: argparse.Namespace, setting: Optional[str], kind: Optional[str] = None
-) -> None:
-    """The methods and their options checked against the declarations, before
-    anything loads: ``args.request`` (an option no chosen method takes, a
-    value a method refuses, ``--set`` for a method not chosen: an error)."""
-    given = {name: getattr(args, name, None) for name in OPTIONS.names()}
-    try:
-        args.request = check_request(
-            args.methods,
-            given,
-            per_method_options(getattr(args, "set", None)),
-            setting=setting,
-            cli=True,
-            model_kind=kind or getattr(args, "model_kind", None),
-        )
-    except (ValueError, TypeError) as err:
-        raise CLIError(str(err)) from None
-
-
-def _check_explain(args: argparse.Namespace) -> None:
-    """The methods (the default one for the model's kind, where its name
-    says it: :func:`~captum_iba.app.model_kind.kind_hint`) and their options;
-    a method for the other kind of model is refused here when the kind is
-    known, else once the model's configuration is read."""
-    args.model_kind = kind_hint(args.model)
-    args.method_given = args.compare is not None or args.method is not None
-    if args.compare is not None:
-        args.methods = method_names(args.compare, "--compare")
-    elif args.method is not None:
-        args.methods = method_names(args.method, "--method")
-    else:
-        llm = args.model_kind == "causal-lm"
-        args.methods = [DEFAULT_LLM_METHOD if llm else DEFAULT_METHOD]
-    _check_options(args, "fair")
-
-
-def _check_corpus(args: argparse.Namespace) -> None:
-    args.dataset = args.dataset.lower()
-    if args.dataset not in DATASETS:
-        raise CLIError(f"unknown dataset {args.dataset!r}; choose from {DATASETS}")
-    args.methods = method_names(args.methods, "--methods")
-    _check_options(args, args.setting)
-    if args.data_dir is not None:
-        folder = os.path.expanduser(args.data_dir)
-        if not os.path.isdir(folder):
-            what = "a file" if os.path.exists(folder) else "no such folder"
-            raise CLIError(
-                f"--data-dir {args.data_dir}: {what}; give the folder holding the "
-                "corpora (sst2/, imdb/, rte/, ag_news/)"
-            )
-
-
-def _check_reproduce(args: argparse.Namespace) -> None:
-    args.parts = split_choices(args.parts, PARTS, "part")
-    args.settings = split_choices(args.settings, REPRODUCE_SETTINGS, "setting")
-    args.datasets = split_choices(args.datasets, CORPORA, "dataset")
-
-
 #: Errors that user input, missing or damaged files and data end in: printed
 #: as one line. ``KeyError`` is not among them: a missing key is a bug.
 _USER_ERRORS = (CLIError, ValueError, OSError, ImportError, RuntimeError)
@@ -484,15 +394,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """
     parser = _parser()
     args = parser.parse_args(argv)
-    checks = {
-        "explain": _check_explain,
-        "evaluate": _check_corpus,
-        "attribute": _check_corpus,
-        "reproduce": _check_reproduce,
-    }
     debug = os.environ.get("CAPTUM_IBA_DEBUG", "").strip() not in ("", "0")
     try:
-        checks[args.command](args)
+        CHECKS[args.command](args)
         from captum_iba.app import commands  # the heavy stack, only now
 
         with removed_on_failure(args):

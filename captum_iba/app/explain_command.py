@@ -109,14 +109,14 @@ def _run_causal_lm(args: argparse.Namespace, html: Any) -> int:
     """``explain --model <causal LM>``: the answer (greedy, or --target),
     the prompt's words with their scores for the whole answer; the page
     (--html) adds each method's output-token x word matrix."""
-    from captum_iba.app.cli import _check_options
+    from captum_iba.app.cli_checks import check_options
     from captum_iba.app.llm_explanation import explain_answer
 
     if args.pair is not None:
         raise CLIError("--pair is for a classifier; a causal LM explains one prompt")
     if not args.method_given:  # the kind was found only now: its default
         args.methods = [DEFAULT_LLM_METHOD]
-    _check_options(args, "fair", "causal-lm")
+    check_options(args, "fair", "causal-lm")
     commands.print_notes(args.request)
     result = explain_answer(
         args.text,

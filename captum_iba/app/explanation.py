@@ -33,9 +33,9 @@ import torch
 
 from captum_iba._utils.common import hf_call
 from captum_iba._utils.hooks import evaluation_mode
-from captum_iba._utils.io import atomic_write_text
 from captum_iba.app.checks import class_index, class_names
 from captum_iba.app.explain_setup import build, load, n_layers, warn_if_training
+from captum_iba.app.page import Page
 from captum_iba.app.words import encode, grouping, to_words
 from captum_iba.registry import DEFAULT_METHOD, METHODS
 from captum_iba.request import MethodRequest, check_model_kind, check_request
@@ -78,7 +78,7 @@ class MethodScores:
 
 
 @dataclass
-class Explanation:
+class Explanation(Page):
     """The result of :func:`explain`: the text, the prediction, each method's
     scores, and the words they are grouped into.
 
@@ -249,13 +249,6 @@ class Explanation:
             notes=self.notes(pieces),
             full_page=full_page,
         )
-
-    def _repr_html_(self) -> str:
-        return self.to_html(full_page=False)
-
-    def save_html(self, path: Union[str, Path], pieces: bool = False) -> Path:
-        """Write the page to ``path`` (atomically); returns the path."""
-        return atomic_write_text(Path(path), self.to_html(pieces))
 
     def to_text(self, top: int = 5, pieces: bool = False) -> str:
         """The terminal listing (see :mod:`~captum_iba.app.explain_text`)."""

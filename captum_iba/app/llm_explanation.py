@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from captum_iba._utils.io import atomic_write_text
 from captum_iba.app.model_kind import kind_hint, model_kind
+from captum_iba.app.page import Page
 from captum_iba.app.words import prompt_words, to_words
 from captum_iba.registry import DEFAULT_LLM_METHOD, METHODS
 from captum_iba.request import MethodRequest, check_request
@@ -74,7 +74,7 @@ class AnswerScores:
 
 
 @dataclass
-class AnswerExplanation:
+class AnswerExplanation(Page):
     """What :func:`explain_answer` returns.
 
     Attributes:
@@ -217,13 +217,6 @@ class AnswerExplanation:
             notes=self.notes(pieces),
             full_page=full_page,
         )
-
-    def _repr_html_(self) -> str:
-        return self.to_html(full_page=False)
-
-    def save_html(self, path: Union[str, Path], pieces: bool = False) -> Path:
-        """Write the page to ``path`` (atomically); returns the path."""
-        return atomic_write_text(Path(path), self.to_html(pieces))
 
     def to_text(self, top: int = 5, pieces: bool = False) -> str:
         """The terminal listing: the answer, then per method the prompt's

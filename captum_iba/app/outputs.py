@@ -29,10 +29,11 @@ import os
 import shutil
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from filelock import FileLock, Timeout
 
+from captum_iba._utils.io import atomic_write_text
 from captum_iba.app.errors import CLIError
 
 try:
@@ -40,7 +41,14 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LOCK_FILE", "claim", "removed_on_failure", "run_lock"]
+__all__ = [
+    "LOCK_FILE",
+    "RESUME_FILE",
+    "Resume",
+    "claim",
+    "removed_on_failure",
+    "run_lock",
+]
 
 #: The lock file of a run's ``--out`` (hidden: never taken for work).
 LOCK_FILE = ".captum-iba.lock"
@@ -225,3 +233,54 @@ def removed_on_failure(args: argparse.Namespace) -> Iterator[None]:
                 if root is not None and root.is_dir() and not _holds_work(root):
                     shutil.rmtree(root, ignore_errors=True)
             raise
+
+
+#: The record of the pieces of a ``reproduce`` run done
+#: (:mod:`captum_iba.app.reproduce`).
+RESUME_FILE = "resume.json"
+
+
+class Resume:
+    """The pieces of a run recorded in ``OUT/resume.json``, each with the
+    fingerprint of what it was measured with.
+
+    Args:
+        folder (Path): The results folder.
+
+    Raises:
+        ValueError: Naming the file, when it is damaged.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / RESUME_FILE
+        self.done: Dict[str, str] = {}
+        if self.path.exists():
+            try:
+                self.done = dict(json.loads(self.path.read_text(encoding="utf-8")))
+            except (OSError, ValueError, TypeError) as err:
+                raise ValueError(
+                    f"{self.path} is damaged ({err}); delete it to measure every "
+                    "piece again"
+                ) from None
+
+    @staticmethod
+    def fingerprint(settings: Dict[str, Any]) -> str:
+        """The settings as canonical JSON."""
+        return json.dumps(settings, sort_keys=True, default=repr)
+
+    def skips(self, key: str, settings: Dict[str, Any]) -> bool:
+        """Whether piece ``key`` is done with ``settings`` (then said so)."""
+        if self.done.get(key) != self.fingerprint(settings):
+            return False
+        print(
+            f"[captum_iba] {key}: measured by an earlier run in {self.path.parent} "
+            f"with the same settings and model; kept (delete {self.path.name} to "
+            "measure it again)",
+            flush=True,
+        )
+        return True
+
+    def record(self, key: str, settings: Dict[str, Any]) -> None:
+        """Piece ``key`` is done with ``settings`` (after its files)."""
+        self.done[key] = self.fingerprint(settings)
+        atomic_write_text(self.path, json.dumps(self.done, indent=1) + "\n")

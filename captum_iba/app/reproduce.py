@@ -59,6 +59,7 @@ from captum_iba.app.finetune import (
     reproduce_overrides,
 )
 from captum_iba.app.models import load_classifier
+from captum_iba.app.outputs import Resume
 from captum_iba.app.profiles import CORPORA, PARTS, PROFILES
 from captum_iba.attr import (
     InformationBottleneckAttribution,
@@ -103,56 +104,6 @@ EXAMPLE = (
     "I liked this movie a lot: the plot intrigued me from the first scene, "
     "although the ending felt rushed."
 )
-
-
-#: The record of the pieces done (see the module docstring).
-RESUME_FILE = "resume.json"
-
-
-class Resume:
-    """The pieces of a run recorded in ``OUT/resume.json``, each with the
-    fingerprint of what it was measured with.
-
-    Args:
-        folder (Path): The results folder.
-
-    Raises:
-        ValueError: Naming the file, when it is damaged.
-    """
-
-    def __init__(self, folder: Path) -> None:
-        self.path = folder / RESUME_FILE
-        self.done: Dict[str, str] = {}
-        if self.path.exists():
-            try:
-                self.done = dict(json.loads(self.path.read_text(encoding="utf-8")))
-            except (OSError, ValueError, TypeError) as err:
-                raise ValueError(
-                    f"{self.path} is damaged ({err}); delete it to measure every "
-                    "piece again"
-                ) from None
-
-    @staticmethod
-    def fingerprint(settings: Dict[str, Any]) -> str:
-        """The settings as canonical JSON."""
-        return json.dumps(settings, sort_keys=True, default=repr)
-
-    def skips(self, key: str, settings: Dict[str, Any]) -> bool:
-        """Whether piece ``key`` is done with ``settings`` (then said so)."""
-        if self.done.get(key) != self.fingerprint(settings):
-            return False
-        print(
-            f"[captum_iba] {key}: measured by an earlier run in {self.path.parent} "
-            f"with the same settings and model; kept (delete {self.path.name} to "
-            "measure it again)",
-            flush=True,
-        )
-        return True
-
-    def record(self, key: str, settings: Dict[str, Any]) -> None:
-        """Piece ``key`` is done with ``settings`` (after its files)."""
-        self.done[key] = self.fingerprint(settings)
-        atomic_write_text(self.path, json.dumps(self.done, indent=1) + "\n")
 
 
 def corpus_model(corpus: str) -> Tuple[Any, Any]:
@@ -208,13 +159,12 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
     settings = args.settings
     # Rows of an earlier run in the same folder are kept, except those re-run.
     rerun = {(c, s) for c in args.datasets for s in settings}
+    earlier_rows = read_rows(out / "table1.json")
     rows: List[Dict[str, Any]] = [
-        r
-        for r in read_rows(out / "table1.json")
-        if (r["corpus"], r["setting"]) not in rerun
+        r for r in earlier_rows if (r["corpus"], r["setting"]) not in rerun
     ]
     resume = Resume(out)
-    earlier = {(r["corpus"], r["setting"]) for r in read_rows(out / "table1.json")}
+    earlier = {(r["corpus"], r["setting"]) for r in earlier_rows}
     for corpus in args.datasets:
         model, tok = corpus_model(corpus)
         n, length = profile["n"][corpus], profile["max_length"][corpus]
@@ -232,7 +182,7 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
             if (corpus, setting) in earlier and resume.skips(key, piece):
                 rows += [
                     r
-                    for r in read_rows(out / "table1.json")
+                    for r in earlier_rows
                     if (r["corpus"], r["setting"]) == (corpus, setting)
                 ]
                 continue
@@ -260,26 +210,7 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
                 save_path=out / f"fig1_{corpus}_{setting}.png",
             )
             table = compare(results)
-            for row in table.rows:
-                method = "LIME" if row["method"].startswith("LIME") else row["method"]
-                rows.append(
-                    dict(
-                        corpus=corpus,
-                        setting=setting,
-                        method=method,
-                        n=row["num_instances"],
-                        drop_11=row["first_level_drop"],
-                        aopc=row["aopc"],
-                        seconds_per_instance=results[row["method"]]
-                        .settings["attribution"]
-                        .get("seconds_per_instance"),
-                        paper=PAPER_TABLE1.get(corpus, {}).get(method),
-                        minutes=minutes,
-                        max_length=length,
-                        lime_max_length=profile["lime_max_length"][corpus],
-                        layer_index=layer,
-                    )
-                )
+            rows += _table_rows(table, results, piece, corpus, setting, minutes)
             print(f"\n{corpus} / {setting} ({minutes:.1f} min)\n{table.to_markdown()}")
             # Written after every corpus and setting, so a long run can be read
             # (and an interrupted one kept) part-way.
@@ -289,6 +220,39 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
             resume.record(key, piece)
     rows.sort(key=_row_order)
     print("\n" + table1_markdown(rows))
+
+
+def _table_rows(
+    table: Any,
+    results: Dict[str, Any],
+    piece: Dict[str, Any],
+    corpus: str,
+    setting: str,
+    minutes: float,
+) -> List[Dict[str, Any]]:
+    """Table 1's rows of one corpus and setting, one per method of ``table``
+    (``piece``: what the run measured with)."""
+    rows = []
+    for row in table.rows:
+        method = "LIME" if row["method"].startswith("LIME") else row["method"]
+        attribution = results[row["method"]].settings["attribution"]
+        rows.append(
+            dict(
+                corpus=corpus,
+                setting=setting,
+                method=method,
+                n=row["num_instances"],
+                drop_11=row["first_level_drop"],
+                aopc=row["aopc"],
+                seconds_per_instance=attribution.get("seconds_per_instance"),
+                paper=PAPER_TABLE1.get(corpus, {}).get(method),
+                minutes=minutes,
+                max_length=piece["max_length"],
+                lime_max_length=piece["lime_max_length"],
+                layer_index=piece["layer"],
+            )
+        )
+    return rows
 
 
 def _method_options(

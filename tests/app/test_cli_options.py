@@ -5,7 +5,7 @@ named. Options for one method of a comparison (``--set``) likewise."""
 
 import pytest
 
-from captum_iba.app import cli, commands
+from captum_iba.app import cli, cli_checks, commands
 from captum_iba.app.errors import CLIError
 from captum_iba.attr.priors import NoisePrior
 from captum_iba.attr.text import LayerRef
@@ -44,7 +44,7 @@ def _checked(command, methods, extra, setting="fair"):
     else:
         argv += ["--methods", ",".join(methods), "--setting", setting]
     args = cli._parser().parse_args(argv + extra)
-    (cli._check_explain if command == "explain" else cli._check_corpus)(args)
+    cli_checks.CHECKS[command](args)
     return args
 
 

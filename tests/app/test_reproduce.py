@@ -10,6 +10,7 @@ import json
 import pytest
 
 from captum_iba import DegradationResult
+from captum_iba.app import outputs
 from captum_iba.app import reproduce as reproduce_module
 
 
@@ -155,7 +156,7 @@ def test_a_rerun_resumes_what_an_interrupted_run_recorded(
     (out / "json" / "sweep_layer2.json").unlink()  # as if killed while writing it
     reproduce.run_sweeps(args, tiny, out)
     assert measured == [(4, "fair", 1)]
-    damaged = out / reproduce.RESUME_FILE
+    damaged = out / outputs.RESUME_FILE
     damaged.write_text("{")
     with pytest.raises(ValueError, match="resume.json is damaged"):
         reproduce.run(profile="tiny", out=str(out), parts=["table"])
