@@ -125,14 +125,6 @@ class Explanation(Page):
         """The name of class ``index``."""
         return self.labels[index] if 0 <= index < len(self.labels) else str(index)
 
-    def _method(self, method: Optional[str]) -> MethodScores:
-        if method is None:
-            return next(iter(self.methods.values()))
-        for name, result in self.methods.items():
-            if name.lower() == method.lower():
-                return result
-        raise ValueError(f"no scores of {method!r}; have {list(self.methods)}")
-
     def tokens(self, pieces: bool = False) -> List[str]:
         """The words (or, with ``pieces``, the word pieces) shown, special
         tokens left out, in text order."""

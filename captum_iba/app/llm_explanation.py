@@ -103,14 +103,6 @@ class AnswerExplanation(Page):
     methods: Dict[str, AnswerScores] = field(default_factory=dict)
     skipped: Dict[str, str] = field(default_factory=dict)
 
-    def _method(self, method: Optional[str]) -> AnswerScores:
-        if method is None:
-            return next(iter(self.methods.values()))
-        for name, result in self.methods.items():
-            if name.lower() == method.lower():
-                return result
-        raise ValueError(f"no scores of {method!r}; have {list(self.methods)}")
-
     def tokens(self, pieces: bool = False) -> List[str]:
         """The prompt's words (or, with ``pieces``, its scored tokens)."""
         return list(self.pieces if pieces else self.words)

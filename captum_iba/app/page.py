@@ -1,8 +1,9 @@
-"""What every explanation with a page shares: the notebook's display and the
-page written to a file, both from its ``to_html``."""
+"""What every explanation with a page shares: its methods' scores looked up by
+name, the notebook's display and the page written to a file (both from its
+``to_html``)."""
 
 from pathlib import Path
-from typing import Union
+from typing import Any, Dict, Optional, Union
 
 from captum_iba._utils.io import atomic_write_text
 
@@ -11,8 +12,20 @@ __all__ = ["Page"]
 
 class Page:
     """A mix-in for an explanation whose ``to_html(pieces, full_page)`` makes
-    its page (:class:`~captum_iba.app.explanation.Explanation`,
+    its page and whose ``methods`` maps each method's name to its scores
+    (:class:`~captum_iba.app.explanation.Explanation`,
     :class:`~captum_iba.app.llm_explanation.AnswerExplanation`)."""
+
+    methods: Dict[str, Any]
+
+    def _method(self, method: Optional[str]) -> Any:
+        """The scores of ``method`` (any case; None: the first method's)."""
+        if method is None:
+            return next(iter(self.methods.values()))
+        for name, result in self.methods.items():
+            if name.lower() == method.lower():
+                return result
+        raise ValueError(f"no scores of {method!r}; have {list(self.methods)}")
 
     def to_html(self, pieces: bool = False, full_page: bool = True) -> str:
         """The page (a whole HTML document, or a fragment for a notebook)."""
