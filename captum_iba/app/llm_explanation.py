@@ -199,6 +199,7 @@ class AnswerExplanation(Page):
                     details=self.details(name),
                     matrix=matrix,
                     matrix_labels=self.output_tokens if matrix is not None else (),
+                    no_ranking=_FLAT if m.flat else "",
                 )
             )
         return explanation_html(

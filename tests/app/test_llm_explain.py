@@ -185,3 +185,26 @@ def test_the_listing_names_methods_per_kind(capsys):
     assert "methods for causal LMs" in out and "llm-iba-deletion" in out
     assert "methods for classifiers" in out
     json.dumps(out)  # plain text
+
+
+def test_a_flat_method_is_no_ranking_on_the_page():
+    """A method whose scores rank nothing is said so in its row and left
+    uncoloured on the page, not only in the notes below it."""
+    from captum_iba.app.llm_explanation import AnswerExplanation, AnswerScores
+
+    def scores(flat):
+        return AnswerScores(
+            method="m", summary="", scores=[0.5, 0.5], per_token=None,
+            signed=False, meaning="a share", seconds=0.0, flat=flat,
+        )  # fmt: skip
+
+    def page(flat):
+        return AnswerExplanation(
+            prompt="good film", chat=False, answer=" positive",
+            output_tokens=[" positive"], generated=False, pieces=["good", "film"],
+            words=["good", "film"], word_of_piece=[0, 1],
+            methods={"llm-iba-faithful": scores(flat)},
+        ).to_html()  # fmt: skip
+
+    assert "left uncoloured" in page(True)
+    assert "left uncoloured" not in page(False)
