@@ -364,12 +364,14 @@ _method(
 _method(
     "llm-iba-faithful",
     _llm + "LLMIBAScorer",
-    "IBA for a causal LM, the faithful configuration (deletion-like prior)",
+    "IBA for a causal LM, the faithful configuration (deletion-like prior) with "
+    "one mask weight per token",
     _IBA_NOISE,
     signed=False,
     reduction="mean",
     models=_LLM,
     config="faithful",
+    mask="token",
 )
 _method(
     "llm-iba-deletion",

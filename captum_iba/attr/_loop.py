@@ -272,10 +272,7 @@ def optimise(
     per_instance = layer.mask_f.expand_as(x).reshape(batch, -1).sum(dim=1)
     rows_target = row_targets(task.targets, n)
     rows = Rows(layer, n, options.removal, generators(seed, batch, x.device))
-    if init is None:
-        alpha = torch.full_like(x, options.init_alpha, requires_grad=True)
-    else:
-        alpha = init.detach().float().expand_as(x).clone().requires_grad_(True)
+    alpha = initial_alpha(x, options, init)
     adam = options.optimizer == "adam"
     optimizer = torch.optim.Adam([alpha], lr=options.lr) if adam else None
     mask_sum = torch.zeros_like(x)
@@ -320,6 +317,31 @@ def optimise(
         "mean_capacity": cap_mean.detach().cpu(),
     }
     return attr, info
+
+
+def initial_alpha(x: Tensor, options: Any, init: Optional[Tensor]) -> Tensor:
+    """``alpha`` to optimise: one per element of ``x``, or with
+    ``options.mask == "token"`` one per token (``(B, L, 1)``, broadcast over
+    the features: its gradient sums theirs), from ``options.init_alpha`` or
+    ``init`` (averaged over the features for token masks).
+
+    Raises:
+        ValueError: For token masks on a layer output that is not
+            ``(B, L, features)``.
+    """
+    if init is None:
+        start = torch.full_like(x, options.init_alpha)
+    else:
+        start = init.detach().float().expand_as(x)
+    if options.mask == "token":
+        if x.dim() != 3:
+            raise ValueError(
+                f"mask='token' shares one weight among a token's features: it needs "
+                f"a (B, L, features) layer output, got shape {tuple(x.shape)}; use "
+                "mask='feature'."
+            )
+        start = start.mean(-1, keepdim=True)
+    return start.clone().requires_grad_(True)
 
 
 def row_passes(rows: int, per_pass: Optional[int]) -> List[slice]:

@@ -312,7 +312,9 @@ def no_ranking(scores: Tensor, scored: Tensor) -> Tensor:
     return out
 
 
-def _say_if_flat(flat: Tensor, iba: InformationBottleneckAttribution) -> None:
+def _say_if_flat(
+    flat: Tensor, iba: InformationBottleneckAttribution, options: Any
+) -> None:
     """One warning naming the instances whose scores give no ranking, and
     what to try instead."""
     if not flat.any():
@@ -323,6 +325,12 @@ def _say_if_flat(flat: Tensor, iba: InformationBottleneckAttribution) -> None:
     at_embeddings = sites.stack_above(iba.forward_func, site)
     advice = (
         "use config='deletion' (the default for causal LMs, docs/llm.rst)"
+        + (
+            ", or mask='token' (one weight per token: the noise of the "
+            "features' gradients averages out)"
+            if options.removal == "noise" and options.mask == "feature"
+            else ""
+        )
         if at_embeddings is not None
         else "bottleneck the token embeddings (layer='embeddings', the default) "
         "or use config='deletion' (docs/llm.rst)"
@@ -396,14 +404,15 @@ def explain_answers(
         longest = int(which[:, 1].max()) + 1
         tokens = scores.new_zeros(len(batch), longest, scores.shape[1])
         tokens[which[:, 0], which[:, 1]] = per
-    readout = options_of(iba, options).readout
+    used = options_of(iba, options)
+    readout = used.readout
     flat = no_ranking(scores, combined.scored)
     if whole:
         flat = flat[: len(batch)]
     else:  # per output token only: an instance is flat when all its tokens are
         assert which is not None
         flat = torch.stack([flat[which[:, 0] == b].all() for b in range(len(batch))])
-    _say_if_flat(flat, iba)
+    _say_if_flat(flat, iba, used)
     unit = "signal" if readout == "mask_mean" else "nats"
     return AnswerScores(answer, tokens, unit, flat)
 

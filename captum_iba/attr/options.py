@@ -28,6 +28,7 @@ __all__ = [
     "OPTIMIZERS",
     "PAPER",
     "READOUTS",
+    "MASKS",
     "REMOVALS",
     "BetaType",
     "ConfigLike",
@@ -47,6 +48,9 @@ READOUTS = ("capacity", "mask_mean")
 #: at the bottleneck, or deletion relaxed through the attention of every layer
 #: above it (``"attention"``, Eq. R2; deterministic, no prior).
 REMOVALS = ("noise", "attention")
+#: How many weights the mask has: the paper's one per token and feature, or
+#: one per token shared by its features (``"token"``, not in the paper).
+MASKS = ("feature", "token")
 #: The options only the noise removal uses (refused with ``"attention"``).
 NOISE_ONLY = ("beta", "prior")
 
@@ -150,11 +154,21 @@ class IBAOptions:
         0.0,
     )
 
+    mask: str = _knob(
+        "str: ``'feature'`` (the paper: one lambda per token and feature) or "
+        "``'token'`` (not in the paper: one lambda per token, shared by its "
+        "features; the task gradient is then summed over the features, so its "
+        "noise averages out - what makes the faithful configuration rank on a "
+        "decoder LLM, docs/llm.rst). Needs a ``(B, L, features)`` layer output.",
+        "feature",
+    )
+
     def __post_init__(self) -> None:
         for name, value, allowed in (
             ("optimizer", self.optimizer, OPTIMIZERS),
             ("readout", self.readout, READOUTS),
             ("removal", self.removal, REMOVALS),
+            ("mask", self.mask, MASKS),
         ):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {value!r}.")

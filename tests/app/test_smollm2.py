@@ -72,6 +72,25 @@ def test_every_configuration_ranks_the_prompt(smollm2, method):
     assert no_hooks(model) and not model.training
 
 
+def test_the_faithful_configuration_ranks_a_long_prompt(smollm2):
+    """On a 128-token prompt the faithful configuration's per-feature mask
+    gave no ranking (a sum of 576 features' noisy steps: scores 288 +- 2);
+    one weight per token (mask='token', llm-iba-faithful) ranks."""
+    from captum_iba.app.llm_explanation import explain_answer
+
+    model, tok = smollm2
+    body = " a gripping, beautifully acted film that never drags; the cast is superb."
+    words = ("Review:" + body * 8).split()[:100]
+    prompt = " ".join(words) + " Sentiment (positive or negative):"
+    result = explain_answer(
+        prompt, model, "llm-iba-faithful", tokenizer=tok, target=" positive",
+        chat=False, per_token=False,
+    )  # fmt: skip
+    scores = torch.tensor(result.scores("llm-iba-faithful", pieces=True))
+    assert len(scores) >= 120 and not result.methods["llm-iba-faithful"].flat
+    assert scores.max() > 1.2 * scores.median()
+
+
 def test_captums_llm_api_route(smollm2):
     """LLMInformationBottleneckAttribution in Captum's LLMGradientAttribution
     API: per output token and for the sequence, deletion at embed_tokens."""

@@ -118,3 +118,34 @@ def test_flat_scores_warn(monkeypatch):
     with pytest.warns(UserWarning, match="gives no ranking for instance"):
         found = scorer.attribute(_batch(tok))
     assert found.flat.all()
+
+
+def test_the_faithful_configuration_shares_a_weight_per_token():
+    """llm-iba-faithful is the faithful configuration with mask='token' (the
+    registry's entry), and its scores are one weight per token."""
+    model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
+    scorer = _scorer(model, tok, "llm-iba-faithful")
+    assert scorer.options.mask == "token" and scorer.options.prior.name == "baseline"
+    assert scorer.settings["options"]["mask"] == "token"
+    assert _scorer(model, tok, "llm-iba").options.mask == "feature"
+
+
+@pytest.mark.parametrize(
+    "method, advice",
+    [("llm-iba", "mask='token'"), ("llm-iba-faithful", "config='deletion'")],
+)
+def test_the_flat_warning_says_what_to_try(monkeypatch, method, advice):
+    """A per-feature noise mask is told of mask='token'; a token mask is not."""
+    import captum_iba.attr.llm as llm
+
+    model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
+    scorer = _scorer(model, tok, method)
+    monkeypatch.setattr(
+        llm, "no_ranking", lambda s, k: torch.ones(s.shape[0], dtype=bool)
+    )
+    with pytest.warns(UserWarning, match="gives no ranking") as caught:
+        scorer.attribute(_batch(tok))
+    text = " ".join(str(w.message) for w in caught)
+    assert advice in text
+    if method == "llm-iba-faithful":
+        assert "mask='token'" not in text
