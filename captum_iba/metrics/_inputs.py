@@ -120,20 +120,25 @@ def token_batch(
     token_type_ids: Optional[Tensor],
     additional_forward_args: Any,
     options: DegradationOptions,
+    removable: Optional[Tensor] = None,
 ) -> TokenBatch:
     """The instances on the CPU: which positions are tokens, which removable.
 
     Padding is where the attention mask is 0, or (without a mask) where the id
     is the pad id. A mask is built when segment ids come without one.
+    ``removable`` (``(B, L)`` bool, optional) restricts the removable tokens
+    to its positions (e.g. a prompt's content, its instruction kept).
 
     Raises:
-        ValueError: When the mask or segment ids are not ``(B, L)``.
+        ValueError: When the mask, segment ids or ``removable`` are not
+            ``(B, L)``, or ``removable`` leaves an instance nothing to remove.
     """
     B, L = ids.shape
     extra = classify_extra(additional_forward_args, B, L)
     for name, t in (
         ("attention_mask", attention_mask),
         ("token_type_ids", token_type_ids),
+        ("removable", removable),
     ):
         if t is not None and tuple(t.shape) != (B, L):
             raise ValueError(f"{name} has shape {tuple(t.shape)}; expected {(B, L)}")
@@ -152,8 +157,16 @@ def token_batch(
     if tt is not None and mask is None:
         mask = valid.long()
     special = options.special_token_ids if options.keep_special_tokens else None
-    removable = removable_mask(ids, valid, special or ())
-    return TokenBatch(ids, valid, removable, mask, tt, extra)
+    can_go = removable_mask(ids, valid, special or ())
+    if removable is not None:
+        can_go = can_go & removable.detach().cpu().bool()
+        none = (~can_go).all(1).nonzero().flatten().tolist()
+        if none:
+            raise ValueError(
+                f"removable leaves instance(s) {none} no token to remove (it must "
+                "mark real, non-special tokens)"
+            )
+    return TokenBatch(ids, valid, can_go, mask, tt, extra)
 
 
 def check_model_inputs(

@@ -103,6 +103,7 @@ def degradation_test(
     metadata: Optional[Mapping[str, Any]] = None,
     show_progress: bool = False,
     original_logits: Optional[Tensor] = None,
+    removable: Optional[Tensor] = None,
 ) -> DegradationResult:
     r"""Degradation test (Jiang et al., 2020, Section 4.1) of token attributions.
 
@@ -171,6 +172,12 @@ def degradation_test(
             options (or options of the same :data:`FIRST_PASS_FIELDS`): used
             instead of the test's own first pass, with identical results.
             Default None: the test computes them.
+        removable (Tensor, optional): ``(B, L)`` bool: the only positions that
+            may be ranked and removed (e.g. a prompt's content, its instruction
+            and answer kept:
+            :func:`~captum_iba.metrics.prompts.prompt_degradation_test`).
+            Levels count these tokens. Default None: every real token that is
+            not special.
 
     Returns:
         DegradationResult: Per-instance probabilities and labels, the aggregates, and
@@ -207,8 +214,9 @@ def degradation_test(
     if original_logits is not None:
         given = check_original_logits(original_logits, ids.shape[0])
     batch = token_batch(
-        ids, attention_mask, token_type_ids, additional_forward_args, options
-    )
+        ids, attention_mask, token_type_ids, additional_forward_args, options,
+        removable,
+    )  # fmt: skip
     rank = removal_rank(
         check_scores(scores, batch.removable), batch.removable, options.order
     )

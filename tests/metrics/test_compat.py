@@ -104,4 +104,5 @@ def test_the_signature_is_the_new_one():
         "metadata",
         "show_progress",
         "original_logits",
+        "removable",
     ]

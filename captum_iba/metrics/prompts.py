@@ -1,0 +1,180 @@
+r"""The degradation test for prompts: how fast a causal LM's answer loses its
+probability as the prompt's relevant tokens go.
+
+A generative model has no classes: what the test tracks is the probability
+:math:`p = \exp \log p(\text{answer} \mid \text{prompt})` of one answer - the
+model's own greedy answer or a gold label word - under the degraded prompt.
+:func:`prompt_degradation_test` runs :func:`~captum_iba.metrics.degradation_test`
+on it unchanged (the same levels, orders, removal strategies, aggregates and
+:class:`~captum_iba.metrics.result.DegradationResult`) by reading the answer
+as a two-class problem, ``logits = [log p, log(1 - p)]``, whose softmax is
+``[p, 1 - p]``: the target class 0's probability is :math:`p` exactly. Only
+the positions ``removable`` marks are ranked and removed (the content - the
+review, the article -, never the instruction, the chat template's tokens or
+the answer), and the answer's mask follows the tokens when deletion compacts
+a prompt (its labels are made from it at every level).
+"""
+
+from typing import Any, Callable, Mapping, Optional
+
+import torch
+from captum.log import log_usage
+from torch import Tensor, nn
+
+from captum_iba.metrics.degradation import degradation_test
+from captum_iba.metrics.options import DegradationOptions
+from captum_iba.metrics.result import DegradationResult
+
+__all__ = ["IGNORE_INDEX", "AnswerOdds", "prompt_degradation_test"]
+
+
+#: The label of a position not scored (Hugging Face's convention).
+IGNORE_INDEX = -100
+
+
+class AnswerOdds(nn.Module):
+    r"""``forward(input_ids, attention_mask, answer_mask, *rest) -> (N, 2)``:
+    the logits :math:`[\log p, \log(1 - p)]` of each row's answer, from a
+    log-likelihood ``(input_ids, attention_mask, labels, *rest) -> (N,)`` (e.g.
+    :class:`~captum_iba.attr.llm.CausalLMLogLikelihood`); their softmax is
+    :math:`[p, 1 - p]`. ``labels`` is made from ``answer_mask``: the token id
+    at the answer's positions, -100 elsewhere, so it stays right when the
+    degradation test moves the tokens (a removed token's freed place is
+    padding, answer mask 0).
+
+    Args:
+        log_likelihood (Callable): ``(input_ids, attention_mask, labels,
+            *rest) -> (N,)`` log-probabilities, in nats (<= 0).
+    """
+
+    def __init__(self, log_likelihood: Callable[..., Tensor]) -> None:
+        super().__init__()
+        self.log_likelihood = log_likelihood
+        # the wrapped model's mode, read, never set (the test warns in
+        # training): a module with parameters of its own in training mode
+        # (wrappers such as CausalLMLogLikelihood have none)
+        own = isinstance(log_likelihood, nn.Module)
+        modules = log_likelihood.modules() if own else ()
+        self.training = any(
+            m.training for m in modules if next(m.parameters(False), None) is not None
+        )
+
+    @property
+    def config(self) -> Any:
+        """The wrapped forward's config (its positions and pad token id)."""
+        return getattr(self.log_likelihood, "config", None)
+
+    def forward(
+        self, input_ids: Tensor, attention_mask: Tensor, answer_mask: Tensor, *rest: Any
+    ) -> Tensor:
+        labels = input_ids.masked_fill(~answer_mask.bool(), IGNORE_INDEX)
+        logp = self.log_likelihood(input_ids, attention_mask, labels, *rest)
+        if not isinstance(logp, Tensor) or logp.dim() != 1:
+            shape = tuple(logp.shape) if isinstance(logp, Tensor) else type(logp)
+            raise ValueError(
+                "the forward must return each row's answer log-probability, shape "
+                f"(N,); got {shape}"
+            )
+        logp = logp.double().clamp(max=0.0)
+        return torch.stack([logp, torch.log(-torch.expm1(logp))], dim=1)
+
+
+@log_usage()
+def prompt_degradation_test(
+    forward_func: Callable[..., Tensor],
+    inputs: Tensor,
+    attributions: Tensor,
+    answer_mask: Tensor,
+    attention_mask: Optional[Tensor] = None,
+    removable: Optional[Tensor] = None,
+    additional_forward_args: Optional[Any] = None,
+    options: Optional[DegradationOptions] = None,
+    metadata: Optional[Mapping[str, Any]] = None,
+    show_progress: bool = False,
+) -> DegradationResult:
+    r"""Degradation test of prompt-token attributions for a causal LM's answer.
+
+    The prompt's tokens in ``removable`` are ranked by ``attributions`` and
+    removed level by level (:class:`~captum_iba.metrics.options.DegradationOptions`:
+    deletion, the paper's levels, by default); at every level the test records
+    the answer's probability given the degraded prompt, and the result holds
+    the drop at the first level, AOPC, comprehensiveness and sufficiency as
+    for a classifier (the "class" is the answer; see the module docstring).
+
+    The model is called as ``forward_func(input_ids, attention_mask, labels,
+    *additional_forward_args)`` and must return the log-probability ``(N,)``
+    of each row's answer, whose tokens are part of ``input_ids``; ``labels``
+    holds the token ids where ``answer_mask`` is set, -100 elsewhere (Hugging
+    Face's convention), made again from the degraded ids at every level.
+    Per-token arguments ``(B, L, ...)`` follow the tokens. With
+    :class:`~captum_iba.attr.llm.CausalLMLogLikelihood` and a
+    :class:`~captum_iba.attr.llm_batch.PromptBatch` ``b``::
+
+        prompt_degradation_test(
+            CausalLMLogLikelihood(model), b.input_ids, scores, b.answer_mask,
+            attention_mask=b.attention_mask, removable=content,
+            options=DegradationOptions.for_tokenizer(tokenizer),
+        )
+
+    with ``content`` the positions of the review (or article) within
+    ``b.scored``, the prompt's own tokens.
+
+    Args:
+        forward_func (Callable): The answers' log-likelihood (see above).
+        inputs (Tensor): ``(B, L)`` token ids: prompt and answer.
+        attributions (Tensor): ``(B, L)`` scores (``(B, L, H)`` is summed over
+            ``H``); only their order at ``removable`` positions matters.
+        answer_mask (Tensor): ``(B, L)`` bool: the answer's tokens (at least
+            one per row), whose log-probability is tracked.
+        attention_mask (Tensor, optional): ``(B, L)``, 1 at tokens. Default:
+            all ones.
+        removable (Tensor, optional): ``(B, L)`` bool: the positions that may go
+            (the content). Default None: every real, non-special token outside
+            the answer.
+        additional_forward_args (Any, optional): After ``labels``; tensors
+            ``(B, L, ...)`` follow the tokens.
+        options (DegradationOptions, optional): How the test runs (levels,
+            order, :class:`~captum_iba.metrics.strategies.Deletion` or
+            :class:`~captum_iba.metrics.strategies.Replacement` by a neutral
+            token, the pad token id).
+        metadata (Mapping, optional): As :func:`degradation_test`'s.
+        show_progress (bool): Show a progress bar. Default False.
+
+    Returns:
+        DegradationResult: The answer's probabilities per level, the aggregates
+        and ``settings`` (``target``: ``"answer"``).
+
+    Raises:
+        ValueError: As :func:`degradation_test`, and when ``answer_mask`` or
+            ``removable`` is not ``(B, L)``, a row has no answer token or
+            nothing to remove, or the forward does not return ``(N,)``.
+    """
+    if not isinstance(answer_mask, Tensor) or answer_mask.shape != inputs.shape:
+        is_tensor = isinstance(answer_mask, Tensor)
+        got = tuple(answer_mask.shape) if is_tensor else answer_mask
+        raise ValueError(
+            f"answer_mask must be a (B, L) tensor like inputs {tuple(inputs.shape)}, "
+            f"marking each row's answer; got {got}"
+        )
+    if not bool(answer_mask.bool().any(1).all()):
+        raise ValueError("answer_mask marks no answer token in some row")
+    if attention_mask is None:
+        attention_mask = torch.ones_like(inputs)
+    if removable is None:
+        removable = attention_mask.bool() & ~answer_mask.bool()
+    extra = additional_forward_args
+    extra = () if extra is None else extra if isinstance(extra, tuple) else (extra,)
+    result = degradation_test(
+        AnswerOdds(forward_func),
+        inputs,
+        attributions,
+        target=0,
+        additional_forward_args=(answer_mask.bool(), *extra),
+        attention_mask=attention_mask,
+        options=options,
+        metadata=metadata,
+        show_progress=show_progress,
+        removable=removable,
+    )
+    result.settings["target"] = "answer"
+    return result
