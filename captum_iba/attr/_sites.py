@@ -318,7 +318,7 @@ def attention_removal(
             )
         with (
             kept_sdpa(fused, keep) if fused else nullcontext(),
-            _differentiable_bias_kernels(container),
+            _differentiable_bias_kernels(container) if handles else nullcontext(),
         ):
             yield
     finally:
@@ -331,6 +331,9 @@ def _differentiable_bias_kernels(container: Module) -> Any:
     """On CUDA, scaled-dot-product attention restricted to the math kernel:
     the memory-efficient one fails in the backward pass with a bias that
     needs a gradient ("LSE is not correctly aligned", torch 2.11, H100), and
-    the flash one takes no bias. Elsewhere (CPU) nothing changes."""
+    the flash one takes no bias. Elsewhere (CPU) nothing changes. Only when
+    some layer gets the bias as a mask: the fused route
+    (:func:`~captum_iba.attr._causal.kept_sdpa`) needs no bias and keeps the
+    fused kernels."""
     on_cuda = any(p.is_cuda for p in container.parameters())
     return sdpa_kernel([SDPBackend.MATH]) if on_cuda else nullcontext()

@@ -149,3 +149,26 @@ def test_the_flat_warning_says_what_to_try(monkeypatch, method, advice):
     assert advice in text
     if method == "llm-iba-faithful":
         assert "mask='token'" not in text
+
+
+def test_the_fused_route_gives_the_attention_no_broadcast_value(monkeypatch):
+    """Eq. R2 in the fused attention: both SDPA calls of a layer above the
+    bottleneck get a value with no stride-0 dimension (such a broadcast view
+    made PyTorch's CPU attention fall back to its math kernel, whose L x L
+    weights made memory quadratic), and no attention mask."""
+    import torch.nn.functional as F
+
+    model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
+    model.config._attn_implementation = "sdpa"
+    seen = []
+    original = F.scaled_dot_product_attention
+
+    def spy(query, key, value, attn_mask=None, **kwargs):
+        seen.append((0 not in value.stride(), attn_mask is None))
+        return original(query, key, value, attn_mask=attn_mask, **kwargs)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    batch = prompt_batch(tok, ["the cat sat on the mat"], [" is big"])
+    _scorer(model, tok, "llm-iba-deletion").attribute(batch)
+    assert len(seen) >= 2 and all(dense for dense, _ in seen)
+    assert all(no_mask for _, no_mask in seen)
