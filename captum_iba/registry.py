@@ -386,6 +386,15 @@ _method(
     layer="embeddings",
 )
 _method(
+    "llm-random",
+    _llm + "LLMRandomScorer",
+    "uniform random scores of the prompt's tokens (floor)",
+    ("seed",),
+    signed=False,
+    reduction="mean",
+    models=_LLM,
+)
+_method(
     "llm-ablation",
     _llm + "CaptumLLMScorer",
     "feature ablation of each prompt token (Captum's LLMAttribution)",

@@ -58,6 +58,7 @@ __all__ = [
     "ROW_TOKENS",
     "CaptumLLMScorer",
     "LLMIBAScorer",
+    "LLMRandomScorer",
     "LLMScorer",
 ]
 
@@ -209,6 +210,41 @@ class LLMIBAScorer(LLMScorer):
         rows = rows_per_pass(batch.input_ids.shape[1], self.options.internal_batch_size)
         options = self.options.replace(internal_batch_size=rows)
         return explain_answers(self.iba, batch, per_token=per_token, config=options)
+
+
+class LLMRandomScorer(LLMScorer):
+    """Seeded uniform random scores of the prompt's tokens (a floor for any
+    method). Each prompt's scores come from a generator seeded with
+    :func:`~captum_iba._utils.common.instance_seed` (``seed`` and the row's
+    real token ids): the same in any batch, order or padding.
+
+    Args:
+        model (nn.Module): The causal LM (not called).
+        seed (int): Default 0.
+        **kwargs: The arguments of :class:`LLMScorer`.
+    """
+
+    signed = False
+    word_reduction = "mean"
+    score_meaning = "uniform random numbers in [0, 1): a floor to compare with"
+
+    def __init__(self, model: Any, seed: int = 0, **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+        self.seed = int(seed)
+        self.settings.update(distribution="uniform[0, 1)", seed=self.seed)
+
+    def _scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+        out = torch.zeros(batch.input_ids.shape)
+        real = batch.attention_mask.bool().cpu()
+        for b in range(out.shape[0]):
+            ids = batch.input_ids[b].cpu()[real[b]]
+            gen = torch.Generator().manual_seed(common.instance_seed(self.seed, ids))
+            out[b, real[b]] = torch.rand(ids.shape[0], generator=gen)
+        tokens = None
+        if per_token:  # every output token gets the answer's draw
+            width = int(batch.answer_mask.sum(1).max())
+            tokens = out[:, None].expand(-1, width, -1).clone()
+        return AnswerScores(out, tokens, "random")
 
 
 #: Captum's methods for causal LMs, by the name a registry entry gives

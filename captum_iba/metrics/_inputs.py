@@ -265,13 +265,19 @@ def _edge_ids(ids: Tensor, valid: Tensor) -> Tuple[List[int], List[int]]:
 
 
 def special_tokens_problem(
-    forward_func: Any, ids: Tensor, valid: Tensor, options: DegradationOptions
+    forward_func: Any,
+    ids: Tensor,
+    valid: Tensor,
+    options: DegradationOptions,
+    removable: Optional[Tensor] = None,
 ) -> str:
     """Why the test may remove special tokens it should keep ("" when there is
     no sign of it): no special ids known, or options made for another
     tokenizer - a pad id other than the model's, the model's special tokens
     (its configuration's, or the one id every instance begins or ends with)
-    missing from ``options.special_token_ids``."""
+    missing from ``options.special_token_ids`` and among the tokens the test
+    may remove (``removable``, default ``valid``: a token kept anyway, such as
+    a prompt's instruction, is no problem)."""
     if not options.keep_special_tokens:
         return ""
     fix = (
@@ -297,7 +303,7 @@ def special_tokens_problem(
         for edge in _edge_ids(ids, valid):
             if len(set(edge)) == 1:
                 expected.add(edge[0])  # every instance begins (ends) with it
-    present = set(ids[valid].tolist())
+    present = set(ids[valid if removable is None else removable].tolist())
     missing = sorted((expected & present) - special)
     if missing:
         return (
@@ -314,7 +320,7 @@ def warn_special_tokens(
 ) -> None:
     """Warn (at the test's caller) about :func:`special_tokens_problem`."""
     problem = special_tokens_problem(
-        forward_func, batch.input_ids, batch.valid, options
+        forward_func, batch.input_ids, batch.valid, options, batch.removable
     )
     if problem:
         warnings.warn(problem, UserWarning, stacklevel=5)

@@ -162,6 +162,12 @@ def prompt_degradation_test(
         attention_mask = torch.ones_like(inputs)
     if removable is None:
         removable = attention_mask.bool() & ~answer_mask.bool()
+    if tuple(removable.shape) != tuple(inputs.shape):
+        raise ValueError(
+            f"removable has shape {tuple(removable.shape)}; expected "
+            f"{tuple(inputs.shape)}"
+        )
+    _check_kept_before_answer(attention_mask, answer_mask, removable)
     extra = additional_forward_args
     extra = () if extra is None else extra if isinstance(extra, tuple) else (extra,)
     result = degradation_test(
@@ -178,3 +184,26 @@ def prompt_degradation_test(
     )
     result.settings["target"] = "answer"
     return result
+
+
+def _check_kept_before_answer(
+    attention_mask: Tensor, answer_mask: Tensor, removable: Tensor
+) -> None:
+    """Every row keeps a token before its answer (an instruction, a template
+    or BOS token): with none, the answer's first token would be predicted
+    from nothing and its probability left out.
+
+    Raises:
+        ValueError: Naming the rows.
+    """
+    answer = answer_mask.bool()
+    first = torch.where(answer.any(1), answer.float().argmax(1), answer.shape[1])
+    before = torch.arange(answer.shape[1])[None].to(first.device) < first[:, None]
+    kept = attention_mask.bool() & ~removable.bool().to(answer.device) & before
+    rows = (~kept.any(1)).nonzero().flatten().tolist()
+    if rows:
+        raise ValueError(
+            f"row(s) {rows} keep no token before its answer once the removable "
+            "tokens are gone: mark an instruction, template or BOS token as not "
+            "removable (the answer's first token needs one to be predicted from)"
+        )

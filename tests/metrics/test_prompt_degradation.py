@@ -81,6 +81,16 @@ class TestToyAnswer(BaseTest):
         with pytest.warns(UserWarning, match="training mode"):
             prompt_degradation_test(
                 ToyAnswer().train(), self.ids, self.scores, self.answer,
+                removable=self.content,
+                options=DegradationOptions(special_token_ids=()),
+            )  # fmt: skip
+
+    def test_nothing_kept_before_the_answer_is_refused(self) -> None:
+        """By default everything but the answer may go: here that leaves the
+        answer nothing to be predicted from."""
+        with self.assertRaisesRegex(ValueError, r"row\(s\) \[0\] keep no token"):
+            prompt_degradation_test(
+                ToyAnswer().eval(), self.ids, self.scores, self.answer,
                 options=DegradationOptions(special_token_ids=()),
             )  # fmt: skip
 

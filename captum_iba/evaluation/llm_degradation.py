@@ -1,0 +1,105 @@
+"""The degradation test for a causal LM's answers, from a method's scores.
+
+:func:`content_mask` finds a prompt's content (the review, the article, the
+premise and hypothesis) among its tokens from the content's characters; then
+:func:`degrade_answers` scores a :class:`~captum_iba.attr.llm_batch.PromptBatch`
+with any method for causal LMs (:mod:`~captum_iba.evaluation.llm_scorers`)
+and runs :func:`~captum_iba.metrics.prompt_degradation_test` on its answers,
+the content removed in the method's order, the instruction, the chat
+template and the answer kept.
+"""
+
+from typing import Any, Mapping, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from captum_iba.attr.llm import CausalLMLogLikelihood
+from captum_iba.attr.llm_batch import PromptBatch, encode_prompt
+from captum_iba.evaluation.llm_scorers import LLMScorer
+from captum_iba.metrics import DegradationOptions, prompt_degradation_test
+from captum_iba.metrics.result import DegradationResult
+
+__all__ = ["content_mask", "degrade_answers"]
+
+
+def content_mask(
+    tokenizer: Any,
+    batch: PromptBatch,
+    spans: Sequence[Tuple[int, int]],
+    chat: bool = False,
+) -> Tensor:
+    """``(B, W)`` bool: the prompt tokens of ``batch`` that lie in each
+    prompt's content, given as characters ``(start, end)`` of the prompt.
+
+    Args:
+        tokenizer: The tokenizer ``batch`` was made with (a fast one: its
+            offsets locate the tokens).
+        batch (PromptBatch): Prompts padded left
+            (:func:`~captum_iba.attr.llm_batch.prompt_batch`).
+        spans (Sequence of (int, int)): Per prompt, where its content is.
+        chat (bool): Whether ``batch`` wrapped the prompts in the chat
+            template (as ``prompt_batch``'s ``chat``).
+
+    Raises:
+        ValueError: For a span count that differs from the prompts, a
+            tokenizer without offsets, or a span that holds no token.
+    """
+    if len(spans) != len(batch.prompts):
+        raise ValueError(f"{len(spans)} content spans for {len(batch.prompts)} prompts")
+    out = torch.zeros_like(batch.scored)
+    for row, (prompt, (a, b)) in enumerate(zip(batch.prompts, spans)):
+        _, own, where = encode_prompt(tokenizer, prompt, chat)
+        if any(mine and w is None for mine, w in zip(own, where)):
+            raise ValueError(
+                "content_mask locates tokens by their character offsets: use a "
+                "fast tokenizer (use_fast=True)"
+            )
+        start = int(batch.attention_mask[row].nonzero()[0])
+        for j, (mine, w) in enumerate(zip(own, where)):
+            out[row, start + j] = bool(mine and w[0] < b and w[1] > a)
+        if not out[row].any():
+            raise ValueError(
+                f"prompt {row}: no token of its own lies in characters {a}-{b} "
+                f"({prompt[a:b]!r})"
+            )
+    return out
+
+
+def degrade_answers(
+    scorer: LLMScorer,
+    batch: PromptBatch,
+    content: Tensor,
+    options: Optional[DegradationOptions] = None,
+    metadata: Optional[Mapping[str, Any]] = None,
+) -> DegradationResult:
+    """``scorer``'s scores of ``batch``, tested: the content removed in their
+    order, the probability of each answer tracked.
+
+    Args:
+        scorer (LLMScorer): A method for causal LMs (``build_scorers``).
+        batch (PromptBatch): Prompts and the answers to explain.
+        content (Tensor): ``(B, W)`` bool, the removable tokens
+            (:func:`content_mask`).
+        options (DegradationOptions, optional): Default: the paper's levels,
+            deletion, from the scorer's tokenizer (its special and pad ids).
+        metadata (Mapping, optional): Default: the scorer's name and settings.
+
+    Returns:
+        DegradationResult: As :func:`~captum_iba.metrics.prompt_degradation_test`.
+    """
+    if options is None:
+        options = DegradationOptions.for_tokenizer(scorer.tokenizer)
+    scores = scorer.attribute(batch).answer
+    if metadata is None:
+        metadata = {"method": scorer.name, "attribution": dict(scorer.settings)}
+    return prompt_degradation_test(
+        CausalLMLogLikelihood(scorer.model),
+        batch.input_ids,
+        scores.detach().cpu(),
+        batch.answer_mask,
+        attention_mask=batch.attention_mask,
+        removable=content,
+        options=options,
+        metadata=metadata,
+    )

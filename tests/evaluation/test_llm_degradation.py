@@ -1,0 +1,130 @@
+"""The degradation test of causal-LM methods on a synthetic prompt task whose
+relevant token is known: a tiny Llama trained to answer "is" when the prompt
+holds "cat" (anywhere among five filler words, after a fixed instruction
+word) and "was" otherwise. IBA and feature ablation find "cat" and their first
+removal takes the answer away; random scores do not."""
+
+import random
+
+import pytest
+import torch
+
+from captum_iba.attr.llm import CausalLMLogLikelihood
+from captum_iba.attr.llm_batch import prompt_batch
+from captum_iba.evaluation import Resources, build_scorers
+from captum_iba.evaluation.llm_degradation import content_mask, degrade_answers
+from captum_iba.metrics import DegradationOptions
+from tests.helpers import no_hooks, tiny_causal_lm, tiny_word_tokenizer
+
+FILLER = "the sat on mat a dog ran in park big small red blue".split()
+#: The instruction: a fixed first word, never removed.
+KEY, YES, NO, INSTRUCTION = "cat", " is", " was", "very "
+
+
+def _prompt(rng: random.Random, with_key: bool) -> str:
+    words = rng.sample(FILLER, 5)
+    if with_key:
+        words.insert(rng.randrange(6), KEY)
+    return INSTRUCTION + " ".join(words)
+
+
+def _train(model, tok, steps: int = 200, size: int = 512) -> None:
+    """The answer token after the prompt (cross-entropy on it only), on
+    ``size`` prompts tokenised once, in batches of 32."""
+    rng = random.Random(0)
+    keys = [rng.random() < 0.5 for _ in range(size)]
+    data = prompt_batch(
+        tok, [_prompt(rng, k) for k in keys], [YES if k else NO for k in keys]
+    ).arguments()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    loss_of = CausalLMLogLikelihood(model)
+    model.train()
+    for step in range(steps):
+        rows = torch.arange(32) + (step * 32) % size
+        logp = loss_of(
+            *(data[k][rows] for k in ("input_ids", "attention_mask", "labels"))
+        )
+        opt.zero_grad()
+        (-logp.mean()).backward()
+        opt.step()
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    model, tok = tiny_causal_lm("llama", layers=2, seed=0), tiny_word_tokenizer()
+    model.config._attn_implementation = "sdpa"
+    _train(model, tok)
+    rng = random.Random(1)
+    prompts = [_prompt(rng, True) for _ in range(12)]
+    batch = prompt_batch(tok, prompts, [YES] * len(prompts))
+    with torch.no_grad():
+        p = CausalLMLogLikelihood(model)(**batch.arguments()).exp()
+    assert p.min() > 0.8, f"the tiny model did not learn the task: {p}"
+    return model, tok, batch
+
+
+def _result(trained, method):
+    model, tok, batch = trained
+    options = {}
+    scorer = build_scorers(
+        [method], Resources(model, tok), method_options={method: options}
+    )[method]
+    spans = [(len(INSTRUCTION), len(p)) for p in batch.prompts]
+    content = content_mask(tok, batch, spans)
+    assert content.sum(1).tolist() == [6] * len(spans)  # the six words
+    options = DegradationOptions(
+        levels=[0, 1, 6], level_unit="count", pad_token_id=tok.pad_token_id,
+        special_token_ids=tuple(tok.all_special_ids),
+    )  # fmt: skip
+    result = degrade_answers(scorer, batch, content, options)
+    assert no_hooks(model)
+    return result
+
+
+#: The least mean first-level drop of p(answer) each method must give (random:
+#: about 1/6, when it happens to remove "cat" first). Measured here: "cat"
+#: ranked first in 12 / 12 prompts by llm-iba and llm-ablation, 10 / 12 by
+#: llm-iba-faithful and only 7 / 12 by llm-iba-deletion, the default: on this
+#: saturated toy model (p(answer) = 0.999) the relaxed deletion's gradient is
+#: weak (a negative result, docs/llm.rst).
+FINDS = {
+    "llm-iba": 0.6,
+    "llm-iba-faithful": 0.6,
+    "llm-ablation": 0.6,
+    "llm-iba-deletion": 0.35,
+}
+
+
+@pytest.mark.parametrize("method", sorted(FINDS))
+def test_the_key_is_found_and_its_removal_takes_the_answer(trained, method):
+    result, floor = _result(trained, method), _result(trained, "llm-random")
+    drop = (result.original_probs - result.probs[:, 1]).mean()
+    random_drop = (floor.original_probs - floor.probs[:, 1]).mean()
+    assert drop > FINDS[method], f"{method}: the first removal drops {drop:.2f}"
+    assert drop > random_drop + 0.15, (float(drop), float(random_drop))
+    assert result.aopc > floor.aopc
+    assert result.settings["target"] == "answer"
+    assert result.settings["method"] == method
+
+
+def test_random_keeps_the_answer_at_the_first_removal_mostly(trained):
+    """Random removes "cat" first in about 1 of 6 prompts: p(answer) stays
+    high on the others. With all the content gone (the instruction kept) the
+    answer is improbable, whatever the order."""
+    floor = _result(trained, "llm-random")
+    assert (floor.probs[:, 1] > 0.5).float().mean() > 0.5
+    assert bool((floor.probs[:, 2] < 0.5).all())
+
+
+def test_a_row_with_nothing_kept_before_its_answer_is_refused(trained):
+    """Removing every prompt token would leave the answer's first token
+    with no token to be predicted from (its probability unmeasured)."""
+    model, tok, batch = trained
+    with pytest.raises(ValueError, match="keep no token before its answer"):
+        degrade_answers(
+            build_scorers(["llm-random"], Resources(model, tok))["llm-random"],
+            batch, batch.scored,
+        )  # fmt: skip
