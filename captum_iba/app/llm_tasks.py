@@ -1,0 +1,214 @@
+"""Our corpora as zero-shot prompt tasks for a causal LM (issue 28).
+
+A :class:`PromptTask` turns one example of a corpus into a prompt - an
+instruction around the content (the review, the article, the premise and
+hypothesis) - and names the answer words, one per label. The prompts are
+wrapped as a user turn of the chat template when the tokenizer has one.
+:func:`task_examples` gives the prompts, where each one's content lies
+(characters, for :func:`~captum_iba.evaluation.llm_degradation.content_mask`)
+and the gold answers; :func:`answer_token_ids` checks that every answer word
+is one token of the tokenizer (the model's choice between them is then one
+next-token distribution).
+"""
+
+import random
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+__all__ = [
+    "TASKS",
+    "PromptTask",
+    "TaskExamples",
+    "answer_token_ids",
+    "label_choice",
+    "task_examples",
+]
+
+
+@dataclass(frozen=True)
+class PromptTask:
+    """How one corpus becomes prompts.
+
+    Attributes:
+        corpus (str): The corpus (:func:`captum_iba.app.data.load_dataset`).
+        template (str): The prompt, with ``{content}`` where the content goes.
+        answers (tuple of str): The answer word of each label, in label order
+            (scored after the template's end, e.g. ``" positive"``).
+        pair_join (str): Joins a sentence pair into one content (RTE; the
+            joining words are then part of the content).
+        max_content_tokens (int, optional): Content longer than this many
+            tokens is skipped (IMDB's long-prompt task keeps 256-512).
+        min_content_tokens (int): Shorter content is skipped.
+    """
+
+    corpus: str
+    template: str
+    answers: Tuple[str, ...]
+    pair_join: str = ""
+    max_content_tokens: Optional[int] = None
+    min_content_tokens: int = 1
+
+    def prompt(self, content: str) -> Tuple[str, Tuple[int, int]]:
+        """The prompt around ``content`` and where the content lies in it."""
+        head, tail = self.template.split("{content}")
+        return head + content + tail, (len(head), len(head) + len(content))
+
+
+_ASK = "Answer with one word: {choices}."
+#: The tasks, by name.
+TASKS: Dict[str, PromptTask] = {
+    "sst2": PromptTask(
+        "sst2",
+        "Review: {content}\nIs this review positive or negative? "
+        + _ASK.format(choices="positive or negative"),
+        (" negative", " positive"),
+    ),
+    "imdb": PromptTask(
+        "imdb",
+        "Review: {content}\nIs this review positive or negative? "
+        + _ASK.format(choices="positive or negative"),
+        (" negative", " positive"),
+        max_content_tokens=512,
+        min_content_tokens=256,
+    ),
+    "ag_news": PromptTask(
+        "ag_news",
+        "Article: {content}\nIs this article about world, sports, business or "
+        "science? " + _ASK.format(choices="world, sports, business or science"),
+        (" world", " sports", " business", " science"),
+    ),
+    "rte": PromptTask(
+        "rte",
+        "First sentence: {content}\nDoes the first sentence imply the second? "
+        + _ASK.format(choices="yes or no"),
+        (" yes", " no"),
+        pair_join="\nSecond sentence: ",
+    ),
+}
+
+
+@dataclass
+class TaskExamples:
+    """Prompts of one task with their content and gold answers.
+
+    Attributes:
+        prompts (list of str): The prompts (before the chat template).
+        spans (list of (int, int)): Where each one's content lies.
+        gold (list of str): Each one's gold answer word.
+        labels (list of int): Its label.
+        indices (list of int): Its index in the corpus split.
+    """
+
+    prompts: List[str]
+    spans: List[Tuple[int, int]]
+    gold: List[str]
+    labels: List[int]
+    indices: List[int]
+
+
+def answer_token_ids(task: PromptTask, tokenizer: Any) -> List[int]:
+    """The one token id of each answer word.
+
+    Raises:
+        ValueError: Naming the words that are not one token, and how they
+            are scored instead (their first token would stand for them).
+    """
+    ids = [tokenizer.encode(a, add_special_tokens=False) for a in task.answers]
+    long = [
+        f"{a!r} -> {len(i)} tokens" for a, i in zip(task.answers, ids) if len(i) != 1
+    ]
+    if long:
+        raise ValueError(
+            f"task {task.corpus!r}: answer word(s) {', '.join(long)} are not one "
+            "token for this tokenizer; the test explains one next-token choice, "
+            "so choose single-token answer words (or explain the model's own "
+            "answer, whose tokens are scored together)"
+        )
+    return [i[0] for i in ids]
+
+
+def task_examples(
+    task: Union[str, PromptTask],
+    split: str,
+    tokenizer: Any,
+    n: int,
+    seed: int = 0,
+    data_dir: Optional[str] = None,
+) -> TaskExamples:
+    """``n`` prompts of a task (a name in :data:`TASKS`, or a task) from a
+    corpus split: a seeded sample, content outside the task's token bounds
+    skipped.
+
+    Raises:
+        ValueError: For an unknown task, answer words that are not one token,
+            or a split with fewer fitting examples than ``n``.
+    """
+    from captum_iba.app.data import load_dataset
+
+    if isinstance(task, str):
+        if task not in TASKS:
+            raise ValueError(f"unknown task {task!r}; the tasks are {sorted(TASKS)}")
+        task = TASKS[task]
+    answer_token_ids(task, tokenizer)
+    data = load_dataset(task.corpus, split, data_dir=data_dir)
+    order = list(range(len(data.texts)))
+    random.Random(seed).shuffle(order)
+    out = TaskExamples([], [], [], [], [])
+    for i in order:
+        content = _content(task, data.texts[i], data.text_pairs, i)
+        size = len(tokenizer.encode(content, add_special_tokens=False))
+        if size < task.min_content_tokens or (
+            task.max_content_tokens is not None and size > task.max_content_tokens
+        ):
+            continue
+        prompt, span = task.prompt(content)
+        out.prompts.append(prompt)
+        out.spans.append(span)
+        out.gold.append(task.answers[data.labels[i]])
+        out.labels.append(int(data.labels[i]))
+        out.indices.append(i)
+        if len(out.prompts) == n:
+            return out
+    raise ValueError(
+        f"task {task.corpus!r}: split {split!r} has only {len(out.prompts)} "
+        f"examples that fit its bounds, fewer than n={n}"
+    )
+
+
+def _content(
+    task: PromptTask, text: str, pairs: Optional[Sequence[str]], i: int
+) -> str:
+    if task.pair_join and pairs is not None:
+        return f"{text}{task.pair_join}{pairs[i]}"
+    return text
+
+
+def label_choice(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    task: PromptTask,
+    chat: bool = True,
+) -> List[int]:
+    """The label whose answer word the model finds most probable as its
+    first answer token, per prompt (its answer restricted to the task's
+    words), in batches of 8."""
+    import torch
+
+    from captum_iba.attr.llm_batch import prompt_batch
+
+    ids = answer_token_ids(task, tokenizer)
+    out: List[int] = []
+    for start in range(0, len(prompts), 8):
+        part = list(prompts[start : start + 8])
+        batch = prompt_batch(tokenizer, part, [task.answers[0]] * len(part), chat=chat)
+        mask = batch.attention_mask[:, :-1]
+        with torch.no_grad():  # positions counted over real tokens (left padding)
+            logits = model(
+                input_ids=batch.input_ids[:, :-1],
+                attention_mask=mask,
+                position_ids=(mask.cumsum(-1) - 1).clamp_min(0),
+                use_cache=False,
+            ).logits[:, -1]
+        out += logits[:, ids].argmax(1).tolist()
+    return out
