@@ -52,6 +52,7 @@ from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.attr.options import ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
 from captum_iba.attr.text import LayerLike, resolve_layer
+from captum_iba.evaluation.scorers import seeded_uniform
 
 __all__ = [
     "CAPTUM_METHODS",
@@ -234,12 +235,7 @@ class LLMRandomScorer(LLMScorer):
         self.settings.update(distribution="uniform[0, 1)", seed=self.seed)
 
     def _scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
-        out = torch.zeros(batch.input_ids.shape)
-        real = batch.attention_mask.bool().cpu()
-        for b in range(out.shape[0]):
-            ids = batch.input_ids[b].cpu()[real[b]]
-            gen = torch.Generator().manual_seed(common.instance_seed(self.seed, ids))
-            out[b, real[b]] = torch.rand(ids.shape[0], generator=gen)
+        out = seeded_uniform(batch.input_ids, batch.attention_mask, self.seed)
         tokens = None
         if per_token:  # every output token gets the answer's draw
             width = int(batch.answer_mask.sum(1).max())

@@ -378,10 +378,17 @@ class RandomScorer(TokenScorer):
         self, input_ids: Tensor, target: Any, mask: Tensor, tt: Optional[Tensor]
     ) -> Tensor:
         """Uniform scores ``(B, L)`` (no forward pass, no target needed)."""
-        out = torch.zeros(input_ids.shape)
-        real = mask.bool().cpu()
-        for b in range(input_ids.shape[0]):
-            ids = input_ids[b].cpu()[real[b]]
-            gen = torch.Generator().manual_seed(instance_seed(self.seed, ids))
-            out[b, real[b]] = torch.rand(ids.shape[0], generator=gen)
-        return out
+        return seeded_uniform(input_ids, mask, self.seed)
+
+
+def seeded_uniform(input_ids: Tensor, mask: Tensor, seed: int) -> Tensor:
+    """``(B, L)`` uniform scores in [0, 1) at the real tokens (``mask``), 0
+    elsewhere; each row's from a generator seeded with
+    :func:`~captum_iba._utils.common.instance_seed` (``seed``, its real ids)."""
+    out = torch.zeros(input_ids.shape)
+    real = mask.bool().cpu()
+    for b in range(input_ids.shape[0]):
+        ids = input_ids[b].cpu()[real[b]]
+        gen = torch.Generator().manual_seed(instance_seed(seed, ids))
+        out[b, real[b]] = torch.rand(ids.shape[0], generator=gen)
+    return out
