@@ -219,18 +219,11 @@ class Explanation(Page):
 
     def to_html(self, pieces: bool = False, full_page: bool = True) -> str:
         """The page: the facts, then one row per method (own scale each)."""
-        from captum_iba.visualization.page import ScoreRow, explanation_html
+        from captum_iba.visualization.page import explanation_html
 
         rows = [
-            ScoreRow(
-                method=name,
-                words=self.tokens(pieces),
-                scores=self.scores(name, pieces),
-                signed=m.signed,
-                meaning=m.meaning,
-                details=self.details(name),
-                breaks=self.breaks(pieces),
-                no_ranking=m.no_ranking,
+            self._score_row(
+                name, pieces, breaks=self.breaks(pieces), no_ranking=m.no_ranking
             )
             for name, m in self.methods.items()
         ]

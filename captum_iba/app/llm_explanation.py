@@ -184,19 +184,15 @@ class AnswerExplanation(Page):
     def to_html(self, pieces: bool = False, full_page: bool = True) -> str:
         """The page: the facts, then per method its row of prompt words and
         its output-token x word matrix."""
-        from captum_iba.visualization.page import ScoreRow, explanation_html
+        from captum_iba.visualization.page import explanation_html
 
         rows = []
         for name, m in self.methods.items():
             matrix = self.matrix(name, pieces)
             rows.append(
-                ScoreRow(
-                    method=name,
-                    words=self.tokens(pieces),
-                    scores=self.scores(name, pieces),
-                    signed=m.signed,
-                    meaning=m.meaning,
-                    details=self.details(name),
+                self._score_row(
+                    name,
+                    pieces,
                     matrix=matrix,
                     matrix_labels=self.output_tokens if matrix is not None else (),
                     no_ranking=_FLAT if m.flat else "",

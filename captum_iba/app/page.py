@@ -31,6 +31,23 @@ class Page:
         """The page (a whole HTML document, or a fragment for a notebook)."""
         raise NotImplementedError
 
+    def _score_row(self, name: str, pieces: bool, **extra: Any) -> Any:
+        """The page's row of ``name``: its words and scores, whether they are
+        signed, what a score means and how it ran, with ``extra`` fields of
+        :class:`~captum_iba.visualization.page.ScoreRow`."""
+        from captum_iba.visualization.page import ScoreRow
+
+        m = self.methods[name]
+        return ScoreRow(
+            method=name,
+            words=self.tokens(pieces),  # type: ignore[attr-defined]
+            scores=self.scores(name, pieces),  # type: ignore[attr-defined]
+            signed=m.signed,
+            meaning=m.meaning,
+            details=self.details(name),  # type: ignore[attr-defined]
+            **extra,
+        )
+
     def _repr_html_(self) -> str:
         return self.to_html(full_page=False)
 
