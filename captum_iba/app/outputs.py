@@ -81,27 +81,32 @@ def claim(folder: Path) -> Optional[Path]:
     """Creates ``folder`` and the parents it lacks, one level at a time, each
     with ``mkdir`` that fails when the folder exists.
 
+    Every level is made, even when another process makes some of them in the
+    same instant: the command's lock is taken in ``folder`` itself, so it must
+    be there when this returns.
+
     Args:
         folder (Path): The folder.
 
     Returns:
-        Path or None: The highest folder this call created (all below it are
-        its own too); None when ``folder`` was there, another process made
-        it first, or it cannot be made (the command's own check says why).
+        Path or None: The highest folder this call created, all below it its
+        own too; None when ``folder`` was there, when another process made a
+        level below one this call made (what is in it is not all ours to
+        remove), or when nothing could be made (the command's own check says
+        why).
     """
     missing = [p for p in [folder, *folder.parents] if not p.exists()]
-    created = None
+    created, shared = None, False
     for part in reversed(missing):
         try:
             part.mkdir()
-        except FileExistsError:
-            if created is not None:  # made by another process meanwhile
-                return created
+        except FileExistsError:  # made by another process meanwhile
+            shared = shared or created is not None
             continue
         except OSError:
-            return created  # a file in the way, no permission: said later
+            break  # a file in the way, no permission: said later
         created = created or part
-    return created
+    return None if shared else created
 
 
 class _FileLock:
