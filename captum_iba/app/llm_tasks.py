@@ -196,19 +196,14 @@ def label_choice(
     import torch
 
     from captum_iba.attr.llm_batch import prompt_batch
+    from captum_iba.attr.llm_choice import CausalLMChoice
 
-    ids = answer_token_ids(task, tokenizer)
+    choice = CausalLMChoice(model, answer_token_ids(task, tokenizer))
     out: List[int] = []
     for start in range(0, len(prompts), 8):
         part = list(prompts[start : start + 8])
         batch = prompt_batch(tokenizer, part, [task.answers[0]] * len(part), chat=chat)
-        mask = batch.attention_mask[:, :-1]
-        with torch.no_grad():  # positions counted over real tokens (left padding)
-            logits = model(
-                input_ids=batch.input_ids[:, :-1],
-                attention_mask=mask,
-                position_ids=(mask.cumsum(-1) - 1).clamp_min(0),
-                use_cache=False,
-            ).logits[:, -1]
-        out += logits[:, ids].argmax(1).tolist()
+        with torch.no_grad():
+            logp = choice(batch.input_ids, batch.attention_mask, batch.answer_mask)
+        out += logp.argmax(1).tolist()
     return out

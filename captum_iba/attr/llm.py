@@ -44,6 +44,7 @@ from captum_iba.attr.llm_batch import (
     IGNORE_INDEX,
     PromptBatch,
     check_target,
+    position_ids,
     prompt_batch,
 )
 
@@ -193,11 +194,6 @@ def _single_batch(
     return PromptBatch(ids, torch.ones_like(ids), labels, scored)
 
 
-def _position_ids(attention_mask: Tensor) -> Tensor:
-    """Positions counted over real tokens only (left padding keeps them right)."""
-    return (attention_mask.long().cumsum(-1) - 1).clamp_min(0)
-
-
 class CausalLMLogLikelihood(nn.Module):
     r"""``forward(input_ids, attention_mask, labels) -> (B,)``: the total
     log-probability, in nats, of the labelled tokens of every sequence.
@@ -256,7 +252,7 @@ class CausalLMLogLikelihood(nn.Module):
         out = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
-            position_ids=_position_ids(attention_mask),
+            position_ids=position_ids(attention_mask),
             use_cache=False,
             **keep,
         )

@@ -28,6 +28,7 @@ __all__ = [
     "check_target",
     "encode_prompt",
     "greedy_answers",
+    "position_ids",
     "prompt_batch",
 ]
 
@@ -111,6 +112,12 @@ class PromptBatch:
             tuple(self.prompts[b] for b in rows) if self.prompts else (),
         )
         return batch, torch.tensor(which, dtype=torch.long)
+
+
+def position_ids(attention_mask: Tensor) -> Tensor:
+    """``(B, W)`` positions counted over real tokens only, so that a sequence
+    padded on the left (or right, or not at all) gets the same positions."""
+    return (attention_mask.long().cumsum(-1) - 1).clamp_min(0)
 
 
 def _pad_id(tokenizer: Any) -> int:

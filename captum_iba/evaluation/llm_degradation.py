@@ -9,15 +9,20 @@ the content removed in the method's order, the instruction, the chat
 template and the answer kept.
 """
 
-from typing import Any, Mapping, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
 
 from captum_iba.attr.llm import CausalLMLogLikelihood
 from captum_iba.attr.llm_batch import PromptBatch, encode_prompt
+from captum_iba.attr.llm_choice import CausalLMChoice
 from captum_iba.evaluation.llm_scorers import LLMScorer
-from captum_iba.metrics import DegradationOptions, prompt_degradation_test
+from captum_iba.metrics import (
+    DegradationOptions,
+    choice_degradation_test,
+    prompt_degradation_test,
+)
 from captum_iba.metrics.result import DegradationResult
 
 __all__ = ["content_mask", "degrade_answers"]
@@ -72,9 +77,12 @@ def degrade_answers(
     content: Tensor,
     options: Optional[DegradationOptions] = None,
     metadata: Optional[Mapping[str, Any]] = None,
+    choices: Optional[Sequence[int]] = None,
 ) -> DegradationResult:
     """``scorer``'s scores of ``batch``, tested: the content removed in their
-    order, the probability of each answer tracked.
+    order, the probability of each answer tracked - its absolute probability,
+    or with ``choices`` its probability among a task's answer words
+    (:func:`~captum_iba.metrics.choice_degradation_test`).
 
     Args:
         scorer (LLMScorer): A method for causal LMs (``build_scorers``).
@@ -84,6 +92,9 @@ def degrade_answers(
         options (DegradationOptions, optional): Default: the paper's levels,
             deletion, from the scorer's tokenizer (its special and pad ids).
         metadata (Mapping, optional): Default: the scorer's name and settings.
+        choices (Sequence of int, optional): The token ids of the task's
+            answer words, in class order; each answer is then one of them,
+            one token. Default None: the answer's absolute probability.
 
     Returns:
         DegradationResult: As :func:`~captum_iba.metrics.prompt_degradation_test`.
@@ -93,6 +104,25 @@ def degrade_answers(
     scores = scorer.attribute(batch).answer
     if metadata is None:
         metadata = {"method": scorer.name, "attribution": dict(scorer.settings)}
+    if choices is not None:
+        sizes = batch.answer_mask.sum(1)
+        if bool((sizes != 1).any()):
+            raise ValueError(
+                "with choices, each answer is one answer word, one token; the "
+                f"answers have {sizes.tolist()} tokens"
+            )
+        chosen = batch.input_ids[batch.answer_mask]
+        return choice_degradation_test(
+            CausalLMChoice(scorer.model, choices),
+            batch.input_ids,
+            scores.detach().cpu(),
+            batch.answer_mask,
+            target=_choice_index(chosen, choices),
+            attention_mask=batch.attention_mask,
+            removable=content,
+            options=options,
+            metadata=metadata,
+        )
     return prompt_degradation_test(
         CausalLMLogLikelihood(scorer.model),
         batch.input_ids,
@@ -103,3 +133,19 @@ def degrade_answers(
         options=options,
         metadata=metadata,
     )
+
+
+def _choice_index(answers: Tensor, choices: Sequence[int]) -> List[int]:
+    """Each answer token's index among ``choices``.
+
+    Raises:
+        ValueError: For an answer of more than one token or not a choice.
+    """
+    where = {int(c): i for i, c in enumerate(choices)}
+    bad = sorted({int(a) for a in answers} - set(where))
+    if bad:
+        raise ValueError(
+            f"answer token(s) {bad} are not among the choices {list(choices)}: "
+            "each answer must be one of the task's answer words, one token"
+        )
+    return [where[int(a)] for a in answers]

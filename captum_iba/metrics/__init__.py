@@ -21,7 +21,8 @@ Modules:
   computed once and given to several tests;
 * :mod:`~captum_iba.metrics.options` - :class:`DegradationOptions`;
 * :mod:`~captum_iba.metrics.prompts` - :func:`prompt_degradation_test`, the
-  test for a causal LM's answer to a prompt (:class:`AnswerOdds`);
+  test for a causal LM's answer to a prompt (:class:`AnswerOdds`), and
+  :func:`choice_degradation_test`, for its choice among a task's answer words;
 * :mod:`~captum_iba.metrics.strategies` - the removal strategies and
   :func:`as_removal`;
 * :mod:`~captum_iba.metrics.aggregates` - the aggregates, as functions of
@@ -48,7 +49,7 @@ _NAMES = exports(
     compare=["Comparison", "compare"],
     degradation=["degradation_test", "original_logits_of"],
     options=["PAPER_LEVELS", "DegradationOptions"],
-    prompts=["AnswerOdds", "prompt_degradation_test"],
+    prompts=["AnswerOdds", "choice_degradation_test", "prompt_degradation_test"],
     randomization=["cascade_stages", "cascading_randomization", "reinitialize"],
     randomization_result=["RandomizationResult", "rank_correlation"],
     result=["DegradationResult"],

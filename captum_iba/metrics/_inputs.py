@@ -326,9 +326,19 @@ def warn_special_tokens(
         warnings.warn(problem, UserWarning, stacklevel=5)
 
 
+def _training(module: torch.nn.Module) -> bool:
+    """Whether a module with parameters of its own is in training mode (a
+    wrapper's own flag does not count: it has no dropout), or, with none,
+    the module itself."""
+    owners = [
+        m for m in module.modules() if next(m.parameters(False), None) is not None
+    ]
+    return any(m.training for m in owners) if owners else module.training
+
+
 def warn_if_training(forward_func: Any) -> None:
     """Warn (at the test's caller) when the model is in training mode."""
-    if isinstance(forward_func, torch.nn.Module) and forward_func.training:
+    if isinstance(forward_func, torch.nn.Module) and _training(forward_func):
         warnings.warn(
             "the model is in training mode: dropout makes the degradation test "
             "random; call model.eval() first",

@@ -15,17 +15,23 @@ the answer), and the answer's mask follows the tokens when deletion compacts
 a prompt (its labels are made from it at every level).
 """
 
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Tuple
 
 import torch
 from captum.log import log_usage
 from torch import Tensor, nn
 
+from captum_iba.metrics._inputs import TargetLike
 from captum_iba.metrics.degradation import degradation_test
 from captum_iba.metrics.options import DegradationOptions
 from captum_iba.metrics.result import DegradationResult
 
-__all__ = ["IGNORE_INDEX", "AnswerOdds", "prompt_degradation_test"]
+__all__ = [
+    "IGNORE_INDEX",
+    "AnswerOdds",
+    "choice_degradation_test",
+    "prompt_degradation_test",
+]
 
 
 #: The label of a position not scored (Hugging Face's convention).
@@ -50,14 +56,9 @@ class AnswerOdds(nn.Module):
     def __init__(self, log_likelihood: Callable[..., Tensor]) -> None:
         super().__init__()
         self.log_likelihood = log_likelihood
-        # the wrapped model's mode, read, never set (the test warns in
-        # training): a module with parameters of its own in training mode
-        # (wrappers such as CausalLMLogLikelihood have none)
-        own = isinstance(log_likelihood, nn.Module)
-        modules = log_likelihood.modules() if own else ()
-        self.training = any(
-            m.training for m in modules if next(m.parameters(False), None) is not None
-        )
+        # its own mode flag, not the model's (set without recursing): the
+        # test reads the modules with parameters (the wrapped model's)
+        self.training = False
 
     @property
     def config(self) -> Any:
@@ -149,21 +150,9 @@ def prompt_degradation_test(
             ``removable`` is not ``(B, L)``, a row has no answer token or
             nothing to remove, or the forward does not return ``(N,)``.
     """
-    if not isinstance(answer_mask, Tensor) or answer_mask.shape != inputs.shape:
-        is_tensor = isinstance(answer_mask, Tensor)
-        got = tuple(answer_mask.shape) if is_tensor else answer_mask
-        raise ValueError(
-            f"answer_mask must be a (B, L) tensor like inputs {tuple(inputs.shape)}, "
-            f"marking each row's answer; got {got}"
-        )
-    if not bool(answer_mask.bool().any(1).all()):
-        raise ValueError("answer_mask marks no answer token in some row")
-    if attention_mask is None:
-        attention_mask = torch.ones_like(inputs)
-    if removable is None:
-        removable = attention_mask.bool() & ~answer_mask.bool()
-    if removable.shape == inputs.shape == attention_mask.shape:  # (else the test says)
-        _check_kept_before_answer(attention_mask, answer_mask, removable)
+    attention_mask, removable = _prompt_masks(
+        inputs, answer_mask, attention_mask, removable
+    )
     extra = additional_forward_args
     extra = () if extra is None else extra if isinstance(extra, tuple) else (extra,)
     result = degradation_test(
@@ -180,6 +169,107 @@ def prompt_degradation_test(
     )
     result.settings["target"] = "answer"
     return result
+
+
+@log_usage()
+def choice_degradation_test(
+    forward_func: Callable[..., Tensor],
+    inputs: Tensor,
+    attributions: Tensor,
+    answer_mask: Tensor,
+    target: TargetLike = None,
+    attention_mask: Optional[Tensor] = None,
+    removable: Optional[Tensor] = None,
+    options: Optional[DegradationOptions] = None,
+    metadata: Optional[Mapping[str, Any]] = None,
+    show_progress: bool = False,
+) -> DegradationResult:
+    r"""Degradation test of prompt-token attributions for a causal LM's choice
+    among a task's answer words.
+
+    As :func:`prompt_degradation_test`, but the probability tracked is the
+    answer's *among the task's answers*: the softmax over the ``C`` answer
+    words of their next-token log-probabilities where the answer starts, a
+    ``C``-class classifier whose target is the answer's word. A small chat
+    model gives its label words a tiny absolute probability as its first
+    answer token (it starts its answers otherwise: median .0008 for
+    SmolLM2-135M-Instruct on SST-2 prompts), so that probability barely
+    moves as tokens go; the choice among the words is what the prompt
+    decides. The model is called as ``forward_func(input_ids,
+    attention_mask, answer_mask)`` and returns ``(N, C)`` logits, e.g.
+    :class:`~captum_iba.attr.llm_choice.CausalLMChoice`; ``answer_mask``
+    follows the tokens when deletion compacts a prompt.
+
+    Args:
+        forward_func (Callable): The choice's ``(N, C)`` logits (see above).
+        inputs (Tensor): ``(B, L)`` token ids: prompt and answer token.
+        attributions (Tensor): ``(B, L)`` scores (``(B, L, H)`` is summed).
+        answer_mask (Tensor): ``(B, L)`` bool: each row's answer.
+        target (int, list or Tensor, optional): Each row's answer as the index
+            of its word among the choices. Default None: the model's own
+            choice on the intact prompt.
+        attention_mask (Tensor, optional): ``(B, L)``. Default: all ones.
+        removable (Tensor, optional): ``(B, L)`` bool, the content. Default:
+            every real, non-special token outside the answer.
+        options (DegradationOptions, optional): As :func:`degradation_test`'s.
+        metadata (Mapping, optional): As :func:`degradation_test`'s.
+        show_progress (bool): Show a progress bar. Default False.
+
+    Returns:
+        DegradationResult: The answer's probability among the choices per
+        level, the aggregates, and ``settings`` (``target``: ``"choice"``).
+
+    Raises:
+        ValueError: As :func:`prompt_degradation_test`.
+    """
+    attention_mask, removable = _prompt_masks(
+        inputs, answer_mask, attention_mask, removable
+    )
+    result = degradation_test(
+        forward_func,
+        inputs,
+        attributions,
+        target=target,
+        additional_forward_args=(answer_mask.bool(),),
+        attention_mask=attention_mask,
+        options=options,
+        metadata=metadata,
+        show_progress=show_progress,
+        removable=removable,
+    )
+    result.settings["target"] = "choice"
+    return result
+
+
+def _prompt_masks(
+    inputs: Tensor,
+    answer_mask: Tensor,
+    attention_mask: Optional[Tensor],
+    removable: Optional[Tensor],
+) -> Tuple[Tensor, Tensor]:
+    """The attention mask and the removable positions (their defaults
+    filled), checked: an answer in every row, a token kept before it.
+
+    Raises:
+        ValueError: For a misshapen ``answer_mask``, a row with no answer
+            token, or one with nothing kept before its answer.
+    """
+    if not isinstance(answer_mask, Tensor) or answer_mask.shape != inputs.shape:
+        is_tensor = isinstance(answer_mask, Tensor)
+        got = tuple(answer_mask.shape) if is_tensor else answer_mask
+        raise ValueError(
+            f"answer_mask must be a (B, L) tensor like inputs {tuple(inputs.shape)}, "
+            f"marking each row's answer; got {got}"
+        )
+    if not bool(answer_mask.bool().any(1).all()):
+        raise ValueError("answer_mask marks no answer token in some row")
+    if attention_mask is None:
+        attention_mask = torch.ones_like(inputs)
+    if removable is None:
+        removable = attention_mask.bool() & ~answer_mask.bool()
+    if removable.shape == inputs.shape == attention_mask.shape:  # (else the test says)
+        _check_kept_before_answer(attention_mask, answer_mask, removable)
+    return attention_mask, removable
 
 
 def _check_kept_before_answer(

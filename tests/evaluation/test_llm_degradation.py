@@ -66,7 +66,7 @@ def trained():
     return model, tok, batch
 
 
-def _result(trained, method):
+def _result(trained, method, choices=None):
     model, tok, batch = trained
     options = {}
     scorer = build_scorers(
@@ -79,7 +79,7 @@ def _result(trained, method):
         levels=[0, 1, 6], level_unit="count", pad_token_id=tok.pad_token_id,
         special_token_ids=tuple(tok.all_special_ids),
     )  # fmt: skip
-    result = degrade_answers(scorer, batch, content, options)
+    result = degrade_answers(scorer, batch, content, options, choices=choices)
     assert no_hooks(model)
     return result
 
@@ -128,3 +128,33 @@ def test_a_row_with_nothing_kept_before_its_answer_is_refused(trained):
             build_scorers(["llm-random"], Resources(model, tok))["llm-random"],
             batch, batch.scored,
         )  # fmt: skip
+
+
+@pytest.mark.parametrize("method", ["llm-iba", "llm-ablation"])
+def test_the_choice_between_the_answer_words_goes_with_the_key(trained, method):
+    """The answer's probability among " is" / " was": near 1 on the intact
+    prompts, and it falls when the key goes first (the method's order), not
+    when random scores remove a filler word."""
+    model, tok, _ = trained
+    choices = tok.convert_tokens_to_ids(["is", "was"])
+    result = _result(trained, method, choices)
+    floor = _result(trained, "llm-random", choices)
+    assert result.settings["target"] == "choice"
+    assert result.target.tolist() == [0] * 12  # the model's own choice: " is"
+    assert float(result.original_probs.min()) > 0.9
+    drop = (result.original_probs - result.probs[:, 1]).mean()
+    random_drop = (floor.original_probs - floor.probs[:, 1]).mean()
+    assert drop > 0.6 and drop > random_drop + 0.3, (float(drop), float(random_drop))
+
+
+def test_an_answer_that_is_not_a_choice_is_named(trained):
+    model, tok, batch = trained
+    scorer = build_scorers(["llm-random"], Resources(model, tok))["llm-random"]
+    spans = [(len(INSTRUCTION), len(p)) for p in batch.prompts]
+    content = content_mask(tok, batch, spans)
+    wrong = tok.convert_tokens_to_ids(["was", "in"])
+    with pytest.raises(ValueError, match=r"are not among the choices"):
+        degrade_answers(scorer, batch, content, choices=wrong)
+    two = prompt_batch(tok, batch.prompts[:2], [" is big"] * 2)
+    with pytest.raises(ValueError, match="one answer word, one token"):
+        degrade_answers(scorer, two, content[:2], choices=wrong)

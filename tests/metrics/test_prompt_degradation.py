@@ -17,6 +17,7 @@ from captum_iba.metrics import (
     DegradationOptions,
     Deletion,
     Replacement,
+    choice_degradation_test,
     prompt_degradation_test,
 )
 from captum_iba.metrics.prompts import AnswerOdds
@@ -176,3 +177,63 @@ def test_a_causal_lm_with_its_labels_following(kind):
             alone = log_likelihood(ids, torch.ones_like(ids), lab).exp()
         assert abs(float(result.probs[i, 1]) - float(alone)) < 1e-6
         assert int(answer[i][keep].sum()) == int(answer[i].sum())  # all answer kept
+
+
+class ToyChoice(nn.Module):
+    """Two answer words whose logits are [s, -s], s = the sum of the present
+    prompt tokens' weights; the answer token (id 1) is read for its position
+    only."""
+
+    def forward(self, ids: Tensor, mask: Tensor, answer: Tensor) -> Tensor:
+        assert bool((ids[answer] == 1).all()), "the answer followed its token"
+        s = (WEIGHTS[ids] * mask * ~answer).sum(1)
+        return torch.stack([s, -s], dim=1)
+
+
+def _choice(tokens, target: int) -> float:
+    s = float(sum(WEIGHTS[t] for t in tokens))
+    return 1.0 / (1.0 + math.exp(-2 * s if target == 0 else 2 * s))
+
+
+class TestToyChoice(BaseTest):
+    """The answer's probability among two words, level by level, by hand."""
+
+    ids = torch.tensor([[7, 2, 3, 4, 5, 6, 1], [3, 2, 3, 4, 5, 6, 1]])
+    content = torch.tensor([[False] + [True] * 5 + [False]] * 2)
+    options = DegradationOptions(
+        levels=[0, 1, 5], level_unit="count", special_token_ids=()
+    )
+
+    def test_probabilities_per_level_and_the_model_s_own_choice(self) -> None:
+        """The sums are 6.25 and 2.25 (both choose word 0); with target None
+        each row explains its own choice."""
+        scores = WEIGHTS[self.ids].clone()
+        result = choice_degradation_test(
+            ToyChoice().eval(), self.ids, scores, self.ids == 1,
+            removable=self.content, options=self.options,
+        )  # fmt: skip
+        for row, lead in enumerate((7, 3)):
+            expected = [
+                _choice([lead, 2, 3, 4, 5, 6], 0),
+                _choice([lead, 3, 4, 5, 6], 0),  # 2 (weight 2.0) goes first
+                _choice([lead], 0),
+            ]
+            assertTensorAlmostEqual(self, result.probs[row], expected, delta=1e-6)
+        self.assertEqual(result.settings["target"], "choice")
+        self.assertEqual(result.target.tolist(), [0, 0])
+
+    def test_a_given_target_and_the_answer_kept(self) -> None:
+        """Target 1 (the other word) for row 1; the answer is never removed,
+        even when it scores highest; the instruction needs keeping."""
+        scores = WEIGHTS[self.ids].clone()
+        scores[:, -1] = 100.0
+        result = choice_degradation_test(
+            ToyChoice().eval(), self.ids, scores, self.ids == 1, target=[0, 1],
+            removable=self.content, options=self.options,
+        )  # fmt: skip
+        self.assertAlmostEqual(float(result.probs[1, 2]), _choice([3], 1), places=6)
+        with self.assertRaisesRegex(ValueError, r"row\(s\) \[0, 1\] keep no token"):
+            choice_degradation_test(
+                ToyChoice().eval(), self.ids, scores, self.ids == 1,
+                options=DegradationOptions(special_token_ids=()),
+            )  # fmt: skip
