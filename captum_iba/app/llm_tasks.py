@@ -2,8 +2,10 @@
 
 A :class:`PromptTask` turns one example of a corpus into a prompt - an
 instruction around the content (the review, the article, the premise and
-hypothesis) - and names the answer words, one per label. The prompts are
-wrapped as a user turn of the chat template when the tokenizer has one.
+hypothesis) - and names the answer words, one per label. A task says
+whether its prompts are a user turn of the chat template or plain
+completions (:attr:`PromptTask.chat`; completions measured better, see
+:data:`TASKS`).
 :func:`task_examples` gives the prompts, where each one's content lies
 (characters, for :func:`~captum_iba.evaluation.llm_degradation.content_mask`)
 and the gold answers; :func:`answer_token_ids` checks that every answer word
@@ -39,6 +41,9 @@ class PromptTask:
         max_content_tokens (int, optional): Content longer than this many
             tokens is skipped (IMDB's long-prompt task keeps 256-512).
         min_content_tokens (int): Shorter content is skipped.
+        chat (bool): Whether the prompt is a user turn of the tokenizer's
+            chat template (else a plain completion, answered after the
+            template's last word).
     """
 
     corpus: str
@@ -47,6 +52,7 @@ class PromptTask:
     pair_join: str = ""
     max_content_tokens: Optional[int] = None
     min_content_tokens: int = 1
+    chat: bool = False
 
     def prompt(self, content: str) -> Tuple[str, Tuple[int, int]]:
         """The prompt around ``content`` and where the content lies in it."""
@@ -54,33 +60,35 @@ class PromptTask:
         return head + content + tail, (len(head), len(head) + len(content))
 
 
-_ASK = "Answer with one word: {choices}."
-#: The tasks, by name.
+_SENTIMENT = (
+    "Classify the sentiment of the review as positive or negative.\n"
+    "Review: {content}\nSentiment:"
+)
+#: The tasks, by name. Templates chosen on 48 train prompts each (the search
+#: split) for SmolLM2-135M-Instruct's zero-shot choice among the answer
+#: words, as completions: in its chat template it chose " negative" for all
+#: 48 SST-2 prompts (accuracy .40; .75 as this completion, 13 / 35 negative /
+#: positive), so its choice did not depend on the review at all. On AG News
+#: and RTE every template tried was weak (AG News .25-.33, mostly " world";
+#: RTE " no" for all 48, accuracy .58): the test then explains that answer.
 TASKS: Dict[str, PromptTask] = {
-    "sst2": PromptTask(
-        "sst2",
-        "Review: {content}\nIs this review positive or negative? "
-        + _ASK.format(choices="positive or negative"),
-        (" negative", " positive"),
-    ),
+    "sst2": PromptTask("sst2", _SENTIMENT, (" negative", " positive")),
     "imdb": PromptTask(
         "imdb",
-        "Review: {content}\nIs this review positive or negative? "
-        + _ASK.format(choices="positive or negative"),
+        _SENTIMENT,
         (" negative", " positive"),
         max_content_tokens=512,
         min_content_tokens=256,
     ),
     "ag_news": PromptTask(
         "ag_news",
-        "Article: {content}\nIs this article about world, sports, business or "
-        "science? " + _ASK.format(choices="world, sports, business or science"),
+        "Article: {content}\nTopic (world, sports, business or science):",
         (" world", " sports", " business", " science"),
     ),
     "rte": PromptTask(
         "rte",
-        "First sentence: {content}\nDoes the first sentence imply the second? "
-        + _ASK.format(choices="yes or no"),
+        "Does the first sentence imply the second? Answer yes or no.\n"
+        "First sentence: {content}\nAnswer:",
         (" yes", " no"),
         pair_join="\nSecond sentence: ",
     ),
@@ -188,16 +196,17 @@ def label_choice(
     tokenizer: Any,
     prompts: Sequence[str],
     task: PromptTask,
-    chat: bool = True,
+    chat: Optional[bool] = None,
 ) -> List[int]:
     """The label whose answer word the model finds most probable as its
     first answer token, per prompt (its answer restricted to the task's
-    words), in batches of 8."""
+    words), in batches of 8; ``chat`` None: the task's own."""
     import torch
 
     from captum_iba.attr.llm_batch import prompt_batch
     from captum_iba.attr.llm_choice import CausalLMChoice
 
+    chat = task.chat if chat is None else chat
     choice = CausalLMChoice(model, answer_token_ids(task, tokenizer))
     out: List[int] = []
     for start in range(0, len(prompts), 8):
