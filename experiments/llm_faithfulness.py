@@ -1,0 +1,160 @@
+"""The faithfulness study of issue 28: methods for causal LMs on zero-shot
+prompt tasks, SmolLM2-135M-Instruct by default.
+
+For each task (:data:`captum_iba.app.llm_tasks.TASKS`: SST-2, IMDB reviews of
+256-512 tokens, AG News, RTE) the model answers each prompt with its choice
+among the task's answer words (:func:`~captum_iba.app.llm_tasks.label_choice`);
+each method scores the prompt tokens for that answer (its log-probability),
+and the fair degradation test removes the content (the review, the article,
+the sentence pair; never the instruction) in the method's order, tracking the
+answer's probability among the answer words
+(:func:`~captum_iba.metrics.choice_degradation_test`). Per prompt it keeps
+drop@11 %, AOPC, comprehensiveness, sufficiency and the CPU-seconds of the
+method alone (one torch thread, ``time.process_time``).
+
+Two splits: ``search`` (train prompts, where templates and configurations are
+chosen) and ``report`` (the corpus's held-out split, run once). Results are
+cached per task, split and method under ``--out``, so a run resumes and
+methods can be added later::
+
+    python experiments/llm_faithfulness.py run --task sst2 --split search --n 16 \\
+        --methods llm-random,llm-iba-deletion,llm-ablation,llm-ig
+    python experiments/llm_faithfulness.py tables --task sst2 --split search
+
+Tables use the classifier study's statistics (means, 95 % bootstrap
+intervals, paired differences against the anchors).
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+import faithfulness_study as fs  # noqa: E402
+
+from captum_iba.app.causal_lm import load_causal_lm  # noqa: E402
+from captum_iba.app.data import HELDOUT_SPLIT  # noqa: E402
+from captum_iba.app.llm_tasks import (  # noqa: E402
+    TASKS,
+    answer_token_ids,
+    label_choice,
+    task_examples,
+)
+from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
+from captum_iba.attr.llm_batch import prompt_batch  # noqa: E402
+from captum_iba.evaluation import Resources, build_scorers, get_preset  # noqa: E402
+from captum_iba.evaluation.llm_degradation import (  # noqa: E402
+    content_mask,
+    degrade_answers,
+)
+from captum_iba.metrics import DegradationResult  # noqa: E402
+
+#: The anchors the paired differences are taken against.
+ANCHORS = ("llm-ig", "llm-ablation", "llm-attnlrp")
+
+
+def _split(task: str, split: str) -> str:
+    return "train" if split == "search" else HELDOUT_SPLIT[TASKS[task].corpus]
+
+
+def run(args: argparse.Namespace) -> None:
+    """Score and test every method not yet cached."""
+    torch.set_num_threads(1)
+    cpu = torch.backends.cpu.get_cpu_capability()
+    model, tok = load_causal_lm(args.model)
+    task = TASKS[args.task]
+    examples = task_examples(task, _split(args.task, args.split), tok, args.n)
+    chosen = label_choice(model, tok, examples.prompts, task)
+    accuracy = float(np.mean([c == y for c, y in zip(chosen, examples.labels)]))
+    print(f"{args.task} {args.split}: n {args.n}, accuracy {accuracy:.3f}, "
+          f"answers {[chosen.count(c) for c in range(len(task.answers))]}, "
+          f"CPU {cpu}", flush=True)  # fmt: skip
+    options = get_preset("fair").test.with_tokenizer(tok)
+    choices = answer_token_ids(task, tok)
+    for name in args.methods.split(","):
+        path = Path(args.out) / args.task / args.split / f"{name}.json"
+        if path.exists():
+            continue
+        scorer = build_scorers([name], Resources(model, tok))[name]
+        parts, seconds = [], []
+        for start in range(0, args.n, args.batch_size):
+            rows = range(start, min(start + args.batch_size, args.n))
+            batch = prompt_batch(
+                tok, [examples.prompts[i] for i in rows],
+                [task.answers[chosen[i]] for i in rows], chat=task.chat,
+            )  # fmt: skip
+            content = content_mask(
+                tok, batch, [examples.spans[i] for i in rows], chat=task.chat
+            )
+            began = time.process_time()
+            scores = scorer.attribute(batch)  # the method alone is timed
+            seconds += [(time.process_time() - began) / len(rows)] * len(rows)
+            parts.append(
+                degrade_answers(
+                    _Fixed(scorer, scores), batch, content, options, choices=choices
+                )
+            )
+        record: Dict[str, Any] = fs.per_instance(DegradationResult.concat(parts))
+        record.update(
+            cpu_seconds=seconds, accuracy=accuracy, answers=chosen,
+            indices=examples.indices, cpu=cpu, model=args.model,
+        )  # fmt: skip
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record))
+        print(f"{name}: aopc {np.mean(record['aopc']):.4f} drop11 "
+              f"{np.mean(record['drop11']):.4f} CPU-s/prompt "
+              f"{np.mean(seconds):.2f}", flush=True)  # fmt: skip
+
+
+class _Fixed:
+    """A scorer whose scores are already computed (so the test is not timed
+    with the method)."""
+
+    def __init__(self, scorer: Any, scores: Any) -> None:
+        self.scorer, self.scores = scorer, scores
+        self.model, self.tokenizer = scorer.model, scorer.tokenizer
+        self.name, self.settings = scorer.name, scorer.settings
+
+    def attribute(self, batch: Any) -> Any:
+        return self.scores
+
+
+def tables(args: argparse.Namespace) -> None:
+    """The task's table and its paired differences against the anchors."""
+    folder = Path(args.out) / args.task / args.split
+    records: Dict[str, Dict[str, List[float]]] = {
+        p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))
+    }
+    if not records:
+        raise SystemExit(f"no results in {folder}")
+    first = next(iter(records.values()))
+    print(f"{args.task} {args.split}: accuracy {first['accuracy']:.3f}, "
+          f"CPU {first['cpu']}\n")  # fmt: skip
+    print(fs.table(records) + "\n")
+    print(fs.paired_table(records, sorted(records), ANCHORS))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("run", "tables"):
+        p = sub.add_parser(name)
+        p.add_argument("--task", choices=sorted(TASKS), required=True)
+        p.add_argument("--split", choices=("search", "report"), default="search")
+        p.add_argument("--out", default="results/llm_faithfulness")
+    sub.choices["run"].add_argument("--n", type=int, default=200)
+    sub.choices["run"].add_argument("--methods", default="llm-random,llm-iba-deletion")
+    sub.choices["run"].add_argument("--batch-size", type=int, default=4)
+    sub.choices["run"].add_argument("--model", default=SMOLLM2_HUB_ID)
+    args = parser.parse_args()
+    (run if args.command == "run" else tables)(args)
+
+
+if __name__ == "__main__":
+    main()
