@@ -37,6 +37,7 @@ from captum_iba._utils.registry import Entry, Registry
 
 __all__ = [
     "DEFAULT_COMPARISON",
+    "DEFAULT_LLM_COMPARISON",
     "DEFAULT_LLM_METHOD",
     "DEFAULT_METHOD",
     "METHODS",
@@ -457,6 +458,14 @@ DEFAULT_METHOD = "iba-deletion"
 DEFAULT_LLM_METHOD = "llm-iba-deletion"
 #: What ``evaluate`` compares when no method is named.
 DEFAULT_COMPARISON = ("iba-deletion", "iba-faithful", "IG", "LIME", "random")
+#: What ``evaluate --model <causal LM>`` compares when no method is named.
+DEFAULT_LLM_COMPARISON = (
+    "llm-iba-deletion",
+    "llm-iba-faithful",
+    "llm-ig",
+    "llm-ablation",
+    "llm-random",
+)
 
 _PR = "captum_iba.attr.priors"
 

@@ -50,7 +50,6 @@ from captum_iba.app.help import (
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID, SMOLLM2_INSTALL
 from captum_iba.app.profiles import CORPORA, PARTS, PROFILE_SUMMARIES, PROFILES
 from captum_iba.registry import (
-    DEFAULT_COMPARISON,
     DEFAULT_LLM_METHOD,
     DEFAULT_METHOD,
     OPTIONS,
@@ -152,20 +151,24 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
     )
 
 
-def _corpus_arguments(
-    p: argparse.ArgumentParser, methods: str, n: Optional[int]
-) -> None:
+def _corpus_arguments(p: argparse.ArgumentParser, n: Optional[int]) -> None:
     """The options ``evaluate`` and ``attribute`` share (the corpus engine's)."""
     p.add_argument(
         "--dataset",
         default=DEFAULT_CORPUS,
         help=f"the corpus (its held-out split), one of {', '.join(DATASETS)}",
     )
+    from captum_iba.app.llm_corpus import DEFAULT_METHODS
+
+    classifier, llm = (
+        ",".join(m.lower() for m in DEFAULT_METHODS[(p.prog.split()[-1], k)])
+        for k in ("classifier", "causal-lm")
+    )
     p.add_argument(
         "--methods",
         "--method",
-        default=methods,
-        help="comma-separated method names (listed below)",
+        help="comma-separated method names (listed below; default: "
+        f"{classifier}; for a causal LM: {llm})",
     )
     p.add_argument(
         "--n",
@@ -187,7 +190,10 @@ def _corpus_arguments(
     p.add_argument(
         "--model",
         help="a fine-tuned classifier, folder or hub id (default: MiniLM-L6 "
-        "fine-tuned on --dataset, made once on first use and cached)",
+        "fine-tuned on --dataset, made once on first use and cached), or a causal "
+        f"LM (a folder, a GGUF file, {SMOLLM2_HUB_ID}): each instance is then a "
+        "zero-shot prompt and the model's choice among the answer words is "
+        "explained (docs/llm.rst)",
     )
     for flag, kind, default, text in _CORPUS_NUMBERS:
         p.add_argument(flag, type=kind, default=default, help=text)
@@ -268,7 +274,7 @@ def _evaluate_parser(sub: "argparse._SubParsersAction") -> None:
         "explained class drops (higher = more faithful).",
         epilog="\n\n".join([methods_listing(("classifier",)), priors_listing()]),
     )
-    _corpus_arguments(ev, ",".join(m.lower() for m in DEFAULT_COMPARISON), 300)
+    _corpus_arguments(ev, 300)
     ev.add_argument(
         "--out",
         default="results/evaluate",
@@ -289,7 +295,7 @@ def _attribute_parser(sub: "argparse._SubParsersAction") -> None:
             [scores_text(), methods_listing(("classifier",)), priors_listing()]
         ),
     )
-    _corpus_arguments(at, DEFAULT_METHOD, None)
+    _corpus_arguments(at, None)
     at.add_argument(
         "--out",
         required=True,

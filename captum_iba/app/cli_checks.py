@@ -110,7 +110,12 @@ def check_corpus(args: argparse.Namespace) -> None:
     args.dataset = args.dataset.lower()
     if args.dataset not in DATASETS:
         raise CLIError(f"unknown dataset {args.dataset!r}; choose from {DATASETS}")
-    args.methods = method_names(args.methods, "--methods")
+    if args.methods is None:
+        from captum_iba.app.llm_corpus import default_methods
+
+        args.methods = default_methods(args.command, args.model)
+    else:
+        args.methods = method_names(args.methods, "--methods")
     check_options(args, args.setting)
     if args.data_dir is not None:
         folder = os.path.expanduser(args.data_dir)

@@ -34,6 +34,7 @@ from captum_iba.app.engine import (
 )
 from captum_iba.app.engine.records import weights_digest
 from captum_iba.app.finetune.recipes import DEFAULT_BASE_MODEL_NAME
+from captum_iba.app.llm_corpus import check_kind, is_causal_lm, prompt_job
 from captum_iba.app.models import check_request_layers, config_and_record
 from captum_iba.attr.text import resolve_layer
 from captum_iba.evaluation import Resources, build_scorers, get_preset
@@ -55,7 +56,7 @@ DEFAULT_MODEL = (
 #: Options that do not change any number of a corpus run (left out of the
 #: settings a re-run is compared with); ``request`` is the checked form of
 #: the options recorded beside it.
-_RUN_ONLY = ("out", "data_dir", "device", "command", "request")
+_RUN_ONLY = ("out", "data_dir", "device", "command", "request", "llm")
 
 
 def _scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
@@ -94,6 +95,13 @@ def _run_settings(args: argparse.Namespace, split: str) -> Dict[str, Any]:
 
 def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob:
     """The model on this rank's device, the scorers and the corpus of a run."""
+    if args.llm:
+        data = load_dataset(
+            args.dataset, split, data_dir=args.data_dir, max_examples=args.n
+        )
+        job = prompt_job(args, data, _run_settings(args, split))
+        job.model.to(world.device)
+        return job
     if args.model is None and not world.is_main:
         world.barrier()  # rank 0 fine-tunes (or finds) the default model first
     model, tok = commands._model_and_tokenizer(args.model, args.dataset)
@@ -150,13 +158,17 @@ def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
     model loads; the folder's completion marker is removed until the run ends.
     """
     out = output_folder(args.out, "--out")
-    config, record = config_and_record(args.model, args.dataset)
-    check_against_config(config, max_length=args.max_length)
-    check_request_layers(args.request, config)
+    args.llm = is_causal_lm(args)
+    check_kind(args, args.llm)
+    warning = None
+    if not args.llm:
+        config, record = config_and_record(args.model, args.dataset)
+        check_against_config(config, max_length=args.max_length)
+        check_request_layers(args.request, config)
+        warning = corpus_warning(record, args.dataset)
     threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)  # CPU rounding depends on it
     world = init_world(args.device)
-    warning = corpus_warning(record, args.dataset)
     if warning and world.is_main:
         print(f"warning: {warning}", flush=True)
     try:
@@ -191,7 +203,7 @@ def evaluate(args: argparse.Namespace) -> int:
     )
     files = ENGINE_FILES + written
     write_marker(out, commands.MARKER, files=files, command="evaluate", n=n)
-    accuracy = next(iter(merged.results.values())).original_accuracy
+    accuracy = _accuracy(merged.rows)
     print(f"\n{args.dataset} (n={n}), setting {args.setting}")
     print(table.to_markdown())
     print(_wrap(f"Columns: {table.legend()}"))
@@ -201,12 +213,20 @@ def evaluate(args: argparse.Namespace) -> int:
         f"done: {merged.run_line(n, len(merged.results))}; model accuracy on them "
         f"{100 * accuracy:.1f} %; results in {out}/"
     )
-    warning = corpus_warning(
-        config_and_record(args.model, args.dataset)[1], args.dataset
-    )
+    warning = None
+    if not args.llm:
+        record = config_and_record(args.model, args.dataset)[1]
+        warning = corpus_warning(record, args.dataset)
     if warning:  # said at the start too; the accuracy above is read here
         print(_wrap(f"warning: {warning}"))
     return 0
+
+
+def _accuracy(rows: Sequence[Dict[str, Any]]) -> float:
+    """The share of instances whose predicted class (a causal LM's choice)
+    is the gold label."""
+    first = {r["index"]: r for r in rows}.values()
+    return sum(r["predicted"] == r["label"] for r in first) / max(len(first), 1)
 
 
 def _wrap(text: str) -> str:

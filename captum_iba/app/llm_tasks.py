@@ -23,6 +23,7 @@ __all__ = [
     "TaskExamples",
     "answer_token_ids",
     "label_choice",
+    "prompt_content",
     "task_examples",
 ]
 
@@ -118,8 +119,8 @@ def answer_token_ids(task: PromptTask, tokenizer: Any) -> List[int]:
     """The one token id of each answer word.
 
     Raises:
-        ValueError: Naming the words that are not one token, and how they
-            are scored instead (their first token would stand for them).
+        ValueError: Naming the words that are not one token (and what to do
+            instead), or that are the tokenizer's unknown token.
     """
     ids = [tokenizer.encode(a, add_special_tokens=False) for a in task.answers]
     long = [
@@ -131,6 +132,13 @@ def answer_token_ids(task: PromptTask, tokenizer: Any) -> List[int]:
             "token for this tokenizer; the test explains one next-token choice, "
             "so choose single-token answer words (or explain the model's own "
             "answer, whose tokens are scored together)"
+        )
+    unk = getattr(tokenizer, "unk_token_id", None)
+    unknown = [a for a, i in zip(task.answers, ids) if unk is not None and i == [unk]]
+    if unknown:
+        raise ValueError(
+            f"task {task.corpus!r}: answer word(s) {', '.join(map(repr, unknown))} "
+            "are the unknown token for this tokenizer (not in its vocabulary)"
         )
     return [i[0] for i in ids]
 
@@ -163,7 +171,7 @@ def task_examples(
     random.Random(seed).shuffle(order)
     out = TaskExamples([], [], [], [], [])
     for i in order:
-        content = _content(task, data.texts[i], data.text_pairs, i)
+        content = prompt_content(task, data, i)
         size = len(tokenizer.encode(content, add_special_tokens=False))
         if size < task.min_content_tokens or (
             task.max_content_tokens is not None and size > task.max_content_tokens
@@ -183,9 +191,10 @@ def task_examples(
     )
 
 
-def _content(
-    task: PromptTask, text: str, pairs: Optional[Sequence[str]], i: int
-) -> str:
+def prompt_content(task: PromptTask, data: Any, i: int) -> str:
+    """The content of instance ``i`` of a corpus split ``data`` (its text,
+    or its sentence pair joined by the task's ``pair_join``)."""
+    text, pairs = data.texts[i], data.text_pairs
     if task.pair_join and pairs is not None:
         return f"{text}{task.pair_join}{pairs[i]}"
     return text

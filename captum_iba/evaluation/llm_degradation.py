@@ -25,7 +25,7 @@ from captum_iba.metrics import (
 )
 from captum_iba.metrics.result import DegradationResult
 
-__all__ = ["content_mask", "degrade_answers"]
+__all__ = ["content_mask", "degrade_answers", "degrade_scores"]
 
 
 def content_mask(
@@ -104,6 +104,36 @@ def degrade_answers(
     scores = scorer.attribute(batch).answer
     if metadata is None:
         metadata = {"method": scorer.name, "attribution": dict(scorer.settings)}
+    return degrade_scores(
+        scorer.model, batch, scores, content, options, metadata, choices
+    )
+
+
+def degrade_scores(
+    model: Any,
+    batch: PromptBatch,
+    scores: Tensor,
+    content: Tensor,
+    options: DegradationOptions,
+    metadata: Optional[Mapping[str, Any]] = None,
+    choices: Optional[Sequence[int]] = None,
+) -> DegradationResult:
+    """The degradation test of ``scores`` of ``batch`` 's prompt tokens (as
+    :func:`degrade_answers`, the scores given).
+
+    Args:
+        model (Any): The causal LM.
+        batch (PromptBatch): Prompts and the answers explained.
+        scores (Tensor): ``(B, W)`` a method's scores of them.
+        content (Tensor): ``(B, W)`` bool, the removable tokens.
+        options (DegradationOptions): The test's options.
+        metadata (Mapping, optional): Recorded in the result.
+        choices (Sequence of int, optional): As :func:`degrade_answers`'.
+
+    Returns:
+        DegradationResult: The test's result.
+    """
+    scores = scores.detach().cpu()
     if choices is not None:
         sizes = batch.answer_mask.sum(1)
         if bool((sizes != 1).any()):
@@ -113,9 +143,9 @@ def degrade_answers(
             )
         chosen = batch.input_ids[batch.answer_mask]
         return choice_degradation_test(
-            CausalLMChoice(scorer.model, choices),
+            CausalLMChoice(model, choices),
             batch.input_ids,
-            scores.detach().cpu(),
+            scores,
             batch.answer_mask,
             target=_choice_index(chosen, choices),
             attention_mask=batch.attention_mask,
@@ -124,9 +154,9 @@ def degrade_answers(
             metadata=metadata,
         )
     return prompt_degradation_test(
-        CausalLMLogLikelihood(scorer.model),
+        CausalLMLogLikelihood(model),
         batch.input_ids,
-        scores.detach().cpu(),
+        scores,
         batch.answer_mask,
         attention_mask=batch.attention_mask,
         removable=content,

@@ -104,6 +104,45 @@ class CorpusJob:
             self.preset, self.tokenizer, scorer, self.test_kwargs
         )
 
+    def unit_tensors(self, indices: Sequence[int]) -> Any:
+        """A unit's tensors (:func:`unit_tensors`)."""
+        return unit_tensors(self, indices)
+
+    def score_unit(self, unit: Any, methods: Sequence[str]) -> List["UnitScores"]:
+        """One unit scored by ``methods`` and tested (:func:`score_unit`)."""
+        return score_unit(self, unit, methods)
+
+    def instance_row(self, unit: Any, j: int, scores: Tensor) -> Dict[str, Any]:
+        """The record of the unit's ``j``-th instance for one method's
+        ``scores``: the instance (``index``, ``text``, ``text_pair``,
+        ``label``), the class explained and predicted, the tokens and their
+        scores (padding left out)."""
+        index = unit.indices[j]
+        call = unit.call
+        real = call.attention_mask[j].bool()
+        ids = call.input_ids[j][real]
+        probs = unit.original_logits[j].double().softmax(-1)
+        target = int(call.target[j])
+        row: Dict[str, Any] = {"index": index, "text": self.data.texts[index]}
+        if self.data.text_pairs is not None:
+            row["text_pair"] = self.data.text_pairs[index]
+        row.update(
+            label=int(self.data.labels[index]),
+            target=target,
+            predicted=int(probs.argmax()),
+            target_probability=float(probs[target]),
+            tokens=self.tokenizer.convert_ids_to_tokens(ids.tolist()),
+            input_ids=ids.tolist(),
+            scores=scores[j][real].tolist(),
+        )
+        return row
+
+    def row_fields(self, fields: Dict[str, str]) -> Dict[str, str]:
+        """What each field of :meth:`instance_row` holds, from the corpus
+        engine's descriptions ``fields`` (a job that records more adds
+        them)."""
+        return fields
+
 
 @dataclass(frozen=True)
 class ScorerCall:
@@ -385,7 +424,7 @@ def run_units(
         total=len(job.data), desc="instances", unit="inst", disable=not show_progress
     )
     for indices in work_units(job.data, job.batch_size):
-        for done in score_unit(job, unit_tensors(job, indices), methods):
+        for done in job.score_unit(job.unit_tensors(indices), methods):
             assert done.result is not None
             records[done.method] += zip(indices, done.result.instance_records())
             seconds[done.method] += [done.seconds] * len(indices)

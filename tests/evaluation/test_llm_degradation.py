@@ -158,3 +158,53 @@ def test_an_answer_that_is_not_a_choice_is_named(trained):
     two = prompt_batch(tok, batch.prompts[:2], [" is big"] * 2)
     with pytest.raises(ValueError, match="one answer word, one token"):
         degrade_answers(scorer, two, content[:2], choices=wrong)
+
+
+class _Corpus:
+    """The cat prompts as a corpus (the harness's CorpusLike)."""
+
+    def __init__(self, prompts, labels):
+        self.texts, self.labels, self.text_pairs = list(prompts), list(labels), None
+
+    def __len__(self):
+        return len(self.texts)
+
+    def subset(self, indices):
+        return _Corpus(
+            [self.texts[i] for i in indices], [self.labels[i] for i in indices]
+        )
+
+
+@pytest.mark.parametrize("target", ["predicted", "label"])
+def test_a_prompt_job_runs_in_the_harness_loop(trained, target):
+    """PromptJob in run_units (the loop the corpus engine deals out): the
+    answer explained is the model's choice (" is" everywhere) or the gold
+    word; feature ablation finds the key, random does not."""
+    from captum_iba.evaluation.llm_loop import PromptJob
+    from captum_iba.evaluation.loop import run_units
+
+    model, tok, batch = trained
+    prompts = list(batch.prompts)
+    labels = [0] * 6 + [1] * 6  # the second half's gold word: " was"
+    job = PromptJob(
+        model=model, tokenizer=tok, data=_Corpus(prompts, labels),
+        scorers=build_scorers(["llm-ablation", "llm-random"], Resources(model, tok)),
+        batch_size=5, target=target, prompts=prompts,
+        spans=[(len(INSTRUCTION), len(p)) for p in prompts],
+        answers=(YES, NO), choices=tok.convert_tokens_to_ids(["is", "was"]),
+    )  # fmt: skip
+    results = run_units(job)
+    expected = [0] * 12 if target == "predicted" else labels
+    for result in results.values():
+        assert result.settings["target"] == "choice"
+        assert sorted(result.target.tolist()) == sorted(expected)
+    ablation, floor = results["llm-ablation"], results["llm-random"]
+    if target == "predicted":
+        assert float(ablation.original_probs.min()) > 0.9
+        assert ablation.aopc > floor.aopc + 0.1, (ablation.aopc, floor.aopc)
+    unit = job.unit_tensors([0, 11])
+    row = job.instance_row(
+        unit, 1, torch.zeros_like(unit.batch.input_ids, dtype=torch.float)
+    )
+    assert row["answer"] == (YES if target == "predicted" else NO)
+    assert row["prompt"] == prompts[11] and row["predicted"] == 0

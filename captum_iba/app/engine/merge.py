@@ -78,7 +78,7 @@ def row_fields(job: "CorpusJob") -> Dict[str, str]:
         fields["degradation"] = _TEST_FIELD
     else:
         del fields["degradation"]
-    return fields
+    return job.row_fields(fields)
 
 
 #: Shard-only fields, left out of ``attributions.jsonl``.

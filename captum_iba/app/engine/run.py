@@ -15,8 +15,6 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
-from torch import Tensor
-
 from captum_iba.app.engine.dist import World
 from captum_iba.app.engine.merge import Merged, merge_shards
 from captum_iba.app.engine.progress import Progress
@@ -30,14 +28,7 @@ from captum_iba.app.engine.records import (
 )
 from captum_iba.app.engine.units import rank_units, work_units
 from captum_iba.app.errors import CLIError
-from captum_iba.evaluation.loop import (
-    TARGETS,
-    CorpusJob,
-    UnitTensors,
-    result_settings,
-    score_unit,
-    unit_tensors,
-)
+from captum_iba.evaluation.loop import TARGETS, CorpusJob, result_settings
 
 __all__ = ["prepare_out", "run_corpus_job"]
 
@@ -99,35 +90,6 @@ def _check(job: CorpusJob, out: Path, world: World) -> None:
         raise CLIError(error)
 
 
-def _instance_row(
-    job: CorpusJob, unit: UnitTensors, j: int, scores: Tensor
-) -> Dict[str, Any]:
-    """The row of the unit's ``j``-th instance (one method's ``scores``)."""
-    index = unit.indices[j]
-    call = unit.call
-    assert call.attention_mask is not None and call.target is not None
-    real = call.attention_mask[j].bool()
-    ids = call.input_ids[j][real]
-    probs = unit.original_logits[j].double().softmax(-1)
-    target = int(call.target[j])
-    row: Dict[str, Any] = {
-        "index": index,
-        "text": job.data.texts[index],
-    }
-    if job.data.text_pairs is not None:
-        row["text_pair"] = job.data.text_pairs[index]
-    row.update(
-        label=int(job.data.labels[index]),
-        target=target,
-        predicted=int(probs.argmax()),
-        target_probability=float(probs[target]),
-        tokens=job.tokenizer.convert_ids_to_tokens(ids.tolist()),
-        input_ids=ids.tolist(),
-        scores=scores[j][real].tolist(),
-    )
-    return row
-
-
 def _unit_rows(
     job: CorpusJob,
     unit_number: int,
@@ -137,10 +99,10 @@ def _unit_rows(
 ) -> Iterator[List[Dict[str, Any]]]:
     """The rows of one unit, one method at a time as each finishes (the
     loop's :func:`score_unit`; the progress says which runs)."""
-    unit = unit_tensors(job, indices)
+    unit = job.unit_tensors(indices)
     for method in methods:
         progress.working(unit_number, method)
-        (done,) = score_unit(job, unit, [method])
+        (done,) = job.score_unit(unit, [method])
         tests: List[Optional[Dict[str, Any]]] = [None] * len(indices)
         if done.result is not None:
             tests = done.result.instance_records()  # type: ignore[assignment]
@@ -149,7 +111,7 @@ def _unit_rows(
             row = dict(
                 kind="row", unit=unit_number, method=done.method, seconds=done.seconds
             )
-            row.update(_instance_row(job, unit, j, done.scores))
+            row.update(job.instance_row(unit, j, done.scores))
             if tests[j] is not None:
                 row["degradation"] = tests[j]
             if j == 0 and done.result is not None:

@@ -1,0 +1,186 @@
+"""The corpus loop on a causal LM: every instance a zero-shot prompt, its
+answer the model's choice among the task's answer words (or the gold word).
+
+:class:`PromptJob` is a :class:`~captum_iba.evaluation.loop.CorpusJob` whose
+units are :class:`~captum_iba.attr.llm_batch.PromptBatch` es: the corpus
+engine (``captum-iba evaluate --model <causal LM>``, many processes,
+resumable) runs it as it runs a classifier's job. Per unit, the model's
+choice is read once (:class:`~captum_iba.attr.llm_choice.CausalLMChoice`),
+every method scores the prompt tokens for the answer word explained, and the
+degradation test removes the content (the review, the article, the sentence
+pair; never the instruction) in the method's order, tracking the answer's
+probability among the answer words
+(:func:`~captum_iba.metrics.choice_degradation_test`).
+"""
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from captum_iba._utils.common import model_device
+from captum_iba.attr.llm_batch import PromptBatch, prompt_batch
+from captum_iba.attr.llm_choice import CausalLMChoice
+from captum_iba.evaluation.llm_degradation import content_mask, degrade_scores
+from captum_iba.evaluation.loop import CorpusJob, UnitScores
+
+__all__ = ["PromptJob", "PromptUnit"]
+
+
+@dataclass(frozen=True)
+class PromptUnit:
+    """One unit of prompts, built once for every method.
+
+    Attributes:
+        indices (list[int]): The instances (indices into the corpus).
+        batch (PromptBatch): Their prompts and the answer words explained.
+        content (Tensor): ``(B, W)`` bool, the removable tokens.
+        target (Tensor): ``(B,)`` each answer's index among the words.
+        probs (Tensor): ``(B, C)`` the model's probabilities of the words
+            (among them) on the intact prompts.
+    """
+
+    indices: List[int]
+    batch: PromptBatch
+    content: Tensor
+    target: Tensor
+    probs: Tensor
+
+
+@dataclass
+class PromptJob(CorpusJob):
+    """A corpus run on a causal LM (see the module docstring).
+
+    Besides :class:`~captum_iba.evaluation.loop.CorpusJob`'s fields (its
+    ``target`` ``"predicted"`` explains the model's own choice, ``"label"``
+    the gold word; ``max_length`` is not used: a prompt past the model's
+    context is refused), it holds the prompts.
+
+    Attributes:
+        prompts (Sequence[str]): Each instance's prompt.
+        spans (Sequence of (int, int)): Where its content lies (characters).
+        answers (Sequence[str]): The answer word of each class.
+        choices (Sequence[int]): Their token ids (one token each).
+        chat (bool): Whether the prompts are user turns of the chat template.
+    """
+
+    prompts: Sequence[str] = ()
+    spans: Sequence[Tuple[int, int]] = ()
+    answers: Sequence[str] = ()
+    choices: Sequence[int] = field(default_factory=list)
+    chat: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        n = len(self.data)
+        if len(self.prompts) != n or len(self.spans) != n:
+            raise ValueError(
+                f"{len(self.prompts)} prompts and {len(self.spans)} content spans "
+                f"for {n} instances"
+            )
+        if len(self.answers) != len(self.choices) or len(self.choices) < 2:
+            raise ValueError(
+                f"{len(self.answers)} answer words for {len(self.choices)} token "
+                "ids: give one id per word, two or more"
+            )
+
+    def _batch(self, indices: Sequence[int], words: Sequence[str]) -> PromptBatch:
+        prompts = [self.prompts[i] for i in indices]
+        return prompt_batch(self.tokenizer, prompts, list(words), chat=self.chat)
+
+    def unit_tensors(self, indices: Sequence[int]) -> PromptUnit:
+        """The unit's prompts, the model's choice on them, and the answers
+        explained (its choice, or the gold word)."""
+        first = self._batch(indices, [self.answers[0]] * len(indices))
+        device = model_device(self.model)
+        choice = CausalLMChoice(self.model, self.choices)
+        with torch.no_grad():  # the answer token follows the read position
+            logits = choice(
+                first.input_ids.to(device),
+                first.attention_mask.to(device),
+                first.answer_mask.to(device),
+            ).cpu()
+        if self.target == "label":
+            target = torch.tensor([int(self.data.labels[i]) for i in indices])
+        else:
+            target = logits.argmax(1)
+        batch = self._batch(indices, [self.answers[int(t)] for t in target])
+        spans = [self.spans[i] for i in indices]
+        content = content_mask(self.tokenizer, batch, spans, chat=self.chat)
+        probs = logits.double().softmax(1)
+        return PromptUnit(list(indices), batch, content, target, probs)
+
+    def score_unit(self, unit: Any, methods: Sequence[str]) -> List[UnitScores]:
+        """Each method's scores of the unit and (when asked) their test."""
+        out = []
+        for name in methods:
+            scorer = self.scorers[name]
+            start = time.perf_counter()
+            scores = scorer.attribute(unit.batch).answer.detach().cpu()
+            seconds = (time.perf_counter() - start) / len(unit.indices)
+            result = None
+            if self.degradation:
+                record = dict(scorer.settings, seconds_per_instance=seconds)
+                result = degrade_scores(
+                    self.model,
+                    unit.batch,
+                    scores,
+                    unit.content,
+                    self.degradation_options(scorer),
+                    metadata=dict(
+                        method=name,
+                        seed=getattr(scorer, "seed", None),
+                        attribution=dict(record, setting=self.preset.name),
+                    ),
+                    choices=self.choices,
+                )
+            out.append(UnitScores(name, scores, seconds, result))
+        return out
+
+    def instance_row(self, unit: Any, j: int, scores: Tensor) -> Dict[str, Any]:
+        """The record of the unit's ``j``-th prompt: the instance, its prompt
+        and the answer word explained, the class explained and chosen, and
+        the prompt's tokens (template and answer included, padding left out)
+        with the method's scores (zero at the tokens not scored)."""
+        index, batch = unit.indices[j], unit.batch
+        real = batch.attention_mask[j].bool()
+        ids = batch.input_ids[j][real]
+        target = int(unit.target[j])
+        row: Dict[str, Any] = {"index": index, "text": self.data.texts[index]}
+        if self.data.text_pairs is not None:
+            row["text_pair"] = self.data.text_pairs[index]
+        row.update(
+            label=int(self.data.labels[index]),
+            target=target,
+            predicted=int(unit.probs[j].argmax()),
+            target_probability=float(unit.probs[j, target]),
+            prompt=self.prompts[index],
+            answer=self.answers[target],
+            tokens=self.tokenizer.convert_ids_to_tokens(ids.tolist()),
+            input_ids=ids.tolist(),
+            scores=scores[j][real].tolist(),
+        )
+        return row
+
+    def row_fields(self, fields: Dict[str, str]) -> Dict[str, str]:
+        """The engine's field descriptions, as a prompt's record has them."""
+        words = ", ".join(repr(a) for a in self.answers)
+        rule = "the model's choice" if self.target == "predicted" else "the gold label"
+        out = dict(fields)
+        out.update(
+            target=f"the answer explained, as the index of its word among {words}: "
+            f"{rule}",
+            predicted="the model's choice (index): its most probable answer word",
+            target_probability="the model's probability of the answer explained "
+            "among the answer words (softmax over their next-token logits)",
+            prompt="the prompt given to the causal LM (before any chat template)",
+            answer="the answer word explained",
+            tokens="the prompt's tokens (template and answer included), padding "
+            "left out",
+            scores="one score per token, zero at tokens not scored (the template, "
+            "special tokens, the answer); the unit is the method's "
+            "(settings.json: scores.<method>.meaning)",
+        )
+        return out

@@ -1,0 +1,134 @@
+"""``captum-iba evaluate`` / ``attribute`` on a causal LM: every instance a
+zero-shot prompt of its corpus's task, the model's choice among the answer
+words explained and tested on the corpus engine (a tiny random Llama saved
+as a folder, with a word tokenizer that knows the SST-2 task's words)."""
+
+import json
+
+import pytest
+import transformers as tf
+from tokenizers import Tokenizer, models, pre_tokenizers
+
+from captum_iba.app.cli import main
+from captum_iba.app.llm_corpus import default_methods
+from captum_iba.registry import DEFAULT_LLM_COMPARISON
+from tests.app.test_cli_faults import _fails, _tiny_sst2
+from tests.helpers import tiny_causal_lm
+
+WORDS = (
+    "<pad> <eos> <unk> Classify the sentiment of review as positive or negative . "
+    "Review : Sentiment good bad film number 0 1 2 3"
+).split()
+
+
+@pytest.fixture
+def tiny_llm_dir(tmp_path):
+    vocab = {w: i for i, w in enumerate(WORDS)}
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = tf.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
+    )
+    model = tiny_causal_lm("llama", layers=2, seed=0)
+    model.resize_token_embeddings(len(WORDS))
+    folder = tmp_path / "tiny-llama"
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
+
+
+def _argv(model, tmp_path, out, *more):
+    data = tmp_path / "data"
+    if not data.exists():
+        _tiny_sst2(data)
+    return ["evaluate", "--model", model, "--data-dir", str(data), "--n", "8",
+            "--batch-size", "4", "--out", str(out), *more]  # fmt: skip
+
+
+def test_evaluate_explains_the_model_s_choice_and_resumes(
+    tiny_llm_dir, tmp_path, capsys
+):
+    out = tmp_path / "out"
+    argv = _argv(tiny_llm_dir, tmp_path, out, "--methods", "llm-random,llm-ablation")
+    assert main(argv) == 0
+    said = capsys.readouterr().out
+    assert "llm-ablation" in said and "done: 8 instances x 2 method(s)" in said
+    rows = [json.loads(line) for line in (out / "attributions.jsonl").open()]
+    assert len(rows) == 16 and {r["method"] for r in rows} == {
+        "llm-random",
+        "llm-ablation",
+    }
+    for row in rows:
+        assert row["target"] == row["predicted"]  # the model's own choice
+        assert row["answer"] == [" negative", " positive"][row["target"]]
+        assert row["prompt"].startswith("Classify the sentiment")
+        assert row["text"] in row["prompt"]
+        assert len(row["scores"]) == len(row["tokens"]) == len(row["input_ids"])
+        assert row["tokens"][-1] == row["answer"].strip()  # the answer token
+        assert row["scores"][-1] == 0.0  # never scored
+        assert len(row["degradation"]["probs"]) == 9
+    settings = json.loads((out / "settings.json").read_text())
+    assert "model's choice" in settings["fields"]["target"]
+    assert "prompt" in settings["fields"] and "answer" in settings["fields"]
+    result = json.loads((out / "sst2_fair_llm_ablation.json").read_text())
+    assert result["settings"]["target"] == "choice"
+    assert main(argv) == 0  # resumed: nothing scored again
+    assert "8 were recorded before" in capsys.readouterr().out
+
+
+def test_a_causal_lm_gets_the_llm_comparison_by_default(tiny_llm_dir):
+    llm = [m.lower() for m in DEFAULT_LLM_COMPARISON]
+    assert default_methods("evaluate", tiny_llm_dir) == llm
+    assert default_methods("attribute", tiny_llm_dir) == ["llm-iba-deletion"]
+    assert default_methods("evaluate", None)[0] == "iba-deletion"
+
+
+def test_methods_of_the_other_kind_and_corpora_without_a_task_are_refused(
+    tiny_llm_dir, tiny_model_dir, tmp_path, capsys
+):
+    err = _fails(_argv(tiny_llm_dir, tmp_path, tmp_path / "a", "--methods", "ig"),
+                 capsys)  # fmt: skip
+    assert "ig explains classifiers, but the model is a causal LM" in err
+    assert "llm-iba-deletion" in err  # the methods that fit
+    err = _fails(
+        _argv(tiny_model_dir, tmp_path, tmp_path / "b", "--methods", "llm-random"),
+        capsys,
+    )
+    assert "llm-random explains causal LMs, but the model is a classifier" in err
+    err = _fails(
+        _argv(tiny_llm_dir, tmp_path, tmp_path / "c", "--dataset", "bbc",
+              "--methods", "llm-random"), capsys,
+    )  # fmt: skip
+    assert "--dataset bbc: no prompt task for a causal LM" in err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()
+
+
+def _char_tokenizer(unknown=False):
+    """Word pieces of one character: every word is several tokens (or, with
+    ``unknown``, the unknown token)."""
+    letters = list("abcdefghijklmnopqrstuvwxyz")
+    pieces = [] if unknown else letters + ["##" + c for c in letters]
+    vocab = {w: i for i, w in enumerate(["<pad>", "<eos>", "<unk>", *pieces])}
+    tk = Tokenizer(models.WordPiece(vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Whitespace()
+    return tf.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
+    )
+
+
+@pytest.mark.parametrize(
+    "unknown, says",
+    [(False, "' negative' -> 8 tokens"), (True, "the unknown token")],
+)
+def test_answer_words_that_are_not_one_known_token_are_named(
+    tmp_path, capsys, unknown, says
+):
+    folder = tmp_path / "chars"
+    tiny_causal_lm("llama", layers=1, seed=0).save_pretrained(folder)
+    _char_tokenizer(unknown).save_pretrained(folder)
+    err = _fails(
+        _argv(str(folder), tmp_path, tmp_path / "out", "--methods", "llm-random"),
+        capsys,
+    )
+    assert says in err, err
+    assert not (tmp_path / "out").exists()
