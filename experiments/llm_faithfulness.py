@@ -51,7 +51,7 @@ from captum_iba.attr.llm_batch import prompt_batch  # noqa: E402
 from captum_iba.evaluation import Resources, build_scorers, get_preset  # noqa: E402
 from captum_iba.evaluation.llm_degradation import (  # noqa: E402
     content_mask,
-    degrade_answers,
+    degrade_scores,
 )
 from captum_iba.metrics import DegradationResult  # noqa: E402
 
@@ -96,8 +96,8 @@ def run(args: argparse.Namespace) -> None:
             scores = scorer.attribute(batch)  # the method alone is timed
             seconds += [(time.process_time() - began) / len(rows)] * len(rows)
             parts.append(
-                degrade_answers(
-                    _Fixed(scorer, scores), batch, content, options, choices=choices
+                degrade_scores(
+                    model, batch, scores.answer, content, options, choices=choices
                 )
             )
         record: Dict[str, Any] = fs.per_instance(DegradationResult.concat(parts))
@@ -110,19 +110,6 @@ def run(args: argparse.Namespace) -> None:
         print(f"{name}: aopc {np.mean(record['aopc']):.4f} drop11 "
               f"{np.mean(record['drop11']):.4f} CPU-s/prompt "
               f"{np.mean(seconds):.2f}", flush=True)  # fmt: skip
-
-
-class _Fixed:
-    """A scorer whose scores are already computed (so the test is not timed
-    with the method)."""
-
-    def __init__(self, scorer: Any, scores: Any) -> None:
-        self.scorer, self.scores = scorer, scores
-        self.model, self.tokenizer = scorer.model, scorer.tokenizer
-        self.name, self.settings = scorer.name, scorer.settings
-
-    def attribute(self, batch: Any) -> Any:
-        return self.scores
 
 
 def tables(args: argparse.Namespace) -> None:
