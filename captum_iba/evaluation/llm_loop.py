@@ -148,14 +148,8 @@ class PromptJob(CorpusJob):
         real = batch.attention_mask[j].bool()
         ids = batch.input_ids[j][real]
         target = int(unit.target[j])
-        row: Dict[str, Any] = {"index": index, "text": self.data.texts[index]}
-        if self.data.text_pairs is not None:
-            row["text_pair"] = self.data.text_pairs[index]
+        row = self.instance_fields(index, target, unit.probs[j])
         row.update(
-            label=int(self.data.labels[index]),
-            target=target,
-            predicted=int(unit.probs[j].argmax()),
-            target_probability=float(unit.probs[j, target]),
             prompt=self.prompts[index],
             answer=self.answers[target],
             tokens=self.tokenizer.convert_ids_to_tokens(ids.tolist()),

@@ -117,12 +117,22 @@ class CorpusJob:
         ``scores``: the instance (``index``, ``text``, ``text_pair``,
         ``label``), the class explained and predicted, the tokens and their
         scores (padding left out)."""
-        index = unit.indices[j]
         call = unit.call
         real = call.attention_mask[j].bool()
         ids = call.input_ids[j][real]
         probs = unit.original_logits[j].double().softmax(-1)
-        target = int(call.target[j])
+        row = self.instance_fields(unit.indices[j], int(call.target[j]), probs)
+        row.update(
+            tokens=self.tokenizer.convert_ids_to_tokens(ids.tolist()),
+            input_ids=ids.tolist(),
+            scores=scores[j][real].tolist(),
+        )
+        return row
+
+    def instance_fields(self, index: int, target: int, probs: Tensor) -> Dict[str, Any]:
+        """A row's first fields: the instance (``index``, ``text``,
+        ``text_pair``, ``label``), the class explained, the class predicted
+        and the target's probability (from the classes' ``probs``)."""
         row: Dict[str, Any] = {"index": index, "text": self.data.texts[index]}
         if self.data.text_pairs is not None:
             row["text_pair"] = self.data.text_pairs[index]
@@ -131,9 +141,6 @@ class CorpusJob:
             target=target,
             predicted=int(probs.argmax()),
             target_probability=float(probs[target]),
-            tokens=self.tokenizer.convert_ids_to_tokens(ids.tolist()),
-            input_ids=ids.tolist(),
-            scores=scores[j][real].tolist(),
         )
         return row
 

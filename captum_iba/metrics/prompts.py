@@ -150,25 +150,19 @@ def prompt_degradation_test(
             ``removable`` is not ``(B, L)``, a row has no answer token or
             nothing to remove, or the forward does not return ``(N,)``.
     """
-    attention_mask, removable = _prompt_masks(
-        inputs, answer_mask, attention_mask, removable
-    )
     extra = additional_forward_args
     extra = () if extra is None else extra if isinstance(extra, tuple) else (extra,)
-    result = degradation_test(
+    return _answer_test(
         AnswerOdds(forward_func),
         inputs,
         attributions,
-        target=0,
-        additional_forward_args=(answer_mask.bool(), *extra),
-        attention_mask=attention_mask,
-        options=options,
-        metadata=metadata,
-        show_progress=show_progress,
-        removable=removable,
+        answer_mask,
+        0,
+        extra,
+        dict(attention_mask=attention_mask, removable=removable, options=options),
+        dict(metadata=metadata, show_progress=show_progress),
+        "answer",
     )
-    result.settings["target"] = "answer"
-    return result
 
 
 @log_usage()
@@ -222,22 +216,49 @@ def choice_degradation_test(
     Raises:
         ValueError: As :func:`prompt_degradation_test`.
     """
+    return _answer_test(
+        forward_func,
+        inputs,
+        attributions,
+        answer_mask,
+        target,
+        (),
+        dict(attention_mask=attention_mask, removable=removable, options=options),
+        dict(metadata=metadata, show_progress=show_progress),
+        "choice",
+    )
+
+
+def _answer_test(
+    forward_func: Callable[..., Tensor],
+    inputs: Tensor,
+    attributions: Tensor,
+    answer_mask: Tensor,
+    target: TargetLike,
+    extra: Tuple[Any, ...],
+    masks: Mapping[str, Any],
+    record: Mapping[str, Any],
+    kind: str,
+) -> DegradationResult:
+    """:func:`degradation_test` of a prompt's answer: the masks checked
+    (``attention_mask``, ``removable`` and the ``options`` in ``masks``), the
+    answer mask the forward's first extra argument, ``kind`` the target
+    recorded."""
     attention_mask, removable = _prompt_masks(
-        inputs, answer_mask, attention_mask, removable
+        inputs, answer_mask, masks["attention_mask"], masks["removable"]
     )
     result = degradation_test(
         forward_func,
         inputs,
         attributions,
         target=target,
-        additional_forward_args=(answer_mask.bool(),),
+        additional_forward_args=(answer_mask.bool(), *extra),
         attention_mask=attention_mask,
-        options=options,
-        metadata=metadata,
-        show_progress=show_progress,
+        options=masks["options"],
         removable=removable,
+        **record,
     )
-    result.settings["target"] = "choice"
+    result.settings["target"] = kind
     return result
 
 
