@@ -41,8 +41,9 @@ def _argv(model, tmp_path, out, *more):
     data = tmp_path / "data"
     if not data.exists():
         _tiny_sst2(data)
-    return ["evaluate", "--model", model, "--data-dir", str(data), "--n", "8",
-            "--batch-size", "4", "--out", str(out), *more]  # fmt: skip
+    return ["evaluate", "--model", model, "--data-dir", str(data),
+            "--num-instances", "8", "--batch-size", "4", "--out", str(out),
+            *more]  # fmt: skip
 
 
 def test_evaluate_explains_the_model_s_choice_and_resumes(
@@ -132,3 +133,27 @@ def test_answer_words_that_are_not_one_known_token_are_named(
     )
     assert says in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_two_processes_equal_one_exactly(tiny_llm_dir, tmp_path):
+    """The prompt job on the corpus engine's ranks: the same rows and
+    results, byte for byte but the timings."""
+    from tests.app.test_engine import _torchrun
+
+    def argv(out):
+        return _argv(tiny_llm_dir, tmp_path, out, "--methods",
+                     "llm-random,llm-iba-deletion", "--batch-size", "2")  # fmt: skip
+
+    assert main(argv(tmp_path / "one")) == 0
+    proc = _torchrun(argv(tmp_path / "two"), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "2 processes)" in proc.stdout
+    one, two = tmp_path / "one", tmp_path / "two"
+    rows = (one / "attributions.jsonl").read_bytes()
+    assert rows == (two / "attributions.jsonl").read_bytes()
+    for name in ("sst2_fair_llm_random.json", "sst2_fair_llm_iba_deletion.json"):
+        a, b = (json.loads((d / name).read_text()) for d in (one, two))
+        for data in (a, b):
+            data["settings"]["attribution"].pop("seconds_per_instance")
+            data["settings"]["attribution"].pop("cpu_seconds", None)
+        assert a == b
