@@ -272,7 +272,7 @@ def _evaluate_parser(sub: "argparse._SubParsersAction") -> None:
         description="The degradation test of several methods on a corpus: remove\n"
         "each method's top words and measure how much the probability of the\n"
         "explained class drops (higher = more faithful).",
-        epilog="\n\n".join([methods_listing(("classifier",)), priors_listing()]),
+        epilog="\n\n".join([methods_listing(), priors_listing()]),
     )
     _corpus_arguments(ev, 300)
     ev.add_argument(
@@ -291,9 +291,7 @@ def _attribute_parser(sub: "argparse._SubParsersAction") -> None:
         description="Score every instance of a corpus with one or more methods;\n"
         "the scores go to OUT/attributions.jsonl (fields and units: the docs'\n"
         "scaling page, and OUT/settings.json).",
-        epilog="\n\n".join(
-            [scores_text(), methods_listing(("classifier",)), priors_listing()]
-        ),
+        epilog="\n\n".join([scores_text(), methods_listing(), priors_listing()]),
     )
     _corpus_arguments(at, None)
     at.add_argument(

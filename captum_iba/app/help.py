@@ -57,7 +57,7 @@ def methods_listing(kinds: Sequence[str] = MODEL_KINDS) -> str:
     titles = {
         "classifier": "methods for classifiers (the registry's names, any case) "
         "[the options each takes]",
-        "causal-lm": "methods for causal LMs (explain --model <causal LM>) "
+        "causal-lm": "methods for causal LMs (--model <causal LM>) "
         "[the options each takes]",
     }
     parts = []
