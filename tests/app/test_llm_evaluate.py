@@ -157,3 +157,20 @@ def test_two_processes_equal_one_exactly(tiny_llm_dir, tmp_path):
             data["settings"]["attribution"].pop("seconds_per_instance")
             data["settings"]["attribution"].pop("cpu_seconds", None)
         assert a == b
+
+
+def test_attribute_explains_the_gold_word_by_default(tiny_llm_dir, tmp_path):
+    """attribute's --target label (its default): the gold word is the answer
+    explained, whatever the model chose; no test unless asked."""
+    out = tmp_path / "out"
+    argv = _argv(tiny_llm_dir, tmp_path, out)
+    argv[0] = "attribute"
+    assert main(argv) == 0  # its default method for a causal LM
+    rows = [json.loads(line) for line in (out / "attributions.jsonl").open()]
+    assert {r["method"] for r in rows} == {"llm-iba-deletion"} and len(rows) == 8
+    for row in rows:
+        assert row["target"] == row["label"]
+        assert row["answer"] == [" negative", " positive"][row["label"]]
+        assert "degradation" not in row
+    fields = json.loads((out / "settings.json").read_text())["fields"]
+    assert "the gold label" in fields["target"]
