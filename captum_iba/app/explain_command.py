@@ -18,11 +18,10 @@ from captum_iba.app.checks import class_index, class_names, output_file, pair_wa
 from captum_iba.app.data.corpora import DEFAULT_CORPUS
 from captum_iba.app.errors import CLIError
 from captum_iba.app.explanation import explain
-from captum_iba.app.model_kind import SMOLLM2_HUB_ID, model_kind
+from captum_iba.app.llm_corpus import is_causal_lm
 from captum_iba.app.models import (
     check_request_layers,
     config_and_record,
-    model_config,
 )
 from captum_iba.app.words import blank
 from captum_iba.registry import DEFAULT_LLM_METHOD
@@ -94,15 +93,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _kind(args: argparse.Namespace) -> str:
-    """The model's kind: the default model's, the name's
-    (:func:`~captum_iba.app.model_kind.kind_hint`), else its configuration's."""
-    if args.model is None:
-        return "classifier"
-    if args.model_kind is not None:
-        return args.model_kind
-    if args.model == SMOLLM2_HUB_ID:
-        return "causal-lm"
-    return model_kind(model_config(args.model))
+    """The model's kind (:func:`~captum_iba.app.llm_corpus.is_causal_lm`)."""
+    return "causal-lm" if is_causal_lm(args) else "classifier"
 
 
 def _run_causal_lm(args: argparse.Namespace, html: Any) -> int:
