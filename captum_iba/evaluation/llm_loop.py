@@ -14,7 +14,7 @@ probability among the answer words
 """
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
@@ -86,14 +86,14 @@ class PromptJob(CorpusJob):
                 "ids: give one id per word, two or more"
             )
 
-    def _batch(self, indices: Sequence[int], words: Sequence[str]) -> PromptBatch:
-        prompts = [self.prompts[i] for i in indices]
-        return prompt_batch(self.tokenizer, prompts, list(words), chat=self.chat)
-
     def unit_tensors(self, indices: Sequence[int]) -> PromptUnit:
         """The unit's prompts, the model's choice on them, and the answers
-        explained (its choice, or the gold word)."""
-        first = self._batch(indices, [self.answers[0]] * len(indices))
+        explained (its choice, or the gold word): each a single token, put in
+        the answer's place of the batch tokenised once."""
+        prompts = [self.prompts[i] for i in indices]
+        first = prompt_batch(  # any answer word: the choice is read before it
+            self.tokenizer, prompts, [self.answers[0]] * len(prompts), chat=self.chat
+        )
         device = model_device(self.model)
         choice = CausalLMChoice(self.model, self.choices)
         with torch.no_grad():  # the answer token follows the read position
@@ -106,7 +106,11 @@ class PromptJob(CorpusJob):
             target = torch.tensor([int(self.data.labels[i]) for i in indices])
         else:
             target = logits.argmax(1)
-        batch = self._batch(indices, [self.answers[int(t)] for t in target])
+        words = torch.tensor(list(self.choices))[target]  # the answer tokens
+        answer = first.answer_mask
+        ids = first.input_ids.masked_scatter(answer, words)
+        labels = first.labels.masked_scatter(answer, words)
+        batch = replace(first, input_ids=ids, labels=labels)
         spans = [self.spans[i] for i in indices]
         content = content_mask(self.tokenizer, batch, spans, chat=self.chat)
         probs = logits.double().softmax(1)
