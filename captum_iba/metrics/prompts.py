@@ -159,9 +159,12 @@ def prompt_degradation_test(
         answer_mask,
         0,
         extra,
-        dict(attention_mask=attention_mask, removable=removable, options=options),
-        dict(metadata=metadata, show_progress=show_progress),
-        "answer",
+        kind="answer",
+        attention_mask=attention_mask,
+        removable=removable,
+        options=options,
+        metadata=metadata,
+        show_progress=show_progress,
     )
 
 
@@ -223,9 +226,12 @@ def choice_degradation_test(
         answer_mask,
         target,
         (),
-        dict(attention_mask=attention_mask, removable=removable, options=options),
-        dict(metadata=metadata, show_progress=show_progress),
-        "choice",
+        kind="choice",
+        attention_mask=attention_mask,
+        removable=removable,
+        options=options,
+        metadata=metadata,
+        show_progress=show_progress,
     )
 
 
@@ -236,16 +242,18 @@ def _answer_test(
     answer_mask: Tensor,
     target: TargetLike,
     extra: Tuple[Any, ...],
-    masks: Mapping[str, Any],
-    record: Mapping[str, Any],
+    *,
     kind: str,
+    attention_mask: Optional[Tensor],
+    removable: Optional[Tensor],
+    **test: Any,
 ) -> DegradationResult:
     """:func:`degradation_test` of a prompt's answer: the masks checked
-    (``attention_mask``, ``removable`` and the ``options`` in ``masks``), the
-    answer mask the forward's first extra argument, ``kind`` the target
-    recorded."""
+    (:func:`_prompt_masks`), the answer mask the forward's first extra
+    argument, ``kind`` the target recorded; ``test`` holds the test's
+    ``options``, ``metadata`` and ``show_progress``."""
     attention_mask, removable = _prompt_masks(
-        inputs, answer_mask, masks["attention_mask"], masks["removable"]
+        inputs, answer_mask, attention_mask, removable
     )
     result = degradation_test(
         forward_func,
@@ -254,9 +262,8 @@ def _answer_test(
         target=target,
         additional_forward_args=(answer_mask.bool(), *extra),
         attention_mask=attention_mask,
-        options=masks["options"],
         removable=removable,
-        **record,
+        **test,
     )
     result.settings["target"] = kind
     return result
