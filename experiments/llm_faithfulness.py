@@ -53,7 +53,6 @@ from captum_iba.evaluation.llm_degradation import (  # noqa: E402
     content_mask,
     degrade_scores,
 )
-from captum_iba.metrics import DegradationResult  # noqa: E402
 
 #: The anchors the paired differences are taken against.
 ANCHORS = ("llm-ig", "llm-ablation", "llm-attnlrp")
@@ -71,7 +70,7 @@ def run(args: argparse.Namespace) -> None:
     task = TASKS[args.task]
     examples = task_examples(task, _split(args.task, args.split), tok, args.n)
     chosen = label_choice(model, tok, examples.prompts, task)
-    accuracy = float(np.mean([c == y for c, y in zip(chosen, examples.labels)]))
+    accuracy = _accuracy(chosen, examples.labels)
     print(f"{args.task} {args.split}: n {args.n}, accuracy {accuracy:.3f}, "
           f"answers {[chosen.count(c) for c in range(len(task.answers))]}, "
           f"CPU {cpu}", flush=True)  # fmt: skip
@@ -79,11 +78,11 @@ def run(args: argparse.Namespace) -> None:
     choices = answer_token_ids(task, tok)
     for name in args.methods.split(","):
         path = Path(args.out) / args.task / args.split / f"{name}.json"
-        if path.exists():
+        record = _cached(path, examples.indices)
+        if len(record["aopc"]) >= args.n:
             continue
         scorer = build_scorers([name], Resources(model, tok))[name]
-        parts, seconds = [], []
-        for start in range(0, args.n, args.batch_size):
+        for start in range(len(record["aopc"]), args.n, args.batch_size):
             rows = range(start, min(start + args.batch_size, args.n))
             batch = prompt_batch(
                 tok, [examples.prompts[i] for i in rows],
@@ -94,22 +93,48 @@ def run(args: argparse.Namespace) -> None:
             )
             began = time.process_time()
             scores = scorer.attribute(batch)  # the method alone is timed
-            seconds += [(time.process_time() - began) / len(rows)] * len(rows)
-            parts.append(
+            seconds = (time.process_time() - began) / len(rows)
+            part = fs.per_instance(
                 degrade_scores(
                     model, batch, scores.answer, content, options, choices=choices
                 )
             )
-        record: Dict[str, Any] = fs.per_instance(DegradationResult.concat(parts))
-        record.update(
-            cpu_seconds=seconds, accuracy=accuracy, answers=chosen,
-            indices=examples.indices, cpu=cpu, model=args.model,
-        )  # fmt: skip
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record))
-        print(f"{name}: aopc {np.mean(record['aopc']):.4f} drop11 "
-              f"{np.mean(record['drop11']):.4f} CPU-s/prompt "
-              f"{np.mean(seconds):.2f}", flush=True)  # fmt: skip
+            for key, values in part.items():
+                record[key] += values
+            record["cpu_seconds"] += [seconds] * len(rows)
+            done = len(record["aopc"])
+            record.update(
+                accuracy=_accuracy(chosen[:done], examples.labels[:done]),
+                answers=chosen[:done], indices=examples.indices[:done], cpu=cpu,
+                model=args.model,
+            )  # fmt: skip
+            _save(path, record)  # after every batch: an interrupted run resumes
+        print(f"{name}: n {len(record['aopc'])} aopc {np.mean(record['aopc']):.4f} "
+              f"drop11 {np.mean(record['drop11']):.4f} CPU-s/prompt "
+              f"{np.mean(record['cpu_seconds']):.2f}", flush=True)  # fmt: skip
+
+
+def _accuracy(chosen: List[int], labels: List[int]) -> float:
+    return float(np.mean([c == y for c, y in zip(chosen, labels)]))
+
+
+def _cached(path: Path, indices: List[int]) -> Dict[str, Any]:
+    """The instances already recorded in ``path`` (checked to be the first of
+    ``indices``), or an empty record."""
+    if not path.exists():
+        keys = ("drop11", "aopc", "comprehensiveness", "sufficiency", "cpu_seconds")
+        return {key: [] for key in keys}
+    record = json.loads(path.read_text())
+    if record["indices"] != indices[: len(record["indices"])]:
+        raise SystemExit(f"{path} holds other prompts than this run's: remove it")
+    return record
+
+
+def _save(path: Path, record: Dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(record))
+    partial.replace(path)
 
 
 def tables(args: argparse.Namespace) -> None:
