@@ -16,6 +16,7 @@ from typing import (
     List,
     Optional,
     Tuple,
+    Union,
 )
 
 import torch
@@ -440,11 +441,12 @@ def check_token_mask(token_mask: Optional[Tensor], batch: int) -> None:
 
 def slice_rows(
     extra: Tuple[Any, ...],
-    rows: slice,
+    rows: Union[slice, Tensor],
     batch: int,
     constant: FrozenSet[int] = frozenset(),
 ) -> Tuple[Any, ...]:
-    """The rows of the per-instance additional tensors; the rest as it is."""
+    """The rows (a slice, or indices) of the per-instance additional tensors;
+    the rest as it is."""
     return tuple(
         t[rows] if i not in constant and _per_instance(t, batch) else t
         for i, t in enumerate(extra)

@@ -11,7 +11,7 @@ the seam's business, not the loop's.
 """
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Protocol, Tuple
+from typing import Any, Dict, List, Optional, Protocol, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -19,18 +19,24 @@ from torch import Tensor
 from captum_iba.attr import bottleneck as ib
 from captum_iba.attr.objectives import Objective
 
+#: Which rows a pass takes: a slice of them, or their indices (repeats allowed).
+RowSelection = Union[slice, Tensor]
+
 
 class Bottlenecked(Protocol):
     """What the loop runs: the model with ``T`` in the layer's place (a
     :class:`~captum_iba.attr._seam.Seam`)."""
 
     def run(
-        self, t: Tensor, keep: Optional[Tensor] = None, rows: Optional[slice] = None
+        self,
+        t: Tensor,
+        keep: Optional[Tensor] = None,
+        rows: Optional[RowSelection] = None,
     ) -> Tensor:
-        """The scores of the ``B * n`` rows (or of the slice ``rows`` of them)
-        with ``t`` in the layer's place and, when ``keep`` (one row per row
-        run, ``(rows, L)``) is given, every layer above it reading token
-        ``t`` with weight ``keep[:, t]`` (Eq. R2)."""
+        """The scores of the ``B * n`` rows (or of the slice or indices
+        ``rows`` of them) with ``t`` in the layer's place and, when
+        ``keep`` (one row per row run, ``(rows, L)``) is given, every layer
+        above it reading token ``t`` with weight ``keep[:, t]`` (Eq. R2)."""
         ...
 
 
@@ -241,6 +247,7 @@ def optimise(
     seed: int,
     init: Optional[Tensor] = None,
     rows_per_pass: Optional[int] = None,
+    pair_terms: bool = False,
 ) -> Tuple[Tensor, Dict[str, Any]]:
     r"""Optimise ``alpha`` per instance and return the attribution.
 
@@ -260,6 +267,10 @@ def optimise(
             copies) one forward and backward pass takes; each step runs the
             rows in passes of that many and adds their gradients (memory
             bounded by one pass; the same gradient). None: all in one pass.
+        pair_terms (bool): With ``removal="attention"`` and the complement
+            term, run both terms in one pass when their rows fit in one
+            (:func:`paired_gradient`; an exact cut: the same gradient up to
+            rounding).
 
     Returns:
         (attribution, info): Per element, zero at padding: the final capacity
@@ -279,10 +290,18 @@ def optimise(
     beta: Any = options.beta
     loss_task = cap_mean = torch.zeros(batch)
     passes = row_passes(batch * n, rows_per_pass)
+    paired = pair_terms and options.removal == "attention" and bool(options.complement)
+    paired = paired and (rows_per_pass is None or 2 * batch * n <= rows_per_pass)
+    terms = torch.zeros(batch * n)
     for step in range(options.steps):
-        grad, losses = task_gradient(
-            seam, rows.bottleneck(alpha), task, rows_target, passes, alpha, n
-        )  # Eq. 2, or Eqs. R1-R2
+        if paired:  # Eqs. R1-R2 and R3 in one pass
+            grad, losses, terms = paired_gradient(
+                seam, rows, alpha, task, rows_target, n, options.complement
+            )
+        else:
+            grad, losses = task_gradient(
+                seam, rows.bottleneck(alpha), task, rows_target, passes, alpha, n
+            )  # Eq. 2, or Eqs. R1-R2
         loss_task = losses.reshape(batch, n).mean(1)
         cap_total = layer.capacity(alpha).reshape(batch, -1).sum(dim=1)  # Eqs. 3-4
         cap_mean = cap_total / per_instance
@@ -291,12 +310,13 @@ def optimise(
         info_weight = 0.0 if options.removal == "attention" else beta
         loss = ib.information_bottleneck_loss(loss_task, cap_mean, info_weight)  # Eq. 5
         grad = grad + torch.autograd.grad(loss.sum(), alpha)[0]
-        if options.complement:  # Eq. R3: the same bottleneck, mask inverted
+        if options.complement and not paired:  # Eq. R3: the mask inverted
             more, terms = task_gradient(
                 seam, rows.bottleneck(-alpha), task, rows_target, passes, alpha, n,
                 options.complement,
             )  # fmt: skip
             grad = grad + more
+        if options.complement:
             loss = loss + terms.reshape(batch, n).mean(1)
         _check_finite(loss, step)
         if optimizer is None:
@@ -391,6 +411,49 @@ def task_gradient(
             grad = grad + part_grad
         values.append(value.detach())
     return grad, torch.cat(values)
+
+
+def paired_gradient(
+    seam: Bottlenecked,
+    rows: Rows,
+    alpha: Tensor,
+    task: Task,
+    rows_target: Optional[Tensor],
+    n: int,
+    complement: float,
+) -> Tuple[Tensor, Tensor, Tensor]:
+    r"""The gradient in ``alpha`` of both terms of ``removal="attention"`` -
+    Eq. (5)'s task term with the mask (Eqs. R1-R2) and Eq. (R3)'s term with
+    the mask inverted - from one forward and backward pass: the ``B * n``
+    rows of each side by side in one batch. While ``alpha`` is 0 everywhere
+    (the first step from ``init_alpha=0``), :math:`\lambda(\alpha) =
+    \lambda(-\alpha)`: one set of rows serves both terms, the inverted
+    mask's gradient being :math:`\partial_\alpha C(\lambda(-\alpha)) =
+    -\partial_a C(\lambda(a))` at :math:`a = \alpha = 0`. The same values
+    and gradient as two calls of :func:`task_gradient`, up to rounding.
+
+    Returns:
+        (grad, losses, terms): The gradient (``alpha``'s shape), the per-row
+        task losses and complement terms, detached, ``(B * n,)`` each.
+    """
+    t, keep = rows.bottleneck(alpha)
+    count = t.shape[0]
+    if not bool(alpha.detach().any()):  # one pass, both terms
+        losses = task.objective.loss(seam.run(t, keep), rows_target)
+        terms = ib.complement_term(losses, complement)
+        value = losses - terms
+    else:
+        _, inverted = rows.bottleneck(-alpha)
+        both = torch.arange(count, device=t.device).repeat(2)
+        output = seam.run(torch.cat([t, t]), torch.cat([keep, inverted]), both)
+        losses = task.objective.loss(output[:count], rows_target)
+        inverted_loss = task.objective.loss(output[count:], rows_target)
+        terms = ib.complement_term(inverted_loss, complement)
+        value = losses + terms
+    grad = torch.zeros_like(alpha)
+    if value.requires_grad:  # (not when the scores ignore alpha)
+        (grad,) = torch.autograd.grad(value.sum() / n, alpha)
+    return grad, losses.detach(), terms.detach()
 
 
 def _check_finite(loss: Tensor, step: int) -> None:

@@ -32,6 +32,7 @@ from typing import (
     NamedTuple,
     Optional,
     Tuple,
+    Union,
 )
 
 import torch
@@ -140,9 +141,13 @@ class Seam:
         self._installed: Optional[ExitStack] = None
 
     def run(
-        self, t: Tensor, keep: Optional[Tensor] = None, rows: Optional[slice] = None
+        self,
+        t: Tensor,
+        keep: Optional[Tensor] = None,
+        rows: Optional[Union[slice, Tensor]] = None,
     ) -> Tensor:
-        """The scores of the rows (all, or the slice ``rows`` of them) with
+        """The scores of the rows (all, or the slice or indices ``rows`` of
+        them: a pass may take a row twice) with
         ``t`` (cast to the site's dtype) in the site's place and, when
         ``keep`` is given, every layer above reading token ``t`` with weight
         ``keep[:, t]`` (Eq. R2)."""

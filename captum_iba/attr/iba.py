@@ -115,8 +115,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             ``last_run`` records the precision used.
         cuts (bool, optional): The exact cuts (frozen weights, embeddings
             once, the last layer's [CLS] row when the head reads only it,
-            rows chunked per pass), each checked against or equal to the full
-            computation. Default True.
+            ``config="deletion"``'s two terms in one pass, rows chunked per
+            pass), each checked against or equal to the full computation (up
+            to rounding). Default True.
         pad_token_id (int, optional): The padding id, for priors that build
             their baselines from the token ids (``config="faithful"``'s:
             every real token that is not special replaced by it). Default:
@@ -429,8 +430,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         )
         with seam:
             attr, info = _loop.optimise(
-                layer, seam, task, options, run.seed, rows_per_pass=per_pass
-            )
+                layer, seam, task, options, run.seed, rows_per_pass=per_pass,
+                pair_terms=self.cuts,
+            )  # fmt: skip
         info = dict(info, path=seam.path.kind, cuts=seam.path.cuts, no_ranking=unread)
         info["flat_rows"] = _ranking.token_flat_rows(attr, mask, self._known_special(
             inputs[0], token_mask))  # fmt: skip

@@ -60,7 +60,8 @@ def test_cuts_give_the_full_computation(kind):
 def test_deletion_at_the_embeddings_replays_them_with_the_cls_cut(kind):
     """config="deletion" at the embeddings: the embeddings are not computed
     at each step (a stub returns their output) and the last layer computes
-    its [CLS] row only; the scores equal those of the hooks."""
+    its [CLS] row only, and both terms share a pass; the scores equal those
+    of the hooks (without the cuts: exactly)."""
     from tests.helpers import no_hooks
 
     model = tiny_hf_model(kind)
@@ -74,7 +75,7 @@ def test_deletion_at_the_embeddings_replays_them_with_the_cls_cut(kind):
                             config="deletion", steps=3)  # fmt: skip
         runs[name] = (out, iba.last_run[0]["path"], iba.last_run[0]["cuts"])
     hooks = InformationBottleneckAttribution(
-        model, model.base_model.embeddings, special_token_ids=[]
+        model, model.base_model.embeddings, special_token_ids=[], cuts=False
     )
     with pytest.MonkeyPatch.context() as patch:  # no replay: the hooks
         patch.setattr("captum_iba.attr._seam.stack_above", lambda *a: None)
@@ -177,3 +178,64 @@ def test_default_chunks_bounded_by_tokens():
     assert instances_per_chunk(32, 10, ids(512)) == 1
     assert instances_per_chunk(4, 10, ids(16)) == 4
     assert instances_per_chunk(256, 10, ids(512, "meta")) == 51  # other devices
+
+
+def _deletion(model, ids, mask, **kw):
+    iba = InformationBottleneckAttribution(
+        model, model.base_model.embeddings, special_token_ids=[]
+    )
+    return iba.attribute(ids, target=[0, 1, 1], additional_forward_args=(mask,),
+                         config="deletion", steps=4, **kw)  # fmt: skip
+
+
+def _rows_per_pass(model):
+    """Records the rows of every forward pass that builds a graph."""
+    seen = []
+
+    def hook(module, args, kwargs):
+        if torch.is_grad_enabled():
+            seen.append(int((args[0] if args else kwargs["hidden_states"]).shape[0]))
+
+    layer = model.base_model.encoder.layer[0]
+    return seen, layer.register_forward_pre_hook(hook, with_kwargs=True)
+
+
+@pytest.mark.parametrize("kind", ["bert", "roberta"])
+def test_deletion_terms_share_one_pass_per_step(kind, monkeypatch):
+    """config="deletion": the kept and the inverted mask's rows run side by
+    side, one pass per step (the first, from alpha = 0 where the two masks
+    are equal, on one set of rows); the same scores as a pass per term (up
+    to rounding), with the same ranking."""
+    from captum_iba.attr import _loop
+
+    model = tiny_hf_model(kind)
+    ids, mask = _batch()
+    seen, handle = _rows_per_pass(model)
+    paired = _deletion(model, ids, mask)
+    assert seen == [3, 6, 6, 6]
+    seen.clear()
+    optimise = _loop.optimise
+    monkeypatch.setattr(
+        _loop, "optimise", lambda *a, **k: optimise(*a, **dict(k, pair_terms=False))
+    )
+    apart = _deletion(model, ids, mask)
+    handle.remove()
+    assert seen == [3] * 8
+    torch.testing.assert_close(paired, apart, rtol=1e-5, atol=1e-5)
+    real = mask.bool()
+    for i in range(3):
+        assert torch.equal(
+            paired[i][real[i]].argsort(), apart[i][real[i]].argsort()
+        ), f"instance {i}"
+    assert not model.base_model.encoder.layer[0]._forward_pre_hooks
+
+
+def test_deletion_terms_apart_when_two_would_not_fit_a_pass():
+    """With internal_batch_size below twice the rows, each term keeps its own
+    pass (memory bounded by internal_batch_size)."""
+    model = tiny_hf_model("bert")
+    ids, mask = _batch()
+    seen, handle = _rows_per_pass(model)
+    _deletion(model, ids, mask, internal_batch_size=3)
+    handle.remove()
+    assert seen == [3] * 8
