@@ -8,13 +8,18 @@ Prints, in one run on one thread (CPU seconds, medians; MiniLM-L6 from
    every weight; 10 steps at encoder layer index 3), our paper configuration
    and ``config="faithful"`` at the default layer, ``config="deletion"`` with
    the 0.3 schedule (10 steps) and the default (``config="deletion"`` at the
-   embeddings, as ``explain`` and ``attribute`` run it), each with its
-   speed-up over the released code;
+   embeddings, as ``explain`` and ``attribute`` run it) and the default with
+   ``precision="bf16"`` (``--bf16``; bfloat16 autocast, float32 where this
+   CPU has no native bfloat16), each with its speed-up over the released
+   code;
 2. per length (32 to 512 tokens) and batch size: the default's CPU seconds
    per instance, its essential work's (per step, a forward and a backward of
-   every encoder layer, the pooler and the head for the kept tokens and again
-   for the complement, the attention bias ln(lambda) of Eq. R2 needing a
-   gradient; the embeddings computed once) and their ratio.
+   every encoder layer, the pooler and the head for the kept tokens and for
+   the complement, the attention bias ln(lambda) of Eq. R2 needing a
+   gradient; the embeddings computed once) in two passes per step (issue
+   #29's definition) and in one pass of both sets of rows side by side (one
+   set at the first step, where the masks are equal: what the default does
+   since 0.4), and the ratios.
 
 CPU seconds depend on the CPU (the header prints
 ``torch.backends.cpu.get_cpu_capability()``) and on its load (printed too):
@@ -54,21 +59,32 @@ def cpu_seconds(fn: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
-def deletion_essential(model, x: torch.Tensor, mask: torch.Tensor, steps: int) -> None:
+def deletion_essential(
+    model, x: torch.Tensor, mask: torch.Tensor, steps: int, paired: bool = False
+) -> None:
     """The essential work of ``config="deletion"`` (see the module's
-    docstring), ``steps`` times."""
+    docstring), ``steps`` times: the kept tokens' pass and the complement's,
+    or with ``paired`` both side by side in one batch (one set of rows at the
+    first step, where the two masks are equal)."""
     layers = encoder_layers(model)
-    target = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
+    batch = x.shape[0]
     alpha = torch.zeros(x.shape[:2], device=x.device, requires_grad=True)
-    pad = (1.0 - mask.float())[:, None, None, :] * torch.finfo(x.dtype).min
-    for _ in range(steps):
-        for sign in (1.0, -1.0):  # the kept tokens, then the complement
-            bias = torch.log(torch.sigmoid(sign * alpha))[:, None, None, :] + pad
-            h = x
+    for step in range(steps):
+        signs = [[1.0], [-1.0]]
+        if paired:
+            signs = [[1.0]] if step == 0 else [[1.0, -1.0]]
+        for sign in signs:
+            sign = torch.tensor(sign).repeat_interleave(batch)[:, None]
+            rows = sign.shape[0] // batch
+            keep = torch.sigmoid(sign * alpha.repeat(rows, 1))
+            pad = (1.0 - mask.float().repeat(rows, 1)) * torch.finfo(x.dtype).min
+            bias = (torch.log(keep) + pad)[:, None, None, :]
+            h = x.repeat(rows, 1, 1)
             for layer in layers:
                 out = layer(h, attention_mask=bias)
                 h = out[0] if isinstance(out, tuple) else out
             logits = model.classifier(model.bert.pooler(h))
+            target = torch.zeros(logits.shape[0], dtype=torch.long, device=x.device)
             loss = torch.nn.functional.cross_entropy(logits, target)
             torch.autograd.grad(loss, alpha)
 
@@ -83,6 +99,9 @@ def configurations_table(model, reps: int) -> None:
     at_embeddings = InformationBottleneckAttribution(
         model, embeddings, special_token_ids=SPECIALS
     )
+    bf16 = InformationBottleneckAttribution(
+        model, embeddings, special_token_ids=SPECIALS, precision="bf16"
+    )
     calls = {
         "paper config": (at_layer, {"config": "paper"}),
         '`config="faithful"`': (at_layer, {"config": "faithful"}),
@@ -91,6 +110,7 @@ def configurations_table(model, reps: int) -> None:
             {"config": "deletion", "steps": 10, "lr": 3.0},
         ),
         "default (`iba-deletion`)": (at_embeddings, {"config": "deletion"}),
+        'default, `precision="bf16"` (`--bf16`)': (bf16, {"config": "deletion"}),
     }
     print(
         f"\n## Every configuration against the released code (CPU seconds per "
@@ -124,8 +144,11 @@ def essential_table(model, reps: int, quick: bool) -> None:
         f"\n## The default against its essential work ({DELETION.steps} steps; "
         f"CPU seconds per instance, one thread, median of {reps})"
     )
-    print("| tokens | batch | iba-deletion | essential | ratio |")
-    print("|---:|---:|---:|---:|---:|")
+    print(
+        "| tokens | batch | iba-deletion | essential, two passes per step | ratio "
+        "| essential, one paired pass per step | ratio |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     lengths = [32, 128, 512] if quick else [32, 64, 128, 256, 512]
     for length, batch in [(n, 1) for n in lengths] + [(64, 4), (64, 16)]:
         ids, mask = make_inputs(batch, length, "cpu")
@@ -133,12 +156,12 @@ def essential_table(model, reps: int, quick: bool) -> None:
             x = embeddings(ids)
         run = partial(iba.attribute, ids, target=0, additional_forward_args=(mask,))
         t = cpu_seconds(partial(run, config="deletion"), reps)
-        e = cpu_seconds(
-            partial(deletion_essential, model, x, mask, DELETION.steps), reps
-        )
-        print(
-            f"| {length} | {batch} | {t / batch:.3f} | {e / batch:.3f} | {t / e:.2f} |"
-        )
+        cells = [f"{t / batch:.3f}"]
+        for paired in (False, True):
+            work = partial(deletion_essential, model, x, mask, DELETION.steps, paired)
+            e = cpu_seconds(work, reps)
+            cells += [f"{e / batch:.3f}", f"{t / e:.2f}"]
+        print(f"| {length} | {batch} | " + " | ".join(cells) + " |")
 
 
 def main() -> None:

@@ -224,9 +224,9 @@ def test_deletion_terms_share_one_pass_per_step(kind, monkeypatch):
     torch.testing.assert_close(paired, apart, rtol=1e-5, atol=1e-5)
     real = mask.bool()
     for i in range(3):
-        assert torch.equal(
-            paired[i][real[i]].argsort(), apart[i][real[i]].argsort()
-        ), f"instance {i}"
+        assert torch.equal(paired[i][real[i]].argsort(), apart[i][real[i]].argsort()), (
+            f"instance {i}"
+        )
     assert not model.base_model.encoder.layer[0]._forward_pre_hooks
 
 
