@@ -164,9 +164,11 @@ class Passes:
         x_in = clean.x_in if prior.needs_layer_input else None
         return _loop.Layer.from_prior(prior, clean.x, batch.mask, x_in, base)
 
-    def seam(self, batch: Batch, clean: Clean, n: int) -> Seam:
+    def seam(self, batch: Batch, clean: Clean, n: int, attention: bool = False) -> Seam:
         """The seam that runs the model on the batch's rows repeated ``n``
-        times with ``T`` in the layer's place (enter it, then ``run``)."""
+        times with ``T`` in the layer's place (enter it, then ``run``); with
+        ``attention``, every layer above reads the tokens with the weights
+        ``keep`` given to ``run`` (Eq. R2)."""
         rows = (
             (batch.ids.repeat_interleave(n, dim=0),),
             expand_rows(batch.extra, batch.ids.shape[0], n),
@@ -175,8 +177,9 @@ class Passes:
             (batch.ids,), batch.extra, clean.logits, clean.x, clean.template
         )
         seam = Seam(
-            self.model, self.site, reference, rows, n, self.stack, path=self.path
-        )
+            self.model, self.site, reference, rows, n, self.stack, path=self.path,
+            attention=attention,
+        )  # fmt: skip
         self.path = seam.path
         return seam
 

@@ -74,9 +74,13 @@ def ib_loss(
     step: int,
 ) -> Tensor:
     """Eq. (5) per instance with the explainer's ``alpha`` (B, L), plus the
-    budget and the complement terms."""
+    budget and the complement terms; with ``removal="attention"`` the
+    deletion objective instead (:func:`deletion_loss`)."""
     options = settings.options
     layer = passes.layer_of(batch, clean, options.prior, settings)
+    if options.removal == "attention":
+        return deletion_loss(passes, batch, clean, layer, alpha, targets, objective,
+                             settings)  # fmt: skip
     x, n, size = layer.x, options.n_samples, layer.x.shape[0]
     a = alpha.reshape(alpha.shape + (1,) * (x.dim() - 2)).expand_as(x)
     gen = torch.Generator(device=x.device).manual_seed(options.seed * 1_000_003 + step)
@@ -91,15 +95,61 @@ def ib_loss(
         output = seam.run(rows.noisy(a, noise))  # Eq. 2
         loss_task = _loop.task_loss(objective, output, rows_target, size, n)
         loss = ib.information_bottleneck_loss(loss_task, cap_mean, options.beta)
-        if settings.keep is not None:
-            m = batch.mask.float()
-            mean_lambda = (torch.sigmoid(alpha) * m).sum(1) / m.sum(1)
-            loss = loss + settings.keep_weight * (mean_lambda - settings.keep) ** 2
+        loss = loss + budget_term(settings, batch, alpha)
         if options.complement > 0:  # the kept tokens removed: the class should go
             output = seam.run(rows.noisy(-a, noise))
             inverted = _loop.task_loss(objective, output, rows_target, size, n)
             loss = loss + options.complement * torch.exp(-inverted)
     return loss
+
+
+def budget_term(settings: ExplainerSettings, batch: Batch, alpha: Tensor) -> Tensor:
+    r"""The budget per instance: :math:`\gamma (\bar\lambda - \rho)^2`, the
+    mean signal weight over the real tokens pulled to ``keep`` (0 without
+    one)."""
+    if settings.keep is None:
+        return torch.zeros(alpha.shape[0], device=alpha.device)
+    m = batch.mask.float()
+    mean_lambda = (torch.sigmoid(alpha) * m).sum(1) / m.sum(1)
+    return settings.keep_weight * (mean_lambda - settings.keep) ** 2
+
+
+def deletion_loss(
+    passes: Passes,
+    batch: Batch,
+    clean: Clean,
+    layer: "_loop.Layer",
+    alpha: Tensor,
+    targets: Tensor,
+    objective: Objective,
+    settings: ExplainerSettings,
+) -> Tensor:
+    r"""``iba-deletion``'s objective learned across the corpus, per instance:
+
+    .. math::
+
+       \mathcal{L}_{task}\big(c \mid f_{>l}(X; \bar\lambda_\theta)\big)
+       + \kappa\, e^{-\mathcal{L}_{task}(c \mid f_{>l}(X; 1 - \bar\lambda_\theta))}
+       + \gamma (\bar\lambda_\theta - \rho)^2,
+
+    every layer above the bottleneck reading token :math:`t` with weight
+    :math:`\bar\lambda_t` (Eqs. R1-R2: deletion relaxed through attention,
+    no noise, no capacity), the complement term of Eq. (R3) with the mask
+    inverted (``options.complement`` = :math:`\kappa`) and the budget
+    (:func:`budget_term`). The two masks' rows run side by side in one pass.
+    """
+    x, kappa = layer.x, settings.options.complement
+    a = alpha.reshape(alpha.shape + (1,) * (x.dim() - 2)).expand_as(x)
+    rows = _loop.Rows(layer, 1, removal="attention")
+    masks = [rows.keep(a)] + ([rows.keep(-a)] if kappa > 0 else [])
+    n = len(masks)  # the instance's rows side by side: kept[, inverted]
+    keep = torch.stack(masks, 1).reshape((-1,) + masks[0].shape[1:])
+    with passes.seam(batch, clean, n, attention=True) as seam:
+        output = seam.run(x.repeat_interleave(n, dim=0), keep)
+    loss = objective.loss(output[0::n], targets)
+    if kappa > 0:  # the kept tokens removed: the class should go (Eq. R3)
+        loss = loss + kappa * torch.exp(-objective.loss(output[1::n], targets))
+    return loss + budget_term(settings, batch, alpha)
 
 
 def _batch_digest(batch: Batch, target: Tensor) -> str:

@@ -110,12 +110,10 @@ def _storable(options: IBAOptions, what: str) -> None:
 def _check_objective_options(options: IBAOptions) -> None:
     """What the explainer's objective can use of its IBA options."""
     _storable(options, "options")
-    if options.removal != "noise" or options.attribute_to_layer_input:
+    if options.attribute_to_layer_input:
         raise ValueError(
-            "options: the explainer's objective runs the noise bottleneck (Eq. 2) "
-            "on the layer's output; use removal='noise' and "
-            "attribute_to_layer_input=False (a removal='attention' configuration "
-            "can be the teacher)."
+            "options: the explainer's objective runs the bottleneck on the layer's "
+            "output; use attribute_to_layer_input=False."
         )
     if options.beta == "auto":
         raise ValueError(
@@ -142,8 +140,13 @@ class ExplainerSettings:
             ``prior`` (any prior plug-in that needs no data), ``complement``
             (the probability of the explained class with the mask inverted,
             minimised), ``n_samples`` (noise draws per instance and step),
-            ``objective`` (the task loss) and ``seed`` (of the initialisation,
-            the noise and the teacher). Default :data:`OBJECTIVE_OPTIONS`.
+            ``objective`` (the task loss), ``seed`` (of the initialisation,
+            the noise and the teacher) and ``removal``: ``"noise"`` (Eq. 2,
+            the default) or ``"attention"``, the deletion objective of
+            ``iba-deletion`` learned across the corpus (Eqs. R1-R3; no noise,
+            no capacity: ``beta``, ``prior`` and ``n_samples`` unused; needs
+            ``keep`` or a teacher to distil). Default
+            :data:`OBJECTIVE_OPTIONS`.
         keep (float or None): The budget: the mean signal weight
             :math:`\\bar\\lambda` over an instance's real tokens is pulled to
             ``keep`` by ``keep_weight * (mean - keep)**2``. None: no budget.
@@ -201,6 +204,17 @@ class ExplainerSettings:
             teacher = _as_options(self.teacher, "teacher")
             _storable(teacher, "teacher")
             object.__setattr__(self, "teacher", teacher)
+        if (
+            self.options.removal == "attention"
+            and self.keep is None
+            and self.distil == 0
+        ):
+            raise ValueError(
+                "options: the deletion objective (removal='attention') has no "
+                "noise and no capacity term; it needs a budget, keep= (e.g. 0.3), "
+                "or a teacher to distil (distil > 0): without one, keeping every "
+                "token is optimal."
+            )
         if self.distil > 0 and self.teacher is None:
             raise ValueError("distil > 0 needs teacher= (the per-sample IBA options).")
         if self.distil_only and self.distil == 0:
