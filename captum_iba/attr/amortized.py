@@ -36,9 +36,9 @@ from captum_iba.attr import _loop, _speed
 from captum_iba.attr import amortized_store as store
 from captum_iba.attr._amortized_pass import Batch, Clean, Passes, module_name
 from captum_iba.attr._inputs import infer_token_mask
-from captum_iba.attr.amortized_fit import fit_network
+from captum_iba.attr.amortized_fit import fit_network, specials_kept
 from captum_iba.attr.explainer import ExplainerSettings, MaskExplainer
-from captum_iba.attr.options import IBAOptions
+from captum_iba.attr.options import DELETION, IBAOptions
 
 __all__ = ["AmortizedExplainer", "AmortizedInformationBottleneckAttribution"]
 
@@ -344,10 +344,14 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
             token_mask (Tensor, optional): ``(B, L)``, 1 at real tokens; found
                 among the forward's arguments when omitted.
             refine_steps (int, optional): Per-sample steps started from the
-                amortized :math:`\alpha` (0: none, one forward pass).
+                amortized :math:`\alpha` (0: none, one forward pass):
+                ``iba-faithful``'s (the noise bottleneck), or ``iba-deletion``'s
+                for an explainer that learned deletion (its objective or its
+                teacher ``removal="attention"``; then only ``lr`` applies).
             n_samples (int, optional): Noise draws per refinement step.
                 Default 5.
-            lr (float, optional): Step size of the refinement. Default 3.0.
+            lr (float, optional): Step size of the refinement. Default 3.0
+                (``iba-deletion``'s 4.0 for deletion).
             beta (float, optional): :math:`\beta` of the refinement's Eq. (5).
                 Default 1e-5.
             seed (int, optional): Seed of the refinement's noise. Default 0.
@@ -383,12 +387,17 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
                 "leave them out."
             )
         settings = self.explainer.settings
-        teacher = settings.teacher
-        if refine_steps and teacher is not None and teacher.removal != "noise":
+        deletion = "attention" in (
+            settings.options.removal,
+            getattr(settings.teacher, "removal", None),
+        )
+        noise_only = [k for k in ("n_samples", "beta", "baselines") if k in given]
+        if refine_steps and deletion and noise_only:
             raise ValueError(
-                "refine_steps: this explainer was distilled from a "
-                f"removal={teacher.removal!r} teacher (iba-deletion), and the "
-                "refinement runs the noise bottleneck only; use refine_steps=0."
+                f"{', '.join(noise_only)}: this explainer learned deletion "
+                "(iba-deletion's objective or masks), and so does its refinement "
+                "(iba-deletion's steps from its mask): no noise, no beta, no "
+                "baselines; give refine_steps and lr only."
             )
         batch = Batch(ids, extra, mask)
         model = self.forward_func
@@ -412,6 +421,8 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
                 steps=refine_steps, optimizer="normalized_gd", readout="mask_mean",
                 **chosen,
             )  # fmt: skip
+            if deletion:  # iba-deletion's steps from the amortized mask
+                options = DELETION.replace(steps=refine_steps, lr=lr or DELETION.lr)
             task = _loop.Task(objective, targets)
             return self._refine(batch, clean, alpha, task, baselines, options, seed)
 
@@ -429,9 +440,14 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
         settings = self.explainer.settings
         prior = settings.options.prior
         layer = self._passes.layer_of(batch, clean, prior, settings, baselines)
-        seam = self._passes.seam(batch, clean, options.n_samples)
+        attention = options.removal == "attention"
+        if attention:
+            layer = specials_kept(layer, batch, settings)
+        seam = self._passes.seam(batch, clean, options.n_samples, attention)
         with torch.enable_grad(), seam:
-            attr, info = _loop.optimise(layer, seam, task, options, seed, init=alpha)
+            attr, info = _loop.optimise(
+                layer, seam, task, options, seed, init=alpha, pair_terms=True
+            )
         self.last_run.update(info, path=self._passes.path)
         return attr
 

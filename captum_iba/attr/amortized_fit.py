@@ -31,6 +31,7 @@ removed, as the deletion test does). The model is frozen (eval mode, no
 parameter gradients) and left as it was.
 """
 
+import dataclasses
 import hashlib
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
@@ -79,6 +80,7 @@ def ib_loss(
     options = settings.options
     layer = passes.layer_of(batch, clean, options.prior, settings)
     if options.removal == "attention":
+        layer = specials_kept(layer, batch, settings)
         return deletion_loss(passes, batch, clean, layer, alpha, targets, objective,
                              settings)  # fmt: skip
     x, n, size = layer.x, options.n_samples, layer.x.shape[0]
@@ -101,6 +103,16 @@ def ib_loss(
             inverted = _loop.task_loss(objective, output, rows_target, size, n)
             loss = loss + options.complement * torch.exp(-inverted)
     return loss
+
+
+def specials_kept(
+    layer: "_loop.Layer", batch: Batch, settings: ExplainerSettings
+) -> "_loop.Layer":
+    """``layer`` with the special tokens ([CLS], [SEP]...) not removable, as
+    per-sample IBA keeps them."""
+    specials = torch.tensor(settings.special_token_ids, dtype=batch.ids.dtype)
+    removable = ~torch.isin(batch.ids, specials.to(batch.ids.device))
+    return dataclasses.replace(layer, removable=removable)
 
 
 def budget_term(settings: ExplainerSettings, batch: Batch, alpha: Tensor) -> Tensor:

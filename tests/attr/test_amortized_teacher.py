@@ -243,8 +243,13 @@ def test_deletion_teacher_at_the_embeddings_finds_the_signal_token() -> None:
     signal = labels == 1
     hit = (scores.argmax(-1) == pos)[signal].float().mean().item()
     assert hit > 0.6, hit
-    with pytest.raises(ValueError, match="refine_steps.*removal='attention'"):
-        aiba.attribute(ids[:2], labels[:2], (mask[:2],), refine_steps=1)
+    with pytest.raises(ValueError, match="n_samples: this explainer learned deletion"):
+        aiba.attribute(ids[:2], labels[:2], (mask[:2],), refine_steps=1, n_samples=2)
+    # refined by iba-deletion's steps from its mask: the mask moves, specials kept
+    once = aiba.attribute(ids[:4], labels[:4], (mask[:4],))
+    refined = aiba.attribute(ids[:4], labels[:4], (mask[:4],), refine_steps=2)
+    assert refined.shape == once.shape and not torch.allclose(refined, once)
+    assert aiba.last_run["refine_steps"] == 2
     assert no_hooks(model)
 
 
