@@ -64,6 +64,25 @@ def bert_signal_data(n: int, gen: torch.Generator):
     return ids, torch.ones_like(ids), labels, pos
 
 
+def _bert_signal_loader(batches: int = 8):
+    gen = torch.Generator().manual_seed(1)
+    data = []
+    for _ in range(batches):
+        b_ids, b_mask, b_labels, _ = bert_signal_data(16, gen)
+        data.append({"input_ids": b_ids, "attention_mask": b_mask, "labels": b_labels})
+    return data
+
+
+def _signal_hits(aiba, ids, mask, labels, pos) -> float:
+    """How often the known token ranks first among the inner tokens of the
+    class-1 instances (random: 1 in 6)."""
+    scores = aiba.attribute(ids, target=labels, additional_forward_args=(mask,))
+    scores = scores.sum(-1)
+    scores[:, 0] = scores[:, -1] = -1.0  # rank the inner tokens
+    signal = labels == 1
+    return (scores.argmax(-1) == pos)[signal].float().mean().item()
+
+
 def bert_signal_model():
     """A tiny BERT trained on :func:`bert_signal_data` until it is right."""
     torch.manual_seed(0)
@@ -219,11 +238,7 @@ def test_deletion_teacher_at_the_embeddings_finds_the_signal_token() -> None:
     with torch.no_grad():
         acc = (model(ids, mask).logits.argmax(-1) == labels).float().mean()
     assert acc > 0.95
-    gen = torch.Generator().manual_seed(1)
-    data = []
-    for _ in range(8):
-        b_ids, b_mask, b_labels, _ = bert_signal_data(16, gen)
-        data.append({"input_ids": b_ids, "attention_mask": b_mask, "labels": b_labels})
+    data = _bert_signal_loader()
     layer = model.bert.embeddings
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # e.g. "No special token ids known"
@@ -237,11 +252,7 @@ def test_deletion_teacher_at_the_embeddings_finds_the_signal_token() -> None:
     # below the stack, the explainer also reads the last block (the context)
     assert explainer.settings.readout == ("bert.embeddings", "bert.encoder.layer.1")
     aiba = AmortizedInformationBottleneckAttribution(model, layer, explainer)
-    scores = aiba.attribute(ids, target=labels, additional_forward_args=(mask,))
-    scores = scores.sum(-1)
-    scores[:, 0] = scores[:, -1] = -1.0  # rank the inner tokens
-    signal = labels == 1
-    hit = (scores.argmax(-1) == pos)[signal].float().mean().item()
+    hit = _signal_hits(aiba, ids, mask, labels, pos)
     assert hit > 0.6, hit
     with pytest.raises(ValueError, match="n_samples: this explainer learned deletion"):
         aiba.attribute(ids[:2], labels[:2], (mask[:2],), refine_steps=1, n_samples=2)
@@ -251,15 +262,6 @@ def test_deletion_teacher_at_the_embeddings_finds_the_signal_token() -> None:
     assert refined.shape == once.shape and not torch.allclose(refined, once)
     assert aiba.last_run["refine_steps"] == 2
     assert no_hooks(model)
-
-
-def _bert_signal_loader(batches: int = 8):
-    gen = torch.Generator().manual_seed(1)
-    data = []
-    for _ in range(batches):
-        b_ids, b_mask, b_labels, _ = bert_signal_data(16, gen)
-        data.append({"input_ids": b_ids, "attention_mask": b_mask, "labels": b_labels})
-    return data
 
 
 def test_deletion_objective_at_the_embeddings_finds_the_signal_token() -> None:
@@ -280,11 +282,7 @@ def test_deletion_objective_at_the_embeddings_finds_the_signal_token() -> None:
     assert not settings.distil_only and settings.options.complement == 1.0
     assert abs(explainer.stats["mean_lambda"] - 0.3) < 0.15
     aiba = AmortizedInformationBottleneckAttribution(model, layer, explainer)
-    scores = aiba.attribute(ids, target=labels, additional_forward_args=(mask,))
-    scores = scores.sum(-1)
-    scores[:, 0] = scores[:, -1] = -1.0  # rank the inner tokens
-    signal = labels == 1
-    hit = (scores.argmax(-1) == pos)[signal].float().mean().item()
+    hit = _signal_hits(aiba, ids, mask, labels, pos)
     assert hit > 0.6, hit
     assert no_hooks(model)
 
