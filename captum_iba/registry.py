@@ -443,6 +443,12 @@ _method(
     captum="Saliency",
 )
 _method(
+    "llm-attnlrp",
+    "attnlrp:LLMAttnLRPScorer",
+    "attention-aware LRP of the answer's logits (needs lxt and transformers 4.x)",
+    models=_LLM,
+)
+_method(
     "llm-input-x-gradient",
     _llm + "CaptumLLMScorer",
     "input x gradient of the token embeddings (Captum's LLMGradientAttribution)",

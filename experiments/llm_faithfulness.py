@@ -34,6 +34,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 import torch
+from transformers import AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).parent))
 import faithfulness_study as fs  # noqa: E402
@@ -67,6 +68,8 @@ def run(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     cpu = torch.backends.cpu.get_cpu_capability()
     model, tok = load_causal_lm(args.model)
+    if args.tokenizer:  # the same tokens under another transformers (AttnLRP's)
+        tok = AutoTokenizer.from_pretrained(args.tokenizer)
     task = TASKS[args.task]
     examples = task_examples(task, _split(args.task, args.split), tok, args.n)
     chosen = label_choice(model, tok, examples.prompts, task)
@@ -164,6 +167,13 @@ def main() -> None:
     sub.choices["run"].add_argument("--methods", default="llm-random,llm-iba-deletion")
     sub.choices["run"].add_argument("--batch-size", type=int, default=4)
     sub.choices["run"].add_argument("--model", default=SMOLLM2_HUB_ID)
+    sub.choices["run"].add_argument(
+        "--tokenizer",
+        help="a tokenizer folder replacing the model's (llm-attnlrp runs under "
+        "transformers 4.x, whose GGUF tokenizer adds a BOS token: give it the "
+        "tokenizer saved under transformers 5, with tokenizer_class "
+        "PreTrainedTokenizerFast)",
+    )
     args = parser.parse_args()
     (run if args.command == "run" else tables)(args)
 

@@ -60,7 +60,7 @@ _NAMES = exports(
         "SamplingScorer",
         "ShapleySamplingScorer",
     ],
-    attnlrp=["AttnLRPScorer", "attnlrp_available"],
+    attnlrp=["AttnLRPScorer", "LLMAttnLRPScorer", "attnlrp_available"],
     corpus=[
         "CorpusLike",
         "corpus_order",

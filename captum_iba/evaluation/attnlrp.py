@@ -12,7 +12,9 @@ class level. This scorer therefore:
   ``transformers`` and ``torch.nn`` afterwards, also on errors;
 * scores token ``i`` by :math:`R_i = \\sum_h e_{ih} \\, \\partial f_y / \\partial
   e_{ih}` computed with the AttnLRP rules, :math:`e` the input embeddings and
-  :math:`f_y` the target's logit.
+  :math:`f_y` the target's logit (:class:`AttnLRPScorer`, classifiers), or
+  the sum of the answer tokens' logits (:class:`LLMAttnLRPScorer`,
+  ``llm-attnlrp``, causal LMs).
 
 Requirements (an optional extra, ``pip install "captum-iba[attnlrp]"``):
 ``lxt`` 2.1 supports BERT, GPT-2, Llama, Qwen and Gemma; it imports
@@ -24,15 +26,24 @@ that says so.
 """
 
 import importlib
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
 
+from captum_iba.attr.llm import AnswerScores
+from captum_iba.attr.llm_batch import IGNORE_INDEX, PromptBatch, position_ids
+from captum_iba.evaluation.llm_scorers import LLMScorer
 from captum_iba.evaluation.scorers import TokenScorer
 
-__all__ = ["AttnLRPScorer", "attnlrp_available"]
+__all__ = [
+    "AttnLRPScorer",
+    "LLMAttnLRPScorer",
+    "attnlrp_available",
+    "lxt_module",
+    "patched_copy",
+]
 
 #: The model families the scorer knows: model_type -> transformers module.
 _MODULES = {
@@ -84,7 +95,14 @@ def _patched(module_name: str) -> Iterator[Any]:
     from lxt.efficient import monkey_patch
 
     module = importlib.import_module(module_name)
-    owners = [module, nn.LayerNorm, nn.Dropout, nn.GELU, nn.SiLU]
+    # lxt replaces the module's names (BERT) or patches its classes' methods
+    # in place (Llama: the MLP and the RMS norm): both are put back.
+    classes = [
+        obj
+        for obj in vars(module).values()
+        if isinstance(obj, type) and obj.__module__ == module.__name__
+    ]
+    owners = [module, *classes, nn.LayerNorm, nn.Dropout, nn.GELU, nn.SiLU]
     saved = [dict(vars(owner)) for owner in owners]
     try:
         monkey_patch(module)
@@ -92,6 +110,62 @@ def _patched(module_name: str) -> Iterator[Any]:
     finally:
         for owner, attrs in zip(owners, saved):
             _restore(owner, attrs)
+
+
+def lxt_module(model: nn.Module) -> str:
+    """The ``transformers`` module that ``lxt`` patches for ``model`` 's family.
+
+    Raises:
+        ImportError: When ``lxt`` cannot be imported here (the message says
+            which versions it needs).
+        ValueError: For a model family lxt does not support.
+    """
+    ok, reason = attnlrp_available()
+    if not ok:
+        raise ImportError(reason)
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    if model_type not in _MODULES:
+        raise ValueError(
+            f"AttnLRP supports the model types {sorted(_MODULES)}; got {model_type!r}"
+        )
+    return _MODULES[model_type]
+
+
+def _no_init() -> Any:
+    """transformers' context that skips the weights' random initialisation
+    (``transformers.modeling_utils`` in 4.x), or a no-op."""
+    from transformers import modeling_utils
+
+    skip = getattr(modeling_utils, "no_init_weights", None)
+    return skip() if skip is not None else nullcontext()
+
+
+def patched_copy(model: nn.Module, module: Any) -> nn.Module:
+    """``model`` rebuilt from ``module`` 's patched classes, with its weights
+    (frozen, in eval mode): the caller's model is never patched."""
+    cls = getattr(module, type(model).__name__)
+    with _no_init():  # the weights are loaded next: no random init (seconds)
+        copy = cls(model.config)
+    copy.load_state_dict(model.state_dict())
+    copy.to(next(model.parameters()).device)
+    for p in copy.parameters():
+        p.requires_grad_(False)
+    return copy.eval()
+
+
+class _CopyCache:
+    """A scorer's patched copy of its model, built on first use and again
+    whenever a weight of the model changed (its storage or version)."""
+
+    def __init__(self) -> None:
+        self._key: Optional[Tuple[Tuple[int, int], ...]] = None
+        self._copy: Optional[nn.Module] = None
+
+    def get(self, model: nn.Module, module: Any) -> nn.Module:
+        key = tuple((p.data_ptr(), p._version) for p in model.parameters())
+        if self._copy is None or key != self._key:
+            self._copy, self._key = patched_copy(model, module), key
+        return self._copy
 
 
 class AttnLRPScorer(TokenScorer):
@@ -115,33 +189,15 @@ class AttnLRPScorer(TokenScorer):
 
     def __init__(self, model: nn.Module, **kwargs: Any) -> None:
         super().__init__(model, **kwargs)
-        ok, reason = attnlrp_available()
-        if not ok:
-            raise ImportError(reason)
-        model_type = getattr(getattr(model, "config", None), "model_type", None)
-        if model_type not in _MODULES:
-            raise ValueError(
-                f"AttnLRP supports the model types {sorted(_MODULES)}; got "
-                f"{model_type!r}"
-            )
-        self.module_name = _MODULES[model_type]
+        self.module_name = lxt_module(model)
+        self._copies = _CopyCache()
         self.settings.update(implementation="lxt.efficient (AttnLRP rules)")
-
-    def _copy(self, module: Any) -> nn.Module:
-        """The caller's model rebuilt from the patched classes, same weights."""
-        cls = getattr(module, type(self.model).__name__)
-        copy = cls(self.model.config)
-        copy.load_state_dict(self.model.state_dict())
-        copy.to(next(self.model.parameters()).device)
-        for p in copy.parameters():
-            p.requires_grad_(False)
-        return copy.eval()
 
     def _scores(
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
     ) -> Tensor:
         with _patched(self.module_name) as module, torch.enable_grad():
-            copy = self._copy(module)
+            copy = self._copies.get(self.model, module)
             embeds = copy.get_input_embeddings()(ids).detach().requires_grad_(True)
             extra: Dict[str, Tensor] = {"attention_mask": mask}
             if tt is not None:
@@ -151,3 +207,59 @@ class AttnLRPScorer(TokenScorer):
             (grad,) = torch.autograd.grad(chosen, embeds)
         relevance = (embeds.detach() * grad).sum(-1)
         return relevance.float() * self._removable(ids, mask)
+
+
+class LLMAttnLRPScorer(LLMScorer):
+    """AttnLRP for a causal LM (``llm-attnlrp``): each prompt token's
+    relevance for the answer, in one backward pass of a patched copy.
+
+    The relevance explained is the sum of the answer tokens' logits (each at
+    the position that predicts it), as AttnLRP explains a logit; the scores
+    are :math:`R_i = \\sum_h e_{ih} \\, \\partial f / \\partial e_{ih}` with
+    ``lxt``'s rules, :math:`e` the token embeddings. Padding on the left is
+    read with position ids counted over the real tokens.
+
+    Args:
+        model (nn.Module): A Hugging Face ``...ForCausalLM`` of a family
+            ``lxt`` supports (GPT-2, Llama).
+        **kwargs: The arguments of
+            :class:`~captum_iba.evaluation.llm_scorers.LLMScorer`.
+
+    Raises:
+        ImportError: When ``lxt`` cannot be imported here.
+        ValueError: For a model family lxt does not support.
+    """
+
+    signed = True
+    score_meaning = (
+        "the token's relevance for the answer's logits (LRP: the relevances add "
+        "up to about them): + for the answer, - against it"
+    )
+
+    def __init__(self, model: nn.Module, **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+        self.module_name = lxt_module(model)
+        self._copies = _CopyCache()
+        self.settings.update(
+            implementation="lxt.efficient (AttnLRP rules)",
+            explained="the sum of the answer tokens' logits",
+        )
+
+    def _scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+        args = batch.arguments()
+        mask = args["attention_mask"]
+        target = args["labels"][:, 1:]
+        with _patched(self.module_name) as module, torch.enable_grad():
+            copy = self._copies.get(self.model, module)
+            ids = args["input_ids"]
+            embeds = copy.get_input_embeddings()(ids).detach().requires_grad_(True)
+            logits = copy(
+                inputs_embeds=embeds, attention_mask=mask,
+                position_ids=position_ids(mask), use_cache=False,
+            ).logits  # fmt: skip
+            answer = target != IGNORE_INDEX
+            picked = logits.gather(-1, target.clamp_min(0)[..., None].to(logits.device))
+            (grad,) = torch.autograd.grad((picked.squeeze(-1) * answer).sum(), embeds)
+        relevance = (embeds.detach() * grad).sum(-1).float()
+        last = relevance.new_zeros(relevance.shape[0], 1)  # the answer's last token
+        return AnswerScores(torch.cat([relevance, last], dim=1), None, "relevance")
