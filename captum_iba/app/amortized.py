@@ -9,12 +9,16 @@ iba-amortized`` call
 file lock so that the processes of a ``torchrun`` wait for one fit);
 ``captum-iba explain --method iba-amortized`` with ``fit=False`` (a clear
 error when none is cached). The folder is
-``<cache>/explainers/<corpus>-l<embeddings or layer index>-len<max length>-<weights
-digest>``, one per data setting; the store
+``<cache>/explainers/<corpus>-l<embeddings or layer index>-len<max length>-s<settings
+digest>-<weights digest>``, one per data setting and per
+:data:`~captum_iba.evaluation.amortized.AMORTIZED_SETTINGS` (an explainer fitted
+with a release's other settings is not taken for today's); the store
 itself (:mod:`captum_iba.attr.amortized_store`) refuses an explainer fitted
 for other weights, layer or settings.
 """
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -28,7 +32,7 @@ from captum_iba.app.finetune.store import default_cache_dir
 from captum_iba.attr.amortized import AmortizedExplainer
 from captum_iba.attr.amortized_store import RECORD
 from captum_iba.attr.text import LayerRef
-from captum_iba.evaluation.amortized import fit_amortized
+from captum_iba.evaluation.amortized import AMORTIZED_SETTINGS, fit_amortized
 from captum_iba.evaluation.corpus import encode_instances
 
 __all__ = ["TRAIN_INSTANCES", "cached_explainer", "explainer_folder"]
@@ -49,16 +53,21 @@ def explainer_folder(
 ) -> Path:
     """Where the explainer of ``model`` 's ``layer``, fitted on ``corpus`` 's
     training split cut to ``max_length`` word pieces, is cached: one folder
-    per data setting, so that an explainer fitted on other data is never
+    per data setting and per fit settings (:func:`settings_digest`), so that
+    an explainer fitted on other data or with other settings is never
     reused. ``max_length`` None gives the pattern of every data setting (a
     ``*`` in its place), for :func:`fitted_folders`."""
     where = "embeddings" if layer.index is None else layer.index
     length = "*" if max_length is None else int(max_length)
-    return (
-        default_cache_dir()
-        / "explainers"
-        / f"{corpus}-l{where}-len{length}-{weights_digest(model)}"
-    )
+    name = f"{corpus}-l{where}-len{length}-s{settings_digest()}-{weights_digest(model)}"
+    return default_cache_dir() / "explainers" / name
+
+
+def settings_digest() -> str:
+    """8 hexadecimal digits of ``iba-amortized`` 's fit settings
+    (:data:`~captum_iba.evaluation.amortized.AMORTIZED_SETTINGS`)."""
+    text = json.dumps(AMORTIZED_SETTINGS, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def fitted_folders(model: Any, layer: LayerRef, corpus: str) -> Dict[int, Path]:

@@ -108,6 +108,32 @@ def test_an_explainer_fitted_on_other_data_is_not_reused(
     assert "fitted with --max-length" not in capsys.readouterr().out  # the default
 
 
+def test_an_explainer_fitted_with_other_settings_is_not_taken(
+    tiny_model_dir, corpus, tmp_path, capsys, monkeypatch
+):
+    """Issue 30: when iba-amortized's fit settings change (a release's new
+    default), an explainer cached with the old ones is neither loaded by
+    explain nor reused by evaluate: its folder names the settings."""
+    from captum_iba.app import amortized as app_amortized
+    from captum_iba.evaluation import amortized as eval_amortized
+
+    assert _evaluate(tiny_model_dir, corpus, tmp_path / "r1") == 0
+    root = tmp_path / "cache" / "explainers"
+    first = [f.name for f in root.glob("sst2-*") if f.is_dir()]
+    assert len(first) == 1 and f"-s{app_amortized.settings_digest()}-" in first[0]
+    changed = dict(eval_amortized.AMORTIZED_SETTINGS, epochs=1)
+    monkeypatch.setattr(app_amortized, "AMORTIZED_SETTINGS", changed)
+    monkeypatch.setattr(eval_amortized, "AMORTIZED_SETTINGS", changed)
+    capsys.readouterr()
+    explain = ["explain", "a fine film", "--model", tiny_model_dir, "--method",
+               "iba-amortized"]  # fmt: skip
+    assert _code(explain) == 2
+    assert "no fitted explainer" in capsys.readouterr().err
+    assert _evaluate(tiny_model_dir, corpus, tmp_path / "r2") == 0
+    assert "fitting the amortized explainer" in capsys.readouterr().out
+    assert len([f for f in root.glob("sst2-*") if f.is_dir()]) == 2
+
+
 def test_default_teacher_follows_the_layer(tiny_model_dir) -> None:
     from transformers import AutoModelForSequenceClassification
 
