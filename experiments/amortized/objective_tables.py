@@ -1,0 +1,86 @@
+"""Issue 30's tables: the explainers trained on the deletion objective against
+the distilled one, their teacher and the anchors, on one split of each corpus.
+
+Reads the faithfulness study's per-instance records (``OUT/<corpus>/<split>/``)
+and prints, per corpus, every method's means with 95 % bootstrap intervals
+(drop at 11 %, AOPC, comprehensiveness, sufficiency, CPU-s) and the paired
+differences (drop at 11 %, AOPC) against the references that are there::
+
+    python experiments/amortized/objective_tables.py --out /work/results30 \
+        --corpora sst2,rte,ag_news,imdb --split search
+"""
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import faithfulness_study as fs  # noqa: E402
+
+#: The references of the paired differences (those present in a folder).
+REFS = (
+    "iba-amortized (distil iba-deletion, n=500)",
+    "iba-deletion",
+    "AttnLRP",
+    "IG",
+)
+
+
+#: Short names of the references in the compact table's header.
+SHORT = {
+    REFS[0]: "distilled",
+    REFS[1]: "iba-deletion",
+    REFS[2]: "AttnLRP",
+    REFS[3]: "IG",
+}
+
+
+def compact(records: dict) -> str:
+    """Markdown: one row per method - n, AOPC, drop at 11 %, CPU-s and the
+    paired AOPC difference against each reference present (95 % interval)."""
+    refs = [r for r in REFS if r in records]
+    head = "| method | n | AOPC | drop11 | CPU-s | " + " | ".join(
+        f"d AOPC vs {SHORT[r]}" for r in refs
+    )
+    lines = [head + " |", "|" + "---|" * (5 + len(refs))]
+    for m in sorted(records, key=lambda m: fs.np.mean(records[m]["aopc"])):
+        r = records[m]
+        cells = [str(len(r["aopc"]))]
+        cells += [f"{fs.np.mean(r[k]):.3f}" for k in ("aopc", "drop11")]
+        cells.append(fs._cost_cell(r))
+        for ref in refs:
+            if ref == m:
+                cells.append("")
+                continue
+            diff = fs.np.array(r["aopc"]) - fs.np.array(records[ref]["aopc"])
+            cells.append(fs.fmt(fs.bootstrap(diff), signed=True))
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="the study's --out folder")
+    parser.add_argument("--corpora", default="sst2,rte,ag_news,imdb")
+    parser.add_argument("--split", choices=("search", "report"), default="search")
+    parser.add_argument(
+        "--compact", action="store_true", help="one row per method (AOPC)"
+    )
+    args = parser.parse_args(argv)
+    for corpus in args.corpora.split(","):
+        records = fs.load_records(Path(args.out), corpus, args.split)
+        if not records:
+            print(f"## {corpus} {args.split}: no records\n")
+            continue
+        print(f"## {corpus} {args.split}\n")
+        if args.compact:
+            print(compact(records) + "\n")
+            continue
+        print(fs.table(records) + "\n")
+        methods = [m for m in records if m not in ("random",)]
+        print(fs.paired_table(records, methods, REFS) + "\n")
+
+
+if __name__ == "__main__":
+    main()
