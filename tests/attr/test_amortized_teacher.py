@@ -8,7 +8,10 @@ import pytest
 import torch
 from captum.testing.helpers.basic import BaseTest
 
-from captum_iba.attr.amortized import AmortizedInformationBottleneckAttribution
+from captum_iba.attr.amortized import (
+    AmortizedExplainer,
+    AmortizedInformationBottleneckAttribution,
+)
 from captum_iba.attr.explainer import OBJECTIVE_OPTIONS, ExplainerSettings
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.options import DELETION, FAITHFUL, IBAOptions
@@ -264,16 +267,19 @@ def test_deletion_teacher_at_the_embeddings_finds_the_signal_token() -> None:
     assert no_hooks(model)
 
 
-def test_deletion_objective_at_the_embeddings_finds_the_signal_token() -> None:
+def test_deletion_objective_at_the_embeddings_finds_the_signal_token(
+    tmp_path,
+) -> None:
     """The explainer trained on ``iba-deletion``'s own objective (the kept
     tokens' loss, the complement term, the budget; no teacher): it ranks the
     known relevant token first on unseen class-1 instances far more often
-    than random (1 in 6), its mean mask near the budget, no hook left."""
+    than random (1 in 6), its mean mask near the budget, no hook left; saved,
+    it is refused where one trained on the noise objective is expected."""
     model = bert_signal_model()
     ids, mask, labels, pos = bert_signal_data(200, torch.Generator().manual_seed(9))
     layer = model.bert.embeddings
     explainer = fit_amortized(
-        model, layer, _bert_signal_loader(), show_progress=False,
+        model, layer, _bert_signal_loader(), folder=tmp_path, show_progress=False,
         options=DELETION.replace(seed=0), keep=0.3, distil=0.0, epochs=4,
         lr=1e-2, hidden=32, pad_token_id=0, special_token_ids=[CLS, SEP],
     )  # fmt: skip
@@ -285,6 +291,10 @@ def test_deletion_objective_at_the_embeddings_finds_the_signal_token() -> None:
     hit = _signal_hits(aiba, ids, mask, labels, pos)
     assert hit > 0.6, hit
     assert no_hooks(model)
+    saved = {k: v for k, v in explainer.settings.to_dict().items() if k != "options"}
+    noise = ExplainerSettings.from_dict(saved)  # the same, on the noise objective
+    with pytest.raises(ValueError, match="other settings.*options"):
+        AmortizedExplainer.load(tmp_path, model, layer, noise)
 
 
 def test_deletion_objective_loss_is_its_terms() -> None:
