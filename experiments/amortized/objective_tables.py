@@ -8,6 +8,9 @@ differences (drop at 11 %, AOPC) against the references that are there::
 
     python experiments/amortized/objective_tables.py --out /work/results30 \
         --corpora sst2,rte,ag_news,imdb --split search
+
+``--docs docs`` also writes the compact tables (one row per method) as
+``docs/_generated/objective_<split>_<corpus>.rst``.
 """
 
 import argparse
@@ -67,6 +70,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument(
         "--compact", action="store_true", help="one row per method (AOPC)"
     )
+    parser.add_argument(
+        "--docs",
+        help="also write the compact tables as docs/_generated/"
+        "objective_<split>_<corpus>.rst under this folder",
+    )
     args = parser.parse_args(argv)
     for corpus in args.corpora.split(","):
         records = fs.load_records(Path(args.out), corpus, args.split)
@@ -74,8 +82,18 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             print(f"## {corpus} {args.split}: no records\n")
             continue
         print(f"## {corpus} {args.split}\n")
-        if args.compact:
-            print(compact(records) + "\n")
+        if args.compact or args.docs:
+            table = compact(records)
+            print(table + "\n")
+            if args.docs:
+                name = f"objective_{args.split}_{corpus}.rst"
+                path = Path(args.docs) / "_generated" / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                title = (
+                    f"{corpus}, {args.split} split: means; paired AOPC differences "
+                    "with 95 % bootstrap intervals; CPU-s per instance, one thread"
+                )
+                path.write_text(fs.to_rst(table, title))
             continue
         print(fs.table(records) + "\n")
         methods = [m for m in records if m not in ("random",)]
