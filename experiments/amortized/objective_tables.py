@@ -62,6 +62,28 @@ def compact(records: dict) -> str:
     return "\n".join(lines)
 
 
+def fits(out: Path) -> str:
+    """Markdown: every cached explainer's fit (``OUT/explainers``) - its
+    corpus, kind, training instances and CPU-minutes (teacher included)."""
+    lines = [
+        "| explainer | kind | training instances | fit CPU-min |",
+        "|---|---|---|---|",
+    ]
+    for record in sorted((out / "explainers").glob("*/explainer.json")):
+        found = fs.json.loads(record.read_text())
+        settings, stats = found["key"]["settings"], found["stats"]
+        deletion = (settings.get("options") or {}).get("removal") == "attention"
+        kind = "objective" if deletion else "distilled"
+        if deletion and settings.get("distil"):
+            kind += " + distil"
+        minutes = stats["cpu_seconds"] / 60
+        name = record.parent.name
+        lines.append(
+            f"| {name} | {kind} | {stats['instances'] // settings.get('epochs', 1)} | {minutes:.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="the study's --out folder")
@@ -75,7 +97,13 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         help="also write the compact tables as docs/_generated/"
         "objective_<split>_<corpus>.rst under this folder",
     )
+    parser.add_argument(
+        "--fits", action="store_true", help="the cached explainers' fit costs"
+    )
     args = parser.parse_args(argv)
+    if args.fits:
+        print(fits(Path(args.out)))
+        return
     for corpus in args.corpora.split(","):
         records = fs.load_records(Path(args.out), corpus, args.split)
         if not records:
