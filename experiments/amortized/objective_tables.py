@@ -77,10 +77,8 @@ def fits(out: Path) -> str:
         if deletion and settings.get("distil"):
             kind += " + distil"
         minutes = stats["cpu_seconds"] / 60
-        name = record.parent.name
-        lines.append(
-            f"| {name} | {kind} | {stats['instances'] // settings.get('epochs', 1)} | {minutes:.1f} |"
-        )
+        name, n = record.parent.name, stats["instances"] // settings.get("epochs", 1)
+        lines.append(f"| {name} | {kind} | {n} | {minutes:.1f} |")
     return "\n".join(lines)
 
 
