@@ -1,7 +1,9 @@
 """Small models and data shared by the tests (no downloads)."""
 
 import random
-from typing import Optional, Sequence
+import sys
+import types
+from typing import Callable, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -247,3 +249,15 @@ def tiny_causal_lm(kind: str, layers: int = 3, seed: int = 0):
 def causal_lm_layers(model):
     """The decoder blocks of a tiny GPT-2 or Llama."""
     return model.transformer.h if hasattr(model, "transformer") else model.model.layers
+
+
+def install_fake_lxt(monkeypatch, monkey_patch: Callable) -> None:
+    """Make ``import lxt.efficient`` find a fake lxt whose ``monkey_patch`` is
+    the given function (lxt itself cannot be imported under transformers 5);
+    ``monkeypatch`` removes it after the test."""
+    fake = types.ModuleType("lxt.efficient")
+    fake.monkey_patch = monkey_patch
+    monkeypatch.setitem(sys.modules, "lxt", types.ModuleType("lxt"))
+    monkeypatch.setitem(sys.modules, "lxt.efficient", fake)
+    models = types.ModuleType("lxt.efficient.models")
+    monkeypatch.setitem(sys.modules, "lxt.efficient.models", models)

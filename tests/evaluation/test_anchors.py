@@ -5,9 +5,6 @@ Where a model is exactly linear in its tokens (a bag of words), every method's
 expected scores are known in closed form.
 """
 
-import sys
-import types
-
 import pytest
 import torch
 from captum.attr import FeatureAblation, LayerIntegratedGradients
@@ -28,6 +25,7 @@ from captum_iba.evaluation import (
 )
 from captum_iba.evaluation import attnlrp as attnlrp_module
 from tests.evaluation.conftest import BagOfWords, check_scores
+from tests.helpers import install_fake_lxt
 
 MASK_ID = 4
 
@@ -211,13 +209,7 @@ def test_attnlrp_restores_everything_it_patched(model, tokenizer, batch, monkeyp
         module.added_by_lxt = True
         nn.LayerNorm.forward = lambda self, x: original_norm(self, x)
 
-    fake = types.ModuleType("lxt.efficient")
-    fake.monkey_patch = monkey_patch
-    monkeypatch.setitem(sys.modules, "lxt", types.ModuleType("lxt"))
-    monkeypatch.setitem(sys.modules, "lxt.efficient", fake)
-    monkeypatch.setitem(
-        sys.modules, "lxt.efficient.models", types.ModuleType("lxt.efficient.models")
-    )
+    install_fake_lxt(monkeypatch, monkey_patch)
     before_module = dict(vars(modeling_bert))
     before_norm = nn.LayerNorm.forward
     state = {k: v.clone() for k, v in model.state_dict().items()}

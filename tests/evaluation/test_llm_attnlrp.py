@@ -5,16 +5,18 @@ forward, the module's attention functions); with patches that keep the
 mathematics, AttnLRP's relevance is the gradient x input of the answer
 tokens' logits, computed here by hand."""
 
-import sys
-import types
-
 import pytest
 import torch
 from transformers.models.llama import modeling_llama
 
 from captum_iba.attr.llm_batch import IGNORE_INDEX, position_ids, prompt_batch
 from captum_iba.evaluation.attnlrp import LLMAttnLRPScorer, attnlrp_available
-from tests.helpers import no_hooks, tiny_causal_lm, tiny_word_tokenizer
+from tests.helpers import (
+    install_fake_lxt,
+    no_hooks,
+    tiny_causal_lm,
+    tiny_word_tokenizer,
+)
 
 
 @pytest.fixture
@@ -31,13 +33,7 @@ def fake_lxt(monkeypatch):
         attention = module.eager_attention_forward
         module.eager_attention_forward = lambda *a, **k: attention(*a, **k)
 
-    fake = types.ModuleType("lxt.efficient")
-    fake.monkey_patch = monkey_patch
-    monkeypatch.setitem(sys.modules, "lxt", types.ModuleType("lxt"))
-    monkeypatch.setitem(sys.modules, "lxt.efficient", fake)
-    monkeypatch.setitem(
-        sys.modules, "lxt.efficient.models", types.ModuleType("lxt.efficient.models")
-    )
+    install_fake_lxt(monkeypatch, monkey_patch)
     return calls
 
 
