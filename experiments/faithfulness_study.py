@@ -441,8 +441,11 @@ def to_rst(markdown: str, title: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def plot(records: Dict[str, Dict[str, Any]], title: str, path: Path) -> None:
-    """The cost-faithfulness picture of one corpus (AOPC against CPU-seconds)."""
+def plot(
+    records: Dict[str, Dict[str, Any]], title: str, path: Path, iba: str = "iba"
+) -> None:
+    """The cost-faithfulness picture of one corpus (AOPC against CPU-seconds);
+    the methods whose names start with ``iba`` drawn highlighted."""
     from captum_iba.visualization import plot_cost_faithfulness
 
     points = {}
@@ -452,8 +455,8 @@ def plot(records: Dict[str, Dict[str, Any]], title: str, path: Path) -> None:
             points[m] = (float(np.mean(r["cpu_seconds"])), mean, (low, high))
     if not points:  # every record ran on a GPU: no CPU cost to plot
         return
-    iba = [m for m in records if m.lower().startswith("iba")]
-    plot_cost_faithfulness(points, highlight=iba, title=title, save_path=path)
+    ours = [m for m in records if m.lower().startswith(iba)]
+    plot_cost_faithfulness(points, highlight=ours, title=title, save_path=path)
 
 
 def load_records(out: Path, corpus: str, split: str) -> Dict[str, Dict[str, Any]]:

@@ -21,6 +21,9 @@ methods can be added later::
         --methods llm-random,llm-iba-deletion,llm-ablation,llm-ig
     python experiments/llm_faithfulness.py tables --task sst2 --split search
 
+``tables --docs docs`` also writes them as ``docs/_generated/llm_<task>_<split>.rst``
+and the cost-faithfulness plot as ``docs/_static/llm_tradeoff_<task>_<split>.png``.
+
 Tables use the classifier study's statistics (means, 95 % bootstrap
 intervals, paired differences against the anchors).
 """
@@ -54,6 +57,9 @@ from captum_iba.evaluation.llm_degradation import (  # noqa: E402
     content_mask,
     degrade_scores,
 )
+
+#: The tasks' names in tables.
+TITLES = {"sst2": "SST-2", "rte": "RTE", "ag_news": "AG News", "imdb": "IMDB"}
 
 #: The anchors the paired differences are taken against.
 ANCHORS = ("llm-ig", "llm-ablation", "llm-attnlrp")
@@ -149,10 +155,26 @@ def tables(args: argparse.Namespace) -> None:
     if not records:
         raise SystemExit(f"no results in {folder}")
     first = next(iter(records.values()))
-    print(f"{args.task} {args.split}: accuracy {first['accuracy']:.3f}, "
-          f"CPU {first['cpu']}\n")  # fmt: skip
-    print(fs.table(records) + "\n")
-    print(paired(records))
+    accuracy = f"accuracy {first['accuracy']:.3f}, CPU {first['cpu']}"
+    head = f"{args.task} {args.split}: {accuracy}"
+    means, differences = fs.table(records), paired(records)
+    print(f"{head}\n\n{means}\n\n{differences}")
+    if args.docs:
+        name = f"{args.task}_{args.split}"
+        what = f"{TITLES[args.task]}, {args.split} split ({accuracy})"
+        rst = fs.to_rst(
+            means, f"{what}: means, 95 % bootstrap intervals; CPU-s a prompt"
+        )
+        rst += "\n" + fs.to_rst(
+            differences,
+            f"{what}: paired differences (method minus anchor), 95 % intervals",
+        )
+        docs = Path(args.docs)
+        for sub in ("_generated", "_static"):
+            (docs / sub).mkdir(parents=True, exist_ok=True)
+        (docs / "_generated" / f"llm_{name}.rst").write_text(rst)
+        png = docs / "_static" / f"llm_tradeoff_{name}.png"
+        fs.plot(records, f"SmolLM2, {what}", png, iba="llm-iba")
 
 
 def paired(records: Dict[str, Dict[str, List[float]]]) -> str:
@@ -182,6 +204,9 @@ def main() -> None:
         p.add_argument("--task", choices=sorted(TASKS), required=True)
         p.add_argument("--split", choices=("search", "report"), default="search")
         p.add_argument("--out", default="results/llm_faithfulness")
+    sub.choices["tables"].add_argument(
+        "--docs", help="also write the tables and the plot under this docs folder"
+    )
     sub.choices["run"].add_argument("--n", type=int, default=200)
     sub.choices["run"].add_argument("--methods", default="llm-random,llm-iba-deletion")
     sub.choices["run"].add_argument("--batch-size", type=int, default=4)
