@@ -10,7 +10,9 @@ differences (drop at 11 %, AOPC) against the references that are there::
         --corpora sst2,rte,ag_news,imdb --split search
 
 ``--docs docs`` also writes the compact tables (one row per method) as
-``docs/_generated/objective_<split>_<corpus>.rst``.
+``docs/_generated/objective_<split>_<corpus>.rst``; ``--plot PNG`` draws AOPC
+against CPU-s per instance, one panel per corpus (the explainers at the study's
+training size, fitted in domain, with their refinements; the anchors).
 """
 
 import argparse
@@ -21,28 +23,30 @@ from typing import Optional, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import faithfulness_study as fs  # noqa: E402
 
-#: The references of the paired differences (those present in a folder).
-REFS = (
+#: The references of the paired differences (those present in a folder); the
+#: distilled explainer is the one fitted in domain, at the study's size (500
+#: instances; IMDB's 250).
+DISTILLED = (
     "iba-amortized (distil iba-deletion, n=500)",
-    "iba-deletion",
-    "AttnLRP",
-    "IG",
+    "iba-amortized (distil iba-deletion, n=250)",
 )
+REFS = DISTILLED + ("iba-deletion", "AttnLRP", "IG")
 
 
 #: Short names of the references in the compact table's header.
-SHORT = {
-    REFS[0]: "distilled",
-    REFS[1]: "iba-deletion",
-    REFS[2]: "AttnLRP",
-    REFS[3]: "IG",
-}
+SHORT = {**{d: "distilled" for d in DISTILLED}, **{r: r for r in REFS[2:]}}
+
+
+def present_refs(records: dict) -> list:
+    """The references in ``records``: the first distilled one, then the rest."""
+    distilled = [r for r in DISTILLED if r in records][:1]
+    return distilled + [r for r in REFS[2:] if r in records]
 
 
 def compact(records: dict) -> str:
     """Markdown: one row per method - n, AOPC, drop at 11 %, CPU-s and the
     paired AOPC difference against each reference present (95 % interval)."""
-    refs = [r for r in REFS if r in records]
+    refs = present_refs(records)
     head = "| method | n | AOPC | drop11 | CPU-s | " + " | ".join(
         f"d AOPC vs {SHORT[r]}" for r in refs
     )
@@ -60,6 +64,52 @@ def compact(records: dict) -> str:
             cells.append(fs.fmt(fs.bootstrap(diff), signed=True))
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+#: The plotted methods' short labels (prefixes; a refinement of k steps adds
+#: "+rk"): dist = distilled, obj = the deletion objective, obj+dist = both.
+LABELS = {
+    "iba-amortized deletion objective keep 0.3 + distil": "obj+dist",
+    "iba-amortized deletion objective keep 0.3": "obj",
+    "iba-amortized (distil iba-deletion": "dist",
+}
+ANCHORS = ("random", "IG", "AttnLRP", "iba-deletion")
+
+
+def plotted(records: dict) -> dict:
+    """``label -> (CPU-s, AOPC, (low, high))`` for the plot: the anchors and
+    the explainers at the study's size (500; IMDB 250) fitted in domain."""
+    points = {}
+    for m, r in records.items():
+        label = m if m in ANCHORS else None
+        size = ("n=500)" in m or "n=250)" in m) and "fit on" not in m
+        for prefix, short in LABELS.items() if label is None and size else ():
+            if m.startswith(prefix):
+                refine = m.rsplit(", refine ", 1)
+                label = short + (f" +r{refine[1]}" if len(refine) == 2 else "")
+                break
+        if label is not None:
+            mean, low, high = fs.bootstrap(fs.np.array(r["aopc"]))
+            points[label] = (float(fs.np.mean(r["cpu_seconds"])), mean, (low, high))
+    return points
+
+
+def plot(out: Path, corpora: Sequence[str], split: str, path: Path) -> None:
+    """AOPC against CPU-s per instance, one panel per corpus."""
+    from matplotlib.figure import Figure
+
+    from captum_iba.visualization import plot_cost_faithfulness
+
+    fig = Figure(figsize=(12, 8.4), layout="constrained")
+    for i, corpus in enumerate(corpora):
+        records = fs.load_records(out, corpus, split)
+        n = max((len(r["aopc"]) for r in records.values()), default=0)
+        points = plotted(records)
+        plot_cost_faithfulness(
+            points, highlight=[k for k in points if k not in ANCHORS],
+            title=f"{corpus} ({split} split, n={n})", ax=fig.add_subplot(2, 2, i + 1),
+        )  # fmt: skip
+    fig.savefig(path, dpi=120)
 
 
 def fits(out: Path) -> str:
@@ -98,7 +148,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument(
         "--fits", action="store_true", help="the cached explainers' fit costs"
     )
+    parser.add_argument("--plot", help="also draw AOPC against CPU-s to this PNG")
     args = parser.parse_args(argv)
+    if args.plot:
+        plot(Path(args.out), args.corpora.split(",")[:4], args.split, Path(args.plot))
     if args.fits:
         print(fits(Path(args.out)))
         return
@@ -123,7 +176,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             continue
         print(fs.table(records) + "\n")
         methods = [m for m in records if m not in ("random",)]
-        print(fs.paired_table(records, methods, REFS) + "\n")
+        print(fs.paired_table(records, methods, present_refs(records)) + "\n")
 
 
 if __name__ == "__main__":
