@@ -74,6 +74,7 @@ LABELS = {
     "iba-amortized (distil iba-deletion": "dist",
 }
 ANCHORS = ("random", "IG", "AttnLRP", "iba-deletion")
+TITLES = {"sst2": "SST-2", "rte": "RTE", "ag_news": "AG News", "imdb": "IMDB"}
 
 
 def plotted(records: dict) -> dict:
@@ -104,10 +105,10 @@ def plot(out: Path, corpora: Sequence[str], split: str, path: Path) -> None:
     for i, corpus in enumerate(corpora):
         records = fs.load_records(out, corpus, split)
         n = max((len(r["aopc"]) for r in records.values()), default=0)
-        points = plotted(records)
+        points, name = plotted(records), TITLES.get(corpus, corpus)
         plot_cost_faithfulness(
             points, highlight=[k for k in points if k not in ANCHORS],
-            title=f"{corpus} ({split} split, n={n})", ax=fig.add_subplot(2, 2, i + 1),
+            title=f"{name} ({split} split, n={n})", ax=fig.add_subplot(2, 2, i + 1),
         )  # fmt: skip
     fig.savefig(path, dpi=120)
 
