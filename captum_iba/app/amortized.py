@@ -32,7 +32,7 @@ from captum_iba.app.finetune.store import default_cache_dir
 from captum_iba.attr.amortized import AmortizedExplainer
 from captum_iba.attr.amortized_store import RECORD
 from captum_iba.attr.text import LayerRef
-from captum_iba.evaluation.amortized import AMORTIZED_SETTINGS, fit_amortized
+from captum_iba.evaluation.amortized import fit_amortized, objective_settings
 from captum_iba.evaluation.corpus import encode_instances
 
 __all__ = ["TRAIN_INSTANCES", "cached_explainer", "explainer_folder"]
@@ -49,31 +49,40 @@ DEFAULT_MAX_LENGTH = 128
 
 
 def explainer_folder(
-    model: Any, layer: LayerRef, corpus: str, max_length: Optional[int] = None
+    model: Any,
+    layer: LayerRef,
+    corpus: str,
+    max_length: Optional[int] = None,
+    objective: str = "distil",
 ) -> Path:
     """Where the explainer of ``model`` 's ``layer``, fitted on ``corpus`` 's
     training split cut to ``max_length`` word pieces, is cached: one folder
-    per data setting and per fit settings (:func:`settings_digest`), so that
-    an explainer fitted on other data or with other settings is never
-    reused. ``max_length`` None gives the pattern of every data setting (a
-    ``*`` in its place), for :func:`fitted_folders`."""
+    per data setting and per fit settings (:func:`settings_digest` of the
+    ``objective`` it is trained on), so that an explainer fitted on other
+    data or with other settings is never reused. ``max_length`` None gives
+    the pattern of every data setting (a ``*`` in its place), for
+    :func:`fitted_folders`."""
     where = "embeddings" if layer.index is None else layer.index
     length = "*" if max_length is None else int(max_length)
-    name = f"{corpus}-l{where}-len{length}-s{settings_digest()}-{weights_digest(model)}"
+    digest = settings_digest(objective)
+    name = f"{corpus}-l{where}-len{length}-s{digest}-{weights_digest(model)}"
     return default_cache_dir() / "explainers" / name
 
 
-def settings_digest() -> str:
-    """8 hexadecimal digits of ``iba-amortized`` 's fit settings
-    (:data:`~captum_iba.evaluation.amortized.AMORTIZED_SETTINGS`)."""
-    text = json.dumps(AMORTIZED_SETTINGS, sort_keys=True, default=str)
+def settings_digest(objective: str = "distil") -> str:
+    """8 hexadecimal digits of ``iba-amortized`` 's fit settings for
+    ``objective`` (:func:`~captum_iba.evaluation.amortized.objective_settings`:
+    ``AMORTIZED_SETTINGS`` for the default, ``"distil"``)."""
+    text = json.dumps(objective_settings(objective), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def fitted_folders(model: Any, layer: LayerRef, corpus: str) -> Dict[int, Path]:
-    """The cached explainers of ``model`` 's ``layer`` on ``corpus``, by the
-    ``--max-length`` they were fitted with."""
-    pattern = explainer_folder(model, layer, corpus)
+def fitted_folders(
+    model: Any, layer: LayerRef, corpus: str, objective: str = "distil"
+) -> Dict[int, Path]:
+    """The cached explainers of ``model`` 's ``layer`` on ``corpus`` trained on
+    ``objective``, by the ``--max-length`` they were fitted with."""
+    pattern = explainer_folder(model, layer, corpus, objective=objective)
     found: Dict[int, Path] = {}
     for folder in pattern.parent.glob(pattern.name):
         length = folder.name.split("-len", 1)[1].split("-", 1)[0]
@@ -82,12 +91,12 @@ def fitted_folders(model: Any, layer: LayerRef, corpus: str) -> Dict[int, Path]:
     return found
 
 
-def _for_explain(model: Any, layer: LayerRef, corpus: str) -> Path:
+def _for_explain(model: Any, layer: LayerRef, corpus: str, objective: str) -> Path:
     """The explainer ``explain`` uses: the one fitted with the default
     ``--max-length`` when there is one, else the longest (named)."""
-    found = fitted_folders(model, layer, corpus)
+    found = fitted_folders(model, layer, corpus, objective)
     if not found or DEFAULT_MAX_LENGTH in found:
-        return explainer_folder(model, layer, corpus, DEFAULT_MAX_LENGTH)
+        return explainer_folder(model, layer, corpus, DEFAULT_MAX_LENGTH, objective)
     length = max(found)
     print(
         f"[captum_iba] iba-amortized: the explainer fitted with --max-length "
@@ -135,12 +144,15 @@ def cached_explainer(
     fit: bool,
     data_dir: Optional[str] = None,
     max_length: int = 128,
+    objective: str = "distil",
 ) -> AmortizedExplainer:
     """The cached explainer of ``model`` 's ``layer``; fitted (and cached) on
     ``corpus`` 's training split cut to ``max_length`` word pieces when
     ``fit`` and none is cached for that data setting (an explainer fitted on
     other data is not reused). Without ``fit`` (``explain``): the one fitted
-    with the default ``--max-length``, else the longest, named.
+    with the default ``--max-length``, else the longest, named. ``objective``
+    is what it is trained on (``--explainer-objective``:
+    :data:`~captum_iba.evaluation.amortized.EXPLAINER_OBJECTIVES`).
 
     Raises:
         ~captum_iba.app.errors.CLIError: When none is cached and ``fit`` is
@@ -152,23 +164,29 @@ def cached_explainer(
             "iba-amortized: the model's training corpus is not known (use the "
             "default model or one fine-tuned by captum-iba)"
         )
+    settings = objective_settings(objective)
     if fit:
-        folder = explainer_folder(model, layer, corpus, max_length)
+        folder = explainer_folder(model, layer, corpus, max_length, objective)
     else:
-        folder = _for_explain(model, layer, corpus)
+        folder = _for_explain(model, layer, corpus, objective)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(folder) + ".lock"):
         try:
             if (folder / RECORD).is_file() or not fit:
                 return AmortizedExplainer.load(folder, model, layer.module)
         except FileNotFoundError:
+            flag = (
+                "" if objective == "distil" else f" --explainer-objective {objective}"
+            )
             raise CLIError(
                 f"no fitted explainer for this model and layer in {folder}: run "
-                f"`captum-iba evaluate --dataset {corpus} --methods iba-amortized` "
-                "(with the same --model) first"
+                f"`captum-iba evaluate --dataset {corpus} --methods iba-amortized"
+                f"{flag}` (with the same --model) first"
             ) from None
         except ValueError as err:
             raise CLIError(f"{err} Remove the folder to fit it again.") from None
         print(f"[captum_iba] fitting the amortized explainer into {folder}")
         batches = training_batches(tokenizer, corpus, data_dir, max_length)
-        return fit_amortized(model, layer.module, batches, tokenizer, folder)
+        return fit_amortized(
+            model, layer.module, batches, tokenizer, folder, **settings
+        )

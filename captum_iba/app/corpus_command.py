@@ -63,12 +63,12 @@ def _scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
     """The scorers of ``evaluate`` / ``attribute``: every method built once,
     by the harness's one resolver, from the checked request."""
 
-    def explainer(module: Any) -> Any:  # fitted only when iba-amortized is built
+    def explainer(module: Any, objective: str = "distil") -> Any:  # iba-amortized's
         from captum_iba.app.amortized import cached_explainer
 
         return cached_explainer(
             model, tok, resolve_layer(model, module), args.dataset, True,
-            args.data_dir, args.max_length,
+            args.data_dir, args.max_length, objective,
         )  # fmt: skip
 
     resources = Resources(

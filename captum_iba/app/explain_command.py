@@ -67,12 +67,13 @@ def run(args: argparse.Namespace) -> int:
     corpus = (record or {}).get("dataset")
     data = commands.prior_data(args.request, corpus, None)
 
-    def explainer(module: Any) -> Any:  # only when iba-amortized is built
+    def explainer(module: Any, objective: str = "distil") -> Any:  # iba-amortized's
         from captum_iba.app.amortized import cached_explainer
         from captum_iba.attr.text import resolve_layer
 
         ref = resolve_layer(model, module)
-        return cached_explainer(model, tok, ref, corpus or DEFAULT_CORPUS, False)
+        name = corpus or DEFAULT_CORPUS
+        return cached_explainer(model, tok, ref, name, False, objective=objective)
 
     result = explain(
         args.text,

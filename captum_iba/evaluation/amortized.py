@@ -20,8 +20,11 @@ from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = [
     "AMORTIZED_SETTINGS",
+    "EXPLAINER_OBJECTIVES",
     "IBAAmortizedScorer",
     "default_teacher",
+    "objective_settings",
+    "trained_on",
     "faithful_teacher",
     "teacher_options",
     "fit_amortized",
@@ -36,6 +39,39 @@ ExplainerLike = Union[AmortizedExplainer, Callable[[nn.Module], AmortizedExplain
 AMORTIZED_SETTINGS = dict(
     keep=None, distil=1.0, distil_only=True, epochs=2, network_lr=1e-3
 )
+
+#: What an explainer can be trained on (the registry's
+#: ``explainer_objective``, whose names these are), as overrides of
+#: :data:`AMORTIZED_SETTINGS`: ``"distil"`` (the default: the teacher's
+#: masks) and ``"deletion"`` (``iba-deletion``'s objective across the corpus,
+#: Eq. (amortized-deletion-loss) of docs/method.rst: budget 0.3 of weight
+#: 10, complement weight 1, warm-started by distilling the teacher's masks;
+#: issue 30's study, docs/amortized.rst).
+EXPLAINER_OBJECTIVES = {
+    "distil": {},
+    "deletion": dict(
+        options={"config": "deletion", "seed": 0},
+        keep=0.3,
+        keep_weight=10.0,
+        distil=1.0,
+        distil_only=False,
+    ),
+}
+
+
+def objective_settings(objective: str = "distil") -> dict:
+    """The fit settings of an explainer trained on ``objective`` (a name in
+    :data:`EXPLAINER_OBJECTIVES`).
+
+    Raises:
+        ValueError: For an unknown name.
+    """
+    if objective not in EXPLAINER_OBJECTIVES:
+        names = ", ".join(map(repr, EXPLAINER_OBJECTIVES))
+        raise ValueError(
+            f"explainer_objective must be one of {names}, got {objective!r}"
+        )
+    return {**AMORTIZED_SETTINGS, **EXPLAINER_OBJECTIVES[objective]}
 
 
 def fit_amortized(
@@ -116,6 +152,27 @@ def default_teacher(model: nn.Module, layer: nn.Module) -> str:
     return "deletion" if outside else "faithful"
 
 
+def trained_on(explainer: AmortizedExplainer) -> str:
+    """What ``explainer`` was trained on: ``"deletion"`` (``iba-deletion``'s
+    objective), ``"distil"`` (a teacher's masks alone) or ``"other"`` (the
+    noise objective with a budget or a beta)."""
+    settings = explainer.settings
+    if settings.options.removal == "attention":
+        return "deletion"
+    return "distil" if settings.distil_only and settings.distil > 0 else "other"
+
+
+def _check_objective(explainer: AmortizedExplainer, objective: Optional[str]) -> None:
+    """Refuse an explainer trained on another objective than asked for."""
+    found = trained_on(explainer)
+    if objective is not None and found != objective:
+        raise ValueError(
+            f"explainer_objective={objective!r}, but this explainer was trained on "
+            f"{found!r} (its settings: {explainer.settings.to_dict()}); fit one with "
+            f"objective_settings({objective!r})."
+        )
+
+
 def faithful_teacher() -> IBAOptions:
     """``iba-faithful``'s options as the teacher (:func:`teacher_options` of
     ``"faithful"``)."""
@@ -137,6 +194,13 @@ class IBAAmortizedScorer(TokenScorer):
             fits and caches it, as the command line's).
         refine_steps (int): Per-sample steps from the amortized mask. Default 0.
         seed (int): Seed of the refinement's noise. Default 0.
+        explainer_objective (str, optional): What the explainer must have
+            been trained on (:data:`EXPLAINER_OBJECTIVES`): ``"distil"`` (the
+            teacher's masks alone) or ``"deletion"`` (``iba-deletion``'s
+            objective). A function ``explainer`` is called with it as the
+            keyword ``objective`` (unless ``"distil"``); a fitted one trained
+            on another is refused. Default None: the explainer as given
+            (a function called with the layer alone).
         **kwargs: See :class:`TokenScorer`.
     """
 
@@ -154,6 +218,7 @@ class IBAAmortizedScorer(TokenScorer):
         explainer: Optional[ExplainerLike] = None,
         refine_steps: int = 0,
         seed: Optional[int] = 0,
+        explainer_objective: Optional[str] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(model, **kwargs)
@@ -163,8 +228,13 @@ class IBAAmortizedScorer(TokenScorer):
                 "iba-amortized needs a fitted explainer (explainer=, see "
                 "captum_iba.evaluation.amortized.fit_amortized)."
             )
+        if explainer_objective is not None:
+            objective_settings(explainer_objective)  # a known name
         if not isinstance(explainer, AmortizedExplainer):
-            explainer = explainer(ref.module)
+            given = explainer_objective not in (None, "distil")
+            objective = {"objective": explainer_objective} if given else {}
+            explainer = explainer(ref.module, **objective)
+        _check_objective(explainer, explainer_objective)
         self.aiba = AmortizedInformationBottleneckAttribution(
             model, ref.module, explainer
         )

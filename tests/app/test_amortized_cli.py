@@ -122,7 +122,6 @@ def test_an_explainer_fitted_with_other_settings_is_not_taken(
     first = [f.name for f in root.glob("sst2-*") if f.is_dir()]
     assert len(first) == 1 and f"-s{app_amortized.settings_digest()}-" in first[0]
     changed = dict(eval_amortized.AMORTIZED_SETTINGS, epochs=1)
-    monkeypatch.setattr(app_amortized, "AMORTIZED_SETTINGS", changed)
     monkeypatch.setattr(eval_amortized, "AMORTIZED_SETTINGS", changed)
     capsys.readouterr()
     explain = ["explain", "a fine film", "--model", tiny_model_dir, "--method",
@@ -132,6 +131,50 @@ def test_an_explainer_fitted_with_other_settings_is_not_taken(
     assert _evaluate(tiny_model_dir, corpus, tmp_path / "r2") == 0
     assert "fitting the amortized explainer" in capsys.readouterr().out
     assert len([f for f in root.glob("sst2-*") if f.is_dir()]) == 2
+
+
+def test_explainer_objective_deletion_trains_its_own_explainer(
+    tiny_model_dir, corpus, tmp_path, capsys
+):
+    """Issue 30: --explainer-objective deletion trains iba-amortized's
+    explainer on iba-deletion's objective (budget 0.3, warm-started by
+    distillation), cached apart from the default's; explain takes it only
+    with the same flag and names the flag when none is cached; a bad value is
+    refused before anything loads."""
+    from captum_iba.app.amortized import settings_digest
+    from captum_iba.evaluation.amortized import EXPLAINER_OBJECTIVES as SETTINGS
+    from captum_iba.registry import EXPLAINER_OBJECTIVES
+
+    assert tuple(SETTINGS) == EXPLAINER_OBJECTIVES  # one list of names
+    flag = ["--explainer-objective", "deletion"]
+    explain = ["explain", "a fine film", "--model", tiny_model_dir, "--method",
+               "iba-amortized"]  # fmt: skip
+    assert _code(explain + flag) == 2
+    assert "--methods iba-amortized --explainer-objective deletion" in (
+        capsys.readouterr().err
+    )
+    assert _evaluate(tiny_model_dir, corpus, tmp_path / "r1", *flag) == 0
+    assert "fitting the amortized explainer" in capsys.readouterr().out
+    root = tmp_path / "cache" / "explainers"
+    (folder,) = [f for f in root.glob("sst2-*") if f.is_dir()]
+    assert f"-s{settings_digest('deletion')}-" in folder.name
+    assert settings_digest("deletion") != settings_digest()
+    settings = json.loads((folder / "explainer.json").read_text())["key"]["settings"]
+    assert settings["options"]["removal"] == "attention"
+    assert (settings["keep"], settings["distil"], settings["distil_only"]) == (
+        0.3, 1.0, False,
+    )  # fmt: skip
+    assert settings["teacher"]["removal"] == "attention"
+    assert main(explain + flag) == 0
+    assert "amortized IBA" in capsys.readouterr().out
+    assert _code(explain) == 2  # the default's explainer is not fitted
+    assert "no fitted explainer" in capsys.readouterr().err
+    bad = _evaluate(
+        tiny_model_dir, corpus, tmp_path / "r2", "--explainer-objective", "x"
+    )
+    assert bad == 2
+    err = capsys.readouterr().err
+    assert "--explainer-objective" in err and "'distil', 'deletion'" in err
 
 
 def test_default_teacher_follows_the_layer(tiny_model_dir) -> None:

@@ -17,9 +17,11 @@ from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.options import DELETION, FAITHFUL, IBAOptions
 from captum_iba.attr.priors import PaperPrior
 from captum_iba.evaluation.amortized import (
+    IBAAmortizedScorer,
     faithful_teacher,
     fit_amortized,
     teacher_options,
+    trained_on,
 )
 from captum_iba.registry import PRIORS
 from tests.attr.test_amortized import loader, quick_fit, signal_model
@@ -265,6 +267,12 @@ def test_deletion_teacher_at_the_embeddings_finds_the_signal_token() -> None:
     assert refined.shape == once.shape and not torch.allclose(refined, once)
     assert aiba.last_run["refine_steps"] == 2
     assert no_hooks(model)
+    # the scorer refuses it where an explainer of iba-deletion's objective is
+    # asked for (the command line's --explainer-objective deletion)
+    assert trained_on(explainer) == "distil"
+    with pytest.raises(ValueError, match="trained on 'distil'"):
+        IBAAmortizedScorer(model, layer, explainer, explainer_objective="deletion")
+    IBAAmortizedScorer(model, layer, explainer, explainer_objective="distil")
 
 
 def test_deletion_objective_at_the_embeddings_finds_the_signal_token(
@@ -291,6 +299,12 @@ def test_deletion_objective_at_the_embeddings_finds_the_signal_token(
     hit = _signal_hits(aiba, ids, mask, labels, pos)
     assert hit > 0.6, hit
     assert no_hooks(model)
+    assert trained_on(explainer) == "deletion"
+    with pytest.raises(ValueError, match="explainer_objective='distil'.*'deletion'"):
+        IBAAmortizedScorer(model, layer, explainer, explainer_objective="distil")
+    with pytest.raises(ValueError, match="must be one of 'distil', 'deletion'"):
+        IBAAmortizedScorer(model, layer, explainer, explainer_objective="noise")
+    IBAAmortizedScorer(model, layer, explainer, explainer_objective="deletion")
     saved = {k: v for k, v in explainer.settings.to_dict().items() if k != "options"}
     noise = ExplainerSettings.from_dict(saved)  # the same, on the noise objective
     with pytest.raises(ValueError, match="other settings.*options"):
