@@ -21,8 +21,10 @@ methods can be added later::
         --methods llm-random,llm-iba-deletion,llm-ablation,llm-ig
     python experiments/llm_faithfulness.py tables --task sst2 --split search
 
-``tables --docs docs`` also writes them as ``docs/_generated/llm_<task>_<split>.rst``
-and the cost-faithfulness plot as ``docs/_static/llm_tradeoff_<task>_<split>.png``.
+``summary --split report`` gives one row per task (the default against the
+anchors). ``tables --docs docs`` also writes them as
+``docs/_generated/llm_<task>_<split>.rst`` and the cost-faithfulness plot as
+``docs/_static/llm_tradeoff_<task>_<split>.png``.
 
 Tables use the classifier study's statistics (means, 95 % bootstrap
 intervals, paired differences against the anchors).
@@ -148,12 +150,9 @@ def _save(path: Path, record: Dict[str, Any]) -> None:
 
 def tables(args: argparse.Namespace) -> None:
     """The task's table and its paired differences against the anchors."""
-    folder = Path(args.out) / args.task / args.split
-    records: Dict[str, Dict[str, List[float]]] = {
-        p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))
-    }
+    records = _records(args.out, args.task, args.split)
     if not records:
-        raise SystemExit(f"no results in {folder}")
+        raise SystemExit(f"no results in {Path(args.out) / args.task / args.split}")
     first = next(iter(records.values()))
     accuracy = f"accuracy {first['accuracy']:.3f}, CPU {first['cpu']}"
     head = f"{args.task} {args.split}: {accuracy}"
@@ -175,6 +174,46 @@ def tables(args: argparse.Namespace) -> None:
         (docs / "_generated" / f"llm_{name}.rst").write_text(rst)
         png = docs / "_static" / f"llm_tradeoff_{name}.png"
         fs.plot(records, f"SmolLM2, {what}", png, iba="llm-iba")
+
+
+def _records(out: str, task: str, split: str) -> Dict[str, Dict[str, Any]]:
+    folder = Path(out) / task / split
+    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+
+
+def summary(args: argparse.Namespace) -> None:
+    """One row per task: the default's AOPC and CPU-s, and its paired AOPC
+    difference from each anchor on the prompts both have (n given)."""
+    default = "llm-iba-deletion"
+    refs = ("llm-attnlrp", "llm-ablation", "llm-ig", "llm-random")
+    head = "| task | n | accuracy | default AOPC | default CPU-s | "
+    head += " | ".join(f"d AOPC vs {r} (n)" for r in refs) + " |"
+    lines = [head, "|" + "---|" * (5 + len(refs))]
+    for task in args.tasks.split(","):
+        records = _records(args.out, task, args.split)
+        if default not in records:
+            continue
+        mine = records[default]
+        cells = [TITLES[task], str(len(mine["aopc"])), f"{mine['accuracy']:.3f}"]
+        cells += [f"{np.mean(mine['aopc']):.3f}", f"{np.mean(mine['cpu_seconds']):.2f}"]
+        for ref in refs:
+            if ref not in records:
+                cells.append("")
+                continue
+            n = min(len(mine["aopc"]), len(records[ref]["aopc"]))
+            diff = np.subtract(mine["aopc"][:n], records[ref]["aopc"][:n])
+            cells.append(f"{fs.fmt(fs.bootstrap(diff), signed=True)} ({n})")
+        lines.append("| " + " | ".join(cells) + " |")
+    table = "\n".join(lines)
+    print(table)
+    if args.docs:
+        path = Path(args.docs) / "_generated" / f"llm_summary_{args.split}.rst"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        title = (
+            f"SmolLM2, {args.split} splits: llm-iba-deletion's AOPC, CPU-s a prompt "
+            "and paired AOPC differences (95 % intervals) on the prompts both have"
+        )
+        path.write_text(fs.to_rst(table, title))
 
 
 def paired(records: Dict[str, Dict[str, List[float]]]) -> str:
@@ -199,14 +238,18 @@ def paired(records: Dict[str, Dict[str, List[float]]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("run", "tables"):
+    for name in ("run", "tables", "summary"):
         p = sub.add_parser(name)
-        p.add_argument("--task", choices=sorted(TASKS), required=True)
+        if name == "summary":
+            p.add_argument("--tasks", default=",".join(TITLES))
+        else:
+            p.add_argument("--task", choices=sorted(TASKS), required=True)
         p.add_argument("--split", choices=("search", "report"), default="search")
         p.add_argument("--out", default="results/llm_faithfulness")
-    sub.choices["tables"].add_argument(
-        "--docs", help="also write the tables and the plot under this docs folder"
-    )
+    for name in ("tables", "summary"):
+        sub.choices[name].add_argument(
+            "--docs", help="also write the tables (and plot) under this docs folder"
+        )
     sub.choices["run"].add_argument("--n", type=int, default=200)
     sub.choices["run"].add_argument("--methods", default="llm-random,llm-iba-deletion")
     sub.choices["run"].add_argument("--batch-size", type=int, default=4)
@@ -219,7 +262,7 @@ def main() -> None:
         "PreTrainedTokenizerFast)",
     )
     args = parser.parse_args()
-    (run if args.command == "run" else tables)(args)
+    {"run": run, "tables": tables, "summary": summary}[args.command](args)
 
 
 if __name__ == "__main__":
