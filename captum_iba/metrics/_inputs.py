@@ -255,13 +255,17 @@ def _config_ids(forward_func: Any, names: Sequence[str]) -> List[int]:
     return [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
 
 
-def _edge_ids(ids: Tensor, valid: Tensor) -> Tuple[List[int], List[int]]:
-    """The first and the last real token id of every instance."""
+def _edge_ids(ids: Tensor, valid: Tensor, can_go: Tensor) -> List[List[int]]:
+    """The first and the last real token id of every instance, each edge
+    only where the test may remove its tokens (a prompt's answer, the last
+    tokens, is kept: that all rows end with one answer word says nothing)."""
     positions = torch.arange(ids.shape[1]).expand_as(ids)
     first = torch.where(valid, positions, ids.shape[1]).amin(1)
     last = torch.where(valid, positions, -1).amax(1)
     rows = torch.arange(ids.shape[0])
-    return ids[rows, first].tolist(), ids[rows, last].tolist()
+    return [
+        ids[rows, at].tolist() for at in (first, last) if bool(can_go[rows, at].all())
+    ]
 
 
 def special_tokens_problem(
@@ -274,10 +278,11 @@ def special_tokens_problem(
     """Why the test may remove special tokens it should keep ("" when there is
     no sign of it): no special ids known, or options made for another
     tokenizer - a pad id other than the model's, the model's special tokens
-    (its configuration's, or the one id every instance begins or ends with)
-    missing from ``options.special_token_ids`` and among the tokens the test
-    may remove (``removable``, default ``valid``: a token kept anyway, such as
-    a prompt's instruction, is no problem)."""
+    (its configuration's, or the one id every instance begins or ends with
+    where the test may remove it) missing from ``options.special_token_ids``
+    and among the tokens the test may remove (``removable``, default
+    ``valid``: a token kept anyway, such as a prompt's instruction or answer,
+    is no problem)."""
     if not options.keep_special_tokens:
         return ""
     fix = (
@@ -299,11 +304,12 @@ def special_tokens_problem(
             f"Its special and replacement ids would be wrong too; {fix}"
         )
     expected = set(_config_ids(forward_func, _CONFIG_SPECIALS))
+    can_go = valid if removable is None else removable.bool()
     if ids.shape[0] > 1:
-        for edge in _edge_ids(ids, valid):
+        for edge in _edge_ids(ids, valid, can_go):
             if len(set(edge)) == 1:
                 expected.add(edge[0])  # every instance begins (ends) with it
-    present = set(ids[valid if removable is None else removable].tolist())
+    present = set(ids[can_go].tolist())
     missing = sorted((expected & present) - special)
     if missing:
         return (

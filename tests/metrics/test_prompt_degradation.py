@@ -179,6 +179,19 @@ def test_a_causal_lm_with_its_labels_following(kind):
         assert int(answer[i][keep].sum()) == int(answer[i].sum())  # all answer kept
 
 
+def test_one_answer_word_in_the_content_is_not_taken_for_a_special_token(recwarn):
+    """Every row ends with its answer (id 1): kept, so that it also stands in
+    the content is no sign of options made for another tokenizer."""
+    ids = torch.tensor([[7, 2, 1, 4, 5, 6, 1], [3, 2, 3, 1, 5, 6, 1]])
+    content = torch.tensor([[False] + [True] * 5 + [False]] * 2)
+    choice_degradation_test(
+        ToyChoice().eval(), ids, WEIGHTS[ids].clone(), ids == 1, removable=content,
+        options=DegradationOptions(levels=[0, 1], level_unit="count",
+                                   special_token_ids=(0,)),
+    )  # fmt: skip
+    assert not [w for w in recwarn if "special token id" in str(w.message)]
+
+
 class ToyChoice(nn.Module):
     """Two answer words whose logits are [s, -s], s = the sum of the present
     prompt tokens' weights; the answer token (id 1) is read for its position
