@@ -153,8 +153,12 @@ def tables(args: argparse.Namespace) -> None:
     records = _records(args.out, args.task, args.split)
     if not records:
         raise SystemExit(f"no results in {Path(args.out) / args.task / args.split}")
-    first = next(iter(records.values()))
-    accuracy = f"accuracy {first['accuracy']:.3f}, CPU {first['cpu']}"
+    # the accuracy of the record with the most prompts (the others hold its first)
+    most = max(records.values(), key=lambda record: len(record["aopc"]))
+    accuracy = (
+        f"accuracy {most['accuracy']:.3f} on {len(most['aopc'])} prompts, "
+        f"CPU {most['cpu']}"
+    )
     head = f"{args.task} {args.split}: {accuracy}"
     means, differences = fs.table(records), paired(records)
     print(f"{head}\n\n{means}\n\n{differences}")
