@@ -164,7 +164,8 @@ def tables(args: argparse.Namespace) -> None:
     print(f"{head}\n\n{means}\n\n{differences}")
     if args.docs:
         name = f"{args.task}_{args.split}"
-        what = f"{TITLES[args.task]}, {args.split} split ({accuracy})"
+        split = f"{TITLES[args.task]}, {args.split} split"
+        what = f"{split} ({accuracy})"
         rst = fs.to_rst(
             means, f"{what}: means, 95 % bootstrap intervals; CPU-s a prompt"
         )
@@ -178,7 +179,7 @@ def tables(args: argparse.Namespace) -> None:
         (docs / "_generated" / f"llm_{name}.rst").write_text(rst)
         png = docs / "_static" / f"llm_tradeoff_{name}.png"
         # two lines: the accuracy's clause no longer fits the plot's width
-        title = f"SmolLM2, {TITLES[args.task]}, {args.split} split\n({accuracy})"
+        title = f"SmolLM2, {split}\n({accuracy})"
         fs.plot(records, title, png, iba="llm-iba")
 
 
