@@ -180,7 +180,15 @@ def tables(args: argparse.Namespace) -> None:
         png = docs / "_static" / f"llm_tradeoff_{name}.png"
         # two lines: the accuracy's clause no longer fits the plot's width
         title = f"SmolLM2, {split}\n({accuracy})"
-        fs.plot(records, title, png, iba="llm-iba")
+        fs.plot(_labelled(records), title, png, iba="llm-iba")
+
+
+def _labelled(records: Dict[str, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """The records keyed for the plot: each method's name with its number of
+    prompts when the records do not all hold the same number."""
+    if len({len(r["aopc"]) for r in records.values()}) == 1:
+        return records
+    return {f"{m} (n {len(r['aopc'])})": r for m, r in records.items()}
 
 
 def _records(out: str, task: str, split: str) -> Dict[str, Dict[str, Any]]:
