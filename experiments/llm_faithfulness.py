@@ -15,7 +15,9 @@ method alone (one torch thread, ``time.process_time``).
 Two splits: ``search`` (train prompts, where templates and configurations are
 chosen) and ``report`` (the corpus's held-out split, run once). Results are
 cached per task, split and method under ``--out``, so a run resumes and
-methods can be added later::
+methods can be added later; several processes running the same ``run``
+command share its batches (:mod:`study_parts`: each claims the next batch no
+other holds), one torch thread each::
 
     python experiments/llm_faithfulness.py run --task sst2 --split search --n 16 \\
         --methods llm-random,llm-iba-deletion,llm-ablation,llm-ig
@@ -43,6 +45,7 @@ from transformers import AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).parent))
 import faithfulness_study as fs  # noqa: E402
+from study_parts import Record  # noqa: E402
 
 from captum_iba.app.causal_lm import load_causal_lm  # noqa: E402
 from captum_iba.app.data import HELDOUT_SPLIT  # noqa: E402
@@ -88,13 +91,18 @@ def run(args: argparse.Namespace) -> None:
     options = get_preset("fair").test.with_tokenizer(tok)
     choices = answer_token_ids(task, tok)
     for name in args.methods.split(","):
-        path = Path(args.out) / args.task / args.split / f"{name}.json"
-        record = _cached(path, examples.indices)
-        if len(record["aopc"]) >= args.n:
-            continue
-        scorer = build_scorers([name], Resources(model, tok))[name]
-        for start in range(len(record["aopc"]), args.n, args.batch_size):
-            rows = range(start, min(start + args.batch_size, args.n))
+        record = Record(
+            Path(args.out) / args.task / args.split / f"{name}.json",
+            examples.indices,
+            lambda done: dict(
+                accuracy=_accuracy(chosen[:done], examples.labels[:done]),
+                cpu=cpu,
+                model=args.model,
+            ),  # fmt: skip
+        )
+        scorer = None
+        for rows in record.batches(args.n, args.batch_size):
+            scorer = scorer or build_scorers([name], Resources(model, tok))[name]
             batch = prompt_batch(
                 tok, [examples.prompts[i] for i in rows],
                 [task.answers[chosen[i]] for i in rows], chat=task.chat,
@@ -110,42 +118,21 @@ def run(args: argparse.Namespace) -> None:
                     model, batch, scores.answer, content, options, choices=choices
                 )
             )
-            for key, values in part.items():
-                record[key] += values
-            record["cpu_seconds"] += [seconds] * len(rows)
-            done = len(record["aopc"])
-            record.update(
-                accuracy=_accuracy(chosen[:done], examples.labels[:done]),
-                answers=chosen[:done], indices=examples.indices[:done], cpu=cpu,
-                model=args.model,
-            )  # fmt: skip
-            _save(path, record)  # after every batch: an interrupted run resumes
-        print(f"{name}: n {len(record['aopc'])} aopc {np.mean(record['aopc']):.4f} "
-              f"drop11 {np.mean(record['drop11']):.4f} CPU-s/prompt "
-              f"{np.mean(record['cpu_seconds']):.2f}", flush=True)  # fmt: skip
+            part.update(
+                cpu_seconds=[seconds] * len(rows),
+                answers=[chosen[i] for i in rows],
+                indices=[examples.indices[i] for i in rows],
+            )
+            record.write(rows, part)  # after every batch: an interrupted run resumes
+        done = record.load()
+        if done["aopc"]:
+            print(f"{name}: n {len(done['aopc'])} aopc {np.mean(done['aopc']):.4f} "
+                  f"drop11 {np.mean(done['drop11']):.4f} CPU-s/prompt "
+                  f"{np.mean(done['cpu_seconds']):.2f}", flush=True)  # fmt: skip
 
 
 def _accuracy(chosen: List[int], labels: List[int]) -> float:
     return float(np.mean([c == y for c, y in zip(chosen, labels)]))
-
-
-def _cached(path: Path, indices: List[int]) -> Dict[str, Any]:
-    """The instances already recorded in ``path`` (checked to be the first of
-    ``indices``), or an empty record."""
-    if not path.exists():
-        keys = ("drop11", "aopc", "comprehensiveness", "sufficiency", "cpu_seconds")
-        return {key: [] for key in keys}
-    record = json.loads(path.read_text())
-    if record["indices"] != indices[: len(record["indices"])]:
-        raise SystemExit(f"{path} holds other prompts than this run's: remove it")
-    return record
-
-
-def _save(path: Path, record: Dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".json.partial")
-    partial.write_text(json.dumps(record))
-    partial.replace(path)
 
 
 def tables(args: argparse.Namespace) -> None:
@@ -193,6 +180,11 @@ def _labelled(records: Dict[str, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
 
 def _records(out: str, task: str, split: str) -> Dict[str, Dict[str, Any]]:
     folder = Path(out) / task / split
+    for parts in sorted(folder.glob("*.parts")):
+        held = len(list(parts.glob("*.json")))
+        if held:  # a batch before them still runs, or its process died
+            print(f"note: {parts} holds {held} batches not yet in its record "
+                  "(a re-run of the command merges them)", file=sys.stderr)  # fmt: skip
     return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "LOCK_FILE",
     "RESUME_FILE",
     "Resume",
+    "TryLock",
     "claim",
     "removed_on_failure",
     "run_lock",
@@ -109,13 +110,19 @@ def claim(folder: Path) -> Optional[Path]:
     return None if shared else created
 
 
-class _FileLock:
-    """A lock on a file, taken at once or not at all, whose file may be
-    removed when it is released: after ``flock`` the file is checked to be
-    the one at the path (a process that locked a file another run had just
-    removed tries again), the standard cure for that race. Where ``fcntl`` is
-    missing (Windows), :class:`filelock.FileLock` holds it and the file
-    stays."""
+class TryLock:
+    """A lock on a file, taken at once or not at all, whose file is removed
+    when it is released (the kernel releases it when its process dies; the
+    file then stays, and the next :meth:`acquire` takes it).
+
+    After ``flock`` the file is checked to be the one at the path (a process
+    that locked a file another run had just removed tries again), the
+    standard cure for that race. Where ``fcntl`` is missing (Windows),
+    :class:`filelock.FileLock` holds it and the file stays.
+
+    Args:
+        path (Path): The lock file; its folder must be there.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -176,7 +183,7 @@ def run_lock(out: Path) -> Iterator[None]:
         ~captum_iba.app.errors.CLIError: When another run holds it.
         FileNotFoundError: When ``out`` is no longer there.
     """
-    lock = _FileLock(out / LOCK_FILE)
+    lock = TryLock(out / LOCK_FILE)
     if not lock.acquire():
         raise CLIError(
             f"--out {out}: another captum-iba run is writing there (one run per "
