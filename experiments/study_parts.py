@@ -31,7 +31,6 @@ from captum_iba.app.outputs import TryLock
 ROWS = ("drop11", "aopc", "comprehensiveness", "sufficiency", "cpu_seconds")
 #: The per-prompt lists a part carries besides :data:`ROWS`.
 LABELS = ("answers", "indices")
-_GONE = "remove it (or give another --out)"
 
 
 class Record:
