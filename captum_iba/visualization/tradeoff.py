@@ -123,16 +123,31 @@ def plot_cost_faithfulness(
     return fig
 
 
-#: Where a label may go, in points from its point (tried in this order).
-_OFFSETS = [(dx, dy) for dy in (3, -11, 11, -19, 19, -27) for dx in (6, -6)]
+#: Where a label may go (tried in this order): ``(anchor, dx, dy, ha, va)``,
+#: the offset in points from the point (``"point"``) or from the top or bottom
+#: of its error bar, centred above or below it (when both sides are taken).
+_PLACES = [
+    *(
+        ("point", dx, dy, "left" if dx > 0 else "right", "baseline")
+        for dy in (3, -11, 11)
+        for dx in (6, -6)
+    ),
+    ("high", 0, 4, "center", "bottom"),
+    ("low", 0, -4, "center", "top"),
+    *(
+        ("point", dx, dy, "left" if dx > 0 else "right", "baseline")
+        for dy in (-19, 19, -27)
+        for dx in (6, -6)
+    ),
+]
 
 
 def _place_labels(
     ax: Axes, data: Mapping[str, Tuple[float, ...]], highlight: Any, min_cost: float
 ) -> None:
-    """Labels next to their points, each at the first offset where it overlaps
+    """Labels next to their points, each at the first place where it overlaps
     no label, point or error bar placed before it and stays inside the axes
-    (the first offset if none is free)."""
+    (the first place if none is free)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     fig = ax.get_figure()
@@ -151,18 +166,22 @@ def _place_labels(
         )
         taken.append(Bbox.from_extents(x - 5, min(y0, y1) - 5, x + 5, max(y0, y1) + 5))
     frame = ax.get_window_extent(renderer)
-    for name, (cost, score, *_) in sorted(data.items(), key=lambda kv: kv[1][0]):
+    for name, (cost, score, low, high) in sorted(data.items(), key=lambda kv: kv[1][0]):
+        x = max(cost, min_cost)
+        anchors = {"point": (x, score), "high": (x, high), "low": (x, low)}
         text = ax.annotate(
             name,
-            (max(cost, min_cost), score),
+            (x, score),
             textcoords="offset points",
-            xytext=_OFFSETS[0],
+            xytext=_PLACES[0][1:3],
             fontsize=7.5,
             color="tab:red" if name in highlight else "0.15",
         )
-        for dx, dy in _OFFSETS + _OFFSETS[:1]:  # nowhere free: the first place
+        for anchor, dx, dy, ha, va in _PLACES + _PLACES[:1]:  # none free: the first
+            text.xy = anchors[anchor]
             text.set_position((dx, dy))
-            text.set_horizontalalignment("left" if dx > 0 else "right")
+            text.set_horizontalalignment(ha)
+            text.set_verticalalignment(va)
             box = text.get_window_extent(renderer)
             inside = frame.x0 <= box.x0 and box.x1 <= frame.x1
             inside = inside and frame.y0 <= box.y0 and box.y1 <= frame.y1

@@ -63,3 +63,30 @@ def test_a_given_figure_keeps_its_canvas():
     canvas = fig.canvas
     plot_cost_faithfulness(POINTS, ax=fig.add_subplot(1, 1, 1))
     assert fig.canvas is canvas
+
+
+def test_a_label_hemmed_in_by_tall_bars_goes_above_its_own():
+    # IMDB's report split: the default's label is too long for either side,
+    # AttnLRP's bar on its left and feature ablation's on its right.
+    hemmed = {
+        "llm-random (n 100)": (0.0, 0.081, (0.065, 0.098)),
+        "llm-attnlrp (n 100)": (3.5, 0.166, (0.143, 0.187)),
+        "llm-iba-deletion (n 100)": (47.0, 0.161, (0.140, 0.181)),
+        "llm-ig (n 100)": (150.0, 0.091, (0.073, 0.108)),
+        "llm-ablation (n 24)": (480.0, 0.143, (0.098, 0.188)),
+    }
+    fig = plot_cost_faithfulness(hemmed, highlight=["llm-iba-deletion (n 100)"])
+    ax = fig.axes[0]
+    fig.draw_without_rendering()
+    boxes = {t.get_text(): t.get_window_extent() for t in ax.texts}
+    to_px = ax.transData.transform
+    for name, box in boxes.items():
+        for other, (cost, _, (low, high)) in hemmed.items():
+            (x, y0), (_, y1) = to_px([(max(cost, 1e-3), low), (max(cost, 1e-3), high)])
+            bar_crossed = box.x0 < x < box.x1 and box.y0 < y1 and y0 < box.y1
+            assert not bar_crossed, (name, other)
+        for other, box2 in boxes.items():
+            assert other == name or not box.overlaps(box2), (name, other)
+    label = boxes["llm-iba-deletion (n 100)"]
+    top = to_px([(47.0, 0.181)])[0]
+    assert label.x0 < top[0] < label.x1 and label.y0 > top[1]  # centred above
