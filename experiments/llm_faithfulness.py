@@ -126,9 +126,18 @@ def run(args: argparse.Namespace) -> None:
             record.write(rows, part)  # after every batch: an interrupted run resumes
         done = record.load()
         if done["aopc"]:
-            print(f"{name}: n {len(done['aopc'])} aopc {np.mean(done['aopc']):.4f} "
-                  f"drop11 {np.mean(done['drop11']):.4f} CPU-s/prompt "
-                  f"{np.mean(done['cpu_seconds']):.2f}", flush=True)  # fmt: skip
+            print(_line(name, done, args.n), flush=True)
+
+
+def _line(name: str, done: Dict[str, Any], n: int) -> str:
+    """A method's record, as far as this process sees it."""
+    held = len(done["aopc"])
+    rest = "" if held >= n else " (the rest run elsewhere, or a re-run resumes)"
+    return (
+        f"{name}: n {held} of {n}{rest}; aopc {np.mean(done['aopc']):.4f} "
+        f"drop11 {np.mean(done['drop11']):.4f} "
+        f"CPU-s/prompt {np.mean(done['cpu_seconds']):.2f}"
+    )
 
 
 def _accuracy(chosen: List[int], labels: List[int]) -> float:
