@@ -123,22 +123,23 @@ def plot_cost_faithfulness(
     return fig
 
 
+def _beside(*dys: int) -> list:
+    """Places beside the point, right then left, at each height ``dy``."""
+    return [
+        ("point", dx, dy, "left" if dx > 0 else "right", "baseline")
+        for dy in dys
+        for dx in (6, -6)
+    ]
+
+
 #: Where a label may go (tried in this order): ``(anchor, dx, dy, ha, va)``,
 #: the offset in points from the point (``"point"``) or from the top or bottom
 #: of its error bar, centred above or below it (when both sides are taken).
 _PLACES = [
-    *(
-        ("point", dx, dy, "left" if dx > 0 else "right", "baseline")
-        for dy in (3, -11, 11)
-        for dx in (6, -6)
-    ),
+    *_beside(3, -11, 11),
     ("high", 0, 4, "center", "bottom"),
     ("low", 0, -4, "center", "top"),
-    *(
-        ("point", dx, dy, "left" if dx > 0 else "right", "baseline")
-        for dy in (-19, 19, -27)
-        for dx in (6, -6)
-    ),
+    *_beside(-19, 19, -27),
 ]
 
 
