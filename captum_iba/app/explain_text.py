@@ -6,17 +6,18 @@ without a direction, score / largest magnitude for signed ones), then the top
 words. Several methods: per method, what a score means and its top words,
 each on its own scale (the numbers in brackets are relative: 1 = the row's
 highest).
+
+It reads an explanation through its public methods only (``methods``,
+``tokens``, ...) and imports nothing of :mod:`captum_iba.app.explanation`, which
+imports it: the listing sits below the explanation.
 """
 
 import textwrap
-from typing import TYPE_CHECKING, List, Sequence
+from typing import Any, List, Sequence
 
 import numpy as np
 
 from captum_iba.visualization import scale_scores
-
-if TYPE_CHECKING:  # pragma: no cover
-    from captum_iba.app.explanation import Explanation
 
 __all__ = ["terminal_text"]
 
@@ -52,7 +53,7 @@ def _scale_words(signed: bool, label: str) -> str:
 
 
 def _top_lines(
-    result: "Explanation", name: str, k: int, pieces: bool, rel: np.ndarray
+    result: Any, name: str, k: int, pieces: bool, rel: np.ndarray
 ) -> List[str]:
     """The top ``k`` words (relative scores in brackets); for a signed method
     also the ``k`` most against the class (negative scores only)."""
@@ -76,7 +77,7 @@ def _top_lines(
     return lines
 
 
-def _table(result: "Explanation", name: str, pieces: bool) -> List[str]:
+def _table(result: Any, name: str, pieces: bool) -> List[str]:
     method = result.methods[name]
     tokens, scores = result.tokens(pieces), result.scores(name, pieces)
     rel = _relative(scores, method.signed)
@@ -98,7 +99,7 @@ def _table(result: "Explanation", name: str, pieces: bool) -> List[str]:
     return lines
 
 
-def terminal_text(result: "Explanation", top: int = 5, pieces: bool = False) -> str:
+def terminal_text(result: Any, top: int = 5, pieces: bool = False) -> str:
     """The listing printed by ``captum-iba explain``.
 
     Args:

@@ -16,7 +16,7 @@ from torch.nn import Module
 
 from captum_iba._utils.hooks import recorded
 from captum_iba._utils.io import atomic_write
-from captum_iba.attr.priors import NoisePrior
+from captum_iba.attr._prior_base import NoisePrior
 
 __all__ = ["DatasetPrior", "WelfordEstimator"]
 

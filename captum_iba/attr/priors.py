@@ -29,7 +29,6 @@ layer output it takes its mean from. Names are registered in
 :data:`captum_iba.registry.PRIORS` (the one list of prior names).
 """
 
-import abc
 from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import torch
@@ -37,13 +36,17 @@ from torch import Tensor
 from torch.nn import Module
 
 from captum_iba.attr._inputs import removable_mask
+from captum_iba.attr._prior_base import NoisePrior
+
+# The prior fitted on data lives in its own module; its names stay importable
+# from here too (documented there).
+from captum_iba.attr.dataset_prior import DatasetPrior, WelfordEstimator  # noqa: F401
 from captum_iba.registry import PRIORS
 
 __all__ = [
     "PRIORS",
     "PRIOR_NAMES",
     "BaselinePrior",
-    "DatasetPrior",  # noqa: F822 (module __getattr__: its own module)
     "NoisePrior",
     "PaperPrior",
     "PriorLike",
@@ -64,75 +67,6 @@ def _check_mean_source(source: Optional[Tensor], x: Tensor, needs: str) -> None:
     if source is None or source.shape != x.shape:
         got = None if source is None else tuple(source.shape)
         raise ValueError(f"{needs}; got {got}.")
-
-
-class NoisePrior(abc.ABC):
-    """Base class of the noise priors.
-
-    Subclasses implement :meth:`statistics`.
-    """
-
-    #: Short name used in strings, results and error messages.
-    name: str = ""
-    #: Whether :meth:`statistics` needs the layer's input.
-    needs_layer_input: bool = False
-    #: Whether :meth:`statistics` needs the layer's output on ``baselines``
-    #: (passed as the keyword ``baseline``; see :meth:`baselines`).
-    needs_baseline: bool = False
-    #: Whether :meth:`create` needs data to fit on.
-    needs_data: bool = False
-
-    @classmethod
-    def create(
-        cls,
-        forward_func: Optional[Callable[..., Any]] = None,
-        layer: Optional[Module] = None,
-        data: Any = None,
-    ) -> "NoisePrior":
-        """A ready prior of this kind, when resolved by name.
-
-        Priors prepared from data (``needs_data``) fit themselves here; the
-        others ignore the arguments.
-
-        Args:
-            forward_func (Callable, optional): The model.
-            layer (Module, optional): The bottlenecked layer.
-            data (Iterable or Callable, optional): Batches to fit on, or a
-                function returning them (called only when needed).
-
-        Returns:
-            NoisePrior: The prior.
-        """
-        return cls()
-
-    def baselines(
-        self,
-        input_ids: Tensor,
-        token_mask: Optional[Tensor],
-        pad_token_id: Optional[int],
-        special_token_ids: Sequence[int] = (),
-    ) -> Optional[Tensor]:
-        """The inputs whose layer output this prior takes its mean from, or
-        None when it needs none (all priors but ``needs_baseline`` ones)."""
-        return None
-
-    @abc.abstractmethod
-    def statistics(
-        self, x: Tensor, layer_input: Optional[Tensor], token_mask: Tensor
-    ) -> Tuple[Tensor, Tensor]:
-        """Mean and standard deviation of the noise for a batch.
-
-        Args:
-            x (Tensor): The layer output, shape (B, L, *features), float32.
-            layer_input (Tensor or None): The layer's input, when captured.
-            token_mask (Tensor): (B, L) bool, True at real tokens.
-
-        Returns:
-            (mean, std): Tensors broadcastable to ``x``; ``std > 0``.
-        """
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
 
 
 class PaperPrior(NoisePrior):
@@ -336,13 +270,3 @@ def resolve_prior(
             "NoisePrior instance such as DatasetPrior.fit(...)."
         )
     return PRIORS.load(prior).create(forward_func, layer, data)
-
-
-def __getattr__(name: str) -> Any:
-    # The dataset prior lives in its own module (imported on first use: it
-    # imports this one).
-    if name in ("DatasetPrior", "WelfordEstimator"):
-        from captum_iba.attr import dataset_prior
-
-        return getattr(dataset_prior, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -30,7 +30,7 @@ from captum_iba.evaluation.loop import merge_records
 from captum_iba.metrics import DegradationResult
 
 if TYPE_CHECKING:  # pragma: no cover
-    from captum_iba.app.engine.run import CorpusJob
+    from captum_iba.evaluation.loop import CorpusJob
 
 __all__ = ["ROW_FIELDS", "Merged", "merge_shards", "row_fields"]
 
