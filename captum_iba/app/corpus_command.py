@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from captum_iba._utils.io import atomic_write_text, write_marker
-from captum_iba.app import commands
+from captum_iba.app import command_parts
 from captum_iba.app.checks import (
     check_against_config,
     check_classes,
@@ -75,7 +75,7 @@ def _scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
         model,
         tok,
         explainer=explainer,
-        prior_data=commands.prior_data(args.request, args.dataset, args.data_dir),
+        prior_data=command_parts.prior_data(args.request, args.dataset, args.data_dir),
         max_length=args.max_length,
     )
     return build_scorers(args.request, resources, get_preset(args.setting))
@@ -104,7 +104,7 @@ def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob
         return job
     if args.model is None and not world.is_main:
         world.barrier()  # rank 0 fine-tunes (or finds) the default model first
-    model, tok = commands._model_and_tokenizer(args.model, args.dataset)
+    model, tok = command_parts.model_and_tokenizer(args.model, args.dataset)
     if args.model is None and world.is_main:
         world.barrier()
     settings = dict(_run_settings(args, split), weights=weights_digest(model))
@@ -174,14 +174,14 @@ def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
     try:
         prepare_out(args.out, _run_settings(args, split), world)
         if world.is_main:
-            (out / commands.MARKER).unlink(missing_ok=True)  # not complete yet
+            (out / command_parts.MARKER).unlink(missing_ok=True)  # not complete yet
             print(
                 f"captum-iba {args.command}: {args.dataset} {split}, methods "
                 f"{', '.join(args.methods)}; results go to {out}/ (a re-run with "
                 "the same options resumes)",
                 flush=True,
             )
-            commands.print_notes(args.request)
+            command_parts.print_notes(args.request)
         return run_corpus_job(_corpus_job(args, world, split), args.out, world)
     finally:
         world.close()
@@ -202,7 +202,7 @@ def evaluate(args: argparse.Namespace) -> int:
         out, stem, merged.results, curves=True, notes=notes
     )
     files = ENGINE_FILES + written
-    write_marker(out, commands.MARKER, files=files, command="evaluate", n=n)
+    write_marker(out, command_parts.MARKER, files=files, command="evaluate", n=n)
     accuracy = _accuracy(merged.rows)
     print(f"\n{args.dataset} (n={n}), setting {args.setting}")
     print(table.to_markdown())
@@ -254,7 +254,11 @@ def attribute(args: argparse.Namespace) -> int:
     for note in notes:
         print(_wrap(note))
     write_marker(
-        out, commands.MARKER, files=written, command="attribute", n=len(merged.rows)
+        out,
+        command_parts.MARKER,
+        files=written,
+        command="attribute",
+        n=len(merged.rows),
     )
     print(
         f"done: {merged.run_line(n, len(merged.rows) // max(n, 1))}; "

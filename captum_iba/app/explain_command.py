@@ -13,7 +13,7 @@ import argparse
 from typing import Any
 
 from captum_iba._utils.io import atomic_write_text
-from captum_iba.app import commands
+from captum_iba.app import command_parts
 from captum_iba.app.checks import class_index, class_names, output_file, pair_warning
 from captum_iba.app.data.corpora import DEFAULT_CORPUS
 from captum_iba.app.errors import CLIError
@@ -62,10 +62,10 @@ def run(args: argparse.Namespace) -> int:
     warning = pair_warning(config, record) if args.pair is not None else None
     if warning:
         print(f"warning: {warning}")
-    commands.print_notes(args.request)
-    model, tok = commands._model_and_tokenizer(args.model)
+    command_parts.print_notes(args.request)
+    model, tok = command_parts.model_and_tokenizer(args.model)
     corpus = (record or {}).get("dataset")
-    data = commands.prior_data(args.request, corpus, None)
+    data = command_parts.prior_data(args.request, corpus, None)
 
     def explainer(module: Any, objective: str = "distil") -> Any:  # iba-amortized's
         from captum_iba.app.amortized import cached_explainer
@@ -110,7 +110,7 @@ def _run_causal_lm(args: argparse.Namespace, html: Any) -> int:
     if not args.method_given:  # the kind was found only now: its default
         args.methods = [DEFAULT_LLM_METHOD]
     check_options(args, "fair", "causal-lm")
-    commands.print_notes(args.request)
+    command_parts.print_notes(args.request)
     result = explain_answer(
         args.text,
         args.model,

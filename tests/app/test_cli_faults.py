@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from captum_iba.app import commands, models, reproduce
+from captum_iba.app import command_parts, commands, models, reproduce
 from captum_iba.app.cli import main
 
 
@@ -30,8 +30,8 @@ def no_weights(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("weights were loaded before the arguments were checked")
 
-    monkeypatch.setattr(commands, "load_classifier", forbidden)
-    monkeypatch.setattr(commands, "_model_and_tokenizer", forbidden)
+    monkeypatch.setattr(command_parts, "load_classifier", forbidden)
+    monkeypatch.setattr(command_parts, "model_and_tokenizer", forbidden)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ named. Options for one method of a comparison (``--set``) likewise."""
 
 import pytest
 
-from captum_iba.app import cli, cli_checks, commands
+from captum_iba.app import cli, cli_checks, command_parts
 from captum_iba.app.errors import CLIError
 from captum_iba.attr.priors import NoisePrior
 from captum_iba.attr.text import LayerRef
@@ -117,8 +117,8 @@ def test_refused_before_any_model_loads(monkeypatch, capsys, tmp_path):
     def forbidden(*args, **kwargs):
         raise AssertionError("a model was loaded before the options were checked")
 
-    monkeypatch.setattr(commands, "_model_and_tokenizer", forbidden)
-    monkeypatch.setattr(commands, "load_classifier", forbidden)
+    monkeypatch.setattr(command_parts, "model_and_tokenizer", forbidden)
+    monkeypatch.setattr(command_parts, "load_classifier", forbidden)
     for argv in (
         ["explain", "x", "--beta", "1e-3"],  # iba-deletion takes no beta
         ["explain", "x", "--compare", "ig,lime", "--layer", "1"],

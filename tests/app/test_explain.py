@@ -76,9 +76,9 @@ def test_target_by_name(tiny_model_dir, capsys):
 def test_unknown_class_is_named_before_any_model_loads(
     target, says, tiny_model_dir, monkeypatch, capsys
 ):
-    from captum_iba.app import commands
+    from captum_iba.app import command_parts
 
-    monkeypatch.setattr(commands, "_model_and_tokenizer", pytest.fail)
+    monkeypatch.setattr(command_parts, "model_and_tokenizer", pytest.fail)
     with pytest.raises(SystemExit) as exc:
         main(["explain", TEXT, "--model", tiny_model_dir, "--target", target])
     assert exc.value.code == 2
@@ -307,9 +307,9 @@ def test_the_two_most_faithful_ibas_say_how_they_differ(tiny_model_dir):
 def test_the_last_layer_is_refused_before_any_weights_load(
     argv, says, tiny_model_dir, tmp_path, capsys, monkeypatch
 ):
-    from captum_iba.app import commands
+    from captum_iba.app import command_parts
 
-    monkeypatch.setattr(commands, "_model_and_tokenizer", pytest.fail)
+    monkeypatch.setattr(command_parts, "model_and_tokenizer", pytest.fail)
     out = ["--out", str(tmp_path / "out")] if argv[0] == "evaluate" else []
     with pytest.raises(SystemExit) as exc:
         main(argv + ["--model", tiny_model_dir] + out)
