@@ -32,6 +32,7 @@ __all__ = [
     "MethodRequest",
     "check_model_kind",
     "check_request",
+    "check_values",
     "method_names",
     "option_label",
     "options_of",
@@ -86,6 +87,18 @@ def method_names(names: Sequence[str]) -> Tuple[str, ...]:
     if not out:
         raise ValueError("name at least one method")
     return out
+
+
+def check_values(options: Mapping[str, Any], cli: bool = False) -> None:
+    """The values of declared options checked alone, before anything else
+    (the methods, the model) is known: a bad value is named first.
+
+    Raises:
+        ValueError: Naming the option, for a value its check refuses.
+    """
+    for name, value in options.items():
+        if value is not None and name in OPTIONS:
+            _check_value(name, value, option_label(name, cli))
 
 
 @dataclass(frozen=True)

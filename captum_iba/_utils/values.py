@@ -85,6 +85,12 @@ def layer_value(value: Any) -> Union[int, str, Any]:
     module, a :class:`~captum_iba.attr.text.LayerRef`) pass as they are."""
     if isinstance(value, str) and value.strip().lower() == "embeddings":
         return "embeddings"
+    if isinstance(value, (bool, numbers.Real)) and not (
+        isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    ):
+        raise BadValue(
+            f"expected a layer index (an int >= 0) or 'embeddings', got {value!r}"
+        )
     if isinstance(value, (str, numbers.Integral)):
         try:
             return int_in(value, 0)

@@ -23,6 +23,8 @@ from captum_iba.app.model_kind import (
     SMOLLM2_HUB_ID,
     SMOLLM2_INSTALL,
     SMOLLM2_PACKAGE,
+    is_gguf_file,
+    is_smollm2_hub_id,
     kind_hint,
     model_kind,
 )
@@ -39,6 +41,7 @@ __all__ = [
     "causal_lm_source",
     "kind_hint",
     "load_causal_lm",
+    "load_lm_tokenizer",
     "model_kind",
     "smollm2_path",
 ]
@@ -65,10 +68,9 @@ def smollm2_path() -> Path:
 
 def _gguf_parts(path: Union[str, Path]) -> Optional[Tuple[str, str]]:
     """``(folder, file name)`` for a path to a ``.gguf`` file, else None."""
-    name = str(path)
-    if not name.lower().endswith(".gguf"):
-        return None
-    file = Path(name).expanduser()
+    if not is_gguf_file(path):
+        return None  # (a folder named x.gguf is a model folder)
+    file = Path(str(path)).expanduser()
     if not file.is_file():
         raise ModelLoadError(f"GGUF file {file} not found")
     return str(file.parent), file.name
@@ -100,18 +102,45 @@ def causal_lm_source(path: Union[str, Path]) -> Tuple[str, dict]:
     try:
         name, local = _source(path)
     except ModelLoadError:
-        if str(path) != SMOLLM2_HUB_ID:
+        if not is_smollm2_hub_id(path):
             raise
         return causal_lm_source(smollm2_path())
     return name, {"local_files_only": local}
 
 
-def load_causal_lm(path: Union[str, Path]) -> Tuple[Any, Any]:
+def load_lm_tokenizer(path: Union[str, Path]) -> Any:
+    """A causal LM's tokenizer alone (far quicker than its weights: what
+    depends only on it is checked before they load).
+
+    Raises:
+        ModelLoadError: For a model whose tokenizer cannot be read, or that
+            is a sequence classifier.
+    """
+    from transformers import AutoTokenizer
+
+    name, keywords = causal_lm_source(path)
+    if _folder_kind(name, keywords) == "classifier":
+        raise ModelLoadError(
+            f"model {path!s} is a sequence classifier, not a causal LM: "
+            "explain it with a classifier's method (e.g. --method iba)"
+        )
+    try:
+        with quiet_transformers(warnings=False):
+            return AutoTokenizer.from_pretrained(name, **keywords)
+    except Exception as err:  # transformers raises many kinds on bad files
+        raise ModelLoadError(
+            f"cannot load causal LM {path!s}: {_first_line(err)}"
+        ) from None
+
+
+def load_causal_lm(path: Union[str, Path], tokenizer: Any = None) -> Tuple[Any, Any]:
     """A causal LM and its tokenizer, in ``eval()`` mode, float32.
 
     Args:
         path (str or Path): A model folder, a ``.gguf`` file, or a hub id
             (:data:`SMOLLM2_HUB_ID`: the package's file when offline).
+        tokenizer (optional): Its tokenizer, already loaded
+            (:func:`load_lm_tokenizer`); default: loaded here.
 
     Returns:
         (model, tokenizer).
@@ -122,21 +151,16 @@ def load_causal_lm(path: Union[str, Path]) -> Tuple[Any, Any]:
             classifier, not a causal LM.
     """
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
+    tokenizer = load_lm_tokenizer(path) if tokenizer is None else tokenizer
     name, keywords = causal_lm_source(path)
     try:
         with quiet_transformers(warnings=False):
-            tokenizer = AutoTokenizer.from_pretrained(name, **keywords)
-            config_kind = _folder_kind(name, keywords)
-            if config_kind == "classifier":
-                raise ModelLoadError(
-                    f"model {path!s} is a sequence classifier, not a causal LM: "
-                    "explain it with a classifier's method (e.g. --method iba)"
-                )
-            model = AutoModelForCausalLM.from_pretrained(name, **keywords)
-    except ModelLoadError:
-        raise
+            # float32 named for a GGUF file: left to "auto", transformers
+            # reads a name not ending in lower-case ".gguf" with torch.load
+            gguf = {"dtype": torch.float32} if "gguf_file" in keywords else {}
+            model = AutoModelForCausalLM.from_pretrained(name, **keywords, **gguf)
     except Exception as err:  # transformers raises many kinds on bad files
         raise ModelLoadError(
             f"cannot load causal LM {path!s}: {_first_line(err)}"

@@ -32,6 +32,7 @@ __all__ = [
     "check_classes",
     "class_index",
     "class_names",
+    "layer_kind",
     "corpus_warning",
     "n_encoder_layers",
     "nonnegative_float",
@@ -131,6 +132,14 @@ def n_encoder_layers(config: Any) -> Optional[int]:
     return None
 
 
+def layer_kind(config: Any) -> str:
+    """``"decoder"`` for a causal LM's configuration, else ``"encoder"``
+    (how messages name its layers)."""
+    from captum_iba.app.model_kind import model_kind
+
+    return "decoder" if model_kind(config) == "causal-lm" else "encoder"
+
+
 def check_against_config(
     config: Any,
     layer: Optional[int] = None,
@@ -157,7 +166,7 @@ def check_against_config(
     if index is not None and n_layers is not None and not 0 <= index < n_layers:
         raise CLIError(
             f"{layer_option} {index} is out of range: the model has {n_layers} "
-            f"encoder layers, valid indices are 0..{n_layers - 1}"
+            f"{layer_kind(config)} layers, valid indices are 0..{n_layers - 1}"
         )
     n_labels = getattr(config, "num_labels", None)
     if target is not None and n_labels and not 0 <= target < n_labels:

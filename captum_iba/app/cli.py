@@ -216,8 +216,11 @@ _CORPUS_NUMBERS = (
     (
         "--max-length",
         positive_int,
-        128,
-        "longest input, in word pieces (longer texts are cut)",
+        None,
+        "longest input, in word pieces (longer texts are cut); default 128 for a "
+        "classifier; for a causal LM the longest prompt, its content (never the "
+        "instruction) cut to fit and recorded per row (default: a prompt past "
+        "the model's positions is refused before any work)",
     ),
     (
         "--batch-size",

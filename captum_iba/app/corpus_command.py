@@ -34,7 +34,8 @@ from captum_iba.app.engine import (
 )
 from captum_iba.app.engine.records import weights_digest
 from captum_iba.app.finetune.recipes import DEFAULT_BASE_MODEL_NAME
-from captum_iba.app.llm_corpus import check_kind, is_causal_lm, prompt_job
+from captum_iba.app.llm_corpus import check_kind, prepare_prompts, prompt_job
+from captum_iba.app.model_kind import kind_of
 from captum_iba.app.models import check_request_layers, config_and_record
 from captum_iba.attr.text import resolve_layer
 from captum_iba.evaluation import Resources, build_scorers, get_preset
@@ -52,6 +53,10 @@ DEFAULT_MODEL = (
     f"default: MiniLM-L6 ({DEFAULT_BASE_MODEL_NAME}) fine-tuned on {{dataset}} by "
     "captum-iba (cached)"
 )
+
+#: ``--max-length`` of a classifier when not given (a causal LM's prompts
+#: are cut only when it is given).
+CLASSIFIER_MAX_LENGTH = 128
 
 #: Options that do not change any number of a corpus run (left out of the
 #: settings a re-run is compared with); ``request`` is the checked form of
@@ -93,13 +98,13 @@ def _run_settings(args: argparse.Namespace, split: str) -> Dict[str, Any]:
     return dict(settings, command=args.command, split=split)
 
 
-def _corpus_job(args: argparse.Namespace, world: World, split: str) -> CorpusJob:
-    """The model on this rank's device, the scorers and the corpus of a run."""
+def _corpus_job(
+    args: argparse.Namespace, world: World, split: str, prepared: Any = None
+) -> CorpusJob:
+    """The model on this rank's device, the scorers and the corpus of a run
+    (a causal LM's prompts ``prepared`` before)."""
     if args.llm:
-        data = load_dataset(
-            args.dataset, split, data_dir=args.data_dir, max_examples=args.n
-        )
-        job = prompt_job(args, data, _run_settings(args, split))
+        job = prompt_job(args, prepared, _run_settings(args, split))
         job.model.to(world.device)
         return job
     if args.model is None and not world.is_main:
@@ -154,14 +159,19 @@ def _write_degradation(
 def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
     """Run ``args``' corpus job on this process's share; rank 0 gets the merge.
 
-    The output folder and the model-dependent numbers are checked before any
-    model loads; the folder's completion marker is removed until the run ends.
+    The output folder and the model-dependent numbers (a causal LM's prompts
+    too) are checked before any model loads; the folder's completion marker
+    is removed until the run ends (put back when a re-run of a finished
+    folder fails).
     """
     out = output_folder(args.out, "--out")
-    args.llm = is_causal_lm(args)
+    args.llm = kind_of(args.model) == "causal-lm"
     check_kind(args, args.llm)
-    warning = None
-    if not args.llm:
+    warning = prepared = None
+    if args.llm:  # the prompts made and checked before any weights
+        prepared = prepare_prompts(args, split)
+    else:
+        args.max_length = args.max_length or CLASSIFIER_MAX_LENGTH
         config, record = config_and_record(args.model, args.dataset)
         check_against_config(config, max_length=args.max_length)
         check_request_layers(args.request, config)
@@ -171,10 +181,12 @@ def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
     world = init_world(args.device)
     if warning and world.is_main:
         print(f"warning: {warning}", flush=True)
+    marker, finished = out / command_parts.MARKER, None
     try:
         prepare_out(args.out, _run_settings(args, split), world)
-        if world.is_main:
-            (out / command_parts.MARKER).unlink(missing_ok=True)  # not complete yet
+        if world.is_main and marker.is_file():  # not complete until it ends
+            finished = marker.read_text()
+            marker.unlink()
             print(
                 f"captum-iba {args.command}: {args.dataset} {split}, methods "
                 f"{', '.join(args.methods)}; results go to {out}/ (a re-run with "
@@ -182,7 +194,14 @@ def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
                 flush=True,
             )
             command_parts.print_notes(args.request)
-        return run_corpus_job(_corpus_job(args, world, split), args.out, world)
+        job = _corpus_job(args, world, split, prepared)
+        return run_corpus_job(job, args.out, world)
+    except BaseException:
+        if finished is not None and not marker.exists():
+            # a finished folder's re-run (same settings: every unit was
+            # there) that failed: it is as complete as before
+            atomic_write_text(marker, finished)
+        raise
     finally:
         world.close()
         torch.set_num_threads(threads)

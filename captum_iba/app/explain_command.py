@@ -18,7 +18,7 @@ from captum_iba.app.checks import class_index, class_names, output_file, pair_wa
 from captum_iba.app.data.corpora import DEFAULT_CORPUS
 from captum_iba.app.errors import CLIError
 from captum_iba.app.explanation import explain
-from captum_iba.app.llm_corpus import is_causal_lm
+from captum_iba.app.model_kind import kind_of
 from captum_iba.app.models import (
     check_request_layers,
     config_and_record,
@@ -42,11 +42,11 @@ def run(args: argparse.Namespace) -> int:
             "as zero-width spaces)"
         )
     html = output_file(args.html, "--html")
-    if _kind(args) == "causal-lm":
+    if kind_of(args.model) == "causal-lm":
         return _run_causal_lm(args, html)
     llm_only = (
         ("--max-new-tokens", args.max_new_tokens),
-        ("--chat", args.chat),
+        ("--chat" if args.chat else "--no-chat", args.chat),
         ("--per-token", args.per_token or None),
     )
     for flag, value in llm_only:
@@ -93,16 +93,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _kind(args: argparse.Namespace) -> str:
-    """The model's kind (:func:`~captum_iba.app.llm_corpus.is_causal_lm`)."""
-    return "causal-lm" if is_causal_lm(args) else "classifier"
-
-
 def _run_causal_lm(args: argparse.Namespace, html: Any) -> int:
     """``explain --model <causal LM>``: the answer (greedy, or --target),
     the prompt's words with their scores for the whole answer; the page
     (--html) adds each method's output-token x word matrix."""
     from captum_iba.app.cli_checks import check_options
+    from captum_iba.app.llm_checks import check_lm_request, lm_config
     from captum_iba.app.llm_explanation import explain_answer
 
     if args.pair is not None:
@@ -110,6 +106,7 @@ def _run_causal_lm(args: argparse.Namespace, html: Any) -> int:
     if not args.method_given:  # the kind was found only now: its default
         args.methods = [DEFAULT_LLM_METHOD]
     check_options(args, "fair", "causal-lm")
+    check_lm_request(args.request, lm_config(args.model))  # before the weights
     command_parts.print_notes(args.request)
     result = explain_answer(
         args.text,
@@ -120,6 +117,7 @@ def _run_causal_lm(args: argparse.Namespace, html: Any) -> int:
         max_new_tokens=args.max_new_tokens or 20,
         per_token=html is not None or args.per_token,
         model_name=args.model,
+        max_new_option="--max-new-tokens",
     )
     print(result.to_text(args.top, args.pieces))
     if html is not None:

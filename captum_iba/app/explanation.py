@@ -26,7 +26,6 @@ listing of :func:`~captum_iba.app.explain_text.terminal_text`.
 import time
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
@@ -35,10 +34,16 @@ from captum_iba._utils.common import hf_call
 from captum_iba._utils.hooks import evaluation_mode
 from captum_iba.app.checks import class_index, class_names
 from captum_iba.app.explain_setup import build, load, n_layers, warn_if_training
+from captum_iba.app.model_kind import kind_of
 from captum_iba.app.page import Page
 from captum_iba.app.words import encode, grouping, to_words
 from captum_iba.registry import DEFAULT_METHOD, METHODS
-from captum_iba.request import MethodRequest, check_model_kind, check_request
+from captum_iba.request import (
+    MethodRequest,
+    check_model_kind,
+    check_request,
+    check_values,
+)
 
 __all__ = ["DEFAULT_METHOD", "Explanation", "MethodScores", "explain"]
 
@@ -319,7 +324,8 @@ def explain(
             not installed (with several, it is left out and named in
             :attr:`Explanation.skipped`).
     """
-    if _is_causal_lm(model):
+    check_values(options)  # a bad value is named before the model is looked up
+    if kind_of(model) == "causal-lm":
         if pair is not None:
             raise ValueError("pair is for a classifier; a causal LM explains a prompt")
         from captum_iba.app.llm_explanation import explain_answer
@@ -450,20 +456,3 @@ def _no_ranking(result: Explanation, name: str, warn: bool = True) -> str:
     if warn:
         warnings.warn(f"{name}: no ranking: {reason}", UserWarning, stacklevel=4)
     return reason
-
-
-def _is_causal_lm(model: Any) -> bool:
-    """Whether ``model`` (a name or an object) is a causal LM; a name by
-    what it says, else by its configuration (read before any weights)."""
-    from captum_iba.app.model_kind import SMOLLM2_HUB_ID, kind_hint, model_kind
-
-    if model is None:
-        return False
-    if not isinstance(model, (str, Path)):
-        return model_kind(model) == "causal-lm"
-    hint = kind_hint(str(model))
-    if hint is not None or str(model) == SMOLLM2_HUB_ID:
-        return hint != "classifier"
-    from captum_iba.app.models import model_config
-
-    return model_kind(model_config(str(model))) == "causal-lm"

@@ -11,10 +11,12 @@ a causal LM is refused, naming the methods for causal LMs).
 """
 
 import argparse
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any, Dict, List, Optional, Tuple
 
 from captum_iba.app.errors import CLIError
-from captum_iba.app.model_kind import SMOLLM2_HUB_ID, kind_hint, model_kind
+from captum_iba.app.model_kind import kind_hint
 from captum_iba.registry import (
     DEFAULT_COMPARISON,
     DEFAULT_LLM_COMPARISON,
@@ -24,19 +26,12 @@ from captum_iba.registry import (
 
 __all__ = [
     "DEFAULT_METHODS",
+    "PreparedPrompts",
     "check_kind",
     "default_methods",
-    "is_causal_lm",
+    "prepare_prompts",
     "prompt_job",
 ]
-
-
-def _hint(model: Optional[str]) -> Optional[str]:
-    if model is None:
-        return "classifier"  # the default model: MiniLM-L6 fine-tuned
-    if model == SMOLLM2_HUB_ID:
-        return "causal-lm"
-    return kind_hint(model)
 
 
 #: The methods run when none is named, by command and kind of model.
@@ -51,58 +46,132 @@ DEFAULT_METHODS = {
 def default_methods(command: str, model: Optional[str]) -> List[str]:
     """What ``command`` runs when no method is named: for a model whose name
     says it is a causal LM, the methods for causal LMs."""
-    kind = "causal-lm" if _hint(model) == "causal-lm" else "classifier"
+    kind = "causal-lm" if kind_hint(model) == "causal-lm" else "classifier"
     return [m.lower() for m in DEFAULT_METHODS[(command, kind)]]
 
 
-def is_causal_lm(args: argparse.Namespace) -> bool:
-    """Whether ``--model`` is a causal LM (its name, else its configuration)."""
-    hint = _hint(args.model)
-    if hint is not None:
-        return hint == "causal-lm"
-    from captum_iba.app.models import model_config
+@dataclass
+class PreparedPrompts:
+    """A causal LM's corpus run, prepared before its weights load
+    (:func:`prepare_prompts`).
 
-    return model_kind(model_config(args.model)) == "causal-lm"
+    Attributes:
+        data: The corpus split.
+        tokenizer: The model's tokenizer.
+        prompts (list of str): Each instance's prompt.
+        spans (list of (int, int)): Where its content lies.
+        cut (list of int): Per instance, the content tokens cut to fit
+            ``--max-length`` (empty when it was not given).
+        choices (list of int): The answer words' token ids.
+    """
+
+    data: Any
+    tokenizer: Any
+    prompts: List[str]
+    spans: List[Tuple[int, int]]
+    cut: List[int]
+    choices: List[int]
 
 
-def prompt_job(args: argparse.Namespace, data: Any, settings: Dict[str, Any]) -> Any:
-    """The :class:`~captum_iba.evaluation.llm_loop.PromptJob` of a corpus run
-    on a causal LM: the model and tokenizer loaded, every instance of
-    ``data`` made a prompt of its corpus's task, the methods built.
+def prepare_prompts(args: argparse.Namespace, split: str) -> PreparedPrompts:
+    """Everything of a causal LM's corpus run that needs no weights, checked
+    before they load: the request against the model's configuration
+    (:func:`~captum_iba.app.llm_checks.check_lm_request`), the answer words
+    (one known token each), and every prompt against the model's positions -
+    a prompt longer is refused, naming the instances, unless ``--max-length``
+    is given: then each prompt is made to fit it by cutting its content
+    (never the instruction), the tokens cut recorded per row.
 
     Raises:
-        ~captum_iba.app.errors.CLIError: For answer words that are not one
-            token.
+        ~captum_iba.app.errors.CLIError: Naming what does not fit.
     """
-    from captum_iba.app.causal_lm import load_causal_lm
-    from captum_iba.app.engine.records import weights_digest
-    from captum_iba.app.llm_tasks import TASKS, answer_token_ids, prompt_content
-    from captum_iba.evaluation import Resources, build_scorers, get_preset
-    from captum_iba.evaluation.llm_loop import PromptJob
+    from captum_iba._utils.common import max_positions
+    from captum_iba.app.causal_lm import load_lm_tokenizer
+    from captum_iba.app.checks import check_against_config
+    from captum_iba.app.data import load_dataset
+    from captum_iba.app.llm_checks import check_lm_request, lm_config
+    from captum_iba.app.llm_tasks import (
+        TASKS,
+        answer_token_ids,
+        fit_prompt,
+        prompt_content,
+    )
 
     task = TASKS[args.dataset]  # (check_kind said it is there)
-    model, tok = load_causal_lm(args.model)
+    config = lm_config(args.model)
+    check_lm_request(args.request, config)
+    check_against_config(config, max_length=args.max_length)
+    positions = max_positions(SimpleNamespace(config=config))
+    tok = load_lm_tokenizer(args.model)
     try:
         choices = answer_token_ids(task, tok)
     except ValueError as err:
         raise CLIError(str(err)) from None
-    made = [task.prompt(prompt_content(task, data, i)) for i in range(len(data))]
+    data = load_dataset(
+        args.dataset, split, data_dir=args.data_dir, max_examples=args.n
+    )
+    limit = args.max_length or positions or 10**9
+    out = PreparedPrompts(data, tok, [], [], [], choices)
+    long: List[str] = []
+    for i in range(len(data)):
+        made = fit_prompt(task, tok, prompt_content(task, data, i), limit)
+        if made is None or (made[2] and args.max_length is None):
+            long.append(str(i))
+            continue
+        out.prompts.append(made[0])
+        out.spans.append(made[1])
+        out.cut.append(made[2])
+    if long:
+        what = f"{len(long)} prompt(s) (instances {', '.join(long[:8])}"
+        what += ", ...)" if len(long) > 8 else ")"
+        if args.max_length is None:
+            raise CLIError(
+                f"--dataset {args.dataset}: {what} have more tokens than the "
+                f"model's {positions} positions; give --max-length {positions} "
+                "(or fewer) to cut their content to fit, recorded per row, or "
+                "--n to take fewer instances"
+            )
+        raise CLIError(
+            f"--max-length {args.max_length}: {what} do not fit even with one "
+            "token of content: the instruction alone is longer"
+        )
+    if args.max_length is None:
+        out.cut = []
+    return out
+
+
+def prompt_job(
+    args: argparse.Namespace, prepared: PreparedPrompts, settings: Dict[str, Any]
+) -> Any:
+    """The :class:`~captum_iba.evaluation.llm_loop.PromptJob` of a corpus run
+    on a causal LM: the model loaded (its tokenizer and prompts were
+    prepared before, :func:`prepare_prompts`), the methods built."""
+    from captum_iba.app.causal_lm import load_causal_lm
+    from captum_iba.app.engine.records import weights_digest
+    from captum_iba.app.llm_tasks import TASKS
+    from captum_iba.evaluation import Resources, build_scorers, get_preset
+    from captum_iba.evaluation.llm_loop import PromptJob
+
+    task = TASKS[args.dataset]
+    tok = prepared.tokenizer
+    model, _ = load_causal_lm(args.model, tok)
     preset = get_preset(args.setting)
     return PromptJob(
         model=model,
         tokenizer=tok,
-        data=data,
+        data=prepared.data,
         scorers=build_scorers(args.request, Resources(model, tok), preset),
         settings=dict(settings, weights=weights_digest(model), task=repr(task)),
         preset=preset,
         batch_size=args.batch_size,
         target=getattr(args, "target", None) or "predicted",
         degradation=args.command == "evaluate" or args.degradation,
-        prompts=[p for p, _ in made],
-        spans=[s for _, s in made],
+        prompts=prepared.prompts,
+        spans=prepared.spans,
         answers=task.answers,
-        choices=choices,
+        choices=prepared.choices,
         chat=task.chat,
+        cut=prepared.cut,
     )
 
 

@@ -26,6 +26,7 @@ prompt words, and its output-token x word matrix).
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from captum_iba.app.model_kind import kind_hint, model_kind
@@ -247,18 +248,27 @@ class AnswerExplanation(Page):
         return self.to_text()
 
 
-def _load(model: Any, tokenizer: Any) -> Tuple[Any, Any, str]:
-    """The causal LM and its tokenizer (loaded when named), and its name.
+def _load(
+    model: Any, tokenizer: Any, request: MethodRequest
+) -> Tuple[Any, Any, str, Any]:
+    """The causal LM's configuration checked against ``request``
+    (:func:`~captum_iba.app.llm_checks.check_lm_request`), then its
+    tokenizer, and a function that loads the model (the weights come last:
+    what the tokenizer alone decides is checked before them); its name.
 
     Raises:
         ValueError: For a classifier given as an object, or no tokenizer.
     """
+    from captum_iba.app.llm_checks import check_lm_request
+
     if isinstance(model, (str, Path)):
-        from captum_iba.app.causal_lm import load_causal_lm
+        from captum_iba.app.causal_lm import load_causal_lm, load_lm_tokenizer
+        from captum_iba.app.llm_checks import lm_config
 
         name = str(model)
-        loaded, tok = load_causal_lm(name)
-        return loaded, tok, name
+        check_lm_request(request, lm_config(name), cli=False)
+        tok = load_lm_tokenizer(name) if tokenizer is None else tokenizer
+        return tok, lambda: load_causal_lm(name, tok)[0], name, lm_config(name)
     if model_kind(model) != "causal-lm":
         raise ValueError(
             f"model is a {type(model).__name__}, not a causal LM (a ...ForCausalLM): "
@@ -266,8 +276,9 @@ def _load(model: Any, tokenizer: Any) -> Tuple[Any, Any, str]:
         )
     if tokenizer is None:
         raise ValueError("a model given as an object needs its tokenizer=")
+    check_lm_request(request, model.config, cli=False)
     name = getattr(getattr(model, "config", None), "name_or_path", "") or ""
-    return model, tokenizer, name or type(model).__name__
+    return tokenizer, lambda: model, name or type(model).__name__, model.config
 
 
 def explain_answer(
@@ -282,6 +293,7 @@ def explain_answer(
     per_token: bool = True,
     method_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
     model_name: Optional[str] = None,
+    max_new_option: str = "max_new_tokens=",
     **options: Any,
 ) -> AnswerExplanation:
     """Explain a causal LM's answer to a prompt, word by word.
@@ -306,6 +318,8 @@ def explain_answer(
             one more IBA instance per token). Default True.
         method_options (Mapping, optional): Options per method.
         model_name (str, optional): How the page names the model.
+        max_new_option (str): How ``max_new_tokens`` was given, for the
+            warning when the model's positions leave less room.
         **options: Options for every method that takes them (``layer``,
             ``steps``, ``seed``, ``ig_steps``, ...).
 
@@ -315,9 +329,14 @@ def explain_answer(
     Raises:
         ValueError: Before any weights load: an unknown method, one that does
             not explain causal LMs, an option no chosen method takes, a bad
-            value; then: an empty prompt, a prompt and answer past the
-            model's positions, a classifier given as the model.
+            value, a layer out of the model's range, ``llm-iba-deletion`` at
+            its last layer, ``llm-attnlrp`` without ``lxt``, a prior fitted
+            on data, an empty prompt or answer, a prompt and answer past the
+            model's positions (a longer greedy answer than they leave room
+            for is cut, with a warning), a classifier given as the model.
     """
+    from captum_iba._utils.common import max_positions
+    from captum_iba.app.llm_checks import answer_budget, prompt_lengths
     from captum_iba.attr.llm_batch import prompt_batch, uses_chat
     from captum_iba.evaluation import Resources, build_scorers
 
@@ -341,13 +360,26 @@ def explain_answer(
         )
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError(f"the prompt is empty ({prompt!r}): give the text to explain")
-    model, tokenizer, described = _load(model, tokenizer)
+    tokenizer, weights, described, config = _load(model, tokenizer, request)
     wrap = uses_chat(tokenizer, chat)
-    targets = None if target is None else [target]
-    batch = prompt_batch(
-        tokenizer, [prompt], targets, model=model, chat=wrap,
-        max_new_tokens=max_new_tokens,
-    )  # fmt: skip
+    given = None  # a given answer, encoded and checked before the weights
+    if target is not None:
+        given = prompt_batch(tokenizer, [prompt], [target], chat=wrap)
+    budget = answer_budget(
+        prompt_lengths(tokenizer, [prompt], wrap),
+        max_positions(SimpleNamespace(config=config)),
+        max_new_tokens,
+        None if given is None else int(given.answer_mask.sum()),
+        option=max_new_option,
+    )
+    model = weights()  # the weights, only now
+    batch = (
+        given
+        if given is not None
+        else prompt_batch(
+            tokenizer, [prompt], None, model=model, chat=wrap, max_new_tokens=budget
+        )
+    )
     scorers = build_scorers(request, Resources(model, tokenizer))
     result = _result(batch, tokenizer, prompt, wrap, target is None)
     result.model_name = model_name or described

@@ -22,6 +22,7 @@ __all__ = [
     "PromptTask",
     "TaskExamples",
     "answer_token_ids",
+    "fit_prompt",
     "label_choice",
     "prompt_content",
     "task_examples",
@@ -198,6 +199,49 @@ def prompt_content(task: PromptTask, data: Any, i: int) -> str:
     if task.pair_join and pairs is not None:
         return f"{text}{task.pair_join}{pairs[i]}"
     return text
+
+
+def fit_prompt(
+    task: PromptTask, tokenizer: Any, content: str, limit: int
+) -> Optional[Tuple[str, Tuple[int, int], int]]:
+    """The task's prompt around ``content``, its content cut at a token's
+    end (never the instruction) so that the prompt, as the batch encodes it
+    (the task's chat template included), has at most ``limit`` tokens.
+
+    Returns:
+        (str, (int, int), int) or None: The prompt, where its content lies,
+        and how many of the content's tokens were cut (0: none); None when
+        even one content token leaves the prompt too long.
+    """
+    from captum_iba.attr.llm_batch import encode_prompt
+
+    def length(text: str) -> int:
+        return len(encode_prompt(tokenizer, task.prompt(text)[0], task.chat)[0])
+
+    prompt, span = task.prompt(content)
+    over = length(content) - limit
+    if over <= 0:
+        return prompt, span, 0
+    ends = [end for _, end in _offsets(tokenizer, content)]
+    keep = len(ends) - over
+    while keep >= 1:
+        text = content[: ends[keep - 1]]
+        if length(text) <= limit:
+            prompt, span = task.prompt(text)
+            return prompt, span, len(ends) - keep
+        keep -= 1
+    return None
+
+
+def _offsets(tokenizer: Any, text: str) -> List[Tuple[int, int]]:
+    """Each token's characters in ``text`` (a fast tokenizer's offsets;
+    else one token per space-separated word)."""
+    if getattr(tokenizer, "is_fast", False):
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        return [tuple(span) for span in enc["offset_mapping"] if span[1] > span[0]]
+    import re
+
+    return [m.span() for m in re.finditer(r"\S+", text)]
 
 
 def label_choice(

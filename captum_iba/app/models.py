@@ -17,7 +17,7 @@ from typing import Any, Iterator, List, Optional, Tuple, Union
 
 import torch
 
-from captum_iba.app.checks import check_against_config, n_encoder_layers
+from captum_iba.app.checks import check_against_config, layer_kind, n_encoder_layers
 from captum_iba.app.errors import CLIError
 from captum_iba.app.hub import TIMEOUT, hub_reachable
 from captum_iba.request import MethodRequest
@@ -170,23 +170,34 @@ def load_classifier(
 
     Raises:
         ModelLoadError: Naming the model (and for a folder, what to do), when
-            the tokenizer or the weights cannot be loaded, or hold non-finite
-            values.
+            the tokenizer or the weights cannot be loaded, hold non-finite
+            values, or miss weights (a classification head transformers
+            would initialise at random).
     """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     name, local = _source(path)
-    try:
-        with quiet_transformers():
+    try:  # (missing weights are said below, in our words)
+        with quiet_transformers(warnings=False):
             tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local)
-            model = AutoModelForSequenceClassification.from_pretrained(
-                name, local_files_only=local
+            model, info = AutoModelForSequenceClassification.from_pretrained(
+                name, local_files_only=local, output_loading_info=True
             )
     except Exception as err:  # transformers raises many kinds on damaged files
         raise ModelLoadError(
             f"cannot load model {name!r}: {_first_line(err)}"
             + (" (the folder is damaged or incomplete)" if local else "")
         ) from None
+    missing = sorted(info.get("missing_keys") or ())
+    if missing:
+        raise ModelLoadError(
+            f"model {name!r} is no trained classifier: its weights "
+            f"{', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''} are "
+            "missing, so transformers initialised them at random and every "
+            "prediction would be noise (a base model, or a causal LM's folder "
+            "saved without its architectures); give a model fine-tuned for "
+            "classification"
+        )
     bad = [n for n, p in model.named_parameters() if not torch.isfinite(p).all()]
     if bad:
         raise ModelLoadError(
@@ -319,7 +330,8 @@ def check_last_layer(request: MethodRequest, config: Any, cli: bool = True) -> N
             "alone"
         )
         raise CLIError(
-            f"{option} {layer} is the last encoder layer of this {kind} model "
+            f"{option} {layer} is the last {layer_kind(config)} layer of this "
+            f"{kind} model "
             f"(0..{n - 1}): {method} there ranks nothing ({why}); choose "
             + ("'embeddings'" if n < 2 else f"'embeddings' or a layer in 0..{n - 2}")
         )

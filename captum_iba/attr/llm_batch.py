@@ -318,7 +318,7 @@ def prompt_batch(
     else:
         answers = [_encode_target(tokenizer, t) for t in targets]
     rows = [ids + a for (ids, _), a in zip(encoded, answers)]
-    _check_positions(model, rows, encoded)
+    _check_positions(model, rows, encoded, generated=targets is None)
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), _pad_id(tokenizer), dtype=torch.long)
     mask = torch.zeros_like(ids)
@@ -400,7 +400,10 @@ def _encode_target(tokenizer: Any, target: str) -> List[int]:
 
 
 def _check_positions(
-    model: Any, rows: List[List[int]], encoded: List[Tuple[List[int], Any]]
+    model: Any,
+    rows: List[List[int]],
+    encoded: List[Tuple[List[int], Any]],
+    generated: bool = False,
 ) -> None:
     """Each prompt with its answer fits the model's positions (the answer's
     last token is never read: prompt + answer - 1 positions)."""
@@ -409,8 +412,9 @@ def _check_positions(
         return
     for i, (row, (prompt, _)) in enumerate(zip(rows, encoded)):
         if len(row) - 1 > positions:
+            what = "the answer generated" if generated else "the target"
             raise ValueError(
-                f"prompt {i}: the prompt ({len(prompt)} tokens) and the target "
+                f"prompt {i}: the prompt ({len(prompt)} tokens) and {what} "
                 f"({len(row) - len(prompt)} tokens) need {len(row) - 1} positions, "
                 f"more than the model's {positions}: shorten them"
             )

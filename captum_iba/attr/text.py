@@ -242,6 +242,7 @@ def resolve_layer(model: Module, layer: LayerLike = None) -> LayerRef:
     if not 0 <= chosen < len(layers):
         raise ValueError(
             f"layer index {chosen} is out of range: the model has {len(layers)} "
-            f"encoder layers, valid indices are 0..{len(layers) - 1}"
+            f"{'decoder' if is_decoder(model) else 'encoder'} layers, valid "
+            f"indices are 0..{len(layers) - 1}"
         )
     return LayerRef(chosen, layers[chosen])

@@ -55,8 +55,9 @@ class PromptJob(CorpusJob):
 
     Besides :class:`~captum_iba.evaluation.loop.CorpusJob`'s fields (its
     ``target`` ``"predicted"`` explains the model's own choice, ``"label"``
-    the gold word; ``max_length`` is not used: a prompt past the model's
-    context is refused), it holds the prompts.
+    the gold word; ``max_length`` is not used: the prompts were made to fit
+    the model's positions before, their content cut where asked), it holds
+    the prompts.
 
     Attributes:
         prompts (Sequence[str]): Each instance's prompt.
@@ -64,6 +65,8 @@ class PromptJob(CorpusJob):
         answers (Sequence[str]): The answer word of each class.
         choices (Sequence[int]): Their token ids (one token each).
         chat (bool): Whether the prompts are user turns of the chat template.
+        cut (Sequence[int]): Per instance, the content tokens cut to fit
+            (recorded per row as ``content_tokens_cut``); empty: none was.
     """
 
     prompts: Sequence[str] = ()
@@ -71,6 +74,7 @@ class PromptJob(CorpusJob):
     answers: Sequence[str] = ()
     choices: Sequence[int] = field(default_factory=list)
     chat: bool = False
+    cut: Sequence[int] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -160,6 +164,8 @@ class PromptJob(CorpusJob):
             input_ids=ids.tolist(),
             scores=scores[j][real].tolist(),
         )
+        if self.cut:
+            row["content_tokens_cut"] = int(self.cut[index])
         return row
 
     def row_fields(self, fields: Dict[str, str]) -> Dict[str, str]:
@@ -181,4 +187,9 @@ class PromptJob(CorpusJob):
             "special tokens, the answer); the unit is the method's "
             "(settings.json: scores.<method>.meaning)",
         )
+        if self.cut:
+            out["content_tokens_cut"] = (
+                "the content's tokens cut from its end to fit --max-length (the "
+                "instruction never cut)"
+            )
         return out
