@@ -24,7 +24,13 @@ from typing import Any, BinaryIO, Dict, Optional, Sequence, Tuple, Union
 from captum_iba.app.errors import CLIError
 from captum_iba.request import MethodRequest
 
-__all__ = ["answer_budget", "check_lm_request", "gguf_header", "lm_config"]
+__all__ = [
+    "answer_budget",
+    "check_lm_request",
+    "gguf_header",
+    "lm_config",
+    "prompt_lengths",
+]
 
 #: GGUF value types: struct format of the fixed-size ones (8: a string,
 #: 9: an array).
@@ -107,6 +113,7 @@ def lm_config(path: Union[str, Path]) -> Any:
     return SimpleNamespace(
         model_type=arch,
         architectures=None,
+        quantization_config={"quant_method": "gguf"},  # (as transformers says)
         num_hidden_layers=header.get(f"{arch}.block_count"),
         max_position_embeddings=header.get(f"{arch}.context_length"),
     )

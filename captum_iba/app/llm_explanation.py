@@ -360,6 +360,11 @@ def explain_answer(
         )
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError(f"the prompt is empty ({prompt!r}): give the text to explain")
+    if target == "":
+        raise ValueError(
+            "target '' has no token: give the answer to explain, or leave it out "
+            "for the model's own"
+        )
     tokenizer, weights, described, config = _load(model, tokenizer, request)
     wrap = uses_chat(tokenizer, chat)
     given = None  # a given answer, encoded and checked before the weights

@@ -60,8 +60,9 @@ def nothing_above(name: str, stack: Optional[Tuple[Module, int]]) -> str:
     return (
         f"removal='attention' (config='deletion') at {_where(name, stack)}: no "
         "layer above it reads the tokens, so the mask changes nothing and every "
-        f"token gets the same score. Put it after the embeddings "
-        f"(model.base_model.embeddings, iba-deletion's default) or {_lower(stack)}"
+        "token gets the same score. Put it after the token embeddings "
+        f"(layer='embeddings', the deletion configuration's default) or "
+        f"{_lower(stack)}"
     )
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from captum_iba.app import commands
 from captum_iba.app.cli import main
-from tests.app.test_cli_faults import _fails
+from tests.app.test_cli_faults import _fails, _tiny_sst2
 from tests.app.test_llm_evaluate import tiny_llm_dir  # noqa: F401 (a fixture)
 
 LONG = " ".join(["good film"] * 10)  # 20 tokens: its prompt has 31 + the answer
@@ -92,8 +92,8 @@ def test_a_failed_rerun_of_a_finished_folder_keeps_its_marker(
     capsys,
     monkeypatch,
 ):
-    out = tmp_path / "out"
-    argv = _argv(tiny_llm_dir, tmp_path, out, "--max-length", "28")
+    out, data = tmp_path / "out", _tiny_sst2(tmp_path / "short")  # prompts fit
+    argv = _argv(tiny_llm_dir, tmp_path, out, "--data-dir", str(data))
     assert main(argv) == 0
     marker = (out / commands.MARKER).read_text()
     import transformers
@@ -104,3 +104,20 @@ def test_a_failed_rerun_of_a_finished_folder_keeps_its_marker(
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", broken)
     assert "the weights are gone" in _fails(argv, capsys)
     assert (out / commands.MARKER).read_text() == marker
+
+
+def test_unknown_answer_words_are_refused_before_the_weights(
+    tmp_path, capsys, no_weights
+):
+    from tests.app.test_llm_evaluate import _char_tokenizer
+    from tests.helpers import tiny_causal_lm
+
+    folder = tmp_path / "chars"
+    tiny_causal_lm("llama", layers=1, seed=0).save_pretrained(folder)
+    _char_tokenizer(unknown=True).save_pretrained(folder)
+    data = _tiny_sst2(tmp_path / "short")
+    err = _fails(
+        _argv(str(folder), tmp_path, tmp_path / "out", "--data-dir", str(data)),
+        capsys,
+    )
+    assert "the unknown token" in err, err

