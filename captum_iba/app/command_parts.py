@@ -1,7 +1,7 @@
 """What the ``captum-iba`` commands share, once their arguments are checked:
 the model itself (:func:`model_and_tokenizer`; its configuration and
 fine-tuning record are read before any weights, and the request checked
-against them, by :func:`~captum_iba.app.models.config_and_record` and
+against them, by :func:`config_and_record` and
 :func:`~captum_iba.app.models.check_request_layers`), the training data of
 priors fitted on data (:func:`prior_data`), the notes of a comparison
 (:func:`print_notes`) and the name of a finished folder's marker
@@ -12,15 +12,22 @@ The command modules (:mod:`~captum_iba.app.explain_command`,
 (:mod:`~captum_iba.app.commands`) imports them: nothing imports upwards.
 """
 
-from typing import Any, List, Optional
+from pathlib import Path
+from typing import Any, List, Optional, Tuple
 
 from captum_iba.app.data.corpora import DEFAULT_CORPUS
 from captum_iba.app.errors import CLIError
-from captum_iba.app.models import load_classifier
+from captum_iba.app.models import load_classifier, load_label_names, model_config
 from captum_iba.registry import PRIORS
 from captum_iba.request import MethodRequest
 
-__all__ = ["MARKER", "model_and_tokenizer", "print_notes", "prior_data"]
+__all__ = [
+    "MARKER",
+    "config_and_record",
+    "model_and_tokenizer",
+    "print_notes",
+    "prior_data",
+]
 
 #: Name of the marker written last into a results folder.
 MARKER = "COMPLETE.json"
@@ -65,3 +72,44 @@ def print_notes(request: MethodRequest) -> None:
     """Which options apply to some of the methods only (comparisons)."""
     for note in request.notes:
         print(f"note: {note}")
+
+
+def config_and_record(path: Optional[str], dataset: str) -> Tuple[Any, Optional[dict]]:
+    """The model's configuration and fine-tuning record, before any weights load.
+
+    For the default model (``path`` None) these are the base model's
+    configuration with the corpus' classes, and a record naming the corpus.
+    """
+    from captum_iba.app.finetune.recipes import default_base_model
+    from captum_iba.app.finetune.store import check_folder, read_record
+
+    if path is None:
+        try:
+            config = model_config(default_base_model())
+        except ImportError:
+            from captum_iba.app.finetune.cache import cached_default_model
+
+            cached = cached_default_model(dataset)
+            if cached is None:
+                raise
+            return model_config(cached), {"dataset": dataset}
+        names = load_label_names(dataset)
+        config.num_labels = len(names)
+        config.id2label = dict(enumerate(names))
+        config.label2id = {n: i for i, n in enumerate(names)}
+        return config, {"dataset": dataset}
+    config = model_config(path)
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        return config, None
+    try:
+        record = read_record(folder)
+    except (FileNotFoundError, ValueError):
+        return config, None  # not made by fine_tune, or its record is unreadable
+    problem = check_folder(folder, record) if "files" in record else None
+    if problem:
+        raise CLIError(
+            f"model folder {folder} is damaged: {problem}; delete it (a cached "
+            "model is fine-tuned again when next needed)"
+        )
+    return config, record

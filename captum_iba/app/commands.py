@@ -17,10 +17,9 @@ folder) lives in :mod:`~captum_iba.app.command_parts`, below them all.
 import argparse
 from typing import Callable, Dict
 
-from captum_iba.app.command_parts import MARKER, prior_data
+from captum_iba.app.command_parts import MARKER, config_and_record, prior_data
 from captum_iba.app.models import (
     check_request_layers,
-    config_and_record,
     load_label_names,
 )
 

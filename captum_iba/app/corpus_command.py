@@ -22,6 +22,7 @@ from captum_iba.app.checks import (
     corpus_warning,
     output_folder,
 )
+from captum_iba.app.command_parts import config_and_record
 from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
 from captum_iba.app.data.corpora import canonical_split
 from captum_iba.app.engine import (
@@ -35,8 +36,7 @@ from captum_iba.app.engine import (
 from captum_iba.app.engine.records import weights_digest
 from captum_iba.app.finetune.recipes import DEFAULT_BASE_MODEL_NAME
 from captum_iba.app.llm_corpus import check_kind, prepare_prompts, prompt_job
-from captum_iba.app.model_kind import kind_of
-from captum_iba.app.models import check_request_layers, config_and_record
+from captum_iba.app.models import check_request_layers, kind_of
 from captum_iba.attr.text import resolve_layer
 from captum_iba.evaluation import Resources, build_scorers, get_preset
 from captum_iba.metrics import compare

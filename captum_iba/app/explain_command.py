@@ -15,14 +15,11 @@ from typing import Any
 from captum_iba._utils.io import atomic_write_text
 from captum_iba.app import command_parts
 from captum_iba.app.checks import class_index, class_names, output_file, pair_warning
+from captum_iba.app.command_parts import config_and_record
 from captum_iba.app.data.corpora import DEFAULT_CORPUS
 from captum_iba.app.errors import CLIError
 from captum_iba.app.explanation import explain
-from captum_iba.app.model_kind import kind_of
-from captum_iba.app.models import (
-    check_request_layers,
-    config_and_record,
-)
+from captum_iba.app.models import check_request_layers, kind_of
 from captum_iba.app.words import blank
 from captum_iba.registry import DEFAULT_LLM_METHOD
 from captum_iba.request import check_model_kind

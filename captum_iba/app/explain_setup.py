@@ -20,7 +20,8 @@ def load(model: Any, tokenizer: Any, request: MethodRequest) -> Tuple[Any, Any, 
     """The model and tokenizer (loaded when given by name, after the
     request's layers are checked against its configuration), and a
     description."""
-    from captum_iba.app.models import config_and_record, load_classifier
+    from captum_iba.app.command_parts import config_and_record
+    from captum_iba.app.models import load_classifier
 
     if model is None or isinstance(model, (str, Path)):
         path = None if model is None else str(model)

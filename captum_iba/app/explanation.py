@@ -34,7 +34,7 @@ from captum_iba._utils.common import hf_call
 from captum_iba._utils.hooks import evaluation_mode
 from captum_iba.app.checks import class_index, class_names
 from captum_iba.app.explain_setup import build, load, n_layers, warn_if_training
-from captum_iba.app.model_kind import kind_of
+from captum_iba.app.models import kind_of
 from captum_iba.app.page import Page
 from captum_iba.app.words import encode, grouping, to_words
 from captum_iba.registry import DEFAULT_METHOD, METHODS

@@ -3,9 +3,11 @@ or a causal LM - decided in one place (:func:`config_kind`, from the
 configuration's ``architectures``, else its ``model_type``) and without
 torch at import (the command line's parser decides its default method with
 it before anything heavy loads; transformers' tables are read only for a
-configuration without ``architectures``). Every route asks :func:`kind_of`
-(a name or an object), :func:`kind_hint` (a name, cheaply) or
-:func:`model_kind` (a loaded model or configuration)."""
+configuration without ``architectures``). Every route asks
+:func:`~captum_iba.app.models.kind_of` (a name or an object: it reads a
+name's configuration), :func:`kind_hint` (a name, cheaply) or
+:func:`model_kind` (a loaded model or configuration); this module imports
+none of the loading code."""
 
 import json
 from pathlib import Path
@@ -18,7 +20,6 @@ __all__ = [
     "is_gguf_file",
     "is_smollm2_hub_id",
     "kind_hint",
-    "kind_of",
     "model_kind",
 ]
 
@@ -138,26 +139,3 @@ def model_kind(model_or_config: Any) -> str:
         return "causal-lm"
     config = getattr(model_or_config, "config", model_or_config)
     return config_kind(config) or "classifier"
-
-
-def kind_of(model: Any) -> str:
-    """The kind of ``model`` as every route decides it: None (the default
-    model, a classifier), a loaded model or configuration
-    (:func:`model_kind`), a name by :func:`kind_hint`, else by its
-    configuration (read before any weights; a hub id's from the hub's
-    cache or the hub).
-
-    Raises:
-        ~captum_iba.app.models.ModelLoadError: For a name whose
-            configuration cannot be found or read.
-    """
-    if model is None:
-        return "classifier"
-    if not isinstance(model, (str, Path)):
-        return model_kind(model)
-    hint = kind_hint(str(model))
-    if hint is not None:
-        return hint
-    from captum_iba.app.models import model_config
-
-    return model_kind(model_config(str(model)))

@@ -20,13 +20,14 @@ import torch
 from captum_iba.app.checks import check_against_config, layer_kind, n_encoder_layers
 from captum_iba.app.errors import CLIError
 from captum_iba.app.hub import TIMEOUT, hub_reachable
+from captum_iba.app.model_kind import kind_hint, model_kind
 from captum_iba.request import MethodRequest
 
 __all__ = [
     "ModelLoadError",
     "check_last_layer",
     "check_request_layers",
-    "config_and_record",
+    "kind_of",
     "load_classifier",
     "load_label_names",
     "looks_like_hub_id",
@@ -209,47 +210,6 @@ def load_classifier(
     return model.eval(), tokenizer
 
 
-def config_and_record(path: Optional[str], dataset: str) -> Tuple[Any, Optional[dict]]:
-    """The model's configuration and fine-tuning record, before any weights load.
-
-    For the default model (``path`` None) these are the base model's
-    configuration with the corpus' classes, and a record naming the corpus.
-    """
-    from captum_iba.app.finetune.recipes import default_base_model
-    from captum_iba.app.finetune.store import check_folder, read_record
-
-    if path is None:
-        try:
-            config = model_config(default_base_model())
-        except ImportError:
-            from captum_iba.app.finetune.cache import cached_default_model
-
-            cached = cached_default_model(dataset)
-            if cached is None:
-                raise
-            return model_config(cached), {"dataset": dataset}
-        names = load_label_names(dataset)
-        config.num_labels = len(names)
-        config.id2label = dict(enumerate(names))
-        config.label2id = {n: i for i, n in enumerate(names)}
-        return config, {"dataset": dataset}
-    config = model_config(path)
-    folder = Path(path).expanduser()
-    if not folder.is_dir():
-        return config, None
-    try:
-        record = read_record(folder)
-    except (FileNotFoundError, ValueError):
-        return config, None  # not made by fine_tune, or its record is unreadable
-    problem = check_folder(folder, record) if "files" in record else None
-    if problem:
-        raise CLIError(
-            f"model folder {folder} is damaged: {problem}; delete it (a cached "
-            "model is fine-tuned again when next needed)"
-        )
-    return config, record
-
-
 def load_label_names(dataset: str) -> List[str]:
     """The class names of a corpus (without reading it, where they are known)."""
     from captum_iba.app.data.corpora import LABEL_NAMES
@@ -335,3 +295,25 @@ def check_last_layer(request: MethodRequest, config: Any, cli: bool = True) -> N
             f"(0..{n - 1}): {method} there ranks nothing ({why}); choose "
             + ("'embeddings'" if n < 2 else f"'embeddings' or a layer in 0..{n - 2}")
         )
+
+
+def kind_of(model: Any) -> str:
+    """The kind of ``model`` as every route decides it: None (the default
+    model, a classifier), a loaded model or configuration
+    (:func:`~captum_iba.app.model_kind.model_kind`), a name by
+    :func:`~captum_iba.app.model_kind.kind_hint`, else by its
+    configuration (read before any weights; a hub id's from the hub's
+    cache or the hub).
+
+    Raises:
+        ModelLoadError: For a name whose
+            configuration cannot be found or read.
+    """
+    if model is None:
+        return "classifier"
+    if not isinstance(model, (str, Path)):
+        return model_kind(model)
+    hint = kind_hint(str(model))
+    if hint is not None:
+        return hint
+    return model_kind(model_config(str(model)))

@@ -18,8 +18,8 @@ from captum_iba.app.model_kind import (
     SMOLLM2_HUB_ID,
     config_kind,
     kind_hint,
-    kind_of,
 )
+from captum_iba.app.models import kind_of
 from tests.helpers import bert_tokenizer, tiny_bert, tiny_causal_lm, tiny_word_tokenizer
 
 
