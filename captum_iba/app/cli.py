@@ -258,6 +258,12 @@ def _method_options(p: argparse.ArgumentParser) -> None:
         else:
             kwargs.update(type=OPTIONS.load(name), metavar=facts.get("metavar"))
         group.add_argument(*flags, **kwargs)
+        if "alias" in facts:
+            alias, const = facts["alias"]
+            group.add_argument(
+                alias, dest=name, action="store_const", const=const,
+                help=f"the same as {flags[0]} {const}",
+            )  # fmt: skip
     group.add_argument(
         "--set",
         action="append",

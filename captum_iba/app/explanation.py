@@ -219,6 +219,8 @@ class Explanation(Page):
         if m.layer is not None:
             of = f" of 0..{self.n_layers - 1}" if self.n_layers else ""
             parts.append(f"after encoder layer {m.layer}{of}")
+        if "precision" in m.settings:
+            parts.append(str(m.settings["precision"]))
         parts.append(f"{m.seconds:.1f} s")
         return "; ".join(parts)
 

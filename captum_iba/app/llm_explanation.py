@@ -157,6 +157,8 @@ class AnswerExplanation(Page):
         layer = m.settings.get("layer")
         if layer is not None:
             parts.append(f"at {layer}")
+        if "precision" in m.settings:
+            parts.append(str(m.settings["precision"]))
         parts.append(f"{m.seconds:.1f} CPU-s")
         return "; ".join(parts)
 

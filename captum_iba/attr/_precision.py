@@ -16,6 +16,13 @@ emulates it and the same run is many times *slower* than float32 (issue 20:
 
 The environment variable ``CAPTUM_IBA_CPU_BF16`` decides without measuring:
 ``on`` (bf16 on any CPU), ``off`` (never on a CPU), ``auto`` (the default).
+
+``precision="auto"`` (:func:`auto_precision`) asks the machine instead of the
+user: bfloat16 on a GPU that supports it (``torch.cuda.is_bf16_supported()``)
+and on a CPU whose ``/proc/cpuinfo`` flags name native bfloat16
+(:data:`CPU_BF16_FLAGS`), float32 elsewhere - no micro-benchmark, no warning.
+It is the default of the configurations whose bfloat16 scores were measured
+as faithful as float32's (:func:`default_precision`).
 """
 
 import json
@@ -26,19 +33,25 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Optional, Set
+from typing import Any, Callable, Dict, Optional, Set
 
 import torch
 
+from captum_iba._utils.common import model_device
 from captum_iba._utils.io import atomic_write_text, cache_root
 
 __all__ = [
     "BF16_ENV_VAR",
     "CACHE_FILE",
+    "CPU_BF16_FLAGS",
     "CpuBf16",
+    "auto_precision",
     "cpu_bf16",
+    "cpu_flags",
+    "default_precision",
     "measure_cpu_ratio",
     "native_cpu_bf16",
+    "precision_used",
     "resolve_precision",
 ]
 
@@ -49,6 +62,8 @@ BF16_ENV_VAR = "CAPTUM_IBA_CPU_BF16"
 CACHE_FILE = "cpu_bf16.json"
 #: bf16 is used on a CPU whose measured time ratio bf16 / float32 is below this.
 FAST_ENOUGH = 1.0
+#: The /proc/cpuinfo flags of native bfloat16 arithmetic: AVX512-BF16 and AMX.
+CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16", "amx_tile")
 
 
 @dataclass(frozen=True)
@@ -66,10 +81,69 @@ class CpuBf16:
     ratio: Optional[float] = None
 
 
+def cpu_flags(path: str = "/proc/cpuinfo") -> Optional[Set[str]]:
+    """The CPU's feature flags (the first ``flags`` line of ``path``), or None
+    where the file cannot be read (not Linux)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        return None
+    return set()
+
+
 def native_cpu_bf16() -> bool:
-    """Whether the CPU has bfloat16 instructions (AVX512-BF16 or AMX tiles)."""
+    """Whether the CPU has bfloat16 instructions (AVX512-BF16 or AMX tiles):
+    its /proc/cpuinfo flags, else what torch detects."""
+    flags = cpu_flags()
+    if flags is not None:
+        return any(f in flags for f in CPU_BF16_FLAGS)
     checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
     return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in checks)
+
+
+def auto_precision(device: torch.device) -> str:
+    """What ``precision="auto"`` runs in on ``device``: ``"bf16"`` on a GPU
+    with bfloat16 support and on a CPU with native bfloat16
+    (:func:`native_cpu_bf16`; ``CAPTUM_IBA_CPU_BF16=on``/``off`` decides for
+    any CPU), ``"float32"`` elsewhere.
+
+    Args:
+        device (torch.device): Where the model runs.
+
+    Returns:
+        str: ``"float32"`` or ``"bf16"``.
+    """
+    kind = torch.device(device).type
+    if kind == "cuda":
+        return "bf16" if torch.cuda.is_bf16_supported() else "float32"
+    if kind != "cpu":
+        return "float32"
+    setting = os.environ.get(BF16_ENV_VAR, "auto").strip().lower() or "auto"
+    if setting in ("on", "off"):
+        return "bf16" if setting == "on" else "float32"
+    return "bf16" if native_cpu_bf16() else "float32"
+
+
+def default_precision(options: Any, causal: bool = False) -> str:
+    """A method's default precision: ``"auto"`` for the configuration whose
+    bfloat16 scores were measured as faithful as float32's - the deletion
+    configuration (attention removal with the complement term) on
+    classifiers: AOPC within .001 of float32 on the SST-2 and RTE report
+    splits (docs/faithfulness.rst) - and ``"float32"`` for every other
+    configuration and for causal LMs (not measured in bfloat16).
+
+    Args:
+        options (IBAOptions): The run's options.
+        causal (bool): Whether the model is a causal LM.
+
+    Returns:
+        str: ``"auto"`` or ``"float32"``.
+    """
+    deletion = options.removal == "attention" and options.complement > 0
+    return "auto" if deletion and not causal else "float32"
 
 
 def capability() -> str:
@@ -189,11 +263,12 @@ def resolve_precision(
     device: torch.device,
     decide: Optional[Callable[[], CpuBf16]] = None,
 ) -> str:
-    """The precision IBA runs in: ``"bf16"`` on a GPU and where the CPU runs
-    it fast, else ``"float32"`` (with a warning, once per process).
+    """The precision IBA runs in: for ``"bf16"``, bf16 on a GPU and where the
+    CPU runs it fast, else ``"float32"`` (with a warning, once per process);
+    for ``"auto"``, :func:`auto_precision`.
 
     Args:
-        precision (str): ``"float32"`` or ``"bf16"`` (asked for).
+        precision (str): ``"float32"``, ``"bf16"`` or ``"auto"`` (asked for).
         device (torch.device): Where the model runs.
         decide (Callable, optional): Returns the CPU's :class:`CpuBf16`
             (default :func:`cpu_bf16`).
@@ -201,6 +276,8 @@ def resolve_precision(
     Returns:
         str: ``"float32"`` or ``"bf16"``.
     """
+    if precision == "auto":
+        return auto_precision(device)
     if precision != "bf16" or torch.device(device).type != "cpu":
         return precision
     verdict = (decide or cpu_bf16)()
@@ -214,3 +291,24 @@ def resolve_precision(
             stacklevel=4,
         )
     return "float32"
+
+
+def precision_used(
+    model: Any, precision: Optional[str], options: Any, causal: bool = False
+) -> str:
+    """The precision a scorer runs ``model`` in: ``precision``, or None for
+    :func:`default_precision`, resolved on the model's device
+    (:func:`resolve_precision`).
+
+    Args:
+        model (Any): The model (its first parameter's device).
+        precision (str, optional): ``"float32"``, ``"bf16"``, ``"auto"`` or
+            None (the configuration's default).
+        options (IBAOptions): The run's options.
+        causal (bool): Whether the model is a causal LM.
+
+    Returns:
+        str: ``"float32"`` or ``"bf16"``.
+    """
+    asked = precision or default_precision(options, causal)
+    return resolve_precision(asked, model_device(model))

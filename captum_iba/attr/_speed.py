@@ -27,9 +27,11 @@ construction:
   instances x noise samples x tokens within :data:`ROW_TOKENS` (the batch
   stays independent, each instance with its own noise and ``alpha``).
 
-And an approximation, off by default: ``precision="bf16"`` runs the model's
-forward and backward under ``torch.autocast`` in bfloat16 with eager attention
-(the SDPA kernels' bfloat16 backward is slow on CPUs); ``alpha``, the prior's
+And an approximation, off by default (on with ``precision="auto"``, the
+default of ``iba-deletion``, where the machine has native bfloat16):
+``precision="bf16"`` runs the model's forward and backward under
+``torch.autocast`` in bfloat16 with eager attention (the SDPA kernels'
+bfloat16 backward is slow on CPUs); ``alpha``, the prior's
 statistics, the noise and the capacity stay float32. It pays only on a GPU or
 a CPU with native bfloat16: :mod:`captum_iba.attr._precision` decides where it
 runs.
@@ -69,8 +71,9 @@ __all__ = [
     "stack_replay",
 ]
 
-#: The precisions IBA runs in.
-PRECISIONS = ("float32", "bf16")
+#: The precisions IBA takes (``"auto"``: the machine's choice,
+#: :func:`captum_iba.attr._precision.auto_precision`).
+PRECISIONS = ("float32", "bf16", "auto")
 #: Default bound of one forward pass (instances x samples x tokens), per device
 #: type, when ``internal_batch_size`` is None.
 ROW_TOKENS: Dict[str, int] = {"cpu": 8192, "cuda": 262144}

@@ -106,13 +106,16 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             ``forward_func`` (when it is a Module) to skip the lower layers;
             a container can be given for wrapped forward functions; ``False``
             always uses forward hooks.
-        precision (str, optional): ``"float32"`` (default) or ``"bf16"``: the
-            optimisation's forward and backward under bfloat16 autocast with
-            eager attention (``alpha``, statistics, noise and capacity stay
-            float32); see :mod:`captum_iba.attr._speed`. On a CPU without
-            native bfloat16, where it is many times slower, float32 runs
-            instead, with a warning (:mod:`captum_iba.attr._precision`);
-            ``last_run`` records the precision used.
+        precision (str, optional): ``"float32"`` (default), ``"bf16"`` or
+            ``"auto"``. ``"bf16"``: the optimisation's forward and backward
+            under bfloat16 autocast with eager attention (``alpha``,
+            statistics, noise and capacity stay float32); see
+            :mod:`captum_iba.attr._speed`. On a CPU without native bfloat16,
+            where it is many times slower, float32 runs instead, with a
+            warning (:mod:`captum_iba.attr._precision`). ``"auto"``: bf16 on
+            a GPU that supports it and on a CPU with native bfloat16
+            (AVX512-BF16 or AMX), float32 elsewhere. ``last_run`` records the
+            precision used.
         cuts (bool, optional): The exact cuts (frozen weights, embeddings
             once, the last layer's [CLS] row when the head reads only it,
             ``config="deletion"``'s two terms in one pass, rows chunked per

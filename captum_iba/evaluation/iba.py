@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Optional
 
 from torch import Tensor
 
+from captum_iba.attr._precision import precision_used
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.options import NOISE_ONLY, ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
@@ -38,9 +39,12 @@ class IBAScorer(TokenScorer):
         prior (str or NoisePrior, optional): Replaces the configuration's
             prior; None keeps it.
         seed (int, optional): Noise seed. Default 0.
-        precision (str, optional): ``"float32"`` (default) or ``"bf16"``
-            (bfloat16 autocast, see
-            :class:`~captum_iba.InformationBottleneckAttribution`).
+        precision (str, optional): ``"float32"``, ``"bf16"`` (bfloat16
+            autocast, see :class:`~captum_iba.InformationBottleneckAttribution`)
+            or ``"auto"`` (bf16 where the machine has it natively). Default:
+            :func:`~captum_iba.attr._precision.default_precision` (``"auto"``
+            for the deletion configuration, else ``"float32"``); ``settings``
+            records the precision it resolves to on the model's device.
         iba_class (type, optional): The attribution class (default
             ``captum_iba.InformationBottleneckAttribution``), for tests.
         **kwargs: Further fields of :class:`~captum_iba.attr.options.IBAOptions`
@@ -63,10 +67,10 @@ class IBAScorer(TokenScorer):
         if prior is not None:
             knobs["prior"] = prior
         super().__init__(model, **kwargs)
-        precision = precision or "float32"
         ref = resolve_layer(model, layer)
         #: The IBA options every call uses (one object, validated once).
         self.options = IBAOptions.from_config(config, seed=seed, **knobs)
+        precision = precision_used(model, precision, self.options)
         extra: Dict[str, Any] = {}
         if precision != "float32":
             extra["precision"] = precision

@@ -46,6 +46,7 @@ from torch import Tensor
 from captum_iba._utils import common
 from captum_iba._utils.captum_compat import get_exp_kernel_similarity_function
 from captum_iba._utils.modules import embeddings_of
+from captum_iba.attr._precision import precision_used
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.llm import AnswerScores, CausalLMLogLikelihood, explain_answers
 from captum_iba.attr.llm_batch import PromptBatch
@@ -161,7 +162,9 @@ class LLMIBAScorer(LLMScorer):
         config (str or IBAOptions): IBA's configuration. Default ``"paper"``.
         prior (str or NoisePrior, optional): Replaces the configuration's.
         seed (int, optional): Noise seed. Default 0.
-        precision (str, optional): ``"float32"`` (default) or ``"bf16"``.
+        precision (str, optional): ``"float32"`` (default: bfloat16 is not
+            measured on causal LMs), ``"bf16"`` or ``"auto"``; ``settings``
+            records the precision it resolves to on the model's device.
         **kwargs: Further :class:`~captum_iba.attr.options.IBAOptions`
             fields (``beta``, ``steps``, ``internal_batch_size``: default, as
             many noise rows per pass as keep rows x tokens within
@@ -188,10 +191,11 @@ class LLMIBAScorer(LLMScorer):
         ref = resolve_layer(model, layer)
         #: The IBA options every call uses.
         self.options = IBAOptions.from_config(config, seed=seed, **knobs)
+        precision = precision_used(model, precision, self.options, causal=True)
         self.iba = InformationBottleneckAttribution(
             CausalLMLogLikelihood(model),
             ref.module,
-            precision=precision or "float32",
+            precision=precision,
             pad_token_id=self.pad_token_id,
             special_token_ids=self.special_token_ids,
         )
@@ -205,6 +209,7 @@ class LLMIBAScorer(LLMScorer):
             layer_index=ref.index,
             layer=ref.label if ref.index is not None else "embeddings",
             options=self.options.record(),
+            precision=precision,
         )
 
     def _scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:

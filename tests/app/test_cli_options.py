@@ -20,7 +20,7 @@ VALUES = {
     "steps": ("3", 3),
     "n_samples": ("2", 2),
     "seed": ("7", 7),
-    "precision": (None, "bf16"),
+    "precision": ("bf16", "bf16"),
     "ig_steps": ("4", 4),
     "lime_samples": ("20", 20),
     "lime_max_length": ("24", 24),
