@@ -33,7 +33,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Set
+from typing import Any, Callable, Dict, Optional, Set, Tuple
 
 import torch
 
@@ -295,10 +295,12 @@ def resolve_precision(
 
 def precision_used(
     model: Any, precision: Optional[str], options: Any, causal: bool = False
-) -> str:
-    """The precision a scorer runs ``model`` in: ``precision``, or None for
-    :func:`default_precision`, resolved on the model's device
-    (:func:`resolve_precision`).
+) -> Tuple[str, str]:
+    """The precision a scorer asks for - ``precision``, or for None
+    :func:`default_precision` - and what it resolves to on the model's device
+    now (:func:`resolve_precision`; the attribution resolves it again at each
+    call, on the device the model is on then, and records it in
+    ``last_run``).
 
     Args:
         model (Any): The model (its first parameter's device).
@@ -308,7 +310,8 @@ def precision_used(
         causal (bool): Whether the model is a causal LM.
 
     Returns:
-        str: ``"float32"`` or ``"bf16"``.
+        tuple(str, str): The precision asked for, and ``"float32"`` or
+        ``"bf16"``.
     """
     asked = precision or default_precision(options, causal)
-    return resolve_precision(asked, model_device(model))
+    return asked, resolve_precision(asked, model_device(model))

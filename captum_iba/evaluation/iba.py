@@ -70,7 +70,7 @@ class IBAScorer(TokenScorer):
         ref = resolve_layer(model, layer)
         #: The IBA options every call uses (one object, validated once).
         self.options = IBAOptions.from_config(config, seed=seed, **knobs)
-        precision = precision_used(model, precision, self.options)
+        precision, used = precision_used(model, precision, self.options)
         extra: Dict[str, Any] = {}
         if precision != "float32":
             extra["precision"] = precision
@@ -86,7 +86,7 @@ class IBAScorer(TokenScorer):
         self.settings.update(
             _used_options(self.options),
             layer=type(ref.module).__name__,
-            precision=precision,
+            precision=used,
         )
         if ref.index is not None:
             self.settings["layer_index"] = ref.index
@@ -137,6 +137,8 @@ class IBAScorer(TokenScorer):
             token_mask=mask,
         )
         runs = getattr(self.iba, "last_run", None) or [{}]
+        if runs[0].get("precision"):  # what ran, on the model's device now
+            self.settings["precision"] = runs[0]["precision"]
         reason = runs[0].get("no_ranking", "")
         if reason:  # the layer ranks no token: said wherever the settings go
             self.settings["no_ranking"] = reason

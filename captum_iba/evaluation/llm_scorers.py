@@ -191,7 +191,7 @@ class LLMIBAScorer(LLMScorer):
         ref = resolve_layer(model, layer)
         #: The IBA options every call uses.
         self.options = IBAOptions.from_config(config, seed=seed, **knobs)
-        precision = precision_used(model, precision, self.options, causal=True)
+        precision, used = precision_used(model, precision, self.options, causal=True)
         self.iba = InformationBottleneckAttribution(
             CausalLMLogLikelihood(model),
             ref.module,
@@ -209,13 +209,17 @@ class LLMIBAScorer(LLMScorer):
             layer_index=ref.index,
             layer=ref.label if ref.index is not None else "embeddings",
             options=self.options.record(),
-            precision=precision,
+            precision=used,
         )
 
     def _scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
         rows = rows_per_pass(batch.input_ids.shape[1], self.options.internal_batch_size)
         options = self.options.replace(internal_batch_size=rows)
-        return explain_answers(self.iba, batch, per_token=per_token, config=options)
+        scores = explain_answers(self.iba, batch, per_token=per_token, config=options)
+        run = (getattr(self.iba, "last_run", None) or [{}])[0]
+        if run.get("precision"):  # what ran, on the model's device now
+            self.settings["precision"] = run["precision"]
+        return scores
 
 
 class LLMRandomScorer(LLMScorer):

@@ -139,6 +139,12 @@ def test_scorers_record_the_resolved_precision(machine):
     assert IBAScorer(model, **deletion, precision="float32").settings["precision"] == (
         "float32"
     )
+    scorer = IBAScorer(model, **deletion, steps=1)
+    machine["flags"] = {"avx2"}  # the model on another device by the call
+    ids = torch.randint(5, 50, (1, 6), generator=torch.Generator().manual_seed(0))
+    scorer.attribute(ids, torch.tensor([0]), torch.ones_like(ids), None)
+    assert scorer.settings["precision"] == "float32"
+    machine["flags"] = {"avx512_bf16"}
     lm = tiny_causal_lm("llama")
     assert LLMIBAScorer(lm, **deletion).settings["precision"] == "float32"
     assert LLMIBAScorer(lm, **deletion, precision="auto").settings["precision"] == (
