@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch
+import torch.nn.functional as F
 from captum.testing.helpers.basic import BaseTest
 
 from captum_iba.attr.amortized import (
@@ -233,11 +234,34 @@ class TestVersion02Settings(BaseTest):
             ExplainerSettings(options=IBAOptions())
 
 
+def _teacher_masks(model, layer, ids, mask, labels) -> torch.Tensor:
+    """The per-sample ``iba-deletion`` teacher's masks, ``(B, L)``."""
+    iba = InformationBottleneckAttribution(
+        model, layer, pad_token_id=0, special_token_ids=[CLS, SEP]
+    )
+    config = DELETION.replace(seed=0, readout="mask_mean")
+    attr = iba.attribute(ids, target=labels, additional_forward_args=(mask,),
+                         token_mask=mask, config=config)  # fmt: skip
+    return attr.reshape(attr.shape[0], attr.shape[1], -1).mean(-1)
+
+
 def test_deletion_teacher_at_the_embeddings_finds_the_signal_token() -> None:
     """``iba-deletion`` distilled at the embeddings (its bottleneck): the
     explainer, given the tokenizer's special ids, ranks the known relevant
-    token first far more often than random (1 in 6), on unseen instances,
-    warns of no missing special ids and leaves no hook."""
+    token first on unseen instances far more often than random (1 in 6) -
+    or, where its teacher does not, follows its teacher (correlated with its
+    masks, ranking the token first as rarely) - warns of no missing special
+    ids and leaves no hook.
+
+    Whether the per-sample teacher itself finds the token depends on the
+    model: on the tiny BERTs of 15 training seeds it ranked it first on 65-100
+    % of the class-1 instances for 10 and on 0-15 % for 5 (removing the token
+    through the attention needs a bias below -6 to -25 nats on these
+    saturated models, so its gradient at the start is ~0), and which of the
+    two a model lands in follows the rounding of its 200 training steps:
+    "assert hit > 0.6" failed with hit 0.0114 on AVX-512 kernels (issue 53,
+    item 9). The explainer follows its teacher either way (Pearson 0.52-0.79
+    per instance on those seeds)."""
     model = bert_signal_model()
     ids, mask, labels, pos = bert_signal_data(200, torch.Generator().manual_seed(9))
     with torch.no_grad():
@@ -258,7 +282,16 @@ def test_deletion_teacher_at_the_embeddings_finds_the_signal_token() -> None:
     assert explainer.settings.readout == ("bert.embeddings", "bert.encoder.layer.1")
     aiba = AmortizedInformationBottleneckAttribution(model, layer, explainer)
     hit = _signal_hits(aiba, ids, mask, labels, pos)
-    assert hit > 0.6, hit
+    if hit <= 0.6:  # then it must be its teacher that does not find the token
+        teacher = _teacher_masks(model, layer, ids, mask, labels)
+        teacher[:, 0] = teacher[:, -1] = -1.0  # rank the inner tokens
+        signal = labels == 1
+        teacher_hit = (teacher.argmax(-1) == pos)[signal].float().mean().item()
+        assert teacher_hit < 0.6 and abs(hit - teacher_hit) < 0.25, (hit, teacher_hit)
+        scores = aiba.attribute(ids, target=labels, additional_forward_args=(mask,))
+        pair = torch.stack([scores.sum(-1)[:, 1:-1], teacher[:, 1:-1]], 1)
+        pearson = torch.stack([torch.corrcoef(p)[0, 1] for p in pair]).nanmean()
+        assert pearson > 0.4, pearson  # random scores: 0
     with pytest.raises(ValueError, match="n_samples: this explainer learned deletion"):
         aiba.attribute(ids[:2], labels[:2], (mask[:2],), refine_steps=1, n_samples=2)
     # refined by iba-deletion's steps from its mask: the mask moves, specials kept
@@ -313,8 +346,19 @@ def test_deletion_objective_at_the_embeddings_finds_the_signal_token(
 
 def test_deletion_objective_loss_is_its_terms() -> None:
     """deletion_loss by hand: with alpha = 50 at every removable token (all
-    kept) the kept term is the clean cross-entropy and the inverted rows are
-    the model with every removable token deleted (attention mask 0 there)."""
+    kept) the kept term is the clean cross-entropy, and the inverted rows
+    (alpha = -50) are the model whose attention towards every removable
+    token carries Eq. (R2)'s bias ln sigmoid(-50) = -50 nats, given here as
+    an additive attention mask (no hook).
+
+    Not "the model with every removable token deleted": that is the limit
+    lambda -> 0 (tests/attr/test_deletion_options.py), and -50 nats is not
+    that limit for this model, whose attention logits on the emptied input
+    can span more than 50 nats. How far they span depends on the rounding
+    of its 200 training steps: the inverted rows' probability differed from
+    the deleted model's by 0.9975 for the model of seed 6 here (0 for seeds
+    0-5, 7-12) and by 0.995 for seed 0 on AVX-512 kernels (issue 53, item 9);
+    the bias by hand holds for every model."""
     from captum_iba.attr._amortized_pass import Passes, unpack
     from captum_iba.attr.amortized_fit import deletion_loss
     from captum_iba.attr.objectives import resolve_objective
@@ -335,12 +379,17 @@ def test_deletion_objective_loss_is_its_terms() -> None:
                                   bottleneck.mask, removable)  # fmt: skip
     alpha = torch.full(ids.shape, 50.0)
     objective = resolve_objective("cross_entropy")
+    # Eq. (R2) for the inverted rows: ln(lambda) = ln sigmoid(-50) towards
+    # every removable token, 0 towards the special ones
+    bias = torch.where(removable, F.logsigmoid(-alpha), 0.0)[:, None, None, :]
     with torch.no_grad():
         got = deletion_loss(passes, batch, clean, bottleneck, alpha, labels,
                             objective, settings)  # fmt: skip
         logits = model(ids, mask).logits
-        deleted = model(ids, (~removable).long()).logits
-    ce = torch.nn.functional.cross_entropy(logits, labels, reduction="none")
-    p_deleted = deleted.softmax(-1)[torch.arange(len(labels)), labels]
+        inverted = model(ids, attention_mask=bias).logits
+    ce = F.cross_entropy(logits, labels, reduction="none")
+    p_inverted = inverted.softmax(-1)[torch.arange(len(labels)), labels]
     budget = 2.0 * (1.0 - 0.5) ** 2
-    torch.testing.assert_close(got, ce + p_deleted + budget, rtol=1e-3, atol=1e-3)
+    # float32 (eps 1.2e-7): the same sums in another order (hooks vs the
+    # mask) differ by a few ulps of terms of order 1; 1e-5 is ~100 ulps
+    torch.testing.assert_close(got, ce + p_inverted + budget, rtol=1e-5, atol=1e-5)
