@@ -3,6 +3,8 @@ machine (estimated from the first steps), that it happens once; the new
 classification head said in our own words (no loading report that reads like
 an error); labelled progress bars."""
 
+import random
+
 import pytest
 
 from captum_iba.app import finetune as ft
@@ -82,10 +84,53 @@ def test_the_estimate_is_revised_when_the_machine_gets_busy():
         if len(steps) % 10 == 0:
             said.append((len(steps), estimate.revised(steps, 900)))
     lines = [(n, line) for n, line in said if line]
-    assert lines and lines[0][0] <= 120 and len(lines) <= 3  # soon, not every time
+    # once the speed of the last 100 steps has differed at 10 checks in a row
+    # (10 steps apart; issue 53: not on every burst of load), not every time
+    assert lines and lines[0][0] <= 200 and len(lines) <= 3
     last = lines[-1][1]
-    assert "revised: about 26 min" in last and "2.00 s each" in last
+    assert "revised: about 23 min" in last and "2.00 s each" in last
     assert "busier" in last
+
+
+def _revisions(steps, planned):
+    """The (step, line) of every revision said over fake step times."""
+    from captum_iba.app.finetune.steps import REVISE_EVERY, Estimate
+
+    estimate, lines = Estimate.first(steps[:10]), []
+    for done in range(10 + REVISE_EVERY, planned, REVISE_EVERY):
+        line = estimate.revised(steps[:done], planned)
+        if line:
+            lines.append((done, line))
+    return lines
+
+
+def test_a_load_that_comes_and_goes_is_not_re_estimated_each_time():
+    """Issue 53, item 13: the estimate was revised 24 times in one run, in
+    turn "busier?" and "less busy?", on a machine whose load came and went.
+    Bursts of load (0.4 s or 1.0 s a step, 5 to 40 steps each; fake times
+    from seeded generators, no clock), on 10 runs of 2000 steps: the first
+    estimate (0.4 s) is revised once to the mean speed, and rarely again
+    (before: 39 to 81 revisions a run)."""
+    for seed in range(10):
+        rng = random.Random(seed)
+        steps = [9.0] + [0.4] * 9
+        slow = False
+        while len(steps) < 2000:
+            steps += [1.0 if slow else 0.4] * rng.randint(5, 40)
+            slow = not slow
+        lines = _revisions(steps, 2000)
+        assert 1 <= len(lines) <= 3, (seed, [line for _, line in lines])
+
+
+def test_a_lasting_change_is_said_once_either_way():
+    """A machine that gets busy for good, then idle for good: one line each,
+    the first "busier", the second "less busy", each from the new speed."""
+    steps = [9.0] + [0.4] * 199 + [2.0] * 300 + [0.4] * 500
+    lines = _revisions(steps, 1000)
+    assert len(lines) == 2, [line for _, line in lines]
+    (at_busy, busy), (at_idle, idle) = lines
+    assert 200 < at_busy <= 310 and "2.00 s each" in busy and "busier" in busy
+    assert 500 < at_idle <= 640 and "0.40 s each" in idle and "less busy" in idle
 
 
 def test_a_steady_machine_is_not_told_again():

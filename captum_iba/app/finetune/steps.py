@@ -123,9 +123,13 @@ def estimate_line(step_seconds: List[float], planned: int) -> str:
 
 
 #: How often the estimate is checked (steps), over how many recent steps the
-#: speed is measured, and by how much (relative, and in seconds of the time
-#: left) it must have changed to be said again.
-REVISE_EVERY, REVISE_WINDOW, REVISE_RATIO, REVISE_SECONDS = 10, 50, 0.25, 60.0
+#: speed is measured, by how much (relative, and in seconds of the time left)
+#: it must have changed, and at how many checks in a row (the same way), to be
+#: said again: a machine whose load comes and goes is not re-estimated each
+#: time it does (issue 53: 24 revisions in one run, "busier?" and "less busy?"
+#: in turn).
+REVISE_EVERY, REVISE_WINDOW, REVISE_RATIO, REVISE_SECONDS = 10, 100, 0.25, 60.0
+REVISE_SUSTAIN = 10
 
 
 def _when(seconds: float) -> str:
@@ -133,30 +137,50 @@ def _when(seconds: float) -> str:
     return f"about {minutes:.0f} min" if minutes >= 1.5 else f"about {seconds:.0f} s"
 
 
+def _mean(values: List[float]) -> float:
+    return sum(values) / len(values)
+
+
 @dataclass
 class Estimate:
-    """The last estimate said: at which step, from which speed.
+    """The last estimate said: at which step, from which speed, and the change
+    of speed seen since (not yet said).
 
     Attributes:
         step (int): The steps taken when it was said.
         per_step (float): The seconds per step it assumed.
+        since (int or None): The step from which the speed has differed, the
+            same way, at every check since; None when it has not.
+        direction (int): +1 slower, -1 faster, 0 none.
     """
 
     step: int
     per_step: float
+    since: Optional[int] = None
+    direction: int = 0
 
     @classmethod
     def first(cls, step_seconds: List[float]) -> "Estimate":
         """The estimate of :func:`estimate_line` (steps after the first)."""
         steady = step_seconds[1:] or step_seconds
-        return cls(len(step_seconds), sum(steady) / len(steady))
+        return cls(len(step_seconds), _mean(steady))
+
+    def _changed(self, per_step: float, left: int) -> int:
+        """+1 or -1 when ``per_step`` differs from the estimate's enough to be
+        said (:data:`REVISE_RATIO`, :data:`REVISE_SECONDS`), else 0."""
+        change = abs(per_step - self.per_step)
+        if change < REVISE_RATIO * self.per_step or change * left < REVISE_SECONDS:
+            return 0
+        return 1 if per_step > self.per_step else -1
 
     def revised(self, step_seconds: List[float], planned: int) -> Optional[str]:
-        """A line revising the estimate when the recent steps' speed makes
-        the time left differ from what it said by more than
-        :data:`REVISE_RATIO` and :data:`REVISE_SECONDS` (a machine that
-        became busy, or idle); None otherwise. The estimate is updated when a
-        line is returned.
+        """A line revising the estimate when the speed of the last
+        :data:`REVISE_WINDOW` steps has differed from the estimate's, the same
+        way, by more than :data:`REVISE_RATIO` and :data:`REVISE_SECONDS`, at
+        :data:`REVISE_SUSTAIN` checks in a row (a machine that became busy, or
+        idle, and stayed so); None otherwise. The new estimate is the speed
+        of the steps since the change was first seen. Call it every
+        :data:`REVISE_EVERY` steps.
 
         Args:
             step_seconds (list[float]): Seconds of each step taken so far.
@@ -166,23 +190,29 @@ class Estimate:
             str or None: The line.
         """
         done = len(step_seconds)
-        recent = step_seconds[max(self.step, done - REVISE_WINDOW) :]
-        if len(recent) < REVISE_EVERY or done >= planned:
+        window = step_seconds[max(1, done - REVISE_WINDOW) :]
+        if done - self.step < REVISE_EVERY or done >= planned:
             return None
-        per_step = sum(recent) / len(recent)
         left = planned - done
-        change = abs(per_step - self.per_step)
-        if change < REVISE_RATIO * self.per_step or change * left < REVISE_SECONDS:
+        direction = self._changed(_mean(window), left)
+        if direction == 0 or direction != self.direction:
+            self.direction = direction
+            self.since = done - REVISE_EVERY if direction else None
             return None
+        streak = (done - self.since) // REVISE_EVERY
+        if self.since is None or streak < REVISE_SUSTAIN:
+            return None
+        recent = step_seconds[self.since :]
+        per_step = _mean(recent)
         said = _when(self.per_step * left)
-        load = "busier" if per_step > self.per_step else "less busy"
+        load = "busier" if direction > 0 else "less busy"
         line = (
             f"[captum_iba] Training time left, revised: {_when(per_step * left)} "
             f"(the last {len(recent)} steps took {per_step:.2f} s each; the "
             f"estimate at step {self.step} assumed {self.per_step:.2f} s, "
-            f"{said} from here: the machine got {load}?)"
+            f"{said} from here: the machine got {load})"
         )
-        self.step, self.per_step = done, per_step
+        self.step, self.per_step, self.since, self.direction = done, per_step, None, 0
         return line
 
 
