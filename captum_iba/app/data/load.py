@@ -134,12 +134,15 @@ def missing_corpus_message(key: str, reasons: str) -> str:
     if key in CORPUS_FILES:
         names, layout, source = CORPUS_FILES[key]
         files = f" It needs the files {names} ({layout}; from {source})."
+    # (3) asks for `datasets` only where it is missing (issue 53, item 13)
+    hub = (
+        "be online" if datasets_available() else "`pip install datasets` and be online"
+    )
     return (
         f"Corpus {key!r} not found.{files} Provide them in one of three ways: "
         f"(1) put them under a folder and set {DATA_ENV_VAR} to it; (2) put them "
-        f"under {user_data_dir()}; (3) `pip install datasets` and be online: "
-        f"the corpus is then read from the Hugging Face hub as "
-        f"{HUB_NAME[key]!r}. (Tried {reasons}.)"
+        f"under {user_data_dir()}; (3) {hub}: the corpus is then read from the "
+        f"Hugging Face hub as {HUB_NAME[key]!r}. (Tried {reasons}.)"
     )
 
 
