@@ -13,10 +13,11 @@ iba:beta=1e-4``). :func:`check_request` checks it:
   which, for comparisons);
 * a value an option's check refuses is an error naming the option;
 * options for a method that was not asked for are an error;
-* a method that does not explain the model's kind (a classifier's method
-  for a causal LM, or the reverse; its entry's ``models`` fact) is an error
-  naming the methods that do - known from the model's configuration, before
-  any weights load (:func:`check_model_kind`).
+* a method that does not explain the model's kind (a method for
+  classifiers only on a causal LM, or the reverse; its entry's ``models``
+  fact) is an error naming the methods that do - known from the model's
+  configuration, before any weights load (:func:`check_model_kind`); most
+  methods explain both kinds under one name.
 
 The command line, :func:`captum_iba.explain`,
 :func:`~captum_iba.evaluation.evaluate_corpus` and
@@ -42,7 +43,7 @@ __all__ = [
 
 def options_of(method: str) -> Tuple[str, ...]:
     """The options the registered ``method`` takes (its entry's facts)."""
-    return tuple(METHODS.entry(method).facts.get("options", ()))
+    return tuple(METHODS.entry(method, warn=False).facts.get("options", ()))
 
 
 def option_label(name: str, cli: bool) -> str:
@@ -76,7 +77,9 @@ def option_for(method: str, key: str) -> Optional[str]:
 
 
 def method_names(names: Sequence[str]) -> Tuple[str, ...]:
-    """Method names (any case) as registered names, in order, once each.
+    """Method names (any case, or another name of a method) as registered
+    names, in order, once each; a deprecated name (0.2's ``llm-*``) warns
+    with a ``DeprecationWarning`` naming the new one.
 
     Raises:
         ValueError: For an unknown name (listing the known ones) or none.
@@ -116,6 +119,9 @@ class MethodRequest:
             ``method_options``; the scorer's constructor checks them).
         notes (tuple[str, ...]): Options that apply to some of the methods
             only, in words.
+        kind (str, optional): The kind of model the request was checked
+            for (``"classifier"`` or ``"causal-lm"``; None: not checked):
+            the resolver builds each method's class for that kind.
     """
 
     methods: Tuple[str, ...]
@@ -123,6 +129,7 @@ class MethodRequest:
     method_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     passthrough: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     notes: Tuple[str, ...] = ()
+    kind: Optional[str] = None
 
     def values(self, method: str) -> Dict[str, Any]:
         """The option values ``method`` gets: those given for all methods
@@ -208,7 +215,7 @@ def _per_method(
 
 def models_of(method: str) -> Tuple[str, ...]:
     """The kinds of model the registered ``method`` explains."""
-    return tuple(METHODS.entry(method).facts.get("models", ("classifier",)))
+    return tuple(METHODS.entry(method, warn=False).facts.get("models", ("classifier",)))
 
 
 def check_model_kind(methods: Sequence[str], kind: str, cli: bool = False) -> None:
@@ -279,4 +286,4 @@ def check_request(
         check_model_kind(names, model_kind, cli)
     checked, notes = _global_options(names, dict(options or {}), setting, cli)
     chosen, rest = _per_method(names, dict(method_options or {}), setting, cli)
-    return MethodRequest(names, checked, chosen, rest, tuple(notes))
+    return MethodRequest(names, checked, chosen, rest, tuple(notes), model_kind)

@@ -81,11 +81,16 @@ def test_the_check_sees_an_application_import(tmp_path):
 
 def test_the_registry_of_names_imports_no_layer_and_no_torch():
     """``captum_iba.registry`` lists names (for ``--help``): it imports only
-    the registry class, so listing the names loads no method and no torch."""
+    the registry class and the options' declarations (which import only the
+    registry class and the values' checks), so listing the names loads no
+    method and no torch."""
     path = PACKAGE / "registry.py"
     targets = {t for _, t in _captum_iba_targets(path)}
-    assert targets <= {"_utils"}, targets
-    assert all(not name.startswith("torch") for _, name in _imports(path))
+    assert targets <= {"_utils", "method_options"}, targets
+    options = PACKAGE / "method_options.py"
+    assert {t for _, t in _captum_iba_targets(options)} <= {"_utils"}
+    for module in (path, options):
+        assert all(not name.startswith("torch") for _, name in _imports(module))
     helper = PACKAGE / "_utils" / "registry.py"
     assert {n.split(".")[0] for _, n in _imports(helper)} <= {
         "importlib",

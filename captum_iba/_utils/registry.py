@@ -98,6 +98,9 @@ class Registry:
         self.group = group
         self._adopt = adopt or _docstring_summary
         self._entries: Dict[str, Entry] = {}
+        #: Other names (lower case) -> the entry they give, and the warning a
+        #: deprecated one raises (None for a plain other name).
+        self._aliases: Dict[str, Tuple[Entry, Optional[str]]] = {}
         self._discovered = group is None
 
     def adopt(self, obj: Any, name: Optional[str] = None) -> Entry:
@@ -157,8 +160,8 @@ class Registry:
         """
         key = name.lower()
         old = self._entries.get(key)
-        if old is not None and old.target is not target:
-            raise ValueError(f"a {self.kind} named {old.name!r} is already registered")
+        if (old is not None and old.target is not target) or key in self._aliases:
+            raise ValueError(f"a {self.kind} named {name!r} is already registered")
         entry = Entry(
             name,
             target,
@@ -170,6 +173,38 @@ class Registry:
         self._entries[key] = entry
         return entry
 
+    def alias(self, name: str, entry: Entry, deprecated: Optional[str] = None) -> None:
+        """Give ``entry`` another name: ``name`` (any case) then looks it up.
+
+        Args:
+            name (str): The other name (free in any case).
+            entry (Entry): What it gives: a registered entry, or one made
+                from it (e.g. under the old name, as results showed it).
+            deprecated (str, optional): The warning (a ``DeprecationWarning``)
+                a look-up of ``name`` raises; None for a plain other name.
+
+        Raises:
+            ValueError: When the name is taken.
+        """
+        key = name.lower()
+        if key in self._entries or key in self._aliases:
+            raise ValueError(f"a {self.kind} named {name!r} is already registered")
+        self._aliases[key] = (entry, deprecated)
+
+    def aliases(self, deprecated: bool = False) -> Dict[str, Entry]:
+        """The other names and the entries they give (the deprecated ones
+        with ``deprecated``, else the plain ones), in registration order."""
+        return {
+            n: e
+            for n, (e, why) in self._aliases.items()
+            if (why is not None) == deprecated
+        }
+
+    def deprecation(self, name: str) -> Optional[str]:
+        """The warning of a deprecated name (None for any other)."""
+        found = self._aliases.get(name.lower()) if isinstance(name, str) else None
+        return found[1] if found else None
+
     def names(self) -> List[str]:
         """The registered names, in registration order."""
         self._discover()
@@ -180,8 +215,9 @@ class Registry:
         self._discover()
         return [(e.name, e.summary) for e in self._entries.values()]
 
-    def entry(self, name: str) -> Entry:
-        """The entry of ``name`` (any case).
+    def entry(self, name: str, warn: bool = True) -> Entry:
+        """The entry of ``name`` (any case), or of another name of it
+        (:meth:`alias`; a deprecated one warns, unless ``warn`` is False).
 
         Raises:
             ValueError: For an unknown name; the message lists the known ones.
@@ -189,6 +225,11 @@ class Registry:
         self._discover()
         if isinstance(name, str) and name.lower() in self._entries:
             return self._entries[name.lower()]
+        if isinstance(name, str) and name.lower() in self._aliases:
+            entry, deprecated = self._aliases[name.lower()]
+            if deprecated and warn:
+                warnings.warn(deprecated, DeprecationWarning, stacklevel=3)
+            return entry
         raise ValueError(
             f"Unknown {self.kind} {name!r}; choose from {', '.join(self.names())}"
         )
@@ -199,7 +240,9 @@ class Registry:
 
     def __contains__(self, name: object) -> bool:
         self._discover()
-        return isinstance(name, str) and name.lower() in self._entries
+        if not isinstance(name, str):
+            return False
+        return name.lower() in self._entries or name.lower() in self._aliases
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

@@ -9,6 +9,7 @@ the corpus, the data folder and ``reproduce``'s choices. Each check raises
 
 import argparse
 import os
+import sys
 from typing import Dict, List, Optional
 
 from captum_iba.app.data.corpora import HELDOUT_SPLIT
@@ -43,12 +44,20 @@ REPRODUCE_SETTINGS = tuple(SETTINGS.names())
 
 
 def method_names(text: str, option: str) -> List[str]:
-    """Comma-separated method names as registered names (unknown ones refused)."""
-    names = {name.lower(): name for name in METHODS.names()}
-    chosen = split_choices(text.lower(), names, "method")
+    """Comma-separated method names (or other names of methods) as
+    registered names (unknown ones refused); a deprecated name (0.2's
+    ``llm-*``) works, with a one-line note on stderr naming the new one."""
+    known = [m.lower() for m in METHODS.names()] + list(METHODS.aliases())
+    chosen = [v.strip() for v in text.lower().split(",") if v.strip()]
     if not chosen:
         raise CLIError(f"{option}: name at least one method")
-    return [names[m] for m in chosen]
+    unknown = [m for m in chosen if m not in METHODS]
+    if unknown:
+        split_choices(",".join(unknown), known, "method")  # its error
+    for name in chosen:
+        if METHODS.deprecation(name):
+            print(f"captum-iba: note: {METHODS.deprecation(name)}", file=sys.stderr)
+    return [METHODS.entry(m, warn=False).name for m in chosen]
 
 
 def per_method_options(given: Optional[List[str]]) -> Dict[str, Dict[str, str]]:

@@ -83,7 +83,8 @@ def _scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
         prior_data=command_parts.prior_data(args.request, args.dataset, args.data_dir),
         max_length=args.max_length,
     )
-    return build_scorers(args.request, resources, get_preset(args.setting))
+    preset = get_preset(args.setting)
+    return build_scorers(args.request, resources, preset, kind="classifier")
 
 
 def _run_settings(args: argparse.Namespace, split: str) -> Dict[str, Any]:

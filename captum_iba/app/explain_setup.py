@@ -66,8 +66,9 @@ def _check_fits(tokenizer: Any, model: Any) -> None:
 def build(
     request: MethodRequest, resources: Any
 ) -> Tuple[Dict[str, Any], Dict[str, str]]:
-    """The scorers by name; with several methods, one that cannot be imported
-    (an optional package) is left out, with the reason."""
+    """The scorers by name, each method's class for a classifier; with
+    several methods, one that cannot be imported (an optional package) is
+    left out, with the reason."""
     from captum_iba.evaluation import build_scorers
 
     scorers: Dict[str, Any] = {}
@@ -75,7 +76,7 @@ def build(
     for name in request.methods:
         one = _only(request, name)
         try:
-            built = build_scorers(one, resources, "fair")
+            built = build_scorers(one, resources, "fair", kind="classifier")
         except ImportError as err:
             if len(request.methods) == 1:
                 raise

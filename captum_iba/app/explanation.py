@@ -282,9 +282,9 @@ def explain(
             name (:data:`captum_iba.registry.METHODS`, any case), or several
             to compare, or a request checked by
             :func:`~captum_iba.request.check_request` (then no options are
-            given here). Default (None): ``"iba-deletion"``, the most faithful
-            IBA measured (docs/faithfulness.rst); ``"llm-iba-deletion"`` for a
-            causal LM (docs/llm.rst).
+            given here); the same names explain a classifier or a causal LM.
+            Default (None): ``"iba-deletion"``, the most faithful IBA
+            measured (docs/faithfulness.rst; for a causal LM docs/llm.rst).
         tokenizer (optional): The tokenizer of a model given as an object,
             or one to use instead of a model folder's own (it must fit the
             model's vocabulary).
@@ -406,7 +406,7 @@ def _explain(
         )
         result.methods[name] = MethodScores(
             method=name,
-            summary=METHODS.entry(scorer.method_name).summary,
+            summary=METHODS.entry(scorer.method_name, warn=False).summary,
             scores=scores[0].tolist(),
             signed=bool(scorer.signed),
             meaning=scorer.score_meaning,

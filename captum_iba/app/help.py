@@ -35,7 +35,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
     def _split_lines(self, text: str, width: int) -> List[str]:
-        # never at a hyphen: method names such as llm-iba-faithful stay whole
+        # never at a hyphen: method names such as input-x-gradient stay whole
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
@@ -52,27 +52,36 @@ def _flag(option: str) -> str:
 
 
 def methods_listing(kinds: Sequence[str] = MODEL_KINDS) -> str:
-    """The registered methods for models of ``kinds``, each with its summary
-    and the options it takes, one listing per kind of model."""
-    titles = {
-        "classifier": "methods for classifiers (the registry's names, any case) "
-        "[the options each takes]",
-        "causal-lm": "methods for causal LMs (--model <causal LM>) "
-        "[the options each takes]",
-    }
-    parts = []
-    for kind in kinds:
-        items = []
-        for name, summary in METHODS.items():
-            facts = METHODS.entry(name).facts
-            if kind not in facts.get("models", ("classifier",)):
-                continue
-            options = [f for f in map(_flag, facts.get("options", ())) if f]
-            taken = f" [{', '.join(options)}]" if options else ""
-            items.append((name.lower(), summary + taken))
-        if items:
-            parts.append(listing(titles[kind], items))
-    return "\n\n".join(parts)
+    """The registered methods that explain models of ``kinds``, each with
+    its summary, the options it takes, its other names and, where it
+    explains one kind of model only, that kind; then 0.2's deprecated
+    names. One listing: a name is the same for every kind it explains."""
+    plural = {"classifier": "classifiers", "causal-lm": "causal LMs"}
+    items = []
+    for name, summary in METHODS.items():
+        facts = METHODS.entry(name).facts
+        models = facts.get("models", ("classifier",))
+        if not any(kind in models for kind in kinds):
+            continue
+        options = [f for f in map(_flag, facts.get("options", ())) if f]
+        text = summary + (f" [{', '.join(options)}]" if options else "")
+        others = [a for a, e in METHODS.aliases().items() if e.name == name]
+        text += f" (also: {', '.join(others)})" if others else ""
+        if len(kinds) > 1 and len(models) == 1:
+            text += f" ({plural[models[0]]} only)"
+        items.append((name.lower(), text))
+    both = "; each explains both, unless marked" if len(kinds) > 1 else ""
+    title = (
+        f"methods for {' and '.join(plural[k] for k in kinds)} (the registry's "
+        f"names, any case{both}) [the options each takes]"
+    )
+    old = sorted(METHODS.aliases(deprecated=True))
+    note = (
+        f"0.2's names {', '.join(old)} still work until 0.4 (deprecated, with a "
+        "note): write the name without 'llm-' (llm-ablation: ablation)"
+    )
+    wrapped = "\n".join(textwrap.wrap(note, 78, break_on_hyphens=False))
+    return listing(title, items) + (f"\n\n{wrapped}" if old else "")
 
 
 def priors_listing() -> str:

@@ -160,7 +160,9 @@ def prompt_job(
         model=model,
         tokenizer=tok,
         data=prepared.data,
-        scorers=build_scorers(args.request, Resources(model, tok), preset),
+        scorers=build_scorers(
+            args.request, Resources(model, tok), preset, kind="causal-lm"
+        ),
         settings=dict(settings, weights=weights_digest(model), task=repr(task)),
         preset=preset,
         batch_size=args.batch_size,

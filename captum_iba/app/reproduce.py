@@ -67,7 +67,7 @@ from captum_iba.attr import (
     layer_token_map,
     paper_layer_index,
 )
-from captum_iba.evaluation import SETTINGS, encode, evaluate_corpus
+from captum_iba.evaluation import SETTINGS, encode, evaluate_corpus, get_preset
 from captum_iba.metrics import DegradationResult, compare
 from captum_iba.registry import PRIORS
 from captum_iba.visualization import (
@@ -171,8 +171,10 @@ def run_table(args: argparse.Namespace, profile: Dict[str, Any], out: Path) -> N
         data = load_dataset(corpus, HELDOUT_SPLIT[corpus], max_examples=n, seed=3)
         layer = paper_layer(model, corpus)
         for setting in settings:
-            methods = ("random", "IG", "LIME-text" if setting == "paper" else "LIME")
-            prior = "reference" if setting == "paper" else args.fair_prior
+            preset = get_preset(setting)  # its methods and prior: its data
+            methods = preset.table1
+            fixed = preset.scorer_arguments("IBA").get("prior")
+            prior = args.fair_prior if preset.own_prior else fixed
             piece = dict(
                 n=n, max_length=length, layer=layer, prior=prior, methods=methods,
                 lime_max_length=profile["lime_max_length"][corpus],

@@ -17,6 +17,7 @@ from captum_iba.attr.amortized import (
 from captum_iba.attr.options import ConfigLike, IBAOptions
 from captum_iba.attr.text import LayerLike, resolve_layer
 from captum_iba.evaluation.scorers import TokenScorer
+from captum_iba.registry import EXPLAINER_OBJECTIVES  # their one home
 
 __all__ = [
     "AMORTIZED_SETTINGS",
@@ -39,24 +40,9 @@ ExplainerLike = Union[AmortizedExplainer, Callable[[nn.Module], AmortizedExplain
 AMORTIZED_SETTINGS = dict(
     keep=None, distil=1.0, distil_only=True, epochs=2, network_lr=1e-3
 )
-
-#: What an explainer can be trained on (the registry's
-#: ``explainer_objective``, whose names these are), as overrides of
-#: :data:`AMORTIZED_SETTINGS`: ``"distil"`` (the default: the teacher's
-#: masks) and ``"deletion"`` (``iba-deletion``'s objective across the corpus,
-#: Eq. (amortized-deletion-loss) of docs/method.rst: budget 0.3 of weight
-#: 10, complement weight 1, warm-started by distilling the teacher's masks;
-#: issue 30's study, docs/amortized.rst).
-EXPLAINER_OBJECTIVES = {
-    "distil": {},
-    "deletion": dict(
-        options={"config": "deletion", "seed": 0},
-        keep=0.3,
-        keep_weight=10.0,
-        distil=1.0,
-        distil_only=False,
-    ),
-}
+# What an explainer can be trained on, as overrides of AMORTIZED_SETTINGS:
+# EXPLAINER_OBJECTIVES, declared once with the option explainer_objective
+# (captum_iba.method_options, re-exported by the registry) and imported here.
 
 
 def objective_settings(objective: str = "distil") -> dict:

@@ -14,7 +14,7 @@ class level. This scorer therefore:
   e_{ih}` computed with the AttnLRP rules, :math:`e` the input embeddings and
   :math:`f_y` the target's logit (:class:`AttnLRPScorer`, classifiers), or
   the sum of the answer tokens' logits (:class:`LLMAttnLRPScorer`,
-  ``llm-attnlrp``, causal LMs).
+  ``AttnLRP``'s class for causal LMs).
 
 Requirements (an optional extra, ``pip install "captum-iba[attnlrp]"``):
 ``lxt`` 2.1 supports BERT, GPT-2, Llama, Qwen and Gemma; it imports
@@ -210,7 +210,7 @@ class AttnLRPScorer(TokenScorer):
 
 
 class LLMAttnLRPScorer(LLMScorer):
-    """AttnLRP for a causal LM (``llm-attnlrp``): each prompt token's
+    """AttnLRP for a causal LM (``AttnLRP`` on a causal LM): each prompt token's
     relevance for the answer, in one backward pass of a patched copy.
 
     The relevance explained is the sum of the answer tokens' logits (each at
@@ -230,7 +230,6 @@ class LLMAttnLRPScorer(LLMScorer):
         ValueError: For a model family lxt does not support.
     """
 
-    signed = True
     score_meaning = (
         "the token's relevance for the answer's logits (LRP: the relevances add "
         "up to about them): + for the answer, - against it"

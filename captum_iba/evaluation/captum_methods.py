@@ -47,6 +47,8 @@ __all__ = [
     "CaptumScorer",
     "SamplingScorer",
     "GradientXActivationScorer",
+    "InputXGradientScorer",
+    "SaliencyScorer",
     "KernelShapScorer",
     "OcclusionMaskScorer",
     "OcclusionScorer",
@@ -92,6 +94,9 @@ class CaptumScorer(TokenScorer):
     method: Optional[Type[Any]] = None
     #: Default ``attribute`` options of a subclass.
     defaults: Mapping[str, Any] = {}
+    #: Arguments of a subclass's Captum class itself (e.g.
+    #: ``multiply_by_inputs``).
+    method_arguments: Mapping[str, Any] = {}
 
     def __init__(
         self,
@@ -160,7 +165,9 @@ class CaptumScorer(TokenScorer):
     ) -> Tensor:
         removable = self._removable(ids, mask)
         if self.is_layer_method:
-            method = self.method(self._forward(self.output), self.layer)
+            method = self.method(
+                self._forward(self.output), self.layer, **self.method_arguments
+            )
             extra = (mask,) if tt is None else (mask, tt)
             attr = method.attribute(
                 ids, target=target, additional_forward_args=extra, **self.options
@@ -246,6 +253,38 @@ class GradientXActivationScorer(CaptumScorer):
     meaning = (
         "gradient of the class's {output} times the token's embedding: + for "
         "the class, - against it"
+    )
+
+    def __init__(self, model: Callable[..., Any], **kwargs: Any) -> None:
+        kwargs.setdefault("layer", "embeddings")
+        super().__init__(model, **kwargs)
+
+
+class InputXGradientScorer(CaptumScorer):
+    """Input x gradient of the word embeddings (Captum's
+    ``LayerGradientXActivation`` there), summed per token: ``input-x-gradient``
+    for a classifier, as for a causal LM."""
+
+    method = LayerGradientXActivation
+    meaning = (
+        "gradient of the class's {output} times the token's word embedding: + "
+        "for the class, - against it"
+    )
+
+
+class SaliencyScorer(CaptumScorer):
+    """The gradient at the embedding output, summed over its features
+    (Captum's ``LayerGradientXActivation`` without the inputs):
+    ``saliency`` for a classifier, as for a causal LM at its token
+    embeddings - in both, what the first layer reads. (Not at a BERT's word
+    embeddings: its embedding LayerNorm makes their gradient sum to zero
+    over the features.)"""
+
+    method = LayerGradientXActivation
+    method_arguments = {"multiply_by_inputs": False}
+    meaning = (
+        "the gradient of the class's {output} at the token's embedding, "
+        "summed: + where more of it raises the class"
     )
 
     def __init__(self, model: Callable[..., Any], **kwargs: Any) -> None:

@@ -3,8 +3,10 @@
 * :class:`CaptumLimeScorer` (``"LIME"``) - Captum's ``Lime`` with one feature
   per token and text-appropriate sampling, kernel and regression;
 * :class:`LimeTextScorer` (``"LIME-text"``) - the ``lime`` package's
-  ``LimeTextExplainer``, either as the paper's code runs it (``mode="paper"``)
-  or on whole words with exact deletion (``mode="fair"``).
+  ``LimeTextExplainer``, either as the paper's released code runs it
+  (``mode="released"``) or on whole words with exact deletion
+  (``mode="words"``); each comparison setting's preset says which
+  (:mod:`~captum_iba.evaluation.presets`).
 """
 
 import re
@@ -20,6 +22,10 @@ from captum_iba._utils.common import hf_call, instance_seed
 from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = ["CaptumLimeScorer", "LimeTextScorer"]
+
+#: 0.2's names of :class:`LimeTextScorer`'s modes (those of the settings that
+#: used them), read as the modes' own.
+_OLD_MODES = {"paper": "released", "fair": "words"}
 
 
 def _word_starts(pieces: Sequence[str]) -> List[bool]:
@@ -170,15 +176,15 @@ class CaptumLimeScorer(TokenScorer):
 class LimeTextScorer(TokenScorer):
     """The ``lime`` package's ``LimeTextExplainer``, mapped onto word pieces.
 
-    ``mode="paper"`` (the released code): the non-special pieces are decoded to a
-    text, LIME splits it into words (``\\W+``), every perturbed text is re-tokenised
-    and padded to ``max_length`` and run WITHOUT attention mask or segment ids; a
-    piece gets the weight of the LIME word equal to it, and a piece that equals no
-    LIME word (``##`` continuations, punctuation, pieces of split words) gets the
+    ``mode="released"`` (the paper's released code): the non-special pieces are
+    decoded to a text, LIME splits it into words (``\\W+``), every perturbed text
+    is re-tokenised and padded to ``max_length`` and run WITHOUT attention mask or
+    segment ids; a piece gets the weight of the LIME word equal to it, and a piece
+    that equals no LIME word (``##`` continuations, punctuation, pieces of split words) gets the
     maximum weight of the instance. Sentence pairs are decoded as one text (the
     paper's pair branch never ran).
 
-    ``mode="fair"``: LIME's words are the instance's whole words (pieces joined on
+    ``mode="words"``: LIME's words are the instance's whole words (pieces joined on
     ``##``/``▁``/``Ġ``), given to LIME as placeholders ``w0 w1 ...`` so that every
     perturbed text maps back to token ids exactly, without re-tokenising; removed
     words are deleted (sequence compacted, attention mask and segment ids follow) and
@@ -187,10 +193,11 @@ class LimeTextScorer(TokenScorer):
     Args:
         model (Callable): HF model, or ``(ids, mask[, tt]) -> logits``.
         tokenizer: The model's tokenizer (needed).
-        mode (str): ``"paper"`` or ``"fair"``. Default ``"fair"``.
+        mode (str): ``"released"`` or ``"words"`` (0.2's ``"paper"`` and
+            ``"fair"`` are read as these). Default ``"words"``.
         n_samples (int): LIME samples. Default 500 (the paper: 100).
         batch_size (int): Perturbed texts per forward pass. Default 50.
-        max_length (int): Paper mode's padding length. Default 512.
+        max_length (int): Released mode's padding length. Default 512.
         num_features (int, optional): LIME's ``num_features``. Default: every word.
         seed (int): LIME's ``random_state``. Default 0.
         **kwargs: See :class:`TokenScorer`.
@@ -205,7 +212,7 @@ class LimeTextScorer(TokenScorer):
         self,
         model: Callable[..., Any],
         tokenizer: Any,
-        mode: str = "fair",
+        mode: str = "words",
         n_samples: int = 500,
         batch_size: int = 50,
         max_length: int = 512,
@@ -215,10 +222,10 @@ class LimeTextScorer(TokenScorer):
     ) -> None:
         if tokenizer is None:
             raise ValueError("LimeTextScorer needs the tokenizer")
-        if mode not in ("paper", "fair"):
-            raise ValueError("mode must be 'paper' or 'fair'")
-        kwargs.setdefault("setting", mode)
-        if mode == "paper":
+        mode = _OLD_MODES.get(mode, mode)
+        if mode not in ("released", "words"):
+            raise ValueError(f"mode must be 'released' or 'words'; got {mode!r}")
+        if mode == "released":  # the released code ran without the mask
             kwargs.setdefault("use_attention_mask", False)
         super().__init__(model, tokenizer=tokenizer, **kwargs)
         self.mode = mode
@@ -231,10 +238,12 @@ class LimeTextScorer(TokenScorer):
             implementation="lime.lime_text.LimeTextExplainer",
             mode=mode,
             n_samples=self.n_samples,
-            max_length=max_length if mode == "paper" else None,
+            max_length=max_length if mode == "released" else None,
             num_features=num_features,
             seed=self.seed,
-            unmatched_pieces="maximum weight" if mode == "paper" else "n/a (exact map)",
+            unmatched_pieces="maximum weight"
+            if mode == "released"
+            else "n/a (exact map)",
         )
 
     def _explainer(self) -> Any:
@@ -250,7 +259,7 @@ class LimeTextScorer(TokenScorer):
                 outs.append(logits.float().softmax(-1).cpu().numpy())
         return np.concatenate(outs, 0)
 
-    # ---- paper mode ------------------------------------------------------------------
+    # ---- released mode ---------------------------------------------------------------
     def _paper_instance(self, ids: Tensor, rem: Tensor, target: int) -> Tensor:
         tok, dev = self.tokenizer, ids.device
         text = tok.decode(ids[rem].tolist())
@@ -304,7 +313,7 @@ class LimeTextScorer(TokenScorer):
             dtype=torch.float32,
         )
 
-    # ---- fair mode -------------------------------------------------------------------
+    # ---- words mode ------------------------------------------------------------------
     @staticmethod
     def word_units(pieces: Sequence[str], removable: Sequence[bool]) -> List[int]:
         """Word index of each removable piece (-1 for specials and padding).
@@ -396,7 +405,7 @@ class LimeTextScorer(TokenScorer):
         rem = self._removable(ids, mask)
         rows = []
         for b in range(ids.shape[0]):
-            if self.mode == "paper":
+            if self.mode == "released":
                 rows.append(self._paper_instance(ids[b], rem[b], int(target[b])))
             else:
                 row_tt = None if tt is None else tt[b]

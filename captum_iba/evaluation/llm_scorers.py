@@ -8,12 +8,14 @@ prompts and their answers, padded on the left - with one call::
     scores.tokens        # (B, T, W): for each output token (or None)
 
 and scores only the prompt's own tokens (``batch.scored``: never padding, a
-special token, a chat template's tokens or the answer). The methods are
-registered in :data:`captum_iba.registry.METHODS` with ``models =
-("causal-lm",)`` (``llm-iba``, ``llm-iba-faithful``, ``llm-iba-deletion``,
-``llm-ablation``, ``llm-shapley``, ``llm-lime``, ``llm-kernel-shap``,
-``llm-ig``, ``llm-saliency``, ``llm-input-x-gradient``) and built by
-:func:`~captum_iba.evaluation.build_scorers` like the classifiers' methods.
+special token, a chat template's tokens or the answer). They are the
+causal-LM classes of the methods of :data:`captum_iba.registry.METHODS`
+(``IBA``, ``iba-faithful``, ``iba-deletion``, ``random``, ``LOO`` alias
+``ablation``, ``shapley``, ``LIME``, ``kernel-shap``, ``IG``, ``saliency``,
+``input-x-gradient``; ``AttnLRP``'s is in
+:mod:`~captum_iba.evaluation.attnlrp`), each name the same for a classifier
+and a causal LM, and built by :func:`~captum_iba.evaluation.build_scorers`
+for a causal LM.
 
 * :class:`LLMIBAScorer` - IBA on the batch route
   (:func:`~captum_iba.attr.llm.explain_answers`): the whole batch, the whole
@@ -53,7 +55,7 @@ from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.attr.options import ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
 from captum_iba.attr.text import LayerLike, resolve_layer
-from captum_iba.evaluation.scorers import seeded_uniform
+from captum_iba.evaluation.scorers import MethodFacts, registered_name, seeded_uniform
 
 __all__ = [
     "CAPTUM_METHODS",
@@ -78,24 +80,24 @@ def rows_per_pass(width: int, given: Optional[int]) -> int:
     return given if given is not None else max(1, ROW_TOKENS // max(width, 1))
 
 
-class LLMScorer:
+class LLMScorer(MethodFacts):
     """Base class: the scores of a batch's prompt tokens for its answers.
 
     Subclasses implement :meth:`_scores`; :meth:`attribute` checks the batch
-    and records the time spent in :attr:`settings`.
+    and records the time spent in :attr:`settings`. Whether its scores are
+    signed and how a word's score is made from its tokens' are its method's
+    registry facts (:class:`~captum_iba.evaluation.scorers.MethodFacts`).
 
     Attributes:
-        method_name (str): The registered method (e.g. ``"llm-iba"``).
+        method_name (str): The registered method (e.g. ``"iba-deletion"``).
         name (str): The name shown.
         settings (dict): Everything that defines the run.
     """
 
-    #: The kinds of model it explains (its registry entry's fact).
+    #: The kinds of model a user's subclass explains, when it is registered
+    #: with :func:`~captum_iba.evaluation.register_scorer` (the built-in
+    #: methods say it in their registry entries).
     models = ("causal-lm",)
-    #: Whether a score has a direction (+ for the answer, - against it).
-    signed: bool = True
-    #: How a word's score is made from its tokens'.
-    word_reduction: str = "sum"
     #: What one score means.
     score_meaning: str = "+ for the answer, - against it"
 
@@ -115,7 +117,7 @@ class LLMScorer:
         self.special_token_ids = common.special_token_ids(tokenizer, special_token_ids)
         eos = getattr(tokenizer, "eos_token_id", None)
         self.pad_token_id = int(common.pad_token_id(tokenizer, pad_token_id, eos or 0))
-        self.method_name = method_name or type(self).__name__
+        self.method_name = method_name or registered_name(type(self))
         self.name = name or self.method_name
         self.settings: Dict[str, Any] = {"method": self.name, "setting": setting}
 
@@ -170,9 +172,6 @@ class LLMIBAScorer(LLMScorer):
             many noise rows per pass as keep rows x tokens within
             :data:`ROW_TOKENS`), then the arguments of :class:`LLMScorer`.
     """
-
-    signed = False
-    word_reduction = "mean"
 
     def __init__(
         self,
@@ -234,8 +233,6 @@ class LLMRandomScorer(LLMScorer):
         **kwargs: The arguments of :class:`LLMScorer`.
     """
 
-    signed = False
-    word_reduction = "mean"
     score_meaning = "uniform random numbers in [0, 1): a floor to compare with"
 
     def __init__(self, model: Any, seed: int = 0, **kwargs: Any) -> None:

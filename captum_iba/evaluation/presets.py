@@ -71,15 +71,25 @@ class Preset:
             :func:`~captum_iba.metrics.degradation_test` (no tokenizer ids: add
             them with ``test.with_tokenizer(tokenizer)``).
         scorers (Mapping): Method name -> constructor arguments of its scorer
-            (methods not listed use their class defaults).
+            for a classifier (methods not listed, and every method's scorer
+            for a causal LM, use their class defaults).
+        table1 (tuple[str, ...]): The methods IBA is compared with in the
+            paper's Table 1 in this setting (``reproduce``): which LIME runs.
+        own_prior (bool): Whether IBA's prior in Table 1 is the one the user
+            chooses (``reproduce --fair-prior``), else the preset's own.
     """
 
     name: str
     test: DegradationOptions
     scorers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    table1: Tuple[str, ...] = ("random", "IG", "LIME")
+    own_prior: bool = True
 
-    def scorer_arguments(self, method: str) -> Dict[str, Any]:
-        """The constructor arguments this preset gives ``method`` (a copy)."""
+    def scorer_arguments(self, method: str, kind: str = "classifier") -> Dict[str, Any]:
+        """The constructor arguments this preset gives ``method``'s scorer
+        for models of ``kind`` (a copy; none for a causal LM's)."""
+        if kind != "classifier":
+            return {}
         return dict(self.scorers.get(method, {}))
 
 
@@ -100,9 +110,11 @@ PAPER = Preset(
             target_class=0,
         ),
         LIME=_frozen(n_samples=100),
-        **{"LIME-text": _frozen(mode="paper", n_samples=100, target_class=1)},
+        **{"LIME-text": _frozen(mode="released", n_samples=100, target_class=1)},
         IBA=_frozen(prior="reference"),
     ),
+    table1=("random", "IG", "LIME-text"),
+    own_prior=False,
 )
 
 FAIR = Preset(
@@ -111,7 +123,7 @@ FAIR = Preset(
     scorers=_frozen(
         IG=_frozen(n_steps=50),
         LIME=_frozen(n_samples=500),
-        **{"LIME-text": _frozen(mode="fair", n_samples=500)},
+        **{"LIME-text": _frozen(mode="words", n_samples=500)},
         IBA=_frozen(prior="paper"),
     ),
 )

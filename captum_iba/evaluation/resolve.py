@@ -27,13 +27,19 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from torch import nn
 
+from captum_iba._utils.modules import is_causal_lm
 from captum_iba.attr.priors import NoisePrior, resolve_prior
 from captum_iba.attr.text import LayerRef, resolve_layer
 from captum_iba.evaluation.corpus import encoded_batches
 from captum_iba.evaluation.presets import Preset, get_preset
-from captum_iba.evaluation.scorers import TokenScorer
-from captum_iba.registry import METHODS, OPTIONS
-from captum_iba.request import MethodRequest, check_request, options_of
+from captum_iba.registry import MODEL_KINDS, OPTIONS, method_entry
+from captum_iba.request import (
+    MethodRequest,
+    check_model_kind,
+    check_request,
+    models_of,
+    options_of,
+)
 
 __all__ = ["Resources", "build_scorers"]
 
@@ -157,11 +163,12 @@ def _label(value: Any) -> str:
 
 
 def _method_values(
-    method: str, request: MethodRequest, resources: Resources
+    method: str, request: MethodRequest, resources: Resources, kind: str
 ) -> Dict[str, List[Any]]:
     """Option name -> the method's resolved values (one per variant): the
-    given ones, and its default layer when it takes one."""
-    entry = METHODS.entry(method)
+    given ones, and its default layer (for models of ``kind``) when it takes
+    one."""
+    entry = method_entry(method, kind)
     given = request.values(method)
     if "layer" in options_of(method):
         given.setdefault("layer", entry.defaults.get("layer"))
@@ -186,12 +193,24 @@ def _common(resources: Resources, preset: Preset) -> Dict[str, Any]:
     )
 
 
+def model_kind_of(methods: Sequence[str], model: Any) -> str:
+    """The kind of model to build ``methods`` for when no one said it: the
+    one kind they all explain when there is one (e.g. 0.2's ``llm-*``
+    names: causal LMs), else the model's
+    (:func:`~captum_iba._utils.modules.is_causal_lm`)."""
+    common = [k for k in MODEL_KINDS if all(k in models_of(m) for m in methods)]
+    if len(common) == 1:
+        return common[0]
+    return "causal-lm" if is_causal_lm(model) else "classifier"
+
+
 def build_scorers(
     methods: Union[Sequence[str], MethodRequest],
     resources: Resources,
     setting: Union[str, Preset] = "fair",
     method_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
-) -> Dict[str, TokenScorer]:
+    kind: Optional[str] = None,
+) -> Dict[str, Any]:
     """Every named method as a scorer, each option checked and resolved once.
 
     Args:
@@ -206,15 +225,21 @@ def build_scorers(
         method_options (Mapping, optional): Method name -> its options (by
             name, e.g. ``{"IG": {"ig_steps": 20}}``) or more constructor
             keywords of its scorer (``{"IG": {"n_steps": 20}}``).
+        kind (str, optional): The kind of ``resources.model``,
+            ``"classifier"`` or ``"causal-lm"``: each method is built as its
+            class for that kind (:func:`~captum_iba.registry.method_entry`).
+            None: the request's (:attr:`MethodRequest.kind`), else
+            :func:`model_kind_of`.
 
     Returns:
-        dict[str, TokenScorer]: Name -> scorer, in the order of ``methods``
-        (one per variant, see the module docstring).
+        dict[str, TokenScorer or LLMScorer]: Name -> scorer, in the order of
+        ``methods`` (one per variant, see the module docstring).
 
     Raises:
         ValueError: Before anything is built: for an unknown method, an
-            option no chosen method takes, a bad value, or options for a
-            method not asked for. While building: for a layer out of range.
+            option no chosen method takes, a bad value, options for a method
+            not asked for, or a method that does not explain the model's
+            kind. While building: for a layer out of range.
     """
     preset = get_preset(setting)
     if isinstance(methods, MethodRequest):
@@ -227,11 +252,13 @@ def build_scorers(
         request = check_request(
             methods, resources.given(), method_options, setting=preset.name
         )
-    out: Dict[str, TokenScorer] = {}
+    kind = kind or request.kind or model_kind_of(request.methods, resources.model)
+    check_model_kind(request.methods, kind)
+    out: Dict[str, Any] = {}
     for method in request.methods:
-        entry = METHODS.entry(method)
-        values = _method_values(method, request, resources)
-        kwargs = {**preset.scorer_arguments(entry.name), **entry.defaults}
+        entry = method_entry(method, kind)
+        values = _method_values(method, request, resources, kind)
+        kwargs = {**preset.scorer_arguments(entry.name, kind), **entry.defaults}
         if "explainer" in entry.facts.get("uses", ()):
             kwargs["explainer"] = resources.explainer
         varying = [k for k, v in values.items() if len(v) > 1]

@@ -41,6 +41,7 @@ from captum_iba.registry import METHODS, SETTINGS
 
 __all__ = [
     "METHODS",
+    "MethodFacts",
     "RandomScorer",
     "TokenScorer",
     "build_scorer",
@@ -123,8 +124,9 @@ def registered_name(cls: type) -> str:
     ``name`` attribute, else its class name."""
     path = f"{cls.__module__}:{cls.__qualname__}"
     for name in METHODS.names():
-        target = METHODS.entry(name).target
-        if target is cls or target == path:
+        entry = METHODS.entry(name)
+        kinds = entry.facts.get("kinds") or {"": (entry.target, None)}
+        if any(target is cls or target == path for target, _ in kinds.values()):
             return name
     return str(getattr(cls, "name", None) or cls.__name__)
 
@@ -141,7 +143,41 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class TokenScorer:
+class MethodFacts:
+    """What a scorer's method is, read from its registry entry - the one
+    place a method states it (a scorer class states none of it; a user's
+    class registered with :func:`register_scorer` states it as class
+    attributes, which the registry reads and which then shadow these).
+
+    Attributes:
+        method_name (str): The registered method.
+    """
+
+    method_name: str = ""
+
+    @property
+    def facts(self) -> Mapping[str, Any]:
+        """The registry's facts of this scorer's method (none when it is not
+        registered)."""
+        known = self.method_name in METHODS
+        return METHODS.entry(self.method_name, warn=False).facts if known else {}
+
+    @property
+    def signed(self) -> bool:
+        """bool: Whether a score has a direction (+ for the explained class
+        or answer, - against it); False for a magnitude without one, such as
+        IBA's."""
+        return bool(self.facts.get("signed", True))
+
+    @property
+    def word_reduction(self) -> str:
+        """str: How a word's score is made from its word pieces' scores:
+        ``"sum"`` (additive scores: the word's share of the total) or
+        ``"mean"`` (scores that do not add up over pieces)."""
+        return str(self.facts.get("reduction", "sum"))
+
+
+class TokenScorer(MethodFacts):
     """Base class: turn a batch of token ids into per-token scores ``(B, L)``.
 
     Subclasses implement :meth:`_scores`. :meth:`attribute` validates the inputs,
@@ -204,26 +240,6 @@ class TokenScorer:
         }
         self.seconds = 0.0
         self.instances = 0
-
-    @property
-    def facts(self) -> Mapping[str, Any]:
-        """The registry's facts of this scorer's method (none when it is not
-        registered)."""
-        known = self.method_name in METHODS
-        return METHODS.entry(self.method_name).facts if known else {}
-
-    @property
-    def signed(self) -> bool:
-        """bool: Whether a score has a direction (+ for the explained class,
-        - against it); False for a magnitude without one, such as IBA's."""
-        return bool(self.facts.get("signed", True))
-
-    @property
-    def word_reduction(self) -> str:
-        """str: How a word's score is made from its word pieces' scores:
-        ``"sum"`` (additive scores: the word's share of the total) or
-        ``"mean"`` (scores that do not add up over pieces)."""
-        return str(self.facts.get("reduction", "sum"))
 
     @property
     def score_meaning(self) -> str:

@@ -145,7 +145,7 @@ def test_explainer_objective_deletion_trains_its_own_explainer(
     from captum_iba.evaluation.amortized import EXPLAINER_OBJECTIVES as SETTINGS
     from captum_iba.registry import EXPLAINER_OBJECTIVES
 
-    assert tuple(SETTINGS) == EXPLAINER_OBJECTIVES  # one list of names
+    assert SETTINGS is EXPLAINER_OBJECTIVES  # one home of the names and settings
     flag = ["--explainer-objective", "deletion"]
     explain = ["explain", "a fine film", "--model", tiny_model_dir, "--method",
                "iba-amortized"]  # fmt: skip

@@ -63,12 +63,15 @@ def test_every_option_is_described_with_its_default(command):
 
 @pytest.mark.parametrize("command", ["explain", "evaluate", "attribute"])
 def test_methods_and_priors_are_listed_from_the_registry(command):
-    """Every command lists the methods of both kinds of model, each under
-    its kind (evaluate and attribute take a causal LM too)."""
-    text = _subparsers(cli._parser())[command].format_help()
+    """Every command lists the methods of both kinds of model in one list
+    (evaluate and attribute take a causal LM too), a method for one kind
+    only marked, and 0.2's deprecated names."""
+    text = " ".join(_subparsers(cli._parser())[command].format_help().split())
     for name, summary in METHODS.items():
-        assert f"{name.lower()}  " in text and summary in text, name
-    assert "methods for causal LMs" in text and "methods for classifiers" in text
+        assert f"{name.lower()} {summary}" in text, name
+    assert "methods for classifiers and causal LMs" in text
+    assert "lime-text LIME on words" in text and "(classifiers only)" in text
+    assert "llm-iba-deletion" in text and "until 0.4 (deprecated" in text
     for name, summary in PRIORS.items():
         assert summary in text, name
 

@@ -77,28 +77,58 @@ def test_evaluate_explains_the_model_s_choice_and_resumes(
     assert "8 were recorded before" in capsys.readouterr().out
 
 
+def test_the_names_of_a_classifier_s_methods_run_on_a_causal_lm(
+    tiny_llm_dir, tmp_path, capsys
+):
+    """``evaluate --model <causal LM> --methods iba-deletion,ig,ablation``
+    runs (one name per method); 0.2's llm- names give the same scores, with
+    a note naming the new name."""
+    new, old = tmp_path / "new", tmp_path / "old"
+    fast = ["--steps", "2", "--ig-steps", "3"]
+    methods = "iba-deletion,ig,ablation"
+    assert main(_argv(tiny_llm_dir, tmp_path, new, "--methods", methods, *fast)) == 0
+    assert "done: 8 instances x 3 method(s)" in capsys.readouterr().out
+    olds = "llm-iba-deletion,llm-ig,llm-ablation"
+    assert main(_argv(tiny_llm_dir, tmp_path, old, "--methods", olds, *fast)) == 0
+    err = capsys.readouterr().err
+    assert "'llm-ig' is deprecated" in err and "write 'ig'" in err
+
+    def scores(out):
+        rows = [json.loads(line) for line in (out / "attributions.jsonl").open()]
+        return {(r["method"], r["index"]): r["scores"] for r in rows}
+
+    got, before = scores(new), scores(old)
+    assert {m for m, _ in got} == {"iba-deletion", "IG", "LOO"}
+    renamed = {"llm-iba-deletion": "iba-deletion", "llm-ig": "IG", "llm-ablation": "LOO"}
+    assert {(renamed[m], i): s for (m, i), s in before.items()} == got
+
+
 def test_a_causal_lm_gets_the_llm_comparison_by_default(tiny_llm_dir):
     llm = [m.lower() for m in DEFAULT_LLM_COMPARISON]
     assert default_methods("evaluate", tiny_llm_dir) == llm
-    assert default_methods("attribute", tiny_llm_dir) == ["llm-iba-deletion"]
+    assert default_methods("attribute", tiny_llm_dir) == ["iba-deletion"]
+    assert "ablation" in llm and not [m for m in llm if m.startswith("llm-")]
     assert default_methods("evaluate", None)[0] == "iba-deletion"
 
 
 def test_methods_of_the_other_kind_and_corpora_without_a_task_are_refused(
     tiny_llm_dir, tiny_model_dir, tmp_path, capsys
 ):
-    err = _fails(_argv(tiny_llm_dir, tmp_path, tmp_path / "a", "--methods", "ig"),
-                 capsys)  # fmt: skip
-    assert "ig explains classifiers, but the model is a causal LM" in err
-    assert "llm-iba-deletion" in err  # the methods that fit
     err = _fails(
-        _argv(tiny_model_dir, tmp_path, tmp_path / "b", "--methods", "llm-random"),
+        _argv(tiny_llm_dir, tmp_path, tmp_path / "a", "--methods", "ig,lime-text"),
         capsys,
     )
+    assert "lime-text explains classifiers, but the model is a causal LM" in err
+    assert "iba-deletion" in err and "llm-" not in err  # the methods that fit
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:  # 0.2's name: a note, then the error
+        main(_argv(tiny_model_dir, tmp_path, tmp_path / "b", "--methods", "llm-random"))
+    note, err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and "note: the method name 'llm-random'" in note
     assert "llm-random explains causal LMs, but the model is a classifier" in err
     err = _fails(
         _argv(tiny_llm_dir, tmp_path, tmp_path / "c", "--dataset", "bbc",
-              "--methods", "llm-random"), capsys,
+              "--methods", "random"), capsys,
     )  # fmt: skip
     assert "--dataset bbc: no prompt task for a causal LM" in err
     assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()
@@ -167,7 +197,7 @@ def test_attribute_explains_the_gold_word_by_default(tiny_llm_dir, tmp_path):
     argv[0] = "attribute"
     assert main(argv) == 0  # its default method for a causal LM
     rows = [json.loads(line) for line in (out / "attributions.jsonl").open()]
-    assert {r["method"] for r in rows} == {"llm-iba-deletion"} and len(rows) == 8
+    assert {r["method"] for r in rows} == {"iba-deletion"} and len(rows) == 8
     for row in rows:
         assert row["target"] == row["label"]
         assert row["answer"] == [" negative", " positive"][row["label"]]

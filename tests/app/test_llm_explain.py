@@ -45,7 +45,7 @@ def test_explain_prints_the_answer_and_writes_the_page(lm_dir, tmp_path, capsys)
     code = main(argv + ["--max-new-tokens", "2", "--html", str(html)] + FAST)
     out = capsys.readouterr().out
     assert code == 0
-    assert "answer (greedy, 2 tokens)" in out and "llm-iba-deletion" in out
+    assert "answer (greedy, 2 tokens)" in out and "\niba-deletion: " in out
     assert "per output token" in out  # the page asks for them: printed too
     page = html.read_text()
     assert 'table class="m"' in page and "did the answer need" in page
@@ -71,8 +71,8 @@ def test_compare_with_captums_methods(lm_dir, capsys):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--method", "ig"], "ig explains classifiers.*llm-iba-deletion"),
-        (["--compare", "llm-ig,iba"], "iba explains classifiers.*llm-ig"),
+        (["--method", "lime-text"], "lime-text explains classifiers.*iba-deletion"),
+        (["--compare", "ig,occlusion"], "occlusion explains classifiers.*, ig,"),
         (["--pair", "a dog"], "--pair is for a classifier"),
         (["--target", "   "], "no token"),
     ],
@@ -139,8 +139,8 @@ def test_explain_answer_refuses_bad_input(tiny_model_dir):
         explain_answer("  ", model, tokenizer=tok)
     with pytest.raises(ValueError, match="needs its tokenizer"):
         explain_answer("the cat", model)
-    with pytest.raises(ValueError, match="IG explains classifiers"):
-        explain_answer("the cat", model, "IG", tokenizer=tok)
+    with pytest.raises(ValueError, match="occlusion explains classifiers"):
+        explain_answer("the cat", model, "occlusion", tokenizer=tok)
     with pytest.raises(ValueError, match="sequence classifier, not a causal LM"):
         explain_answer("the cat", tiny_model_dir)
     from tests.helpers import tiny_hf_model
@@ -182,8 +182,8 @@ def test_the_listing_names_methods_per_kind(capsys):
     with pytest.raises(SystemExit):
         main(["explain", "--help"])
     out = capsys.readouterr().out
-    assert "methods for causal LMs" in out and "llm-iba-deletion" in out
-    assert "methods for classifiers" in out
+    assert "methods for classifiers and causal LMs" in out
+    assert "llm-iba-deletion" in out  # a deprecated name, still listed as such
     json.dumps(out)  # plain text
 
 

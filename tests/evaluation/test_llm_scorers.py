@@ -1,5 +1,6 @@
 """The methods for causal LMs (captum_iba.evaluation.llm_scorers) on tiny
-random Llama and GPT-2 built from configs: every registered llm- method runs
+random Llama and GPT-2 built from configs: every registered method that
+explains causal LMs runs
 on the batch route, whole answer and per output token, leaves the model as
 it found it (no hook, no parameter state changed), and refuses bad input."""
 
@@ -19,7 +20,7 @@ LLM_METHODS = [
     m
     for m in METHODS.names()
     if "causal-lm" in METHODS.entry(m).facts["models"]
-    and (m != "llm-attnlrp" or attnlrp_available()[0])  # lxt: transformers 4.x
+    and (m != "AttnLRP" or attnlrp_available()[0])  # lxt: transformers 4.x
 ]
 #: Light options per method (the scorers' defaults are for real use).
 LIGHT = {
@@ -45,15 +46,21 @@ def _batch(tok):
     )
 
 
-def test_every_llm_method_is_registered_for_causal_lms_only():
-    assert {"llm-iba", "llm-iba-faithful", "llm-iba-deletion", "llm-ig"} <= set(
+def test_one_name_per_method_for_both_kinds():
+    """The methods explain a classifier and a causal LM under one name; 0.2's
+    llm- names are those methods for causal LMs only; a method for one kind
+    is refused on the other, naming those that fit."""
+    assert {"IBA", "iba-faithful", "iba-deletion", "IG", "LOO", "random"} <= set(
         LLM_METHODS
     )
-    assert "iba" not in LLM_METHODS and "ig" not in LLM_METHODS
+    assert not [m for m in METHODS.names() if m.startswith("llm-")]
+    for name in ("iba-deletion", "ig", "ablation", "loo", "saliency"):
+        check_request([name], model_kind="causal-lm")
+        check_request([name], model_kind="classifier")
     with pytest.raises(ValueError, match="llm-ig explains causal LMs.*iba-deletion"):
         check_request(["llm-ig"], model_kind="classifier")
-    with pytest.raises(ValueError, match="IG explains classifiers.*llm-iba-deletion"):
-        check_request(["ig"], model_kind="causal-lm")
+    with pytest.raises(ValueError, match="LIME-text explains classifiers.*IG"):
+        check_request(["lime-text"], model_kind="causal-lm")
 
 
 @pytest.mark.parametrize("kind", KINDS)
