@@ -158,7 +158,7 @@ def _method(
     entry = METHODS.add(name, target, summary, facts=facts, **defaults)
     for other in also:
         METHODS.alias(other, entry)
-    _BUILT_IN[name] = entry
+    _BUILT_IN.update({n.lower(): entry for n in (name,) + also})
 
 
 #: Attribution methods as per-token scorers, by name (any case): one name per
@@ -344,21 +344,22 @@ def _for_kind(entry: Entry, kind: str) -> Entry:
     return replace(entry, target=target, defaults=MappingProxyType(dict(defaults)))
 
 
-#: The names of 0.2's methods for causal LMs -> the method each is: the same
-#: class and arguments on a causal LM (shown under the old name, so that
-#: records keep it). They work until 0.4, with a ``DeprecationWarning``.
+#: The names of 0.2's methods for causal LMs -> the name to write now: the
+#: same method, class and arguments on a causal LM (shown under the old name,
+#: so that records keep it). They work until 0.4, with a
+#: ``DeprecationWarning``.
 LLM_NAMES = {
-    "llm-iba": "IBA",
+    "llm-iba": "iba",
     "llm-iba-faithful": "iba-faithful",
     "llm-iba-deletion": "iba-deletion",
     "llm-random": "random",
-    "llm-ablation": "LOO",
+    "llm-ablation": "ablation",
     "llm-shapley": "shapley",
-    "llm-lime": "LIME",
+    "llm-lime": "lime",
     "llm-kernel-shap": "kernel-shap",
-    "llm-ig": "IG",
+    "llm-ig": "ig",
     "llm-saliency": "saliency",
-    "llm-attnlrp": "AttnLRP",
+    "llm-attnlrp": "attnlrp",
     "llm-input-x-gradient": "input-x-gradient",
 }
 for _old, _new in LLM_NAMES.items():
@@ -369,7 +370,7 @@ for _old, _new in LLM_NAMES.items():
         _old,
         replace(_kind, name=_old, facts=MappingProxyType(_facts)),
         deprecated=f"the method name {_old!r} is deprecated (it goes in 0.4): "
-        f"write {_new.lower()!r}, the same method for a classifier or a causal LM",
+        f"write {_new!r}, the same method for a classifier or a causal LM",
     )
 
 #: What ``explain`` and ``attribute`` run when no method is named, on a

@@ -20,7 +20,7 @@ command share its batches (:mod:`study_parts`: each claims the next batch no
 other holds), one torch thread each::
 
     python experiments/llm_faithfulness.py run --task sst2 --split search --n 16 \\
-        --methods llm-random,llm-iba-deletion,llm-ablation,llm-ig
+        --methods random,iba-deletion,ablation,ig
     python experiments/llm_faithfulness.py tables --task sst2 --split search
 
 ``summary --split report`` gives one row per task (the default against the
@@ -30,6 +30,12 @@ anchors). ``tables --docs docs`` also writes them as
 
 Tables use the classifier study's statistics (means, 95 % bootstrap
 intervals, paired differences against the anchors).
+
+The methods have the names they have for a classifier (``iba-deletion``,
+``ig``, ``ablation``, ...); the record files keep the names of the study's
+time (0.2's ``llm-ig.json`` holds ``IG``'s prompts: :func:`record_name`), so
+the records of experiments/llm_results read and resume as they are, and the
+tables name each method by its name now.
 """
 
 import argparse
@@ -62,12 +68,26 @@ from captum_iba.evaluation.llm_degradation import (  # noqa: E402
     content_mask,
     degrade_scores,
 )
+from captum_iba.registry import LLM_NAMES, METHODS  # noqa: E402
 
 #: The tasks' names in tables.
 TITLES = {"sst2": "SST-2", "rte": "RTE", "ag_news": "AG News", "imdb": "IMDB"}
 
 #: The anchors the paired differences are taken against.
-ANCHORS = ("llm-ig", "llm-ablation", "llm-attnlrp")
+ANCHORS = ("IG", "LOO", "AttnLRP")
+#: A method's record file name: 0.2's name of the method, where it had one.
+RECORD_NAMES = {METHODS.entry(new).name: old for old, new in LLM_NAMES.items()}
+
+
+def record_name(method: str) -> str:
+    """The stem of ``method``'s record file (``IG`` -> ``llm-ig``)."""
+    name = METHODS.entry(method).name
+    return RECORD_NAMES.get(name, name)
+
+
+def method_of(stem: str) -> str:
+    """The method a record file holds, by its name now (``llm-ig`` -> ``IG``)."""
+    return METHODS.entry(LLM_NAMES[stem]).name if stem in LLM_NAMES else stem
 
 
 def _split(task: str, split: str) -> str:
@@ -90,9 +110,10 @@ def run(args: argparse.Namespace) -> None:
           f"CPU {cpu}", flush=True)  # fmt: skip
     options = get_preset("fair").test.with_tokenizer(tok)
     choices = answer_token_ids(task, tok)
-    for name in args.methods.split(","):
+    for given in args.methods.split(","):
+        name = METHODS.entry(given).name  # a deprecated name warns
         record = Record(
-            Path(args.out) / args.task / args.split / f"{name}.json",
+            Path(args.out) / args.task / args.split / f"{record_name(name)}.json",
             examples.indices,
             lambda done: dict(
                 accuracy=_accuracy(chosen[:done], examples.labels[:done]),
@@ -102,7 +123,10 @@ def run(args: argparse.Namespace) -> None:
         )
         scorer = None
         for rows in record.batches(args.n, args.batch_size):
-            scorer = scorer or build_scorers([name], Resources(model, tok))[name]
+            scorer = (
+                scorer
+                or build_scorers([name], Resources(model, tok), kind="causal-lm")[name]
+            )
             batch = prompt_batch(
                 tok, [examples.prompts[i] for i in rows],
                 [task.answers[chosen[i]] for i in rows], chat=task.chat,
@@ -176,7 +200,7 @@ def tables(args: argparse.Namespace) -> None:
         png = docs / "_static" / f"llm_tradeoff_{name}.png"
         # two lines: the accuracy's clause no longer fits the plot's width
         title = f"SmolLM2, {split}\n({accuracy})"
-        fs.plot(_labelled(records), title, png, iba="llm-iba")
+        fs.plot(_labelled(records), title, png, iba="iba")
 
 
 def _labelled(records: Dict[str, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
@@ -194,14 +218,17 @@ def _records(out: str, task: str, split: str) -> Dict[str, Dict[str, Any]]:
         if held:  # a batch before them still runs, or its process died
             print(f"note: {parts} holds {held} batches not yet in its record "
                   "(a re-run of the command merges them)", file=sys.stderr)  # fmt: skip
-    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    return {
+        method_of(p.stem): json.loads(p.read_text())
+        for p in sorted(folder.glob("*.json"))
+    }
 
 
 def summary(args: argparse.Namespace) -> None:
     """One row per task: the default's AOPC and CPU-s, and its paired AOPC
     difference from each anchor on the prompts both have (n given)."""
-    default = "llm-iba-deletion"
-    refs = ("llm-attnlrp", "llm-ablation", "llm-ig", "llm-random")
+    default = "iba-deletion"
+    refs = ("AttnLRP", "LOO", "IG", "random")
     head = "| task | n | accuracy | default AOPC | default CPU-s | "
     head += " | ".join(f"d AOPC vs {r} (n)" for r in refs) + " |"
     lines = [head, "|" + "---|" * (5 + len(refs))]
@@ -226,7 +253,7 @@ def summary(args: argparse.Namespace) -> None:
         path = Path(args.docs) / "_generated" / f"llm_summary_{args.split}.rst"
         path.parent.mkdir(parents=True, exist_ok=True)
         title = (
-            f"SmolLM2, {args.split} splits: llm-iba-deletion's AOPC, CPU-s a prompt "
+            f"SmolLM2, {args.split} splits: iba-deletion's AOPC, CPU-s a prompt "
             "and paired AOPC differences (95 % intervals) on the prompts both have"
         )
         path.write_text(fs.to_rst(table, title))
@@ -267,12 +294,12 @@ def main() -> None:
             "--docs", help="also write the tables (and plot) under this docs folder"
         )
     sub.choices["run"].add_argument("--n", type=int, default=200)
-    sub.choices["run"].add_argument("--methods", default="llm-random,llm-iba-deletion")
+    sub.choices["run"].add_argument("--methods", default="random,iba-deletion")
     sub.choices["run"].add_argument("--batch-size", type=int, default=4)
     sub.choices["run"].add_argument("--model", default=SMOLLM2_HUB_ID)
     sub.choices["run"].add_argument(
         "--tokenizer",
-        help="a tokenizer folder replacing the model's (llm-attnlrp runs under "
+        help="a tokenizer folder replacing the model's (attnlrp runs under "
         "transformers 4.x, whose GGUF tokenizer adds a BOS token: give it the "
         "tokenizer saved under transformers 5, with tokenizer_class "
         "PreTrainedTokenizerFast)",

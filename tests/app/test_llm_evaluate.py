@@ -99,7 +99,11 @@ def test_the_names_of_a_classifier_s_methods_run_on_a_causal_lm(
 
     got, before = scores(new), scores(old)
     assert {m for m, _ in got} == {"iba-deletion", "IG", "LOO"}
-    renamed = {"llm-iba-deletion": "iba-deletion", "llm-ig": "IG", "llm-ablation": "LOO"}
+    renamed = {
+        "llm-iba-deletion": "iba-deletion",
+        "llm-ig": "IG",
+        "llm-ablation": "LOO",
+    }
     assert {(renamed[m], i): s for (m, i), s in before.items()} == got
 
 
