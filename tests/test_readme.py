@@ -89,3 +89,39 @@ def test_the_quick_start_leaves_special_tokens_out_of_the_word_scores(
     assert bool((scores[special] == 0).all())
     real = scope["words"]
     assert bool(((scores[real] > 0) & (scores[real] < 1)).all())
+
+
+def _layout_rows():
+    """The README's Layout table as (the paths of its first cell, its text)."""
+    layout = README.split("## Layout")[1].split("\n## ")[0]
+    rows = [ln for ln in layout.splitlines() if ln.startswith("| `")]
+    return [(re.findall(r"`([^`]+)`", r.split(" | ")[0]), r) for r in rows]
+
+
+def _named(module: str, rows) -> bool:
+    """Whether the Layout names ``module`` (``captum_iba/...py``): as a path
+    of a first cell, or in the row of a folder above it by the rest of its
+    path (``engine/run.py`` or ``run.py`` under ``captum_iba/app/engine/``)."""
+    for paths, text in rows:
+        for path in paths:
+            if path == module:
+                return True
+            if path.endswith("/") and module.startswith(path):
+                if f"`{module[len(path):]}`" in text:
+                    return True
+    return False
+
+
+def test_the_layout_names_every_module():
+    """Issue 50, item 7: the map is the territory - every module of the
+    package (but the packages' ``__init__.py``) is named in the README's
+    Layout table, in the row of its folder."""
+    rows = _layout_rows()
+    modules = sorted(
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "captum_iba").rglob("*.py")
+        if p.name != "__init__.py"
+    )
+    assert len(modules) > 100
+    missing = [m for m in modules if not _named(m, rows)]
+    assert not missing, f"name these in the README's Layout table: {missing}"

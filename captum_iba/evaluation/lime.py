@@ -180,8 +180,8 @@ class LimeTextScorer(TokenScorer):
     decoded to a text, LIME splits it into words (``\\W+``), every perturbed text
     is re-tokenised and padded to ``max_length`` and run WITHOUT attention mask or
     segment ids; a piece gets the weight of the LIME word equal to it, and a piece
-    that equals no LIME word (``##`` continuations, punctuation, pieces of split words) gets the
-    maximum weight of the instance. Sentence pairs are decoded as one text (the
+    that equals no LIME word (``##`` continuations, punctuation, pieces of split
+    words) gets the maximum weight of the instance. Sentence pairs are decoded as one text (the
     paper's pair branch never ran).
 
     ``mode="words"``: LIME's words are the instance's whole words (pieces joined on

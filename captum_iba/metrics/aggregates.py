@@ -113,9 +113,9 @@ def register_aggregate(
 
     Examples::
 
-        >>> @register_aggregate("last_drop", column="drop @ 100 %",
+        >>> @register_aggregate("end_drop", column="drop @ end",
         ...                     better="higher", legend="the fall at the last level.")
-        ... def last_drop(original_probs, probs):
+        ... def end_drop(original_probs, probs):
         ...     return float(drop_curve(original_probs, probs)[-1])
     """
     if better is not None and better not in BETTER:
