@@ -272,7 +272,7 @@ class InputXGradientScorer(CaptumScorer):
     )
 
 
-class SaliencyScorer(CaptumScorer):
+class SaliencyScorer(GradientXActivationScorer):
     """The gradient at the embedding output, summed over its features
     (Captum's ``LayerGradientXActivation`` without the inputs):
     ``saliency`` for a classifier, as for a causal LM at its token
@@ -280,16 +280,11 @@ class SaliencyScorer(CaptumScorer):
     embeddings: its embedding LayerNorm makes their gradient sum to zero
     over the features.)"""
 
-    method = LayerGradientXActivation
     method_arguments = {"multiply_by_inputs": False}
     meaning = (
         "the gradient of the class's {output} at the token's embedding, "
         "summed: + where more of it raises the class"
     )
-
-    def __init__(self, model: Callable[..., Any], **kwargs: Any) -> None:
-        kwargs.setdefault("layer", "embeddings")
-        super().__init__(model, **kwargs)
 
 
 class SamplingScorer(CaptumScorer):
