@@ -107,7 +107,7 @@ def _named(module: str, rows) -> bool:
             if path == module:
                 return True
             if path.endswith("/") and module.startswith(path):
-                if f"`{module[len(path):]}`" in text:
+                if f"`{module[len(path) :]}`" in text:
                     return True
     return False
 

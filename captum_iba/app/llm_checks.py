@@ -7,7 +7,7 @@ does not need the weights comes before them:
   ``config.json`` or a GGUF file's header (:func:`gguf_header`: its
   key-value pairs only, never a tensor);
 * :func:`check_lm_request` - the request's layers against that (out of
-  range, ``llm-iba-deletion`` at the last layer), ``llm-attnlrp`` without
+  range, ``iba-deletion`` at the last layer), ``attnlrp`` without
   ``lxt``, a prior fitted on data (a causal LM's route has no corpus to fit
   it on);
 * :func:`answer_budget` - a prompt and its answer against the positions,
@@ -122,7 +122,7 @@ def lm_config(path: Union[str, Path]) -> Any:
 def check_lm_request(request: MethodRequest, config: Any, cli: bool = True) -> None:
     """The request's layers against the configuration
     (:func:`~captum_iba.app.models.check_request_layers`: the range, and
-    ``llm-iba-deletion`` at the last layer), ``llm-attnlrp`` where ``lxt``
+    ``iba-deletion`` at the last layer), ``attnlrp`` where ``lxt``
     does not import, and a prior fitted on data (there is no corpus to fit
     it on) - all before any weights load.
 
@@ -131,11 +131,11 @@ def check_lm_request(request: MethodRequest, config: Any, cli: bool = True) -> N
     """
     from captum_iba.app.command_parts import _priors_named
     from captum_iba.app.models import check_request_layers
-    from captum_iba.registry import METHODS, PRIORS
+    from captum_iba.registry import PRIORS, method_entry
 
     check_request_layers(request, config, cli)
     for method in request.methods:
-        module = str(METHODS.entry(method).target).partition(":")[0]
+        module = str(method_entry(method, "causal-lm").target).partition(":")[0]
         if module.endswith(".attnlrp"):
             from captum_iba.evaluation.attnlrp import attnlrp_available
 

@@ -332,8 +332,8 @@ def explain_answer(
     Raises:
         ValueError: Before any weights load: an unknown method, one that does
             not explain causal LMs, an option no chosen method takes, a bad
-            value, a layer out of the model's range, ``llm-iba-deletion`` at
-            its last layer, ``llm-attnlrp`` without ``lxt``, a prior fitted
+            value, a layer out of the model's range, ``iba-deletion`` at
+            its last layer, ``attnlrp`` without ``lxt``, a prior fitted
             on data, an empty prompt or answer, a prompt and answer past the
             model's positions (a longer greedy answer than they leave room
             for is cut, with a warning), a classifier given as the model.

@@ -181,8 +181,8 @@ class LimeTextScorer(TokenScorer):
     is re-tokenised and padded to ``max_length`` and run WITHOUT attention mask or
     segment ids; a piece gets the weight of the LIME word equal to it, and a piece
     that equals no LIME word (``##`` continuations, punctuation, pieces of split
-    words) gets the maximum weight of the instance. Sentence pairs are decoded as one text (the
-    paper's pair branch never ran).
+    words) gets the maximum weight of the instance. Sentence pairs are decoded as
+    one text (the paper's pair branch never ran).
 
     ``mode="words"``: LIME's words are the instance's whole words (pieces joined on
     ``##``/``▁``/``Ġ``), given to LIME as placeholders ``w0 w1 ...`` so that every
