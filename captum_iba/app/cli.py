@@ -36,7 +36,12 @@ import sys
 from typing import Any, NoReturn, Optional, Sequence
 
 from captum_iba.app.checks import positive_int, removed_on_failure, thread_count
-from captum_iba.app.cli_checks import CHECKS, DATASETS, REPRODUCE_SETTINGS
+from captum_iba.app.cli_checks import (
+    CHECKS,
+    DATASETS,
+    REPRODUCE_SETTINGS,
+    deprecation_notes,
+)
 from captum_iba.app.data.corpora import DEFAULT_CORPUS, LABEL_NAMES
 from captum_iba.app.errors import CLIError, split_choices
 from captum_iba.app.help import (
@@ -413,7 +418,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from captum_iba.app import commands  # the heavy stack, only now
 
         with removed_on_failure(args):
-            return commands.COMMANDS[args.command](args)
+            code = commands.COMMANDS[args.command](args)
+        for note in deprecation_notes(args):  # after the run: an error stays one line
+            print(f"captum-iba: note: {note}", file=sys.stderr)
+        return code
     except KeyboardInterrupt:
         parser.exit(130, "captum-iba: interrupted\n")
     except _USER_ERRORS as err:

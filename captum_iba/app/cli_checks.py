@@ -9,7 +9,6 @@ the corpus, the data folder and ``reproduce``'s choices. Each check raises
 
 import argparse
 import os
-import sys
 from typing import Dict, List, Optional
 
 from captum_iba.app.data.corpora import HELDOUT_SPLIT
@@ -33,6 +32,7 @@ __all__ = [
     "check_explain",
     "check_options",
     "check_reproduce",
+    "deprecation_notes",
     "method_names",
     "per_method_options",
 ]
@@ -46,7 +46,7 @@ REPRODUCE_SETTINGS = tuple(SETTINGS.names())
 def method_names(text: str, option: str) -> List[str]:
     """Comma-separated method names (or other names of methods) as
     registered names (unknown ones refused); a deprecated name (0.2's
-    ``llm-*``) works, with a one-line note on stderr naming the new one."""
+    ``llm-*``) works (:func:`deprecation_notes`)."""
     known = [m.lower() for m in METHODS.names()] + list(METHODS.aliases())
     chosen = [v.strip() for v in text.lower().split(",") if v.strip()]
     if not chosen:
@@ -54,10 +54,17 @@ def method_names(text: str, option: str) -> List[str]:
     unknown = [m for m in chosen if m not in METHODS]
     if unknown:
         split_choices(",".join(unknown), known, "method")  # its error
-    for name in chosen:
-        if METHODS.deprecation(name):
-            print(f"captum-iba: note: {METHODS.deprecation(name)}", file=sys.stderr)
     return [METHODS.entry(m, warn=False).name for m in chosen]
+
+
+def deprecation_notes(args: argparse.Namespace) -> List[str]:
+    """What the command line says, in one line each on stderr after a run,
+    of the deprecated method names it was given (0.2's ``llm-*``: the new
+    name to write)."""
+    given = list(getattr(args, "methods", None) or [])
+    given += [m.partition(":")[0].strip() for m in getattr(args, "set", None) or []]
+    notes = [METHODS.deprecation(m) for m in dict.fromkeys(given)]
+    return [n for n in notes if n]
 
 
 def per_method_options(given: Optional[List[str]]) -> Dict[str, Dict[str, str]]:

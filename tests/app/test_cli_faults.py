@@ -19,14 +19,8 @@ def _fails(argv, capsys, code=2):
         main(argv)
     err = capsys.readouterr().err
     assert exc.value.code == code, err
-    # one line of error (a deprecated method name's note is no part of it)
-    lines = [x for x in err.strip().splitlines() if not x.startswith(_NOTE)]
-    assert "Traceback" not in err and len(lines) == 1, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     return err
-
-
-#: How the command line's notes on stderr begin (e.g. a deprecated name's).
-_NOTE = "captum-iba: note: "
 
 
 @pytest.fixture
