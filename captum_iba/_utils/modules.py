@@ -4,18 +4,7 @@ from typing import List, Optional
 
 from torch.nn import Module, ModuleList
 
-__all__ = ["embeddings_of", "is_causal", "is_causal_lm", "layer_stack"]
-
-#: The class-name endings of Hugging Face's causal LMs (the models that
-#: predict the next token).
-CAUSAL_LM_CLASSES = ("ForCausalLM", "LMHeadModel")
-
-
-def is_causal_lm(model: object) -> bool:
-    """Whether ``model`` is a Hugging Face causal LM (a ``...ForCausalLM`` or
-    ``...LMHeadModel``), by its class; a sequence classifier (even one on a
-    decoder, such as ``GPT2ForSequenceClassification``) is not."""
-    return type(model).__name__.endswith(CAUSAL_LM_CLASSES)
+__all__ = ["embeddings_of", "is_causal", "layer_stack"]
 
 
 def layer_stack(model: Module) -> List[Module]:

