@@ -188,6 +188,7 @@ def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
         if world.is_main and marker.is_file():  # not complete until it ends
             finished = marker.read_text()
             marker.unlink()
+        if world.is_main:
             print(
                 f"captum-iba {args.command}: {args.dataset} {split}, methods "
                 f"{', '.join(args.methods)}; results go to {out}/ (a re-run with "
