@@ -216,7 +216,7 @@ _method(
 )
 _method(
     "iba-faithful",
-    dict(_IBA, **{"causal-lm": (_IBA["causal-lm"], {"mask": "token"})}),
+    _IBA,  # a causal LM: one mask weight per token (attr.llm.LLM_MASKS)
     "IBA with noise at a layer, a true information bottleneck (how much of each "
     "token's signal passes): the most faithful of IBA's noise configurations "
     "(docs/faithfulness.rst; a causal LM: one mask weight per token)",

@@ -53,7 +53,9 @@ __all__ = [
     "AnswerScores",
     "CausalLMLogLikelihood",
     "LLMInformationBottleneckAttribution",
+    "LLM_MASKS",
     "explain_answers",
+    "llm_options",
     "no_ranking",
     "prompt_target_batch",
 ]
@@ -377,6 +379,7 @@ def explain_answers(
         )
     if not (whole or per_token):
         raise ValueError("ask for the whole answer, per output token, or both")
+    options = llm_options(options)
     parts: List[PromptBatch] = [batch] if whole else []
     which = None
     if per_token:
@@ -411,6 +414,35 @@ def explain_answers(
     _say_if_flat(flat, iba, used)
     unit = "signal" if readout == "mask_mean" else "nats"
     return AnswerScores(answer, tokens, unit, flat)
+
+
+#: The mask a named configuration uses on a causal LM when the call names
+#: none: ``"faithful"``'s per-feature mask gives a decoder no ranking (every
+#: token's score stays where the mask starts, docs/llm.rst), one weight per
+#: token ranks. Read by :func:`llm_options`, the one place both routes
+#: (Captum's LLM API and :func:`explain_answers`' callers, ``llm-iba-faithful``)
+#: resolve it.
+LLM_MASKS = {"faithful": "token"}
+
+
+def llm_options(options: Dict[str, Any]) -> Dict[str, Any]:
+    """IBA's options of a call on a causal LM: ``options`` with the ``mask``
+    of :data:`LLM_MASKS` added when ``config`` names such a configuration
+    (any case) and ``mask`` is not given. A given ``mask``, or options passed
+    as an :class:`~captum_iba.attr.options.IBAOptions`, are used as they are.
+
+    Args:
+        options (dict): Keyword options of
+            :meth:`InformationBottleneckAttribution.attribute`.
+
+    Returns:
+        dict: The options to use (a new dict when one is added).
+    """
+    config = options.get("config", "paper")
+    if "mask" in options or not isinstance(config, str):
+        return options
+    mask = LLM_MASKS.get(config.lower())
+    return options if mask is None else {**options, "mask": mask}
 
 
 def options_of(iba: InformationBottleneckAttribution, options: Dict[str, Any]) -> Any:

@@ -50,7 +50,12 @@ from captum_iba._utils.captum_compat import get_exp_kernel_similarity_function
 from captum_iba._utils.modules import embeddings_of
 from captum_iba.attr._precision import precision_used
 from captum_iba.attr.iba import InformationBottleneckAttribution
-from captum_iba.attr.llm import AnswerScores, CausalLMLogLikelihood, explain_answers
+from captum_iba.attr.llm import (
+    AnswerScores,
+    CausalLMLogLikelihood,
+    explain_answers,
+    llm_options,
+)
 from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.attr.options import ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
@@ -186,6 +191,8 @@ class LLMIBAScorer(LLMScorer):
         knobs = {k: kwargs.pop(k) for k in list(kwargs) if k in IBAOptions.names()}
         if prior is not None:
             knobs["prior"] = prior
+        knobs = llm_options({**knobs, "config": config})
+        config = knobs.pop("config")
         super().__init__(model, **kwargs)
         ref = resolve_layer(model, layer)
         #: The IBA options every call uses.

@@ -191,3 +191,68 @@ def test_the_bar_moves_per_method_and_names_what_runs(tmp_path, monkeypatch):
         ("update", 4),
         ("now", "unit 1 of 1: b"),
     ]
+
+
+def _lines_progress(tmp_path, clock, stream):
+    (tmp_path / "shards").mkdir()
+    return Progress(tmp_path, World(), 4, {0: ["llm-iba"]}, [4], stream, clock)
+
+
+def test_a_long_unit_says_it_still_works(tmp_path, monkeypatch):
+    """Issue 53, item 10: a causal LM's unit ran 16 minutes without a line,
+    though a line comes at least every 10 s. A fake clock: the heartbeat
+    says the unit still runs once 10 s passed with nothing said, and is
+    silent between units."""
+    import io
+
+    from captum_iba.app.engine import progress
+
+    monkeypatch.setattr(progress, "WAKE_EVERY", 3600.0)  # beats by hand below
+    now, out = [0.0], io.StringIO()
+    bar = _lines_progress(tmp_path, lambda: now[0], out)
+    bar.working(0, "llm-iba")
+    said = []
+    for t in (9.0, 10.5, 15.0, 21.0, 80.0):
+        now[0] = t
+        before = out.getvalue()
+        bar.beat()
+        said.append(out.getvalue()[len(before) :])
+    assert [bool(s) for s in said] == [False, True, False, True, True]
+    assert "still working on unit 1 of 1: llm-iba (10 s in it)" in said[1]
+    assert "0 of 4 instances x methods scored" in said[1]
+    assert "(80 s in it)" in said[4]
+    bar.update(4)
+    now[0] = 500.0
+    before = out.getvalue()
+    bar.beat()  # no unit runs: nothing to say
+    assert out.getvalue() == before
+    bar.close()
+
+
+def test_the_heartbeat_thread_beats_until_closed(tmp_path, monkeypatch):
+    """The thread calls beat by itself (a fake clock 11 s further at every
+    look; the test waits for the line, it times nothing) and stops on close."""
+    import threading
+
+    from captum_iba.app.engine import progress
+
+    monkeypatch.setattr(progress, "WAKE_EVERY", 0.001)
+    heard = threading.Event()
+
+    class Stream:
+        def write(self, text):
+            if "still working" in text:
+                heard.set()
+
+        def flush(self):
+            pass
+
+        def isatty(self):  # plain lines, as in a log
+            return False
+
+    ticks = iter(range(0, 10**9, 11))
+    bar = _lines_progress(tmp_path, lambda: float(next(ticks)), Stream())
+    bar.working(0, "llm-iba")
+    assert heard.wait(60), "no heartbeat line"
+    bar.close()
+    assert not bar._beat.is_alive()

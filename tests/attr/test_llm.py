@@ -123,6 +123,37 @@ class TestCaptumLLMAPI(BaseTest):
                 self.assertEqual(found.tokens[0, :, 2:].abs().sum().item(), 0.0)
                 self.assertEqual(found.answer[0, 2:].abs().sum().item(), 0.0)
 
+    def test_the_faithful_configuration_is_the_same_on_both_routes(self) -> None:
+        """config="faithful" through Captum's LLM API uses one mask weight per
+        token, as llm-iba-faithful does on the batch route (issue 53, item 5:
+        the API kept the per-feature mask, which gave SmolLM2 no ranking):
+        the same scores on both routes; an explicit mask is kept."""
+        from captum_iba.evaluation.llm_scorers import LLMIBAScorer
+
+        model = tiny_causal_lm("llama")
+        layer = causal_lm_layers(model)[1]
+        llm = LLMInformationBottleneckAttribution(
+            InformationBottleneckAttribution(model, layer), self.tok
+        )
+        inp = TextTokenInput("the cat sat on the", self.tok)
+        res = llm.attribute(inp, target="mat a", config="faithful", **FAST)
+        # what llm-iba-faithful ran before: the mask named
+        scorer = LLMIBAScorer(
+            model, 1, "faithful", tokenizer=self.tok, mask="token", **FAST
+        )
+        found = scorer.attribute(
+            prompt_batch(self.tok, ["the cat sat on the"], ["mat a"]), per_token=True
+        )
+        assertTensorAlmostEqual(
+            self, res.token_attr, found.tokens[0, :, :5], 1e-4, "max"
+        )
+        named = LLMIBAScorer(model, 1, "faithful", tokenizer=self.tok, **FAST)
+        self.assertEqual(named.options, scorer.options)
+        feature = llm.attribute(
+            inp, target="mat a", config="faithful", mask="feature", **FAST
+        )
+        self.assertGreater((feature.token_attr - res.token_attr).abs().max(), 1e-2)
+
     def test_bad_input(self) -> None:
         model = tiny_causal_lm("gpt2")
         layer = causal_lm_layers(model)[1]

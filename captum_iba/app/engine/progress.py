@@ -7,12 +7,19 @@ each method finishes a unit and says which unit and method run now. When
 the output is no terminal (piped, or written to a log), where a bar shows
 nothing, plain lines say the same: one when scoring starts, then at most one
 every :data:`LINE_EVERY` seconds, and the last.
+
+A unit can run for minutes (a causal LM's methods and its degradation test on
+one batch of prompts): while one runs, a heartbeat thread says it still works
+- a line (or, beside a bar, the time spent in it) whenever :data:`LINE_EVERY`
+seconds have passed with nothing said - so the output never falls silent for
+longer.
 """
 
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, TextIO
+from typing import Callable, Dict, List, Optional, Sequence, TextIO
 
 from tqdm.auto import tqdm
 
@@ -21,8 +28,11 @@ from captum_iba.app.engine.dist import World
 __all__ = ["LINE_EVERY", "Progress"]
 
 _ROW = b'"kind": "row"'
-#: Seconds between two plain progress lines (output that is no terminal).
+#: Seconds between two plain progress lines (output that is no terminal), and
+#: at most between two signs of life while a unit runs.
 LINE_EVERY = 10.0
+#: Seconds the heartbeat thread sleeps between two looks at the clock.
+WAKE_EVERY = 1.0
 
 
 def _duration(seconds: float) -> str:
@@ -44,6 +54,8 @@ class Progress:
         todo (dict): This rank's units to do -> their methods.
         sizes (Sequence[int]): Instances per unit.
         stream (TextIO, optional): Where bars and lines go (default stderr).
+        clock (callable, optional): Seconds, monotonic (default
+            :func:`time.perf_counter`; tests pass a fake one).
     """
 
     def __init__(
@@ -54,6 +66,7 @@ class Progress:
         todo: Dict[int, List[str]],
         sizes: Sequence[int],
         stream: Optional[TextIO] = None,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         own = sum(sizes[u] * len(ms) for u, ms in todo.items())
         shares = world.gather(own)
@@ -63,8 +76,13 @@ class Progress:
         self._new = 0
         self._stream = stream or sys.stderr
         self._units = {u: i + 1 for i, u in enumerate(todo)}
-        self._start = time.perf_counter()
+        self._clock = clock
+        self._start = clock()
         self._last_line = -LINE_EVERY
+        self._now: Optional[str] = None  # the unit and method running
+        self._since = 0.0
+        self._stop = threading.Event()
+        self._beat: Optional[threading.Thread] = None
         if self._main:
             self._poll()  # skip what is on disk already
             self._new = 0
@@ -109,21 +127,54 @@ class Progress:
         self._new += found
         return found
 
+    def _elapsed(self) -> float:
+        return self._clock() - self._start
+
     def working(self, unit: int, method: str) -> None:
-        """This rank starts ``method`` on ``unit`` (said beside the bar)."""
+        """This rank starts ``method`` on ``unit`` (said beside the bar); the
+        heartbeat (:meth:`beat`) says it still works until :meth:`update`."""
         what = f"unit {self._units.get(unit, '?')} of {len(self._units)}: {method}"
         self.bar.set_postfix_str(what, refresh=True)
+        self._now, self._since = what, self._elapsed()
         if self._lines and self._count == self.total - self._todo:
             self._say(f"working on {what}")  # the first: said at once
+            self._last_line = self._since
+        if self._beat is None:
+            self._beat = threading.Thread(
+                target=self._beating, name="captum-iba-progress", daemon=True
+            )
+            self._beat.start()
+
+    def _beating(self) -> None:
+        while not self._stop.wait(WAKE_EVERY):
+            self.beat()
+
+    def beat(self) -> None:
+        """A sign of life when :data:`LINE_EVERY` seconds passed with nothing
+        said while a unit runs: a line (without a terminal) or the time spent
+        in the unit beside the bar. Called by the heartbeat thread."""
+        what, now = self._now, self._elapsed()
+        if what is None or now - self._last_line < LINE_EVERY:
+            return
+        self._last_line = now
+        inside = _duration(now - self._since)
+        if self._lines:
+            self._say(
+                f"still working on {what} ({inside} in it); {self._count} of "
+                f"{self.total} instances x methods scored, {_duration(now)} so far"
+            )
+        else:
+            self.bar.set_postfix_str(f"{what} ({inside} in it)", refresh=True)
 
     def update(self, rows: int) -> None:
         """This rank appended ``rows`` rows."""
+        self._now = None
         added = self._poll() if self._main else rows
         self._count += added
         self.bar.update(added)
         if not self._lines:
             return
-        now = time.perf_counter() - self._start
+        now = self._elapsed()
         if now - self._last_line < LINE_EVERY and self._count < self.total:
             return
         self._last_line = now
@@ -143,5 +194,9 @@ class Progress:
         return self._new
 
     def close(self) -> None:
-        """Close the bar."""
+        """Stop the heartbeat and close the bar."""
+        self._now = None
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join()
         self.bar.close()

@@ -165,11 +165,13 @@ def run_corpus_job(
         todo = {u: [m for m in methods if (u, m) not in done] for u in mine}
         todo = {u: ms for u, ms in todo.items() if ms}
         progress = Progress(out, world, len(job.data) * len(methods), todo, sizes)
-        for u, todo_methods in todo.items():
-            for rows in _unit_rows(job, u, units[u], todo_methods, progress):
-                writer.append(rows)
-                progress.update(len(rows))
-        progress.close()
+        try:
+            for u, todo_methods in todo.items():
+                for rows in _unit_rows(job, u, units[u], todo_methods, progress):
+                    writer.append(rows)
+                    progress.update(len(rows))
+        finally:
+            progress.close()  # its heartbeat too
     world.barrier()
     if not world.is_main:
         return None
