@@ -24,11 +24,13 @@ prompt words, and its output-token x word matrix).
 """
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from captum_iba.app.llm_odds import AnswerOdds, answer_odds
 from captum_iba.app.model_kind import kind_hint, model_kind
 from captum_iba.app.page import Page
 from captum_iba.app.words import prompt_words, to_words
@@ -37,6 +39,12 @@ from captum_iba.request import MethodRequest, check_request
 
 __all__ = ["AnswerExplanation", "AnswerScores", "explain_answer"]
 
+_ODDS = (
+    "The answer's probability says how much the model wanted it: a low one, "
+    "or another first token preferred, marks a weak or unsure model, whose "
+    "explanation shows what it used, not what a reader would (docs/llm.rst, "
+    "'Reading a result')."
+)
 _FLAT = (
     "no ranking - most prompt words have the same score, so their order is "
     "noise (docs/llm.rst; try iba-deletion)"
@@ -90,6 +98,8 @@ class AnswerExplanation(Page):
         model_name (str): What the model is, for the page.
         methods (dict): :class:`AnswerScores` by name, in the order asked.
         skipped (dict): Methods left out, and why.
+        odds (AnswerOdds, optional): How much the model wanted the answer
+            (:func:`~captum_iba.app.llm_odds.answer_odds`).
     """
 
     prompt: str
@@ -103,6 +113,7 @@ class AnswerExplanation(Page):
     model_name: str = ""
     methods: Dict[str, AnswerScores] = field(default_factory=dict)
     skipped: Dict[str, str] = field(default_factory=dict)
+    odds: Optional[AnswerOdds] = None
 
     def tokens(self, pieces: bool = False) -> List[str]:
         """The prompt's words (or, with ``pieces``, its scored tokens)."""
@@ -148,7 +159,7 @@ class AnswerExplanation(Page):
             ("Prompt", self.prompt + ("  (as a user turn)" if self.chat else "")),
             ("Answer explained", f"{self.answer!r} ({how}, "
              f"{len(self.output_tokens)} tokens)"),
-        ]  # fmt: skip
+        ] + (self.odds.said() if self.odds is not None else [])  # fmt: skip
 
     def details(self, method: str) -> str:
         """One line on how ``method`` ran."""
@@ -182,6 +193,11 @@ class AnswerExplanation(Page):
             if m.per_token is None
         ]
         notes += [f"{name}: {_FLAT}" for name, m in self.methods.items() if m.flat]
+        notes += [
+            f"{name}: {self.near_flat(name)}" for name in self.near_flat_methods()
+        ]
+        if self.odds is not None:
+            notes.append(_ODDS)
         return notes + [f"{m} left out: {why}" for m, why in self.skipped.items()]
 
     def to_html(self, pieces: bool = False, full_page: bool = True) -> str:
@@ -220,6 +236,8 @@ class AnswerExplanation(Page):
             f"prompt: {self.prompt!r}{turn}",
             f"answer ({how}, {len(self.output_tokens)} tokens): {self.answer!r}",
         ]
+        if self.odds is not None:
+            lines += [f"{what.lower()}: {text}" for what, text in self.odds.said()]
         for name in self.methods:
             values = self.scores(name, pieces)
             lines.append("")
@@ -230,9 +248,34 @@ class AnswerExplanation(Page):
             lines.append(f"  top {min(top, len(values))}: {best}")
             if self.methods[name].flat:
                 lines.append(f"  warning: {_FLAT}")
+            elif name in self.near_flat_methods():
+                lines.append(f"  warning: {self.near_flat(name)}")
             lines += self._per_token_lines(name, min(top, 3), pieces)
         lines += [f"note: {m} left out: {why}" for m, why in self.skipped.items()]
         return "\n".join(lines)
+
+    def near_flat_methods(self) -> List[str]:
+        """The methods whose scores rank, but nearly flat
+        (:func:`~captum_iba._utils.ranking.is_near_flat`)."""
+        from captum_iba._utils.ranking import is_near_flat
+
+        return [
+            name
+            for name, m in self.methods.items()
+            if not m.flat and is_near_flat(m.scores)
+        ]
+
+    def near_flat(self, method: str) -> str:
+        """What a nearly flat ranking of ``method`` means, with its range."""
+        from captum_iba._utils.ranking import NEAR_RTOL
+
+        values = self._method(method).scores
+        return (
+            f"nearly flat - every token's score is within {100 * NEAR_RTOL:g} % "
+            f"of the largest ({min(values):.3g} to {max(values):.3g}): a ranking "
+            "by small differences (for IBA, the mask barely moved from where it "
+            "started); read it with care and compare llm-iba-deletion (docs/llm.rst)"
+        )
 
     def _per_token_lines(self, method: str, top: int, pieces: bool) -> List[str]:
         """Per output token, its ``top`` words (none without per-token scores)."""
@@ -391,6 +434,7 @@ def explain_answer(
     scorers = build_scorers(request, Resources(model, tokenizer), kind="causal-lm")
     result = _result(batch, tokenizer, prompt, wrap, target is None)
     result.model_name = model_name or described
+    result.odds = answer_odds(model, tokenizer, batch)
     for name, scorer in scorers.items():
         start = time.process_time()
         found = scorer.attribute(batch, per_token=per_token)
@@ -408,6 +452,8 @@ def explain_answer(
             settings=dict(scorer.settings),
             flat=bool(found.flat is not None and found.flat[0]),
         )
+    for name in result.near_flat_methods():
+        warnings.warn(f"{name}: {result.near_flat(name)}", UserWarning, stacklevel=2)
     return result
 
 

@@ -208,3 +208,71 @@ def test_a_flat_method_is_no_ranking_on_the_page():
 
     assert "left uncoloured" in page(True)
     assert "left uncoloured" not in page(False)
+
+
+def test_the_answers_probability_and_the_models_alternatives(capsys, tmp_path):
+    """Issue 53, item 11: the page and the listing say how much the model
+    wanted its answer - each token's probability and the whole answer's
+    (checked against the model's own logits) - and its strongest first
+    tokens, so a weak model is told from a wrong explanation."""
+    import html
+    import math
+
+    import torch
+
+    model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
+    result = explain_answer(
+        "the cat sat", model, "llm-random", tokenizer=tok, target=" on the mat"
+    )
+    odds = result.odds
+    ids = tok("the cat sat on the mat", return_tensors="pt").input_ids
+    with torch.no_grad():
+        logp = torch.log_softmax(model(ids).logits[0].float(), -1)
+    n = ids.shape[1]
+    expected = [float(logp[j - 1, ids[0, j]]) for j in range(n - 3, n)]
+    assert odds.tokens == ["on", "the", "mat"]
+    assert odds.log_probs == pytest.approx(expected, abs=1e-5)
+    assert odds.prob == pytest.approx(math.exp(sum(expected)), rel=1e-4)
+    best = logp[n - 4].topk(5)
+    assert [p for _, p in odds.alternatives] == pytest.approx(
+        best.values.exp().tolist(), abs=1e-6
+    )
+    assert odds.alternatives[0][0] == tok.decode([int(best.indices[0])])
+    assert odds.first_rank == int((logp[n - 4] > logp[n - 4, ids[0, n - 3]]).sum()) + 1
+    text = result.to_text()
+    assert f"answer's probability: {odds.prob:.3g}" in text
+    assert "per token: 'on' " in text and "model's strongest first tokens: " in text
+    page = html.unescape(result.to_html())
+    assert "Answer's probability" in page
+    assert "Reading a result" in page
+
+
+@pytest.mark.parametrize(
+    "values, near",
+    [([3380.0, 3500.0, 3800.0], True), ([0.1, 0.5, 0.9], False), ([0.5, 0.5], False)],
+)
+def test_a_nearly_flat_ranking_is_said(values, near):
+    """Issue 53 (Gemma 3): the paper's configuration ranked a prompt with
+    scores 3.38e3 to 3.8e3 and no word; a ranking within 15 % of the largest
+    is said in the listing and the page's notes (a flat one is no ranking)."""
+    import html
+
+    from captum_iba._utils.ranking import is_near_flat
+    from captum_iba.app.llm_explanation import AnswerExplanation, AnswerScores
+
+    n = len(values)
+    result = AnswerExplanation(
+        prompt="a b c", chat=False, answer=" x", output_tokens=[" x"],
+        generated=False, pieces=list("abc")[:n], words=list("abc")[:n],
+        word_of_piece=list(range(n)),
+        methods={"llm-iba": AnswerScores(
+            method="llm-iba", summary="", scores=values, per_token=None,
+            signed=False, meaning="nats", seconds=0.0, flat=n == 2,
+        )},
+    )  # fmt: skip
+    assert is_near_flat(values) == near
+    said = "nearly flat - every token's score is within 15 % of the largest"
+    assert (said in result.to_text()) == near
+    assert (said in html.unescape(result.to_html())) == near
+    if near:
+        assert "(3.38e+03 to 3.8e+03)" in result.to_text()
