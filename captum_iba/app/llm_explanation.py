@@ -30,7 +30,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from captum_iba.app.llm_odds import AnswerOdds, answer_odds
+from captum_iba.app.llm_odds import AnswerProbability, answer_odds
 from captum_iba.app.model_kind import kind_hint, model_kind
 from captum_iba.app.page import Page
 from captum_iba.app.words import prompt_words, to_words
@@ -98,7 +98,7 @@ class AnswerExplanation(Page):
         model_name (str): What the model is, for the page.
         methods (dict): :class:`AnswerScores` by name, in the order asked.
         skipped (dict): Methods left out, and why.
-        odds (AnswerOdds, optional): How much the model wanted the answer
+        odds (AnswerProbability, optional): How much the model wanted the answer
             (:func:`~captum_iba.app.llm_odds.answer_odds`).
     """
 
@@ -113,7 +113,7 @@ class AnswerExplanation(Page):
     model_name: str = ""
     methods: Dict[str, AnswerScores] = field(default_factory=dict)
     skipped: Dict[str, str] = field(default_factory=dict)
-    odds: Optional[AnswerOdds] = None
+    odds: Optional[AnswerProbability] = None
 
     def tokens(self, pieces: bool = False) -> List[str]:
         """The prompt's words (or, with ``pieces``, its scored tokens)."""

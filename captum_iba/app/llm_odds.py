@@ -17,14 +17,14 @@ from typing import Any, List, Tuple
 
 import torch
 
-__all__ = ["AnswerOdds", "TOP_ALTERNATIVES", "answer_odds"]
+__all__ = ["AnswerProbability", "TOP_ALTERNATIVES", "answer_odds"]
 
 #: How many of the model's strongest next tokens are shown.
 TOP_ALTERNATIVES = 5
 
 
 @dataclass(frozen=True)
-class AnswerOdds:
+class AnswerProbability:
     """The probabilities of an answer under the model that gave it.
 
     Attributes:
@@ -77,7 +77,7 @@ class AnswerOdds:
 @torch.no_grad()
 def answer_odds(
     model: Any, tokenizer: Any, batch: Any, row: int = 0, k: int = TOP_ALTERNATIVES
-) -> AnswerOdds:
+) -> AnswerProbability:
     """The probabilities of ``batch``'s answer of ``row`` under ``model``.
 
     Args:
@@ -89,7 +89,7 @@ def answer_odds(
         k (int): How many alternatives. Default :data:`TOP_ALTERNATIVES`.
 
     Returns:
-        AnswerOdds: One forward pass's verdict.
+        AnswerProbability: One forward pass's verdict.
     """
     from captum_iba.attr.llm_batch import position_ids
 
@@ -108,7 +108,7 @@ def answer_odds(
     picked = logp[torch.arange(len(answer)), answer].tolist()
     first = logp[0]
     top = first.topk(min(k, first.numel()))
-    return AnswerOdds(
+    return AnswerProbability(
         tokens=[tokenizer.decode([t]) for t in answer],
         log_probs=picked,
         alternatives=[
