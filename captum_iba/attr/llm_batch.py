@@ -169,15 +169,9 @@ def encode_prompt(
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError(f"the prompt is empty ({prompt!r}): give the text to explain")
     special = set(getattr(tokenizer, "all_special_ids", ()) or ())
-    text, start = prompt, 0
+    text, start, end, shift = prompt, 0, len(prompt), 0
     if chat:
-        text = tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}],
-            tokenize=False,
-            add_generation_prompt=True,
-        )
-        start = text.rfind(prompt)
-    end = start + len(prompt)
+        text, start, end, shift = _user_turn(tokenizer, prompt)
     fast = bool(getattr(tokenizer, "is_fast", False))
     enc = tokenizer(text, add_special_tokens=not chat, return_offsets_mapping=fast)
     ids = list(enc["input_ids"])
@@ -190,12 +184,62 @@ def encode_prompt(
         )
         mine = i not in special and (inside or not chat)
         own.append(mine)
-        spans.append((span[0] - start, span[1] - start) if mine and span else None)
+        spans.append((span[0] - shift, span[1] - shift) if mine and span else None)
     if not any(own):
         raise ValueError(
             f"the prompt {prompt!r} has no token to explain (only special tokens)"
         )
     return ids, own, spans
+
+
+#: Stands for the user's text when the chat template is rendered to find the
+#: user turn: private-use characters, which no template writes itself.
+_SENTINEL = "\ue000user\ue001"
+
+
+def _user_turn(tokenizer: Any, prompt: str) -> Tuple[str, int, int, int]:
+    """The prompt as a user turn of the chat template, and where the prompt's
+    text lies in it, by construction: the template is rendered once with a
+    sentinel as the user's text (what surrounds it is the template's), once
+    with the prompt, which must then read prefix + prompt + suffix (a
+    template that trims the text, as Gemma's does, gives the stripped
+    prompt). Never found by searching the text for the prompt, which may
+    also occur in the template (``"assistant"``, ``"im"``).
+
+    Returns:
+        (str, int, int, int): The text; the start and end of the prompt's
+        characters in it; what to subtract from an offset in the text to
+        get one in ``prompt``.
+
+    Raises:
+        ValueError: For a template that writes the user's text other than
+            once, or changes it beyond stripping.
+    """
+
+    def render(content: str) -> str:
+        return tokenizer.apply_chat_template(
+            [{"role": "user", "content": content}],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+
+    marked, text = render(_SENTINEL), render(prompt)
+    count = marked.count(_SENTINEL)
+    if count == 1:
+        prefix, suffix = marked.split(_SENTINEL)
+        for shown in (prompt, prompt.strip()):
+            if text == prefix + shown + suffix:
+                lead = prompt.index(shown)
+                return text, len(prefix), len(prefix) + len(shown), len(prefix) - lead
+    how = (
+        f"writes the user's text {count} times"
+        if count > 1
+        else "changes the user's text (more than stripping spaces)"
+    )
+    raise ValueError(
+        f"the chat template {how}, so its tokens cannot be told from the "
+        "template's: explain the prompt without it (chat=False, --no-chat)"
+    )
 
 
 def greedy_answers(

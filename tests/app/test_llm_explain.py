@@ -133,6 +133,39 @@ def test_chat_template_tokens_are_never_scored():
     assert no_hooks(model)
 
 
+@pytest.mark.parametrize("prompt", ["was", "very", "the was", "very was"])
+def test_the_user_turn_is_found_by_construction(prompt):
+    """A prompt that also occurs in the template ("was" is its generation
+    prompt, "very" opens the turn) scores the user's tokens, never the
+    template's (a search for the text from the end found the template's)."""
+    from captum_iba.attr.llm_batch import encode_prompt
+
+    tok = tiny_word_tokenizer()
+    tok.chat_template = TEMPLATE
+    ids, own, spans = encode_prompt(tok, prompt, chat=True)
+    n = len(prompt.split())
+    assert own == [False] + [True] * n + [False, False]  # very <user> <eos> was
+    assert tok.convert_ids_to_tokens(ids[1 : 1 + n]) == prompt.split()
+    assert [prompt[a:b] for a, b in spans[1 : 1 + n]] == prompt.split()
+
+
+def test_a_template_that_trims_or_repeats_the_user_text():
+    from captum_iba.attr.llm_batch import encode_prompt
+
+    tok = tiny_word_tokenizer()
+    tok.chat_template = TEMPLATE.replace("m['content']", "m['content'] | trim")
+    ids, own, spans = encode_prompt(tok, "  the cat ", chat=True)
+    assert [s for s in spans if s] == [(2, 5), (6, 9)]  # in the prompt as given
+    tok.chat_template = TEMPLATE.replace("m['content']", "m['content'] | upper")
+    with pytest.raises(ValueError, match="changes the user's text.*chat=False"):
+        encode_prompt(tok, "the cat", chat=True)
+    tok.chat_template = TEMPLATE.replace(
+        "{{ m['content'] }}", "{{ m['content'] }} {{ m['content'] }}"
+    )
+    with pytest.raises(ValueError, match="writes the user's text 2 times"):
+        encode_prompt(tok, "the cat", chat=True)
+
+
 def test_explain_answer_refuses_bad_input(tiny_model_dir):
     model, tok = tiny_causal_lm("gpt2"), tiny_word_tokenizer()
     with pytest.raises(ValueError, match="prompt is empty"):

@@ -122,3 +122,19 @@ def test_the_command_line_explains_its_answer(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "Paris" in out and "(as a user turn)" in out
     assert "per output token" in out and html.is_file()
+
+
+@pytest.mark.parametrize("prompt", ["a", "assistant", "assistant\n", "start", "im"])
+def test_a_prompt_that_occurs_in_the_template(smollm2, prompt):
+    """The user's text is scored, not the template's role tokens or system
+    turn where the prompt also occurs ('a' scored 'istant' of
+    '<|im_start|>assistant'; 'start' and 'im' were refused as only special
+    tokens)."""
+    from captum_iba.attr.llm_batch import encode_prompt
+
+    _, tok = smollm2
+    ids, own, _ = encode_prompt(tok, prompt, chat=True)
+    first = own.index(True)
+    assert tok.decode(ids[first - 3 : first]) == "<|im_start|>user\n"
+    assert tok.decode([i for i, o in zip(ids, own) if o]) == prompt
+    assert not any(own[first + len(tok.encode(prompt)) :])
