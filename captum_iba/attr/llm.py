@@ -47,6 +47,7 @@ from captum_iba.attr.llm_batch import (
     position_ids,
     prompt_batch,
 )
+from captum_iba.attr.text import token_attributions
 
 __all__ = [
     "TIE",
@@ -278,8 +279,10 @@ class AnswerScores:
         tokens (Tensor, optional): ``(B, T, W)``, the scores for each output
             token (``T``: the longest answer; zero rows past an answer's
             end).
-        unit (str): What a score is (``"nats"``, or ``"signal"`` for the
-            mask readout: the features' kept share, summed).
+        unit (str): What a score is (``"nats"`` for the capacity, summed
+            over the features; ``"signal"`` for a mask readout: the share of
+            the token's signal kept, in [0, 1], the features' mean, as for
+            classifiers).
         flat (Tensor, optional): ``(B,)`` bool: the whole answer's scores of
             the instance give no ranking (:func:`no_ranking`).
     """
@@ -366,7 +369,10 @@ def explain_answers(
             (``config``, ``steps``, ``seed``, ...).
 
     Returns:
-        AnswerScores: The scores summed over the layer's features.
+        AnswerScores: One score per token, as for classifiers
+        (:attr:`~captum_iba.attr.options.IBAOptions.token_reduction`): the
+        capacity summed over the layer's features (nats), a mask's mean over
+        them (in [0, 1]).
 
     Raises:
         TypeError: When ``iba`` is not built on a CausalLMLogLikelihood.
@@ -394,7 +400,10 @@ def explain_answers(
         objective="log_probability",
         **options,
     )
-    scores = attr.reshape(attr.shape[:2] + (-1,)).sum(-1).detach()
+    used = options_of(iba, options)
+    # one readout for classifiers and causal LMs: a mask's mean over the
+    # features (in [0, 1]), the capacity's sum (nats)
+    scores = token_attributions(attr, reduction=used.token_reduction).detach()
     scores = torch.cat([scores, scores.new_zeros(scores.shape[0], 1)], dim=1)
     answer = scores[: len(batch)] if whole else None
     tokens = None
@@ -403,7 +412,6 @@ def explain_answers(
         longest = int(which[:, 1].max()) + 1
         tokens = scores.new_zeros(len(batch), longest, scores.shape[1])
         tokens[which[:, 0], which[:, 1]] = per
-    used = options_of(iba, options)
     readout = used.readout
     flat = no_ranking(scores, combined.scored)
     if whole:

@@ -250,6 +250,15 @@ class IBAOptions:
             )
         return new
 
+    @property
+    def token_reduction(self) -> str:
+        """How a token's score is made from its features' (one rule for
+        classifiers and causal LMs, :func:`~captum_iba.attr.text.token_attributions`):
+        ``"sum"`` for the capacity (information, in nats, adds up),
+        ``"mean"`` for a mask readout (the share of the token's signal kept,
+        in [0, 1])."""
+        return "sum" if self.readout == "capacity" else "mean"
+
     @classmethod
     def names(cls) -> "list[str]":
         """The fields' names, in order."""

@@ -15,7 +15,7 @@ from captum_iba.attr._precision import precision_used
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.options import NOISE_ONLY, ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
-from captum_iba.attr.text import LayerLike, resolve_layer
+from captum_iba.attr.text import LayerLike, resolve_layer, token_attributions
 from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = ["IBAScorer"]
@@ -144,9 +144,7 @@ class IBAScorer(TokenScorer):
             self.settings["no_ranking"] = reason
         if attr.dim() != 3:
             return attr
-        # a mask is a share in [0, 1] (its mean over the features); the
-        # capacity, information in nats, adds up over them
-        return attr.sum(-1) if self.options.readout == "capacity" else attr.mean(-1)
+        return token_attributions(attr, reduction=self.options.token_reduction)
 
 
 def _used_options(options: IBAOptions) -> Dict[str, Any]:

@@ -282,3 +282,24 @@ class TestDegenerateTargets(BaseTest):
                 llm.attribute(edge, target="the cat sat on", **FAST)
             res = llm.attribute(edge, target="the cat sat", **FAST)
             self.assertEqual(tuple(res.token_attr.shape), (3, 30))
+
+
+def test_a_mask_readout_is_in_the_classifiers_range() -> None:
+    """llm-iba-deletion and llm-iba-faithful read a token's mask as the
+    classifiers' scorers do - its mean over the features, in [0, 1] - where
+    the batch route summed it over the hidden size (SmolLM2: hundreds); the
+    paper's capacity stays summed, in nats."""
+    from captum_iba.evaluation.llm_scorers import LLMIBAScorer
+
+    model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
+    batch = prompt_batch(tok, ["the cat sat on the", "a dog"], [" mat", " ran in"])
+    for config, layer in (("deletion", "embeddings"), ("faithful", None)):
+        scorer = LLMIBAScorer(model, layer, config, tokenizer=tok, steps=3)
+        found = scorer.attribute(batch, per_token=True)
+        assert found.unit == "signal" and found.tokens is not None
+        for values in (found.answer[batch.scored], found.tokens[:, 0][batch.scored]):
+            assert ((values >= 0) & (values <= 1)).all(), (config, values)
+        assert (found.answer[batch.scored] > 0.05).any()  # not all zero
+    paper = LLMIBAScorer(model, 1, "paper", tokenizer=tok, steps=3)
+    assert paper.attribute(batch).unit == "nats"
+    assert no_hooks(model)
