@@ -8,12 +8,17 @@ ranking, whatever its numbers. IBA flags its own instances with it
 ``last_run``), :func:`captum_iba.explain` says "no ranking" instead of top
 words, and the corpus engine counts the flat rows of each method.
 
+:func:`flat_reason` is the one no-ranking check of an explanation's listing,
+for every method on both kinds of model (a classifier's text, a causal LM's
+prompt), and :func:`check_finite` the one error for NaN or infinite logits
+or scores, which no ranking can be read from.
+
 A causal LM's prompt scores are judged by the looser :func:`tied_rows`: most
 tokens tied with the median (a long prompt keeps a few tokens apart even
 when the mask barely moved, :func:`captum_iba.attr.llm.no_ranking`).
 """
 
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -21,6 +26,8 @@ from torch import Tensor
 __all__ = [
     "NEAR_RTOL",
     "RTOL",
+    "check_finite",
+    "flat_reason",
     "flat_rows",
     "is_flat",
     "is_near_flat",
@@ -115,3 +122,48 @@ def is_near_flat(values: Sequence[float]) -> bool:
     high, low = max(values), min(values)
     scale = max(abs(v) for v in values)
     return high - low <= NEAR_RTOL * scale
+
+
+def flat_reason(pieces: Sequence[float], words: Sequence[float]) -> str:
+    """Why one instance's scores rank nothing, for every method and both
+    kinds of model: its pieces' scores (a word of several pieces sums or
+    averages them) or its words' are flat (:func:`is_flat`: e.g. all zero,
+    as LIME or KernelSHAP with one sample give); "" when both rank.
+
+    Args:
+        pieces (Sequence[float]): The scores of the pieces that may be ranked.
+        words (Sequence[float]): The scores of the words they form.
+
+    Returns:
+        str: ``"every word's score is within 0.1 % of the largest (0 to 0),
+        so none ranks above another"``, or "".
+    """
+    level, values = "piece", list(pieces)
+    if not is_flat(values):
+        level, values = "word", list(words)
+        if not is_flat(values):
+            return ""
+    return (
+        f"{spread_said(level)} ({min(values):.4g} to {max(values):.4g}), so none "
+        "ranks above another"
+    )
+
+
+def check_finite(values: Any, what: str) -> None:
+    """The one error for NaN or infinite logits or scores (no ranking can be
+    read from them), for every method and both kinds of model.
+
+    Args:
+        values (Tensor or Sequence[float]): The logits or scores.
+        what (str): What they are, e.g. ``"llm-ablation's scores"``.
+
+    Raises:
+        ValueError: Naming ``what`` and the likely cause.
+    """
+    t = values.detach() if isinstance(values, Tensor) else torch.tensor(values)
+    if not bool(torch.isfinite(t.float()).all()):
+        raise ValueError(
+            f"{what} are not finite (NaN or inf): the model's weights or its "
+            "computation are not finite (a damaged model file?), so nothing can "
+            "be ranked"
+        )

@@ -32,6 +32,7 @@ from captum_iba.app.models import (
     ModelLoadError,
     _first_line,
     _source,
+    check_finite_weights,
     quiet_transformers,
 )
 
@@ -167,6 +168,7 @@ def load_causal_lm(path: Union[str, Path], tokenizer: Any = None) -> Tuple[Any, 
         ) from None
     if "gguf_file" not in keywords and model.dtype != torch.float32:
         model = model.float()  # (a GGUF model is de-quantised to float32)
+    check_finite_weights(model, str(path))
     return model.eval(), tokenizer
 
 

@@ -32,6 +32,7 @@ import torch
 
 from captum_iba._utils.common import hf_call
 from captum_iba._utils.hooks import evaluation_mode
+from captum_iba._utils.ranking import check_finite, flat_reason
 from captum_iba.app.checks import class_index, class_names
 from captum_iba.app.explain_setup import build, load, n_layers, warn_if_training
 from captum_iba.app.models import kind_of
@@ -376,7 +377,9 @@ def _explain(
     ids, mask = enc["input_ids"], enc["attention_mask"]
     types = enc.get("token_type_ids")
     with torch.no_grad():
-        probs = hf_call(model, ids, mask, types).softmax(-1)[0]
+        logits = hf_call(model, ids, mask, types)
+    check_finite(logits, "the model's logits")
+    probs = logits.softmax(-1)[0]
     labels = class_names(model.config)[: probs.numel()]
     labels += [str(i) for i in range(len(labels), probs.numel())]
     index = int(probs.argmax()) if target is None else class_index(target, labels)
@@ -404,6 +407,7 @@ def _explain(
         scores = scorer.attribute(
             ids, target=torch.tensor([index]), attention_mask=mask, token_type_ids=types
         )
+        check_finite(scores, f"{name}'s scores")
         result.methods[name] = MethodScores(
             method=name,
             summary=METHODS.entry(scorer.method_name, warn=False).summary,
@@ -430,28 +434,23 @@ def _flat_said_by(scorer: Any) -> bool:
 def _no_ranking(result: Explanation, name: str, warn: bool = True) -> str:
     """Why a method's scores rank no word: its own finding (IBA after a layer
     whose first token alone is read, which IBA warned), or flat scores of
-    its pieces or words (:func:`~captum_iba._utils.ranking.is_flat`, special
+    its pieces or words (:func:`~captum_iba._utils.ranking.flat_reason`, special
     tokens left out; warned here unless ``warn`` is False); "" when they
     rank."""
-    from captum_iba._utils.ranking import is_flat, spread_said
-
     method = result.methods[name]
     reason = str(method.settings.get("no_ranking", ""))
     if reason:
         return reason
     # the pieces (a word of several pieces sums them, for an additive method)
     # or the words shown (a mean of the pieces)
-    level, words = "piece", result.scores(name, pieces=True)
-    if not is_flat(words):
-        level, words = "word", result.scores(name)
-        if not is_flat(words):
-            return ""
+    flat = flat_reason(result.scores(name, pieces=True), result.scores(name))
+    if not flat:
+        return ""
     where = "" if method.layer is None else f" (here after encoder layer {method.layer}"
     if where and result.n_layers:
         where += f" of 0..{result.n_layers - 1}"
     reason = (
-        f"{spread_said(level)} ({min(words):.4g} to {max(words):.4g}), so none "
-        "ranks above another: the method found nothing in this text that changes "
+        f"{flat}: the method found nothing in this text that changes "
         "the prediction. For IBA this happens after a layer the prediction barely "
         f"reads{where + ')' if where else ''}: try an earlier layer, or iba-deletion"
     )

@@ -23,6 +23,7 @@ renders as the terminal listing and as the page of
 prompt words, and its output-token x word matrix).
 """
 
+import textwrap
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -30,10 +31,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from captum_iba._utils.ranking import check_finite, flat_reason
 from captum_iba.app.llm_odds import AnswerProbability, answer_odds
 from captum_iba.app.model_kind import kind_hint, model_kind
 from captum_iba.app.page import Page
-from captum_iba.app.words import prompt_words, to_words
+from captum_iba.app.words import prompt_words, shown, to_words
 from captum_iba.registry import DEFAULT_LLM_METHOD, METHODS
 from captum_iba.request import MethodRequest, check_request
 
@@ -46,8 +48,16 @@ _ODDS = (
     "'Reading a result')."
 )
 _FLAT = (
-    "no ranking - most prompt words have the same score, so their order is "
-    "noise (docs/llm.rst; try iba-deletion)"
+    "most prompt words have the same score (within 0.1 % of the median), so "
+    "their order is noise"
+)
+#: Why a method gives no per-token scores, unless it says more.
+_WHOLE = "the method explains the whole answer only"
+#: What to try when a method ranks nothing (docs/llm.rst says why).
+_TRY = (
+    "the method found nothing in this prompt that changes the answer (a "
+    "sampling method with too few samples, or a configuration the model "
+    "barely reads: docs/llm.rst; try iba-deletion)"
 )
 
 
@@ -66,8 +76,14 @@ class AnswerScores:
         seconds (float): CPU seconds the method took.
         word_reduction (str): ``"sum"`` or ``"mean"`` over a word's pieces.
         settings (dict): The scorer's settings.
-        flat (bool): The scores give no ranking (most tie:
-            :func:`~captum_iba.attr.llm.no_ranking`).
+        flat (bool): The scores give no ranking (:attr:`no_ranking`).
+        no_ranking (str): Why the scores rank no word ("" when they do): the
+            one check of every method on both kinds of model
+            (:func:`~captum_iba._utils.ranking.flat_reason`: e.g. all zero,
+            as LIME or KernelSHAP with one sample give), or IBA's own finding
+            that most tokens tie (:func:`~captum_iba.attr.llm.no_ranking`).
+        per_token_note (str): Why the method gives no per-token scores when
+            asked for them ("" when it gives them).
     """
 
     method: str
@@ -80,6 +96,12 @@ class AnswerScores:
     word_reduction: str = "sum"
     settings: Dict[str, Any] = field(default_factory=dict, repr=False)
     flat: bool = False
+    no_ranking: str = ""
+    per_token_note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.flat and not self.no_ranking:
+            self.no_ranking = f"{_FLAT}: {_TRY}"
 
 
 @dataclass
@@ -96,6 +118,7 @@ class AnswerExplanation(Page):
         words (list of str): The words they form.
         word_of_piece (list of int): Each piece's word.
         model_name (str): What the model is, for the page.
+        per_token (bool): Whether per-token scores were asked for.
         methods (dict): :class:`AnswerScores` by name, in the order asked.
         skipped (dict): Methods left out, and why.
         odds (AnswerProbability, optional): How much the model wanted the answer
@@ -113,6 +136,7 @@ class AnswerExplanation(Page):
     model_name: str = ""
     methods: Dict[str, AnswerScores] = field(default_factory=dict)
     skipped: Dict[str, str] = field(default_factory=dict)
+    per_token: bool = False
     odds: Optional[AnswerProbability] = None
 
     def tokens(self, pieces: bool = False) -> List[str]:
@@ -188,11 +212,15 @@ class AnswerExplanation(Page):
             "log-probability); the table under it: for each output token.",
         ]
         notes += [
-            f"{name}: no per-token scores (the method explains the whole answer only)."
+            f"{name}: no per-token scores ({m.per_token_note or _WHOLE})."
             for name, m in self.methods.items()
             if m.per_token is None
         ]
-        notes += [f"{name}: {_FLAT}" for name, m in self.methods.items() if m.flat]
+        notes += [
+            f"{name}: no ranking: {m.no_ranking}."
+            for name, m in self.methods.items()
+            if m.no_ranking
+        ]
         notes += [
             f"{name}: {self.near_flat(name)}" for name in self.near_flat_methods()
         ]
@@ -214,7 +242,7 @@ class AnswerExplanation(Page):
                     pieces,
                     matrix=matrix,
                     matrix_labels=self.output_tokens if matrix is not None else (),
-                    no_ranking=_FLAT if m.flat else "",
+                    no_ranking=m.no_ranking,
                 )
             )
         return explanation_html(
@@ -238,18 +266,26 @@ class AnswerExplanation(Page):
         ]
         if self.odds is not None:
             lines += [f"{what.lower()}: {text}" for what, text in self.odds.said()]
-        for name in self.methods:
+        for name, m in self.methods.items():
             values = self.scores(name, pieces)
             lines.append("")
             lines.append(f"{name}: {self.details(name)}")
-            cells = [f"{w} {v:.3g}" for w, v in zip(self.tokens(pieces), values)]
-            lines.append("  " + " | ".join(cells))
-            best = ", ".join(f"{w} ({v:.3g})" for w, v in self.top(top, name, pieces))
-            lines.append(f"  top {min(top, len(values))}: {best}")
-            if self.methods[name].flat:
-                lines.append(f"  warning: {_FLAT}")
-            elif name in self.near_flat_methods():
-                lines.append(f"  warning: {self.near_flat(name)}")
+            words = [shown(w) for w in self.tokens(pieces)]
+            lines.append(
+                "  " + " | ".join(f"{w} {v:.3g}" for w, v in zip(words, values))
+            )
+            if m.no_ranking:
+                said = f"no ranking: {m.no_ranking}; no top words are listed"
+                lines += textwrap.wrap(
+                    said, 88, initial_indent="  ", subsequent_indent="    "
+                )
+            else:
+                best = ", ".join(
+                    f"{shown(w)} ({v:.3g})" for w, v in self.top(top, name, pieces)
+                )
+                lines.append(f"  top {min(top, len(values))}: {best}")
+                if name in self.near_flat_methods():
+                    lines.append(f"  warning: {self.near_flat(name)}")
             lines += self._per_token_lines(name, min(top, 3), pieces)
         lines += [f"note: {m} left out: {why}" for m, why in self.skipped.items()]
         return "\n".join(lines)
@@ -262,7 +298,7 @@ class AnswerExplanation(Page):
         return [
             name
             for name, m in self.methods.items()
-            if not m.flat and is_near_flat(m.scores)
+            if not m.no_ranking and is_near_flat(m.scores)
         ]
 
     def near_flat(self, method: str) -> str:
@@ -279,14 +315,21 @@ class AnswerExplanation(Page):
 
     def _per_token_lines(self, method: str, top: int, pieces: bool) -> List[str]:
         """Per output token, its ``top`` words (none without per-token scores)."""
+        found = self._method(method)
         matrix = self.matrix(method, pieces)
         if matrix is None:
-            return []
+            if not self.per_token:
+                return []
+            return [f"  per output token: none ({found.per_token_note or _WHOLE})"]
         tokens, lines = self.tokens(pieces), ["  per output token (top words):"]
-        for label, row in zip(self.output_tokens, matrix):
+        rows = found.per_token or []
+        for label, row, raw in zip(self.output_tokens, matrix, rows):
             order = sorted(range(len(row)), key=lambda i: -row[i])[:top]
-            best = ", ".join(f"{tokens[i]} ({row[i]:.3g})" for i in order)
-            lines.append(f"    {label!r:<14} <- {best}")
+            best = ", ".join(f"{shown(tokens[i])} ({row[i]:.3g})" for i in order)
+            flat = flat_reason(raw, row)
+            lines.append(
+                f"    {label!r:<14} <- {'no ranking: ' + flat if flat else best}"
+            )
         return lines
 
     def __str__(self) -> str:
@@ -431,30 +474,65 @@ def explain_answer(
             tokenizer, [prompt], None, model=model, chat=wrap, max_new_tokens=budget
         )
     )
+    check_finite(_log_probability(model, batch), "the model's log-probabilities")
     scorers = build_scorers(request, Resources(model, tokenizer), kind="causal-lm")
     result = _result(batch, tokenizer, prompt, wrap, target is None)
     result.model_name = model_name or described
     result.odds = answer_odds(model, tokenizer, batch)
+    result.per_token = per_token
     for name, scorer in scorers.items():
         start = time.process_time()
         found = scorer.attribute(batch, per_token=per_token)
         keep = batch.scored[0]
-        per = None if found.tokens is None else found.tokens[0][:, keep].tolist()
+        check_finite(found.answer[0][keep], f"{name}'s scores")
+        per = None if found.tokens is None else found.tokens[0][:, keep]
+        if per is not None:
+            check_finite(per, f"{name}'s per-token scores")
         result.methods[name] = AnswerScores(
             method=name,
             summary=METHODS.entry(scorer.method_name, warn=False).summary,
             scores=found.answer[0][keep].tolist(),
-            per_token=per,
+            per_token=None if per is None else per.tolist(),
             signed=bool(scorer.signed),
             meaning=scorer.score_meaning,
             seconds=time.process_time() - start,
             word_reduction=scorer.word_reduction,
             settings=dict(scorer.settings),
-            flat=bool(found.flat is not None and found.flat[0]),
+            per_token_note=getattr(scorer, "per_token_note", "") if per_token else "",
         )
+        tied = bool(found.flat is not None and found.flat[0])
+        _say_no_ranking(result, name, tied)
     for name in result.near_flat_methods():
         warnings.warn(f"{name}: {result.near_flat(name)}", UserWarning, stacklevel=2)
     return result
+
+
+def _log_probability(model: Any, batch: Any) -> Any:
+    """The answer's log-probability given the prompt (one forward pass), to
+    refuse a model whose output is not finite before any method runs."""
+    import torch
+
+    from captum_iba._utils.common import model_device
+    from captum_iba.attr.llm import CausalLMLogLikelihood
+
+    device = model_device(model, batch.input_ids.device)
+    args = {k: v.to(device) for k, v in batch.arguments().items()}
+    with torch.no_grad():
+        return CausalLMLogLikelihood(model)(**args)
+
+
+def _say_no_ranking(result: AnswerExplanation, name: str, tied: bool) -> None:
+    """Sets why a method's scores rank no word: the one check of every method
+    (:func:`~captum_iba._utils.ranking.flat_reason`), or IBA's own finding
+    that most tokens tie with the median (``tied``, which IBA warned)."""
+    found = result.methods[name]
+    flat = flat_reason(result.scores(name, pieces=True), result.scores(name))
+    if flat:
+        found.no_ranking = f"{flat}: {_TRY}"
+        warnings.warn(f"{name}: no ranking: {found.no_ranking}", UserWarning, 3)
+    elif tied:
+        found.no_ranking = f"{_FLAT}: {_TRY}"
+    found.flat = bool(found.no_ranking)
 
 
 def _result(

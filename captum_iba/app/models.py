@@ -106,6 +106,21 @@ def _source(path: PathLike) -> Tuple[str, bool]:
     return name, False
 
 
+def check_finite_weights(model: Any, name: str) -> None:
+    """Refuses a loaded model (classifier or causal LM) with NaN or infinite
+    weights (a damaged file), before anything is explained.
+
+    Raises:
+        ModelLoadError: Naming the model, a damaged tensor and their count.
+    """
+    bad = [n for n, p in model.named_parameters() if not torch.isfinite(p).all()]
+    if bad:
+        raise ModelLoadError(
+            f"model {name!r} has non-finite (NaN or inf) weights, e.g. in {bad[0]} "
+            f"({len(bad)} tensors)"
+        )
+
+
 def _first_line(err: BaseException) -> str:
     text = str(err).strip() or type(err).__name__
     return text.splitlines()[0]
@@ -199,12 +214,7 @@ def load_classifier(
             "saved without its architectures); give a model fine-tuned for "
             "classification"
         )
-    bad = [n for n, p in model.named_parameters() if not torch.isfinite(p).all()]
-    if bad:
-        raise ModelLoadError(
-            f"model {name!r} has non-finite (NaN or inf) weights, e.g. in {bad[0]} "
-            f"({len(bad)} tensors)"
-        )
+    check_finite_weights(model, name)
     if device is not None:
         model = model.to(device)
     return model.eval(), tokenizer

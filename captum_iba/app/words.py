@@ -7,7 +7,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from captum_iba.app.errors import CLIError
 
-__all__ = ["blank", "encode", "grouping", "prompt_words", "to_words"]
+__all__ = ["blank", "encode", "grouping", "prompt_words", "shown", "to_words"]
 
 #: Apostrophes that join a contraction or a possessive ("don't", "it's",
 #: "film's"), which BERT's pre-tokenizer cuts into three words.
@@ -174,7 +174,9 @@ def prompt_words(
 ) -> Tuple[List[str], List[int]]:
     """A prompt's scored pieces grouped into words: a piece starts a word when
     it starts with a space or after a gap (a piece without a span, from a
-    slow tokenizer, is a word of its own).
+    slow tokenizer, is a word of its own); a piece of only spaces or line
+    breaks is no word of its own: it joins the word before it (the first
+    word, when it comes before any).
 
     Args:
         prompt (str): The prompt.
@@ -190,12 +192,14 @@ def prompt_words(
     last_end: Optional[int] = None
     first: Optional[int] = None
     for span, piece in zip(spans, pieces):
+        space = span is not None and prompt[span[0] : span[1]].isspace()
         starts = (
             span is None
             or last_end is None
             or span[0] > last_end
             or prompt[span[0] : span[0] + 1].isspace()
-        )
+            or prompt[max(span[0] - 1, 0) : span[0]].isspace()
+        ) and not (words and (space or blank(words[-1])))
         if starts:
             words.append("")
             first = None if span is None else span[0]
@@ -206,6 +210,14 @@ def prompt_words(
         last_end = None if span is None else span[1]
         of_piece.append(len(words) - 1)
     return words, of_piece
+
+
+def shown(word: str) -> str:
+    """A word as a one-line listing shows it: line breaks, tabs and other
+    control characters written as escapes (``\\n``)."""
+    if word.isprintable():
+        return word
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in word)
 
 
 def to_words(

@@ -184,7 +184,14 @@ def encode_prompt(
         )
         mine = i not in special and (inside or not chat)
         own.append(mine)
-        spans.append((span[0] - shift, span[1] - shift) if mine and span else None)
+        # a token may straddle the user turn's edge ("user\n" + "\n\n" as
+        # one token): its span is cut to the prompt
+        cut = (
+            (max(span[0] - shift, 0), min(span[1] - shift, len(prompt)))
+            if span
+            else None
+        )
+        spans.append(cut if mine else None)
     if not any(own):
         raise ValueError(
             f"the prompt {prompt!r} has no token to explain (only special tokens)"

@@ -105,6 +105,8 @@ class LLMScorer(MethodFacts):
     models = ("causal-lm",)
     #: What one score means.
     score_meaning: str = "+ for the answer, - against it"
+    #: Why the method gives no per-token scores ("" when it gives them).
+    per_token_note: str = ""
 
     def __init__(
         self,
@@ -207,7 +209,8 @@ class LLMIBAScorer(LLMScorer):
         )
         mask = self.options.readout == "mask_mean"
         self.score_meaning = (
-            "the share of the token's features the answer needs, summed (0: none)"
+            "the share of the token's signal the answer needs (the mask in "
+            "[0, 1], averaged over the steps and the features; 0: none)"
             if mask
             else "the information (nats) the answer needs from the token"
         )
@@ -335,6 +338,11 @@ class CaptumLLMScorer(LLMScorer):
         else:
             self.llm = LLMAttribution(self._method(cls), self.tokenizer)
         self.per_token = captum not in ("Lime", "KernelShap")
+        if not self.per_token:
+            self.per_token_note = (
+                f"Captum's {captum} fits one surrogate model to the whole answer's "
+                "log-probability, so it scores no single output token"
+            )
         self.score_meaning = (
             "log-probability of the answer the token adds (+) or takes away (-)"
         )

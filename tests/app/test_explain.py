@@ -397,6 +397,22 @@ def test_flat_scores_of_any_method_say_so_and_warn(tiny_model_dir, monkeypatch):
     assert "no ranking: every piece's score" in text and text.count("top 5 words") == 1
 
 
+def test_non_finite_logits_or_scores_are_one_error(tiny_model_dir, monkeypatch):
+    """NaN logits (a model given as an object) or a method's NaN scores get
+    the same error as on the causal-LM route, never a ranking of NaN."""
+    from captum_iba.app.models import load_classifier
+    from captum_iba.evaluation.ig import IntegratedGradientsScorer as IG
+
+    model, tok = load_classifier(tiny_model_dir)
+    monkeypatch.setattr(IG, "_scores", lambda self, ids, *a: ids * float("nan"))
+    with pytest.raises(ValueError, match="IG's scores are not finite"):
+        explain(TEXT, model, ["random", "ig"], tokenizer=tok)
+    with torch.no_grad():
+        model.bert.encoder.layer[0].output.dense.weight[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="the model's logits are not finite"):
+        explain(TEXT, model, "iba-deletion", tokenizer=tok)
+
+
 def test_flat_iba_is_found_without_knowing_the_head(tiny_model_dir, monkeypatch):
     """A head the probe cannot see through: IBA after the last layer is found
     by its flat scores alone, warned once (by IBA, naming the layer)."""

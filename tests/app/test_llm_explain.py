@@ -309,3 +309,78 @@ def test_a_nearly_flat_ranking_is_said(values, near):
     assert (said in html.unescape(result.to_html())) == near
     if near:
         assert "(3.38e+03 to 3.8e+03)" in result.to_text()
+
+
+def test_every_method_is_checked_for_a_ranking(capsys):
+    """All-zero scores (LIME and KernelSHAP with one sample) are no ranking,
+    as for a classifier (one check): said, and no top words listed; LIME
+    says why it has no per-token rows."""
+    model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
+    methods = ["llm-lime", "llm-kernel-shap", "llm-ablation"]
+    with pytest.warns(UserWarning, match="llm-lime: no ranking"):
+        result = explain_answer(
+            "the cat sat on the mat", model, methods, tokenizer=tok,
+            target=" ran in", lime_samples=1, shap_samples=1,
+        )  # fmt: skip
+    for name in ("llm-lime", "llm-kernel-shap"):
+        found = result.methods[name]
+        assert found.flat and "within 0.1 %" in found.no_ranking, name
+    assert not result.methods["llm-ablation"].no_ranking
+    text = result.to_text()
+    assert text.count("no ranking:") == 2 and text.count("  top ") == 1
+    assert "per output token: none (Captum's Lime fits one surrogate" in text
+    assert "llm-lime: no ranking" in " ".join(result.notes())
+    assert no_hooks(model)
+
+
+def test_non_finite_logits_or_weights_get_one_clear_error(tmp_path):
+    """A model whose output is NaN is refused before any method runs (was:
+    NaN scores ranked with rc 0 by llm-ablation, "unexpected error" from
+    llm-iba-deletion); a folder with NaN weights is refused when loaded."""
+    import torch
+
+    from captum_iba.app.causal_lm import load_causal_lm
+    from captum_iba.app.models import ModelLoadError
+
+    model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
+    with torch.no_grad():
+        model.model.layers[1].mlp.down_proj.weight[0, 0] = float("nan")
+    for method in ("llm-ablation", "llm-iba-deletion"):
+        with pytest.raises(ValueError, match="log-probabilities are not finite"):
+            explain_answer("the cat", model, method, tokenizer=tok, target=" ran")
+    model.config.architectures = ["LlamaForCausalLM"]
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    with pytest.raises(ModelLoadError, match="non-finite.*down_proj"):
+        load_causal_lm(tmp_path)
+
+
+def test_non_finite_scores_get_the_same_error(monkeypatch):
+    import torch
+
+    from captum_iba.evaluation.llm_scorers import CaptumLLMScorer
+
+    real = CaptumLLMScorer._scores
+
+    def broken(self, batch, per_token):
+        found = real(self, batch, per_token)
+        found.answer[0, -3] = float("nan")
+        return found
+
+    monkeypatch.setattr(CaptumLLMScorer, "_scores", broken)
+    model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
+    with pytest.raises(ValueError, match="llm-ablation's scores are not finite"):
+        explain_answer("the cat", model, "llm-ablation", tokenizer=tok, target=" ran")
+    assert torch.isfinite(next(model.parameters())).all()
+
+
+def test_whitespace_is_no_word_and_the_listing_keeps_one_line():
+    from captum_iba.app.words import prompt_words, shown
+
+    prompt = "the cat.\n sat \t"
+    spans = [(0, 3), (3, 7), (7, 8), (8, 9), (9, 13), (13, 15)]
+    pieces = ["the", "Ġcat", ".", "Ċ", "Ġsat", "Ġ\t"]
+    words, of_piece = prompt_words(prompt, spans, pieces)
+    assert words == ["the", "cat.", "sat"] and of_piece == [0, 1, 1, 1, 2, 2]
+    assert prompt_words("\n a", [(0, 1), (1, 3)], ["Ċ", "Ġa"])[0] == ["a"]
+    assert shown("a\nb\tc") == "a\\nb\\tc" and shown("café") == "café"
