@@ -35,7 +35,7 @@ from captum_iba._utils.ranking import check_finite, flat_reason
 from captum_iba.app.llm_odds import AnswerProbability, answer_odds
 from captum_iba.app.model_kind import kind_hint, model_kind
 from captum_iba.app.page import Page
-from captum_iba.app.words import prompt_words, shown, to_words
+from captum_iba.app.words import prompt_words, shown, to_words, token_labels
 from captum_iba.registry import DEFAULT_LLM_METHOD, METHODS
 from captum_iba.request import MethodRequest, check_request
 
@@ -544,12 +544,16 @@ def _result(
     ids, own, spans = encode_prompt(tokenizer, prompt, chat)
     pieces = [p for p, o in zip(tokenizer.convert_ids_to_tokens(ids), own) if o]
     words, of_piece = prompt_words(prompt, [s for s, o in zip(spans, own) if o], pieces)
+    scored = [i for i, o in zip(ids, own) if o]
+    unknown = {of_piece[k] for k, i in enumerate(scored) if i == tokenizer.unk_token_id}
+    for w in unknown:  # the model read its unknown token there
+        words[w] += f" (unknown: {tokenizer.unk_token})"
     answer = batch.answer_ids(0)
     return AnswerExplanation(
         prompt=prompt,
         chat=chat,
         answer=tokenizer.decode(answer),
-        output_tokens=[tokenizer.decode([t]) for t in answer],
+        output_tokens=token_labels(tokenizer, answer),
         generated=generated,
         pieces=pieces,
         words=words,

@@ -134,8 +134,9 @@ def answer_token_ids(task: PromptTask, tokenizer: Any) -> List[int]:
             "so choose single-token answer words (or explain the model's own "
             "answer, whose tokens are scored together)"
         )
-    unk = getattr(tokenizer, "unk_token_id", None)
-    unknown = [a for a, i in zip(task.answers, ids) if unk is not None and i == [unk]]
+    from captum_iba.attr.llm_batch import unknown_words
+
+    unknown = [a for a in task.answers if unknown_words(tokenizer, a)]
     if unknown:
         raise ValueError(
             f"task {task.corpus!r}: answer word(s) {', '.join(map(repr, unknown))} "

@@ -7,7 +7,15 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from captum_iba.app.errors import CLIError
 
-__all__ = ["blank", "encode", "grouping", "prompt_words", "shown", "to_words"]
+__all__ = [
+    "blank",
+    "encode",
+    "grouping",
+    "prompt_words",
+    "shown",
+    "to_words",
+    "token_labels",
+]
 
 #: Apostrophes that join a contraction or a possessive ("don't", "it's",
 #: "film's"), which BERT's pre-tokenizer cuts into three words.
@@ -218,6 +226,38 @@ def shown(word: str) -> str:
     if word.isprintable():
         return word
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in word)
+
+
+def token_labels(tokenizer: Any, ids: Sequence[int]) -> List[str]:
+    """Each token of an answer as a reader can tell it: its text, and for a
+    byte piece (part of a character written over several tokens, which
+    alone decodes to U+FFFD) the character it helps write with its part,
+    ``"é (byte 1/2)"``, or, when the answer ends inside the character, the
+    token as the tokenizer names it (``<0xC3>``)."""
+    ids = [int(i) for i in ids]
+    labels = [tokenizer.decode([i]) for i in ids]
+    k = 0
+    while k < len(ids):
+        if "\ufffd" not in labels[k]:
+            k += 1
+            continue
+        whole = next(
+            (
+                (end, tokenizer.decode(ids[k:end]))
+                for end in range(k + 2, min(k + 4, len(ids)) + 1)
+                if "\ufffd" not in tokenizer.decode(ids[k:end])
+            ),
+            None,
+        )
+        if whole is None:
+            labels[k] = f"{tokenizer.convert_ids_to_tokens(ids[k])} (a byte piece)"
+            k += 1
+            continue
+        end, text = whole
+        for j in range(k, end):
+            labels[j] = f"{text.strip() or text} (byte {j - k + 1}/{end - k})"
+        k = end
+    return labels
 
 
 def to_words(

@@ -30,6 +30,7 @@ __all__ = [
     "greedy_answers",
     "position_ids",
     "prompt_batch",
+    "unknown_words",
 ]
 
 #: Label of positions that are not scored (the Hugging Face convention).
@@ -168,7 +169,7 @@ def encode_prompt(
     """
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError(f"the prompt is empty ({prompt!r}): give the text to explain")
-    special = set(getattr(tokenizer, "all_special_ids", ()) or ())
+    special = _special_ids(tokenizer)
     text, start, end, shift = prompt, 0, len(prompt), 0
     if chat:
         text, start, end, shift = _user_turn(tokenizer, prompt)
@@ -196,7 +197,53 @@ def encode_prompt(
         raise ValueError(
             f"the prompt {prompt!r} has no token to explain (only special tokens)"
         )
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if all(i == unk for i, o in zip(ids, own) if o):
+        raise ValueError(
+            f"the tokenizer knows none of the prompt's words: each becomes its "
+            f"unknown token ({tokenizer.unk_token}), so there is nothing to explain; "
+            "give text in the model's vocabulary"
+        )
     return ids, own, spans
+
+
+def _special_ids(tokenizer: Any) -> set:
+    """The ids never scored: the tokenizer's special tokens, less its unknown
+    token (it stands for a word of the prompt, which the model reads; as for
+    classifiers, :func:`~captum_iba._utils.common.tokenizer_ids`) unless that
+    id also opens or ends a text."""
+    special = set(getattr(tokenizer, "all_special_ids", ()) or ())
+    unk = getattr(tokenizer, "unk_token_id", None)
+    roles = {getattr(tokenizer, f"{r}_token_id", None) for r in ("bos", "eos", "pad")}
+    if unk not in roles:
+        special.discard(unk)
+    return special
+
+
+def unknown_words(tokenizer: Any, text: str) -> List[str]:
+    """The parts of ``text`` that the tokenizer turns into its unknown token
+    (as written, with a fast tokenizer; else the unknown token): the one
+    check of answer words, for a given target and a corpus task's answers.
+
+    Args:
+        tokenizer: A Hugging Face tokenizer.
+        text (str): The text, tokenised without special tokens.
+
+    Returns:
+        list of str: The unknown parts, in order (empty when none).
+    """
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is None:
+        return []
+    fast = bool(getattr(tokenizer, "is_fast", False))
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=fast)
+    ids = list(enc["input_ids"])
+    spans = enc["offset_mapping"] if fast else [None] * len(ids)
+    return [
+        text[span[0] : span[1]] if span else str(tokenizer.unk_token)
+        for i, span in zip(ids, spans)
+        if i == unk
+    ]
 
 
 #: Stands for the user's text when the chat template is rendered to find the
@@ -400,12 +447,7 @@ def check_target(model: Any, tokenizer: Any, inp: Any, target: Any) -> None:
         TypeError: For token ids that are not a 1-D integer Tensor.
     """
     if isinstance(target, str):
-        ids = torch.tensor(tokenizer.encode(target, add_special_tokens=False))
-        if ids.numel() == 0:
-            raise ValueError(
-                f"target {target!r} has no token (the tokenizer gives none): give "
-                "the continuation to explain"
-            )
+        ids = torch.tensor(_encode_target(tokenizer, target))
     elif isinstance(target, Tensor):
         ids = target
         if ids.dim() != 1 or ids.is_floating_point() or ids.is_complex():
@@ -447,7 +489,21 @@ def _encode_target(tokenizer: Any, target: str) -> List[int]:
             f"target {target!r} has no token (the tokenizer gives none): give the "
             "answer to explain"
         )
+    _refuse_unknown(tokenizer, target)
     return ids
+
+
+def _refuse_unknown(tokenizer: Any, target: str) -> None:
+    """A target the tokenizer cannot write is refused: its unknown token is
+    no answer the model could give (it was explained as ``<unk>``)."""
+    unknown = unknown_words(tokenizer, target)
+    if unknown:
+        raise ValueError(
+            f"target {target!r}: the tokenizer does not know "
+            f"{', '.join(map(repr, unknown))} (it becomes its unknown token "
+            f"{tokenizer.unk_token}, not the word): give an answer in the model's "
+            "vocabulary"
+        )
 
 
 def _check_positions(

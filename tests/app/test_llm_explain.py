@@ -384,3 +384,54 @@ def test_whitespace_is_no_word_and_the_listing_keeps_one_line():
     assert words == ["the", "cat.", "sat"] and of_piece == [0, 1, 1, 1, 2, 2]
     assert prompt_words("\n a", [(0, 1), (1, 3)], ["Ċ", "Ġa"])[0] == ["a"]
     assert shown("a\nb\tc") == "a\\nb\\tc" and shown("café") == "café"
+
+
+def test_words_the_tokenizer_does_not_know(lm_dir, capsys):
+    """A target the word-level tokenizer lacks is refused (it was explained
+    as <unk>), as the corpus commands refuse such answer words; an unknown
+    word of the prompt is listed, marked (it vanished); a prompt of unknown
+    words only is refused."""
+    from captum_iba.attr.llm_batch import check_target
+
+    model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
+    with pytest.raises(ValueError, match="does not know 'zebra'.*<unk>"):
+        explain_answer("the cat", model, "llm-ablation", tokenizer=tok, target=" zebra")
+    with pytest.raises(ValueError, match="does not know 'zebra'"):
+        check_target(model, tok, None, " ran zebra")
+    result = explain_answer(
+        "the zebra sat", model, "llm-ablation", tokenizer=tok, target=" ran"
+    )
+    assert result.words == ["the", "zebra (unknown: <unk>)", "sat"]
+    assert result.scores("llm-ablation")[1] != 0.0  # the model read <unk>: scored
+    with pytest.raises(ValueError, match="knows none of the prompt's words"):
+        explain_answer(
+            "zebra lion", model, "llm-ablation", tokenizer=tok, target=" ran"
+        )
+    with pytest.raises(SystemExit) as exc:
+        main(["explain", "the cat", "--model", lm_dir, "--target", " zebra"] + FAST)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "does not know 'zebra'" in err, err
+
+
+def test_byte_pieces_of_the_answer_are_labelled():
+    """An output token that is part of a character (a byte piece decodes to
+    U+FFFD alone, printed as '?') is labelled with the character."""
+    import transformers as tf
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    from captum_iba.app.words import token_labels
+
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    tk.train_from_iterator(
+        ["the cat sat"], trainers.BpeTrainer(vocab_size=300, initial_alphabet=alphabet)
+    )
+    tok = tf.PreTrainedTokenizerFast(tokenizer_object=tk)
+    ids = tok.encode("café 🙂 cat", add_special_tokens=False)
+    labels = token_labels(tok, ids)
+    assert labels[3:5] == ["é (byte 1/2)", "é (byte 2/2)"]
+    assert labels[6:10] == [f"🙂 (byte {k}/4)" for k in range(1, 5)]
+    assert labels[-1] == " cat" and "\ufffd" not in "".join(labels)
+    assert token_labels(tok, ids[:4])[3].endswith("(a byte piece)")
