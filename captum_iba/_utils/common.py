@@ -16,9 +16,11 @@
   batch, order or process.
 """
 
+import contextlib
 import hashlib
 import numbers
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+import random
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -380,3 +382,26 @@ def user_stacklevel() -> int:
             return level
         frame, level = frame.f_back, level + 1
     return level
+
+
+@contextlib.contextmanager
+def kept_random_state(device: Optional[torch.device] = None) -> Iterator[None]:
+    """A block whose random draws leave the caller's random state as it was:
+    torch's CPU generator (and ``device`` 's, for a GPU), Python's
+    :mod:`random` and NumPy's global state. Every seeded method runs in one,
+    as IBA's own generators never touch the global state.
+
+    Args:
+        device (torch.device, optional): The model's device; a CUDA device's
+            generator is kept too.
+    """
+    import numpy as np
+
+    devices = [device] if device is not None and device.type == "cuda" else []
+    python, numpy = random.getstate(), np.random.get_state()
+    try:
+        with torch.random.fork_rng(devices=devices):
+            yield
+    finally:
+        random.setstate(python)
+        np.random.set_state(numpy)

@@ -39,7 +39,7 @@ from captum.attr import (
 )
 from torch import Tensor, nn
 
-from captum_iba._utils.common import instance_seed
+from captum_iba._utils.common import instance_seed, kept_random_state
 from captum_iba.evaluation.ig import embedding_layer
 from captum_iba.evaluation.scorers import TokenScorer
 
@@ -82,8 +82,9 @@ class CaptumScorer(TokenScorer):
             perturbation method (sampling methods draw from it) with
             :func:`~captum_iba._utils.common.instance_seed` of the seed and
             the instance's tokens (so a score does not depend on the batch),
-            inside ``torch.random.fork_rng``: the caller's random state is
-            left as it was. Default 0; None leaves the generator alone.
+            inside :func:`~captum_iba._utils.common.kept_random_state`: the
+            caller's random state is left as it was. Default 0; None leaves
+            the generator alone.
         **kwargs: See :class:`TokenScorer`.
     """
 
@@ -178,7 +179,7 @@ class CaptumScorer(TokenScorer):
         for b in range(ids.shape[0]):
             if not removable[b].any():
                 continue
-            with torch.random.fork_rng(devices=[]):
+            with kept_random_state(ids.device):
                 if self.seed is not None:
                     real = ids[b][mask[b].bool()]
                     torch.manual_seed(instance_seed(self.seed, real))

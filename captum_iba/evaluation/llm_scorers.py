@@ -386,9 +386,11 @@ class CaptumLLMScorer(LLMScorer):
             features = batch.scored[b][prompt].unsqueeze(0).to(device)
             target = torch.tensor(batch.answer_ids(b), device=device)
             inp = _PromptIds(ids, features, self.tokenizer, self.pad_token_id)
-            if self.seed is not None:
-                torch.manual_seed(common.instance_seed(self.seed, ids[0]))
-            res = self.llm.attribute(inp, target=target, **self._options(ids.shape[1]))
+            with common.kept_random_state(device):  # the caller's state kept
+                if self.seed is not None:
+                    torch.manual_seed(common.instance_seed(self.seed, ids[0]))
+                options = self._options(ids.shape[1])
+                res = self.llm.attribute(inp, target=target, **options)
             columns = prompt.nonzero().flatten()[features[0].cpu()]
             answer[b, columns] = res.seq_attr.detach().float().cpu()
             if res.token_attr is not None:

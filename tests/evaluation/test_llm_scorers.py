@@ -183,3 +183,39 @@ def test_the_fused_route_gives_the_attention_no_broadcast_value(monkeypatch):
     _scorer(model, tok, "llm-iba-deletion").attribute(batch)
     assert len(seen) >= 2 and all(dense for dense, _ in seen)
     assert all(no_mask for _, no_mask in seen)
+
+
+#: Light options of each method, for the test of the random state.
+LIGHT = {
+    "llm-shapley": {"shap_samples": 2},
+    "llm-lime": {"lime_samples": 8},
+    "llm-kernel-shap": {"shap_samples": 8},
+    "llm-ig": {"ig_steps": 4},
+    "llm-ablation": {},
+    "llm-iba": {"steps": 2},
+}
+
+
+@pytest.mark.parametrize("method", sorted(LIGHT))
+def test_the_callers_random_state_is_left_alone(method):
+    """Every method leaves the caller's torch, Python and NumPy random states
+    as they were, as IBA does (Captum's sampling methods and IG advanced
+    torch's global generator, LIME Python's too)."""
+    import random
+
+    import numpy as np
+
+    from captum_iba.app.llm_explanation import explain_answer
+
+    model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
+    torch.manual_seed(1234)
+    random.seed(1234)
+    np.random.seed(1234)
+    states = torch.get_rng_state(), random.getstate(), np.random.get_state()[1]
+    explain_answer(
+        "the cat sat on the mat", model, method, tokenizer=tok, target=" ran in",
+        **LIGHT[method],
+    )  # fmt: skip
+    assert torch.equal(torch.get_rng_state(), states[0])
+    assert random.getstate() == states[1]
+    assert (np.random.get_state()[1] == states[2]).all()
