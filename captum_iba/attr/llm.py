@@ -39,11 +39,11 @@ from torch import Tensor, nn
 
 from captum_iba._utils.ranking import RTOL, tied_rows
 from captum_iba.attr import _sites as sites
+from captum_iba.attr._user_turn import never_scored_ids
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.llm_batch import (
     IGNORE_INDEX,
     PromptBatch,
-    _special_ids,
     check_target,
     position_ids,
     prompt_batch,
@@ -184,7 +184,7 @@ def _single_batch(
     ids = torch.cat([prompt, target.reshape(1, -1).to(prompt.dtype)], dim=1)
     labels = torch.full_like(ids, IGNORE_INDEX)
     labels[:, prompt.shape[1] :] = target
-    special = torch.tensor(sorted(_special_ids(tokenizer)), dtype=torch.long)
+    special = torch.tensor(sorted(never_scored_ids(tokenizer)), dtype=torch.long)
     scored = torch.zeros_like(ids, dtype=torch.bool)
     features = getattr(inp, "itp_mask", None)
     own = ~torch.isin(prompt, special.to(prompt.dtype))
