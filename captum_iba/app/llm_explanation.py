@@ -422,7 +422,10 @@ def explain_answer(
             its last layer, ``attnlrp`` without ``lxt``, a prior fitted
             on data, an empty prompt or answer, a prompt and answer past the
             model's positions (a longer greedy answer than they leave room
-            for is cut, with a warning), a classifier given as the model.
+            for is cut, with a warning), a classifier given as the model, a
+            target with a word the tokenizer does not know, a prompt of
+            unknown words only; then: NaN or infinite log-probabilities or
+            scores.
     """
     from captum_iba._utils.common import max_positions
     from captum_iba.app.llm_checks import answer_budget, prompt_lengths
