@@ -261,3 +261,21 @@ def install_fake_lxt(monkeypatch, monkey_patch: Callable) -> None:
     monkeypatch.setitem(sys.modules, "lxt.efficient", fake)
     models = types.ModuleType("lxt.efficient.models")
     monkeypatch.setitem(sys.modules, "lxt.efficient.models", models)
+
+
+#: Light options of the methods, for tests (the defaults are for real use).
+LIGHT_OPTIONS = {
+    "steps": 2,
+    "n_samples": 2,
+    "ig_steps": 3,
+    "shap_samples": 2,
+    "lime_samples": 6,
+}
+
+
+def light_options(method: str) -> dict:
+    """The light options (:data:`LIGHT_OPTIONS`) that ``method`` takes."""
+    from captum_iba.registry import METHODS
+
+    taken = METHODS.entry(method, warn=False).facts.get("options", ())
+    return {k: v for k, v in LIGHT_OPTIONS.items() if k in taken}

@@ -14,25 +14,12 @@ from captum_iba.evaluation import Resources, build_scorers, evaluate_corpus
 from captum_iba.evaluation.attnlrp import attnlrp_available
 from captum_iba.evaluation.scorers import MethodFacts
 from captum_iba.registry import LLM_NAMES, METHODS, MODEL_KINDS, method_entry
-from tests.helpers import tiny_causal_lm, tiny_word_tokenizer
+from tests.helpers import light_options, tiny_causal_lm, tiny_word_tokenizer
 
-#: Light options (the defaults are for real use).
-LIGHT = {
-    "steps": 2,
-    "n_samples": 2,
-    "ig_steps": 3,
-    "shap_samples": 2,
-    "lime_samples": 6,
-}
 #: The methods the issue names, as a user writes them.
 UNIFIED = ("iba-deletion", "iba-faithful", "iba", "ig", "ablation", "loo",
            "shapley", "lime", "kernel-shap", "saliency", "input-x-gradient",
            "attnlrp", "random")  # fmt: skip
-
-
-def _light(method):
-    taken = METHODS.entry(method, warn=False).facts["options"]
-    return {k: v for k, v in LIGHT.items() if k in taken}
 
 
 def _lxt(method):
@@ -54,7 +41,7 @@ def test_an_old_name_warns_and_scores_as_its_new_name(old):
     _lxt(new)
     model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
     batch = prompt_batch(tok, ["the cat sat on the mat", "a dog"], [" ran", " sat"])
-    resources = Resources(model, tok, options=_light(new))
+    resources = Resources(model, tok, options=light_options(new))
     with pytest.warns(DeprecationWarning, match=f"'{old}' is deprecated.*'{new}'"):
         before = build_scorers([old], resources)[old]  # shown as it was
     shown = METHODS.entry(new).name
@@ -78,7 +65,7 @@ def test_an_old_name_warns_in_explain_and_gives_the_same_answer_scores():
 @pytest.mark.parametrize("method", ["iba-deletion", "ig", "ablation", "saliency"])
 def test_one_name_explains_a_causal_lm_and_a_classifier(method, tiny_model_dir):
     model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
-    options = _light(method)
+    options = light_options(method)
     answer = explain("the cat sat", model, method, tokenizer=tok, target=" ran",
                      **options)  # fmt: skip
     text = explain("a fine film", tiny_model_dir, method, **options)
@@ -154,7 +141,9 @@ def test_a_method_s_facts_have_one_home(name):
 def test_a_scorer_reads_its_facts_from_the_registry():
     model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
     for name in ("iba-deletion", "ig", "random"):
-        scorer = build_scorers([name], Resources(model, tok, options=_light(name)))
+        scorer = build_scorers(
+            [name], Resources(model, tok, options=light_options(name))
+        )
         facts = METHODS.entry(name).facts
         built = next(iter(scorer.values()))
         assert built.signed == facts["signed"]

@@ -13,7 +13,7 @@ from captum_iba.evaluation import Resources, build_scorers
 from captum_iba.evaluation.attnlrp import attnlrp_available
 from captum_iba.registry import METHODS
 from captum_iba.request import check_request
-from tests.helpers import no_hooks, tiny_causal_lm, tiny_word_tokenizer
+from tests.helpers import light_options, no_hooks, tiny_causal_lm, tiny_word_tokenizer
 
 KINDS = ("llama", "gpt2")
 LLM_METHODS = [
@@ -22,20 +22,11 @@ LLM_METHODS = [
     if "causal-lm" in METHODS.entry(m).facts["models"]
     and (m != "AttnLRP" or attnlrp_available()[0])  # lxt: transformers 4.x
 ]
-#: Light options per method (the scorers' defaults are for real use).
-LIGHT = {
-    "steps": 2,
-    "n_samples": 2,
-    "ig_steps": 3,
-    "shap_samples": 2,
-    "lime_samples": 6,
-}
 
 
 def _scorer(model, tok, method):
     request = check_request([method], {}, None, model_kind="causal-lm")
-    taken = METHODS.entry(method).facts.get("options", ())
-    options = {k: v for k, v in LIGHT.items() if k in taken}
+    options = light_options(method)
     request = check_request([method], options, None, model_kind="causal-lm")
     return build_scorers(request, Resources(model, tok))[method]
 
@@ -186,7 +177,7 @@ def test_the_fused_route_gives_the_attention_no_broadcast_value(monkeypatch):
 
 
 #: Light options of each method, for the test of the random state.
-LIGHT = {
+RNG_LIGHT = {
     "llm-shapley": {"shap_samples": 2},
     "llm-lime": {"lime_samples": 8},
     "llm-kernel-shap": {"shap_samples": 8},
@@ -196,7 +187,7 @@ LIGHT = {
 }
 
 
-@pytest.mark.parametrize("method", sorted(LIGHT))
+@pytest.mark.parametrize("method", sorted(RNG_LIGHT))
 def test_the_callers_random_state_is_left_alone(method):
     """Every method leaves the caller's torch, Python and NumPy random states
     as they were, as IBA does (Captum's sampling methods and IG advanced
@@ -214,7 +205,7 @@ def test_the_callers_random_state_is_left_alone(method):
     states = torch.get_rng_state(), random.getstate(), np.random.get_state()[1]
     explain_answer(
         "the cat sat on the mat", model, method, tokenizer=tok, target=" ran in",
-        **LIGHT[method],
+        **RNG_LIGHT[method],
     )  # fmt: skip
     assert torch.equal(torch.get_rng_state(), states[0])
     assert random.getstate() == states[1]
