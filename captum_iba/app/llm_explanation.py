@@ -23,7 +23,6 @@ renders as the terminal listing and as the page of
 prompt words, and its output-token x word matrix).
 """
 
-import textwrap
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -32,10 +31,15 @@ from types import SimpleNamespace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from captum_iba._utils.ranking import check_finite, flat_reason
+from captum_iba.app.llm_explain_text import (
+    WHOLE_ANSWER_ONLY,
+    answer_text,
+    near_flat_said,
+)
 from captum_iba.app.llm_odds import AnswerProbability, answer_odds
 from captum_iba.app.model_kind import kind_hint, model_kind
 from captum_iba.app.page import Page
-from captum_iba.app.words import prompt_words, shown, to_words, token_labels
+from captum_iba.app.words import prompt_words, to_words, token_labels
 from captum_iba.registry import DEFAULT_LLM_METHOD, METHODS
 from captum_iba.request import MethodRequest, check_request
 
@@ -51,8 +55,6 @@ _FLAT = (
     "most prompt words have the same score (within 0.1 % of the median), so "
     "their order is noise"
 )
-#: Why a method gives no per-token scores, unless it says more.
-_WHOLE = "the method explains the whole answer only"
 #: What to try when a method ranks nothing (docs/llm.rst says why).
 _TRY = (
     "the method found nothing in this prompt that changes the answer (a "
@@ -212,7 +214,7 @@ class AnswerExplanation(Page):
             "log-probability); the table under it: for each output token.",
         ]
         notes += [
-            f"{name}: no per-token scores ({m.per_token_note or _WHOLE})."
+            f"{name}: no per-token scores ({m.per_token_note or WHOLE_ANSWER_ONLY})."
             for name, m in self.methods.items()
             if m.per_token is None
         ]
@@ -255,40 +257,8 @@ class AnswerExplanation(Page):
         )
 
     def to_text(self, top: int = 5, pieces: bool = False) -> str:
-        """The terminal listing: the answer, then per method the prompt's
-        words with their scores for the whole answer and its top words, and
-        (when scored per output token) each output token's top words."""
-        turn = "  (as a user turn)" if self.chat else ""
-        how = "greedy" if self.generated else "given"
-        lines = [
-            f"prompt: {self.prompt!r}{turn}",
-            f"answer ({how}, {len(self.output_tokens)} tokens): {self.answer!r}",
-        ]
-        if self.odds is not None:
-            lines += [f"{what.lower()}: {text}" for what, text in self.odds.said()]
-        for name, m in self.methods.items():
-            values = self.scores(name, pieces)
-            lines.append("")
-            lines.append(f"{name}: {self.details(name)}")
-            words = [shown(w) for w in self.tokens(pieces)]
-            lines.append(
-                "  " + " | ".join(f"{w} {v:.3g}" for w, v in zip(words, values))
-            )
-            if m.no_ranking:
-                said = f"no ranking: {m.no_ranking}; no top words are listed"
-                lines += textwrap.wrap(
-                    said, 88, initial_indent="  ", subsequent_indent="    "
-                )
-            else:
-                best = ", ".join(
-                    f"{shown(w)} ({v:.3g})" for w, v in self.top(top, name, pieces)
-                )
-                lines.append(f"  top {min(top, len(values))}: {best}")
-                if name in self.near_flat_methods():
-                    lines.append(f"  warning: {self.near_flat(name)}")
-            lines += self._per_token_lines(name, min(top, 3), pieces)
-        lines += [f"note: {m} left out: {why}" for m, why in self.skipped.items()]
-        return "\n".join(lines)
+        """The terminal listing (see :mod:`~captum_iba.app.llm_explain_text`)."""
+        return answer_text(self, top, pieces)
 
     def near_flat_methods(self) -> List[str]:
         """The methods whose scores rank, but nearly flat
@@ -303,34 +273,7 @@ class AnswerExplanation(Page):
 
     def near_flat(self, method: str) -> str:
         """What a nearly flat ranking of ``method`` means, with its range."""
-        from captum_iba._utils.ranking import NEAR_RTOL
-
-        values = self._method(method).scores
-        return (
-            f"nearly flat - every token's score is within {100 * NEAR_RTOL:g} % "
-            f"of the largest ({min(values):.3g} to {max(values):.3g}): a ranking "
-            "by small differences (for IBA, the mask barely moved from where it "
-            "started); read it with care and compare llm-iba-deletion (docs/llm.rst)"
-        )
-
-    def _per_token_lines(self, method: str, top: int, pieces: bool) -> List[str]:
-        """Per output token, its ``top`` words (none without per-token scores)."""
-        found = self._method(method)
-        matrix = self.matrix(method, pieces)
-        if matrix is None:
-            if not self.per_token:
-                return []
-            return [f"  per output token: none ({found.per_token_note or _WHOLE})"]
-        tokens, lines = self.tokens(pieces), ["  per output token (top words):"]
-        rows = found.per_token or []
-        for label, row, raw in zip(self.output_tokens, matrix, rows):
-            order = sorted(range(len(row)), key=lambda i: -row[i])[:top]
-            best = ", ".join(f"{shown(tokens[i])} ({row[i]:.3g})" for i in order)
-            flat = flat_reason(raw, row)
-            lines.append(
-                f"    {label!r:<14} <- {'no ranking: ' + flat if flat else best}"
-            )
-        return lines
+        return near_flat_said(self._method(method).scores)
 
     def __str__(self) -> str:
         return self.to_text()
@@ -477,11 +420,12 @@ def explain_answer(
             tokenizer, [prompt], None, model=model, chat=wrap, max_new_tokens=budget
         )
     )
-    check_finite(_log_probability(model, batch), "the model's log-probabilities")
+    odds = answer_odds(model, tokenizer, batch)  # one forward pass, before any method
+    check_finite(odds.log_probs, "the model's log-probabilities")
     scorers = build_scorers(request, Resources(model, tokenizer), kind="causal-lm")
     result = _result(batch, tokenizer, prompt, wrap, target is None)
     result.model_name = model_name or described
-    result.odds = answer_odds(model, tokenizer, batch)
+    result.odds = odds
     result.per_token = per_token
     for name, scorer in scorers.items():
         start = time.process_time()
@@ -508,20 +452,6 @@ def explain_answer(
     for name in result.near_flat_methods():
         warnings.warn(f"{name}: {result.near_flat(name)}", UserWarning, stacklevel=2)
     return result
-
-
-def _log_probability(model: Any, batch: Any) -> Any:
-    """The answer's log-probability given the prompt (one forward pass), to
-    refuse a model whose output is not finite before any method runs."""
-    import torch
-
-    from captum_iba._utils.common import model_device
-    from captum_iba.attr.llm import CausalLMLogLikelihood
-
-    device = model_device(model, batch.input_ids.device)
-    args = {k: v.to(device) for k, v in batch.arguments().items()}
-    with torch.no_grad():
-        return CausalLMLogLikelihood(model)(**args)
 
 
 def _say_no_ranking(result: AnswerExplanation, name: str, tied: bool) -> None:
