@@ -36,7 +36,7 @@ from captum_iba.app.llm_explain_text import (
     answer_text,
     near_flat_said,
 )
-from captum_iba.app.llm_odds import AnswerProbability, answer_odds
+from captum_iba.app.llm_odds import READING_NOTE, AnswerProbability, answer_odds
 from captum_iba.app.model_kind import kind_hint, model_kind
 from captum_iba.app.page import Page
 from captum_iba.app.words import prompt_words, to_words, token_labels
@@ -45,12 +45,6 @@ from captum_iba.request import MethodRequest, check_request
 
 __all__ = ["AnswerExplanation", "AnswerScores", "explain_answer"]
 
-_ODDS = (
-    "The answer's probability says how much the model wanted it: a low one, "
-    "or another first token preferred, marks a weak or unsure model, whose "
-    "explanation shows what it used, not what a reader would (docs/llm.rst, "
-    "'Reading a result')."
-)
 _FLAT = (
     "most prompt words have the same score (within 0.1 % of the median), so "
     "their order is noise"
@@ -227,7 +221,7 @@ class AnswerExplanation(Page):
             f"{name}: {self.near_flat(name)}" for name in self.near_flat_methods()
         ]
         if self.odds is not None:
-            notes.append(_ODDS)
+            notes.append(READING_NOTE)
         return notes + [f"{m} left out: {why}" for m, why in self.skipped.items()]
 
     def to_html(self, pieces: bool = False, full_page: bool = True) -> str:
@@ -428,30 +422,38 @@ def explain_answer(
     result.odds = odds
     result.per_token = per_token
     for name, scorer in scorers.items():
-        start = time.process_time()
-        found = scorer.attribute(batch, per_token=per_token)
-        keep = batch.scored[0]
-        check_finite(found.answer[0][keep], f"{name}'s scores")
-        per = None if found.tokens is None else found.tokens[0][:, keep]
-        if per is not None:
-            check_finite(per, f"{name}'s per-token scores")
-        result.methods[name] = AnswerScores(
-            method=name,
-            summary=METHODS.entry(scorer.method_name, warn=False).summary,
-            scores=found.answer[0][keep].tolist(),
-            per_token=None if per is None else per.tolist(),
-            signed=bool(scorer.signed),
-            meaning=scorer.score_meaning,
-            seconds=time.process_time() - start,
-            word_reduction=scorer.word_reduction,
-            settings=dict(scorer.settings),
-            per_token_note=getattr(scorer, "per_token_note", "") if per_token else "",
-        )
-        tied = bool(found.flat is not None and found.flat[0])
+        result.methods[name], tied = _scored(name, scorer, batch, per_token)
         _say_no_ranking(result, name, tied)
     for name in result.near_flat_methods():
         warnings.warn(f"{name}: {result.near_flat(name)}", UserWarning, stacklevel=2)
     return result
+
+
+def _scored(
+    name: str, scorer: Any, batch: Any, per_token: bool
+) -> Tuple[AnswerScores, bool]:
+    """One method's scores of the batch's one prompt (its own tokens), checked
+    finite, and whether IBA found most tokens tied with the median."""
+    start = time.process_time()
+    found = scorer.attribute(batch, per_token=per_token)
+    keep = batch.scored[0]
+    check_finite(found.answer[0][keep], f"{name}'s scores")
+    per = None if found.tokens is None else found.tokens[0][:, keep]
+    if per is not None:
+        check_finite(per, f"{name}'s per-token scores")
+    scores = AnswerScores(
+        method=name,
+        summary=METHODS.entry(scorer.method_name, warn=False).summary,
+        scores=found.answer[0][keep].tolist(),
+        per_token=None if per is None else per.tolist(),
+        signed=bool(scorer.signed),
+        meaning=scorer.score_meaning,
+        seconds=time.process_time() - start,
+        word_reduction=scorer.word_reduction,
+        settings=dict(scorer.settings),
+        per_token_note=getattr(scorer, "per_token_note", "") if per_token else "",
+    )
+    return scores, bool(found.flat is not None and found.flat[0])
 
 
 def _say_no_ranking(result: AnswerExplanation, name: str, tied: bool) -> None:

@@ -17,7 +17,16 @@ from typing import Any, List, Tuple
 
 import torch
 
-__all__ = ["AnswerProbability", "TOP_ALTERNATIVES", "answer_odds"]
+__all__ = ["READING_NOTE", "TOP_ALTERNATIVES", "AnswerProbability", "answer_odds"]
+
+#: What the answer's probability tells a reader of the explanation (a note
+#: of the page; docs/llm.rst, "Reading a result").
+READING_NOTE = (
+    "The answer's probability says how much the model wanted it: a low one, "
+    "or another first token preferred, marks a weak or unsure model, whose "
+    "explanation shows what it used, not what a reader would (docs/llm.rst, "
+    "'Reading a result')."
+)
 
 #: How many of the model's strongest next tokens are shown.
 TOP_ALTERNATIVES = 5
