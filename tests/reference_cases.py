@@ -145,6 +145,37 @@ def _llm_case() -> torch.Tensor:
     return attr.sum(-1).flatten()
 
 
+def _llm_scorer_case(method: str, kind: str) -> torch.Tensor:
+    """One method's scores of a tiny causal LM's prompts, whole answer and per
+    output token (where it gives them), through the evaluation's scorers."""
+    from captum_iba.attr.llm_batch import prompt_batch
+    from captum_iba.evaluation import Resources, build_scorers
+    from captum_iba.request import check_request
+    from tests.helpers import light_options, tiny_causal_lm, tiny_word_tokenizer
+
+    model, tok = tiny_causal_lm(kind, seed=5), tiny_word_tokenizer()
+    request = check_request(
+        [method], light_options(method), None, model_kind="causal-lm"
+    )
+    scorer = build_scorers(request, Resources(model, tok))[method]
+    batch = prompt_batch(
+        tok, ["the cat sat on the mat", "a dog ran"], [" is big", " in park"]
+    )
+    found = scorer.attribute(batch, per_token=True)
+    out = [found.answer.flatten()]
+    if found.tokens is not None:
+        out.append(found.tokens.flatten())
+    return torch.cat(out)
+
+
+#: The methods whose causal-LM scores are recorded (AttnLRP needs lxt, which
+#: transformers 5 cannot import).
+LLM_METHODS = (
+    "random", "IBA", "iba-faithful", "iba-deletion", "IG", "LOO", "shapley",
+    "LIME", "kernel-shap", "saliency", "input-x-gradient",
+)  # fmt: skip
+
+
 def cases() -> Dict[str, Callable[..., torch.Tensor]]:
     """Case name -> function of (model, tokenizer, batch, pair batch)."""
     quick = {"steps": 3, "n_samples": 2}
@@ -175,6 +206,8 @@ def cases() -> Dict[str, Callable[..., torch.Tensor]]:
         "scorer/shapley": _scorer_case(
             "shapley", method_options={"shapley": {"n_samples": 2}}
         ),
+        "scorer/saliency": _scorer_case("saliency"),
+        "scorer/input-x-gradient": _scorer_case("input-x-gradient"),
         "iba/paper-stack": _iba_case("0", **quick),
         "iba/paper-hooks": _iba_case("0", layer_stack=False, **quick),
         "iba/paper-nocuts": _iba_case("1", cuts=False, **quick),
@@ -205,6 +238,11 @@ def compute() -> Dict[str, List[float]]:
             results[name] = case(model, tok, enc, pair).double().tolist()
         torch.manual_seed(0)
         results["llm/gpt2"] = _llm_case().double().tolist()
+        for kind in ("llama", "gpt2"):
+            for method in LLM_METHODS:
+                torch.manual_seed(0)
+                found = _llm_scorer_case(method, kind)
+                results[f"llm-scorer/{kind}/{method}"] = found.double().tolist()
     return results
 
 
