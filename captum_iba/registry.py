@@ -174,7 +174,10 @@ _BUILT_IN: Dict[str, Entry] = {}  # (read below without the entry points)
 _LLM = "llm_scorers:CaptumLLMScorer"
 _method(
     "random",
-    {"classifier": "scorers:RandomScorer", "causal-lm": "llm_scorers:LLMRandomScorer"},
+    {
+        "classifier": "random_scorer:RandomScorer",
+        "causal-lm": "llm_scorers:LLMRandomScorer",
+    },
     "uniform random scores (floor)",
     ("seed",),
     signed=False,

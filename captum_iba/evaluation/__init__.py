@@ -1,7 +1,10 @@
 """The evaluation harness: attribution methods as per-token scorers, compared.
 
-* :mod:`~captum_iba.evaluation.scorers` - the scorer base class and the
-  lookups in the one registry of method names (:data:`captum_iba.registry.METHODS`);
+* :mod:`~captum_iba.evaluation.scorers` - the scorer base class (one contract,
+  ``scorer.attribute(batch)``, for a classifier's or a causal LM's batch:
+  :mod:`~captum_iba.evaluation.batches`) and the lookups in the one registry of
+  method names (:data:`captum_iba.registry.METHODS`);
+* :mod:`~captum_iba.evaluation.random_scorer` - the floor: seeded random scores;
 * :mod:`~captum_iba.evaluation.resolve` - names and shared resources (a layer,
   priors, a seed) resolved once into scorers (:func:`build_scorers`);
 * :mod:`~captum_iba.evaluation.ig`, :mod:`~captum_iba.evaluation.lime`,
@@ -38,7 +41,6 @@ from captum_iba._utils.lazy import exports, lazy_names
 _NAMES = exports(
     scorers=[
         "METHODS",
-        "RandomScorer",
         "TokenScorer",
         "build_scorer",
         "register_scorer",
@@ -46,6 +48,8 @@ _NAMES = exports(
         "scorer_names",
         "SCORERS",
     ],
+    batches=["TokenBatch"],
+    random_scorer=["RandomScorer"],
     ig=["IntegratedGradientsScorer"],
     lime=["CaptumLimeScorer", "LimeTextScorer"],
     iba=["IBAScorer", "IBAFaithfulScorer"],

@@ -27,8 +27,7 @@ for a causal LM.
   (``forward_in_tokens=False``); a removed token becomes the pad token.
 """
 
-import time
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Dict, Optional
 
 import torch
 from captum.attr import (
@@ -42,7 +41,6 @@ from captum.attr import (
     ShapleyValueSampling,
     TextTokenInput,
 )
-from captum.log import log_usage
 from torch import Tensor
 
 from captum_iba._utils import common
@@ -60,7 +58,8 @@ from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.attr.options import ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
 from captum_iba.attr.text import LayerLike, resolve_layer
-from captum_iba.evaluation.scorers import MethodFacts, registered_name, seeded_uniform
+from captum_iba.evaluation.random_scorer import seeded_uniform
+from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = [
     "CAPTUM_METHODS",
@@ -85,13 +84,13 @@ def rows_per_pass(width: int, given: Optional[int]) -> int:
     return given if given is not None else max(1, ROW_TOKENS // max(width, 1))
 
 
-class LLMScorer(MethodFacts):
-    """Base class: the scores of a batch's prompt tokens for its answers.
-
-    Subclasses implement :meth:`_scores`; :meth:`attribute` checks the batch
-    and records the time spent in :attr:`settings`. Whether its scores are
-    signed and how a word's score is made from its tokens' are its method's
-    registry facts (:class:`~captum_iba.evaluation.scorers.MethodFacts`).
+class LLMScorer(TokenScorer):
+    """0.3's base class of a method that explains causal LMs only: a
+    :class:`~captum_iba.evaluation.TokenScorer` whose subclasses implement
+    ``_scores(batch, per_token)`` (the hook a method for both kinds calls
+    :meth:`~captum_iba.evaluation.TokenScorer._prompt_scores`). Kept for
+    users' subclasses; write a :class:`~captum_iba.evaluation.TokenScorer`
+    with ``_prompt_scores`` now.
 
     Attributes:
         method_name (str): The registered method (e.g. ``"iba-deletion"``).
@@ -100,37 +99,23 @@ class LLMScorer(MethodFacts):
     """
 
     #: The kinds of model a user's subclass explains, when it is registered
-    #: with :func:`~captum_iba.evaluation.register_scorer` (the built-in
-    #: methods say it in their registry entries).
+    #: with :func:`~captum_iba.evaluation.register_scorer`.
     models = ("causal-lm",)
-    #: What one score means.
-    score_meaning: str = "+ for the answer, - against it"
-    #: Why the method gives no per-token scores ("" when it gives them).
-    per_token_note: str = ""
 
-    def __init__(
-        self,
-        model: Any,
-        *,
-        tokenizer: Any = None,
-        special_token_ids: Optional[Iterable[int]] = None,
-        pad_token_id: Optional[int] = None,
-        name: Optional[str] = None,
-        method_name: Optional[str] = None,
-        setting: str = "fair",
-    ) -> None:
-        self.model = model
-        self.tokenizer = tokenizer
-        self.special_token_ids = common.special_token_ids(tokenizer, special_token_ids)
-        eos = getattr(tokenizer, "eos_token_id", None)
-        self.pad_token_id = int(common.pad_token_id(tokenizer, pad_token_id, eos or 0))
-        self.method_name = method_name or registered_name(type(self))
-        self.name = name or self.method_name
-        self.settings: Dict[str, Any] = {"method": self.name, "setting": setting}
+    def __init__(self, model: Any, **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+        if self.kind != "causal-lm":  # a causal LM this class does not know
+            self.kind = "causal-lm"
+            self.settings = {k: self.settings[k] for k in ("method", "setting")}
+            eos = getattr(self.tokenizer, "eos_token_id", None)
+            given = kwargs.get("pad_token_id")
+            self.pad_token_id = int(
+                common.pad_token_id(self.tokenizer, given, eos or 0)
+            )
 
-    @log_usage()
-    def attribute(self, batch: PromptBatch, per_token: bool = False) -> AnswerScores:
-        """The scores of ``batch``'s prompt tokens.
+    def attribute(self, batch: PromptBatch, per_token: bool = False) -> AnswerScores:  # type: ignore[override]
+        """The scores of ``batch``'s prompt tokens
+        (:meth:`TokenScorer.attribute <captum_iba.evaluation.TokenScorer.attribute>`).
 
         Args:
             batch (PromptBatch): Prompts and answers
@@ -147,16 +132,12 @@ class LLMScorer(MethodFacts):
                 f"batch must be a PromptBatch (prompt_batch builds one); got "
                 f"{type(batch).__name__}"
             )
-        start = time.process_time()
-        found = self._scores(batch, per_token)
-        self.settings["cpu_seconds"] = time.process_time() - start
-        scored = batch.scored
-        keep = scored if found.answer is None else scored.to(found.answer.device)
-        answer = None if found.answer is None else found.answer * keep
-        tokens = None if found.tokens is None else found.tokens * keep[:, None]
-        return AnswerScores(answer, tokens, found.unit, found.flat)
+        return super().attribute(batch, per_token=per_token)
 
-    def _scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+    def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+        return self._scores(batch, per_token)  # type: ignore[call-arg,arg-type]
+
+    def _scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:  # type: ignore[override]
         raise NotImplementedError
 
 

@@ -5,7 +5,8 @@ method (and degradation-tested), the units' results merged.
   ``batch_size`` instances: a unit is one batch, so its numbers do not depend
   on which process computes it or on the rest of the corpus;
 * :func:`unit_tensors` - a unit's tensors (:class:`UnitTensors`): the
-  arguments of a scorer call (:class:`ScorerCall`: token ids, the explained
+  arguments of a scorer call (a
+  :class:`~captum_iba.evaluation.batches.TokenBatch`: token ids, the explained
   class, mask, segment ids) and the original logits, computed once;
 * :func:`score_unit` - one unit with every method: the scores and (when
   asked) the degradation test of the unit, each test given the unit's
@@ -28,6 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor, nn
 
+from captum_iba.evaluation.batches import TokenBatch
 from captum_iba.evaluation.corpus import CorpusLike, corpus_order, encode_instances
 from captum_iba.evaluation.presets import Preset, get_preset
 from captum_iba.evaluation.scorers import TokenScorer
@@ -151,46 +153,8 @@ class CorpusJob:
         return fields
 
 
-@dataclass(frozen=True)
-class ScorerCall:
-    """The arguments of one :meth:`TokenScorer.attribute
-    <captum_iba.evaluation.TokenScorer.attribute>` call, and of the
-    degradation test of its scores.
-
-    Attributes:
-        input_ids (Tensor): ``(B, L)`` token ids.
-        target (Tensor, optional): ``(B,)`` the class explained (and tracked
-            by the test); None: the predicted class.
-        attention_mask (Tensor, optional): ``(B, L)``, 0 at padding.
-        token_type_ids (Tensor, optional): ``(B, L)`` segment ids.
-    """
-
-    input_ids: Tensor
-    target: Optional[Tensor]
-    attention_mask: Optional[Tensor] = None
-    token_type_ids: Optional[Tensor] = None
-
-    def scores(self, scorer: TokenScorer) -> Tensor:
-        """Tensor: ``(B, L)`` the scores of ``scorer`` for these arguments."""
-        return scorer.attribute(
-            self.input_ids,
-            target=self.target,
-            attention_mask=self.attention_mask,
-            token_type_ids=self.token_type_ids,
-        )
-
-    def part(self, instances: slice) -> "ScorerCall":
-        """ScorerCall: The same arguments for some ``instances`` only."""
-
-        def cut(t: Optional[Tensor]) -> Optional[Tensor]:
-            return None if t is None else t[instances]
-
-        return ScorerCall(
-            self.input_ids[instances],
-            cut(self.target),
-            cut(self.attention_mask),
-            cut(self.token_type_ids),
-        )
+#: The arguments of one scorer call: a classifier's batch (the name of 0.3).
+ScorerCall = TokenBatch
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,24 @@
 """Attribution methods as per-token scorers, and the one registry of their names.
 
-Every scorer turns one batch into per-token scores ``(B, L)`` aligned with
-``input_ids`` (zero at padding), with one call::
+Every scorer turns one batch of either kind into per-token scores, with one
+call (:mod:`~captum_iba.evaluation.batches`)::
 
-    scores = scorer.attribute(input_ids, target=labels,
-                              attention_mask=attention_mask,
-                              token_type_ids=token_type_ids)
+    scores = scorer.attribute(batch)
 
-and records how it ran in ``scorer.settings``. Method names live in the one
+* a classifier's :class:`~captum_iba.evaluation.batches.TokenBatch` (token
+  ids, the class explained, mask, segment ids) gives ``(B, L)`` scores
+  aligned with ``input_ids`` (zero at padding); the same call written
+  Captum's way, ``scorer.attribute(input_ids, target=labels,
+  attention_mask=attention_mask, token_type_ids=token_type_ids)``, is that
+  batch;
+* a causal LM's :class:`~captum_iba.attr.llm_batch.PromptBatch` (prompts and
+  their answers) gives an :class:`~captum_iba.attr.llm.AnswerScores`: the
+  prompt tokens' scores for the whole answer (``answer``, ``(B, W)``) and,
+  with ``per_token=True``, for each output token (``tokens``).
+
+A method is one class (:class:`TokenScorer`) whichever kind it explains; its
+registry entry says which kinds it does. The scorer records how it ran in
+``scorer.settings``. Method names live in the one
 registry :data:`captum_iba.registry.METHODS` (built-in methods are listed
 there, imported on first use, with the options each takes and what its
 scores are; :func:`register_scorer` adds a user's class, as does a package's
@@ -34,15 +45,17 @@ from captum_iba._utils.common import (
     check_length,
     format_target,
     hf_call,
-    instance_seed,
     model_device,
 )
+from captum_iba._utils.kinds import is_causal_lm
+from captum_iba.attr.llm import AnswerScores
+from captum_iba.attr.llm_batch import PromptBatch
+from captum_iba.evaluation.batches import TokenBatch
 from captum_iba.registry import METHODS, SETTINGS
 
 __all__ = [
     "METHODS",
     "MethodFacts",
-    "RandomScorer",
     "TokenScorer",
     "build_scorer",
     "register_scorer",
@@ -178,24 +191,35 @@ class MethodFacts:
 
 
 class TokenScorer(MethodFacts):
-    """Base class: turn a batch of token ids into per-token scores ``(B, L)``.
+    """Base class of every method: per-token scores of a batch of either kind.
 
-    Subclasses implement :meth:`_scores`. :meth:`attribute` validates the inputs,
-    moves them to the model's device, zeroes padding and records the time spent.
+    :meth:`attribute` takes a classifier's
+    :class:`~captum_iba.evaluation.batches.TokenBatch` (or its tensors, as
+    Captum's methods take them) or a causal LM's
+    :class:`~captum_iba.attr.llm_batch.PromptBatch`; a subclass implements a
+    hook per kind it explains: :meth:`_scores` (a classifier's ``(B, L)``
+    scores of the class explained, the base class validating the inputs,
+    moving them to the model's device, zeroing padding and recording the
+    time spent) and :meth:`_prompt_scores` (a causal LM's
+    :class:`~captum_iba.attr.llm.AnswerScores` of the prompt tokens for the
+    answers, zeroed outside ``batch.scored``).
 
     What a method takes and what its scores are is said once, by its registry
-    entry (:data:`captum_iba.registry.METHODS`): the options it takes (the
-    resolver passes each one given, resolved once, as the constructor keyword
-    the option declares), whether its scores are :attr:`signed` and how a
-    word's score is made from its pieces' (:attr:`word_reduction`). A user's
-    class registered with :func:`register_scorer` says the same with the class
-    attributes ``name``, ``needs`` (the options it takes), ``signed`` and
-    ``word_reduction``.
+    entry (:data:`captum_iba.registry.METHODS`): the kinds of model it
+    explains, the options it takes (the resolver passes each one given,
+    resolved once, as the constructor keyword the option declares), whether
+    its scores are :attr:`signed` and how a word's score is made from its
+    pieces' (:attr:`word_reduction`). A user's class registered with
+    :func:`register_scorer` says the same with the class attributes ``name``,
+    ``models`` (the kinds: default ``("classifier",)``), ``needs`` (the
+    options it takes), ``signed`` and ``word_reduction``.
 
     Attributes:
         method_name (str): The registered method (e.g. ``"iba-faithful"``).
         name (str): The name shown in results and tables (the method, or a
             variant of it such as ``"IBA (paper)"``).
+        kind (str): The kind of the model: ``"causal-lm"`` for a Hugging Face
+            causal LM, else ``"classifier"``.
         settings (dict): Everything that defines the run (setting, target rule,
             steps, samples, seed, ...).
     """
@@ -203,6 +227,11 @@ class TokenScorer(MethodFacts):
     #: What one score means, in one sentence (pages, tables, ``settings.json``);
     #: ``{output}`` becomes what the method explains (``"logit"``, ...).
     meaning: str = "+ for the explained class, - against it"
+    #: What one score of a causal LM's prompt token means.
+    prompt_meaning: str = "+ for the answer, - against it"
+    #: Why the method gives no per-output-token scores of a causal LM's
+    #: answer ("" when it gives them).
+    per_token_note: str = ""
 
     def __init__(
         self,
@@ -222,54 +251,103 @@ class TokenScorer(MethodFacts):
                 f"setting must be one of {', '.join(SETTINGS.names())} (or "
                 f"{CUSTOM_SETTING!r}); got {setting!r}"
             )
+        self.kind = "causal-lm" if is_causal_lm(model) else "classifier"
         self.method_name = method_name or registered_name(type(self))
         self.name = name or self.method_name
         self.model = model
         self.tokenizer = tokenizer
         self.special_token_ids = common.special_token_ids(tokenizer, special_token_ids)
-        self.pad_token_id = int(common.pad_token_id(tokenizer, pad_token_id, 0))
+        # A causal LM's tokenizer often has no pad token: its end-of-text then.
+        eos = (
+            getattr(tokenizer, "eos_token_id", None) if self.kind != "classifier" else 0
+        )
+        self.pad_token_id = int(common.pad_token_id(tokenizer, pad_token_id, eos or 0))
         self.target_class = target_class
         self.use_attention_mask = use_attention_mask
-        self.settings: Dict[str, Any] = {
-            "method": self.name,
-            "setting": setting,
-            "explains": "given target"
-            if target_class is None
-            else f"class {target_class}",
-            "attention_mask": use_attention_mask,
-        }
+        self.settings: Dict[str, Any] = {"method": self.name, "setting": setting}
+        if self.kind == "classifier":
+            self.settings.update(
+                explains="given target"
+                if target_class is None
+                else f"class {target_class}",
+                attention_mask=use_attention_mask,
+            )
         self.seconds = 0.0
         self.instances = 0
+        self._meaning: Optional[str] = None
 
     @property
     def score_meaning(self) -> str:
         """str: What one score means (:attr:`meaning` with its ``{output}``
-        filled in from the scorer's ``output`` option, if it has one)."""
+        filled in from the scorer's ``output`` option, if it has one; a causal
+        LM's: :attr:`prompt_meaning`), unless set on the instance."""
+        if self._meaning is not None:
+            return self._meaning
+        if self.kind == "causal-lm":
+            return self.prompt_meaning
         output = OUTPUT_WORDS.get(getattr(self, "output", None), "score")
         return self.meaning.format(output=output)
+
+    @score_meaning.setter
+    def score_meaning(self, value: str) -> None:
+        self._meaning = value
 
     @log_usage()
     def attribute(
         self,
-        input_ids: Tensor,
+        batch: Any,
         target: Any = None,
         attention_mask: Optional[Tensor] = None,
         token_type_ids: Optional[Tensor] = None,
-    ) -> Tensor:
-        """Per-token scores of one batch.
+        per_token: bool = False,
+    ) -> Any:
+        """Per-token scores of one batch, of either kind.
 
         Args:
-            input_ids (Tensor): ``(B, L)`` token ids.
-            target (int, sequence, Tensor or None): The class to explain per instance
-                (ignored when the scorer explains a fixed class, as in the paper
-                setting). None: the predicted class.
-            attention_mask (Tensor, optional): ``(B, L)``, 0 at padding.
-            token_type_ids (Tensor, optional): ``(B, L)`` segment ids.
+            batch (TokenBatch, Tensor or PromptBatch): A classifier's batch
+                (:class:`~captum_iba.evaluation.batches.TokenBatch`, or its
+                ``(B, L)`` token ids, with the next three arguments), or a
+                causal LM's prompts and answers
+                (:func:`~captum_iba.attr.llm_batch.prompt_batch`).
+            target (int, sequence, Tensor or None): With token ids: the class
+                to explain per instance (ignored when the scorer explains a
+                fixed class, as in the paper setting). None: the predicted
+                class.
+            attention_mask (Tensor, optional): With token ids: ``(B, L)``, 0
+                at padding.
+            token_type_ids (Tensor, optional): With token ids: ``(B, L)``
+                segment ids.
+            per_token (bool): With a prompt batch: also score each output
+                token (``tokens``). Default False.
 
         Returns:
-            Tensor: ``(B, L)`` float scores on the CPU, higher = more relevant, zero at
-            padding.
+            Tensor or AnswerScores: A classifier's ``(B, L)`` float scores on
+            the CPU, higher = more relevant, zero at padding; a causal LM's
+            :class:`~captum_iba.attr.llm.AnswerScores` (``answer`` ``(B, W)``
+            and, when asked for and the method gives them, ``tokens``
+            ``(B, T, W)``), zero wherever ``batch.scored`` is False.
+
+        Raises:
+            TypeError: For a batch of neither kind, or of a kind the method
+                does not explain.
         """
+        if isinstance(batch, PromptBatch):
+            if isinstance(target, bool):  # 0.3's attribute(batch, per_token)
+                per_token = target
+            return self._attribute_prompts(batch, per_token)
+        if isinstance(batch, TokenBatch):
+            batch, target, attention_mask, token_type_ids = (
+                batch.input_ids,
+                batch.target,
+                batch.attention_mask,
+                batch.token_type_ids,
+            )
+        if not isinstance(batch, Tensor):
+            raise TypeError(
+                "batch must be a TokenBatch or token ids (a classifier) or a "
+                f"PromptBatch (a causal LM); got {type(batch).__name__}"
+            )
+        input_ids = batch
         if input_ids.dim() != 2:
             raise ValueError("input_ids must be (B, L)")
         check_length(self.model, input_ids.shape[1], "input_ids")
@@ -277,6 +355,27 @@ class TokenScorer(MethodFacts):
         scores = self._attribute(input_ids, target, mask, token_type_ids)
         self.instances += input_ids.shape[0]
         return scores.masked_fill(~mask.bool().cpu(), 0.0)
+
+    def _attribute_prompts(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+        """A causal LM's scores (:meth:`_prompt_scores`), zero outside
+        ``batch.scored``, the CPU seconds recorded."""
+        start = time.process_time()
+        found = self._prompt_scores(batch, per_token)
+        self.settings["cpu_seconds"] = time.process_time() - start
+        self.instances += len(batch)
+        scored = batch.scored
+        keep = scored if found.answer is None else scored.to(found.answer.device)
+        answer = None if found.answer is None else found.answer * keep
+        tokens = None if found.tokens is None else found.tokens * keep[:, None]
+        return AnswerScores(answer, tokens, found.unit, found.flat)
+
+    def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+        """A causal LM's scores of ``batch``'s prompt tokens (a subclass that
+        explains causal LMs implements it)."""
+        raise TypeError(
+            f"{self.name} explains classifiers, not causal LMs (a PromptBatch): "
+            "its registry entry's kinds say which models it explains"
+        )
 
     def _attribute(
         self, input_ids: Tensor, target: Any, mask: Tensor, tt: Optional[Tensor]
@@ -327,7 +426,12 @@ class TokenScorer(MethodFacts):
     def _scores(
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
     ) -> Tensor:
-        raise NotImplementedError
+        """A classifier's ``(B, L)`` scores of ``target`` (a subclass that
+        explains classifiers implements it)."""
+        raise TypeError(
+            f"{self.name} explains causal LMs, not classifiers (token ids): its "
+            "registry entry's kinds say which models it explains"
+        )
 
     def _mask_of(self, input_ids: Tensor, attention_mask: Optional[Tensor]) -> Tensor:
         """The attention mask, or ``input_ids != pad`` when none is given."""
@@ -362,49 +466,3 @@ class TokenScorer(MethodFacts):
             return base(ids, mask, tt)
 
         return forward
-
-
-class RandomScorer(TokenScorer):
-    """Seeded uniform random scores (a lower bound for any method).
-
-    Each instance's scores are drawn at its real tokens from a generator seeded
-    with :func:`~captum_iba._utils.common.instance_seed` (``seed`` and the
-    instance's token ids): an instance gets the same scores in any batch,
-    order, padding width or process.
-
-    Args:
-        model (Callable, optional): Unused (kept for a uniform interface).
-        seed (int): Default 0.
-        **kwargs: See :class:`TokenScorer`.
-    """
-
-    meaning = "uniform random numbers in [0, 1): a floor to compare with, no meaning"
-
-    def __init__(
-        self, model: Optional[Callable[..., Any]] = None, seed: int = 0, **kwargs: Any
-    ) -> None:
-        super().__init__(model, **kwargs)  # type: ignore[arg-type]
-        self.seed = int(seed)
-        self.settings.update(
-            distribution="uniform[0, 1)", seed=self.seed, seeding="per instance"
-        )
-        self.settings["explains"] = "n/a"
-
-    def _attribute(
-        self, input_ids: Tensor, target: Any, mask: Tensor, tt: Optional[Tensor]
-    ) -> Tensor:
-        """Uniform scores ``(B, L)`` (no forward pass, no target needed)."""
-        return seeded_uniform(input_ids, mask, self.seed)
-
-
-def seeded_uniform(input_ids: Tensor, mask: Tensor, seed: int) -> Tensor:
-    """``(B, L)`` uniform scores in [0, 1) at the real tokens (``mask``), 0
-    elsewhere; each row's from a generator seeded with
-    :func:`~captum_iba._utils.common.instance_seed` (``seed``, its real ids)."""
-    out = torch.zeros(input_ids.shape)
-    real = mask.bool().cpu()
-    for b in range(input_ids.shape[0]):
-        ids = input_ids[b].cpu()[real[b]]
-        gen = torch.Generator().manual_seed(instance_seed(seed, ids))
-        out[b, real[b]] = torch.rand(ids.shape[0], generator=gen)
-    return out

@@ -1,0 +1,57 @@
+"""The floor of every comparison: seeded uniform random scores."""
+
+from typing import Any, Callable, Optional
+
+import torch
+from torch import Tensor
+
+from captum_iba._utils.common import instance_seed
+from captum_iba.evaluation.scorers import TokenScorer
+
+__all__ = ["RandomScorer", "seeded_uniform"]
+
+
+class RandomScorer(TokenScorer):
+    """Seeded uniform random scores (a lower bound for any method).
+
+    Each instance's scores are drawn at its real tokens from a generator seeded
+    with :func:`~captum_iba._utils.common.instance_seed` (``seed`` and the
+    instance's token ids): an instance gets the same scores in any batch,
+    order, padding width or process.
+
+    Args:
+        model (Callable, optional): Unused (kept for a uniform interface).
+        seed (int): Default 0.
+        **kwargs: See :class:`TokenScorer`.
+    """
+
+    meaning = "uniform random numbers in [0, 1): a floor to compare with, no meaning"
+
+    def __init__(
+        self, model: Optional[Callable[..., Any]] = None, seed: int = 0, **kwargs: Any
+    ) -> None:
+        super().__init__(model, **kwargs)  # type: ignore[arg-type]
+        self.seed = int(seed)
+        self.settings.update(
+            distribution="uniform[0, 1)", seed=self.seed, seeding="per instance"
+        )
+        self.settings["explains"] = "n/a"
+
+    def _attribute(
+        self, input_ids: Tensor, target: Any, mask: Tensor, tt: Optional[Tensor]
+    ) -> Tensor:
+        """Uniform scores ``(B, L)`` (no forward pass, no target needed)."""
+        return seeded_uniform(input_ids, mask, self.seed)
+
+
+def seeded_uniform(input_ids: Tensor, mask: Tensor, seed: int) -> Tensor:
+    """``(B, L)`` uniform scores in [0, 1) at the real tokens (``mask``), 0
+    elsewhere; each row's from a generator seeded with
+    :func:`~captum_iba._utils.common.instance_seed` (``seed``, its real ids)."""
+    out = torch.zeros(input_ids.shape)
+    real = mask.bool().cpu()
+    for b in range(input_ids.shape[0]):
+        ids = input_ids[b].cpu()[real[b]]
+        gen = torch.Generator().manual_seed(instance_seed(seed, ids))
+        out[b, real[b]] = torch.rand(ids.shape[0], generator=gen)
+    return out
