@@ -23,6 +23,11 @@ Modules:
 * :mod:`~captum_iba.metrics.prompts` - :func:`prompt_degradation_test`, the
   test for a causal LM's answer to a prompt (:class:`AnswerOdds`), and
   :func:`choice_degradation_test`, for its choice among a task's answer words;
+* :mod:`~captum_iba.metrics.context` - context attribution's metrics of
+  ContextCite (Cohen-Wang et al., 2024): the top-k log-probability drop
+  (:func:`top_k_drop`) and the linear datamodeling score over random source
+  ablations (:func:`linear_datamodeling_score`), both for several methods at
+  once with :func:`context_test`;
 * :mod:`~captum_iba.metrics.strategies` - the removal strategies and
   :func:`as_removal`;
 * :mod:`~captum_iba.metrics.aggregates` - the aggregates, as functions of
@@ -47,6 +52,14 @@ from captum_iba._utils.lazy import exports, lazy_names
 _NAMES = exports(
     aggregates=["normalized_drop"],
     compare=["Comparison", "compare"],
+    context=[
+        "ContextResult",
+        "SourceAblations",
+        "ablate_sources",
+        "context_test",
+        "linear_datamodeling_score",
+        "top_k_drop",
+    ],
     degradation=["degradation_test", "original_logits_of"],
     options=["PAPER_LEVELS", "DegradationOptions"],
     prompts=["AnswerOdds", "choice_degradation_test", "prompt_degradation_test"],

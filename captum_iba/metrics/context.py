@@ -1,0 +1,371 @@
+r"""Context attribution's metrics: which sources of a prompt did the answer use.
+
+A prompt's context is split into sources (sentences, passages, chat turns); a
+method gives each source a score. The two metrics of ContextCite
+(Cohen-Wang et al., "ContextCite: Attributing Model Generation to Context",
+NeurIPS 2024, Section 2.2) measure those scores against the model itself,
+always on the model's response :math:`y` to the full context, a source being
+ablated by leaving its text out of the prompt (``prompt_ids(keep)`` builds the
+prompt of the kept sources):
+
+* the **top-k log-probability drop** - :math:`\log p(y \mid C) - \log p(y
+  \mid C \setminus \text{top-}k)`, the fall of the response's
+  log-probability when the k sources scored highest are left out (higher is
+  better; :func:`top_k_drop`);
+* the **linear datamodeling score (LDS)** - over random ablations
+  :math:`v \in \{0, 1\}^S` (each source kept with probability ``keep_prob``,
+  ContextCite's 0.5), Spearman's :math:`\rho` between a method's predicted
+  effect :math:`\sum_i w_i v_i` (the kept sources' scores, summed) and the
+  actual logit-probability of the response, :math:`\log \frac{p(y \mid
+  C_v)}{1 - p(y \mid C_v)}` (ContextCite's ``"logit_prob"`` output;
+  :func:`linear_datamodeling_score`). The ablations are drawn once per
+  example and shared by every method (:func:`ablate_sources`); they must not
+  be those a surrogate method (ContextCite itself) was fitted on.
+
+Both are computed from a log-likelihood callable ``(input_ids,
+attention_mask, labels) -> (N,)`` - the total log-probability of each row's
+labelled tokens, such as :class:`~captum_iba.attr.llm.CausalLMLogLikelihood`
+- so that this module, like the rest of the metrics, needs no model class.
+Rows are padded on the left; a row's labels are the response's ids at its
+positions and :data:`IGNORE_INDEX` elsewhere. :func:`context_test` runs both
+metrics for several methods on one example.
+"""
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
+
+import torch
+from captum.log import log_usage
+from torch import Tensor
+
+from captum_iba.metrics.randomization_result import rank_correlation
+
+__all__ = [
+    "IGNORE_INDEX",
+    "TOP_K",
+    "ContextResult",
+    "SourceAblations",
+    "ablate_sources",
+    "ablation_masks",
+    "context_test",
+    "linear_datamodeling_score",
+    "response_log_probs",
+    "top_k_drop",
+]
+
+#: The label of a position not scored (Hugging Face's convention).
+IGNORE_INDEX = -100
+#: The k of the top-k log-probability drop that ContextCite reports.
+TOP_K = (1, 3, 5)
+
+PromptIds = Callable[[Sequence[bool]], Sequence[int]]
+LogLikelihood = Callable[[Tensor, Tensor, Tensor], Tensor]
+
+
+def ablation_masks(
+    n_sources: int, n_ablations: int = 32, keep_prob: float = 0.5, seed: int = 0
+) -> Tensor:
+    """Random ablations of ``n_sources`` sources: each kept with probability
+    ``keep_prob``, independently (ContextCite's ablation distribution).
+
+    Args:
+        n_sources (int): Sources in the context, >= 2.
+        n_ablations (int): Ablations drawn. Default 32.
+        keep_prob (float): Probability of keeping a source, in (0, 1).
+            Default 0.5.
+        seed (int): Seed of their own generator (the global one is left
+            alone). Default 0.
+
+    Returns:
+        Tensor: ``(n_ablations, n_sources)`` bool, True = kept.
+
+    Raises:
+        ValueError: For fewer than two sources or ablations, or a
+            probability outside (0, 1).
+    """
+    if n_sources < 2:
+        raise ValueError(f"n_sources must be at least 2; got {n_sources}")
+    if n_ablations < 2:
+        raise ValueError(f"n_ablations must be at least 2; got {n_ablations}")
+    if not 0.0 < keep_prob < 1.0:
+        raise ValueError(f"keep_prob must be in (0, 1); got {keep_prob}")
+    gen = torch.Generator().manual_seed(int(seed))
+    return torch.rand(n_ablations, n_sources, generator=gen) < keep_prob
+
+
+def _rows(
+    prompts: List[Sequence[int]], response: Sequence[int], pad_id: int
+) -> Dict[str, Tensor]:
+    """Prompts each followed by the response, padded on the left, with the
+    response's labels."""
+    width = max(len(p) for p in prompts) + len(response)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    labels = torch.full_like(ids, IGNORE_INDEX)
+    for i, prompt in enumerate(prompts):
+        row = list(prompt) + list(response)
+        ids[i, width - len(row) :] = torch.tensor(row, dtype=torch.long)
+        mask[i, width - len(row) :] = 1
+        labels[i, width - len(response) :] = torch.tensor(list(response))
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+@torch.no_grad()
+def response_log_probs(
+    log_likelihood: LogLikelihood,
+    prompt_ids: PromptIds,
+    response_ids: Sequence[int],
+    keep: Tensor,
+    batch_size: int = 8,
+    pad_token_id: int = 0,
+) -> Tensor:
+    """The response's log-probability given each subset of the sources.
+
+    Args:
+        log_likelihood (Callable): ``(input_ids, attention_mask, labels) ->
+            (N,)`` total log-probabilities of the labelled tokens.
+        prompt_ids (Callable): ``keep -> token ids`` of the prompt made of
+            the kept sources (one bool per source).
+        response_ids (Sequence[int]): The response's token ids.
+        keep (Tensor): ``(A, S)`` bool, the sources kept in each row.
+        batch_size (int): Rows per call. Default 8.
+        pad_token_id (int): The padding id (masked out). Default 0.
+
+    Returns:
+        Tensor: ``(A,)`` float64 log-probabilities (nats, <= 0).
+    """
+    if len(response_ids) == 0:
+        raise ValueError("response_ids is empty: there is no response to score")
+    if keep.dim() != 2 or keep.dtype != torch.bool:
+        raise ValueError(f"keep must be (A, S) bool; got {tuple(keep.shape)}")
+    out = []
+    for start in range(0, keep.shape[0], batch_size):
+        rows = [prompt_ids(k.tolist()) for k in keep[start : start + batch_size]]
+        call = _rows(rows, response_ids, pad_token_id)
+        found = log_likelihood(
+            call["input_ids"], call["attention_mask"], call["labels"]
+        )
+        out.append(found.detach().double().cpu().reshape(-1))
+    scores = torch.cat(out)
+    if not torch.isfinite(scores).all():
+        raise ValueError("the log-likelihood gave a non-finite value")
+    return scores
+
+
+def log_odds(log_probs: Tensor) -> Tensor:
+    r""":math:`\log \frac{p}{1 - p}` of log-probabilities (ContextCite's
+    logit-probability), computed without forming :math:`p`; :math:`+\infty`
+    where :math:`p = 1`."""
+    return log_probs - torch.log(-torch.expm1(log_probs))
+
+
+@dataclass(frozen=True)
+class SourceAblations:
+    """Random ablations of one example's sources and the response's
+    log-probability under each (:func:`ablate_sources`).
+
+    Attributes:
+        keep (Tensor): ``(A, S)`` bool, True = kept.
+        log_probs (Tensor): ``(A,)`` float64 the response's log-probability.
+        keep_prob (float): The probability of keeping a source.
+        seed (int): The seed the ablations were drawn with.
+    """
+
+    keep: Tensor
+    log_probs: Tensor
+    keep_prob: float = 0.5
+    seed: int = 0
+
+    @property
+    def log_odds(self) -> Tensor:
+        """Tensor: ``(A,)`` the response's logit-probability per ablation."""
+        return log_odds(self.log_probs)
+
+
+@log_usage()
+def ablate_sources(
+    log_likelihood: LogLikelihood,
+    prompt_ids: PromptIds,
+    response_ids: Sequence[int],
+    n_sources: int,
+    n_ablations: int = 32,
+    keep_prob: float = 0.5,
+    seed: int = 0,
+    batch_size: int = 8,
+    pad_token_id: int = 0,
+) -> SourceAblations:
+    """The LDS's held-out ablations of one example: random subsets of the
+    sources (:func:`ablation_masks`) and the response's log-probability given
+    each (:func:`response_log_probs`; see those for the arguments).
+
+    Returns:
+        SourceAblations: The ablations and their outcomes.
+    """
+    keep = ablation_masks(n_sources, n_ablations, keep_prob, seed)
+    found = response_log_probs(
+        log_likelihood, prompt_ids, response_ids, keep, batch_size, pad_token_id
+    )
+    return SourceAblations(keep, found, keep_prob, seed)
+
+
+def _scores_2d(source_scores: Tensor, n_sources: int) -> Tensor:
+    scores = torch.as_tensor(source_scores).detach().double().cpu()
+    scores = scores.unsqueeze(0) if scores.dim() == 1 else scores
+    if scores.dim() != 2 or scores.shape[1] != n_sources:
+        raise ValueError(
+            f"source_scores must be (S,) or (M, S) with S = {n_sources} sources; "
+            f"got {tuple(scores.shape)}"
+        )
+    if not torch.isfinite(scores).all():
+        raise ValueError("source_scores has a non-finite value")
+    return scores
+
+
+def linear_datamodeling_score(
+    source_scores: Tensor, ablations: SourceAblations
+) -> Tensor:
+    r"""ContextCite's LDS: Spearman's :math:`\rho`, over the ablations,
+    between the scores' predicted effect :math:`\sum_i w_i v_i` and the
+    response's actual logit-probability.
+
+    Args:
+        source_scores (Tensor): ``(S,)`` or ``(M, S)`` one score per source
+            (``M`` methods).
+        ablations (SourceAblations): From :func:`ablate_sources`.
+
+    Returns:
+        Tensor: ``(M,)`` float64 in [-1, 1]; NaN where the predicted effects
+        or the outcomes are constant (e.g. all scores equal).
+    """
+    keep = ablations.keep.double()
+    scores = _scores_2d(source_scores, keep.shape[1])
+    predicted = scores @ keep.T  # (M, A)
+    actual = ablations.log_odds.unsqueeze(0).expand_as(predicted)
+    return rank_correlation(predicted, actual, torch.ones_like(predicted).bool())
+
+
+def _top_k_keep(scores: Tensor, k: int) -> Tensor:
+    """``(M, S)`` bool: every source but each row's ``k`` highest (ties: the
+    earlier source first)."""
+    order = torch.sort(-scores, dim=1, stable=True).indices[:, :k]
+    keep = torch.ones_like(scores, dtype=torch.bool)
+    return keep.scatter(1, order, False)
+
+
+@log_usage()
+def top_k_drop(
+    log_likelihood: LogLikelihood,
+    prompt_ids: PromptIds,
+    response_ids: Sequence[int],
+    source_scores: Tensor,
+    ks: Sequence[int] = TOP_K,
+    batch_size: int = 8,
+    pad_token_id: int = 0,
+) -> Tensor:
+    """ContextCite's top-k log-probability drop: how much the response's
+    log-probability falls when each method's ``k`` highest-scored sources are
+    left out.
+
+    Args:
+        log_likelihood, prompt_ids, response_ids, batch_size, pad_token_id:
+            As :func:`response_log_probs`.
+        source_scores (Tensor): ``(S,)`` or ``(M, S)`` one score per source.
+        ks (Sequence[int]): The k's. Default (1, 3, 5).
+
+    Returns:
+        Tensor: ``(M, len(ks))`` float64 drops in nats (higher = the sources
+        ranked first mattered more); NaN for a k of at least the number of
+        sources (every method would remove them all).
+    """
+    if not ks or any(int(k) < 1 for k in ks):
+        raise ValueError(f"ks must be positive integers; got {list(ks)}")
+    scores = _scores_2d(source_scores, _n_sources(source_scores))
+    m, s = scores.shape
+    full = torch.ones(1, s, dtype=torch.bool)
+    cut = [(i, _top_k_keep(scores, int(k))) for i, k in enumerate(ks) if k < s]
+    keep = torch.cat([full] + [c for _, c in cut])
+    found = response_log_probs(
+        log_likelihood, prompt_ids, response_ids, keep, batch_size, pad_token_id
+    )
+    out = torch.full((m, len(ks)), float("nan"), dtype=torch.float64)
+    for j, (i, _) in enumerate(cut):
+        out[:, i] = found[0] - found[1 + j * m : 1 + (j + 1) * m]
+    return out
+
+
+def _n_sources(source_scores: Tensor) -> int:
+    return int(torch.as_tensor(source_scores).shape[-1])
+
+
+@dataclass
+class ContextResult:
+    """One method's context metrics on one example (:func:`context_test`).
+
+    Attributes:
+        method (str): The method.
+        lds (float): Its LDS (NaN where undefined).
+        top_k_drop (dict[int, float]): k -> the log-probability drop (nats).
+        n_ablations (int): The LDS's ablations.
+        keep_prob (float): Their probability of keeping a source.
+    """
+
+    method: str
+    lds: float
+    top_k_drop: Dict[int, float] = field(default_factory=dict)
+    n_ablations: int = 0
+    keep_prob: float = 0.5
+
+
+@log_usage()
+def context_test(
+    log_likelihood: LogLikelihood,
+    prompt_ids: PromptIds,
+    response_ids: Sequence[int],
+    source_scores: Mapping[str, Tensor],
+    ks: Sequence[int] = TOP_K,
+    ablations: Optional[SourceAblations] = None,
+    batch_size: int = 8,
+    pad_token_id: int = 0,
+) -> Dict[str, ContextResult]:
+    """Both metrics for every method's source scores on one example, the
+    LDS's ablations shared (drawn with :func:`ablate_sources`'s defaults -
+    32 ablations, keep probability 0.5, seed 0 - unless given).
+
+    Args:
+        log_likelihood, prompt_ids, response_ids, batch_size, pad_token_id:
+            As :func:`response_log_probs`.
+        source_scores (Mapping[str, Tensor]): Method -> ``(S,)`` scores.
+        ks (Sequence[int]): The top-k drop's k's. Default (1, 3, 5).
+        ablations (SourceAblations, optional): The LDS's ablations, drawn
+            once for the example.
+
+    Returns:
+        dict[str, ContextResult]: Method -> its metrics.
+    """
+    if not source_scores:
+        raise ValueError("source_scores names no method")
+    names = list(source_scores)
+    scores = torch.stack([torch.as_tensor(source_scores[m]) for m in names])
+    if ablations is None:
+        ablations = ablate_sources(
+            log_likelihood,
+            prompt_ids,
+            response_ids,
+            scores.shape[1],
+            batch_size=batch_size,
+            pad_token_id=pad_token_id,
+        )
+    lds = linear_datamodeling_score(scores, ablations)
+    drops = top_k_drop(
+        log_likelihood, prompt_ids, response_ids, scores, ks, batch_size, pad_token_id
+    )
+    return {
+        m: ContextResult(
+            m,
+            float(lds[i]),
+            {int(k): float(drops[i, j]) for j, k in enumerate(ks)},
+            int(ablations.keep.shape[0]),
+            ablations.keep_prob,
+        )
+        for i, m in enumerate(names)
+    }
