@@ -17,8 +17,6 @@ from typing import Any, Optional
 
 from torch import Tensor
 
-from captum_iba.attr.llm_batch import PromptBatch
-
 __all__ = ["TokenBatch"]
 
 
