@@ -11,13 +11,13 @@ template and the answer kept.
 
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
-import torch
 from torch import Tensor
 
 from captum_iba.attr.llm import CausalLMLogLikelihood
-from captum_iba.attr.llm_batch import PromptBatch, encode_prompt
+from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.attr.llm_choice import CausalLMChoice
 from captum_iba.evaluation.llm_scorers import LLMScorer
+from captum_iba.evaluation.sources import source_index
 from captum_iba.metrics import (
     DegradationOptions,
     choice_degradation_test,
@@ -35,7 +35,8 @@ def content_mask(
     chat: bool = False,
 ) -> Tensor:
     """``(B, W)`` bool: the prompt tokens of ``batch`` that lie in each
-    prompt's content, given as characters ``(start, end)`` of the prompt.
+    prompt's content, given as characters ``(start, end)`` of the prompt (the
+    content as the one source of :func:`~captum_iba.evaluation.sources.source_index`).
 
     Args:
         tokenizer: The tokenizer ``batch`` was made with (a fast one: its
@@ -50,25 +51,7 @@ def content_mask(
         ValueError: For a span count that differs from the prompts, a
             tokenizer without offsets, or a span that holds no token.
     """
-    if len(spans) != len(batch.prompts):
-        raise ValueError(f"{len(spans)} content spans for {len(batch.prompts)} prompts")
-    out = torch.zeros_like(batch.scored)
-    for row, (prompt, (a, b)) in enumerate(zip(batch.prompts, spans)):
-        _, own, where = encode_prompt(tokenizer, prompt, chat)
-        if any(mine and w is None for mine, w in zip(own, where)):
-            raise ValueError(
-                "content_mask locates tokens by their character offsets: use a "
-                "fast tokenizer (use_fast=True)"
-            )
-        start = int(batch.attention_mask[row].nonzero()[0])
-        for j, (mine, w) in enumerate(zip(own, where)):
-            out[row, start + j] = bool(mine and w[0] < b and w[1] > a)
-        if not out[row].any():
-            raise ValueError(
-                f"prompt {row}: no token of its own lies in characters {a}-{b} "
-                f"({prompt[a:b]!r})"
-            )
-    return out
+    return source_index(tokenizer, batch, [[span] for span in spans], chat) >= 0
 
 
 def degrade_answers(

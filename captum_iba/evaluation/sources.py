@@ -1,0 +1,200 @@
+"""A prompt's sources: the parts of its context an answer may use.
+
+Context attribution asks which source - a sentence, a passage, a chat turn,
+any span of characters - an answer used. A source is a ``(start, end)``
+character span of the prompt; a prompt's sources do not overlap.
+
+* :func:`split_sources` - a text cut into sentences, lines or paragraphs
+  (sentences by punctuation: a rule, not a trained splitter - ContextCite
+  uses NLTK's Punkt, which needs a download this package does not make);
+* :func:`check_sources` - sources checked before any model loads;
+* :func:`source_index` - which source each prompt token of a
+  :class:`~captum_iba.attr.llm_batch.PromptBatch` lies in (a fast
+  tokenizer's offsets; a token straddling two sources goes to the one it
+  starts in);
+* :func:`pool_sources` - per-token scores pooled to one score per source
+  (``"sum"``, ``"mean"`` or ``"max"``).
+"""
+
+import re
+from typing import Any, List, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from captum_iba.attr.llm_batch import PromptBatch, encode_prompt
+
+__all__ = [
+    "POOLINGS",
+    "SPLITS",
+    "check_sources",
+    "pool_sources",
+    "source_index",
+    "split_sources",
+]
+
+Span = Tuple[int, int]
+
+#: How :func:`split_sources` cuts a text.
+SPLITS = ("sentence", "line", "paragraph")
+#: How :func:`pool_sources` makes a source's score from its tokens'.
+POOLINGS = ("sum", "mean", "max")
+
+# A sentence ends at . ! or ? (and closing quotes or brackets) before
+# whitespace; a line break always ends one.
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*(\s+)|(\n+)")
+_PATTERNS = {"line": re.compile(r"\n"), "paragraph": re.compile(r"\n\s*\n")}
+
+
+def split_sources(text: str, by: str = "sentence", offset: int = 0) -> List[Span]:
+    """The sources of ``text``: its sentences, lines or paragraphs, as
+    character spans (whitespace around each left out; empty parts dropped).
+
+    Args:
+        text (str): The context.
+        by (str): ``"sentence"`` (default), ``"line"`` or ``"paragraph"``.
+        offset (int): Added to every span (where ``text`` starts in the
+            prompt). Default 0.
+
+    Returns:
+        list of (int, int): The spans, in order.
+
+    Raises:
+        ValueError: For an unknown ``by``.
+    """
+    if by not in SPLITS:
+        raise ValueError(f"by must be one of {', '.join(SPLITS)}; got {by!r}")
+    pattern = _SENTENCE_END if by == "sentence" else _PATTERNS[by]
+    spans, start = [], 0
+    for cut in list(pattern.finditer(text)) + [None]:
+        # a sentence keeps its end mark and closing quotes: the cut is the
+        # whitespace after them
+        end = len(text) if cut is None else cut.start(cut.lastindex or 0)
+        part = text[start:end]
+        if part.strip():
+            lead = len(part) - len(part.lstrip())
+            a, b = start + lead, start + len(part.rstrip())
+            spans.append((a + offset, b + offset))
+        if cut is not None:
+            start = cut.end()
+    return spans
+
+
+def check_sources(sources: Sequence[Span], length: int, name: str = "sources") -> None:
+    """Refuse sources that cannot be attributed to: fewer than two, an empty
+    or out-of-range span, or two that overlap.
+
+    Args:
+        sources (Sequence of (int, int)): Character spans.
+        length (int): The prompt's length in characters.
+        name (str): What the message calls them. Default ``"sources"``.
+
+    Raises:
+        ValueError: Naming the problem and the spans.
+    """
+    if len(sources) < 2:
+        raise ValueError(
+            f"{name}: a context needs at least two sources to attribute an "
+            f"answer to; got {len(sources)}"
+        )
+    for a, b in sources:
+        if not 0 <= a < b <= length:
+            raise ValueError(
+                f"{name}: the span ({a}, {b}) is empty or outside the prompt's "
+                f"{length} characters"
+            )
+    ordered = sorted(sources)
+    for (a, b), (c, d) in zip(ordered, ordered[1:]):
+        if c < b:
+            raise ValueError(f"{name}: the spans ({a}, {b}) and ({c}, {d}) overlap")
+
+
+def source_index(
+    tokenizer: Any,
+    batch: PromptBatch,
+    sources: Sequence[Sequence[Span]],
+    chat: bool = False,
+) -> Tensor:
+    """``(B, W)`` long: the source each prompt token of ``batch`` lies in
+    (its index in the prompt's ``sources``), -1 for every other position
+    (padding, the template, text outside the sources, the answer).
+
+    Args:
+        tokenizer: The tokenizer ``batch`` was made with (a fast one: its
+            offsets locate the tokens).
+        batch (PromptBatch): Prompts padded left
+            (:func:`~captum_iba.attr.llm_batch.prompt_batch`).
+        sources (Sequence of Sequence of (int, int)): Per prompt, its sources'
+            characters.
+        chat (bool): Whether ``batch`` wrapped the prompts in the chat
+            template (as ``prompt_batch``'s ``chat``).
+
+    Raises:
+        ValueError: For a source count that differs from the prompts, a
+            tokenizer without offsets, or a source that holds no token.
+    """
+    if len(sources) != len(batch.prompts):
+        raise ValueError(
+            f"{len(sources)} lists of sources for {len(batch.prompts)} prompts"
+        )
+    out = torch.full(batch.scored.shape, -1, dtype=torch.long)
+    for row, (prompt, spans) in enumerate(zip(batch.prompts, sources)):
+        _, own, where = encode_prompt(tokenizer, prompt, chat)
+        if any(mine and w is None for mine, w in zip(own, where)):
+            raise ValueError(
+                "sources are located by the tokens' character offsets: use a "
+                "fast tokenizer (use_fast=True)"
+            )
+        start = int(batch.attention_mask[row].nonzero()[0])
+        for j, (mine, w) in enumerate(zip(own, where)):
+            if mine:
+                hit = [s for s, (a, b) in enumerate(spans) if w[0] < b and w[1] > a]
+                out[row, start + j] = hit[0] if hit else -1
+        for s, (a, b) in enumerate(spans):
+            if not (out[row] == s).any():
+                raise ValueError(
+                    f"prompt {row}: no token of its own lies in characters "
+                    f"{a}-{b} ({prompt[a:b]!r})"
+                )
+    return out
+
+
+def pool_sources(
+    scores: Tensor, index: Tensor, n_sources: int, pooling: str = "sum"
+) -> Tensor:
+    """Per-token scores pooled to one score per source.
+
+    Args:
+        scores (Tensor): ``(B, W)`` a method's scores of the prompt tokens.
+        index (Tensor): ``(B, W)`` each token's source (:func:`source_index`;
+            -1: none).
+        n_sources (int): Sources per prompt (the most any prompt has).
+        pooling (str): ``"sum"`` (default: additive scores, as a removal's
+            effect), ``"mean"`` or ``"max"`` of the source's tokens.
+
+    Returns:
+        Tensor: ``(B, n_sources)`` float64; NaN for a source a prompt does
+        not have.
+
+    Raises:
+        ValueError: For an unknown pooling or shapes that differ.
+    """
+    if pooling not in POOLINGS:
+        raise ValueError(
+            f"pooling must be one of {', '.join(POOLINGS)}; got {pooling!r}"
+        )
+    if scores.shape != index.shape:
+        raise ValueError(
+            f"scores {tuple(scores.shape)} and index {tuple(index.shape)} differ"
+        )
+    values = scores.detach().double().cpu()
+    index = index.cpu()
+    out = torch.full((scores.shape[0], n_sources), float("nan"), dtype=torch.float64)
+    for s in range(n_sources):
+        inside = index == s
+        for row in inside.any(1).nonzero().flatten().tolist():
+            part = values[row][inside[row]]
+            out[row, s] = {"sum": part.sum, "mean": part.mean, "max": part.max}[
+                pooling
+            ]()
+    return out
