@@ -171,7 +171,6 @@ def _method(
 #: are described in the module docstring.
 METHODS = Registry("method", group="captum_iba.methods", adopt=method_facts)
 _BUILT_IN: Dict[str, Entry] = {}  # (read below without the entry points)
-_LLM = "llm_scorers:CaptumLLMScorer"
 _method(
     "random",
     {
@@ -185,17 +184,14 @@ _method(
 )
 _method(
     "IG",
-    {
-        "classifier": "ig:IntegratedGradientsScorer",
-        "causal-lm": (_LLM, {"captum": "LayerIntegratedGradients"}),
-    },
+    dict.fromkeys(MODEL_KINDS, "ig:IntegratedGradientsScorer"),
     "integrated gradients (a causal LM: of the token embeddings, Captum's "
     "LLMGradientAttribution)",
     ("ig_steps", "internal_batch_size"),
 )
 _method(
     "LIME",
-    {"classifier": "lime:CaptumLimeScorer", "causal-lm": (_LLM, {"captum": "Lime"})},
+    dict.fromkeys(MODEL_KINDS, "lime:CaptumLimeScorer"),
     "LIME on tokens (Captum; a causal LM: its LLMAttribution, the whole answer only)",
     ("lime_samples", "seed"),
 )
@@ -254,10 +250,7 @@ _method(
 )
 _method(
     "LOO",
-    {
-        "classifier": "loo:LeaveOneOutScorer",
-        "causal-lm": (_LLM, {"captum": "FeatureAblation"}),
-    },
+    dict.fromkeys(MODEL_KINDS, "loo:LeaveOneOutScorer"),
     "leave-one-out: how much the output explained falls when one token alone is "
     "removed (a classifier: deleted; a causal LM: Captum's FeatureAblation, the "
     "token replaced by the pad token)",
@@ -280,38 +273,26 @@ _method(
 )
 _method(
     "kernel-shap",
-    {
-        "classifier": "captum_methods:KernelShapScorer",
-        "causal-lm": (_LLM, {"captum": "KernelShap"}),
-    },
+    dict.fromkeys(MODEL_KINDS, "captum_methods:KernelShapScorer"),
     "KernelSHAP on tokens (a causal LM: Captum's LLMAttribution, the whole answer "
     "only)",
     ("shap_samples", "seed"),
 )
 _method(
     "shapley",
-    {
-        "classifier": "captum_methods:ShapleySamplingScorer",
-        "causal-lm": (_LLM, {"captum": "ShapleyValueSampling"}),
-    },
+    dict.fromkeys(MODEL_KINDS, "captum_methods:ShapleySamplingScorer"),
     "Shapley value sampling on tokens (a causal LM: Captum's LLMAttribution)",
     ("shap_samples", "seed"),
 )
 _method(
     "saliency",
-    {
-        "classifier": "captum_methods:SaliencyScorer",
-        "causal-lm": (_LLM, {"captum": "Saliency"}),
-    },
+    dict.fromkeys(MODEL_KINDS, "captum_methods:SaliencyScorer"),
     "the gradient at the embeddings the first layer reads, summed over features "
     "(Captum's LayerGradientXActivation without the inputs)",
 )
 _method(
     "input-x-gradient",
-    {
-        "classifier": "captum_methods:InputXGradientScorer",
-        "causal-lm": (_LLM, {"captum": "InputXGradient"}),
-    },
+    dict.fromkeys(MODEL_KINDS, "captum_methods:InputXGradientScorer"),
     "input x gradient of the token embeddings, summed over features",
 )
 _method(

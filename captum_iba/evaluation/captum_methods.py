@@ -17,8 +17,11 @@
 Whatever the method, the scorer explains the target passed in (the fair
 setting), returns ``(B, L)`` scores with 0 at padding and special tokens, and
 records the method and its options in ``settings``. The registered anchors
-below are subclasses that fix the method and its defaults; register your own
-the same way::
+below are subclasses that fix the method and its defaults; those that also
+explain a causal LM (saliency, input x gradient, KernelSHAP, Shapley
+sampling) name the Captum class they run through Captum's LLM API
+(``prompt_method``, :mod:`~captum_iba.evaluation.captum_prompts`). Register
+your own the same way::
 
     @register_scorer
     class DeepLiftScorer(CaptumScorer):
@@ -40,8 +43,8 @@ from captum.attr import (
 from torch import Tensor, nn
 
 from captum_iba._utils.common import instance_seed, kept_random_state
+from captum_iba.evaluation.captum_prompts import CaptumPromptScorer
 from captum_iba.evaluation.ig import embedding_layer
-from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = [
     "CaptumScorer",
@@ -58,8 +61,13 @@ __all__ = [
 _BASELINES = ("pad", "mask", "unk")
 
 
-class CaptumScorer(TokenScorer):
+class CaptumScorer(CaptumPromptScorer):
     """Any Captum attribution method, scoring tokens (see the module docstring).
+
+    A subclass that names a ``prompt_method`` also explains a causal LM
+    (:class:`~captum_iba.evaluation.captum_prompts.CaptumPromptScorer`):
+    there it takes ``n_samples`` (in ``attribute_options``) and ``seed``
+    only, and refuses the other arguments given.
 
     Args:
         model (Callable): HF model, or a function ``(ids, mask[, tt]) -> logits``.
@@ -85,7 +93,7 @@ class CaptumScorer(TokenScorer):
             inside :func:`~captum_iba._utils.common.kept_random_state`: the
             caller's random state is left as it was. Default 0; None leaves
             the generator alone.
-        **kwargs: See :class:`TokenScorer`.
+        **kwargs: See :class:`~captum_iba.evaluation.TokenScorer`.
     """
 
     name = "captum"
@@ -118,6 +126,18 @@ class CaptumScorer(TokenScorer):
             raise TypeError(
                 f"method must be a Captum attribution class; got {self.method!r}"
             )
+        if self._explains_prompts():
+            options = {**self.defaults, **(attribute_options or {})}
+            self._prompt_setup(
+                options.pop("n_samples", None),
+                seed,
+                layer=layer not in (None, "embeddings"),
+                baseline=baseline != "pad",
+                mask_baseline=not mask_baseline,
+                output=output != "logits",
+                attribute_options=bool(options),
+            )
+            return
         if output not in ("logits", "probs"):
             raise ValueError(f"output must be 'logits' or 'probs'; got {output!r}")
         self.output = output
@@ -267,6 +287,8 @@ class InputXGradientScorer(CaptumScorer):
     for a classifier, as for a causal LM."""
 
     method = LayerGradientXActivation
+    prompt_method = LayerGradientXActivation
+    prompt_label = "InputXGradient"
     meaning = (
         "gradient of the class's {output} times the token's word embedding: + "
         "for the class, - against it"
@@ -282,6 +304,9 @@ class SaliencyScorer(GradientXActivationScorer):
     over the features.)"""
 
     method_arguments = {"multiply_by_inputs": False}
+    prompt_method = LayerGradientXActivation
+    prompt_arguments = method_arguments
+    prompt_label = "Saliency"
     meaning = (
         "the gradient of the class's {output} at the token's embedding, "
         "summed: + where more of it raises the class"
@@ -314,6 +339,11 @@ class KernelShapScorer(SamplingScorer):
     masked ``[PAD]``; ``n_samples`` coalitions per instance (default 500)."""
 
     method = KernelShap
+    prompt_method = KernelShap
+    per_token_note = (
+        "Captum's KernelShap fits one surrogate model to the whole answer's "
+        "log-probability, so it scores no single output token"
+    )
     meaning = (
         "the token's Shapley value for the class's {output} (KernelSHAP "
         "estimate): + for the class, - against it"
@@ -327,6 +357,7 @@ class ShapleySamplingScorer(SamplingScorer):
     ``25 (n + 1)`` forward rows for ``n`` tokens)."""
 
     method = ShapleyValueSampling
+    prompt_method = ShapleyValueSampling
     meaning = (
         "the token's Shapley value for the class's {output} (sampled "
         "permutations): + for the class, - against it"

@@ -1,12 +1,14 @@
-"""Integrated gradients on an embedding layer, as a per-token scorer."""
+"""Integrated gradients on an embedding layer, as a per-token scorer (of a
+classifier, or of a causal LM through Captum's LLM API)."""
 
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Dict, Optional, Union
 
 from captum.attr import LayerIntegratedGradients
 from torch import Tensor, nn
 
 from captum_iba.attr.text import resolve_layer
-from captum_iba.evaluation.scorers import TokenScorer
+from captum_iba.evaluation.captum_prompts import CaptumPromptScorer
+from captum_iba.evaluation.llm_scorers import rows_per_pass
 
 __all__ = ["IntegratedGradientsScorer", "embedding_layer"]
 
@@ -30,34 +32,42 @@ def embedding_layer(model: Any, layer: Union[None, str, nn.Module]) -> nn.Module
     return layer
 
 
-class IntegratedGradientsScorer(TokenScorer):
+class IntegratedGradientsScorer(CaptumPromptScorer):
     """Integrated gradients on an embedding layer (Captum ``LayerIntegratedGradients``).
 
-    The baseline keeps the special tokens and padding and puts ``baseline_token_id``
-    (default ``[PAD]``) everywhere else: ``[CLS] [PAD] ... [SEP]``. Scores are the
-    attributions summed over the hidden dimension.
+    A classifier's: the baseline keeps the special tokens and padding and puts
+    ``baseline_token_id`` (default ``[PAD]``) everywhere else: ``[CLS] [PAD]
+    ... [SEP]``. Scores are the attributions summed over the hidden dimension.
+    A causal LM's: at its token embeddings, through Captum's
+    ``LLMGradientAttribution`` (:mod:`~captum_iba.evaluation.captum_prompts`),
+    with ``n_steps`` and ``internal_batch_size`` only (the arguments marked
+    "a classifier's" are refused).
 
     Args:
         model (Callable): HF model, or a function ``(ids, mask[, tt]) -> logits``.
-        layer (nn.Module or str, optional): The embedding layer. Default
+        layer (nn.Module or str, optional): A classifier's embedding layer. Default
             ``model.get_input_embeddings()``; ``"embeddings"``: the whole
             embedding block (:func:`embedding_layer`, the paper's choice).
         n_steps (int): Riemann/Gauss-Legendre steps. Default 50.
-        output (str): Explain the ``"logits"`` (default) or the softmax ``"probs"``.
-        normalize (str, optional): ``"l2"`` divides each instance's scores by their L2
-            norm (the paper's code). Default None.
-        baseline_token_id (int, optional): Default the pad id.
+        output (str): A classifier's: explain the ``"logits"`` (default) or
+            the softmax ``"probs"``.
+        normalize (str, optional): A classifier's: ``"l2"`` divides each
+            instance's scores by their L2 norm (the paper's code). Default None.
+        baseline_token_id (int, optional): A classifier's. Default the pad id.
         internal_batch_size (int, optional): Captum's ``internal_batch_size``
             (rows per forward/backward pass). Default: as many rows as keep a
-            pass within ``max_tokens_per_pass`` tokens (at least the batch).
-        max_tokens_per_pass (int): Bounds the memory of a pass when
+            pass within ``max_tokens_per_pass`` tokens (at least the batch); a
+            causal LM's, within
+            :data:`~captum_iba.evaluation.llm_scorers.ROW_TOKENS`.
+        max_tokens_per_pass (int): A classifier's: bounds the memory of a pass when
             ``internal_batch_size`` is None: a batch of 16 reviews of 256
             tokens at 50 steps is 204,800 tokens in one pass otherwise (tens of
             GB). Default 16,384. The scores do not depend on it.
         target_class (int, optional): Always explain this class (the paper's code: 0).
-        **kwargs: See :class:`TokenScorer`.
+        **kwargs: See :class:`~captum_iba.evaluation.TokenScorer`.
     """
 
+    prompt_method = LayerIntegratedGradients
     meaning = (
         "the part of the class's {output} (against an input of [PAD]s) that the "
         "token's embedding accounts for: + for the class, - against it"
@@ -76,6 +86,18 @@ class IntegratedGradientsScorer(TokenScorer):
         **kwargs: Any,
     ) -> None:
         super().__init__(model, **kwargs)
+        self.n_steps = int(n_steps)
+        self.internal_batch_size = internal_batch_size
+        if self._explains_prompts():
+            self._prompt_setup(
+                layer=layer is not None,
+                output=output != "logits",
+                normalize=normalize is not None,
+                baseline_token_id=baseline_token_id is not None,
+                max_tokens_per_pass=max_tokens_per_pass != 16384,
+            )
+            self.settings["n_steps"] = self.n_steps
+            return
         layer = embedding_layer(model, layer)
         if max_tokens_per_pass < 1:
             raise ValueError("max_tokens_per_pass must be a positive integer")
@@ -84,13 +106,11 @@ class IntegratedGradientsScorer(TokenScorer):
         if normalize not in (None, "l2"):
             raise ValueError("normalize must be None or 'l2'")
         self.layer = layer
-        self.n_steps = int(n_steps)
         self.output = output
         self.normalize = normalize
         self.baseline_token_id = (
             self.pad_token_id if baseline_token_id is None else int(baseline_token_id)
         )
-        self.internal_batch_size = internal_batch_size
         self.max_tokens_per_pass = int(max_tokens_per_pass)
         self.settings.update(
             n_steps=self.n_steps,
@@ -101,6 +121,10 @@ class IntegratedGradientsScorer(TokenScorer):
             internal_batch_size=internal_batch_size,
             max_tokens_per_pass=self.max_tokens_per_pass,
         )
+
+    def _prompt_options(self, length: int) -> Dict[str, Any]:
+        rows = rows_per_pass(length, self.internal_batch_size)
+        return {"n_steps": self.n_steps, "internal_batch_size": rows}
 
     def _scores(
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor

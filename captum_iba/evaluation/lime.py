@@ -1,7 +1,9 @@
 """LIME as per-token scorers: Captum's ``Lime`` and the ``lime`` package.
 
 * :class:`CaptumLimeScorer` (``"LIME"``) - Captum's ``Lime`` with one feature
-  per token and text-appropriate sampling, kernel and regression;
+  per token and text-appropriate sampling, kernel and regression (a causal
+  LM: through Captum's ``LLMAttribution``,
+  :mod:`~captum_iba.evaluation.captum_prompts`);
 * :class:`LimeTextScorer` (``"LIME-text"``) - the ``lime`` package's
   ``LimeTextExplainer``, either as the paper's released code runs it
   (``mode="released"``) or on whole words with exact deletion
@@ -17,8 +19,12 @@ import torch
 from captum.attr import Lime
 from torch import Tensor
 
-from captum_iba._utils.captum_compat import SkLearnRidge
+from captum_iba._utils.captum_compat import (
+    SkLearnRidge,
+    get_exp_kernel_similarity_function,
+)
 from captum_iba._utils.common import hf_call, instance_seed
+from captum_iba.evaluation.captum_prompts import CaptumPromptScorer
 from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = ["CaptumLimeScorer", "LimeTextScorer"]
@@ -38,10 +44,10 @@ def _word_starts(pieces: Sequence[str]) -> List[bool]:
     return [not p.startswith("##") for p in pieces]
 
 
-class CaptumLimeScorer(TokenScorer):
+class CaptumLimeScorer(CaptumPromptScorer):
     """Captum's ``Lime`` with one interpretable feature per (non-special) token.
 
-    Captum's defaults suit images, not text; this scorer uses:
+    Captum's defaults suit images, not text; on a classifier this scorer uses:
 
     * a feature mask with one feature per removable token; special tokens and
       padding form one extra feature that is always on (never perturbed);
@@ -56,19 +62,33 @@ class CaptumLimeScorer(TokenScorer):
     * ridge regression (alpha 1) as the interpretable model (Lasso(0.01), Captum's
       default, can zero every weight).
 
+    On a causal LM: Captum's ``Lime`` through its ``LLMAttribution``
+    (:mod:`~captum_iba.evaluation.captum_prompts`), with the same ridge
+    regression and Captum's exponential cosine kernel (width 1); it fits one
+    surrogate model to the whole answer, so it gives no per-token scores. It
+    takes ``n_samples`` and ``seed`` only (the arguments marked "a
+    classifier's" are refused).
+
     Args:
         model (Callable): HF model, or ``(ids, mask[, tt]) -> logits``.
         n_samples (int): Perturbed samples per instance. Default 500.
-        perturbations_per_eval (int): Samples per forward pass. Default 50.
-        kernel_width (float): ``w``. Default 0.25.
-        ridge_alpha (float): Default 1.0.
-        baseline_token_id (int, optional): Default the pad id.
-        mask_baseline (bool): Give replaced tokens attention mask 0 when the baseline
-            is the pad id. Default True.
-        output (str): ``"probs"`` (default) or ``"logits"``.
+        perturbations_per_eval (int): A classifier's: samples per forward
+            pass. Default 50.
+        kernel_width (float): A classifier's ``w``. Default 0.25.
+        ridge_alpha (float): A classifier's. Default 1.0.
+        baseline_token_id (int, optional): A classifier's. Default the pad id.
+        mask_baseline (bool): A classifier's: give replaced tokens attention
+            mask 0 when the baseline is the pad id. Default True.
+        output (str): A classifier's: ``"probs"`` (default) or ``"logits"``.
         seed (int): Seed of the sampling. Default 0.
-        **kwargs: See :class:`TokenScorer`.
+        **kwargs: See :class:`~captum_iba.evaluation.TokenScorer`.
     """
+
+    prompt_method = Lime
+    per_token_note = (
+        "Captum's Lime fits one surrogate model to the whole answer's "
+        "log-probability, so it scores no single output token"
+    )
 
     meaning = (
         "the token's weight in LIME's linear model of the class's {output} "
@@ -89,6 +109,18 @@ class CaptumLimeScorer(TokenScorer):
         **kwargs: Any,
     ) -> None:
         super().__init__(model, **kwargs)
+        if self._explains_prompts():
+            self._prompt_setup(
+                n_samples,
+                seed,
+                perturbations_per_eval=perturbations_per_eval != 50,
+                kernel_width=kernel_width != 0.25,
+                ridge_alpha=ridge_alpha != 1.0,
+                baseline_token_id=baseline_token_id is not None,
+                mask_baseline=not mask_baseline,
+                output=output != "probs",
+            )
+            return
         self.n_samples = int(n_samples)
         self.perturbations_per_eval = int(perturbations_per_eval)
         self.kernel_width = float(kernel_width)
@@ -113,6 +145,14 @@ class CaptumLimeScorer(TokenScorer):
             output=output,
             seed=self.seed,
             seeding="per instance",
+        )
+
+    def _prompt_attribution(self) -> Any:
+        # Captum's Lasso(0.01) can zero every weight: ridge regression instead
+        return Lime(
+            self.model,
+            interpretable_model=SkLearnRidge(alpha=1.0),
+            similarity_func=get_exp_kernel_similarity_function("cosine", 1.0),
         )
 
     def _lime_forward(self) -> Callable[..., Tensor]:

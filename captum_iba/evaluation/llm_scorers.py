@@ -20,32 +20,18 @@ for a causal LM.
 * :class:`LLMIBAScorer` - IBA on the batch route
   (:func:`~captum_iba.attr.llm.explain_answers`): the whole batch, the whole
   answer and each output token in one IBA call.
-* :class:`CaptumLLMScorer` - Captum's own methods through its LLM API
-  (:class:`captum.attr.LLMAttribution` for the perturbation methods,
-  :class:`captum.attr.LLMGradientAttribution` for the gradient methods), one
-  prompt at a time (Captum's API takes one), every answer in one forward pass
-  (``forward_in_tokens=False``); a removed token becomes the pad token.
+* Captum's own methods (``IG``, ``LIME``, ``LOO``, ``kernel-shap``,
+  ``shapley``, ``saliency``, ``input-x-gradient``) are each one class for both
+  kinds, run on a causal LM through Captum's LLM API by
+  :mod:`~captum_iba.evaluation.captum_prompts`; :class:`CaptumLLMScorer`,
+  0.3's one class of them all, is a deprecated shim that builds the method's
+  class.
 """
 
-from typing import Any, Dict, Optional
-
-import torch
-from captum.attr import (
-    FeatureAblation,
-    KernelShap,
-    LayerGradientXActivation,
-    LayerIntegratedGradients,
-    Lime,
-    LLMAttribution,
-    LLMGradientAttribution,
-    ShapleyValueSampling,
-    TextTokenInput,
-)
-from torch import Tensor
+import warnings
+from typing import Any, Optional
 
 from captum_iba._utils import common
-from captum_iba._utils.captum_compat import get_exp_kernel_similarity_function
-from captum_iba._utils.modules import embeddings_of
 from captum_iba.attr._precision import precision_used
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.llm import (
@@ -59,10 +45,10 @@ from captum_iba.attr.options import ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
 from captum_iba.attr.text import LayerLike, resolve_layer
 from captum_iba.evaluation.random_scorer import seeded_uniform
-from captum_iba.evaluation.scorers import TokenScorer
+from captum_iba.evaluation.scorers import TokenScorer, build_scorer
+from captum_iba.registry import METHODS, OPTIONS
 
 __all__ = [
-    "CAPTUM_METHODS",
     "ROW_TOKENS",
     "CaptumLLMScorer",
     "LLMIBAScorer",
@@ -240,54 +226,43 @@ class LLMRandomScorer(LLMScorer):
         return AnswerScores(out, tokens, "random")
 
 
-#: Captum's methods for causal LMs, by the name a registry entry gives
-#: (``captum=``): the class and whether it runs through
-#: ``LLMGradientAttribution`` (at the token embeddings).
-CAPTUM_METHODS: Dict[str, Any] = {
-    "FeatureAblation": (FeatureAblation, False),
-    "ShapleyValueSampling": (ShapleyValueSampling, False),
-    "Lime": (Lime, False),
-    "KernelShap": (KernelShap, False),
-    "LayerIntegratedGradients": (LayerIntegratedGradients, True),
-    "Saliency": (LayerGradientXActivation, True),
-    "InputXGradient": (LayerGradientXActivation, True),
-}
-
-
-class _PromptIds(TextTokenInput):
-    """Captum's ``TextTokenInput`` made from token ids (the batch's prompt,
-    chat template included) instead of text; its features are the scored
-    tokens, the rest are kept as they are."""
-
-    def __init__(self, ids: Tensor, features: Tensor, tokenizer: Any, baseline: int):
-        self.inp_tensor = ids
-        self.itp_mask = features
-        self.itp_tensor = ids[features].unsqueeze(0)
-        self.skip_tokens = None
-        self.values = tokenizer.convert_ids_to_tokens(self.itp_tensor[0].tolist())
-        self.tokenizer = tokenizer
-        self.n_itp_features = len(self.values)
-        self.baselines = baseline
-
-
-class CaptumLLMScorer(LLMScorer):
-    """One of Captum's methods through its LLM API (see the module docstring).
+class CaptumLLMScorer:
+    """Deprecated (it goes in 0.4): each of Captum's methods is one class that
+    explains a classifier and a causal LM alike
+    (:mod:`~captum_iba.evaluation.captum_prompts`). ``CaptumLLMScorer(model,
+    captum=...)`` builds that method's scorer - ``captum="FeatureAblation"``:
+    ``build_scorer("ablation", model, ...)`` - with a ``DeprecationWarning``
+    naming it.
 
     Args:
         model (nn.Module): A Hugging Face ``...ForCausalLM``.
-        captum (str): A name of :data:`CAPTUM_METHODS`.
+        captum (str): 0.3's name of the Captum method: ``"FeatureAblation"``,
+            ``"LayerIntegratedGradients"``, ``"ShapleyValueSampling"``,
+            ``"Lime"``, ``"KernelShap"``, ``"Saliency"`` or
+            ``"InputXGradient"``.
         n_steps (int): Integrated gradients' steps. Default 50.
-        n_samples (int, optional): Shapley sampling's permutations (default
-            25), LIME's and KernelSHAP's samples (default 500).
+        n_samples (int, optional): The sampling methods' samples. Default: the
+            method's.
         seed (int, optional): Seed of the sampling methods. Default 0.
         internal_batch_size (int, optional): Integrated gradients' steps per
-            pass. Default: as many as keep steps x tokens within
-            :data:`ROW_TOKENS`.
-        **kwargs: The arguments of :class:`LLMScorer`.
+            pass.
+        **kwargs: The arguments of :class:`~captum_iba.evaluation.TokenScorer`.
     """
 
-    def __init__(
-        self,
+    #: 0.3's names of Captum's methods -> the method's name (goes in 0.4, with
+    #: this class).
+    _RENAMED = {
+        "FeatureAblation": "ablation",
+        "LayerIntegratedGradients": "ig",
+        "ShapleyValueSampling": "shapley",
+        "Lime": "lime",
+        "KernelShap": "kernel-shap",
+        "Saliency": "saliency",
+        "InputXGradient": "input-x-gradient",
+    }
+
+    def __new__(  # type: ignore[misc]
+        cls,
         model: Any,
         captum: str = "FeatureAblation",
         n_steps: int = 50,
@@ -295,87 +270,33 @@ class CaptumLLMScorer(LLMScorer):
         seed: Optional[int] = 0,
         internal_batch_size: Optional[int] = None,
         **kwargs: Any,
-    ) -> None:
-        if captum not in CAPTUM_METHODS:
+    ) -> TokenScorer:
+        if captum not in cls._RENAMED:
             raise ValueError(
-                f"captum must be one of {list(CAPTUM_METHODS)}, got {captum!r}"
+                f"captum must be one of {list(cls._RENAMED)}, got {captum!r}"
             )
-        super().__init__(model, **kwargs)
-        cls, self.gradient = CAPTUM_METHODS[captum]
-        self.captum = captum
-        self.seed = seed
-        self.n_steps, self.internal_batch_size = n_steps, internal_batch_size
-        default = 25 if captum == "ShapleyValueSampling" else 500
-        self.n_samples = default if n_samples is None else n_samples
-        if self.gradient:
-            multiply = {"Saliency": False}.get(captum, True)
-            extra = (
-                {}
-                if captum == "LayerIntegratedGradients"
-                else {"multiply_by_inputs": multiply}
-            )
-            method = cls(model, embeddings_of(model), **extra)
-            self.llm = LLMGradientAttribution(method, self.tokenizer)
-        else:
-            self.llm = LLMAttribution(self._method(cls), self.tokenizer)
-        self.per_token = captum not in ("Lime", "KernelShap")
-        if not self.per_token:
-            self.per_token_note = (
-                f"Captum's {captum} fits one surrogate model to the whole answer's "
-                "log-probability, so it scores no single output token"
-            )
-        self.score_meaning = (
-            "log-probability of the answer the token adds (+) or takes away (-)"
+        name = cls._RENAMED[captum]
+        entry = METHODS.entry(name)
+        taken = {OPTIONS.entry(o).facts["kwarg"] for o in entry.facts["options"]}
+        given = dict(
+            n_steps=n_steps,
+            n_samples=n_samples,
+            seed=seed,
+            internal_batch_size=internal_batch_size,
         )
-        self.settings.update(captum=captum, baseline_token=self.pad_token_id)
-        if captum == "LayerIntegratedGradients":
-            self.settings["n_steps"] = n_steps
-        if captum in ("ShapleyValueSampling", "Lime", "KernelShap"):
-            self.settings.update(n_samples=self.n_samples, seed=seed)
-
-    def _method(self, cls: Any) -> Any:
-        if cls is Lime:  # Captum's Lasso(0.01) can zero every weight
-            from captum_iba._utils.captum_compat import SkLearnRidge
-
-            return Lime(
-                self.model,
-                interpretable_model=SkLearnRidge(alpha=1.0),
-                similarity_func=get_exp_kernel_similarity_function("cosine", 1.0),
-            )
-        return cls(self.model)
-
-    def _options(self, length: int) -> Dict[str, Any]:
-        if self.captum == "LayerIntegratedGradients":
-            rows = rows_per_pass(length, self.internal_batch_size)
-            return {"n_steps": self.n_steps, "internal_batch_size": rows}
-        if self.gradient:
-            return {}
-        out: Dict[str, Any] = {"forward_in_tokens": False}
-        if self.captum != "FeatureAblation":
-            out["n_samples"] = self.n_samples
-        return out
-
-    def _scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
-        width = batch.input_ids.shape[1]
-        answer = torch.zeros(len(batch), width)
-        longest = int(batch.answer_mask.sum(1).max())
-        tokens = torch.zeros(len(batch), longest, width)
-        device = common.model_device(self.model, batch.input_ids.device)
-        for b in range(len(batch)):
-            prompt = batch.prompt_mask[b]
-            ids = batch.input_ids[b][prompt].unsqueeze(0).to(device)
-            features = batch.scored[b][prompt].unsqueeze(0).to(device)
-            target = torch.tensor(batch.answer_ids(b), device=device)
-            inp = _PromptIds(ids, features, self.tokenizer, self.pad_token_id)
-            with common.kept_random_state(device):  # the caller's state kept
-                if self.seed is not None:
-                    torch.manual_seed(common.instance_seed(self.seed, ids[0]))
-                options = self._options(ids.shape[1])
-                res = self.llm.attribute(inp, target=target, **options)
-            columns = prompt.nonzero().flatten()[features[0].cpu()]
-            answer[b, columns] = res.seq_attr.detach().float().cpu()
-            if res.token_attr is not None:
-                found = res.token_attr.detach().float().cpu()
-                tokens[b, : found.shape[0], columns] = found
-        has_tokens = per_token and self.per_token
-        return AnswerScores(answer, tokens if has_tokens else None, "nats")
+        kwargs.update(
+            {
+                k: v
+                for k, v in given.items()
+                if k in taken and (v is not None or k == "seed")
+            }
+        )
+        warnings.warn(
+            f"CaptumLLMScorer(captum={captum!r}) is deprecated (it goes in 0.4): "
+            f"write build_scorer({name!r}, model, ...) or "
+            f"{entry.target.rsplit(':', 1)[-1]}(model, ...), one class for a "
+            "classifier and a causal LM",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return build_scorer(name, model, **kwargs)

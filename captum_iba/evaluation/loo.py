@@ -10,21 +10,27 @@ following, exactly as the degradation test deletes):
 It is the degradation test's first step for every token at once, so it is
 hard to beat at the first removal level; it ignores interactions between
 tokens.
+
+A causal LM's leave-one-out (``ablation``) is Captum's ``FeatureAblation``
+through its ``LLMAttribution`` (:mod:`~captum_iba.evaluation.captum_prompts`):
+the token replaced by the pad token, the drop of the answer's
+log-probability.
 """
 
 from typing import Any, Callable, List, Optional
 
 import torch
+from captum.attr import FeatureAblation
 from torch import Tensor
 
 from captum_iba._utils.common import hf_call
-from captum_iba.evaluation.scorers import TokenScorer
+from captum_iba.evaluation.captum_prompts import CaptumPromptScorer
 from captum_iba.metrics._removal import delete_tokens
 
 __all__ = ["LeaveOneOutScorer"]
 
 
-class LeaveOneOutScorer(TokenScorer):
+class LeaveOneOutScorer(CaptumPromptScorer):
     """Leave-one-out occlusion by deletion (see the module docstring).
 
     One forward row per removable token, batched over instances and tokens;
@@ -32,13 +38,15 @@ class LeaveOneOutScorer(TokenScorer):
 
     Args:
         model (Callable): HF model, or ``(ids, mask[, tt]) -> logits``.
-        output (str): ``"probs"`` (default: the drop of the target's softmax
-            probability, what the degradation test measures) or ``"log_odds"``
-            (the drop of its log-odds).
-        max_tokens_per_pass (int): Bounds the memory of a forward pass.
-            Default 16,384. The scores do not depend on it.
-        **kwargs: See :class:`TokenScorer`.
+        output (str): A classifier's: ``"probs"`` (default: the drop of the
+            target's softmax probability, what the degradation test measures)
+            or ``"log_odds"`` (the drop of its log-odds).
+        max_tokens_per_pass (int): A classifier's: bounds the memory of a
+            forward pass. Default 16,384. The scores do not depend on it.
+        **kwargs: See :class:`~captum_iba.evaluation.TokenScorer`.
     """
+
+    prompt_method = FeatureAblation
 
     meaning = (
         "how much the class's {output} drops when the token is deleted: + for "
@@ -53,6 +61,12 @@ class LeaveOneOutScorer(TokenScorer):
         **kwargs: Any,
     ) -> None:
         super().__init__(model, **kwargs)
+        if self._explains_prompts():
+            self._prompt_setup(
+                output=output != "probs",
+                max_tokens_per_pass=max_tokens_per_pass != 16384,
+            )
+            return
         if output not in ("probs", "log_odds"):
             raise ValueError(f"output must be 'probs' or 'log_odds'; got {output!r}")
         if isinstance(max_tokens_per_pass, bool) or max_tokens_per_pass < 1:
