@@ -358,16 +358,16 @@ def test_non_finite_logits_or_weights_get_one_clear_error(tmp_path):
 def test_non_finite_scores_get_the_same_error(monkeypatch):
     import torch
 
-    from captum_iba.evaluation.llm_scorers import CaptumLLMScorer
+    from captum_iba.evaluation.loo import LeaveOneOutScorer
 
-    real = CaptumLLMScorer._scores
+    real = LeaveOneOutScorer._prompt_scores
 
     def broken(self, batch, per_token):
         found = real(self, batch, per_token)
         found.answer[0, -3] = float("nan")
         return found
 
-    monkeypatch.setattr(CaptumLLMScorer, "_scores", broken)
+    monkeypatch.setattr(LeaveOneOutScorer, "_prompt_scores", broken)
     model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
     with pytest.raises(ValueError, match="llm-ablation's scores are not finite"):
         explain_answer("the cat", model, "llm-ablation", tokenizer=tok, target=" ran")
