@@ -9,12 +9,12 @@ DeprecationWarning naming the new form (:func:`accepts_legacy_keywords`).
 
 import functools
 import warnings
-from typing import Any, Callable, Dict, Iterable, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, Mapping, TypeVar
 
 from captum_iba._utils.common import tokenizer_ids
 from captum_iba.metrics._removal import DEFAULT_TOKENS_PER_BATCH
 from captum_iba.metrics.options import PAPER_LEVELS, DegradationOptions
-from captum_iba.metrics.strategies import RemovalLike, as_removal
+from captum_iba.metrics.strategies import as_removal
 
 __all__ = ["LEGACY_OPTION_KEYWORDS", "accepts_legacy_keywords", "legacy_options"]
 
@@ -46,51 +46,41 @@ LEGACY_METADATA_KEYWORDS = {
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def legacy_options(
-    levels: Optional[Union[float, int, Iterable[Union[float, int]]]] = None,
-    level_unit: str = "fraction",
-    length_convention: str = "tokens",
-    removal: RemovalLike = "delete",
-    order: str = "morf",
-    special_token_ids: Optional[Iterable[int]] = None,
-    tokenizer: Optional[Any] = None,
-    keep_special_tokens: bool = True,
-    pad_token_id: Optional[int] = None,
-    mask_token_id: Optional[int] = None,
-    unk_token_id: Optional[int] = None,
-    compute_sufficiency: bool = True,
-    max_examples_per_batch: Optional[int] = None,
-    max_tokens_per_batch: int = DEFAULT_TOKENS_PER_BATCH,
-    group_by_length: Optional[bool] = None,
-) -> DegradationOptions:
+def legacy_options(old: Mapping[str, Any]) -> DegradationOptions:
     """The options the old keyword arguments described (explicit ids win over
     the tokenizer's, as they did).
+
+    Args:
+        old (Mapping[str, Any]): Some of :data:`LEGACY_OPTION_KEYWORDS` and
+            their values; the others take their old defaults.
 
     Returns:
         DegradationOptions: The options.
     """
+    unknown = sorted(set(old) - set(LEGACY_OPTION_KEYWORDS))
+    if unknown:
+        raise TypeError(f"not an old keyword of degradation_test: {unknown}")
+    tokenizer = old.get("tokenizer")
     found = tokenizer_ids(tokenizer) if tokenizer is not None else {}
-    ids = {
-        "pad_token_id": pad_token_id,
-        "mask_token_id": mask_token_id,
-        "unk_token_id": unk_token_id,
-    }
+    ids = {k: old.get(k) for k in ("pad_token_id", "mask_token_id", "unk_token_id")}
     ids = {k: v if v is not None else found.get(k) for k, v in ids.items()}
+    special_token_ids = old.get("special_token_ids")
     if special_token_ids is None:
         special_token_ids = found.get("special_token_ids")
+    levels = old.get("levels")
     return DegradationOptions(
-        levels=PAPER_LEVELS if levels is None else levels,  # type: ignore[arg-type]
-        level_unit=level_unit,
-        length_convention=length_convention,
-        order=order,
-        removal=as_removal(removal, **ids),
-        keep_special_tokens=keep_special_tokens,
-        special_token_ids=special_token_ids,  # type: ignore[arg-type]
+        levels=PAPER_LEVELS if levels is None else levels,
+        level_unit=old.get("level_unit", "fraction"),
+        length_convention=old.get("length_convention", "tokens"),
+        order=old.get("order", "morf"),
+        removal=as_removal(old.get("removal", "delete"), **ids),
+        keep_special_tokens=old.get("keep_special_tokens", True),
+        special_token_ids=special_token_ids,
         pad_token_id=ids["pad_token_id"],
-        compute_sufficiency=compute_sufficiency,
-        max_examples_per_batch=max_examples_per_batch,
-        max_tokens_per_batch=max_tokens_per_batch,
-        group_by_length=group_by_length,
+        compute_sufficiency=old.get("compute_sufficiency", True),
+        max_examples_per_batch=old.get("max_examples_per_batch"),
+        max_tokens_per_batch=old.get("max_tokens_per_batch", DEFAULT_TOKENS_PER_BATCH),
+        group_by_length=old.get("group_by_length"),
     )
 
 
@@ -106,7 +96,7 @@ def _convert(kwargs: Dict[str, Any]) -> Dict[str, Any]:
                 f"degradation_test got options= and the old keyword(s) "
                 f"{sorted(old_options)}: put them in the DegradationOptions"
             )
-        kwargs["options"] = legacy_options(**old_options)
+        kwargs["options"] = legacy_options(old_options)
         new.append("options=DegradationOptions.for_tokenizer(tokenizer, ...)")
     if old_meta:
         if kwargs.get("metadata") is not None:

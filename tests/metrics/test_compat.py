@@ -67,7 +67,7 @@ def test_old_keywords_warn_and_give_the_same_result(bow, batch, old, new):
         metadata={"method": "IG", "seed": 3, "attribution": {"steps": 5}},
     )
     assert before.to_dict() == after.to_dict()
-    assert legacy_options(**old) == new
+    assert legacy_options(old) == new
 
 
 def test_old_metadata_keywords_alone(bow, batch):
@@ -106,3 +106,9 @@ def test_the_signature_is_the_new_one():
         "original_logits",
         "removable",
     ]
+
+
+def test_legacy_options_takes_one_mapping_of_old_keywords():
+    assert legacy_options({}) == DegradationOptions()
+    with pytest.raises(TypeError, match="'metadata'"):
+        legacy_options({"metadata": {}})
