@@ -40,6 +40,7 @@ from captum_iba.metrics import (
     original_logits_of,
 )
 from captum_iba.metrics.degradation import same_first_pass
+from captum_iba.metrics.options import KnownInputs, with_progress
 
 __all__ = [
     "TARGETS",
@@ -307,14 +308,13 @@ def scorer_degradation(
         target=call.target,
         attention_mask=call.attention_mask,
         token_type_ids=call.token_type_ids,
-        options=options,
+        options=with_progress(options, show_progress),
         metadata=dict(
             method=name,
             seed=getattr(scorer, "seed", None),
             attribution=dict(record, setting=preset.name),
         ),
-        show_progress=show_progress,
-        original_logits=original_logits,
+        known=KnownInputs(original_logits=original_logits),
     )
 
 

@@ -19,7 +19,9 @@ Modules:
 * :mod:`~captum_iba.metrics.degradation` - :func:`degradation_test`, and how many
   tokens a level removes; :func:`original_logits_of`, the test's first pass
   computed once and given to several tests;
-* :mod:`~captum_iba.metrics.options` - :class:`DegradationOptions`;
+* :mod:`~captum_iba.metrics.options` - :class:`DegradationOptions`, and
+  :class:`KnownInputs` (what is known of the data: removable positions,
+  original logits);
 * :mod:`~captum_iba.metrics.prompts` - :func:`prompt_degradation_test`, the
   test for a causal LM's answer to a prompt (:class:`AnswerOdds`), and
   :func:`choice_degradation_test`, for its choice among a task's answer words;
@@ -61,7 +63,7 @@ _NAMES = exports(
         "top_k_drop",
     ],
     degradation=["degradation_test", "original_logits_of"],
-    options=["PAPER_LEVELS", "DegradationOptions"],
+    options=["PAPER_LEVELS", "DegradationOptions", "KnownInputs"],
     prompts=["AnswerOdds", "choice_degradation_test", "prompt_degradation_test"],
     randomization=["cascade_stages", "cascading_randomization", "reinitialize"],
     randomization_result=["RandomizationResult", "rank_correlation"],

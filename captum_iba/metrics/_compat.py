@@ -3,17 +3,18 @@
 
 ``levels=``, ``removal=``, ``tokenizer=``, ``pad_token_id=`` ... become one
 :class:`DegradationOptions` (:func:`legacy_options`), and ``method=``, ``seed=``,
-``settings=`` the ``metadata`` mapping; the call warns with a
+``settings=`` the ``metadata`` mapping, ``show_progress=`` the options'
+``show_progress``; the call warns with a
 DeprecationWarning naming the new form (:func:`accepts_legacy_keywords`).
 """
 
 import functools
 import warnings
-from typing import Any, Callable, Dict, Mapping, TypeVar
+from typing import Any, Callable, Dict, Mapping, Tuple, TypeVar
 
 from captum_iba._utils.common import tokenizer_ids
 from captum_iba.metrics._removal import DEFAULT_TOKENS_PER_BATCH
-from captum_iba.metrics.options import PAPER_LEVELS, DegradationOptions
+from captum_iba.metrics.options import PAPER_LEVELS, DegradationOptions, with_progress
 from captum_iba.metrics.strategies import as_removal
 
 __all__ = ["LEGACY_OPTION_KEYWORDS", "accepts_legacy_keywords", "legacy_options"]
@@ -117,6 +118,28 @@ def _convert(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     return kwargs
 
 
+#: Where ``options`` is among :func:`degradation_test`'s positional arguments.
+OPTIONS_POSITION = 7
+
+
+def _fold_progress(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Any, ...]:
+    """``show_progress=`` (a keyword of 0.2) folded into the options, given
+    by keyword or position (a bar shows when either asks for one)."""
+    show = kwargs.pop("show_progress")
+    warnings.warn(
+        "degradation_test's keyword argument show_progress is deprecated: pass "
+        "options=DegradationOptions(..., show_progress=True)",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    if len(args) > OPTIONS_POSITION:
+        given = list(args)
+        given[OPTIONS_POSITION] = with_progress(given[OPTIONS_POSITION], show)
+        return tuple(given)
+    kwargs["options"] = with_progress(kwargs.get("options"), show)
+    return args
+
+
 def accepts_legacy_keywords(func: F) -> F:
     """Let ``func`` (:func:`degradation_test`) take the old keywords, with a
     DeprecationWarning; its signature stays the new one."""
@@ -128,6 +151,8 @@ def accepts_legacy_keywords(func: F) -> F:
             for k in LEGACY_OPTION_KEYWORDS + tuple(LEGACY_METADATA_KEYWORDS)
         ):
             kwargs = _convert(kwargs)
+        if "show_progress" in kwargs:
+            args = _fold_progress(args, kwargs)
         return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

@@ -35,6 +35,7 @@ How many tokens a level removes (``k``), precisely:
 :attr:`~captum_iba.metrics.result.DegradationResult.n_removed`.
 """
 
+import dataclasses
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import torch
@@ -63,7 +64,7 @@ from captum_iba.metrics._removal import (
     removal_rank,
     target_stats,
 )
-from captum_iba.metrics.options import PAPER_LEVELS, DegradationOptions
+from captum_iba.metrics.options import PAPER_LEVELS, DegradationOptions, KnownInputs
 from captum_iba.metrics.result import DegradationResult
 from captum_iba.metrics.strategies import Deletion
 
@@ -101,9 +102,7 @@ def degradation_test(
     token_type_ids: Optional[Tensor] = None,
     options: Optional[DegradationOptions] = None,
     metadata: Optional[Mapping[str, Any]] = None,
-    show_progress: bool = False,
-    original_logits: Optional[Tensor] = None,
-    removable: Optional[Tensor] = None,
+    known: Optional[KnownInputs] = None,
 ) -> DegradationResult:
     r"""Degradation test (Jiang et al., 2020, Section 4.1) of token attributions.
 
@@ -159,25 +158,22 @@ def degradation_test(
             ``options.pad_token_id`` (all ones when that is unknown).
         options (DegradationOptions, optional): How the test runs. Default
             ``DegradationOptions()``: deletion at the paper's levels ``k/9`` of the
-            removable tokens, no special token known. Build it from your
-            tokenizer once: ``DegradationOptions.for_tokenizer(tokenizer)``.
+            removable tokens, no special token known, no progress bar
+            (``show_progress=True`` shows one). Build it from your tokenizer
+            once: ``DegradationOptions.for_tokenizer(tokenizer)``.
         metadata (Mapping, optional): What the result records about the
             attribution method, in its ``settings``: ``"method"`` (its name),
             ``"seed"``, and ``"attribution"`` (its own settings, e.g. steps or
             samples, kept under ``settings["attribution"]``; its ``"method"``
             names the method when ``"method"`` is not given).
-        show_progress (bool): Show a progress bar. Default False.
-        original_logits (Tensor, optional): ``(B, C)`` logits of the original
-            inputs, from :func:`original_logits_of` with the same inputs and
-            options (or options of the same :data:`FIRST_PASS_FIELDS`): used
-            instead of the test's own first pass, with identical results.
-            Default None: the test computes them.
-        removable (Tensor, optional): ``(B, L)`` bool: the only positions that
-            may be ranked and removed (e.g. a prompt's content, its instruction
-            and answer kept:
-            :func:`~captum_iba.metrics.prompts.prompt_degradation_test`).
-            Levels count these tokens. Default None: every real token that is
-            not special.
+        known (KnownInputs, optional): What is known of the inputs: the
+            positions that may be removed (``removable``, ``(B, L)`` bool;
+            levels count these tokens) and the original logits
+            (``original_logits``, ``(B, C)``, from :func:`original_logits_of`
+            with the same inputs and options of the same
+            :data:`FIRST_PASS_FIELDS`: the test skips its first pass, with
+            identical results). Default None: every real token that is not
+            special may go, and the test computes the logits.
 
     Returns:
         DegradationResult: Per-instance probabilities and labels, the aggregates, and
@@ -189,13 +185,14 @@ def degradation_test(
             vocabulary, bad ``metadata``, or ``original_logits`` that are not
             ``(B, C)`` and finite.
         TypeError: On non-integer token ids or targets, ``options`` that are
-            not a :class:`DegradationOptions`, or ``original_logits`` that are
-            no Tensor.
+            not a :class:`DegradationOptions`, ``known`` that is not a
+            :class:`~captum_iba.metrics.options.KnownInputs`, or
+            ``original_logits`` that are no Tensor.
 
     The keyword arguments of earlier versions (``levels=``, ``removal=``,
-    ``tokenizer=``, ``pad_token_id=``, ``method=``, ``seed=``, ``settings=``
-    ...) still work, with a DeprecationWarning: they are converted once into
-    ``options`` and ``metadata``.
+    ``tokenizer=``, ``pad_token_id=``, ``method=``, ``seed=``, ``settings=``,
+    ``show_progress=`` ...) still work, with a DeprecationWarning: they are
+    converted once into ``options`` and ``metadata``.
 
     Examples::
 
@@ -210,19 +207,20 @@ def degradation_test(
     check_model_inputs(forward_func, ids, attention_mask)
     options = _check_options(options)
     meta = _check_metadata(metadata)
+    known = _check_known(known)
     given = None
-    if original_logits is not None:
-        given = check_original_logits(original_logits, ids.shape[0])
+    if known.original_logits is not None:
+        given = check_original_logits(known.original_logits, ids.shape[0])
     batch = token_batch(
         ids, attention_mask, token_type_ids, additional_forward_args, options,
-        removable,
+        known.removable,
     )  # fmt: skip
     rank = removal_rank(
         check_scores(scores, batch.removable), batch.removable, options.order
     )
     warn_if_training(forward_func)
     warn_special_tokens(forward_func, batch, options)
-    runner = _runner(forward_func, batch, rank, options, inputs, show_progress)
+    runner = _runner(forward_func, batch, rank, options, inputs)
     k_table = level_counts(
         options.levels,
         options.level_unit,
@@ -262,7 +260,8 @@ def original_logits_of(
     computes them in its first pass: the same model calls, batches and padding
     widths (which :data:`FIRST_PASS_FIELDS` of ``options`` decide).
 
-    Pass them on as ``degradation_test(..., original_logits=...)``: every test
+    Pass them on as ``degradation_test(...,
+    known=KnownInputs(original_logits=...))``: every test
     of these inputs with options of the same :data:`FIRST_PASS_FIELDS` then
     skips its first pass, with identical results. (A forward of another batch
     composition may differ from them in the last bits.)
@@ -286,7 +285,13 @@ def original_logits_of(
         ids, attention_mask, token_type_ids, additional_forward_args, options
     )
     rank = torch.zeros_like(ids)  # k = 0 removes nothing: any order will do
-    runner = _runner(forward_func, batch, rank, options, inputs, False)
+    runner = _runner(
+        forward_func,
+        batch,
+        rank,
+        dataclasses.replace(options, show_progress=False),
+        inputs,
+    )
     with torch.no_grad():
         return runner.run_originals()
 
@@ -303,7 +308,6 @@ def _runner(
     rank: Tensor,
     options: DegradationOptions,
     inputs: Tensor,
-    show_progress: bool,
 ) -> Runner:
     """The model calls of a test of ``batch`` (on the model's device, else
     that of ``inputs``)."""
@@ -314,7 +318,7 @@ def _runner(
         _removal(options, batch),
         model_device(forward_func, inputs.device),
         options.max_examples_per_batch,
-        show_progress,
+        options.show_progress,
         options.max_tokens_per_batch,
     )
 
@@ -329,6 +333,18 @@ def _check_options(options: Any) -> DegradationOptions:
             f".for_tokenizer(tokenizer)); got {type(options).__name__}"
         )
     return options
+
+
+def _check_known(known: Any) -> KnownInputs:
+    """``known``, or nothing known for None."""
+    if known is None:
+        return KnownInputs()
+    if not isinstance(known, KnownInputs):
+        raise TypeError(
+            "known must be a KnownInputs (e.g. KnownInputs(removable=mask)); "
+            f"got {type(known).__name__}"
+        )
+    return known
 
 
 def _check_metadata(metadata: Optional[Mapping[str, Any]]) -> Dict[str, Any]:

@@ -9,10 +9,14 @@ when the object is built; a bad one raises an error that names its field. The
 presets of :mod:`captum_iba.evaluation.presets` are such objects, and
 ``dataclasses.replace(options, field=value)`` derives a variant.
 
+:class:`KnownInputs` holds what the caller already knows about the data
+(the removable positions, the original logits).
+
 Token ids come from a tokenizer once, with :meth:`DegradationOptions.for_tokenizer`
 (or :meth:`~DegradationOptions.with_tokenizer` on existing options).
 """
 
+import dataclasses
 import math
 import numbers
 from dataclasses import dataclass, fields
@@ -33,6 +37,8 @@ __all__ = [
     "ORDERS",
     "PAPER_LEVELS",
     "DegradationOptions",
+    "KnownInputs",
+    "with_progress",
 ]
 
 #: The paper's removal levels: k/9 of the length for k = 1..9.
@@ -177,6 +183,8 @@ class DegradationOptions:
             remaining length, so that no sequence is padded. Default None: True
             when deleting without an attention mask or per-token additional
             argument (a model that would otherwise see the padding).
+        show_progress (bool): A progress bar over the test's model calls.
+            Default False. Not recorded: it changes no result.
 
     Raises:
         ValueError: Naming the field, on a bad value.
@@ -200,6 +208,7 @@ class DegradationOptions:
     max_examples_per_batch: Optional[int] = None
     max_tokens_per_batch: int = DEFAULT_TOKENS_PER_BATCH
     group_by_length: Optional[bool] = None
+    show_progress: bool = False
 
     def __post_init__(self) -> None:
         _check_choice("level_unit", self.level_unit, LEVEL_UNITS)
@@ -237,6 +246,8 @@ class DegradationOptions:
         _check_flag("group_by_length", self.group_by_length, optional=True)
         if self.group_by_length is not None:
             self._set("group_by_length", bool(self.group_by_length))
+        _check_flag("show_progress", self.show_progress)
+        self._set("show_progress", bool(self.show_progress))
 
     def _set(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
@@ -320,3 +331,51 @@ class DegradationOptions:
             if run["method"] is None:
                 record["method"] = settings.get("method")
         return record
+
+
+def with_progress(options: Any, show_progress: bool) -> Any:
+    """``options`` (None: the defaults) with ``show_progress=True`` when
+    ``show_progress`` is set; unchanged otherwise (also when they are not a
+    :class:`DegradationOptions`, which the test then refuses).
+
+    Args:
+        options (DegradationOptions, optional): The test's options.
+        show_progress (bool): Whether to show the test's progress bar.
+
+    Returns:
+        DegradationOptions or None: The options.
+    """
+    if not show_progress or not isinstance(options, (DegradationOptions, type(None))):
+        return options
+    return dataclasses.replace(options or DegradationOptions(), show_progress=True)
+
+
+@dataclass(frozen=True)
+class KnownInputs:
+    """What the caller of :func:`~captum_iba.metrics.degradation_test` already
+    knows about its inputs, beyond the options (both are checked by the test).
+
+    Args:
+        removable (Tensor, optional): ``(B, L)`` bool: the only positions that
+            may be ranked and removed (e.g. a prompt's content, its instruction
+            and answer kept:
+            :func:`~captum_iba.metrics.prompts.prompt_degradation_test`).
+            Levels count these tokens. Default None: every real token that is
+            not special.
+        original_logits (Tensor, optional): ``(B, C)`` logits of the original
+            inputs, from :func:`~captum_iba.metrics.original_logits_of` with the
+            same inputs and options (or options of the same
+            :data:`~captum_iba.metrics.degradation.FIRST_PASS_FIELDS`): used
+            instead of the test's own first pass, with identical results.
+            Default None: the test computes them.
+
+    Examples::
+
+        >>> logits = original_logits_of(model, ids, mask, options=options)
+        >>> known = KnownInputs(original_logits=logits)
+        >>> degradation_test(model, ids, scores, labels, attention_mask=mask,
+        ...                  options=options, known=known)
+    """
+
+    removable: Optional[Tensor] = None
+    original_logits: Optional[Tensor] = None

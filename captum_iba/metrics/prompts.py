@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from captum_iba.metrics._inputs import TargetLike
 from captum_iba.metrics.degradation import degradation_test
-from captum_iba.metrics.options import DegradationOptions
+from captum_iba.metrics.options import DegradationOptions, KnownInputs, with_progress
 from captum_iba.metrics.result import DegradationResult
 
 __all__ = [
@@ -246,12 +246,13 @@ def _answer_test(
     kind: str,
     attention_mask: Optional[Tensor],
     removable: Optional[Tensor],
-    **test: Any,
+    options: Optional[DegradationOptions],
+    metadata: Optional[Mapping[str, Any]],
+    show_progress: bool,
 ) -> DegradationResult:
     """:func:`degradation_test` of a prompt's answer: the masks checked
     (:func:`_prompt_masks`), the answer mask the forward's first extra
-    argument, ``kind`` the target recorded; ``test`` holds the test's
-    ``options``, ``metadata`` and ``show_progress``."""
+    argument, ``kind`` the target recorded."""
     attention_mask, removable = _prompt_masks(
         inputs, answer_mask, attention_mask, removable
     )
@@ -262,8 +263,9 @@ def _answer_test(
         target=target,
         additional_forward_args=(answer_mask.bool(), *extra),
         attention_mask=attention_mask,
-        removable=removable,
-        **test,
+        options=with_progress(options, show_progress),
+        metadata=metadata,
+        known=KnownInputs(removable=removable),
     )
     result.settings["target"] = kind
     return result

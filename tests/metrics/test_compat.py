@@ -2,12 +2,17 @@
 DeprecationWarning naming the new form, and the same result."""
 
 import inspect
+from dataclasses import replace
 
 import pytest
 
 from captum_iba.metrics import DegradationOptions, Replacement, degradation_test
-from captum_iba.metrics._compat import legacy_options
-from tests.metrics.bow import PAD, SPECIALS, UNK, Tok, run
+from captum_iba.metrics._compat import (
+    OPTIONS_POSITION,
+    _fold_progress,
+    legacy_options,
+)
+from tests.metrics.bow import OPTIONS, PAD, SPECIALS, UNK, Tok, run
 
 
 @pytest.mark.parametrize(
@@ -102,9 +107,7 @@ def test_the_signature_is_the_new_one():
         "token_type_ids",
         "options",
         "metadata",
-        "show_progress",
-        "original_logits",
-        "removable",
+        "known",
     ]
 
 
@@ -112,3 +115,26 @@ def test_legacy_options_takes_one_mapping_of_old_keywords():
     assert legacy_options({}) == DegradationOptions()
     with pytest.raises(TypeError, match="'metadata'"):
         legacy_options({"metadata": {}})
+
+
+@pytest.mark.parametrize("positional", [False, True])
+def test_old_show_progress_keyword_folds_into_the_options(
+    bow, batch, positional, capsys
+):
+    """``show_progress=`` (0.2) warns at the caller, names the new form and
+    still shows the bar, with the options given by keyword or by position."""
+    args = (bow, batch.ids, batch.scores, batch.target, None, batch.mask, batch.tt)
+    kwargs = {} if positional else {"options": OPTIONS}
+    args = args + (OPTIONS,) if positional else args
+    capsys.readouterr()
+    with pytest.warns(DeprecationWarning, match=r"show_progress=True\)") as w:
+        old = degradation_test(*args, **kwargs, show_progress=True)
+    assert w[0].filename == __file__
+    assert "%|" in capsys.readouterr().err  # the bar
+    assert old.to_dict() == run(bow, batch, OPTIONS).to_dict()
+    kwargs["show_progress"] = True
+    with pytest.warns(DeprecationWarning):
+        args = _fold_progress(args, kwargs)
+    options = args[OPTIONS_POSITION] if positional else kwargs["options"]
+    assert options == replace(OPTIONS, show_progress=True)
+    assert "show_progress" not in kwargs

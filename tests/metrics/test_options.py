@@ -44,6 +44,7 @@ from tests.metrics.bow import CLS, MASK, PAD, SEP, UNK, Tok, run
         ("max_tokens_per_batch", 0, ValueError),
         ("max_tokens_per_batch", None, ValueError),
         ("group_by_length", "no", ValueError),
+        ("show_progress", None, ValueError),
     ],
 )
 def test_each_bad_field_is_named(field, value, error):

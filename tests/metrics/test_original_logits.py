@@ -1,12 +1,18 @@
 """The degradation test's first pass, computed once (``original_logits_of``)
-and given to the test (``original_logits=``): identical results, one pass."""
+and given to the test (``known=KnownInputs(original_logits=...)``): identical
+results, one pass."""
 
 from dataclasses import replace
 
 import pytest
 import torch
 
-from captum_iba.metrics import DegradationOptions, degradation_test, original_logits_of
+from captum_iba.metrics import (
+    DegradationOptions,
+    KnownInputs,
+    degradation_test,
+    original_logits_of,
+)
 from captum_iba.metrics.degradation import same_first_pass
 from tests.metrics.bow import MASK, SPECIALS
 
@@ -56,7 +62,7 @@ def test_given_logits_give_identical_results(tiny_bert, batch, batching, with_ma
         mask,
         batch.tt,
         options,
-        original_logits=logits,
+        known=KnownInputs(original_logits=logits),
     )
     assert own.to_json() == given.to_json()
     assert first_pass == 2 and model.rows == own.num_instances * own.num_levels * 2
@@ -72,12 +78,17 @@ def test_given_logits_are_checked(tiny_bert, batch):
     ]:
         with pytest.raises(ValueError, match=match):
             degradation_test(
-                tiny_bert, batch.ids, batch.scores, original_logits=bad, **call
+                tiny_bert,
+                batch.ids,
+                batch.scores,
+                known=KnownInputs(original_logits=bad),
+                **call,
             )
     with pytest.raises(TypeError, match="must be a Tensor"):
-        degradation_test(
-            tiny_bert, batch.ids, batch.scores, original_logits=good.tolist(), **call
-        )
+        given = KnownInputs(original_logits=good.tolist())
+        degradation_test(tiny_bert, batch.ids, batch.scores, known=given, **call)
+    with pytest.raises(TypeError, match="known must be a KnownInputs"):
+        degradation_test(tiny_bert, batch.ids, batch.scores, known=good, **call)
 
 
 def test_same_first_pass_reads_only_what_decides_it():
