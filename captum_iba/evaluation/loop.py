@@ -263,13 +263,12 @@ def scorer_degradation(
     name: str,
     scorer: TokenScorer,
     scores: Tensor,
-    call: Union[ScorerCall, Tuple[Optional[Tensor], ...]],
+    call: Union[ScorerCall, UnitTensors, Tuple[Optional[Tensor], ...]],
     tokenizer: Any = None,
     setting: Union[str, Preset] = "fair",
     test_kwargs: Optional[Mapping[str, Any]] = None,
     seconds_per_instance: Optional[float] = None,
     show_progress: bool = False,
-    original_logits: Optional[Tensor] = None,
 ) -> DegradationResult:
     """The degradation test of one scorer's scores, as the harness runs it.
 
@@ -281,24 +280,29 @@ def scorer_degradation(
         name (str): The method's name in the result.
         scorer (TokenScorer): The scorer that produced ``scores``.
         scores (Tensor): ``(N, L)`` its scores.
-        call (ScorerCall): What the scorer was called with (also a tuple
-            ``(input_ids, target, attention_mask, token_type_ids)``);
-            ``target`` None tracks the predicted class.
+        call (ScorerCall or UnitTensors): What the scorer was called with
+            (also a tuple ``(input_ids, target, attention_mask,
+            token_type_ids)``); ``target`` None tracks the predicted class.
+            A :class:`UnitTensors` (:func:`unit_tensors`) also gives the
+            test's first pass, computed once (its ``original_logits``, with
+            options of the same first pass as this test's:
+            :func:`~captum_iba.metrics.degradation.same_first_pass`).
         tokenizer (optional): For the test's special ids.
         setting (str or Preset): The preset. Default ``"fair"``.
         test_kwargs (Mapping, optional): Overrides of the preset's
             :class:`~captum_iba.metrics.DegradationOptions` fields.
         seconds_per_instance (float, optional): Recorded in the settings.
         show_progress (bool): Progress bars. Default False.
-        original_logits (Tensor, optional): The test's first pass, computed
-            once (:func:`~captum_iba.metrics.original_logits_of` with options
-            of the same first pass). Default None: the test computes it.
 
     Returns:
         DegradationResult: The result.
     """
     preset = get_preset(setting)
     options = degradation_options(preset, tokenizer, scorer, test_kwargs)
+    known = None
+    if isinstance(call, UnitTensors):
+        known = KnownInputs(original_logits=call.original_logits)
+        call = call.call
     call = call if isinstance(call, ScorerCall) else ScorerCall(*call)
     record = dict(scorer.settings, seconds_per_instance=seconds_per_instance)
     return degradation_test(
@@ -314,7 +318,7 @@ def scorer_degradation(
             seed=getattr(scorer, "seed", None),
             attribution=dict(record, setting=preset.name),
         ),
-        known=KnownInputs(original_logits=original_logits),
+        known=known,
     )
 
 
@@ -339,11 +343,10 @@ def score_unit(
                 name,
                 scorer,
                 scores,
-                unit.call,
+                unit if same else unit.call,
                 tokenizer=job.tokenizer,
                 setting=job.preset,
                 test_kwargs=job.test_kwargs,
-                original_logits=unit.original_logits if same else None,
             )
         out.append(UnitScores(name, scores, seconds, result))
     return out

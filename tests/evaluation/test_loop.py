@@ -91,6 +91,17 @@ def test_a_test_given_the_units_logits_gives_the_same_result(job, first_passes):
         )
         assert own.to_json() == done.result.to_json()
     assert len(first_passes) == 1 + len(job.scorers)  # the unit's, then each own
+    given = scorer_degradation(
+        job.model,
+        done.method,
+        job.scorers[done.method],
+        done.scores,
+        unit,  # its logits: no first pass of its own
+        tokenizer=job.tokenizer,
+        setting=job.preset,
+    )
+    assert given.to_json() == done.result.to_json()
+    assert len(first_passes) == 1 + len(job.scorers)
 
 
 def test_a_scorer_with_a_pad_id_of_its_own_runs_its_own_first_pass(job, first_passes):
