@@ -146,8 +146,7 @@ def run_degradation_suite(
     tokenizer: Any = None,
     setting: Union[str, Preset] = "fair",
     batch_size: int = 8,
-    test_kwargs: Optional[Mapping[str, Any]] = None,
-    show_progress: bool = False,
+    **test_options: Any,
 ) -> Dict[str, DegradationResult]:
     """Score a data set with every method and run the degradation test on each.
 
@@ -166,17 +165,26 @@ def run_degradation_suite(
             ``FAIR.test`` of :mod:`~captum_iba.evaluation.presets`).
             Default ``"fair"``.
         batch_size (int): Instances per scorer call and per test forward. Default 8.
-        test_kwargs (Mapping, optional): Overrides of the preset's
-            :class:`~captum_iba.metrics.DegradationOptions` fields.
-        show_progress (bool): Progress bars. Default False.
+        **test_options: Fields of the preset's
+            :class:`~captum_iba.metrics.DegradationOptions` to replace, e.g.
+            ``levels=[1, 2], level_unit="count"``; ``show_progress=True``
+            also shows the scoring's progress bars. Default
+            ``max_examples_per_batch=4 * batch_size``. (``test_kwargs={...}``,
+            the mapping of earlier releases, still works, with a
+            DeprecationWarning.)
 
     Returns:
         dict[str, DegradationResult]: Name -> result, each recording the scorer's
         settings (``settings["attribution"]``) and its seconds per instance.
+
+    Raises:
+        ValueError: Naming an option that is not a field of
+            :class:`~captum_iba.metrics.DegradationOptions`, or a bad value.
     """
     preset = get_preset(setting)
-    test_kwargs = dict(test_kwargs or {})
+    test_kwargs = _test_options(test_options)
     test_kwargs.setdefault("max_examples_per_batch", batch_size * 4)
+    show_progress = bool(test_kwargs.get("show_progress", False))
     tgt = torch.as_tensor(target).reshape(-1)
     n = input_ids.shape[0]
     results: Dict[str, DegradationResult] = {}
@@ -193,9 +201,24 @@ def run_degradation_suite(
             setting=preset,
             test_kwargs=test_kwargs,
             seconds_per_instance=seconds / max(n, 1),
-            show_progress=show_progress,
         )
     return results
+
+
+def _test_options(options: Dict[str, Any]) -> Dict[str, Any]:
+    """The test's options given as keywords, with ``test_kwargs`` (the
+    mapping of earlier releases) merged in, with a DeprecationWarning."""
+    old = options.pop("test_kwargs", None)
+    if old is None:
+        return options
+    warnings.warn(
+        "run_degradation_suite's test_kwargs= is deprecated: pass the "
+        "DegradationOptions fields as keywords, e.g. "
+        "run_degradation_suite(..., levels=[1, 2], level_unit='count')",
+        DeprecationWarning,
+        stacklevel=4,  # the caller of log_usage's wrapper
+    )
+    return dict(old, **options)
 
 
 def run_corpus(

@@ -327,6 +327,34 @@ def test_suite_end_to_end(model, tokenizer, batch, setting):
     assert all(re.search(rf"\| {n} \|", md) for n in results)
 
 
+def test_suite_takes_the_test_options_as_keywords(model, tokenizer, batch, capsys):
+    """``levels=...`` as keywords; ``test_kwargs=`` (0.2) the same, warned
+    at the caller; ``show_progress`` still shows the scoring's bars."""
+    ids, mask, tt = batch
+    labels = torch.tensor([1, 0, 1])
+    run = dict(tokenizer=tokenizer, batch_size=2)
+    scorers = {"random": RandomScorer(seed=1)}
+    options = dict(levels=[1, 2], level_unit="count")
+    new = run_degradation_suite(model, scorers, ids, labels, mask, tt, **run, **options)
+    assert new["random"].levels == [1, 2]
+    with pytest.warns(DeprecationWarning, match="levels=") as w:
+        old = run_degradation_suite(
+            model, scorers, ids, labels, mask, tt, **run, test_kwargs=options
+        )
+    assert w[0].filename == __file__
+    same = [r["random"].to_dict() for r in (old, new)]
+    for d in same:  # the only difference: the measured time
+        d["settings"]["attribution"].pop("seconds_per_instance")
+    assert same[0] == same[1]
+    capsys.readouterr()
+    run_degradation_suite(
+        model, scorers, ids, labels, mask, tt, **run, show_progress=True
+    )
+    assert "random" in capsys.readouterr().err  # the scoring's bar
+    with pytest.raises(ValueError, match="levls"):
+        run_degradation_suite(model, scorers, ids, labels, mask, tt, levls=[1])
+
+
 def test_every_scorer_names_lengths_past_the_positions(model, tokenizer):
     """Issue 20: every method refuses tokens past the model's positions with
     the same line as IBA and the degradation test (no error from inside)."""
