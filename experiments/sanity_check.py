@@ -29,7 +29,11 @@ import torch
 from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
 from captum_iba.app.models import load_classifier
 from captum_iba.evaluation import attnlrp_available, encode, method_explainer
-from captum_iba.metrics import RandomizationResult, cascading_randomization
+from captum_iba.metrics import (
+    RandomizationOptions,
+    RandomizationResult,
+    cascading_randomization,
+)
 from captum_iba.visualization import plot_randomization
 
 #: The bottleneck layer of both IBA configurations: the default index (4 of 6),
@@ -91,9 +95,10 @@ def run(args: argparse.Namespace) -> None:
             data["labels"],
             attention_mask=data["attention_mask"][:, :width],
             tokenizer=tok,
+            options=RandomizationOptions(
+                max_examples_per_batch=BATCH.get(method, 16), show_progress=True
+            ),
             method=method,
-            max_examples_per_batch=BATCH.get(method, 16),
-            show_progress=True,
         )
         result.settings.update(
             corpus="sst2",

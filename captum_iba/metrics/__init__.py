@@ -38,8 +38,9 @@ Modules:
   serialisation, :meth:`~DegradationResult.concat`);
 * :mod:`~captum_iba.metrics.compare` - :class:`Comparison` and :func:`compare`;
 * :mod:`~captum_iba.metrics.randomization` - the model-randomisation sanity
-  check of Adebayo et al. (2018): :func:`cascading_randomization`, its stages
-  and re-initialisation;
+  check of Adebayo et al. (2018): :func:`cascading_randomization` (its
+  choices one :class:`RandomizationOptions`), its stages and
+  re-initialisation;
 * :mod:`~captum_iba.metrics.randomization_result` - :class:`RandomizationResult`
   and :func:`rank_correlation`;
 * ``_inputs`` (data checks), ``_removal`` (ranks, level counts, degraded
@@ -63,7 +64,12 @@ _NAMES = exports(
         "top_k_drop",
     ],
     degradation=["degradation_test", "original_logits_of"],
-    options=["PAPER_LEVELS", "DegradationOptions", "KnownInputs"],
+    options=[
+        "PAPER_LEVELS",
+        "DegradationOptions",
+        "KnownInputs",
+        "RandomizationOptions",
+    ],
     prompts=["AnswerOdds", "choice_degradation_test", "prompt_degradation_test"],
     randomization=["cascade_stages", "cascading_randomization", "reinitialize"],
     randomization_result=["RandomizationResult", "rank_correlation"],

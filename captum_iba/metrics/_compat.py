@@ -6,18 +6,34 @@
 ``settings=`` the ``metadata`` mapping, ``show_progress=`` the options'
 ``show_progress``; the call warns with a
 DeprecationWarning naming the new form (:func:`accepts_legacy_keywords`).
+
+:func:`~captum_iba.metrics.cascading_randomization`'s old keywords
+(``seed=``, ``stages=`` ...) become one
+:class:`~captum_iba.metrics.options.RandomizationOptions` the same way
+(:func:`randomization_options`).
 """
 
+import dataclasses
 import functools
 import warnings
-from typing import Any, Callable, Dict, Mapping, Tuple, TypeVar
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, TypeVar
 
 from captum_iba._utils.common import tokenizer_ids
 from captum_iba.metrics._removal import DEFAULT_TOKENS_PER_BATCH
-from captum_iba.metrics.options import PAPER_LEVELS, DegradationOptions, with_progress
+from captum_iba.metrics.options import (
+    PAPER_LEVELS,
+    DegradationOptions,
+    RandomizationOptions,
+    with_progress,
+)
 from captum_iba.metrics.strategies import as_removal
 
-__all__ = ["LEGACY_OPTION_KEYWORDS", "accepts_legacy_keywords", "legacy_options"]
+__all__ = [
+    "LEGACY_OPTION_KEYWORDS",
+    "accepts_legacy_keywords",
+    "legacy_options",
+    "randomization_options",
+]
 
 #: Keywords that became fields (or the tokenizer) of :class:`DegradationOptions`.
 LEGACY_OPTION_KEYWORDS = (
@@ -156,3 +172,33 @@ def accepts_legacy_keywords(func: F) -> F:
         return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def randomization_options(
+    options: Optional[RandomizationOptions], old: Dict[str, Any]
+) -> RandomizationOptions:
+    """``options`` (None: the defaults), or the options the keyword arguments
+    of earlier releases describe, with a DeprecationWarning naming the new
+    form."""
+    fields = {f.name for f in dataclasses.fields(RandomizationOptions)}
+    unknown = sorted(set(old) - fields)
+    if unknown:
+        raise TypeError(
+            f"cascading_randomization() got an unexpected keyword argument "
+            f"{unknown[0]!r}"
+        )
+    if not old:
+        return RandomizationOptions() if options is None else options
+    if options is not None:
+        raise TypeError(
+            f"cascading_randomization got options= and the old keyword(s) "
+            f"{sorted(old)}: put them in the RandomizationOptions"
+        )
+    spelled = ", ".join(f"{k}=..." for k in sorted(old))
+    warnings.warn(
+        f"cascading_randomization's keyword argument(s) {sorted(old)} are "
+        f"deprecated: pass options=RandomizationOptions({spelled})",
+        DeprecationWarning,
+        stacklevel=4,  # the caller of log_usage's wrapper
+    )
+    return RandomizationOptions(**old)

@@ -10,7 +10,8 @@ presets of :mod:`captum_iba.evaluation.presets` are such objects, and
 ``dataclasses.replace(options, field=value)`` derives a variant.
 
 :class:`KnownInputs` holds what the caller already knows about the data
-(the removable positions, the original logits).
+(the removable positions, the original logits). :class:`RandomizationOptions`
+holds the choices of the model-randomisation check.
 
 Token ids come from a tokenizer once, with :meth:`DegradationOptions.for_tokenizer`
 (or :meth:`~DegradationOptions.with_tokenizer` on existing options).
@@ -20,7 +21,17 @@ import dataclasses
 import math
 import numbers
 from dataclasses import dataclass, fields
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 import numpy as np
 from torch import Tensor
@@ -38,6 +49,7 @@ __all__ = [
     "PAPER_LEVELS",
     "DegradationOptions",
     "KnownInputs",
+    "RandomizationOptions",
     "with_progress",
 ]
 
@@ -379,3 +391,41 @@ class KnownInputs:
 
     removable: Optional[Tensor] = None
     original_logits: Optional[Tensor] = None
+
+
+@dataclass(frozen=True)
+class RandomizationOptions:
+    """The rarely changed choices of
+    :func:`~captum_iba.metrics.cascading_randomization`, as one frozen object
+    (values are used as given; the check validates them).
+
+    Args:
+        special_token_ids (Sequence[int], optional): Token ids left out of the
+            correlation; overrides the tokenizer's. Default None: the
+            tokenizer's (none without one).
+        stages (Sequence, optional): ``(name, [module names])`` pairs in
+            cascade order (for models
+            :func:`~captum_iba.metrics.randomization.cascade_stages` cannot
+            split). Default None: those stages.
+        reinit (Callable, optional): Re-initialisation of one module (see
+            :func:`~captum_iba.metrics.randomization.reinitialize`). Default
+            None: the model's own.
+        seed (int): Seed of the new weights (stage ``k`` uses ``seed + k``).
+            Default 0.
+        max_examples_per_batch (int, optional): Instances per call of the
+            explanation function and per forward. Default None: all at once.
+        show_progress (bool): A tqdm bar over the stages. Default False.
+
+    Examples::
+
+        >>> options = RandomizationOptions(seed=1, max_examples_per_batch=8)
+        >>> cascading_randomization(explain, model, ids, attention_mask=mask,
+        ...                         tokenizer=tokenizer, options=options)
+    """
+
+    special_token_ids: Optional[Sequence[int]] = None
+    stages: Optional[Sequence[Tuple[str, Sequence[str]]]] = None
+    reinit: Optional[Callable[[Any], None]] = None
+    seed: int = 0
+    max_examples_per_batch: Optional[int] = None
+    show_progress: bool = False

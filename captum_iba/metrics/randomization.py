@@ -44,6 +44,8 @@ from captum_iba._utils.common import (
     special_token_ids as resolve_special_ids,
 )
 from captum_iba._utils.modules import layer_stack
+from captum_iba.metrics._compat import randomization_options
+from captum_iba.metrics.options import RandomizationOptions
 from captum_iba.metrics.randomization_result import (
     RandomizationResult,
     rank_correlation,
@@ -326,13 +328,9 @@ def cascading_randomization(
     attention_mask: Optional[Tensor] = None,
     token_type_ids: Optional[Tensor] = None,
     tokenizer: Any = None,
-    special_token_ids: Optional[Sequence[int]] = None,
-    stages: Optional[Sequence[Stage]] = None,
-    reinit: Optional[Callable[[nn.Module], None]] = None,
-    seed: int = 0,
+    options: Optional[RandomizationOptions] = None,
     method: str = "",
-    max_examples_per_batch: Optional[int] = None,
-    show_progress: bool = False,
+    **kwargs: Any,
 ) -> RandomizationResult:
     r"""Cascading model-randomisation check of an attribution method (Adebayo
     et al., 2018, Section 3.1).
@@ -367,16 +365,16 @@ def cascading_randomization(
         token_type_ids (Tensor, optional): ``(B, L)`` segment ids.
         tokenizer (optional): Gives the special token ids left out of the
             correlation.
-        special_token_ids (Sequence[int], optional): Overrides the tokenizer's.
-        stages (Sequence, optional): ``(name, [module names])`` pairs in
-            cascade order (for models :func:`cascade_stages` cannot split).
-        reinit (Callable, optional): Re-initialisation of one module (see
-            :func:`reinitialize`).
-        seed (int): Seed of the new weights. Default 0.
+        options (RandomizationOptions, optional): The special token ids (over
+            the tokenizer's), the stages, the re-initialisation, the seed,
+            the batching and the progress bar
+            (:class:`~captum_iba.metrics.options.RandomizationOptions`).
+            Default: ``RandomizationOptions()``.
         method (str): The method's name, recorded in the result.
-        max_examples_per_batch (int, optional): Instances per call of
-            ``explanation_func`` and per forward. Default all at once.
-        show_progress (bool): A tqdm bar over the stages. Default False.
+        **kwargs: The keyword arguments of earlier releases that are now
+            fields of ``options`` (``special_token_ids=``, ``stages=``,
+            ``reinit=``, ``seed=``, ``max_examples_per_batch=``,
+            ``show_progress=``): still taken, with a DeprecationWarning.
 
     Returns:
         RandomizationResult: Per stage and instance, both correlations, with
@@ -385,6 +383,8 @@ def cascading_randomization(
     Raises:
         ValueError: On inputs of the wrong shape, an out-of-range target, bad
             stages, or an explanation of the wrong shape or non-finite.
+        TypeError: On a keyword argument that is neither a parameter nor an
+            old one, or old ones given with ``options``.
 
     Examples::
 
@@ -395,9 +395,11 @@ def cascading_randomization(
         ...                                  tokenizer=tokenizer)
         >>> result.mean("spearman_abs")  # towards 0 for a method that passes
     """
+    options = randomization_options(options, kwargs)
+    stages, reinit, seed = options.stages, options.reinit, options.seed
     ids, mask, tt = _inputs(model, inputs, attention_mask, token_type_ids)
-    chunk = max_examples_per_batch or ids.shape[0]
-    special = resolve_special_ids(tokenizer, special_token_ids)
+    chunk = options.max_examples_per_batch or ids.shape[0]
+    special = resolve_special_ids(tokenizer, options.special_token_ids)
     compared = mask.bool().cpu() & ~torch.isin(
         ids.cpu(), torch.tensor(special, dtype=ids.dtype)
     )
@@ -419,7 +421,7 @@ def cascading_randomization(
     rho: Dict[str, List[Tensor]] = {"spearman": [], "spearman_abs": []}
     changed: List[List[str]] = []
     steps = list(enumerate(plan))
-    if show_progress:
+    if options.show_progress:
         from tqdm.auto import tqdm
 
         steps = tqdm(steps, desc=method or "randomisation")
@@ -437,7 +439,7 @@ def cascading_randomization(
     if unchanged:
         warnings.warn(
             f"stages {unchanged} changed no parameter: their re-initialisation "
-            "did nothing (give reinit=)",
+            "did nothing (give RandomizationOptions(reinit=...))",
             stacklevel=2,
         )
     return RandomizationResult(

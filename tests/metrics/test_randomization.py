@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from captum_iba.metrics import (
+    RandomizationOptions,
     RandomizationResult,
     cascade_stages,
     cascading_randomization,
@@ -17,6 +18,11 @@ from tests.helpers import MeanPoolModel, no_hooks, tiny_hf_model
 
 CLS, SEP = 2, 3
 STAGES = ["head", "layer 2", "layer 1", "layer 0", "embeddings"]
+SPECIAL = RandomizationOptions(special_token_ids=[CLS, SEP])
+
+
+def stages(plan) -> RandomizationOptions:
+    return RandomizationOptions(stages=plan)
 
 
 def trained_bert(seed: int = 0) -> nn.Module:
@@ -214,7 +220,7 @@ def test_an_attribution_that_ignores_the_model_fails_the_check():
     model = trained_bert()
     ids, mask = batch()
     result = cascading_randomization(
-        ids_only, model, ids, attention_mask=mask, special_token_ids=[CLS, SEP]
+        ids_only, model, ids, attention_mask=mask, options=SPECIAL
     )
     for variant in ("spearman", "spearman_abs"):
         ones = torch.ones(len(STAGES), 6, dtype=torch.float64)
@@ -227,7 +233,7 @@ def test_a_gradient_attribution_decorrelates():
     model = trained_bert()
     ids, mask = batch(n=40, length=12)
     result = cascading_randomization(
-        grad_x_input, model, ids, attention_mask=mask, special_token_ids=[CLS, SEP]
+        grad_x_input, model, ids, attention_mask=mask, options=SPECIAL
     )
     final = result.mean("spearman")
     assert abs(float(final[-1])) < 0.2
@@ -254,10 +260,20 @@ def test_results_are_reproducible_and_independent_of_batching():
     ids, mask = batch()
     a = cascading_randomization(grad_x_input, model, ids, attention_mask=mask)
     b = cascading_randomization(
-        grad_x_input, model, ids, attention_mask=mask, max_examples_per_batch=4
+        grad_x_input,
+        model,
+        ids,
+        attention_mask=mask,
+        options=RandomizationOptions(max_examples_per_batch=4),
     )
     assert torch.allclose(a.spearman, b.spearman, atol=1e-6, equal_nan=True)
-    c = cascading_randomization(grad_x_input, model, ids, attention_mask=mask, seed=1)
+    c = cascading_randomization(
+        grad_x_input,
+        model,
+        ids,
+        attention_mask=mask,
+        options=RandomizationOptions(seed=1),
+    )
     assert not torch.allclose(a.spearman, c.spearman, equal_nan=True)
 
 
@@ -274,8 +290,7 @@ def test_explicit_stages_and_custom_reinit():
         ids_only,
         model,
         torch.tensor([[5, 6, 7, 8]]),
-        stages=[("top", ["head"])],
-        reinit=reinit,
+        options=RandomizationOptions(stages=[("top", ["head"])], reinit=reinit),
     )
     assert result.stages == ["top"] and result.randomized == [["head.weight"]]
     assert calls and result.settings["reinit"] == "custom"
@@ -284,9 +299,9 @@ def test_explicit_stages_and_custom_reinit():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"stages": [("a", ["nope"])]}, "no module named 'nope'"),
-        ({"stages": [("a", ["head"]), ("b", ["head"])]}, "in two stages"),
-        ({"stages": []}, "nothing to randomise"),
+        ({"options": stages([("a", ["nope"])])}, "no module named 'nope'"),
+        ({"options": stages([("a", ["head"]), ("b", ["head"])])}, "in two stages"),
+        ({"options": stages([])}, "nothing to randomise"),
         ({"target": 7}, "out of range"),
         ({"attention_mask": torch.ones(1, 3)}, "attention_mask has shape"),
     ],
@@ -296,6 +311,27 @@ def test_bad_arguments_raise_clear_errors(kwargs, match):
         cascading_randomization(
             ids_only, MeanPoolModel(vocab=60), torch.tensor([[5, 6, 7, 8]]), **kwargs
         )
+
+
+def test_old_keywords_warn_and_give_the_same_result():
+    """The keywords of 0.2 (``seed=``, ``max_examples_per_batch=`` ...) are
+    the options' fields: the same result, a DeprecationWarning at the caller
+    naming the new form; with ``options=`` too, or misspelt, a TypeError."""
+    model = MeanPoolModel(vocab=60)
+    ids = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 12]])
+    options = RandomizationOptions(seed=3, max_examples_per_batch=1)
+    new = cascading_randomization(ids_only, model, ids, options=options)
+    with pytest.warns(DeprecationWarning, match=r"RandomizationOptions\(max_ex") as w:
+        old = cascading_randomization(
+            ids_only, model, ids, seed=3, max_examples_per_batch=1
+        )
+    assert w[0].filename == __file__
+    assert old.settings["seed"] == new.settings["seed"] == 3
+    assert torch.equal(old.target_probs, new.target_probs)
+    with pytest.raises(TypeError, match="options= and the old keyword"):
+        cascading_randomization(ids_only, model, ids, options=options, seed=3)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sed'"):
+        cascading_randomization(ids_only, model, ids, sed=3)
 
 
 def test_an_explanation_of_the_wrong_shape_is_named():
