@@ -71,6 +71,7 @@ from captum_iba.evaluation import SETTINGS, encode, evaluate_corpus, get_preset
 from captum_iba.metrics import DegradationResult, compare
 from captum_iba.registry import PRIORS
 from captum_iba.visualization import (
+    LayerMapLayout,
     layer_token_heatmap,
     plot_beta_sweep,
     plot_degradation_curves,
@@ -398,7 +399,7 @@ def run_examples(args: argparse.Namespace, out: Path) -> None:
         tokens,
         normalize="layer",
         layer_labels=[f"{b:g}" for b in BETAS],
-        ylabel="beta",
+        layout=LayerMapLayout(ylabel="beta"),
         title="Effect of beta (rows) on one example (Appendix E)",
         save_path=out / "fig3_beta.png",
     )

@@ -56,7 +56,7 @@ _NAMES = exports(
         "plot_degradation_curves",
         "plot_layer_sweep",
     ],
-    figures=["layer_token_heatmap"],
+    figures=["LayerMapLayout", "layer_token_heatmap"],
     sanity=["plot_randomization"],
     style=["DEFAULT_SKIP_TOKENS", "HeatmapStyle"],
     text=[

@@ -7,9 +7,11 @@ tokens shown are chosen by a :class:`HeatmapStyle`, as in the HTML heatmaps.
 The figure is a :class:`matplotlib.figure.Figure` made without ``pyplot``.
 """
 
+import dataclasses
 import math
+import warnings
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -24,10 +26,71 @@ from captum_iba.visualization._inputs import (
 )
 from captum_iba.visualization.style import TOKEN_OPTIONS, HeatmapStyle
 
-__all__ = ["layer_token_heatmap"]
+__all__ = ["LayerMapLayout", "layer_token_heatmap"]
 
 #: The ``normalize`` choices of :func:`layer_token_heatmap`.
 NORMALIZE = ("auto", "layer", "global", "diverging", None)
+
+
+@dataclass(frozen=True)
+class LayerMapLayout:
+    """How :func:`layer_token_heatmap` lays out and labels its figure.
+
+    Attributes:
+        tokens_per_row (int, optional): Most tokens per panel. Default: as
+            many 0.2-inch columns as ``max_width`` holds (71 at 16 inches); the
+            panels are balanced (500 tokens: 8 panels of 63).
+        max_width (float): Largest figure width in inches. Default 16.
+        cmap (str, optional): Matplotlib colour map. Default ``"viridis"``,
+            ``"RdBu_r"`` for the diverging scale.
+        unit (str): The scores' unit, for the colour bar. Default ``"nats"``.
+        ylabel (str): The y-axis label. Default ``"layer"``; e.g. ``"beta"``
+            when the rows are one layer at several betas.
+        dpi (int): Resolution of the saved figure. Default 150.
+
+    Examples::
+
+        >>> layout = LayerMapLayout(ylabel="beta", dpi=300)
+        >>> layer_token_heatmap(by_beta, tokens, layer_labels=betas, layout=layout)
+    """
+
+    tokens_per_row: Optional[int] = None
+    max_width: float = 16.0
+    cmap: Optional[str] = None
+    unit: str = "nats"
+    ylabel: str = "layer"
+    dpi: int = 150
+
+    @classmethod
+    def resolve(
+        cls, layout: Optional["LayerMapLayout"], options: Dict[str, Any]
+    ) -> "LayerMapLayout":
+        """``layout`` (None: the defaults) with its fields given as keywords
+        (earlier releases' arguments, taken out of ``options``) over it, with a
+        DeprecationWarning naming the new form.
+
+        Raises:
+            TypeError: When ``layout`` is not a :class:`LayerMapLayout`.
+        """
+        if layout is None:
+            layout = cls()
+        elif not isinstance(layout, cls):
+            raise TypeError(
+                "layer_token_heatmap(): layout must be a LayerMapLayout; got "
+                f"{type(layout).__name__}"
+            )
+        names = [f.name for f in dataclasses.fields(cls)]
+        old = {k: options.pop(k) for k in names if k in options}
+        if not old:
+            return layout
+        spelled = ", ".join(f"{k}=..." for k in old)
+        warnings.warn(
+            f"layer_token_heatmap's keyword argument(s) {list(old)} are "
+            f"deprecated: pass layout=LayerMapLayout({spelled})",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return dataclasses.replace(layout, **old)
 
 
 def _short(token: str, limit: int = 14) -> str:
@@ -180,15 +243,10 @@ def layer_token_heatmap(
     token_mask: Optional[ArrayLike] = None,
     normalize: Optional[str] = "auto",
     layer_labels: Optional[Sequence[Any]] = None,
-    tokens_per_row: Optional[int] = None,
-    max_width: float = 16.0,
-    cmap: Optional[str] = None,
-    unit: str = "nats",
-    ylabel: str = "layer",
     title: Optional[str] = None,
     save_path: Optional[PathLike] = None,
-    dpi: int = 150,
     style: Optional[HeatmapStyle] = None,
+    layout: Optional["LayerMapLayout"] = None,
     **style_options: Any,
 ) -> Figure:
     """Plot a layers x tokens attribution map (the paper's Figure 3).
@@ -217,31 +275,26 @@ def layer_token_heatmap(
             largest value shown: IBA's capacities are large and close
             together, so rows look uniform). The colour bar says which.
         layer_labels (Sequence, optional): ``n_layers`` labels for the y axis.
-        tokens_per_row (int, optional): Most tokens per panel. Default: as
-            many 0.2-inch columns as ``max_width`` holds (71 at 16 inches); the
-            panels are balanced (500 tokens: 8 panels of 63).
-        max_width (float, optional): Largest figure width in inches. Default 16.
-        cmap (str, optional): Matplotlib colour map. Default ``"viridis"``,
-            ``"RdBu_r"`` for the diverging scale.
-        unit (str, optional): The scores' unit, for the colour bar. Default
-            ``"nats"``.
-        ylabel (str, optional): The y-axis label. Default ``"layer"``; e.g.
-            ``"beta"`` when the rows are one layer at several betas (the
-            paper's Appendix E) with ``layer_labels`` the beta values.
         title (str, optional): Figure title.
         save_path (str or PathLike, optional): Also save the figure there (PNG
-            unless the suffix says otherwise).
-        dpi (int, optional): Resolution for ``save_path``. Default 150.
+            unless the suffix says otherwise), at ``layout.dpi``.
         style (HeatmapStyle, optional): Its ``skip_tokens``,
             ``merge_subwords`` and ``subword_prefix`` choose the tokens shown
             (its ``scale`` is not used: see ``normalize``). Default:
             ``HeatmapStyle()``.
+        layout (LayerMapLayout, optional): Panels, width, colour map, unit,
+            y-axis label and resolution (:class:`LayerMapLayout`). Default:
+            ``LayerMapLayout()``; ``LayerMapLayout(ylabel="beta")`` when the
+            rows are one layer at several betas (the paper's Appendix E)
+            with ``layer_labels`` the beta values.
         **style_options: Those three options as keywords, over ``style``:
             ``skip_tokens`` (Iterable[str]): tokens left out, default
             :data:`DEFAULT_SKIP_TOKENS`; ``merge_subwords`` (bool): merge
             ``"##"`` pieces (scores summed per layer), default False;
             ``subword_prefix`` (str): the continuation marker, default
-            ``"##"``.
+            ``"##"``. The fields of :class:`LayerMapLayout` as keywords
+            (``ylabel=``, ``dpi=`` ..., earlier releases' arguments) still
+            work over ``layout``, with a DeprecationWarning.
 
     Returns:
         matplotlib.figure.Figure: The figure (one axes per panel plus the
@@ -252,6 +305,7 @@ def layer_token_heatmap(
             labels do not match it, or ``normalize`` is unknown.
         TypeError: On a keyword that is not a style option.
     """
+    layout = LayerMapLayout.resolve(layout, style_options)
     style = HeatmapStyle.resolve(
         style, style_options, "layer_token_heatmap", TOKEN_OPTIONS
     )
@@ -259,13 +313,16 @@ def layer_token_heatmap(
     words, values = prepare_tokens(tokens, arr, token_mask=token_mask, style=style)
     if not words:
         raise ValueError("no token left to show (all padding or skipped)")
-    values, bar_label = _normalized(values, normalize, unit, ylabel)
-    grid = _Grid.plan(words, arr.shape[0], tokens_per_row, max_width, bool(title))
+    values, bar_label = _normalized(values, normalize, layout.unit, layout.ylabel)
+    grid = _Grid.plan(
+        words, arr.shape[0], layout.tokens_per_row, layout.max_width, bool(title)
+    )
     fig = Figure(figsize=(grid.width, grid.height), layout="constrained")
     axes = fig.subplots(grid.n_panels, 1, squeeze=False)[:, 0]
     vmin, vmax = float(values.min()), float(values.max())
     if vmax <= vmin:
         vmax = vmin + 1.0
+    cmap = layout.cmap
     if "diverging" in bar_label:
         vmin, vmax, cmap = -1.0, 1.0, cmap or "RdBu_r"
     for p, ax in enumerate(axes):
@@ -277,7 +334,7 @@ def layer_token_heatmap(
             vmin=vmin,
             vmax=vmax,
         )
-        grid.label_panel(ax, words, p, layer_labels, ylabel)
+        grid.label_panel(ax, words, p, layer_labels, layout.ylabel)
     if title:
         fig.suptitle(title, fontsize=11)
     if grid.n_panels == 1:
@@ -289,5 +346,5 @@ def layer_token_heatmap(
     bar.set_label(bar_label, fontsize=9)
     bar.ax.tick_params(labelsize=8)
     if save_path is not None:
-        save_figure(fig, save_path, dpi)
+        save_figure(fig, save_path, layout.dpi)
     return fig

@@ -85,11 +85,35 @@ class TestLayerTokenHeatmap(BaseTest):
             torch.rand(3, 4),
             ["a", "b", "c", "d"],
             layer_labels=["1e-07", "1e-05", "0.001"],
-            ylabel="beta",
+            layout=viz.LayerMapLayout(ylabel="beta"),
             normalize="layer",
         )
         self.assertEqual(fig.axes[0].get_ylabel(), "beta")
         self.assertEqual(fig.axes[1].get_ylabel(), "min-max scaled per beta")
+
+    def test_old_layout_keywords_warn_and_draw_the_same(self) -> None:
+        """``ylabel=``, ``cmap=`` ... (earlier releases' arguments) are the
+        layout's fields: a DeprecationWarning at the caller naming the new
+        form, the same figure; over a given ``layout``."""
+        scores, tokens = torch.rand(2, 3), ["a", "b", "c"]
+        layout = viz.LayerMapLayout(ylabel="beta", cmap="magma", unit="bits")
+        new = viz.layer_token_heatmap(scores, tokens, normalize=None, layout=layout)
+        with self.assertWarnsRegex(
+            DeprecationWarning, r"layout=LayerMapLayout\(cmap"
+        ) as w:
+            old = viz.layer_token_heatmap(
+                scores, tokens, normalize=None, ylabel="beta", cmap="magma", unit="bits"
+            )
+        self.assertEqual(w.filename, __file__)
+        for fig in (old, new):
+            self.assertEqual(fig.axes[0].get_ylabel(), "beta")
+            self.assertEqual(fig.axes[0].get_images()[0].get_cmap().name, "magma")
+            self.assertIn("bits", fig.axes[1].get_ylabel())
+        with self.assertWarns(DeprecationWarning):
+            over = viz.layer_token_heatmap(scores, tokens, layout=layout, cmap="gray")
+        self.assertEqual(over.axes[0].get_images()[0].get_cmap().name, "gray")
+        with self.assertRaisesRegex(TypeError, "layout must be a LayerMapLayout"):
+            viz.layer_token_heatmap(scores, tokens, layout={"ylabel": "beta"})
 
     def test_bad_inputs(self) -> None:
         with self.assertRaisesRegex(ValueError, r"layer_token_map\(...\)\[i\]"):
