@@ -325,26 +325,26 @@ def _runner(
 
 def _check_options(options: Any) -> DegradationOptions:
     """``options``, or the defaults for None."""
-    if options is None:
-        return DegradationOptions()
-    if not isinstance(options, DegradationOptions):
-        raise TypeError(
-            "options must be a DegradationOptions (e.g. DegradationOptions"
-            f".for_tokenizer(tokenizer)); got {type(options).__name__}"
-        )
-    return options
+    example = "DegradationOptions.for_tokenizer(tokenizer)"
+    return _instance_or_default(options, DegradationOptions, "options", example)
 
 
 def _check_known(known: Any) -> KnownInputs:
     """``known``, or nothing known for None."""
-    if known is None:
-        return KnownInputs()
-    if not isinstance(known, KnownInputs):
+    example = "KnownInputs(removable=mask)"
+    return _instance_or_default(known, KnownInputs, "known", example)
+
+
+def _instance_or_default(value: Any, cls: type, name: str, example: str) -> Any:
+    """``value``, ``cls()`` for None, else a TypeError naming ``name``."""
+    if value is None:
+        return cls()
+    if not isinstance(value, cls):
         raise TypeError(
-            "known must be a KnownInputs (e.g. KnownInputs(removable=mask)); "
-            f"got {type(known).__name__}"
+            f"{name} must be a {cls.__name__} (e.g. {example}); "
+            f"got {type(value).__name__}"
         )
-    return known
+    return value
 
 
 def _check_metadata(metadata: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
