@@ -246,13 +246,12 @@ def _answer_test(
     kind: str,
     attention_mask: Optional[Tensor],
     removable: Optional[Tensor],
-    options: Optional[DegradationOptions],
-    metadata: Optional[Mapping[str, Any]],
-    show_progress: bool,
+    **test: Any,
 ) -> DegradationResult:
     """:func:`degradation_test` of a prompt's answer: the masks checked
     (:func:`_prompt_masks`), the answer mask the forward's first extra
-    argument, ``kind`` the target recorded."""
+    argument, ``kind`` the target recorded; ``test`` holds the test's
+    ``options``, ``metadata`` and ``show_progress`` (a bar: the options')."""
     attention_mask, removable = _prompt_masks(
         inputs, answer_mask, attention_mask, removable
     )
@@ -263,8 +262,8 @@ def _answer_test(
         target=target,
         additional_forward_args=(answer_mask.bool(), *extra),
         attention_mask=attention_mask,
-        options=with_progress(options, show_progress),
-        metadata=metadata,
+        options=with_progress(test["options"], test["show_progress"]),
+        metadata=test["metadata"],
         known=KnownInputs(removable=removable),
     )
     result.settings["target"] = kind
