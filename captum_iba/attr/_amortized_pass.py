@@ -27,9 +27,16 @@ from captum_iba._utils.captum_compat import _run_forward
 from captum_iba._utils.common import logits_of
 from captum_iba._utils.hooks import recorded
 from captum_iba.attr import _loop
-from captum_iba.attr import _sites as sites
 from captum_iba.attr._inputs import expand_rows
-from captum_iba.attr._seam import CleanRun, Path, Seam
+from captum_iba.attr._seam import (
+    CleanRun,
+    Path,
+    Seam,
+    Site,
+    layer_name,
+    sites_of,
+    stack_for,
+)
 from captum_iba.attr.explainer import ExplainerSettings
 from captum_iba.attr.priors import NoisePrior
 
@@ -116,8 +123,8 @@ class Passes:
 
     def __init__(self, model: Module, layer: Module, readout: List[Module]) -> None:
         self.model, self.layer, self.readout = model, layer, list(readout)
-        self.site = sites.Site(layer, sites.layer_name(model, layer))
-        self.stack = sites.stack_for(model, layer, True, None)
+        self.site = Site(layer, layer_name(model, layer))
+        self.stack = stack_for(model, layer, True, None)
         #: How T replaces the layer, decided (the replay checked) on the first
         #: batch.
         self.path: Optional[Path] = None
@@ -132,7 +139,7 @@ class Passes:
         with torch.no_grad(), recorded(watched) as records:
             logits = self.forward(batch.ids, batch.extra)
         for module in watched:
-            sites.sites_of(self.model, module, records[module], False)
+            sites_of(self.model, module, records[module], False)
         x, x_in = records[self.layer].gathered(None)
         states = [records[m].gathered(None)[0] for m in self.readout]
         template = next(iter(records[self.layer].outputs.values()))

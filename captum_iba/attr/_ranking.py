@@ -29,7 +29,7 @@ from captum_iba._utils.captum_compat import _run_forward
 from captum_iba._utils.common import logits_of
 from captum_iba._utils.hooks import replaced_by_hook
 from captum_iba._utils.ranking import flat_rows, spread_said
-from captum_iba.attr import _sites as sites
+from captum_iba.attr._seam import layer_name, stack_for
 
 __all__ = [
     "nothing_above",
@@ -148,8 +148,8 @@ def nothing_above_layers(
     for module in layers:
         reason = ""
         if options.removal == "attention" and not options.attribute_to_layer_input:
-            stack = sites.stack_for(forward_func, module, layer_stack, device_ids)
-            reason = nothing_above(sites.layer_name(forward_func, module), stack)
+            stack = stack_for(forward_func, module, layer_stack, device_ids)
+            reason = nothing_above(layer_name(forward_func, module), stack)
         if reason and not isinstance(layer, list):
             raise ValueError(reason + ".")
         out.append(reason)
@@ -170,7 +170,7 @@ def record(
     for k, info in enumerate(last_run):
         info.update(no_ranking=reasons[k], flat_instances=flats[k])
         if reasons[k] or flats[k]:
-            name = sites.layer_name(forward_func, layers[k])
+            name = layer_name(forward_func, layers[k])
             warnings.warn(
                 warning(name, reasons[k], flats[k], batch), UserWarning, stacklevel=4
             )

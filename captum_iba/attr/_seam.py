@@ -1,5 +1,17 @@
-"""The one seam between the optimisation and the model: how ``T`` takes a
-site's place.
+"""Where a bottleneck sits, and the one seam between the optimisation and the
+model: how ``T`` takes that site's place.
+
+A site is one tensor of a layer's output, or its input (:class:`Site`). A
+layer returning a Tensor has one site; a layer returning a tuple has one
+site per tensor of the tuple with the batch as first dimension (Captum's
+layer methods return one attribution per layer output tensor); with
+``attribute_to_layer_input=True`` the site is the hidden-state tensor the
+layer is called with (first positional argument or ``hidden_states=``).
+This module reads a site's tensor from a recorded forward pass
+(:func:`sites_of`, :func:`read_site`), turns the token mask into the site's
+mask (:func:`site_mask`), and finds the layer stack holding it
+(:func:`stack_for`) and, for ``removal="attention"``, the layers above it
+(:func:`layers_above`).
 
 A :class:`Seam` is built for one site and one batch, and entered as a context
 manager; inside, :meth:`Seam.run` runs the model on the noise copies' rows
@@ -15,9 +27,8 @@ model. Entering installs, in this order, and leaving removes:
    input). The replay is checked once against the model's own output on the
    clean input (:meth:`Seam.replay_matches`);
 2. ``precision="bf16"``'s autocast (:func:`._speed.precision_context`);
-3. for ``removal="attention"``, the pre-hooks adding Eq. (R2)'s bias to the
-   attention of every layer above the site
-   (:func:`._sites.attention_removal`).
+3. for ``removal="attention"``, the deletion mask in the attention of every
+   layer above the site (:func:`._attention.attention_removal`).
 """
 
 import warnings
@@ -37,20 +48,205 @@ from typing import (
 
 import torch
 from torch import Tensor
-from torch.nn import Module
+from torch.nn import Module, ModuleList
 
 from captum_iba._utils.captum_compat import _run_forward
 from captum_iba._utils.common import logits_of, user_stacklevel
 from captum_iba._utils.hooks import (
+    LayerRecord,
+    find_in_stack,
     replaced_by_hook,
     replaced_input_by_hook,
     scatter_for,
+    tensor_at,
+    tensor_positions,
 )
+from captum_iba._utils.modules import embeddings_of
 from captum_iba.attr import _speed
+from captum_iba.attr._attention import attention_removal
 from captum_iba.attr._inputs import copies_failed, slice_rows
-from captum_iba.attr._sites import Site, attention_removal, layers_above, stack_above
 
-__all__ = ["CleanRun", "Path", "Seam"]
+__all__ = [
+    "CleanRun",
+    "Path",
+    "Seam",
+    "Site",
+    "layer_name",
+    "layers_above",
+    "read_site",
+    "site_mask",
+    "sites_of",
+    "stack_above",
+    "stack_for",
+]
+
+
+@dataclass(frozen=True)
+class Site:
+    """One bottleneck position.
+
+    Attributes:
+        layer (Module): The layer.
+        name (str): The layer's name, for messages.
+        position (int or None): Index in a tuple output (None: the output
+            itself, or its first tensor).
+        on_input (bool): The layer's input instead of its output.
+    """
+
+    layer: Module
+    name: str
+    position: Optional[int] = None
+    on_input: bool = False
+
+
+def layer_name(forward_func: Any, layer: Module) -> str:
+    """``layer 'bert.encoder.layer.3'`` (or the class name) for messages."""
+    if isinstance(forward_func, Module):
+        for name, module in forward_func.named_modules():
+            if module is layer:
+                return f"layer '{name}'"
+    return f"layer {type(layer).__name__}"
+
+
+def sites_of(
+    forward_func: Any, layer: Module, record: LayerRecord, on_input: bool
+) -> List[Site]:
+    """The sites of ``layer`` after checking it ran exactly once."""
+    name = layer_name(forward_func, layer)
+    if record.calls == 0:
+        raise RuntimeError(
+            f"{name} was not run by forward_func, so no bottleneck can be "
+            "inserted after it."
+        )
+    if record.calls > len(record.outputs):  # one call per replica under DP
+        raise RuntimeError(
+            f"{name} ran {record.calls} times in one forward pass (shared or "
+            "tied module?); a bottleneck needs a layer that runs once."
+        )
+    if on_input:
+        if any(v is None for v in record.inputs.values()):
+            raise TypeError(
+                f"attribute_to_layer_input=True: {name} was called without a "
+                "hidden-state tensor (first positional argument or hidden_states=)."
+            )
+        return [Site(layer, name, None, True)]
+    template = next(iter(record.outputs.values()))
+    rows = tensor_at(template, None, name).shape[0]
+    return [Site(layer, name, p) for p in tensor_positions(template, rows)]
+
+
+def read_site(
+    site: Site, record: LayerRecord, device_ids: Optional[List[int]]
+) -> Tuple[Tensor, Optional[Tensor], Any]:
+    """The site's tensor over the batch, the layer's input (for priors that
+    need it) and an output template (for the stack replay)."""
+    x, x_in = record.gathered(device_ids, site.position)
+    if site.on_input:
+        x, x_in = x_in, None
+    if not torch.isfinite(x).all():
+        raise FloatingPointError(f"{site.name} produced non-finite activations.")
+    return x, x_in, next(iter(record.outputs.values()))
+
+
+def site_mask(token_mask: Optional[Tensor], x: Tensor, explicit: bool) -> Tensor:
+    """(B, L) bool mask over the site's token axis (``(B,)`` without one).
+
+    A (B, L, *features) tensor has a token axis; a ``(B, C, H, W)`` one is
+    masked along dim 1 only when the mask fits it (given explicitly).
+    """
+    full = torch.ones(x.shape[:2] if x.dim() >= 3 else x.shape[:1], device=x.device)
+    if token_mask is None:
+        return full.bool()
+    if x.dim() >= 3 and tuple(token_mask.shape) == tuple(x.shape[:2]):
+        return token_mask.to(x.device).bool()
+    if explicit:
+        raise ValueError(
+            f"token_mask has shape {tuple(token_mask.shape)} but the layer output "
+            f"has shape {tuple(x.shape)}: expected (B, L) = {tuple(x.shape[:2])}."
+        )
+    return full.bool()  # inferred mask does not fit this layer: ignore it
+
+
+def stack_for(
+    forward_func: Any,
+    layer: Module,
+    layer_stack: Any,
+    device_ids: Optional[List[int]],
+) -> Optional[Tuple[Module, int]]:
+    """The ``ModuleList``/``Sequential`` holding ``layer`` for the fast path."""
+    if layer_stack is False or device_ids is not None:
+        return None
+    if isinstance(layer_stack, Module):
+        found = find_in_stack(layer_stack, layer)
+        if found is None:
+            raise ValueError("layer_stack does not contain the layer.")
+        return found
+    if isinstance(forward_func, Module) and not hasattr(forward_func, "device_ids"):
+        return find_in_stack(forward_func, layer)
+    return None
+
+
+def stack_above(forward_func: Any, site: Site) -> Optional[Module]:
+    """The model's layer stack when ``site`` is the model's embeddings (as
+    :func:`~captum_iba._utils.modules.embeddings_of` finds them: an
+    encoder's ``base_model.embeddings``, a decoder's ``embed_tokens`` or
+    ``wte``; every layer of the stack lies above them), also when
+    ``forward_func`` wraps the model as ``.model``
+    (:class:`~captum_iba.attr.llm.CausalLMLogLikelihood`, Captum's LLM
+    forward); else None."""
+    if site.on_input:
+        return None
+    model = _model_with_embeddings(forward_func, site.layer)
+    if model is None:
+        return None
+    lists = [m for m in model.modules() if isinstance(m, ModuleList)]
+    return max(lists, key=len) if lists else None
+
+
+def layers_above(
+    forward_func: Any, site: Site, stack: Optional[Tuple[Module, int]]
+) -> Tuple[Module, List[int]]:
+    """The container and indices of the layers above the site, whose
+    attention ``removal="attention"`` changes: the rest of the site's stack,
+    or every layer of the model's layer stack when the site is the model's
+    embeddings (:func:`stack_above`)."""
+    if site.on_input:
+        raise ValueError(
+            "removal='attention' acts on the layers above a layer's output; it "
+            "cannot be combined with attribute_to_layer_input=True."
+        )
+    if stack is not None:
+        return stack[0], list(range(stack[1] + 1, len(stack[0])))
+    above = stack_above(forward_func, site)
+    if above is not None:
+        return above, list(range(len(above)))
+    raise ValueError(
+        f"removal='attention' needs the layers above {site.name}: use a layer of "
+        "the model's layer stack (resolve_layer(model, i): e.g. "
+        "model.model.layers[i] of Llama, model.transformer.h[i] of GPT-2, "
+        "model.bert.encoder.layer[i] of BERT) or its embeddings "
+        "(resolve_layer(model, 'embeddings')), with layer_stack=True."
+    )
+
+
+def _model_with_embeddings(forward_func: Any, layer: Module) -> Optional[Module]:
+    """``forward_func`` (or the model it wraps as ``.model``) when ``layer``
+    is its embeddings; None otherwise."""
+    for model in (forward_func, getattr(forward_func, "model", None)):
+        if not isinstance(model, Module):
+            continue
+        try:
+            if embeddings_of(model) is layer:
+                return model
+        except ValueError:
+            continue
+    return None
+
+
+# ---------------------------------------------------------------------------
+# The seam: T in the site's place
+# ---------------------------------------------------------------------------
+
 
 Substitute = Callable[[Callable[[], Tensor]], ContextManager[None]]
 

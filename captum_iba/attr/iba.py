@@ -41,7 +41,6 @@ from captum_iba._utils.captum_compat import (
 from captum_iba._utils.common import format_target, logits_of, model_device
 from captum_iba._utils.hooks import LayerRecord, evaluation_mode, recorded
 from captum_iba.attr import _loop, _ranking, _speed
-from captum_iba.attr import _sites as sites
 from captum_iba.attr._inputs import (
     check_batch,
     check_named_arguments,
@@ -56,7 +55,15 @@ from captum_iba.attr._inputs import (
     special_ids,
 )
 from captum_iba.attr._precision import resolve_precision
-from captum_iba.attr._seam import CleanRun, Seam
+from captum_iba.attr._seam import (
+    CleanRun,
+    Seam,
+    Site,
+    read_site,
+    site_mask,
+    sites_of,
+    stack_for,
+)
 from captum_iba.attr._validate import check_finite_output, check_token_inputs
 from captum_iba.attr.objectives import Objective
 from captum_iba.attr.options import ConfigLike, IBAOptions, options_doc
@@ -371,11 +378,11 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             attrs, infos = [], []
             record = records[layer]
             on_input = options.attribute_to_layer_input
-            for site in sites.sites_of(self.forward_func, layer, record, on_input):
+            for site in sites_of(self.forward_func, layer, record, on_input):
                 base = None
                 if base_records is not None:
                     base_record = base_records[layer]
-                    base = sites.read_site(site, base_record, self._device_ids())[0]
+                    base = read_site(site, base_record, self._device_ids())[0]
                 attr, info = self._attribute_site(
                     site, record, (clean, inputs, extra, rows), token_mask, task, run,
                     base, removable,
@@ -391,7 +398,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
 
     def _attribute_site(
         self,
-        site: "sites.Site",
+        site: Site,
         record: LayerRecord,
         call: Tuple[Tensor, Tuple[Tensor, ...], Tuple[Any, ...], Any],
         token_mask: Optional[Tensor],
@@ -404,16 +411,16 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         or its input): read ``X`` and the prior's statistics, build the seam
         that puts ``T`` in its place, and run the loop."""
         clean, inputs, extra, rows = call
-        x, x_in, template = sites.read_site(site, record, self._device_ids())
+        x, x_in, template = read_site(site, record, self._device_ids())
         check_finite_output(clean, site.name)
-        mask = sites.site_mask(token_mask, x, run.mask_explicit)
+        mask = site_mask(token_mask, x, run.mask_explicit)
         options = run.options
         if removable is not None:
             removable = removable.to(mask.device).bool()
         layer = _loop.Layer.from_prior(
             options.prior, x, mask, x_in, baseline, removable
         )
-        stack = sites.stack_for(
+        stack = stack_for(
             self.forward_func, site.layer, self.layer_stack, self.device_ids
         )
         seam = Seam(

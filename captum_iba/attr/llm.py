@@ -38,7 +38,7 @@ from captum.log import log_usage
 from torch import Tensor, nn
 
 from captum_iba._utils.ranking import RTOL, tied_rows
-from captum_iba.attr import _sites as sites
+from captum_iba.attr._seam import Site, layer_name, stack_above
 from captum_iba.attr._user_turn import never_scored_ids
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.llm_batch import (
@@ -322,9 +322,9 @@ def _say_if_flat(
     if not flat.any():
         return
     rows = flat.nonzero().flatten().tolist()
-    layer = sites.layer_name(iba.forward_func, iba._layers[0])
-    site = sites.Site(iba._layers[0], layer, None, False)
-    at_embeddings = sites.stack_above(iba.forward_func, site)
+    layer = layer_name(iba.forward_func, iba._layers[0])
+    site = Site(iba._layers[0], layer, None, False)
+    at_embeddings = stack_above(iba.forward_func, site)
     advice = (
         "use config='deletion' (the default for causal LMs, docs/llm.rst)"
         + (

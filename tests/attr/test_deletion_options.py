@@ -14,8 +14,12 @@ from torch import Tensor, nn
 
 from captum_iba import InformationBottleneckAttribution
 from captum_iba.attr import _loop
-from captum_iba.attr import _sites as sites
 from captum_iba.attr import bottleneck as ib
+from captum_iba.attr._attention import (
+    attention_removal,
+    fused_attention_modules,
+    with_keep_bias,
+)
 from captum_iba.attr.objectives import resolve_objective
 from captum_iba.attr.options import CONFIGS, IBAOptions
 from captum_iba.attr.text import encoder_layers, resolve_layer
@@ -75,11 +79,11 @@ class TestAttentionRemoval(BaseTest):
             deleted[0, 2] = 0
             with torch.no_grad():
                 clean = model(ids, attention_mask=mask).logits
-                with sites.attention_removal(layers, every, lambda o=ones: o):
+                with attention_removal(layers, every, lambda o=ones: o):
                     same = model(ids, attention_mask=mask).logits
-                with sites.attention_removal(layers, every, lambda k=keep: k):
+                with attention_removal(layers, every, lambda k=keep: k):
                     removed = model(ids, attention_mask=mask).logits
-                with sites.attention_removal(layers, every, lambda: None):
+                with attention_removal(layers, every, lambda: None):
                     untouched = model(ids, attention_mask=mask).logits
                 want = model(ids, attention_mask=deleted).logits
             assertTensorAlmostEqual(self, same, clean, delta=1e-5)
@@ -107,11 +111,11 @@ class TestAttentionRemoval(BaseTest):
             padded_keep = torch.cat([torch.ones(1, 2), keep], 1)
             with torch.no_grad():
                 clean = model(ids).logits
-                with sites.attention_removal(layers, every, lambda o=ones: o):
+                with attention_removal(layers, every, lambda o=ones: o):
                     same = model(ids).logits
-                with sites.attention_removal(layers, every, lambda k=keep: k):
+                with attention_removal(layers, every, lambda k=keep: k):
                     removed = model(ids).logits
-                with sites.attention_removal(layers, every, lambda k=padded_keep: k):
+                with attention_removal(layers, every, lambda k=padded_keep: k):
                     padded = model(
                         left, attention_mask=mask, position_ids=positions
                     ).logits[:, 2:]
@@ -135,10 +139,10 @@ class TestAttentionRemoval(BaseTest):
                 model = tiny_causal_lm(kind)
                 model.set_attn_implementation(implementation)
                 layers = causal_lm_layers(model)
-                fused = sites.fused_attention_modules(layers[0])
+                fused = fused_attention_modules(layers[0])
                 self.assertEqual(len(fused), int(implementation == "sdpa"))
                 weights = keep.clone().requires_grad_(True)
-                with sites.attention_removal(layers, [0, 1, 2], lambda w=weights: w):
+                with attention_removal(layers, [0, 1, 2], lambda w=weights: w):
                     out = model(ids, attention_mask=mask, position_ids=positions)
                 real = out.logits[mask.bool()]
                 (grad,) = torch.autograd.grad(real.sum(), weights)
@@ -153,18 +157,16 @@ class TestAttentionRemoval(BaseTest):
     def test_mask_forms(self) -> None:
         keep = torch.tensor([[1.0, 0.5]])
         bias = ib.attention_keep_bias(keep)
-        assertTensorAlmostEqual(self, sites.with_keep_bias(None, keep), bias)
+        assertTensorAlmostEqual(self, with_keep_bias(None, keep), bias)
         additive = torch.randn(1, 1, 2, 2)
-        assertTensorAlmostEqual(
-            self, sites.with_keep_bias(additive, keep), additive + bias
-        )
+        assertTensorAlmostEqual(self, with_keep_bias(additive, keep), additive + bias)
         boolean = torch.tensor([[[[True, False], [True, True]]]])
-        got = sites.with_keep_bias(boolean, keep)
+        got = with_keep_bias(boolean, keep)
         self.assertAlmostEqual(float(got[0, 0, 0, 0]), 0.0)
         self.assertAlmostEqual(float(got[0, 0, 0, 1]), torch.finfo().min)
         with self.assertRaisesRegex(ValueError, "4-D attention masks"):
-            sites.with_keep_bias(torch.ones(1, 2), keep)
-        causal = sites.with_keep_bias(None, keep, causal_length=2)
+            with_keep_bias(torch.ones(1, 2), keep)
+        causal = with_keep_bias(None, keep, causal_length=2)
         self.assertEqual(tuple(causal.shape), (1, 1, 2, 2))
         self.assertAlmostEqual(float(causal[0, 0, 0, 1]), torch.finfo().min)
         assertTensorAlmostEqual(self, causal[0, 0, 1], bias[0, 0, 0])
@@ -172,7 +174,7 @@ class TestAttentionRemoval(BaseTest):
     def test_layers_without_a_mask_parameter_are_named(self) -> None:
         stack = nn.ModuleList([nn.Linear(2, 2)])
         with self.assertRaisesRegex(ValueError, "Linear.forward takes none of"):
-            with sites.attention_removal(stack, [0], lambda: None):
+            with attention_removal(stack, [0], lambda: None):
                 pass
         self.assertTrue(no_hooks(stack))
 
