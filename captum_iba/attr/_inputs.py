@@ -1,11 +1,20 @@
-"""Checking and reading the inputs of IBA's ``attribute``: batch sizes, the
-per-instance additional arguments, the arguments named as masks, segment ids or
-token ids, and the token mask (given, or found in the forward's arguments
-through the usual wrappers)."""
+"""The checks of IBA's inputs, each naming the argument and what it must be,
+before any forward pass where they can: the numbers (:func:`check_numbers`),
+the token ids (:func:`check_token_inputs`), the batch sizes
+(:func:`check_batch`), the arguments that fill a parameter named as token
+ids, a mask or segment ids (:func:`check_named_arguments`), the token mask
+(:func:`check_token_mask`), and the model's output on the clean inputs
+(:func:`check_finite_output`). Also how the forward's positional parameters
+are read through the usual wrappers (:func:`unwrap_forward`,
+:func:`forward_signature`; the token mask is found with them in
+:mod:`captum_iba.attr._tokens`), and how the per-instance additional
+arguments follow the noise copies' rows (:func:`expand_rows`,
+:func:`slice_rows`, :func:`copies_failed`)."""
 
 import functools
 import inspect
-import warnings
+import math
+import numbers
 from contextlib import contextmanager
 from typing import (
     Any,
@@ -23,19 +32,20 @@ import torch
 from torch import Tensor
 from torch.nn import Module
 
-from captum_iba._utils.common import removable_mask, user_stacklevel
+from captum_iba._utils.common import check_length
 
 __all__ = [
     "MASK_NAMES",
+    "NOT_MASK_NAMES",
     "check_batch",
+    "check_finite_output",
     "check_named_arguments",
+    "check_numbers",
+    "check_token_inputs",
     "check_token_mask",
     "copies_failed",
     "expand_rows",
-    "infer_token_mask",
-    "model_pad_token_id",
-    "model_special_token_ids",
-    "pads_without_mask",
+    "forward_signature",
     "slice_rows",
     "unwrap_forward",
 ]
@@ -105,148 +115,94 @@ def forward_signature(forward_func: Callable[..., Any]) -> Optional[List[str]]:
     return names
 
 
-def _is_mask_like(value: Any, first: Tensor) -> bool:
-    """A (B, L) tensor of 0/1 with the shape of ``first`` 's first two dims."""
-    return (
-        isinstance(value, Tensor)
-        and value.dim() == 2
-        and first.dim() >= 2
-        and tuple(value.shape) == tuple(first.shape[:2])
-        and bool(((value == 0) | (value == 1)).all())
-    )
+def _finite(name: str, value: Any) -> None:
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if not math.isfinite(float(value)):
+            raise ValueError(f"{name} must be a finite number, got {value!r}.")
 
 
-def infer_token_mask(
-    forward_func: Callable[..., Any],
-    args: Tuple[Any, ...],
-    pad_id: Optional[int] = None,
-) -> Optional[Tensor]:
-    """The token mask among the forward's positional arguments, if any.
+def check_numbers(
+    beta: Any, lr: Any, init_alpha: Any, seed: Any, internal_batch_size: Any
+) -> None:
+    """Finite ``beta``, ``lr``, ``init_alpha``; an integer seed torch accepts;
+    an integer ``internal_batch_size``.
 
-    * an argument in a parameter named as in :data:`MASK_NAMES` (the model's
-      ``attention_mask``, a lambda's ``mask``...), read through the wrappers
-      of :func:`unwrap_forward`, holding 0/1 with the inputs' (B, L) shape;
-    * otherwise (``lambda ids, m: ...``, ``*args``): the second positional
-      argument when it holds 0/1 with the shape of the token ids ``args[0]``
-      and every 0 sits on one same id (the pad id, when known) - segment ids,
-      whose zeros hold the first segment's words, are not taken, nor an
-      argument named as in :data:`NOT_MASK_NAMES`.
+    Raises:
+        ValueError: Naming the argument and what it must be.
+    """
+    for name, value in (("beta", beta), ("lr", lr), ("init_alpha", init_alpha)):
+        _finite(name, value)
+    if seed is not None and (
+        isinstance(seed, bool)
+        or not isinstance(seed, numbers.Integral)
+        or not 0 <= seed < 2**63
+    ):
+        raise ValueError(f"seed must be an integer in 0 .. 2**63 - 1, got {seed!r}.")
+    if internal_batch_size is not None and (
+        isinstance(internal_batch_size, bool)
+        or not isinstance(internal_batch_size, numbers.Integral)
+        or internal_batch_size < 1
+    ):
+        raise ValueError(
+            f"internal_batch_size must be an integer >= 1, got {internal_batch_size!r}."
+        )
+
+
+def check_token_inputs(forward_func: Any, inputs: Tuple[Tensor, ...]) -> None:
+    """An empty batch, and for a Hugging Face model, token ids that it cannot
+    take: not ``(B, L)``, outside its vocabulary, or longer than its positions.
 
     Args:
-        forward_func (Callable): The forward function.
-        args (tuple): Its positional arguments (inputs, then additional ones).
-        pad_id (int, optional): The model's pad token id.
+        forward_func: The forward function; a model with a ``config`` holding
+            ``vocab_size`` / ``max_position_embeddings`` is checked against it.
+        inputs (tuple of Tensor): The formatted inputs.
 
-    Returns:
-        Tensor or None: The (B, L) mask.
+    Raises:
+        ValueError: Naming ``inputs`` and the valid shape or range.
     """
-    if not args or not isinstance(args[0], Tensor):
-        return None
-    first = args[0]
-    names = forward_signature(forward_func)
-    if names is not None:
-        for name, value in zip(names, args):
-            if name in MASK_NAMES and _is_mask_like(value, first):
-                return value
-        if len(names) > 1 and names[1] in NOT_MASK_NAMES:
-            return None
-    if len(args) < 2 or not _is_mask_like(args[1], first):
-        return None
-    mask = args[1]
-    if first.is_floating_point():
-        return None
-    at_zeros = first[mask == 0].unique()
-    pad_ok = (
-        at_zeros.numel() <= 1 if pad_id is None else bool((at_zeros == pad_id).all())
-    )
-    return mask if pad_ok else None
-
-
-def _config_pad(owner: Any) -> Optional[int]:
-    pad = getattr(getattr(owner, "config", None), "pad_token_id", None)
-    return pad if isinstance(pad, int) and not isinstance(pad, bool) else None
-
-
-def _referenced_modules(fn: Any) -> List[Module]:
-    """The Modules a plain function or method refers to: its closure's values,
-    the globals it names (``lambda ids: model(ids).logits`` -> ``model``) and
-    the attributes of the object a method is bound to."""
-    found: List[Any] = []
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            found.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            continue
-    code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
-    found += [names[n] for n in getattr(code, "co_names", ()) if n in names]
-    found += list(getattr(getattr(fn, "__self__", fn), "__dict__", {}).values())
-    return [m for m in found if isinstance(m, Module)]
-
-
-def model_pad_token_id(forward_func: Any) -> Optional[int]:
-    """The pad token id of the model behind ``forward_func``: in the config of
-    the Module (through the wrappers of :func:`unwrap_forward`), else of the
-    Modules inside it, or of those a plain function refers to (a lambda's
-    closure or globals); None unless exactly one id is found."""
-    fn, _, _ = unwrap_forward(forward_func)
-    owner = getattr(fn, "__self__", fn)
-    pad = _config_pad(owner)
-    if pad is not None:
-        return pad
-    if isinstance(owner, Module):
-        pads = {_config_pad(m) for m in owner.modules()}
-    else:
-        pads = {model_pad_token_id(m) for m in _referenced_modules(fn)}
-    pads.discard(None)
-    return pads.pop() if len(pads) == 1 else None
-
-
-def model_special_token_ids(forward_func: Any) -> List[int]:
-    """The special token ids the config of the model behind ``forward_func``
-    names (``bos``, ``eos``, ``sep``, ``cls``; BERT's config names none)."""
-    fn, _, _ = unwrap_forward(forward_func)
-    config = getattr(getattr(fn, "__self__", fn), "config", None)
-    names = ("bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id")
-    ids = [getattr(config, n, None) for n in names]
-    return sorted({i for i in ids if isinstance(i, int) and not isinstance(i, bool)})
-
-
-def special_ids(forward_func: Any, given: Optional[List[int]]) -> List[int]:
-    """``given``, or the special token ids the model's config names; warns
-    when there are none (BERT's config names none): [CLS] and [SEP] then count
-    as removable tokens."""
-    if given is not None:
-        return given
-    special = model_special_token_ids(forward_func)
-    if not special:
-        warnings.warn(
-            "No special token ids known (the model's config names none): "
-            "[CLS], [SEP] and the like are treated as removable tokens. Pass "
-            "special_token_ids=tokenizer.all_special_ids to "
-            "InformationBottleneckAttribution to keep them.",
-            UserWarning,
-            stacklevel=user_stacklevel(),
-        )
-    return special
-
-
-def removable_tokens(
-    ids: Tensor, token_mask: Optional[Tensor], special: List[int]
-) -> Optional[Tensor]:
-    """:func:`~captum_iba._utils.common.removable_mask` for
-    ``removal="attention"``; None when ``ids`` are no ``(B, L)`` token ids
-    (then every real token may be removed)."""
-    if ids.dim() != 2 or ids.is_floating_point():
-        return None
-    return removable_mask(ids, token_mask, special)
-
-
-def pads_without_mask(inputs: Tuple[Tensor, ...], pad_id: Optional[int]) -> bool:
-    """True when integer ``inputs[0]`` holds the pad token id."""
     first = inputs[0]
-    if pad_id is None or first.is_floating_point() or first.dim() < 2:
-        return False
-    return bool((first == pad_id).any())
+    if first.dim() == 0 or first.shape[0] == 0:
+        raise ValueError(
+            f"inputs hold no instance (shape {tuple(first.shape)}): pass at least "
+            "one row"
+        )
+    if first.dim() >= 2 and first.shape[1] == 0:
+        raise ValueError(
+            f"inputs hold no token (shape {tuple(first.shape)}): every instance "
+            "needs at least one"
+        )
+    config: Optional[Any] = getattr(forward_func, "config", None)
+    if config is None or first.is_floating_point() or first.is_complex():
+        return
+    if first.dim() != 2:
+        raise ValueError(
+            f"inputs must be token ids of shape (B, L) for this model, got "
+            f"{tuple(first.shape)}"
+        )
+    vocab = getattr(config, "vocab_size", None)
+    if isinstance(vocab, int) and first.numel():
+        low, high = int(first.min()), int(first.max())
+        if low < 0 or high >= vocab:
+            raise ValueError(
+                f"inputs hold token id {high if high >= vocab else low}, outside the "
+                f"model's vocabulary 0..{vocab - 1}"
+            )
+    check_length(forward_func, first.shape[1])
+
+
+def check_finite_output(output: Tensor, site: str) -> None:
+    """The model's output on the clean inputs is finite, the bottleneck's
+    input having been found finite: else what lies above ``site`` (weights,
+    the head) is not finite.
+
+    Raises:
+        FloatingPointError: Naming the site.
+    """
+    if not bool(torch.isfinite(output).all()):
+        raise FloatingPointError(
+            f"forward_func's output is not finite (NaN or inf) although {site}'s "
+            "is: the weights or the computation above the bottleneck are not finite"
+        )
 
 
 def _named_arguments(

@@ -35,7 +35,7 @@ from captum_iba._utils.modules import layer_stack
 from captum_iba.attr import _loop, _speed
 from captum_iba.attr import amortized_store as store
 from captum_iba.attr._amortized_pass import Batch, Clean, Passes, module_name
-from captum_iba.attr._inputs import infer_token_mask
+from captum_iba.attr._tokens import infer_token_mask
 from captum_iba.attr.amortized_fit import fit_network, specials_kept
 from captum_iba.attr.explainer import ExplainerSettings, MaskExplainer
 from captum_iba.attr.options import DELETION, IBAOptions

@@ -10,7 +10,6 @@ site, reads the layer's output, prepares the prior's statistics and calls
 the loop.
 """
 
-import warnings
 from dataclasses import dataclass
 from typing import (
     Any,
@@ -43,16 +42,11 @@ from captum_iba._utils.hooks import LayerRecord, evaluation_mode, recorded
 from captum_iba.attr import _loop, _ranking, _speed
 from captum_iba.attr._inputs import (
     check_batch,
-    check_named_arguments,
+    check_finite_output,
+    check_token_inputs,
     check_token_mask,
     expand_rows,
-    infer_token_mask,
-    model_pad_token_id,
-    model_special_token_ids,
-    pads_without_mask,
-    removable_tokens,
     slice_rows,
-    special_ids,
 )
 from captum_iba.attr._precision import resolve_precision
 from captum_iba.attr._seam import (
@@ -64,7 +58,13 @@ from captum_iba.attr._seam import (
     sites_of,
     stack_for,
 )
-from captum_iba.attr._validate import check_finite_output, check_token_inputs
+from captum_iba.attr._tokens import (
+    model_pad_token_id,
+    model_special_token_ids,
+    removable_tokens,
+    special_ids,
+    token_mask_of,
+)
 from captum_iba.attr.objectives import Objective
 from captum_iba.attr.options import ConfigLike, IBAOptions, options_doc
 
@@ -280,7 +280,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         check_token_inputs(self.forward_func, inputs_t)
         batch, _ = check_batch(inputs_t, extra)
         target_t = format_target(target, batch)
-        token_mask, mask_explicit = self._token_mask(token_mask, inputs_t, extra)
+        token_mask, mask_explicit = token_mask_of(
+            self.forward_func, token_mask, inputs_t, extra
+        )
         check_token_mask(token_mask, batch)
         base_t = self._baselines(baselines, inputs_t, opts, token_mask)
         seed = opts.seed
@@ -325,27 +327,6 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         return results if isinstance(self.layer, list) else results[0]
 
     # ------------------------------------------------------------------ #
-    def _token_mask(
-        self, token_mask: Optional[Tensor], inputs: Tuple[Tensor, ...], extra: Any
-    ) -> Tuple[Optional[Tensor], bool]:
-        """The given mask, else the one found among the forward's arguments;
-        warns once when padding is present but no mask was found (an argument
-        named as a mask that cannot be one is refused before)."""
-        check_named_arguments(self.forward_func, inputs, extra)
-        if token_mask is not None:
-            return token_mask, True
-        pad_id = model_pad_token_id(self.forward_func)
-        found = infer_token_mask(self.forward_func, (*inputs, *extra), pad_id)
-        if found is None and pads_without_mask(inputs, pad_id):
-            warnings.warn(
-                f"The inputs hold the model's pad token id ({pad_id}) but no "
-                "attention mask was found among forward_func's arguments: padding "
-                "would get capacity and change the prior's statistics. Pass "
-                "token_mask= (1 at real tokens, 0 at padding).",
-                stacklevel=4,
-            )
-        return found, False
-
     def _attribute_chunk(
         self,
         inputs: Tuple[Tensor, ...],

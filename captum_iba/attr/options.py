@@ -17,7 +17,7 @@ from math import inf
 from typing import Any, Dict, Literal, Optional, Union
 
 from captum_iba._utils.registry import Registry
-from captum_iba.attr._validate import check_numbers
+from captum_iba.attr._inputs import check_numbers
 from captum_iba.attr.objectives import Objective, resolve_objective
 from captum_iba.attr.priors import NoisePrior, PaperPrior, resolve_prior
 

@@ -35,7 +35,7 @@ import torch
 from torch import Tensor
 from torch.nn import Module
 
-from captum_iba.attr._inputs import removable_mask
+from captum_iba._utils.common import removable_mask
 from captum_iba.attr._prior_base import NoisePrior
 
 # The prior fitted on data lives in its own module; its names stay importable

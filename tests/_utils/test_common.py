@@ -112,7 +112,7 @@ def test_instance_seed_depends_on_seed_and_tokens_only():
 def test_removable_mask_is_real_and_not_special():
     """The one definition of the tokens a removal may take, used by IBA, the
     scorers and the degradation test alike."""
-    from captum_iba.attr._inputs import removable_mask as in_attr
+    from captum_iba.attr._tokens import removable_mask as in_attr
     from captum_iba.metrics._inputs import token_batch
     from captum_iba.metrics.options import DegradationOptions
 

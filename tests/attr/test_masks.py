@@ -8,11 +8,8 @@ import torch
 from captum.testing.helpers.basic import BaseTest, assertTensorAlmostEqual
 
 from captum_iba import InformationBottleneckAttribution
-from captum_iba.attr._inputs import (
-    forward_signature,
-    infer_token_mask,
-    model_pad_token_id,
-)
+from captum_iba.attr._inputs import forward_signature
+from captum_iba.attr._tokens import infer_token_mask, model_pad_token_id
 from tests.helpers import no_hooks, tiny_hf_model
 
 FAST = dict(steps=2, n_samples=2, seed=0)
