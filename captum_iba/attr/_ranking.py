@@ -16,6 +16,12 @@ After the optimisation, every instance's token scores are tested for a
 spread (:func:`~captum_iba._utils.ranking.flat_rows`). Each finding is
 recorded in ``last_run`` and said in one warning per layer that names the
 layer, the likely cause and what to do (:func:`warning`).
+
+A causal LM's answers (:func:`captum_iba.attr.llm.explain_answers`) are
+tested for ties instead: an instance most of whose scored tokens tie with
+its median score (within :data:`TIE`) gives no ranking (:func:`no_ranking`,
+which ``captum_iba.attr.llm`` exports), said in one warning
+(:func:`say_if_flat`).
 """
 
 import warnings
@@ -28,14 +34,17 @@ from torch.nn import Module
 from captum_iba._utils.captum_compat import _run_forward
 from captum_iba._utils.common import logits_of
 from captum_iba._utils.hooks import replaced_by_hook
-from captum_iba._utils.ranking import flat_rows, spread_said
-from captum_iba.attr._seam import layer_name, stack_for
+from captum_iba._utils.ranking import RTOL, flat_rows, spread_said, tied_rows
+from captum_iba.attr._seam import Site, layer_name, stack_above, stack_for
 
 __all__ = [
+    "TIE",
+    "no_ranking",
     "nothing_above",
     "nothing_above_layers",
     "reads_first_token_only",
     "record",
+    "say_if_flat",
     "token_flat_rows",
     "warning",
 ]
@@ -174,3 +183,55 @@ def record(
             warnings.warn(
                 warning(name, reasons[k], flats[k], batch), UserWarning, stacklevel=4
             )
+
+
+#: Scores within this share of the median score are ties
+#: (:data:`captum_iba._utils.ranking.RTOL`).
+TIE = RTOL
+
+
+def no_ranking(scores: Tensor, scored: Tensor) -> Tensor:
+    """``(B,)`` bool: more than half of an instance's scored tokens tie with
+    its median score (within :data:`TIE` of it): their order is the noise's,
+    not a ranking - e.g. IBA's mask that barely moved from where it started
+    (:func:`captum_iba._utils.ranking.tied_rows`).
+
+    Args:
+        scores (Tensor): ``(B, W)`` scores.
+        scored (Tensor): ``(B, W)`` bool, the tokens ranked.
+    """
+    out = torch.zeros(scores.shape[0], dtype=torch.bool)
+    out[tied_rows(scores, scored)] = True
+    return out
+
+
+def say_if_flat(flat: Tensor, iba: Any, options: Any) -> None:
+    """One warning naming the instances whose scores give no ranking
+    (:func:`no_ranking`) of a causal LM's answers explained by ``iba`` (an
+    :class:`~captum_iba.attr.iba.InformationBottleneckAttribution`), and what
+    to try instead."""
+    if not flat.any():
+        return
+    rows = flat.nonzero().flatten().tolist()
+    layer = layer_name(iba.forward_func, iba._layers[0])
+    site = Site(iba._layers[0], layer, None, False)
+    at_embeddings = stack_above(iba.forward_func, site)
+    advice = (
+        "use config='deletion' (the default for causal LMs, docs/llm.rst)"
+        + (
+            ", or mask='token' (one weight per token: the noise of the "
+            "features' gradients averages out)"
+            if options.removal == "noise" and options.mask == "feature"
+            else ""
+        )
+        if at_embeddings is not None
+        else "bottleneck the token embeddings (layer='embeddings', the default) "
+        "or use config='deletion' (docs/llm.rst)"
+    )
+    warnings.warn(
+        f"IBA at {layer} gives no ranking for instance(s) {rows}: most prompt "
+        "tokens have the same score (within 0.1 % of the median), so their "
+        f"order is noise. On a decoder, {advice}.",
+        UserWarning,
+        stacklevel=3,
+    )

@@ -28,7 +28,6 @@ scored. The loss is a log-probability in **nats** (objective
 """
 
 import inspect
-import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -37,8 +36,7 @@ from captum.attr import LLMAttributionResult, LLMGradientAttribution
 from captum.log import log_usage
 from torch import Tensor, nn
 
-from captum_iba._utils.ranking import RTOL, tied_rows
-from captum_iba.attr._seam import Site, layer_name, stack_above
+from captum_iba.attr._ranking import TIE, no_ranking, say_if_flat
 from captum_iba.attr._user_turn import never_scored_ids
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.llm_batch import (
@@ -294,58 +292,6 @@ class AnswerScores:
     flat: Optional[Tensor] = None
 
 
-#: Scores within this share of the median score are ties
-#: (:data:`captum_iba._utils.ranking.RTOL`).
-TIE = RTOL
-
-
-def no_ranking(scores: Tensor, scored: Tensor) -> Tensor:
-    """``(B,)`` bool: more than half of an instance's scored tokens tie with
-    its median score (within :data:`TIE` of it): their order is the noise's,
-    not a ranking - e.g. IBA's mask that barely moved from where it started
-    (:func:`captum_iba._utils.ranking.tied_rows`).
-
-    Args:
-        scores (Tensor): ``(B, W)`` scores.
-        scored (Tensor): ``(B, W)`` bool, the tokens ranked.
-    """
-    out = torch.zeros(scores.shape[0], dtype=torch.bool)
-    out[tied_rows(scores, scored)] = True
-    return out
-
-
-def _say_if_flat(
-    flat: Tensor, iba: InformationBottleneckAttribution, options: Any
-) -> None:
-    """One warning naming the instances whose scores give no ranking, and
-    what to try instead."""
-    if not flat.any():
-        return
-    rows = flat.nonzero().flatten().tolist()
-    layer = layer_name(iba.forward_func, iba._layers[0])
-    site = Site(iba._layers[0], layer, None, False)
-    at_embeddings = stack_above(iba.forward_func, site)
-    advice = (
-        "use config='deletion' (the default for causal LMs, docs/llm.rst)"
-        + (
-            ", or mask='token' (one weight per token: the noise of the "
-            "features' gradients averages out)"
-            if options.removal == "noise" and options.mask == "feature"
-            else ""
-        )
-        if at_embeddings is not None
-        else "bottleneck the token embeddings (layer='embeddings', the default) "
-        "or use config='deletion' (docs/llm.rst)"
-    )
-    warnings.warn(
-        f"IBA at {layer} gives no ranking for instance(s) {rows}: most prompt "
-        "tokens have the same score (within 0.1 % of the median), so their "
-        f"order is noise. On a decoder, {advice}.",
-        UserWarning,
-        stacklevel=3,
-    )
-
-
 def explain_answers(
     iba: InformationBottleneckAttribution,
     batch: PromptBatch,
@@ -420,7 +366,7 @@ def explain_answers(
     else:  # per output token only: an instance is flat when all its tokens are
         assert which is not None
         flat = torch.stack([flat[which[:, 0] == b].all() for b in range(len(batch))])
-    _say_if_flat(flat, iba, used)
+    say_if_flat(flat, iba, used)
     unit = "signal" if readout == "mask_mean" else "nats"
     return AnswerScores(answer, tokens, unit, flat)
 
