@@ -39,32 +39,8 @@ from captum_iba._utils.captum_compat import (
 )
 from captum_iba._utils.common import format_target, logits_of, model_device
 from captum_iba._utils.hooks import LayerRecord, evaluation_mode, recorded
-from captum_iba.attr import _loop, _ranking, _speed
-from captum_iba.attr._inputs import (
-    check_batch,
-    check_finite_output,
-    check_token_inputs,
-    check_token_mask,
-    expand_rows,
-    slice_rows,
-)
+from captum_iba.attr import _inputs, _loop, _ranking, _seam, _speed, _tokens
 from captum_iba.attr._precision import resolve_precision
-from captum_iba.attr._seam import (
-    CleanRun,
-    Seam,
-    Site,
-    read_site,
-    site_mask,
-    sites_of,
-    stack_for,
-)
-from captum_iba.attr._tokens import (
-    model_pad_token_id,
-    model_special_token_ids,
-    removable_tokens,
-    special_ids,
-    token_mask_of,
-)
 from captum_iba.attr.objectives import Objective
 from captum_iba.attr.options import ConfigLike, IBAOptions, options_doc
 
@@ -277,13 +253,13 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         reasons = _ranking.nothing_above_layers(
             self.forward_func, self.layer, opts, self.layer_stack, self.device_ids
         )
-        check_token_inputs(self.forward_func, inputs_t)
-        batch, _ = check_batch(inputs_t, extra)
+        _inputs.check_token_inputs(self.forward_func, inputs_t)
+        batch, _ = _inputs.check_batch(inputs_t, extra)
         target_t = format_target(target, batch)
-        token_mask, mask_explicit = token_mask_of(
+        token_mask, mask_explicit = _tokens.token_mask_of(
             self.forward_func, token_mask, inputs_t, extra
         )
-        check_token_mask(token_mask, batch)
+        _inputs.check_token_mask(token_mask, batch)
         base_t = self._baselines(baselines, inputs_t, opts, token_mask)
         seed = opts.seed
         run_seed = (
@@ -312,7 +288,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                     self._attribute_chunk(
                         tuple(t[rows] for t in inputs_t),
                         None if base_t is None else tuple(t[rows] for t in base_t),
-                        slice_rows(extra, rows, batch, self.unbatched_args),
+                        _inputs.slice_rows(extra, rows, batch, self.unbatched_args),
                         None if target_t is None else target_t[rows],
                         None if token_mask is None else token_mask[rows],
                         run,
@@ -348,22 +324,24 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         task = _loop.Task(run.objective, run.objective.targets(target, clean))
         removable = None
         if options.removal == "attention":
-            removable = removable_tokens(inputs[0], token_mask, self._special_ids())
+            removable = _tokens.removable_tokens(
+                inputs[0], token_mask, self._special_ids()
+            )
         n = options.n_samples
         rows = (
             tuple(t.repeat_interleave(n, dim=0) for t in inputs),
-            expand_rows(extra, inputs[0].shape[0], n, self.unbatched_args),
+            _inputs.expand_rows(extra, inputs[0].shape[0], n, self.unbatched_args),
         )
         results: List[Any] = []
         for k, layer in enumerate(self._layers):
             attrs, infos = [], []
             record = records[layer]
             on_input = options.attribute_to_layer_input
-            for site in sites_of(self.forward_func, layer, record, on_input):
+            for site in _seam.sites_of(self.forward_func, layer, record, on_input):
                 base = None
                 if base_records is not None:
                     base_record = base_records[layer]
-                    base = read_site(site, base_record, self._device_ids())[0]
+                    base = _seam.read_site(site, base_record, self._device_ids())[0]
                 attr, info = self._attribute_site(
                     site, record, (clean, inputs, extra, rows), token_mask, task, run,
                     base, removable,
@@ -379,7 +357,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
 
     def _attribute_site(
         self,
-        site: Site,
+        site: _seam.Site,
         record: LayerRecord,
         call: Tuple[Tensor, Tuple[Tensor, ...], Tuple[Any, ...], Any],
         token_mask: Optional[Tensor],
@@ -392,20 +370,20 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         or its input): read ``X`` and the prior's statistics, build the seam
         that puts ``T`` in its place, and run the loop."""
         clean, inputs, extra, rows = call
-        x, x_in, template = read_site(site, record, self._device_ids())
-        check_finite_output(clean, site.name)
-        mask = site_mask(token_mask, x, run.mask_explicit)
+        x, x_in, template = _seam.read_site(site, record, self._device_ids())
+        _inputs.check_finite_output(clean, site.name)
+        mask = _seam.site_mask(token_mask, x, run.mask_explicit)
         options = run.options
         if removable is not None:
             removable = removable.to(mask.device).bool()
         layer = _loop.Layer.from_prior(
             options.prior, x, mask, x_in, baseline, removable
         )
-        stack = stack_for(
+        stack = _seam.stack_for(
             self.forward_func, site.layer, self.layer_stack, self.device_ids
         )
-        seam = Seam(
-            self.forward_func, site, CleanRun(inputs, extra, clean, x, template),
+        seam = _seam.Seam(
+            self.forward_func, site, _seam.CleanRun(inputs, extra, clean, x, template),
             rows, options.n_samples, stack, self._device_ids(), self.cuts,
             attention=options.removal == "attention", precision=run.precision,
             constant=self.unbatched_args,
@@ -445,7 +423,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             return None
         if baselines is None:
             pad = self.pad_token_id
-            pad = model_pad_token_id(self.forward_func) if pad is None else pad
+            pad = _tokens.model_pad_token_id(self.forward_func) if pad is None else pad
             special = self._special_ids()
             first = prior.baselines(inputs[0], token_mask, pad, special)
             return (first,) + tuple(inputs[1:])
@@ -459,14 +437,16 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         return base_t
 
     def _special_ids(self) -> List[int]:
-        return special_ids(self.forward_func, self.special_token_ids)
+        return _tokens.special_ids(self.forward_func, self.special_token_ids)
 
     def _known_special(self, ids: Tensor, token_mask: Optional[Tensor]) -> Any:
         """The removable tokens by the special ids known (given, or the
         config's), without the warning of :meth:`_special_ids`; None when no
         special id is known or ``ids`` are no token ids."""
-        known = self.special_token_ids or model_special_token_ids(self.forward_func)
-        return removable_tokens(ids, token_mask, known) if known else None
+        known = self.special_token_ids or _tokens.model_special_token_ids(
+            self.forward_func
+        )
+        return _tokens.removable_tokens(ids, token_mask, known) if known else None
 
     def _device_ids(self) -> Optional[List[int]]:
         """``device_ids``, or those of a ``DataParallel`` forward_func."""
