@@ -6,7 +6,7 @@ a lazy import cannot hide a dependency.
 
 import ast
 from pathlib import Path
-from typing import Dict, Iterator, Set, Tuple
+from typing import Dict, Iterator, List, Set, Tuple
 
 import pytest
 
@@ -173,3 +173,83 @@ def test_nothing_imports_a_retired_module_path():
         if retired_import(name)
     ]
     assert not bad, "\n".join(bad)
+
+
+def _module_graph(package: Path) -> Dict[str, Set[str]]:
+    """Every module of ``package`` (a package's ``__init__`` by the package's
+    name) -> the modules of the package it imports, anywhere in its source."""
+    root = package.parent
+    paths = {}
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        paths[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def resolve(name: str) -> str:
+        while name and name not in paths:  # an imported name: its module
+            name = name.rpartition(".")[0]
+        return name
+
+    graph: Dict[str, Set[str]] = {}
+    for module, path in paths.items():
+        targets = {resolve(name) for _, name in _imports(path)}
+        graph[module] = {t for t in targets if t and t != module}
+    return graph
+
+
+def _import_circles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """The groups of modules that import each other in a circle (the strongly
+    connected components of more than one module), each sorted."""
+    order: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    circles: List[List[str]] = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in order:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], order[target])
+        if low[module] == order[module]:
+            group = stack[stack.index(module) :]
+            del stack[stack.index(module) :]
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return circles
+
+
+def test_no_import_circle_between_the_package_s_modules():
+    """Issue 50, item 6: no two modules of the package import each other,
+    directly or through others (imports inside functions count: a lazy
+    import hides a circle, it does not remove it)."""
+    graph = _module_graph(PACKAGE)
+    assert len(graph) > 100 and graph["captum_iba.attr.iba"]
+    circles = _import_circles(graph)
+    assert not circles, "modules importing each other:\n" + "\n".join(
+        ", ".join(circle) for circle in circles
+    )
+
+
+def test_the_check_sees_an_import_circle(tmp_path):
+    package = tmp_path / "captum_iba"
+    (package / "attr").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "attr" / "__init__.py").write_text("")
+    (package / "attr" / "a.py").write_text("from captum_iba.attr.b import f\n")
+    (package / "attr" / "b.py").write_text(
+        "def f():\n    from captum_iba.attr import c\n"
+    )
+    (package / "attr" / "c.py").write_text("import captum_iba.attr.a\n")
+    (package / "attr" / "d.py").write_text("from captum_iba.attr import a\n")
+    graph = _module_graph(package)
+    assert graph["captum_iba.attr.d"] == {"captum_iba.attr", "captum_iba.attr.a"}
+    assert _import_circles(graph) == [
+        ["captum_iba.attr.a", "captum_iba.attr.b", "captum_iba.attr.c"]
+    ]
