@@ -6,6 +6,7 @@ from torch import nn
 
 from captum_iba import InformationBottleneckAttribution
 from captum_iba.attr._precision import BF16_ENV_VAR
+from captum_iba.attr._seam import Seam
 from captum_iba.attr._speed import ClsRowLayer, instances_per_chunk
 from tests.helpers import tiny_hf_model
 
@@ -78,7 +79,7 @@ def test_deletion_at_the_embeddings_replays_them_with_the_cls_cut(kind):
         model, model.base_model.embeddings, special_token_ids=[], cuts=False
     )
     with pytest.MonkeyPatch.context() as patch:  # no replay: the hooks
-        patch.setattr("captum_iba.attr._seam.stack_above", lambda *a: None)
+        patch.setattr(Seam, "replay_matches", lambda self, path: False)
         via_hooks = hooks.attribute(ids, [0, 1, 1], (mask,), config="deletion", steps=3)
     assert hooks.last_run[0]["path"] == "hooks"
     assert runs["cut"][1:] == ("embeddings", True)
@@ -108,7 +109,7 @@ def test_deletion_at_a_decoders_embeddings_replays_them_through_the_wrapper(kind
         iba = InformationBottleneckAttribution(CausalLMLogLikelihood(model), embeddings)
         with pytest.MonkeyPatch.context() as patch:
             if name == "hooks":
-                patch.setattr("captum_iba.attr._seam.stack_above", lambda *a: None)
+                patch.setattr(Seam, "replay_matches", lambda self, path: False)
             out = explain_answers(
                 iba, batch, per_token=True, config="deletion", steps=3
             )
