@@ -2,7 +2,10 @@
 answer the model's choice among the task's answer words (or the gold word).
 
 :class:`PromptJob` is a :class:`~captum_iba.evaluation.loop.CorpusJob` whose
-units are :class:`~captum_iba.attr.llm_batch.PromptBatch` es: the corpus
+units are :class:`~captum_iba.attr.llm_batch.PromptBatch` es; it differs from
+a classifier's job only by its task's hooks (a unit, its batch, the scores
+read from the answer, the test, a row), the method loop being
+:func:`~captum_iba.evaluation.loop.score_unit`'s: the corpus
 engine (``captum-iba evaluate --model <causal LM>``, many processes,
 resumable) runs it as it runs a classifier's job. Per unit, the model's
 choice is read once (:class:`~captum_iba.attr.llm_choice.CausalLMChoice`),
@@ -13,7 +16,6 @@ probability among the answer words
 (:func:`~captum_iba.metrics.choice_degradation_test`).
 """
 
-import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Sequence, Tuple
 
@@ -24,7 +26,8 @@ from captum_iba._utils.common import model_device
 from captum_iba.attr.llm_batch import PromptBatch, prompt_batch
 from captum_iba.attr.llm_choice import CausalLMChoice
 from captum_iba.evaluation.llm_degradation import content_mask, degrade_scores
-from captum_iba.evaluation.loop import CorpusJob, UnitScores
+from captum_iba.evaluation.loop import CorpusJob
+from captum_iba.metrics import DegradationResult
 
 __all__ = ["PromptJob", "PromptUnit"]
 
@@ -120,32 +123,36 @@ class PromptJob(CorpusJob):
         probs = logits.double().softmax(1)
         return PromptUnit(list(indices), batch, content, target, probs)
 
-    def score_unit(self, unit: Any, methods: Sequence[str]) -> List[UnitScores]:
-        """Each method's scores of the unit and (when asked) their test."""
-        out = []
-        for name in methods:
-            scorer = self.scorers[name]
-            start = time.perf_counter()
-            scores = scorer.attribute(unit.batch).answer.detach().cpu()
-            seconds = (time.perf_counter() - start) / len(unit.indices)
-            result = None
-            if self.degradation:
-                record = dict(scorer.settings, seconds_per_instance=seconds)
-                result = degrade_scores(
-                    self.model,
-                    unit.batch,
-                    scores,
-                    unit.content,
-                    self.degradation_options(scorer),
-                    metadata=dict(
-                        method=name,
-                        seed=getattr(scorer, "seed", None),
-                        attribution=dict(record, setting=self.preset.name),
-                    ),
-                    choices=self.choices,
-                )
-            out.append(UnitScores(name, scores, seconds, result))
-        return out
+    def batch_of(self, unit: Any) -> PromptBatch:
+        """The unit's prompts and the answers explained."""
+        return unit.batch
+
+    def unit_scores(self, found: Any) -> Tensor:
+        """The scores of the prompt tokens for the whole answer, on the
+        CPU."""
+        return found.answer.detach().cpu()
+
+    def test(
+        self, unit: Any, name: str, scorer: Any, scores: Tensor, seconds: float
+    ) -> DegradationResult:
+        """The content removed in the order of method ``name``'s ``scores``,
+        the answer's probability among the answer words tracked
+        (:func:`~captum_iba.evaluation.llm_degradation.degrade_scores`);
+        ``seconds`` (per instance) recorded with the scorer's settings."""
+        record = dict(scorer.settings, seconds_per_instance=seconds)
+        return degrade_scores(
+            self.model,
+            unit.batch,
+            scores,
+            unit.content,
+            self.degradation_options(scorer),
+            metadata=dict(
+                method=name,
+                seed=getattr(scorer, "seed", None),
+                attribution=dict(record, setting=self.preset.name),
+            ),
+            choices=self.choices,
+        )
 
     def instance_row(self, unit: Any, j: int, scores: Tensor) -> Dict[str, Any]:
         """The record of the unit's ``j``-th prompt: the instance, its prompt

@@ -10,7 +10,10 @@ method (and degradation-tested), the units' results merged.
   class, mask, segment ids) and the original logits, computed once;
 * :func:`score_unit` - one unit with every method: the scores and (when
   asked) the degradation test of the unit, each test given the unit's
-  original logits;
+  original logits; the one method loop of every task, what differs per task
+  being :class:`CorpusJob`'s hooks (``unit_tensors``, ``batch_of``,
+  ``unit_scores``, ``test``, ``instance_row``), which a causal LM's
+  :class:`~captum_iba.evaluation.llm_loop.PromptJob` overrides;
 * :func:`merge_records` - a method's results over several units, from their
   per-instance records ("concatenate the states, compute the aggregates");
 * :func:`run_units` - every unit in this process, merged in memory.
@@ -114,6 +117,43 @@ class CorpusJob:
     def score_unit(self, unit: Any, methods: Sequence[str]) -> List["UnitScores"]:
         """One unit scored by ``methods`` and tested (:func:`score_unit`)."""
         return score_unit(self, unit, methods)
+
+    # The task's hooks: what the one loop (score_unit) asks of a unit.
+
+    def batch_of(self, unit: Any) -> Any:
+        """The batch every scorer explains for ``unit``: a classifier's
+        :class:`~captum_iba.evaluation.batches.TokenBatch`."""
+        return unit.call
+
+    def unit_scores(self, found: Any) -> Tensor:
+        """A scorer's answer for the unit as the per-token scores recorded
+        and tested: a classifier's ``(B, L)`` scores as they are."""
+        return found
+
+    def test(
+        self,
+        unit: Any,
+        name: str,
+        scorer: TokenScorer,
+        scores: Tensor,
+        seconds: float,
+    ) -> DegradationResult:
+        """The degradation test of method ``name``'s ``scores`` of ``unit``
+        (:func:`scorer_degradation`), given the unit's original logits when
+        the method's test options run the same first pass (as they do but
+        for a scorer with a pad id of its own); ``seconds`` (per instance)
+        are not recorded in a unit's result (the merge records them)."""
+        same = same_first_pass(self.degradation_options(scorer), unit.options)
+        return scorer_degradation(
+            self.model,
+            name,
+            scorer,
+            scores,
+            unit if same else unit.call,
+            tokenizer=self.tokenizer,
+            setting=self.preset,
+            test_kwargs=self.test_kwargs,
+        )
 
     def instance_row(self, unit: Any, j: int, scores: Tensor) -> Dict[str, Any]:
         """The record of the unit's ``j``-th instance for one method's
@@ -322,32 +362,21 @@ def scorer_degradation(
     )
 
 
-def score_unit(
-    job: CorpusJob, unit: UnitTensors, methods: Sequence[str]
-) -> List[UnitScores]:
-    """Score one unit (from :func:`unit_tensors`) with each of ``methods`` and,
-    when ``job.degradation``, run the degradation test on it, given the
-    unit's original logits (when the method's test options run the same first
-    pass, as they do but for a scorer with a pad id of its own)."""
+def score_unit(job: CorpusJob, unit: Any, methods: Sequence[str]) -> List[UnitScores]:
+    """Score one unit (from ``job.unit_tensors``) with each of ``methods``
+    and, when ``job.degradation``, run the degradation test on it: the one
+    method loop of every task. The scorer's call on the unit's batch
+    (``job.batch_of``, its answer read by ``job.unit_scores``) is timed; the
+    test is the task's (``job.test``)."""
     out = []
     for name in methods:
         scorer = job.scorers[name]
         start = time.perf_counter()
-        scores = unit.call.scores(scorer)
+        scores = job.unit_scores(scorer.attribute(job.batch_of(unit)))
         seconds = (time.perf_counter() - start) / len(unit.indices)
         result = None
         if job.degradation:
-            same = same_first_pass(job.degradation_options(scorer), unit.options)
-            result = scorer_degradation(
-                job.model,
-                name,
-                scorer,
-                scores,
-                unit if same else unit.call,
-                tokenizer=job.tokenizer,
-                setting=job.preset,
-                test_kwargs=job.test_kwargs,
-            )
+            result = job.test(unit, name, scorer, scores, seconds)
         out.append(UnitScores(name, scores, seconds, result))
     return out
 
