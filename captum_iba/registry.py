@@ -9,13 +9,14 @@
   per method for a classifier and a causal LM alike; each entry's facts say
   which options it takes (``options``), which shared resources it uses
   (``uses``), whether its scores are ``signed``, how a word's score is made
-  from its pieces' (``reduction``) and, per kind of model it explains
-  (``kinds``: ``"classifier"``, ``"causal-lm"``, see :data:`MODEL_KINDS`;
-  ``models`` lists them), its class and the arguments that kind fixes -
-  stated once, here, and read by the help texts, the pages, the resolver
-  and the scorers' own ``signed`` and ``word_reduction``. The entry point
-  resolves a name into a class once the model's kind is known
-  (:func:`method_entry`); 0.2's ``llm-*`` names are deprecated other names
+  from its pieces' (``reduction``), the kinds of model it explains
+  (``models``: ``"classifier"``, ``"causal-lm"``, see :data:`MODEL_KINDS`)
+  and its one class, which explains every kind of ``models`` through the one
+  contract ``scorer.attribute(batch)`` - stated once, here, and read by the
+  help texts, the pages, the resolver and the scorers' own ``signed`` and
+  ``word_reduction``. :func:`method_entry` gives a name's entry for a kind
+  of model, refusing a kind the method does not explain before anything
+  loads; 0.2's ``llm-*`` names are deprecated other names
   (:data:`LLM_NAMES`);
 * :data:`PRIORS` - IBA's noise priors (``prior="paper"``, ``--prior``);
 * :data:`SETTINGS` - the comparison settings of the degradation test
@@ -39,11 +40,20 @@ prior is one entry here plus its class; user code adds its own with
 :func:`captum_iba.evaluation.register_scorer`, ``METHODS.add(name, cls, ...)``
 or a package's entry point in the group ``captum_iba.methods``
 (docs/extending.rst).
+
+Why an entry still may map kinds to classes: each method is one class for
+every kind it explains (``_method(name, "module:Class", ...,
+models=MODEL_KINDS)``), and an entry's ``kinds`` fact - kind -> class and
+the arguments fixed - is derived from that one statement, so that
+:func:`method_entry` and the deprecated ``llm-*`` names read one shape.
+While a method's causal-LM class is being merged into its classifier class,
+its entry may still give ``{kind: class or (class, arguments)}``; a test
+(``tests/app/test_method_names.py``) says which built-in entries still do.
 """
 
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Union
 
 from captum_iba._utils import values as _v
 from captum_iba._utils.registry import Entry, Registry
@@ -128,23 +138,31 @@ def method_facts(cls: type) -> tuple:
 
 def _method(
     name: str,
-    targets: Mapping[str, Any],
+    target: Union[str, Mapping[str, Any]],
     summary: str,
     options: tuple = (),
     signed: bool = True,
     reduction: str = "sum",
     uses: tuple = (),
     also: tuple = (),
+    models: tuple = ("classifier",),
     **fixed: object,
 ) -> None:
-    """Register a method: ``targets`` maps each kind of model it explains to
-    its class (``"module:Class"`` in :mod:`captum_iba.evaluation`), or to
-    ``(class, the arguments that kind fixes)``; ``fixed`` are the arguments
-    every kind's class gets; ``also`` its other names. The rest are the
-    method's facts, the same for every kind."""
+    """Register a method: ``target`` is its one class (``"module:Class"`` in
+    :mod:`captum_iba.evaluation`), which explains each kind of model of
+    ``models``; ``fixed`` are the arguments it always gets; ``also`` its
+    other names. The rest are the method's facts, the same for every kind.
+
+    A method that still has a class per kind (a transition, see the module
+    docstring) gives ``target`` as a mapping of each kind it explains to its
+    class, or to ``(class, the arguments that kind fixes)``; ``models`` is
+    then the mapping's kinds.
+    """
+    if isinstance(target, str):
+        target = {kind: target for kind in models}
     kinds = {}
-    for kind, target in targets.items():
-        path, own = target if isinstance(target, tuple) else (target, {})
+    for kind, path in target.items():
+        path, own = path if isinstance(path, tuple) else (path, {})
         kinds[kind] = (f"{_EV}.{path}", MappingProxyType({**fixed, **own}))
     facts = dict(
         options=options,
@@ -154,33 +172,30 @@ def _method(
         models=tuple(kinds),
         kinds=MappingProxyType(kinds),
     )
-    target, defaults = next(iter(kinds.values()))
-    entry = METHODS.add(name, target, summary, facts=facts, **defaults)
+    first, defaults = next(iter(kinds.values()))
+    entry = METHODS.add(name, first, summary, facts=facts, **defaults)
     for other in also:
         METHODS.alias(other, entry)
     _BUILT_IN.update({n.lower(): entry for n in (name,) + also})
 
 
-#: Attribution methods as per-token scorers, by name (any case): one name per
-#: method, for a classifier (:class:`~captum_iba.evaluation.TokenScorer`
-#: subclasses) and a causal LM
-#: (:class:`~captum_iba.evaluation.llm_scorers.LLMScorer` subclasses) alike.
-#: An entry's ``kinds`` fact maps each kind of model it explains to its class
-#: and the constructor arguments that kind fixes (:func:`method_entry` picks
+#: Attribution methods as per-token scorers, by name (any case): one name and
+#: one class (a :class:`~captum_iba.evaluation.TokenScorer` subclass) per
+#: method, for a classifier and a causal LM alike. An entry's ``models`` fact
+#: lists the kinds of model it explains; its ``kinds`` fact maps each to the
+#: class and the constructor arguments fixed (:func:`method_entry` picks
 #: one); its ``target`` and ``defaults`` are its first kind's. Its other facts
 #: are described in the module docstring.
 METHODS = Registry("method", group="captum_iba.methods", adopt=method_facts)
 _BUILT_IN: Dict[str, Entry] = {}  # (read below without the entry points)
 _method(
     "random",
-    {
-        "classifier": "random_scorer:RandomScorer",
-        "causal-lm": "llm_scorers:LLMRandomScorer",
-    },
+    "random_scorer:RandomScorer",
     "uniform random scores (floor)",
     ("seed",),
     signed=False,
     reduction="mean",
+    models=MODEL_KINDS,
 )
 _method(
     "IG",
@@ -197,12 +212,12 @@ _method(
 )
 _method(
     "LIME-text",
-    {"classifier": "lime:LimeTextScorer"},
+    "lime:LimeTextScorer",
     "LIME on words (lime package)",
     ("lime_samples", "lime_max_length", "seed"),
     reduction="mean",  # every piece carries its word's weight
 )
-_IBA = {"classifier": "iba:IBAScorer", "causal-lm": "llm_scorers:LLMIBAScorer"}
+_IBA = "iba:IBAScorer"
 _method(
     "IBA",
     _IBA,
@@ -212,6 +227,7 @@ _method(
     signed=False,
     reduction="mean",
     config="paper",
+    models=MODEL_KINDS,
 )
 _method(
     "iba-faithful",
@@ -223,10 +239,11 @@ _method(
     signed=False,
     reduction="mean",
     config="faithful",
+    models=MODEL_KINDS,
 )
 _method(
     "iba-amortized",
-    {"classifier": "amortized:IBAAmortizedScorer"},
+    "amortized:IBAAmortizedScorer",
     "amortized IBA: an explainer taught by iba-deletion once per model, then one "
     "forward pass per attribution (docs/amortized.rst)",
     ("layer", "explainer_objective"),
@@ -247,6 +264,7 @@ _method(
     reduction="mean",
     config="deletion",
     layer="embeddings",
+    models=MODEL_KINDS,
 )
 _method(
     "LOO",
@@ -258,17 +276,17 @@ _method(
 )
 _method(
     "occlusion",
-    {"classifier": "captum_methods:OcclusionScorer"},
+    "captum_methods:OcclusionScorer",
     "occlusion by [PAD], masked",
 )
 _method(
     "occlusion-mask",
-    {"classifier": "captum_methods:OcclusionMaskScorer"},
+    "captum_methods:OcclusionMaskScorer",
     "occlusion by [MASK]",
 )
 _method(
     "grad-x-act",
-    {"classifier": "captum_methods:GradientXActivationScorer"},
+    "captum_methods:GradientXActivationScorer",
     "gradient x activation of the embeddings",
 )
 _method(
@@ -297,9 +315,10 @@ _method(
 )
 _method(
     "AttnLRP",
-    {"classifier": "attnlrp:AttnLRPScorer", "causal-lm": "attnlrp:LLMAttnLRPScorer"},
+    "attnlrp:AttnLRPScorer",
     "attention-aware LRP (a causal LM: of the answer's logits; needs lxt and "
     "transformers 4.x)",
+    models=MODEL_KINDS,
 )
 
 

@@ -4,13 +4,15 @@ A package lists its names once, each with the module that defines it
 (:func:`exports`); :func:`lazy_names` gives the package its ``__getattr__``
 and ``__dir__``, so that importing one submodule (``captum_iba.attr.text``)
 does not import the rest of the package, and a command loads only what it
-runs.
+runs. :func:`renamed` keeps earlier releases' names importable, with a
+warning naming the new one.
 """
 
 import importlib
+import warnings
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Tuple
 
-__all__ = ["exports", "lazy_names"]
+__all__ = ["exports", "lazy_names", "renamed"]
 
 
 def exports(**modules: Iterable[str]) -> Dict[str, str]:
@@ -38,3 +40,23 @@ def lazy_names(
         return sorted(set(namespace) | set(names))
 
     return __getattr__, __dir__
+
+
+def renamed(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+    """``__getattr__`` of ``module`` for earlier releases' ``names`` (old
+    name -> ``"package.module:NewName"``): each still importable until 0.4,
+    with a ``DeprecationWarning`` naming the new one."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        path, new = names[name].split(":")
+        warnings.warn(
+            f"{module}.{name} is deprecated (it goes in 0.4): use {path}.{new}, "
+            "the method's one class for a classifier or a causal LM",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(path), new)
+
+    return __getattr__

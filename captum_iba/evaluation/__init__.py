@@ -99,6 +99,6 @@ _NAMES = exports(
     explainers=["method_explainer"],
 )
 #: Earlier releases' names (importable, with a warning from their module).
-_MOVED = ("IBAFaithfulScorer", "SCORERS")
+_MOVED = ("IBAFaithfulScorer", "LLMAttnLRPScorer", "LLMIBAScorer", "SCORERS")
 __all__ = sorted(n for n in _NAMES if n not in _MOVED)
 __getattr__, __dir__ = lazy_names(__name__, _NAMES, globals())

@@ -12,9 +12,8 @@ class level. This scorer therefore:
   ``transformers`` and ``torch.nn`` afterwards, also on errors;
 * scores token ``i`` by :math:`R_i = \\sum_h e_{ih} \\, \\partial f_y / \\partial
   e_{ih}` computed with the AttnLRP rules, :math:`e` the input embeddings and
-  :math:`f_y` the target's logit (:class:`AttnLRPScorer`, classifiers), or
-  the sum of the answer tokens' logits (:class:`LLMAttnLRPScorer`,
-  ``AttnLRP``'s class for causal LMs).
+  :math:`f_y` the target's logit of a classifier, or the sum of a causal
+  LM's answer tokens' logits (:class:`AttnLRPScorer`, one class for both).
 
 Requirements (an optional extra, ``pip install "captum-iba[attnlrp]"``):
 ``lxt`` 2.1 supports BERT, GPT-2, Llama, Qwen and Gemma; it imports
@@ -32,14 +31,13 @@ from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 import torch
 from torch import Tensor, nn
 
+from captum_iba._utils.lazy import renamed
 from captum_iba.attr.llm import AnswerScores
 from captum_iba.attr.llm_batch import IGNORE_INDEX, PromptBatch, position_ids
-from captum_iba.evaluation.llm_scorers import LLMScorer
 from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = [
     "AttnLRPScorer",
-    "LLMAttnLRPScorer",
     "attnlrp_available",
     "lxt_module",
     "patched_copy",
@@ -169,11 +167,18 @@ class _CopyCache:
 
 
 class AttnLRPScorer(TokenScorer):
-    """AttnLRP relevance of each token (see the module docstring).
+    """AttnLRP relevance of each token (see the module docstring), for a
+    classifier's class or a causal LM's answer.
+
+    On a causal LM the relevance explained is the sum of the answer tokens'
+    logits (each at the position that predicts it), as AttnLRP explains a
+    logit; padding on the left is read with position ids counted over the
+    real tokens.
 
     Args:
         model (nn.Module): A Hugging Face ``...ForSequenceClassification``
-            model of a family ``lxt`` supports (BERT, GPT-2, Llama).
+            or ``...ForCausalLM`` model of a family ``lxt`` supports (BERT,
+            GPT-2, Llama).
         **kwargs: See :class:`TokenScorer`.
 
     Raises:
@@ -186,12 +191,18 @@ class AttnLRPScorer(TokenScorer):
         "the token's relevance for the class's logit (LRP: the relevances add "
         "up to about the logit): + for the class, - against it"
     )
+    prompt_meaning = (
+        "the token's relevance for the answer's logits (LRP: the relevances add "
+        "up to about them): + for the answer, - against it"
+    )
 
     def __init__(self, model: nn.Module, **kwargs: Any) -> None:
         super().__init__(model, **kwargs)
         self.module_name = lxt_module(model)
         self._copies = _CopyCache()
         self.settings.update(implementation="lxt.efficient (AttnLRP rules)")
+        if self.kind == "causal-lm":
+            self.settings.update(explained="the sum of the answer tokens' logits")
 
     def _scores(
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
@@ -208,43 +219,7 @@ class AttnLRPScorer(TokenScorer):
         relevance = (embeds.detach() * grad).sum(-1)
         return relevance.float() * self._removable(ids, mask)
 
-
-class LLMAttnLRPScorer(LLMScorer):
-    """AttnLRP for a causal LM (``AttnLRP`` on a causal LM): each prompt token's
-    relevance for the answer, in one backward pass of a patched copy.
-
-    The relevance explained is the sum of the answer tokens' logits (each at
-    the position that predicts it), as AttnLRP explains a logit; the scores
-    are :math:`R_i = \\sum_h e_{ih} \\, \\partial f / \\partial e_{ih}` with
-    ``lxt``'s rules, :math:`e` the token embeddings. Padding on the left is
-    read with position ids counted over the real tokens.
-
-    Args:
-        model (nn.Module): A Hugging Face ``...ForCausalLM`` of a family
-            ``lxt`` supports (GPT-2, Llama).
-        **kwargs: The arguments of
-            :class:`~captum_iba.evaluation.llm_scorers.LLMScorer`.
-
-    Raises:
-        ImportError: When ``lxt`` cannot be imported here.
-        ValueError: For a model family lxt does not support.
-    """
-
-    score_meaning = (
-        "the token's relevance for the answer's logits (LRP: the relevances add "
-        "up to about them): + for the answer, - against it"
-    )
-
-    def __init__(self, model: nn.Module, **kwargs: Any) -> None:
-        super().__init__(model, **kwargs)
-        self.module_name = lxt_module(model)
-        self._copies = _CopyCache()
-        self.settings.update(
-            implementation="lxt.efficient (AttnLRP rules)",
-            explained="the sum of the answer tokens' logits",
-        )
-
-    def _scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+    def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
         args = batch.arguments()
         mask = args["attention_mask"]
         target = args["labels"][:, 1:]
@@ -262,3 +237,7 @@ class LLMAttnLRPScorer(LLMScorer):
         relevance = (embeds.detach() * grad).sum(-1).float()
         last = relevance.new_zeros(relevance.shape[0], 1)  # the answer's last token
         return AnswerScores(torch.cat([relevance, last], dim=1), None, "relevance")
+
+
+#: 0.3's class of AttnLRP on a causal LM (``AttnLRPScorer`` now), until 0.4.
+__getattr__ = renamed(__name__, {"LLMAttnLRPScorer": f"{__name__}:AttnLRPScorer"})

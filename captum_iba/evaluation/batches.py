@@ -10,6 +10,8 @@
 
 Every method takes either through the one contract
 ``scorer.attribute(batch)`` (:class:`~captum_iba.evaluation.TokenScorer`).
+A causal LM's passes are sized by :func:`rows_per_pass` (rows x tokens
+within :data:`ROW_TOKENS`).
 """
 
 from dataclasses import dataclass
@@ -17,7 +19,20 @@ from typing import Any, Optional
 
 from torch import Tensor
 
-__all__ = ["TokenBatch"]
+__all__ = ["ROW_TOKENS", "TokenBatch", "rows_per_pass"]
+
+#: Default bound of one forward and backward pass of IBA's noise copies or
+#: integrated gradients' steps on a causal LM's prompts: rows x tokens. A
+#: decoder keeps far more per token for its backward pass than the small
+#: encoders IBA's own default is set for (SmolLM2-135M: about 1.5 MB per
+#: token), so a long prompt runs one row per pass.
+ROW_TOKENS = 2048
+
+
+def rows_per_pass(width: int, given: Optional[int]) -> int:
+    """``given``, else as many rows of ``width`` tokens as keep rows x tokens
+    within :data:`ROW_TOKENS` (at least 1)."""
+    return given if given is not None else max(1, ROW_TOKENS // max(width, 1))
 
 
 @dataclass(frozen=True)

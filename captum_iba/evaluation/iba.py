@@ -1,9 +1,16 @@
-"""Information Bottleneck Attribution as a per-token scorer.
+"""Information Bottleneck Attribution as a per-token scorer, of a classifier
+or a causal LM.
 
 One class, :class:`IBAScorer`, holds one :class:`~captum_iba.attr.options.IBAOptions`;
 its registry entries (:data:`captum_iba.registry.METHODS`) name the
 configuration: ``"IBA"`` is the paper's, ``"iba-faithful"`` the most faithful
-one measured (docs/faithfulness.rst).
+one measured (docs/faithfulness.rst), ``"iba-deletion"`` the deletion through
+the attention. What it explains is decided once, at construction, from the
+model's kind (:attr:`~captum_iba.evaluation.TokenScorer.kind`): a
+classifier's class logit, or a causal LM's answer's log-likelihood
+(:class:`~captum_iba.attr.llm.CausalLMLogLikelihood`, on the batch route of
+:func:`~captum_iba.attr.llm.explain_answers`: the whole batch, the whole
+answer and each output token in one IBA call).
 """
 
 import warnings
@@ -13,9 +20,17 @@ from torch import Tensor
 
 from captum_iba.attr._precision import precision_used
 from captum_iba.attr.iba import InformationBottleneckAttribution
+from captum_iba.attr.llm import (
+    AnswerScores,
+    CausalLMLogLikelihood,
+    explain_answers,
+    llm_options,
+)
+from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.attr.options import NOISE_ONLY, ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
 from captum_iba.attr.text import LayerLike, resolve_layer, token_attributions
+from captum_iba.evaluation.batches import rows_per_pass
 from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = ["IBAScorer"]
@@ -24,18 +39,22 @@ __all__ = ["IBAScorer"]
 class IBAScorer(TokenScorer):
     """Information Bottleneck Attribution (the project's own class) per token:
     the capacity summed over the token's features (nats), or the mask's mean
-    over them (the share of the token's signal kept, in [0, 1]).
+    over them (the share of the token's signal kept, in [0, 1]), of a
+    classifier's class or a causal LM's answer (see the module docstring).
 
     Args:
-        model (Callable): HF model (``(ids, mask[, tt])`` positionally).
+        model (Callable): HF model (``(ids, mask[, tt])`` positionally), a
+            classifier or a causal LM (``...ForCausalLM``).
         layer (int, str, nn.Module or LayerRef, optional): The layer after
             which the bottleneck goes, in any form
             :func:`~captum_iba.attr.text.resolve_layer` takes (an index,
             ``"embeddings"`` - as ``iba-deletion`` uses -, a module); None:
-            the default layer.
+            the default layer (a causal LM's: its token embeddings).
         config (str or IBAOptions): A named configuration
             (:data:`~captum_iba.attr.options.CONFIGS`) or options. Default
-            ``"paper"``.
+            ``"paper"``. On a causal LM, a named configuration of
+            :data:`~captum_iba.attr.llm.LLM_MASKS` adds its ``mask``
+            (``"faithful"``: one mask weight per token).
         prior (str or NoisePrior, optional): Replaces the configuration's
             prior; None keeps it.
         seed (int, optional): Noise seed. Default 0.
@@ -43,12 +62,16 @@ class IBAScorer(TokenScorer):
             autocast, see :class:`~captum_iba.InformationBottleneckAttribution`)
             or ``"auto"`` (bf16 where the machine has it natively). Default:
             :func:`~captum_iba.attr._precision.default_precision` (``"auto"``
-            for the deletion configuration, else ``"float32"``); ``settings``
-            records the precision it resolves to on the model's device.
+            for the deletion configuration on a classifier, else
+            ``"float32"``: bfloat16 is not measured on causal LMs);
+            ``settings`` records the precision it resolves to on the model's
+            device.
         iba_class (type, optional): The attribution class (default
             ``captum_iba.InformationBottleneckAttribution``), for tests.
         **kwargs: Further fields of :class:`~captum_iba.attr.options.IBAOptions`
-            (``beta``, ``steps``, ``internal_batch_size``, ...), then the
+            (``beta``, ``steps``, ``internal_batch_size``: on a causal LM by
+            default as many noise rows per pass as keep rows x tokens within
+            :data:`~captum_iba.evaluation.batches.ROW_TOKENS`, ...), then the
             arguments of :class:`TokenScorer`.
     """
 
@@ -67,22 +90,40 @@ class IBAScorer(TokenScorer):
         if prior is not None:
             knobs["prior"] = prior
         super().__init__(model, **kwargs)
+        causal = self.kind == "causal-lm"
+        if causal:  # one mask weight per token for the configurations that ask
+            knobs = llm_options({**knobs, "config": config})
+            config = knobs.pop("config")
         ref = resolve_layer(model, layer)
         #: The IBA options every call uses (one object, validated once).
         self.options = IBAOptions.from_config(config, seed=seed, **knobs)
-        precision, used = precision_used(model, precision, self.options)
+        precision, used = precision_used(model, precision, self.options, causal)
         extra: Dict[str, Any] = {}
-        if precision != "float32":
+        if precision != "float32" or causal:
             extra["precision"] = precision
-        # the deletion baseline, or the tokens the attention removal may remove
-        if self.options.prior.needs_baseline or self.options.removal == "attention":
+        # the deletion baseline, or the tokens the attention removal may
+        # remove (a causal LM's answer's: its tokens never scored)
+        if (
+            causal
+            or self.options.prior.needs_baseline
+            or self.options.removal == "attention"
+        ):
             extra.update(
                 pad_token_id=self.pad_token_id,
                 special_token_ids=self.special_token_ids,
             )
+        explained = CausalLMLogLikelihood(model) if causal else model
         self.iba = (iba_class or InformationBottleneckAttribution)(
-            model, ref.module, **extra
+            explained, ref.module, **extra
         )
+        if causal:  # as 0.3's records hold them
+            self.settings.update(
+                layer_index=ref.index,
+                layer=ref.label if ref.index is not None else "embeddings",
+                options=self.options.record(),
+                precision=used,
+            )
+            return
         self.settings.update(
             _used_options(self.options),
             layer=type(ref.module).__name__,
@@ -92,8 +133,9 @@ class IBAScorer(TokenScorer):
             self.settings["layer_index"] = ref.index
 
     @property
-    def score_meaning(self) -> str:
-        """str: What a score means under this configuration's readout."""
+    def meaning(self) -> str:  # type: ignore[override]
+        """str: What a classifier's score means under this configuration's
+        readout."""
         where = "the bottleneck"
         if "layer_index" in self.settings:
             where += f" after encoder layer {self.settings['layer_index']}"
@@ -125,6 +167,16 @@ class IBAScorer(TokenScorer):
             "direction (for or against the class)"
         )
 
+    @property
+    def prompt_meaning(self) -> str:  # type: ignore[override]
+        """str: What a causal LM's score means under this readout."""
+        if self.options.readout == "mask_mean":
+            return (
+                "the share of the token's signal the answer needs (the mask in "
+                "[0, 1], averaged over the steps and the features; 0: none)"
+            )
+        return "the information (nats) the answer needs from the token"
+
     def _scores(
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
     ) -> Tensor:
@@ -136,15 +188,28 @@ class IBAScorer(TokenScorer):
             config=self.options,
             token_mask=mask,
         )
-        runs = getattr(self.iba, "last_run", None) or [{}]
-        if runs[0].get("precision"):  # what ran, on the model's device now
-            self.settings["precision"] = runs[0]["precision"]
-        reason = runs[0].get("no_ranking", "")
+        run = self._last_run()
+        reason = run.get("no_ranking", "")
         if reason:  # the layer ranks no token: said wherever the settings go
             self.settings["no_ranking"] = reason
         if attr.dim() != 3:
             return attr
         return token_attributions(attr, reduction=self.options.token_reduction)
+
+    def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+        rows = rows_per_pass(batch.input_ids.shape[1], self.options.internal_batch_size)
+        options = self.options.replace(internal_batch_size=rows)
+        scores = explain_answers(self.iba, batch, per_token=per_token, config=options)
+        self._last_run()
+        return scores
+
+    def _last_run(self) -> Dict[str, Any]:
+        """The attribution's last run's record; the precision that ran (on
+        the model's device now) recorded in the settings."""
+        run = (getattr(self.iba, "last_run", None) or [{}])[0]
+        if run.get("precision"):
+            self.settings["precision"] = run["precision"]
+        return run
 
 
 def _used_options(options: IBAOptions) -> Dict[str, Any]:

@@ -3,7 +3,7 @@
 :func:`content_mask` finds a prompt's content (the review, the article, the
 premise and hypothesis) among its tokens from the content's characters; then
 :func:`degrade_answers` scores a :class:`~captum_iba.attr.llm_batch.PromptBatch`
-with any method for causal LMs (:mod:`~captum_iba.evaluation.llm_scorers`)
+with any method that explains causal LMs (``scorer.attribute(batch)``)
 and runs :func:`~captum_iba.metrics.prompt_degradation_test` on its answers,
 the content removed in the method's order, the instruction, the chat
 template and the answer kept.
@@ -16,7 +16,7 @@ from torch import Tensor
 from captum_iba.attr.llm import CausalLMLogLikelihood
 from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.attr.llm_choice import CausalLMChoice
-from captum_iba.evaluation.llm_scorers import LLMScorer
+from captum_iba.evaluation.scorers import TokenScorer
 from captum_iba.evaluation.sources import source_index
 from captum_iba.metrics import (
     DegradationOptions,
@@ -55,7 +55,7 @@ def content_mask(
 
 
 def degrade_answers(
-    scorer: LLMScorer,
+    scorer: TokenScorer,
     batch: PromptBatch,
     content: Tensor,
     options: Optional[DegradationOptions] = None,
@@ -68,7 +68,8 @@ def degrade_answers(
     (:func:`~captum_iba.metrics.choice_degradation_test`).
 
     Args:
-        scorer (LLMScorer): A method for causal LMs (``build_scorers``).
+        scorer (TokenScorer): A method that explains causal LMs
+            (``build_scorers``).
         batch (PromptBatch): Prompts and the answers to explain.
         content (Tensor): ``(B, W)`` bool, the removable tokens
             (:func:`content_mask`).

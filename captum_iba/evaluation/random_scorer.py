@@ -1,4 +1,5 @@
-"""The floor of every comparison: seeded uniform random scores."""
+"""The floor of every comparison: seeded uniform random scores, of a
+classifier's tokens or a causal LM's prompt tokens."""
 
 from typing import Any, Callable, Optional
 
@@ -6,6 +7,8 @@ import torch
 from torch import Tensor
 
 from captum_iba._utils.common import instance_seed
+from captum_iba.attr.llm import AnswerScores
+from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = ["RandomScorer", "seeded_uniform"]
@@ -17,31 +20,42 @@ class RandomScorer(TokenScorer):
     Each instance's scores are drawn at its real tokens from a generator seeded
     with :func:`~captum_iba._utils.common.instance_seed` (``seed`` and the
     instance's token ids): an instance gets the same scores in any batch,
-    order, padding width or process.
+    order, padding width or process. A causal LM's prompt gets them at its
+    scored tokens (every output token the answer's draw).
 
     Args:
-        model (Callable, optional): Unused (kept for a uniform interface).
+        model (Callable, optional): Unused but for its kind (kept for a
+            uniform interface).
         seed (int): Default 0.
         **kwargs: See :class:`TokenScorer`.
     """
 
     meaning = "uniform random numbers in [0, 1): a floor to compare with, no meaning"
+    prompt_meaning = "uniform random numbers in [0, 1): a floor to compare with"
 
     def __init__(
         self, model: Optional[Callable[..., Any]] = None, seed: int = 0, **kwargs: Any
     ) -> None:
         super().__init__(model, **kwargs)  # type: ignore[arg-type]
         self.seed = int(seed)
-        self.settings.update(
-            distribution="uniform[0, 1)", seed=self.seed, seeding="per instance"
-        )
-        self.settings["explains"] = "n/a"
+        self.settings.update(distribution="uniform[0, 1)", seed=self.seed)
+        if self.kind == "classifier":
+            self.settings.update(seeding="per instance", explains="n/a")
 
     def _attribute(
         self, input_ids: Tensor, target: Any, mask: Tensor, tt: Optional[Tensor]
     ) -> Tensor:
         """Uniform scores ``(B, L)`` (no forward pass, no target needed)."""
         return seeded_uniform(input_ids, mask, self.seed)
+
+    def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+        """Uniform scores of the prompts' tokens (no forward pass)."""
+        out = seeded_uniform(batch.input_ids, batch.attention_mask, self.seed)
+        tokens = None
+        if per_token:  # every output token gets the answer's draw
+            width = int(batch.answer_mask.sum(1).max())
+            tokens = out[:, None].expand(-1, width, -1).clone()
+        return AnswerScores(out, tokens, "random")
 
 
 def seeded_uniform(input_ids: Tensor, mask: Tensor, seed: int) -> Tensor:
