@@ -277,13 +277,13 @@ def llm_rows(args: argparse.Namespace, bf16: bool) -> None:
     import torch
 
     from captum_iba.attr.llm_batch import IGNORE_INDEX, PromptBatch
-    from captum_iba.evaluation.llm_scorers import LLMIBAScorer
+    from captum_iba.evaluation.iba import IBAScorer
 
     model, what = smollm2(args.device)
     print(f"\nmodel: {what}")
     precisions = ["float32"] + (["bf16"] if bf16 else [])
     scorers = {
-        p: LLMIBAScorer(model, layer="embeddings", config="deletion", precision=p)
+        p: IBAScorer(model, layer="embeddings", config="deletion", precision=p)
         for p in precisions
     }
     measure = timer(args.device, args.reps)

@@ -148,3 +148,86 @@ def test_a_scorer_reads_its_facts_from_the_registry():
         built = next(iter(scorer.values()))
         assert built.signed == facts["signed"]
         assert built.word_reduction == facts["reduction"]
+
+
+#: The hook a method's class implements for each kind of model it explains
+#: (RandomScorer overrides the classifier's whole ``_attribute``).
+HOOKS = {"classifier": ("_scores", "_attribute"), "causal-lm": ("_prompt_scores",)}
+#: Built-in methods whose causal-LM class is still Captum's LLM adapter,
+#: being merged into their classifier class (another change of issue 50);
+#: strict: the test fails once they are one class, to be removed then.
+CAPTUM_PENDING = {"IG", "LIME", "LOO", "kernel-shap", "shapley", "saliency",
+                  "input-x-gradient"}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_a_method_s_class_implements_every_kind_it_declares(name):
+    """Each kind an entry declares has its hook implemented by the class the
+    entry names for it (not the base's, which refuses the kind)."""
+    from captum_iba.evaluation.scorers import TokenScorer
+
+    for kind in METHODS.entry(name).facts["models"]:
+        cls = method_entry(name, kind).load()
+        own = [h for h in HOOKS[kind] if getattr(cls, h) is not vars(TokenScorer)[h]]
+        assert own, (name, kind, cls.__name__)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="Captum's"))
+        if n in CAPTUM_PENDING
+        else n
+        for n in BUILT_IN
+    ],
+)
+def test_a_method_is_one_class_for_every_kind(name):
+    """One class per method: an entry names one class, whichever kind of
+    model it explains, with the same fixed arguments."""
+    entry = METHODS.entry(name)
+    kinds = entry.facts["models"]
+    found = {method_entry(name, k).target for k in kinds}
+    assert len(found) == 1, (name, found)
+    fixed = {tuple(sorted(method_entry(name, k).defaults.items())) for k in kinds}
+    assert len(fixed) == 1, (name, fixed)
+
+
+@pytest.mark.parametrize(
+    "module, old, new",
+    [
+        ("llm_scorers", "LLMIBAScorer", "iba:IBAScorer"),
+        ("llm_scorers", "LLMRandomScorer", "random_scorer:RandomScorer"),
+        ("attnlrp", "LLMAttnLRPScorer", "attnlrp:AttnLRPScorer"),
+    ],
+)
+def test_a_merged_class_s_old_name_warns_and_is_the_one_class(module, old, new):
+    import importlib
+
+    home, cls = new.split(":")
+    ev = "captum_iba.evaluation"
+    one = getattr(importlib.import_module(f"{ev}.{home}"), cls)
+    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated.*{cls}"):
+        found = getattr(importlib.import_module(f"{ev}.{module}"), old)
+    assert found is one
+
+
+def test_one_class_scores_either_kind_of_batch():
+    """IBAScorer explains a classifier's TokenBatch and a causal LM's
+    PromptBatch, what it explains decided once from the model's kind."""
+    from captum_iba.evaluation.batches import TokenBatch
+    from captum_iba.evaluation.iba import IBAScorer
+    from tests.helpers import tiny_hf_model
+
+    lm, tok = tiny_causal_lm("gpt2"), tiny_word_tokenizer()
+    batch = prompt_batch(tok, ["the cat sat on the mat"], [" ran"])
+    on_lm = IBAScorer(lm, "embeddings", "deletion", tokenizer=tok, steps=2)
+    assert on_lm.kind == "causal-lm" and on_lm.settings["precision"] == "float32"
+    assert type(on_lm.iba.forward_func).__name__ == "CausalLMLogLikelihood"
+    assert on_lm.attribute(batch).answer.shape == batch.input_ids.shape
+    torch.manual_seed(0)
+    classifier = tiny_hf_model("bert")
+    on_clf = IBAScorer(classifier, "embeddings", "deletion", steps=2)
+    ids = torch.randint(5, 50, (2, 6), generator=torch.Generator().manual_seed(0))
+    scores = on_clf.attribute(TokenBatch(ids, torch.tensor([0, 1])))
+    assert on_clf.kind == "classifier" and scores.shape == ids.shape
+    assert "options" not in on_clf.settings and "options" in on_lm.settings

@@ -128,7 +128,7 @@ class TestCaptumLLMAPI(BaseTest):
         token, as llm-iba-faithful does on the batch route (issue 53, item 5:
         the API kept the per-feature mask, which gave SmolLM2 no ranking):
         the same scores on both routes; an explicit mask is kept."""
-        from captum_iba.evaluation.llm_scorers import LLMIBAScorer
+        from captum_iba.evaluation.iba import IBAScorer
 
         model = tiny_causal_lm("llama")
         layer = causal_lm_layers(model)[1]
@@ -138,7 +138,7 @@ class TestCaptumLLMAPI(BaseTest):
         inp = TextTokenInput("the cat sat on the", self.tok)
         res = llm.attribute(inp, target="mat a", config="faithful", **FAST)
         # what llm-iba-faithful ran before: the mask named
-        scorer = LLMIBAScorer(
+        scorer = IBAScorer(
             model, 1, "faithful", tokenizer=self.tok, mask="token", **FAST
         )
         found = scorer.attribute(
@@ -147,7 +147,7 @@ class TestCaptumLLMAPI(BaseTest):
         assertTensorAlmostEqual(
             self, res.token_attr, found.tokens[0, :, :5], 1e-4, "max"
         )
-        named = LLMIBAScorer(model, 1, "faithful", tokenizer=self.tok, **FAST)
+        named = IBAScorer(model, 1, "faithful", tokenizer=self.tok, **FAST)
         self.assertEqual(named.options, scorer.options)
         feature = llm.attribute(
             inp, target="mat a", config="faithful", mask="feature", **FAST
@@ -289,17 +289,17 @@ def test_a_mask_readout_is_in_the_classifiers_range() -> None:
     classifiers' scorers do - its mean over the features, in [0, 1] - where
     the batch route summed it over the hidden size (SmolLM2: hundreds); the
     paper's capacity stays summed, in nats."""
-    from captum_iba.evaluation.llm_scorers import LLMIBAScorer
+    from captum_iba.evaluation.iba import IBAScorer
 
     model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
     batch = prompt_batch(tok, ["the cat sat on the", "a dog"], [" mat", " ran in"])
     for config, layer in (("deletion", "embeddings"), ("faithful", None)):
-        scorer = LLMIBAScorer(model, layer, config, tokenizer=tok, steps=3)
+        scorer = IBAScorer(model, layer, config, tokenizer=tok, steps=3)
         found = scorer.attribute(batch, per_token=True)
         assert found.unit == "signal" and found.tokens is not None
         for values in (found.answer[batch.scored], found.tokens[:, 0][batch.scored]):
             assert ((values >= 0) & (values <= 1)).all(), (config, values)
         assert (found.answer[batch.scored] > 0.05).any()  # not all zero
-    paper = LLMIBAScorer(model, 1, "paper", tokenizer=tok, steps=3)
+    paper = IBAScorer(model, 1, "paper", tokenizer=tok, steps=3)
     assert paper.attribute(batch).unit == "nats"
     assert no_hooks(model)

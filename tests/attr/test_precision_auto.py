@@ -16,7 +16,6 @@ from captum_iba.app import cli
 from captum_iba.attr import _precision, _speed
 from captum_iba.attr.options import IBAOptions
 from captum_iba.evaluation.iba import IBAScorer
-from captum_iba.evaluation.llm_scorers import LLMIBAScorer
 from captum_iba.registry import OPTIONS
 from tests.helpers import tiny_causal_lm, tiny_hf_model
 
@@ -146,10 +145,8 @@ def test_scorers_record_the_resolved_precision(machine):
     assert scorer.settings["precision"] == "float32"
     machine["flags"] = {"avx512_bf16"}
     lm = tiny_causal_lm("llama")
-    assert LLMIBAScorer(lm, **deletion).settings["precision"] == "float32"
-    assert LLMIBAScorer(lm, **deletion, precision="auto").settings["precision"] == (
-        "bf16"
-    )
+    assert IBAScorer(lm, **deletion).settings["precision"] == "float32"
+    assert IBAScorer(lm, **deletion, precision="auto").settings["precision"] == ("bf16")
 
 
 def test_the_command_line_takes_precision_and_keeps_bf16():

@@ -10,7 +10,7 @@ import torch
 from transformers.models.llama import modeling_llama
 
 from captum_iba.attr.llm_batch import IGNORE_INDEX, position_ids, prompt_batch
-from captum_iba.evaluation.attnlrp import LLMAttnLRPScorer, attnlrp_available
+from captum_iba.evaluation.attnlrp import AttnLRPScorer, attnlrp_available
 from tests.helpers import (
     install_fake_lxt,
     no_hooks,
@@ -68,7 +68,7 @@ def test_llm_attnlrp_is_gradient_x_input_of_the_answer_logits_and_restores_all(
         "norm": modeling_llama.LlamaRMSNorm.forward,
         "attention": modeling_llama.eager_attention_forward,
     }
-    scorer = LLMAttnLRPScorer(model, tokenizer=tok)
+    scorer = AttnLRPScorer(model, tokenizer=tok)
     found = scorer.attribute(batch)
     expected = _by_hand(model, batch) * batch.scored
     torch.testing.assert_close(found.answer, expected, rtol=1e-4, atol=1e-6)
@@ -99,7 +99,7 @@ def test_llm_attnlrp_refuses_what_it_cannot_explain(fake_lxt):
     with pytest.raises(ValueError, match="model types.*got 'opt'"):
         model = tiny_causal_lm("llama")
         model.config.model_type = "opt"
-        LLMAttnLRPScorer(model)
+        AttnLRPScorer(model)
 
 
 def test_llm_attnlrp_says_what_blocks_it():
@@ -107,4 +107,4 @@ def test_llm_attnlrp_says_what_blocks_it():
     if ok:  # pragma: no cover - only where lxt imports (transformers 4.x)
         pytest.skip("lxt imports here")
     with pytest.raises(ImportError, match="lxt.*transformers"):
-        LLMAttnLRPScorer(tiny_causal_lm("llama"))
+        AttnLRPScorer(tiny_causal_lm("llama"))
