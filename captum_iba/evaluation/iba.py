@@ -180,6 +180,11 @@ class IBAScorer(TokenScorer):
     def _scores(
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
     ) -> Tensor:
+        if self.kind == "causal-lm":
+            raise TypeError(
+                f"{self.name} was built on a causal LM: give it a PromptBatch "
+                "(prompt_batch), not token ids"
+            )
         extra = (mask,) if tt is None else (mask, tt)
         attr = self.iba.attribute(
             ids,
@@ -197,6 +202,11 @@ class IBAScorer(TokenScorer):
         return token_attributions(attr, reduction=self.options.token_reduction)
 
     def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+        if self.kind != "causal-lm":
+            raise TypeError(
+                f"{self.name} was built on a classifier: a PromptBatch needs it "
+                "built on a causal LM"
+            )
         rows = rows_per_pass(batch.input_ids.shape[1], self.options.internal_batch_size)
         options = self.options.replace(internal_batch_size=rows)
         scores = explain_answers(self.iba, batch, per_token=per_token, config=options)

@@ -231,3 +231,19 @@ def test_one_class_scores_either_kind_of_batch():
     scores = on_clf.attribute(TokenBatch(ids, torch.tensor([0, 1])))
     assert on_clf.kind == "classifier" and scores.shape == ids.shape
     assert "options" not in on_clf.settings and "options" in on_lm.settings
+
+
+def test_one_class_refuses_the_batch_of_the_other_kind():
+    """What IBAScorer explains is decided at construction: built on a
+    classifier it refuses a PromptBatch, built on a causal LM token ids."""
+    from captum_iba.evaluation.iba import IBAScorer
+    from tests.helpers import tiny_hf_model
+
+    lm, tok = tiny_causal_lm("gpt2"), tiny_word_tokenizer()
+    batch = prompt_batch(tok, ["the cat sat"], [" ran"])
+    on_lm = IBAScorer(lm, "embeddings", "deletion", tokenizer=tok, steps=1)
+    with pytest.raises(TypeError, match="built on a causal LM.*PromptBatch"):
+        on_lm.attribute(batch.input_ids, torch.tensor([0]), batch.attention_mask)
+    on_clf = IBAScorer(tiny_hf_model("bert"), "embeddings", "deletion", steps=1)
+    with pytest.raises(TypeError, match="built on a classifier"):
+        on_clf.attribute(batch)
