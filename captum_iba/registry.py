@@ -41,19 +41,20 @@ prior is one entry here plus its class; user code adds its own with
 or a package's entry point in the group ``captum_iba.methods``
 (docs/extending.rst).
 
-Why an entry still may map kinds to classes: each method is one class for
-every kind it explains (``_method(name, "module:Class", ...,
-models=MODEL_KINDS)``), and an entry's ``kinds`` fact - kind -> class and
-the arguments fixed - is derived from that one statement, so that
-:func:`method_entry` and the deprecated ``llm-*`` names read one shape.
-While a method's causal-LM class is being merged into its classifier class,
-its entry may still give ``{kind: class or (class, arguments)}``; a test
-(``tests/app/test_method_names.py``) says which built-in entries still do.
+Why an entry names one class and no argument per kind: a method is one
+class for every kind it explains (``_method(name, "module:Class", ...,
+models=MODEL_KINDS)``), whose ``attribute(batch)`` takes either kind of
+batch; what differs per kind (IBA's causal-LM wrapper and precision, the
+Captum class that Captum's LLM API runs) is decided in the class, once, from
+the model's kind (``TokenScorer.kind``), so the kinds are stated once, here,
+and a fixed argument (``config``, ``layer``) is the same whatever the model.
+``tests/app/test_method_names.py`` checks that each built-in class
+implements the hook of every kind its entry declares.
 """
 
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, Dict, Mapping, Union
+from typing import Dict
 
 from captum_iba._utils import values as _v
 from captum_iba._utils.registry import Entry, Registry
@@ -131,14 +132,13 @@ def method_facts(cls: type) -> tuple:
         signed=bool(_class_fact(cls, "signed", True)),
         reduction=str(_class_fact(cls, "word_reduction", "sum")),
         models=models,
-        kinds=MappingProxyType({m: (cls, MappingProxyType({})) for m in models}),
     )
     return (cls.__doc__ or "").strip().split("\n")[0], facts
 
 
 def _method(
     name: str,
-    target: Union[str, Mapping[str, Any]],
+    target: str,
     summary: str,
     options: tuple = (),
     signed: bool = True,
@@ -150,30 +150,13 @@ def _method(
 ) -> None:
     """Register a method: ``target`` is its one class (``"module:Class"`` in
     :mod:`captum_iba.evaluation`), which explains each kind of model of
-    ``models``; ``fixed`` are the arguments it always gets; ``also`` its
-    other names. The rest are the method's facts, the same for every kind.
-
-    A method that still has a class per kind (a transition, see the module
-    docstring) gives ``target`` as a mapping of each kind it explains to its
-    class, or to ``(class, the arguments that kind fixes)``; ``models`` is
-    then the mapping's kinds.
-    """
-    if isinstance(target, str):
-        target = {kind: target for kind in models}
-    kinds = {}
-    for kind, path in target.items():
-        path, own = path if isinstance(path, tuple) else (path, {})
-        kinds[kind] = (f"{_EV}.{path}", MappingProxyType({**fixed, **own}))
+    ``models``; ``fixed`` are the arguments it always gets, whatever the
+    kind; ``also`` its other names. The rest are the method's facts, the
+    same for every kind."""
     facts = dict(
-        options=options,
-        signed=signed,
-        reduction=reduction,
-        uses=uses,
-        models=tuple(kinds),
-        kinds=MappingProxyType(kinds),
+        options=options, signed=signed, reduction=reduction, uses=uses, models=models
     )
-    first, defaults = next(iter(kinds.values()))
-    entry = METHODS.add(name, first, summary, facts=facts, **defaults)
+    entry = METHODS.add(name, f"{_EV}.{target}", summary, facts=facts, **fixed)
     for other in also:
         METHODS.alias(other, entry)
     _BUILT_IN.update({n.lower(): entry for n in (name,) + also})
@@ -181,11 +164,11 @@ def _method(
 
 #: Attribution methods as per-token scorers, by name (any case): one name and
 #: one class (a :class:`~captum_iba.evaluation.TokenScorer` subclass) per
-#: method, for a classifier and a causal LM alike. An entry's ``models`` fact
-#: lists the kinds of model it explains; its ``kinds`` fact maps each to the
-#: class and the constructor arguments fixed (:func:`method_entry` picks
-#: one); its ``target`` and ``defaults`` are its first kind's. Its other facts
-#: are described in the module docstring.
+#: method, for a classifier and a causal LM alike. An entry's ``target`` is
+#: the class, its ``defaults`` the constructor arguments it always gets, its
+#: ``models`` fact the kinds of model it explains (:func:`method_entry`
+#: refuses the others). Its other facts are described in the module
+#: docstring.
 METHODS = Registry("method", group="captum_iba.methods", adopt=method_facts)
 _BUILT_IN: Dict[str, Entry] = {}  # (read below without the entry points)
 _method(
@@ -199,16 +182,18 @@ _method(
 )
 _method(
     "IG",
-    dict.fromkeys(MODEL_KINDS, "ig:IntegratedGradientsScorer"),
+    "ig:IntegratedGradientsScorer",
     "integrated gradients (a causal LM: of the token embeddings, Captum's "
     "LLMGradientAttribution)",
     ("ig_steps", "internal_batch_size"),
+    models=MODEL_KINDS,
 )
 _method(
     "LIME",
-    dict.fromkeys(MODEL_KINDS, "lime:CaptumLimeScorer"),
+    "lime:CaptumLimeScorer",
     "LIME on tokens (Captum; a causal LM: its LLMAttribution, the whole answer only)",
     ("lime_samples", "seed"),
+    models=MODEL_KINDS,
 )
 _method(
     "LIME-text",
@@ -268,11 +253,12 @@ _method(
 )
 _method(
     "LOO",
-    dict.fromkeys(MODEL_KINDS, "loo:LeaveOneOutScorer"),
+    "loo:LeaveOneOutScorer",
     "leave-one-out: how much the output explained falls when one token alone is "
     "removed (a classifier: deleted; a causal LM: Captum's FeatureAblation, the "
     "token replaced by the pad token)",
     also=("ablation",),
+    models=MODEL_KINDS,
 )
 _method(
     "occlusion",
@@ -291,27 +277,31 @@ _method(
 )
 _method(
     "kernel-shap",
-    dict.fromkeys(MODEL_KINDS, "captum_methods:KernelShapScorer"),
+    "captum_methods:KernelShapScorer",
     "KernelSHAP on tokens (a causal LM: Captum's LLMAttribution, the whole answer "
     "only)",
     ("shap_samples", "seed"),
+    models=MODEL_KINDS,
 )
 _method(
     "shapley",
-    dict.fromkeys(MODEL_KINDS, "captum_methods:ShapleySamplingScorer"),
+    "captum_methods:ShapleySamplingScorer",
     "Shapley value sampling on tokens (a causal LM: Captum's LLMAttribution)",
     ("shap_samples", "seed"),
+    models=MODEL_KINDS,
 )
 _method(
     "saliency",
-    dict.fromkeys(MODEL_KINDS, "captum_methods:SaliencyScorer"),
+    "captum_methods:SaliencyScorer",
     "the gradient at the embeddings the first layer reads, summed over features "
     "(Captum's LayerGradientXActivation without the inputs)",
+    models=MODEL_KINDS,
 )
 _method(
     "input-x-gradient",
-    dict.fromkeys(MODEL_KINDS, "captum_methods:InputXGradientScorer"),
+    "captum_methods:InputXGradientScorer",
     "input x gradient of the token embeddings, summed over features",
+    models=MODEL_KINDS,
 )
 _method(
     "AttnLRP",
@@ -323,9 +313,9 @@ _method(
 
 
 def method_entry(name: str, kind: str = "classifier") -> Entry:
-    """Method ``name``'s entry for models of ``kind``: the class and the
-    fixed arguments that explain that kind, with the method's facts (a
-    deprecated name gives its entry without a warning: its request warned).
+    """Method ``name``'s entry, checked to explain models of ``kind``: its
+    class, its fixed arguments and its facts (a deprecated name gives its
+    entry without a warning: its request warned).
 
     Raises:
         ValueError: For an unknown name, or a kind the method does not
@@ -335,16 +325,12 @@ def method_entry(name: str, kind: str = "classifier") -> Entry:
 
 
 def _for_kind(entry: Entry, kind: str) -> Entry:
-    kinds = entry.facts.get("kinds") or {
-        k: (entry.target, entry.defaults)
-        for k in entry.facts.get("models", ("classifier",))
-    }
-    if kind not in kinds:
+    models = entry.facts.get("models", ("classifier",))
+    if kind not in models:
         raise ValueError(
-            f"{entry.name} explains {' and '.join(kinds)} models, not {kind!r}"
+            f"{entry.name} explains {' and '.join(models)} models, not {kind!r}"
         )
-    target, defaults = kinds[kind]
-    return replace(entry, target=target, defaults=MappingProxyType(dict(defaults)))
+    return entry
 
 
 #: The names of 0.2's methods for causal LMs -> the name to write now: the
@@ -368,7 +354,6 @@ LLM_NAMES = {
 for _old, _new in LLM_NAMES.items():
     _kind = _for_kind(_BUILT_IN[_new], "causal-lm")
     _facts = dict(_kind.facts, models=("causal-lm",), renamed=_kind.name)
-    _facts["kinds"] = MappingProxyType({"causal-lm": (_kind.target, _kind.defaults)})
     METHODS.alias(
         _old,
         replace(_kind, name=_old, facts=MappingProxyType(_facts)),

@@ -7,8 +7,8 @@ from captum.attr import LayerIntegratedGradients
 from torch import Tensor, nn
 
 from captum_iba.attr.text import resolve_layer
+from captum_iba.evaluation.batches import rows_per_pass
 from captum_iba.evaluation.captum_prompts import CaptumPromptScorer
-from captum_iba.evaluation.llm_scorers import rows_per_pass
 
 __all__ = ["IntegratedGradientsScorer", "embedding_layer"]
 
@@ -58,7 +58,7 @@ class IntegratedGradientsScorer(CaptumPromptScorer):
             (rows per forward/backward pass). Default: as many rows as keep a
             pass within ``max_tokens_per_pass`` tokens (at least the batch); a
             causal LM's, within
-            :data:`~captum_iba.evaluation.llm_scorers.ROW_TOKENS`.
+            :data:`~captum_iba.evaluation.batches.ROW_TOKENS`.
         max_tokens_per_pass (int): A classifier's: bounds the memory of a pass when
             ``internal_batch_size`` is None: a batch of 16 reviews of 256
             tokens at 50 steps is 204,800 tokens in one pass otherwise (tens of

@@ -137,9 +137,8 @@ def registered_name(cls: type) -> str:
     ``name`` attribute, else its class name."""
     path = f"{cls.__module__}:{cls.__qualname__}"
     for name in METHODS.names():
-        entry = METHODS.entry(name)
-        kinds = entry.facts.get("kinds") or {"": (entry.target, None)}
-        if any(target is cls or target == path for target, _ in kinds.values()):
+        target = METHODS.entry(name).target
+        if target is cls or target == path:
             return name
     return str(getattr(cls, "name", None) or cls.__name__)
 

@@ -153,11 +153,6 @@ def test_a_scorer_reads_its_facts_from_the_registry():
 #: The hook a method's class implements for each kind of model it explains
 #: (RandomScorer overrides the classifier's whole ``_attribute``).
 HOOKS = {"classifier": ("_scores", "_attribute"), "causal-lm": ("_prompt_scores",)}
-#: Built-in methods whose causal-LM class is still Captum's LLM adapter,
-#: being merged into their classifier class (another change of issue 50);
-#: strict: the test fails once they are one class, to be removed then.
-CAPTUM_PENDING = {"IG", "LIME", "LOO", "kernel-shap", "shapley", "saliency",
-                  "input-x-gradient"}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", BUILT_IN)
@@ -172,15 +167,7 @@ def test_a_method_s_class_implements_every_kind_it_declares(name):
         assert own, (name, kind, cls.__name__)
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="Captum's"))
-        if n in CAPTUM_PENDING
-        else n
-        for n in BUILT_IN
-    ],
-)
+@pytest.mark.parametrize("name", BUILT_IN)
 def test_a_method_is_one_class_for_every_kind(name):
     """One class per method: an entry names one class, whichever kind of
     model it explains, with the same fixed arguments."""

@@ -13,7 +13,7 @@ from captum_iba.evaluation.captum_methods import KernelShapScorer
 from captum_iba.evaluation.captum_prompts import CaptumPromptScorer
 from captum_iba.evaluation.ig import IntegratedGradientsScorer
 from captum_iba.evaluation.loo import LeaveOneOutScorer
-from captum_iba.registry import METHODS
+from captum_iba.registry import METHODS, MODEL_KINDS, method_entry
 from tests.helpers import tiny_causal_lm, tiny_word_tokenizer
 
 #: The methods that explain both kinds through Captum.
@@ -30,12 +30,9 @@ def _prompts(tok):
 def test_one_class_per_method_for_both_kinds(method):
     """A method is one class, which names the Captum class it runs for a
     causal LM; the registry fixes no per-kind argument; no string table."""
-    kinds = METHODS.entry(method).facts["kinds"]
-    (classifier, fixed), (causal, causal_fixed) = (
-        kinds["classifier"],
-        kinds["causal-lm"],
-    )
-    assert classifier == causal and not fixed and not causal_fixed
+    classifier, causal = (method_entry(method, k) for k in MODEL_KINDS)
+    assert classifier.target == causal.target
+    assert not classifier.defaults and not causal.defaults
     cls = scorer_class(method)
     assert issubclass(cls, CaptumPromptScorer) and cls.prompt_method is not None
     assert not hasattr(llm_scorers, "CAPTUM_METHODS")
