@@ -327,7 +327,7 @@ class Seam:
         self.model, self.site, self.clean, self.rows, self.n = (
             model, site, clean, rows, n,
         )  # fmt: skip
-        self.constant = constant
+        self.constant, self.cuts = constant, cuts
         self.stack, self.device_ids, self.precision = stack, device_ids, precision
         #: How T replaces the site.
         self.path: Path = self._choose(cuts) if path is None else path
@@ -368,8 +368,12 @@ class Seam:
                 )
             )
             if self.above is not None:
+                container, indices = self.above
+                if self.cuts:
+                    layers = [container[i] for i in indices]
+                    installed.enter_context(_speed.lean_bias_attention(layers))
                 installed.enter_context(
-                    attention_removal(*self.above, self._current_keep)
+                    attention_removal(container, indices, self._current_keep)
                 )
             self._installed = installed.pop_all()
         return self
