@@ -258,7 +258,7 @@ def optimise(
         task (Task): The objective and the targets.
         options (IBAOptions): ``beta``, ``steps``, ``n_samples``, ``lr``,
             ``init_alpha``, ``optimizer``, ``readout``, ``removal``,
-            ``complement``.
+            ``complement``, ``complement_skip``.
         seed (int): Seed of every instance's noise generator.
         init (Tensor, optional): Initial ``alpha`` (broadcastable to ``x``,
             e.g. an amortized explainer's), instead of ``options.init_alpha``
@@ -293,8 +293,10 @@ def optimise(
     paired = pair_terms and options.removal == "attention" and bool(options.complement)
     paired = paired and (rows_per_pass is None or 2 * batch * n <= rows_per_pass)
     terms = torch.zeros(batch * n)
+    last_complement = options.steps - options.complement_skip  # the last k without
     for step in range(options.steps):
-        if paired:  # Eqs. R1-R2 and R3 in one pass
+        complement = options.complement if step < last_complement else 0.0
+        if paired and complement:  # Eqs. R1-R2 and R3 in one pass
             grad, losses, terms = paired_gradient(
                 seam, rows, alpha, task, rows_target, n, options.complement
             )
@@ -310,13 +312,13 @@ def optimise(
         info_weight = 0.0 if options.removal == "attention" else beta
         loss = ib.information_bottleneck_loss(loss_task, cap_mean, info_weight)  # Eq. 5
         grad = grad + torch.autograd.grad(loss.sum(), alpha)[0]
-        if options.complement and not paired:  # Eq. R3: the mask inverted
+        if complement and not paired:  # Eq. R3: the mask inverted
             more, terms = task_gradient(
                 seam, rows.bottleneck(-alpha), task, rows_target, passes, alpha, n,
-                options.complement,
+                complement,
             )  # fmt: skip
             grad = grad + more
-        if options.complement:
+        if complement:
             loss = loss + terms.reshape(batch, n).mean(1)
         _check_finite(loss, step)
         if optimizer is None:

@@ -54,6 +54,7 @@ __all__ = [
     "CausalLMLogLikelihood",
     "LLMInformationBottleneckAttribution",
     "LLM_MASKS",
+    "LLM_OVERRIDES",
     "explain_answers",
     "llm_options",
     "no_ranking",
@@ -371,20 +372,23 @@ def explain_answers(
     return AnswerScores(answer, tokens, unit, flat)
 
 
-#: The mask a named configuration uses on a causal LM when the call names
-#: none: ``"faithful"``'s per-feature mask gives a decoder no ranking (every
+#: What a named configuration changes on a causal LM where the call does not
+#: set it: ``"faithful"``'s per-feature mask gives a decoder no ranking (every
 #: token's score stays where the mask starts, docs/llm.rst), one weight per
-#: token ranks. Read by :func:`llm_options`, the one place both routes
-#: (Captum's LLM API and :func:`explain_answers`' callers, ``llm-iba-faithful``)
-#: resolve it.
-LLM_MASKS = {"faithful": "token"}
+#: token ranks; ``"deletion"`` keeps its complement term at every step (the
+#: classifiers' last steps without it were measured on SST-2 only, issue 54).
+#: Read by :func:`llm_options`, the one place both routes (Captum's LLM API
+#: and :func:`explain_answers`' callers, ``llm-iba-faithful``) resolve it.
+LLM_OVERRIDES = {"faithful": {"mask": "token"}, "deletion": {"complement_skip": 0}}
+#: The mask of :data:`LLM_OVERRIDES` per configuration.
+LLM_MASKS = {name: o["mask"] for name, o in LLM_OVERRIDES.items() if "mask" in o}
 
 
 def llm_options(options: Dict[str, Any]) -> Dict[str, Any]:
-    """IBA's options of a call on a causal LM: ``options`` with the ``mask``
-    of :data:`LLM_MASKS` added when ``config`` names such a configuration
-    (any case) and ``mask`` is not given. A given ``mask``, or options passed
-    as an :class:`~captum_iba.attr.options.IBAOptions`, are used as they are.
+    """IBA's options of a call on a causal LM: ``options`` with the fields of
+    :data:`LLM_OVERRIDES` added when ``config`` names such a configuration
+    (any case) and does not set them. Given fields, or options passed as an
+    :class:`~captum_iba.attr.options.IBAOptions`, are used as they are.
 
     Args:
         options (dict): Keyword options of
@@ -394,10 +398,11 @@ def llm_options(options: Dict[str, Any]) -> Dict[str, Any]:
         dict: The options to use (a new dict when one is added).
     """
     config = options.get("config", "paper")
-    if "mask" in options or not isinstance(config, str):
+    if not isinstance(config, str):
         return options
-    mask = LLM_MASKS.get(config.lower())
-    return options if mask is None else {**options, "mask": mask}
+    fields = LLM_OVERRIDES.get(config.lower(), {})
+    extra = {k: v for k, v in fields.items() if k not in options}
+    return {**options, **extra} if extra else options
 
 
 def options_of(iba: InformationBottleneckAttribution, options: Dict[str, Any]) -> Any:

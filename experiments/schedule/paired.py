@@ -7,7 +7,10 @@ interval (instances resampled, seed 0), and the CPU-s ratio.
 
 Usage::
 
-    python experiments/schedule/paired.py OUT/sst2/report
+    python experiments/schedule/paired.py OUT/sst2/report [BASE.json]
+
+(``BASE.json``: another reference in the same folder, e.g.
+``iba-deletion_s7_lr4.json`` for the candidates against the 7-step default.)
 """
 
 import json
@@ -28,7 +31,8 @@ def interval(diff: np.ndarray, n_boot: int = 2000) -> tuple:
 
 def main() -> None:
     folder = Path(sys.argv[1])
-    base = json.loads((folder / BASE).read_text())
+    name = sys.argv[2] if len(sys.argv) > 2 else BASE
+    base = json.loads((folder / name).read_text())
     print(f"{folder}: n={len(base['aopc'])}, against {base['method']}")
     print(
         "| schedule | AOPC | d AOPC [95 %] | drop@11 % | d drop [95 %] | CPU-s ratio |"

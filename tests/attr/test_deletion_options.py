@@ -204,7 +204,9 @@ def _attention_run(
     removable[0, 0] = False  # a special token: never removed
     layer = _loop.Layer(x, x, torch.ones(1), mask, removable)
     task = _loop.Task(resolve_objective("cross_entropy"), torch.tensor([1]))
-    options = CONFIGS.load("deletion").replace(complement=complement, steps=1, lr=lr)
+    options = CONFIGS.load("deletion").replace(
+        complement=complement, complement_skip=0, steps=1, lr=lr
+    )
     stub = _StubSeam(w, flat_first)
     attr, _ = _loop.optimise(layer, stub, task, options, 0)
     return attr, stub

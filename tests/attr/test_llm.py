@@ -303,3 +303,21 @@ def test_a_mask_readout_is_in_the_classifiers_range() -> None:
     paper = IBAScorer(model, 1, "paper", tokenizer=tok, steps=3)
     assert paper.attribute(batch).unit == "nats"
     assert no_hooks(model)
+
+
+def test_the_deletion_configuration_keeps_its_complement_on_a_causal_lm() -> None:
+    """A causal LM's "deletion" keeps the complement term at every step (the
+    classifiers' default leaves it out at the last step, measured on SST-2
+    only); a call that sets complement_skip, and "faithful"'s token mask,
+    are as before."""
+    from captum_iba.attr.llm import llm_options
+    from captum_iba.attr.options import CONFIGS
+
+    assert CONFIGS.load("deletion").complement_skip == 1
+    assert llm_options({"config": "deletion"})["complement_skip"] == 0
+    assert llm_options({"config": "Deletion", "complement_skip": 2}) == {
+        "config": "Deletion",
+        "complement_skip": 2,
+    }
+    assert llm_options({"config": "faithful"})["mask"] == "token"
+    assert llm_options({"config": "faithful", "mask": "feature"})["mask"] == "feature"

@@ -205,15 +205,16 @@ def _rows_per_pass(model):
 def test_deletion_terms_share_one_pass_per_step(kind, monkeypatch):
     """config="deletion": the kept and the inverted mask's rows run side by
     side, one pass per step (the first, from alpha = 0 where the two masks
-    are equal, on one set of rows); the same scores as a pass per term (up
-    to rounding), with the same ranking."""
+    are equal, and the last, without the complement term, on one set of
+    rows); the same scores as a pass per term (up to rounding), with the
+    same ranking."""
     from captum_iba.attr import _loop
 
     model = tiny_hf_model(kind)
     ids, mask = _batch()
     seen, handle = _rows_per_pass(model)
     paired = _deletion(model, ids, mask)
-    assert seen == [3, 6, 6, 6]
+    assert seen == [3, 6, 6, 3]
     seen.clear()
     optimise = _loop.optimise
     monkeypatch.setattr(
@@ -221,7 +222,7 @@ def test_deletion_terms_share_one_pass_per_step(kind, monkeypatch):
     )
     apart = _deletion(model, ids, mask)
     handle.remove()
-    assert seen == [3] * 8
+    assert seen == [3] * 7
     torch.testing.assert_close(paired, apart, rtol=1e-5, atol=1e-5)
     real = mask.bool()
     for i in range(3):
@@ -239,4 +240,97 @@ def test_deletion_terms_apart_when_two_would_not_fit_a_pass():
     seen, handle = _rows_per_pass(model)
     _deletion(model, ids, mask, internal_batch_size=3)
     handle.remove()
-    assert seen == [3] * 8
+    assert seen == [3] * 7
+
+
+def test_deletion_last_steps_without_the_complement_run_one_set_of_rows():
+    """complement_skip=k: the last k steps run the kept mask's rows alone
+    (one set of rows instead of two); skipping every step is the run
+    without the complement term."""
+    model = tiny_hf_model("bert")
+    ids, mask = _batch()
+    seen, handle = _rows_per_pass(model)
+    _deletion(model, ids, mask, complement_skip=2)
+    assert seen == [3, 6, 3, 3]
+    seen.clear()
+    every = _deletion(model, ids, mask, complement_skip=4)
+    handle.remove()
+    assert seen == [3] * 4
+    none = _deletion(model, ids, mask, complement=0.0)
+    torch.testing.assert_close(every, none, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "1"])
+def test_complement_skip_must_be_a_count(bad):
+    from captum_iba.attr.options import IBAOptions
+
+    with pytest.raises(ValueError, match="complement_skip"):
+        IBAOptions(complement_skip=bad)
+
+
+def _lean_calls(monkeypatch):
+    """Counts the attention calls that take the explicit math."""
+    from captum_iba.attr import _speed
+
+    taken = []
+    applies = _speed._lean_applies
+
+    def counted(*args):
+        taken.append(applies(*args))
+        return taken[-1]
+
+    monkeypatch.setattr(_speed, "_lean_applies", counted)
+    return taken
+
+
+@pytest.mark.parametrize("kind", ["bert", "roberta"])
+def test_lean_bias_attention_is_the_sdpa_computation(kind, monkeypatch):
+    """Inside lean_bias_attention, a layer whose mask needs a gradient runs
+    the explicit math: the same output and mask gradient as SDPA; a mask
+    without a gradient keeps SDPA; the function table is restored after."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    from captum_iba.attr._speed import lean_bias_attention
+
+    model = tiny_hf_model(kind)
+    assert model.config._attn_implementation == "sdpa"
+    layer = model.base_model.encoder.layer[0]
+    h = torch.randn(2, 7, 16)
+    bias = torch.randn(2, 1, 1, 7)
+    bias[1, ..., 5:] = torch.finfo(torch.float32).min
+
+    def run():
+        mask = bias.clone().requires_grad_(True)
+        out = layer(h, mask)
+        out = out[0] if isinstance(out, tuple) else out
+        (grad,) = torch.autograd.grad(out.square().sum(), mask)
+        return out.detach(), grad
+
+    original = ALL_ATTENTION_FUNCTIONS["sdpa"]
+    want, want_grad = run()
+    taken = _lean_calls(monkeypatch)
+    with lean_bias_attention([layer]):
+        got, got_grad = run()
+        with torch.no_grad():
+            layer(h, bias)
+    assert taken == [True, False]
+    assert ALL_ATTENTION_FUNCTIONS["sdpa"] is original
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got_grad, want_grad, rtol=1e-4, atol=1e-5)
+
+
+def test_deletion_runs_the_bias_in_lean_attention(monkeypatch):
+    """config="deletion" runs every biased layer's attention in the explicit
+    math (each step), with the scores of SDPA's math kernel."""
+    from contextlib import nullcontext
+
+    from captum_iba.attr import _speed
+
+    model = tiny_hf_model("bert")
+    ids, mask = _batch()
+    taken = _lean_calls(monkeypatch)
+    lean = _deletion(model, ids, mask)
+    assert sum(taken) == 4 * len(model.base_model.encoder.layer)
+    monkeypatch.setattr(_speed, "lean_bias_attention", lambda layers: nullcontext())
+    sdpa = _deletion(model, ids, mask)
+    torch.testing.assert_close(lean, sdpa, rtol=1e-5, atol=1e-6)
