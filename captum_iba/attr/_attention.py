@@ -42,7 +42,17 @@ and every other model, runs the original function), for the duration of a
 
 import inspect
 from contextlib import contextmanager, nullcontext
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import (
+    Any,
+    Callable,
+    ContextManager,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Tuple,
+)
 
 import torch
 from torch import Tensor
@@ -59,6 +69,8 @@ __all__ = [
     "causal_mask",
     "fused_attention_modules",
     "kept_sdpa",
+    "lean_bias_attention",
+    "sdpa_for",
     "with_keep_bias",
 ]
 
@@ -216,9 +228,36 @@ def fused_attention_modules(layer: Module) -> List[Module]:
 
 
 @contextmanager
+def sdpa_for(
+    modules: Iterable[Module], replacement: Callable[..., Any]
+) -> Iterator[None]:
+    """Inside, transformers' ``"sdpa"`` attention function, called for one of
+    ``modules`` (their identity is checked), runs ``replacement(original,
+    module, query, key, value, attention_mask, **kwargs)``; every other call
+    runs the original, which is put back on exit."""
+    interface = _interface()
+    targets = {id(m) for m in modules}
+    previous = getattr(interface, "_local_mapping", {}).get(SDPA)
+    original = interface[SDPA]
+
+    def attention(module: Module, *args: Any, **kwargs: Any) -> Any:
+        if id(module) in targets:
+            return replacement(original, module, *args, **kwargs)
+        return original(module, *args, **kwargs)
+
+    interface[SDPA] = attention
+    try:
+        yield
+    finally:
+        if previous is None:
+            del interface[SDPA]
+        else:
+            interface[SDPA] = previous
+
+
 def kept_sdpa(
     modules: List[Module], keep: Callable[[], Optional[Tensor]]
-) -> Iterator[None]:
+) -> ContextManager[None]:
     """Inside, the attention of ``modules`` reads token ``t`` with weight
     ``keep()[:, t]`` (Eq. R2, see the module docstring); nothing changes while
     ``keep()`` is None. The original function is put back on exit.
@@ -227,21 +266,12 @@ def kept_sdpa(
         modules (list of Module): Attention modules (their identity is checked).
         keep (Callable): Returns :math:`\\bar\\lambda` ``(rows, L)`` or None.
     """
-    interface = _interface()
-    targets = {id(m) for m in modules}
-    local = getattr(interface, "_local_mapping", {})
-    previous = local.get(SDPA)
-    original = interface[SDPA]
 
-    def attention(
-        module: Module,
-        query: Tensor,
-        key: Tensor,
-        value: Tensor,
-        attention_mask: Optional[Tensor],
-        **kwargs: Any,
-    ) -> Any:
-        lam = keep() if id(module) in targets else None
+    def kept(
+        original: Callable[..., Any], module: Module, query: Tensor, key: Tensor,
+        value: Tensor, attention_mask: Optional[Tensor], **kwargs: Any,
+    ) -> Any:  # fmt: skip
+        lam = keep()
         if lam is None:
             return original(module, query, key, value, attention_mask, **kwargs)
         weight = lam.to(value.dtype)[:, None, :, None]  # (rows, 1, keys, 1)
@@ -252,11 +282,62 @@ def kept_sdpa(
         )  # fmt: skip
         return num / den.clamp_min(1e-30), None
 
-    interface[SDPA] = attention
-    try:
-        yield
-    finally:
-        if previous is None:
-            del interface[SDPA]
-        else:
-            interface[SDPA] = previous
+    return sdpa_for(modules, kept)
+
+
+#: Arguments of transformers' attention functions that change the result
+#: beyond ``softmax(q k^T s + mask) v``: :func:`lean_bias_attention` leaves
+#: a call that sets one of them to the original function.
+_NOT_LEAN = ("position_bias", "softcap", "sinks", "s_aux", "head_mask")
+
+
+def _lean_applies(
+    query: Tensor, key: Tensor, mask: Any, dropout: float, extra: Dict[str, Any]
+) -> bool:
+    """Whether a call computes ``softmax(q k^T s + mask) v`` with a 4-D
+    floating mask that needs a gradient (the bias), as many key heads as
+    query heads and no dropout."""
+    return (
+        isinstance(mask, Tensor)
+        and mask.requires_grad
+        and mask.is_floating_point()
+        and mask.dim() == 4
+        and not dropout
+        and query.shape[1] == key.shape[1]
+        and all(extra.get(name) is None for name in _NOT_LEAN)
+    )
+
+
+def lean_bias_attention(layers: List[Module]) -> ContextManager[None]:
+    """Inside, the attention modules of ``layers`` that transformers runs with
+    its ``"sdpa"`` function compute ``softmax(q k^T s + mask) v`` in explicit
+    math when their mask needs a gradient (Eq. R2's bias, see the module
+    docstring); every other call, module and model runs the original
+    function. Nothing changes where transformers has no such function; the
+    original is put back on exit.
+
+    Args:
+        layers (list of Module): The layers whose attention reads the bias.
+    """
+    if _interface() is None:
+        return nullcontext()
+    return sdpa_for([m for layer in layers for m in layer.modules()], _lean)
+
+
+def _lean(
+    original: Callable[..., Any], module: Module, query: Tensor, key: Tensor,
+    value: Tensor, attention_mask: Optional[Tensor], dropout: float = 0.0,
+    scaling: Optional[float] = None, **kwargs: Any,
+) -> Any:  # fmt: skip
+    """``softmax(q k^T s + mask) v`` where :func:`_lean_applies`, else the
+    original function."""
+    if not _lean_applies(query, key, attention_mask, dropout, kwargs):
+        return original(
+            module, query, key, value, attention_mask, dropout=dropout,
+            scaling=scaling, **kwargs,
+        )  # fmt: skip
+    assert attention_mask is not None
+    scale = query.shape[-1] ** -0.5 if scaling is None else scaling
+    scores = torch.matmul(query * scale, key.transpose(-1, -2))
+    weights = torch.softmax(scores + attention_mask[..., : key.shape[-2]], -1)
+    return torch.matmul(weights, value).transpose(1, 2).contiguous(), None

@@ -63,7 +63,7 @@ from captum_iba._utils.hooks import (
 )
 from captum_iba._utils.modules import embeddings_of
 from captum_iba.attr import _speed
-from captum_iba.attr._attention import attention_removal
+from captum_iba.attr._attention import attention_removal, lean_bias_attention
 from captum_iba.attr._inputs import copies_failed, slice_rows
 
 __all__ = [
@@ -371,7 +371,7 @@ class Seam:
                 container, indices = self.above
                 if self.cuts:
                     layers = [container[i] for i in indices]
-                    installed.enter_context(_speed.lean_bias_attention(layers))
+                    installed.enter_context(lean_bias_attention(layers))
                 installed.enter_context(
                     attention_removal(container, indices, self._current_keep)
                 )

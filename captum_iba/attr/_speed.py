@@ -27,7 +27,8 @@ construction:
   instances x noise samples x tokens within :data:`ROW_TOKENS` (the batch
   stays independent, each instance with its own noise and ``alpha``).
 
-* **the bias's attention in explicit math** (:func:`lean_bias_attention`):
+* **the bias's attention in explicit math**
+  (:func:`~captum_iba.attr._attention.lean_bias_attention`):
   with ``removal="attention"``, a layer whose attention mask carries Eq.
   (R2)'s bias (which needs a gradient) runs its attention as ``softmax(q k^T
   s + mask) v`` in three operations, where PyTorch's scaled-dot-product
@@ -74,7 +75,6 @@ __all__ = [
     "embeddings_replay",
     "frozen_parameters",
     "instances_per_chunk",
-    "lean_bias_attention",
     "precision_context",
     "rows_per_pass",
     "stack_cuts",
@@ -364,85 +364,6 @@ def _parent_of(model: Module, module: Module) -> Tuple[Module, str]:
             if child is module:
                 return parent, name
     raise ValueError(f"{type(module).__name__} is not a module of the model.")
-
-
-#: Arguments of transformers' attention functions that change the result
-#: beyond ``softmax(q k^T s + mask) v``: :func:`lean_bias_attention` leaves
-#: a call that sets one of them to the original function.
-_NOT_LEAN = ("position_bias", "softcap", "sinks", "s_aux", "head_mask")
-
-
-def _lean_applies(
-    query: Tensor, key: Tensor, mask: Any, dropout: float, extra: Dict[str, Any]
-) -> bool:
-    """Whether a call computes ``softmax(q k^T s + mask) v`` with a 4-D
-    floating mask that needs a gradient (the bias), as many key heads as
-    query heads and no dropout."""
-    return (
-        isinstance(mask, Tensor)
-        and mask.requires_grad
-        and mask.is_floating_point()
-        and mask.dim() == 4
-        and not dropout
-        and query.shape[1] == key.shape[1]
-        and all(extra.get(name) is None for name in _NOT_LEAN)
-    )
-
-
-@contextmanager
-def lean_bias_attention(layers: List[Module]) -> Iterator[None]:
-    """Inside, the attention modules of ``layers`` that transformers runs with
-    its ``"sdpa"`` function compute ``softmax(q k^T s + mask) v`` in explicit
-    math when their mask needs a gradient (Eq. R2's bias, see the module
-    docstring); every other call, module and model runs the original
-    function. Nothing changes where transformers has no such function; the
-    original is put back on exit.
-
-    Args:
-        layers (list of Module): The layers whose attention reads the bias.
-    """
-    try:
-        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS as table
-    except ImportError:  # pragma: no cover - older transformers
-        table = None
-    if table is None or "sdpa" not in table:
-        yield
-        return
-    targets = {id(m) for layer in layers for m in layer.modules()}
-    previous = getattr(table, "_local_mapping", {}).get("sdpa")
-    original = table["sdpa"]
-
-    def attention(
-        module: Module,
-        query: Tensor,
-        key: Tensor,
-        value: Tensor,
-        attention_mask: Optional[Tensor],
-        dropout: float = 0.0,
-        scaling: Optional[float] = None,
-        **kwargs: Any,
-    ) -> Any:
-        if id(module) not in targets or not _lean_applies(
-            query, key, attention_mask, dropout, kwargs
-        ):
-            return original(
-                module, query, key, value, attention_mask, dropout=dropout,
-                scaling=scaling, **kwargs,
-            )  # fmt: skip
-        assert attention_mask is not None
-        scale = query.shape[-1] ** -0.5 if scaling is None else scaling
-        scores = torch.matmul(query * scale, key.transpose(-1, -2))
-        weights = torch.softmax(scores + attention_mask[..., : key.shape[-2]], -1)
-        return torch.matmul(weights, value).transpose(1, 2).contiguous(), None
-
-    table["sdpa"] = attention
-    try:
-        yield
-    finally:
-        if previous is None:
-            del table["sdpa"]
-        else:
-            table["sdpa"] = previous
 
 
 @contextmanager

@@ -270,16 +270,16 @@ def test_complement_skip_must_be_a_count(bad):
 
 def _lean_calls(monkeypatch):
     """Counts the attention calls that take the explicit math."""
-    from captum_iba.attr import _speed
+    from captum_iba.attr import _attention
 
     taken = []
-    applies = _speed._lean_applies
+    applies = _attention._lean_applies
 
     def counted(*args):
         taken.append(applies(*args))
         return taken[-1]
 
-    monkeypatch.setattr(_speed, "_lean_applies", counted)
+    monkeypatch.setattr(_attention, "_lean_applies", counted)
     return taken
 
 
@@ -290,7 +290,7 @@ def test_lean_bias_attention_is_the_sdpa_computation(kind, monkeypatch):
     without a gradient keeps SDPA; the function table is restored after."""
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-    from captum_iba.attr._speed import lean_bias_attention
+    from captum_iba.attr._attention import lean_bias_attention
 
     model = tiny_hf_model(kind)
     assert model.config._attn_implementation == "sdpa"
@@ -324,13 +324,13 @@ def test_deletion_runs_the_bias_in_lean_attention(monkeypatch):
     math (each step), with the scores of SDPA's math kernel."""
     from contextlib import nullcontext
 
-    from captum_iba.attr import _speed
+    from captum_iba.attr import _seam
 
     model = tiny_hf_model("bert")
     ids, mask = _batch()
     taken = _lean_calls(monkeypatch)
     lean = _deletion(model, ids, mask)
     assert sum(taken) == 4 * len(model.base_model.encoder.layer)
-    monkeypatch.setattr(_speed, "lean_bias_attention", lambda layers: nullcontext())
+    monkeypatch.setattr(_seam, "lean_bias_attention", lambda layers: nullcontext())
     sdpa = _deletion(model, ids, mask)
     torch.testing.assert_close(lean, sdpa, rtol=1e-5, atol=1e-6)
