@@ -221,8 +221,9 @@ def tiny_word_tokenizer():
     )
 
 
-def tiny_causal_lm(kind: str, layers: int = 3, seed: int = 0):
-    """A tiny random GPT-2 or Llama causal LM over :data:`TINY_WORDS`."""
+def tiny_causal_lm(kind: str, layers: int = 3, seed: int = 0, positions: int = 32):
+    """A tiny random GPT-2 or Llama causal LM over :data:`TINY_WORDS`, with
+    ``positions`` positions."""
     import transformers as tf
 
     torch.manual_seed(seed)
@@ -230,7 +231,9 @@ def tiny_causal_lm(kind: str, layers: int = 3, seed: int = 0):
         vocab_size=len(TINY_WORDS), pad_token_id=0, eos_token_id=1, bos_token_id=1
     )
     if kind == "gpt2":
-        cfg = tf.GPT2Config(n_positions=32, n_embd=16, n_layer=layers, n_head=2, **ids)
+        cfg = tf.GPT2Config(
+            n_positions=positions, n_embd=16, n_layer=layers, n_head=2, **ids
+        )
         return tf.GPT2LMHeadModel(cfg).eval()
     if kind == "llama":
         cfg = tf.LlamaConfig(
@@ -239,7 +242,7 @@ def tiny_causal_lm(kind: str, layers: int = 3, seed: int = 0):
             num_hidden_layers=layers,
             num_attention_heads=2,
             num_key_value_heads=2,
-            max_position_embeddings=32,
+            max_position_embeddings=positions,
             **ids,
         )
         return tf.LlamaForCausalLM(cfg).eval()

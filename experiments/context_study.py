@@ -1,0 +1,330 @@
+"""Which source did the answer use (issue 51): context attribution measured
+the field's way, ContextCite's metrics, against ContextCite itself.
+
+For each example of a context task (:mod:`captum_iba.app.context_tasks`) the
+model answers the prompt (ContextCite's layout as a user turn of the chat
+template, greedy, at most 24 new tokens, stopped at the end-of-text token);
+each method scores the sources for that response:
+
+* ``contextcite-<A>`` - ContextCite's package, ``A`` ablations, our sources
+  as its partitioner and our response given to it
+  (:func:`~captum_iba.evaluation.context_cite.context_cite_scores`, which
+  checks the package reads the same response ids);
+* a registered token method (``iba-deletion``, ``ablation``, ``random``,
+  ``ig``, ...) on the prompt and response as a
+  :class:`~captum_iba.attr.llm_batch.PromptBatch`, its token scores pooled to
+  the sources by sum, mean and max
+  (:func:`~captum_iba.evaluation.sources.pool_sources`).
+
+Then :func:`~captum_iba.metrics.context.context_test`: the LDS over 32
+held-out ablations (keep probability 0.5, drawn by torch with seed
+:data:`HELDOUT_SEED` + the example's index, never ContextCite's NumPy seeds
+0..A-1) shared by all methods, the top-k log-probability drops (k = 1, 3, 5),
+and whether the key source (the one the query asks about) is ranked first.
+CPU-seconds are the method's alone (one torch thread, ``time.process_time``).
+
+Results are cached under ``--out``: per task and split, the responses and
+held-out ablations (``_examples.json``) and one record per method, each a
+list of per-example rows, written after every example (a run resumes; a
+method can be added later)::
+
+    python experiments/context_study.py run --task context-facts --split search \\
+        --n 12 --methods contextcite-32,iba-deletion,ablation,random
+    python experiments/context_study.py tables --task context-facts --split search
+
+Tables use the classifier study's statistics (means, 95 % bootstrap
+intervals, paired differences against ContextCite on the same examples).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Sequence
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+import faithfulness_study as fs  # noqa: E402
+
+from captum_iba._utils.io import atomic_write_text  # noqa: E402
+from captum_iba.app.context_tasks import (  # noqa: E402
+    CONTEXT_TASKS,
+    JOIN,
+    LAYOUT,
+    ContextExample,
+    context_examples,
+)
+from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
+from captum_iba.attr.llm import CausalLMLogLikelihood  # noqa: E402
+from captum_iba.attr.llm_batch import encode_prompt, prompt_batch  # noqa: E402
+from captum_iba.evaluation import Resources, build_scorers  # noqa: E402
+from captum_iba.evaluation.sources import (  # noqa: E402
+    POOLINGS,
+    pool_sources,
+    source_index,
+)
+from captum_iba.metrics.context import (  # noqa: E402
+    TOP_K,
+    ablate_sources,
+    context_test,
+)
+from captum_iba.registry import METHODS  # noqa: E402
+
+#: The held-out ablations' seed (plus the example's index).
+HELDOUT_SEED = 51_000
+#: The LDS's held-out ablations per example.
+HELDOUT_ABLATIONS = 32
+#: The longest response.
+MAX_NEW_TOKENS = 24
+#: The prefix of ContextCite's method names (``contextcite-32``).
+CONTEXTCITE = "contextcite-"
+
+
+def prompt_ids_of(tokenizer: Any, example: ContextExample) -> Callable:
+    """``keep -> ids``: the example's prompt with only the kept sources' text,
+    as a user turn of the chat template (as ContextCite ablates)."""
+
+    def prompt_ids(keep: Sequence[bool]) -> List[int]:
+        kept = [s for s, k in zip(example.sources, keep) if k]
+        # context_prompt's layout, any number of sources kept (none: empty)
+        text = LAYOUT.format(context=JOIN.join(kept), query=example.query)
+        return encode_prompt(tokenizer, text, chat=True)[0]
+
+    return prompt_ids
+
+
+def top1_hit(scores: torch.Tensor, key: int) -> bool:
+    """Whether ``key`` is ranked first (ties: the earlier source, as the
+    top-k drop breaks them)."""
+    order = torch.sort(-torch.as_tensor(scores), stable=True).indices
+    return int(order[0]) == key
+
+
+def source_scores(
+    method: str, scorer: Any, model: Any, tok: Any, example: ContextExample, batch: Any
+) -> Dict[str, torch.Tensor]:
+    """One method's source scores: ``{"-": scores}`` for ContextCite, one
+    per pooling for a token method."""
+    if method.startswith(CONTEXTCITE):
+        from captum_iba.evaluation.context_cite import context_cite_scores
+
+        found = context_cite_scores(
+            model, tok, example.sources, example.query, batch.answer_ids(0),
+            num_ablations=int(method[len(CONTEXTCITE):]),
+        )  # fmt: skip
+        return {"-": found}
+    _, spans = example.prompt()
+    index = source_index(tok, batch, [spans], chat=True)
+    tokens = scorer.attribute(batch).answer
+    n = len(example.sources)
+    return {p: pool_sources(tokens, index, n, p)[0] for p in POOLINGS}
+
+
+def study_example(
+    model: Any,
+    tok: Any,
+    example: ContextExample,
+    scorers: Dict[str, Any],
+    seed: int = HELDOUT_SEED,
+    max_new_tokens: int = MAX_NEW_TOKENS,
+) -> Dict[str, Dict[str, Any]]:
+    """Every method's row for one example: its response, each method's
+    source scores and metrics (per pooling), its CPU-seconds.
+
+    Args:
+        model: The causal LM.
+        tok: Its tokenizer (a chat template, a fast one).
+        example (ContextExample): The example.
+        scorers (dict): Method -> a scorer (``attribute(batch)``), or None
+            for ``contextcite-<A>``.
+        seed (int): The held-out ablations' seed.
+        max_new_tokens (int): The longest response.
+
+    Returns:
+        dict: Method -> its row.
+    """
+    prompt, _ = example.prompt()
+    batch = prompt_batch(
+        tok, [prompt], model=model, chat=True, max_new_tokens=max_new_tokens
+    )
+    response = batch.answer_ids(0)
+    ll = CausalLMLogLikelihood(model)
+    prompt_ids = prompt_ids_of(tok, example)
+    pad = int(tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
+    n = len(example.sources)
+    ablations = ablate_sources(
+        ll, prompt_ids, response, n, HELDOUT_ABLATIONS, 0.5, seed, pad_token_id=pad
+    )
+    rows = {}
+    for method, scorer in scorers.items():
+        began = time.process_time()
+        found = source_scores(method, scorer, model, tok, example, batch)
+        seconds = time.process_time() - began
+        results = context_test(
+            ll, prompt_ids, response, found, TOP_K, ablations, pad_token_id=pad
+        )
+        rows[method] = dict(
+            cpu_seconds=seconds,
+            n_sources=n,
+            key=example.key,
+            response=tok.decode(response),
+            pooled={
+                p: dict(
+                    scores=found[p].tolist(),
+                    lds=results[p].lds,
+                    top1=top1_hit(found[p], example.key),
+                    drops={str(k): v for k, v in results[p].top_k_drop.items()},
+                )
+                for p in found
+            },
+        )
+    return rows
+
+
+def _record(out: Path, method: str) -> List[Dict[str, Any]]:
+    path = out / f"{method}.json"
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def run(args: argparse.Namespace) -> None:
+    """Score and test every method on every example not yet cached."""
+    os.environ.setdefault("TQDM_DISABLE", "1")  # ContextCite's progress bars
+    torch.set_num_threads(1)
+    from captum_iba.app.causal_lm import load_causal_lm
+
+    methods = [  # a registered method by its name now (ablation -> LOO)
+        m if m.startswith(CONTEXTCITE) else METHODS.entry(m).name
+        for m in args.methods.split(",")
+    ]
+    out = Path(args.out) / args.task / args.split
+    out.mkdir(parents=True, exist_ok=True)
+    examples = context_examples(args.task, args.split, args.n, seed=args.seed)
+    model, tok = load_causal_lm(args.model)
+    built: Dict[str, Any] = {}
+    for i, example in enumerate(examples):
+        todo = [m for m in methods if len(_record(out, m)) == i]
+        if not todo:
+            continue
+        for m in todo:
+            if m not in built and not m.startswith(CONTEXTCITE):
+                built[m] = build_scorers([m], Resources(model, tok), kind="causal-lm")
+        scorers = {m: built[m][m] if m in built else None for m in todo}
+        rows = study_example(model, tok, example, scorers, HELDOUT_SEED + i)
+        for m, row in rows.items():
+            record = _record(out, m) + [dict(row, index=i)]
+            atomic_write_text(out / f"{m}.json", json.dumps(record))
+            best = max(row["pooled"].values(), key=lambda r: r["lds"])
+            print(f"{i} {m}: S {row['n_sources']} LDS {best['lds']:.3f} "
+                  f"CPU-s {row['cpu_seconds']:.1f} {row['response']!r}",
+                  flush=True)  # fmt: skip
+
+
+def _rows(records: Dict[str, List[Dict[str, Any]]]) -> Dict[str, Dict[str, Any]]:
+    """Per method and pooling, its per-example lists."""
+    table: Dict[str, Dict[str, Any]] = {}
+    for m, rows in records.items():
+        for p in rows[0]["pooled"]:
+            name = m if p == "-" else f"{m} ({p})"
+            table[name] = dict(
+                lds=[r["pooled"][p]["lds"] for r in rows],
+                top1=[float(r["pooled"][p]["top1"]) for r in rows],
+                cpu_seconds=[r["cpu_seconds"] for r in rows],
+                **{
+                    f"drop{k}": [r["pooled"][p]["drops"][str(k)] for r in rows]
+                    for k in TOP_K
+                },
+            )
+    return table
+
+
+def _cell(values: Sequence[float], signed: bool = False) -> str:
+    kept = np.array([v for v in values if v is not None and np.isfinite(v)])
+    if not len(kept):
+        return "n/a"
+    n = f" (n {len(kept)})" if len(kept) < len(values) else ""
+    return fs.fmt(fs.bootstrap(kept), signed=signed) + n
+
+
+COLUMNS = ("lds", "top1") + tuple(f"drop{k}" for k in TOP_K)
+
+
+def means_table(table: Dict[str, Dict[str, Any]]) -> str:
+    """Markdown: every method's means with 95 % bootstrap intervals."""
+    head = "| method | n | LDS | top-1 hit | " + " | ".join(
+        f"top-{k} drop" for k in TOP_K
+    )
+    lines = [head + " | CPU-s |", "|" + "---|" * (len(COLUMNS) + 3)]
+    for m in sorted(table, key=lambda m: -np.nanmean(table[m]["lds"])):
+        r = table[m]
+        cells = [_cell(r[c]) for c in COLUMNS]
+        cpu = f"{np.mean(r['cpu_seconds']):.1f}"
+        lines.append(f"| {m} | {len(r['lds'])} | " + " | ".join(cells) + f" | {cpu} |")
+    return "\n".join(lines)
+
+
+def paired_table(table: Dict[str, Dict[str, Any]]) -> str:
+    """Markdown: paired differences (method minus ContextCite) on the examples
+    both hold, 95 % bootstrap intervals."""
+    anchors = [m for m in table if m.startswith(CONTEXTCITE)]
+    lines = ["| method | anchor | n | d LDS | d top-1 | d top-1 drop |"]
+    lines.append("|---|---|---|---|---|---|")
+    for ref in anchors:
+        for m in (m for m in table if m != ref):
+            n = min(len(table[m]["lds"]), len(table[ref]["lds"]))
+            diffs = [
+                np.subtract(table[m][c][:n], table[ref][c][:n])
+                for c in ("lds", "top1", "drop1")
+            ]
+            cells = " | ".join(_cell(d, signed=True) for d in diffs)
+            lines.append(f"| {m} | {ref} | {n} | {cells} |")
+    return "\n".join(lines)
+
+
+def tables(args: argparse.Namespace) -> None:
+    """The task's table and its paired differences against ContextCite."""
+    folder = Path(args.out) / args.task / args.split
+    records = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    records = {m: r for m, r in records.items() if r}
+    if not records:
+        raise SystemExit(f"no results in {folder}")
+    table = _rows(records)
+    means, differences = means_table(table), paired_table(table)
+    print(f"{args.task} {args.split}\n\n{means}\n\n{differences}")
+    if args.docs:
+        name = f"context_{args.task}_{args.split}".replace("-", "_")
+        what = f"{args.task}, {args.split} split"
+        rst = fs.to_rst(means, f"{what}: means, 95 % bootstrap intervals")
+        rst += "\n" + fs.to_rst(
+            differences, f"{what}: paired differences (method minus ContextCite)"
+        )
+        path = Path(args.docs) / "_generated" / f"{name}.rst"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(rst)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("run", "tables"):
+        p = sub.add_parser(name)
+        p.add_argument("--task", choices=CONTEXT_TASKS, required=True)
+        p.add_argument("--split", choices=("search", "report"), default="search")
+        p.add_argument("--out", default="results/context")
+    sub.choices["tables"].add_argument(
+        "--docs", help="also write the tables under this docs folder"
+    )
+    run_p = sub.choices["run"]
+    run_p.add_argument("--n", type=int, default=12)
+    run_p.add_argument("--seed", type=int, default=0, help="the examples' seed")
+    run_p.add_argument("--methods", default="contextcite-32,iba-deletion,random")
+    run_p.add_argument("--model", default=SMOLLM2_HUB_ID)
+    args = parser.parse_args()
+    {"run": run, "tables": tables}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()

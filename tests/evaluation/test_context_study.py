@@ -1,0 +1,138 @@
+"""The context study (``experiments/context_study.py``, issue 51) on a tiny
+Llama: its ablated prompts score the response as the PromptBatch does, one
+example runs end to end, and the ContextCite wrapper (skipped without its
+package) explains the given response."""
+
+import copy
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from captum_iba.app.context_tasks import ContextExample
+from captum_iba.attr.llm import CausalLMLogLikelihood
+from captum_iba.attr.llm_batch import prompt_batch
+from captum_iba.evaluation import Resources, build_scorers
+from captum_iba.metrics.context import response_log_probs
+from tests.helpers import light_options, tiny_causal_lm, tiny_word_tokenizer
+
+STUDY = Path(__file__).resolve().parents[2] / "experiments" / "context_study.py"
+#: A chat template of known words: the user's text, then the reply's opener.
+TEMPLATE = (
+    "{% for m in messages %}very {{ m['content'] }} <eos> {% endfor %}"
+    "{% if add_generation_prompt %}was{% endif %}"
+)
+EXAMPLE = ContextExample(
+    ("the cat sat on the mat", "a dog ran in the park", "the big red cat was small"),
+    "the cat is",
+    0,
+    "mat",
+    "toy",
+)
+
+
+@pytest.fixture(scope="module")
+def study():
+    spec = importlib.util.spec_from_file_location("context_study", STUDY)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def lm():
+    tok = tiny_word_tokenizer()
+    tok.chat_template = TEMPLATE
+    return tiny_causal_lm("llama", layers=2, positions=128), tok
+
+
+def test_ablated_prompts_score_the_response_as_the_batch(study, lm):
+    """The full context's row of response_log_probs is the PromptBatch's
+    answer log-likelihood (same prompt ids, same response), and leaving a
+    source out changes it; the prompt with every source is the batch's."""
+    model, tok = lm
+    prompt, _ = EXAMPLE.prompt()
+    batch = prompt_batch(tok, [prompt], ["the mat"], chat=True)
+    ll = CausalLMLogLikelihood(model)
+    prompt_ids = study.prompt_ids_of(tok, EXAMPLE)
+    ids = batch.input_ids[0][batch.prompt_mask[0]].tolist()
+    assert prompt_ids([True] * 3) == ids
+    keep = torch.tensor([[True, True, True], [True, False, True]])
+    found = response_log_probs(ll, prompt_ids, batch.answer_ids(0), keep)
+    with torch.no_grad():
+        expected = ll(**batch.arguments())[0].double()
+    assert torch.allclose(found[0], expected, atol=1e-5)
+    assert not torch.allclose(found[1], expected, atol=1e-5)
+    # the ablated prompt holds the kept sources' text only
+    shorter = prompt_ids([True, False, True])
+    assert len(shorter) < len(ids)
+    assert tok.decode(shorter).count("dog") == 0
+
+
+def test_one_example_end_to_end(study, lm):
+    model, tok = lm
+    names = ["random", "ablation"]
+    scorers = build_scorers(
+        names,
+        Resources(model, tok),
+        method_options={m: light_options(m) for m in names},
+        kind="causal-lm",
+    )
+    rows = study.study_example(model, tok, EXAMPLE, scorers, seed=7, max_new_tokens=3)
+    assert set(rows) == {"random", "LOO"}  # ablation is LOO's other name
+    for row in rows.values():
+        assert row["n_sources"] == 3 and row["key"] == 0
+        assert row["cpu_seconds"] >= 0 and row["response"]
+        assert set(row["pooled"]) == {"sum", "mean", "max"}
+        for pooled in row["pooled"].values():
+            assert len(pooled["scores"]) == 3
+            assert math.isfinite(pooled["lds"]) and -1 <= pooled["lds"] <= 1
+            assert math.isfinite(pooled["drops"]["1"])
+            # k = 3 or 5 removes every source: undefined, as top_k_drop says
+            assert math.isnan(pooled["drops"]["3"]) and math.isnan(pooled["drops"]["5"])
+            assert isinstance(pooled["top1"], bool)
+    # the table reads the rows
+    table = study._rows({m: [dict(r, index=0)] for m, r in rows.items()})
+    assert "LOO (sum)" in table and len(table["random (max)"]["lds"]) == 1
+    assert "LOO (sum)" in study.means_table(table)
+
+
+def test_top1_hit_breaks_ties_as_the_top_k_drop(study):
+    assert study.top1_hit(torch.tensor([0.1, 0.5, 0.5]), 1)
+    assert not study.top1_hit(torch.tensor([0.1, 0.5, 0.5]), 2)
+
+
+def test_context_cite_without_its_package_names_the_install(monkeypatch, lm):
+    from captum_iba.evaluation.context_cite import context_cite_scores
+
+    model, tok = lm
+    monkeypatch.setitem(sys.modules, "context_cite", None)
+    with pytest.raises(ImportError, match="pip install context-cite"):
+        context_cite_scores(model, tok, EXAMPLE.sources, EXAMPLE.query, [4, 5])
+
+
+def test_context_cite_explains_the_given_response(lm):
+    pytest.importorskip("context_cite")
+    from captum_iba.evaluation.context_cite import context_cite_scores
+
+    model, tok = lm
+    response = tok.encode("the mat", add_special_tokens=False)
+    # the template's reply opener "was" runs into the response's text ("wasthe
+    # mat"): the package would read another response, and is refused
+    with pytest.raises(ValueError, match="reads the response as other tokens"):
+        context_cite_scores(model, tok, EXAMPLE.sources, EXAMPLE.query, response)
+    tok = copy.deepcopy(tok)
+    tok.chat_template = TEMPLATE.replace("was{%", "was {%")
+    scores = context_cite_scores(
+        model, tok, EXAMPLE.sources, EXAMPLE.query, response, num_ablations=8
+    )
+    assert scores.shape == (3,) and torch.isfinite(scores).all()
+    again = context_cite_scores(
+        model, tok, EXAMPLE.sources, EXAMPLE.query, response, num_ablations=8
+    )
+    assert torch.equal(scores, again)  # its ablations are seeded
+    with pytest.raises(ValueError, match="at least two"):
+        context_cite_scores(model, tok, EXAMPLE.sources[:1], EXAMPLE.query, response)
