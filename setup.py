@@ -43,6 +43,9 @@ DOCS_REQUIRES = ["sphinx>=7", "sphinx-mathjax-offline>=0.0.2"]
 # libraries as Linux dependencies; next to an installed torch prefer
 # `pip install --no-deps inseq jaxtyping "typeguard<=2.13.3" treescope wadler_lindig`.
 INSEQ_REQUIRES = ["inseq>=0.6"]
+# ContextCite's own package: the anchor of context attribution
+# (captum_iba.evaluation.context_cite, experiments/context_study.py).
+CONTEXT_REQUIRES = ["context-cite>=0.0.4"]
 
 setup(
     name="captum-iba",
@@ -81,6 +84,7 @@ setup(
         "hub": HUB_REQUIRES,
         "inseq": INSEQ_REQUIRES,
         "llm": LLM_REQUIRES,
+        "context": CONTEXT_REQUIRES,
         "dev": sorted(
             set(TEST_REQUIRES + TUTORIAL_REQUIRES + DOCS_REQUIRES + DATA_REQUIRES)
         ),

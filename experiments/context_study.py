@@ -164,6 +164,7 @@ def study_example(
         began = time.process_time()
         found = source_scores(method, scorer, model, tok, example, batch)
         seconds = time.process_time() - began
+        print(f"  {method}: {seconds:.1f} CPU-s", file=sys.stderr, flush=True)
         results = context_test(
             ll, prompt_ids, response, found, TOP_K, ablations, pad_token_id=pad
         )
