@@ -1,12 +1,23 @@
 """Small models and data shared by the tests (no downloads)."""
 
+import importlib.util
 import random
 import sys
 import types
+from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
+
+
+def experiment(name: str) -> types.ModuleType:
+    """The script ``experiments/<name>.py`` imported as a module."""
+    path = Path(__file__).resolve().parents[1] / "experiments" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def no_hooks(model: nn.Module) -> bool:

@@ -4,10 +4,8 @@ example runs end to end, and the ContextCite wrapper (skipped without its
 package) explains the given response."""
 
 import copy
-import importlib.util
 import math
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,9 +15,8 @@ from captum_iba.attr.llm import CausalLMLogLikelihood
 from captum_iba.attr.llm_batch import prompt_batch
 from captum_iba.evaluation import Resources, build_scorers
 from captum_iba.metrics.context import response_log_probs
-from tests.helpers import light_options, tiny_causal_lm, tiny_word_tokenizer
+from tests.helpers import experiment, light_options, tiny_causal_lm, tiny_word_tokenizer
 
-STUDY = Path(__file__).resolve().parents[2] / "experiments" / "context_study.py"
 #: A chat template of known words: the user's text, then the reply's opener.
 TEMPLATE = (
     "{% for m in messages %}very {{ m['content'] }} <eos> {% endfor %}"
@@ -36,10 +33,7 @@ EXAMPLE = ContextExample(
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("context_study", STUDY)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return experiment("context_study")
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,6 @@
 candidate of ``experiments/faithfulness_study.py`` runs on a tiny model, and
 the ``iba-faithful`` scorer is built from the registry and the suite."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -19,16 +16,12 @@ from captum_iba.evaluation import (
     scorer_class,
 )
 from tests.evaluation.conftest import check_scores
-
-STUDY = Path(__file__).resolve().parents[2] / "experiments" / "faithfulness_study.py"
+from tests.helpers import experiment
 
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("faithfulness_study", STUDY)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return experiment("faithfulness_study")
 
 
 def _enc(batch):
