@@ -204,6 +204,10 @@ def run(args: argparse.Namespace) -> None:
     out = Path(args.out) / args.task / args.split
     out.mkdir(parents=True, exist_ok=True)
     examples = context_examples(args.task, args.split, args.n, seed=args.seed)
+    if any(m.startswith(CONTEXTCITE) for m in methods):
+        from captum_iba.evaluation.context_cite import import_context_cite
+
+        import_context_cite()  # its slow import (spaCy, NLTK) is not ContextCite's cost
     model, tok = load_causal_lm(args.model)
     built: Dict[str, Any] = {}
     for i, example in enumerate(examples):

@@ -19,13 +19,20 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["context_cite_scores"]
+__all__ = ["context_cite_scores", "import_context_cite"]
 
 #: The install command named when the package is missing.
 INSTALL = "pip install context-cite (or pip install captum-iba[context])"
 
 
-def _package() -> Any:
+def import_context_cite() -> Any:
+    """ContextCite's modules (``context_citer``, ``context_partitioner``,
+    ``utils``), imported (slowly: spaCy, NLTK; offline, NLTK prints a failed
+    download, which is harmless here).
+
+    Raises:
+        ImportError: Without the package, naming the install command.
+    """
     try:
         import context_cite  # noqa: F401 - slow: it imports spaCy and NLTK
         from context_cite import context_citer, context_partitioner, utils
@@ -107,7 +114,7 @@ def context_cite_scores(
         raise ValueError(f"sources: at least two are needed; got {len(sources)}")
     if len(response_ids) == 0:
         raise ValueError("response_ids is empty: there is no response to explain")
-    citer_module, partitioner_module, utils = _package()
+    citer_module, partitioner_module, utils = import_context_cite()
     base = partitioner_module.BaseContextPartitioner
     partitioner = _partitioner(base, list(sources), separator)
 
