@@ -1,7 +1,8 @@
 """The model and the methods of an explanation (:func:`captum_iba.explain`):
 the model loaded (and its tokenizer, the one given or its own; a model in
 training mode said so), and every method built once by the harness's
-resolver, one that cannot be imported left out of a comparison."""
+resolver, one that cannot be imported left out of a comparison; why a
+method's scores rank no word."""
 
 import warnings
 from pathlib import Path
@@ -9,11 +10,12 @@ from typing import Any, Dict, Optional, Tuple
 
 import torch
 
+from captum_iba._utils.ranking import flat_reason
 from captum_iba.app.data.corpora import DEFAULT_CORPUS
 from captum_iba.app.models import check_request_layers
 from captum_iba.request import MethodRequest
 
-__all__ = ["build", "load", "n_layers", "warn_if_training"]
+__all__ = ["build", "load", "n_layers", "no_ranking", "warn_if_training"]
 
 
 def load(model: Any, tokenizer: Any, request: MethodRequest) -> Tuple[Any, Any, str]:
@@ -118,3 +120,41 @@ def n_layers(model: Any, encoder_layers: Any) -> Optional[int]:
         return len(encoder_layers(model))
     except (ValueError, TypeError, AttributeError):
         return None
+
+
+def no_ranking(result: Any, name: str, scorer: Any) -> str:
+    """Why a method's scores of a classifier's text rank no word: its own
+    finding (IBA after a layer whose first token alone is read, which IBA
+    warned), or flat scores of its pieces or words
+    (:func:`~captum_iba._utils.ranking.flat_reason`, special tokens left
+    out; warned here unless the method warned itself); "" when they rank.
+
+    Args:
+        result (Explanation): The explanation, with ``name``'s scores.
+        name (str): The method.
+        scorer (TokenScorer): Its scorer, just run.
+
+    Returns:
+        str: The reason, or "".
+    """
+    method = result.methods[name]
+    reason = str(method.settings.get("no_ranking", ""))
+    if reason:
+        return reason
+    # the pieces (a word of several pieces sums them, for an additive method)
+    # or the words shown (a mean of the pieces)
+    flat = flat_reason(result.scores(name, pieces=True), result.scores(name))
+    if not flat:
+        return ""
+    where = result.subject.where(method)
+    reason = (
+        f"{flat}: the method found nothing in this text that changes "
+        "the prediction. For IBA this happens after a layer the prediction barely "
+        f"reads{f' (here {where})' if where else ''}: try an earlier layer, or "
+        "iba-deletion"
+    )
+    # IBA warns itself of a flat instance (its last_run says so)
+    runs = getattr(getattr(scorer, "iba", None), "last_run", None) or []
+    if not any(run.get("flat_instances") for run in runs):
+        warnings.warn(f"{name}: no ranking: {reason}", UserWarning, stacklevel=4)
+    return reason

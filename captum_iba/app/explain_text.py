@@ -1,4 +1,5 @@
-"""The terminal listing of an :class:`~captum_iba.app.explanation.Explanation`.
+"""The terminal listing of an :class:`~captum_iba.app.explanation.Explanation`
+of a classifier (its :class:`~captum_iba.app.subjects.ClassifierSubject`'s).
 
 One method: a line saying what a score means, then every word in text order
 with its rank, its score and a bar on the row's scale (min-max for scores
@@ -8,8 +9,9 @@ each on its own scale (the numbers in brackets are relative: 1 = the row's
 highest).
 
 It reads an explanation through its public methods only (``methods``,
-``tokens``, ...) and imports nothing of :mod:`captum_iba.app.explanation`, which
-imports it: the listing sits below the explanation.
+``tokens``, ``subject``, ...) and imports nothing of
+:mod:`captum_iba.app.explanation` nor :mod:`captum_iba.app.subjects`, which
+calls it: the listing sits below the explanation.
 """
 
 import textwrap
@@ -111,11 +113,12 @@ def terminal_text(result: Any, top: int = 5, pieces: bool = False) -> str:
     Returns:
         str: The lines, joined.
     """
-    pred, target = result.predicted, result.target
+    subject = result.subject  # a ClassifierSubject
+    pred, target = subject.predicted, subject.target
     which = "the predicted class" if target == pred else "not the predicted class"
-    label = repr(result.label(target))
+    label = repr(subject.label(target))
     lines = [
-        f"prediction: {result.label(pred)} (p = {result.probabilities[pred]:.3f}); "
+        f"prediction: {subject.label(pred)} (p = {subject.probabilities[pred]:.3f}); "
         f"explaining class {label} (index {target}, {which})"
     ]
     for name, method in result.methods.items():

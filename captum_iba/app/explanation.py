@@ -24,7 +24,6 @@ listing of :func:`~captum_iba.app.explain_text.terminal_text`.
 """
 
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -32,11 +31,19 @@ import torch
 
 from captum_iba._utils.common import hf_call
 from captum_iba._utils.hooks import evaluation_mode
-from captum_iba._utils.ranking import check_finite, flat_reason
+from captum_iba._utils.ranking import check_finite, is_near_flat
 from captum_iba.app.checks import class_index, class_names
-from captum_iba.app.explain_setup import build, load, n_layers, warn_if_training
+from captum_iba.app.explain_setup import (
+    build,
+    load,
+    n_layers,
+    no_ranking,
+    warn_if_training,
+)
+from captum_iba.app.llm_explain_text import near_flat_said
 from captum_iba.app.models import kind_of
 from captum_iba.app.page import Page
+from captum_iba.app.subjects import ClassifierSubject, Subject
 from captum_iba.app.words import encode, grouping, to_words
 from captum_iba.registry import DEFAULT_METHOD, METHODS
 from captum_iba.request import (
@@ -51,24 +58,36 @@ __all__ = ["DEFAULT_METHOD", "Explanation", "MethodScores", "explain"]
 
 @dataclass
 class MethodScores:
-    """One method's scores of the text's word pieces.
+    """One method's scores of the word pieces explained, for a classifier or
+    a causal LM.
 
     Attributes:
         method (str): The registered name (e.g. ``"iba-faithful"``).
         summary (str): The registry's one-line summary.
-        scores (list[float]): One per word piece, special tokens included.
-        signed (bool): Whether a score has a direction (+ for the class).
+        scores (list[float]): One per word piece (a classifier's special
+            tokens included; a causal LM: the prompt's own tokens); for a
+            causal LM, for the whole answer.
+        signed (bool): Whether a score has a direction (+ for the class or
+            the answer).
         meaning (str): What one score means.
-        seconds (float): Time the method took.
+        seconds (float): Time the method took (the explanation's subject
+            says how it was measured).
         word_reduction (str): ``"sum"`` or ``"mean"``: how a word's score is
             made from its pieces' (the scorer's
             :attr:`~captum_iba.evaluation.TokenScorer.word_reduction`).
-        layer (int, optional): The encoder layer it used, for IBA.
+        layer (int, optional): The encoder layer it used, for IBA on a
+            classifier.
         settings (dict): The scorer's settings.
         no_ranking (str): Why the scores rank no word ("" when they do): the
-            method's own finding (e.g. IBA after a layer whose first token
-            alone is read), or flat word scores; then no top words are
-            listed.
+            method's own finding (e.g. IBA after a classifier's layer whose
+            first token alone is read, or most of a prompt's tokens tied), or
+            flat scores (:func:`~captum_iba._utils.ranking.flat_reason`); then
+            no top words are listed.
+        per_token (list of list of float, optional): A causal LM's scores per
+            output token, per piece (None when the method gives none, or
+            they were not asked for; always None for a classifier).
+        per_token_note (str): Why the method gives no per-token scores when
+            asked for them ("" when it gives them).
     """
 
     method: str
@@ -81,55 +100,86 @@ class MethodScores:
     layer: Optional[int] = None
     settings: Dict[str, Any] = field(default_factory=dict, repr=False)
     no_ranking: str = ""
+    per_token: Optional[List[List[float]]] = None
+    per_token_note: str = ""
+
+    @property
+    def flat(self) -> bool:
+        """bool: The scores rank no word (:attr:`no_ranking` says why)."""
+        return bool(self.no_ranking)
 
 
 @dataclass
 class Explanation(Page):
-    """The result of :func:`explain`: the text, the prediction, each method's
-    scores, and the words they are grouped into.
+    """The result of :func:`explain`, for a classifier or a causal LM: the
+    pieces explained, the words they form, each method's scores, and what was
+    explained (:attr:`subject`).
+
+    One class for both kinds of model: a user gets the same methods
+    (:meth:`tokens`, :meth:`scores`, :meth:`top`, :meth:`matrix`, the page of
+    :meth:`to_html` and :meth:`save_html`, the listing of :meth:`to_text`)
+    whatever the model. What differs by kind is what was explained - a
+    text's predicted class, or a prompt's answer - and it is one object,
+    the :attr:`subject` (:mod:`captum_iba.app.subjects`), which also renders
+    what depends on it: the page's heading and facts, where a method ran,
+    the notes, the terminal listing. The alternative, one class with the
+    optional fields of both kinds, would leave half of them None on every
+    result and a test of which half is set in every method; here no method
+    asks the kind, and a new kind is a new subject. The subject's
+    attributes read as the explanation's own: ``result.answer``,
+    ``result.probabilities`` or ``result.predicted`` is
+    ``result.subject.answer`` ...
 
     Attributes:
-        text (str): The text explained (and ``pair``, the second text).
-        pair (str, optional): The second text of a pair.
-        pieces (list[str]): The tokenizer's tokens, special tokens included.
-        special (list[bool]): Per piece: a special token ([CLS], [SEP], ...).
+        subject (Subject): What was explained: a
+            :class:`~captum_iba.app.subjects.ClassifierSubject` (``text``,
+            ``pair``, ``segment``, ``labels``, ``probabilities``, ``target``,
+            ``n_layers``) or a
+            :class:`~captum_iba.app.subjects.PromptSubject` (``prompt``,
+            ``chat``, ``answer``, ``output_tokens``, ``generated``,
+            ``per_token``, ``odds``).
+        pieces (list[str]): The tokenizer's tokens explained: a classifier's
+            special tokens included; a causal LM's prompt's own tokens.
+        special (list[bool]): Per piece: a special token ([CLS], [SEP], ...),
+            left out of what is shown (none of a prompt's).
         words (list[str]): The words, as written in the text.
         word_of_piece (list[int or None]): Per piece: its word's index (None
             for special tokens).
-        segment (list[int]): Per word: 0 in ``text``, 1 in ``pair``.
-        labels (list[str]): The model's class names by index.
-        probabilities (list[float]): The predicted probability of each class.
-        target (int): The class explained.
         model_name (str): What the model is, for the page.
-        n_layers (int, optional): The model's encoder layers.
         methods (dict[str, MethodScores]): By name, in the order asked.
         skipped (dict[str, str]): Methods left out, and why (e.g. an optional
             package is missing).
     """
 
-    text: str
-    pair: Optional[str]
+    subject: Subject
     pieces: List[str]
     special: List[bool]
     words: List[str]
     word_of_piece: List[Optional[int]]
-    segment: List[int]
-    labels: List[str]
-    probabilities: List[float]
-    target: int
     model_name: str = ""
-    n_layers: Optional[int] = None
     methods: Dict[str, MethodScores] = field(default_factory=dict)
     skipped: Dict[str, str] = field(default_factory=dict)
 
-    @property
-    def predicted(self) -> int:
-        """int: The predicted class."""
-        return max(range(len(self.probabilities)), key=self.probabilities.__getitem__)
+    def __getattr__(self, name: str) -> Any:
+        # only for a name the explanation lacks: its subject's attributes
+        subject = self.__dict__.get("subject")
+        if subject is None or name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return getattr(subject, name)
+        except AttributeError:
+            raise AttributeError(
+                f"an explanation of a {subject.kind} has no attribute {name!r}"
+            ) from None
 
-    def label(self, index: int) -> str:
-        """The name of class ``index``."""
-        return self.labels[index] if 0 <= index < len(self.labels) else str(index)
+    def __dir__(self) -> List[str]:
+        return sorted(set(super().__dir__()) | set(dir(self.subject)))
+
+    @property
+    def kind(self) -> str:
+        """str: The kind of model explained, ``"classifier"`` or
+        ``"causal-lm"``."""
+        return self.subject.kind
 
     def tokens(self, pieces: bool = False) -> List[str]:
         """The words (or, with ``pieces``, the word pieces) shown, special
@@ -138,8 +188,18 @@ class Explanation(Page):
             return [p for p, s in zip(self.pieces, self.special) if not s]
         return list(self.words)
 
+    def _shown(
+        self, raw: Sequence[float], method: MethodScores, pieces: bool
+    ) -> List[float]:
+        """``raw`` per piece as shown: the pieces', or the words'."""
+        if pieces:
+            return [x for x, s in zip(raw, self.special) if not s]
+        n = len(self.words)
+        return to_words(raw, self.word_of_piece, n, method.word_reduction)
+
     def scores(self, method: Optional[str] = None, pieces: bool = False) -> List[float]:
-        """One method's scores of :meth:`tokens` (default: the first method).
+        """One method's scores of :meth:`tokens` (default: the first method);
+        for a causal LM, for the whole answer.
 
         A word's score is the sum of its pieces' scores for additive methods
         (integrated gradients, occlusion, ...: the word's share of the
@@ -148,24 +208,21 @@ class Explanation(Page):
         method's :attr:`MethodScores.word_reduction` says which.
         """
         found = self._method(method)
-        raw = found.scores
-        if pieces:
-            return [x for x, s in zip(raw, self.special) if not s]
-        return to_words(raw, self.word_of_piece, len(self.words), found.word_reduction)
+        return self._shown(found.scores, found, pieces)
+
+    def matrix(
+        self, method: Optional[str] = None, pieces: bool = False
+    ) -> Optional[List[List[float]]]:
+        """One method's output-token x :meth:`tokens` scores of a causal LM's
+        answer (None when it gives none, and for a classifier)."""
+        found = self._method(method)
+        if found.per_token is None:
+            return None
+        return [self._shown(row, found, pieces) for row in found.per_token]
 
     def breaks(self, pieces: bool = False) -> List[int]:
         """Positions in :meth:`tokens` where the pair's second text starts."""
-        if self.pair is None:
-            return []
-        if pieces:
-            segs = [
-                self.segment[w]
-                for w, s in zip(self.word_of_piece, self.special)
-                if not s and w is not None
-            ]
-        else:
-            segs = list(self.segment)
-        return [i for i in range(1, len(segs)) if segs[i] != segs[i - 1]]
+        return self.subject.breaks(self, pieces)
 
     def top(
         self, k: int = 5, method: Optional[str] = None, pieces: bool = False
@@ -183,71 +240,73 @@ class Explanation(Page):
         order = sorted(range(len(tokens)), key=lambda i: -values[i])
         return [(tokens[i], values[i]) for i in order[:k]]
 
-    def facts(self) -> List[Tuple[str, str]]:
-        """What a reader needs beside the colours: the model, its prediction,
-        the class explained."""
-        pred = self.predicted
-        target = f"{self.label(self.target)} (class {self.target}"
-        target += ", the predicted class)" if self.target == pred else ")"
-        facts = [
-            ("Model", self.model_name or "(given)"),
-            ("Prediction", f"{self.label(pred)} (p = {self.probabilities[pred]:.3f})"),
-            ("Explained class", target),
+    def near_flat_methods(self) -> List[str]:
+        """The methods whose scores rank, but nearly flat
+        (:func:`~captum_iba._utils.ranking.is_near_flat`)."""
+        return [
+            name
+            for name, m in self.methods.items()
+            if not m.no_ranking and is_near_flat(m.scores)
         ]
-        if self.pair is not None:
-            facts.append(("Second text", self.pair))
-        return facts
+
+    def near_flat(self, method: str) -> str:
+        """What a nearly flat ranking of ``method`` means, with its range."""
+        return near_flat_said(self._method(method).scores)
+
+    def facts(self) -> List[Tuple[str, str]]:
+        """What a reader needs beside the colours: the model, then what was
+        explained (the prediction and the class; the prompt and the
+        answer)."""
+        return [("Model", self.model_name or "(given)")] + self.subject.facts()
 
     def notes(self, pieces: bool = False) -> List[str]:
-        """How the tokens shown were formed."""
-        if pieces:
-            shown = "Word pieces as the tokenizer cut the text."
-        else:
-            how = {"sum": "the sum", "mean": "the mean"}
-            by = "; ".join(
-                f"{name}: {how.get(m.word_reduction, m.word_reduction)}"
-                for name, m in self.methods.items()
-            )
-            shown = f"A word's score is made from its word pieces' scores ({by})."
-        notes = [f"{shown} Special tokens ([CLS], [SEP], ...) are left out."]
-        notes += [f"{m} left out: {why}" for m, why in self.skipped.items()]
-        return notes
+        """How the tokens shown were formed, ...; the methods left out."""
+        notes = self.subject.notes(self, pieces)
+        return notes + [f"{m} left out: {why}" for m, why in self.skipped.items()]
 
     def details(self, method: str) -> str:
         """One line on how ``method`` ran (configuration, layer, time)."""
         m = self._method(method)
+        where = self.subject.where(m)
         parts = [m.summary] if m.summary else []
-        if m.layer is not None:
-            of = f" of 0..{self.n_layers - 1}" if self.n_layers else ""
-            parts.append(f"after encoder layer {m.layer}{of}")
+        parts += [where] if where else []
         if "precision" in m.settings:
             parts.append(str(m.settings["precision"]))
-        parts.append(f"{m.seconds:.1f} s")
+        parts.append(f"{m.seconds:.1f} {self.subject.seconds_unit}")
         return "; ".join(parts)
 
     def to_html(self, pieces: bool = False, full_page: bool = True) -> str:
-        """The page: the facts, then one row per method (own scale each)."""
+        """The page: the facts, then one row per method (own scale each); for
+        a causal LM, under each row its output-token x word matrix."""
         from captum_iba.visualization.page import explanation_html
 
-        rows = [
-            self._score_row(
-                name, pieces, breaks=self.breaks(pieces), no_ranking=m.no_ranking
+        rows = []
+        for name, m in self.methods.items():
+            matrix = self.matrix(name, pieces)
+            labels = self.subject.matrix_labels() if matrix is not None else ()
+            rows.append(
+                self._score_row(
+                    name,
+                    pieces,
+                    breaks=self.breaks(pieces),
+                    matrix=matrix,
+                    matrix_labels=labels,
+                    no_ranking=m.no_ranking,
+                )
             )
-            for name, m in self.methods.items()
-        ]
         return explanation_html(
             rows,
-            text=self.text,
+            **self.subject.heading(),
             facts=self.facts(),
             notes=self.notes(pieces),
             full_page=full_page,
         )
 
     def to_text(self, top: int = 5, pieces: bool = False) -> str:
-        """The terminal listing (see :mod:`~captum_iba.app.explain_text`)."""
-        from captum_iba.app.explain_text import terminal_text
-
-        return terminal_text(self, top, pieces)
+        """The terminal listing (a classifier's:
+        :mod:`~captum_iba.app.explain_text`; a causal LM's:
+        :mod:`~captum_iba.app.llm_explain_text`)."""
+        return self.subject.listing(self, top, pieces)
 
     def __str__(self) -> str:
         return self.to_text()
@@ -387,19 +446,22 @@ def _explain(
     scorers, skipped = build(request, resources)
     texts = [text] if pair is None else [text, pair]
     special, words, of_piece, segment = grouping(enc, tokenizer, texts)
-    result = Explanation(
+    subject = ClassifierSubject(
         text=text,
         pair=pair,
-        pieces=tokenizer.convert_ids_to_tokens(ids[0].tolist()),
-        special=special,
-        words=words,
-        word_of_piece=of_piece,
         segment=segment,
         labels=labels,
         probabilities=probs.tolist(),
         target=index,
-        model_name=model_name,
         n_layers=n_layers(model, encoder_layers),
+    )
+    result = Explanation(
+        subject=subject,
+        pieces=tokenizer.convert_ids_to_tokens(ids[0].tolist()),
+        special=special,
+        words=words,
+        word_of_piece=of_piece,
+        model_name=model_name,
         skipped=skipped,
     )
     for name, scorer in scorers.items():
@@ -419,41 +481,5 @@ def _explain(
             layer=scorer.settings.get("layer_index"),
             settings=dict(scorer.settings),
         )
-        said = _flat_said_by(scorer)
-        result.methods[name].no_ranking = _no_ranking(result, name, warn=not said)
+        result.methods[name].no_ranking = no_ranking(result, name, scorer)
     return result
-
-
-def _flat_said_by(scorer: Any) -> bool:
-    """Whether the method warned itself that the instance's scores are flat
-    (IBA does, :attr:`~captum_iba.InformationBottleneckAttribution.last_run`)."""
-    runs = getattr(getattr(scorer, "iba", None), "last_run", None) or []
-    return any(run.get("flat_instances") for run in runs)
-
-
-def _no_ranking(result: Explanation, name: str, warn: bool = True) -> str:
-    """Why a method's scores rank no word: its own finding (IBA after a layer
-    whose first token alone is read, which IBA warned), or flat scores of
-    its pieces or words (:func:`~captum_iba._utils.ranking.flat_reason`, special
-    tokens left out; warned here unless ``warn`` is False); "" when they
-    rank."""
-    method = result.methods[name]
-    reason = str(method.settings.get("no_ranking", ""))
-    if reason:
-        return reason
-    # the pieces (a word of several pieces sums them, for an additive method)
-    # or the words shown (a mean of the pieces)
-    flat = flat_reason(result.scores(name, pieces=True), result.scores(name))
-    if not flat:
-        return ""
-    where = "" if method.layer is None else f" (here after encoder layer {method.layer}"
-    if where and result.n_layers:
-        where += f" of 0..{result.n_layers - 1}"
-    reason = (
-        f"{flat}: the method found nothing in this text that changes "
-        "the prediction. For IBA this happens after a layer the prediction barely "
-        f"reads{where + ')' if where else ''}: try an earlier layer, or iba-deletion"
-    )
-    if warn:
-        warnings.warn(f"{name}: no ranking: {reason}", UserWarning, stacklevel=4)
-    return reason

@@ -1,13 +1,13 @@
 """The terminal listing of an
-:class:`~captum_iba.app.llm_explanation.AnswerExplanation`: the prompt and the
-answer, how much the model wanted the answer, then per method the prompt's
+:class:`~captum_iba.app.explanation.Explanation` of a causal LM's answer (its
+:class:`~captum_iba.app.subjects.PromptSubject`'s): the prompt and the answer, how much the model wanted the answer, then per method the prompt's
 words with their scores, its top words (or why it ranks none) and, when scored
 per output token, each output token's top words.
 
 It reads an explanation through its public methods only and imports nothing
-of :mod:`captum_iba.app.llm_explanation`, which imports it: the listing sits
-below the explanation (as :mod:`captum_iba.app.explain_text` does for a
-classifier's).
+of :mod:`captum_iba.app.explanation` nor :mod:`captum_iba.app.subjects`,
+which imports it: the listing sits below the explanation (as
+:mod:`captum_iba.app.explain_text` does for a classifier's).
 """
 
 import textwrap
@@ -26,7 +26,7 @@ def answer_text(result: Any, top: int = 5, pieces: bool = False) -> str:
     """The listing printed by ``captum-iba explain --model <causal LM>``.
 
     Args:
-        result (AnswerExplanation): What
+        result (Explanation): What
             :func:`~captum_iba.app.llm_explanation.explain_answer` returned.
         top (int): How many top words to list per method. Default 5.
         pieces (bool): Tokens instead of words. Default False.
@@ -34,14 +34,15 @@ def answer_text(result: Any, top: int = 5, pieces: bool = False) -> str:
     Returns:
         str: The listing.
     """
-    turn = "  (as a user turn)" if result.chat else ""
-    how = "greedy" if result.generated else "given"
+    subject = result.subject  # a PromptSubject
+    turn = "  (as a user turn)" if subject.chat else ""
+    how = "greedy" if subject.generated else "given"
     lines = [
-        f"prompt: {result.prompt!r}{turn}",
-        f"answer ({how}, {len(result.output_tokens)} tokens): {result.answer!r}",
+        f"prompt: {subject.prompt!r}{turn}",
+        f"answer ({how}, {len(subject.output_tokens)} tokens): {subject.answer!r}",
     ]
-    if result.odds is not None:
-        lines += [f"{what.lower()}: {text}" for what, text in result.odds.said()]
+    if subject.odds is not None:
+        lines += [f"{what.lower()}: {text}" for what, text in subject.odds.said()]
     for name, m in result.methods.items():
         values = result.scores(name, pieces)
         lines.append("")
@@ -70,13 +71,13 @@ def _per_token_lines(result: Any, method: str, top: int, pieces: bool) -> List[s
     found = result._method(method)
     matrix = result.matrix(method, pieces)
     if matrix is None:
-        if not result.per_token:
+        if not result.subject.per_token:
             return []
         why = found.per_token_note or WHOLE_ANSWER_ONLY
         return [f"  per output token: none ({why})"]
     tokens, lines = result.tokens(pieces), ["  per output token (top words):"]
     rows = found.per_token or []
-    for label, row, raw in zip(result.output_tokens, matrix, rows):
+    for label, row, raw in zip(result.subject.output_tokens, matrix, rows):
         order = sorted(range(len(row)), key=lambda i: -row[i])[:top]
         best = ", ".join(f"{shown(tokens[i])} ({row[i]:.3g})" for i in order)
         flat = flat_reason(raw, row)

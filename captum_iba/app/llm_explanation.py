@@ -17,33 +17,40 @@ tokenizer has a chat template (``chat``), takes the answer as given
 (``target``) or the model's greedy answer, builds every method once through
 :func:`~captum_iba.evaluation.build_scorers`, and scores the prompt's own
 tokens (never the template nor a special token) for the whole answer and,
-with ``per_token``, for each output token. The :class:`AnswerExplanation`
-renders as the terminal listing and as the page of
+with ``per_token``, for each output token. It returns the one
+:class:`~captum_iba.app.explanation.Explanation` of both kinds of model, whose
+:class:`~captum_iba.app.subjects.PromptSubject` holds the prompt and the
+answer: it renders as the terminal listing
+(:mod:`~captum_iba.app.llm_explain_text`) and as the page of
 :func:`~captum_iba.visualization.page.explanation_html` (each method's row of
 prompt words, and its output-token x word matrix).
+
+``AnswerExplanation`` and ``AnswerScores``, this module's classes in 0.2,
+are :class:`~captum_iba.app.explanation.Explanation` and
+:class:`~captum_iba.app.explanation.MethodScores` now: importing them from
+here still works until 0.4, with a ``DeprecationWarning``.
 """
 
 import time
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
 from captum_iba._utils.ranking import check_finite, flat_reason
-from captum_iba.app.llm_explain_text import (
-    WHOLE_ANSWER_ONLY,
-    answer_text,
-    near_flat_said,
-)
-from captum_iba.app.llm_odds import READING_NOTE, AnswerProbability, answer_odds
+from captum_iba.app.explanation import Explanation, MethodScores
+from captum_iba.app.llm_odds import answer_odds
 from captum_iba.app.model_kind import kind_hint, model_kind
-from captum_iba.app.page import Page
-from captum_iba.app.words import prompt_words, to_words, token_labels
+from captum_iba.app.subjects import PromptSubject
+from captum_iba.app.words import prompt_words, token_labels
 from captum_iba.registry import DEFAULT_LLM_METHOD, METHODS
 from captum_iba.request import MethodRequest, check_request
 
-__all__ = ["AnswerExplanation", "AnswerScores", "explain_answer"]
+__all__ = ["explain_answer"]
+
+#: The names of 0.2, deprecated (PEP 562): one explanation class and one
+#: method-scores class explain a classifier or a causal LM (issue 50).
+_DEPRECATED = {"AnswerExplanation": Explanation, "AnswerScores": MethodScores}
 
 _FLAT = (
     "most prompt words have the same score (within 0.1 % of the median), so "
@@ -55,222 +62,6 @@ _TRY = (
     "sampling method with too few samples, or a configuration the model "
     "barely reads: docs/llm.rst; try iba-deletion)"
 )
-
-
-@dataclass
-class AnswerScores:
-    """One method's scores of the prompt's pieces.
-
-    Attributes:
-        method (str): The registered name.
-        summary (str): The registry's summary.
-        scores (list of float): Per scored piece, for the whole answer.
-        per_token (list of list of float, optional): Per output token, per
-            scored piece (None when the method gives none, or not asked).
-        signed (bool): Whether a score has a direction.
-        meaning (str): What one score means.
-        seconds (float): CPU seconds the method took.
-        word_reduction (str): ``"sum"`` or ``"mean"`` over a word's pieces.
-        settings (dict): The scorer's settings.
-        flat (bool): The scores give no ranking (:attr:`no_ranking`).
-        no_ranking (str): Why the scores rank no word ("" when they do): the
-            one check of every method on both kinds of model
-            (:func:`~captum_iba._utils.ranking.flat_reason`: e.g. all zero,
-            as LIME or KernelSHAP with one sample give), or IBA's own finding
-            that most tokens tie (:func:`~captum_iba.attr.llm.no_ranking`).
-        per_token_note (str): Why the method gives no per-token scores when
-            asked for them ("" when it gives them).
-    """
-
-    method: str
-    summary: str
-    scores: List[float]
-    per_token: Optional[List[List[float]]]
-    signed: bool
-    meaning: str
-    seconds: float
-    word_reduction: str = "sum"
-    settings: Dict[str, Any] = field(default_factory=dict, repr=False)
-    flat: bool = False
-    no_ranking: str = ""
-    per_token_note: str = ""
-
-    def __post_init__(self) -> None:
-        if self.flat and not self.no_ranking:
-            self.no_ranking = f"{_FLAT}: {_TRY}"
-
-
-@dataclass
-class AnswerExplanation(Page):
-    """What :func:`explain_answer` returns.
-
-    Attributes:
-        prompt (str): The prompt as given.
-        chat (bool): Whether it was wrapped as a user turn of the chat template.
-        answer (str): The answer explained.
-        output_tokens (list of str): Its tokens, as decoded.
-        generated (bool): The model's greedy answer (else given).
-        pieces (list of str): The prompt's scored tokens, in order.
-        words (list of str): The words they form.
-        word_of_piece (list of int): Each piece's word.
-        model_name (str): What the model is, for the page.
-        per_token (bool): Whether per-token scores were asked for.
-        methods (dict): :class:`AnswerScores` by name, in the order asked.
-        skipped (dict): Methods left out, and why.
-        odds (AnswerProbability, optional): How much the model wanted the answer
-            (:func:`~captum_iba.app.llm_odds.answer_odds`).
-    """
-
-    prompt: str
-    chat: bool
-    answer: str
-    output_tokens: List[str]
-    generated: bool
-    pieces: List[str]
-    words: List[str]
-    word_of_piece: List[int]
-    model_name: str = ""
-    methods: Dict[str, AnswerScores] = field(default_factory=dict)
-    skipped: Dict[str, str] = field(default_factory=dict)
-    per_token: bool = False
-    odds: Optional[AnswerProbability] = None
-
-    def tokens(self, pieces: bool = False) -> List[str]:
-        """The prompt's words (or, with ``pieces``, its scored tokens)."""
-        return list(self.pieces if pieces else self.words)
-
-    def scores(self, method: Optional[str] = None, pieces: bool = False) -> List[float]:
-        """One method's scores of :meth:`tokens` for the whole answer."""
-        found = self._method(method)
-        if pieces:
-            return list(found.scores)
-        return to_words(
-            found.scores, self.word_of_piece, len(self.words), found.word_reduction
-        )
-
-    def matrix(
-        self, method: Optional[str] = None, pieces: bool = False
-    ) -> Optional[List[List[float]]]:
-        """One method's output-token x :meth:`tokens` scores (None when it
-        gives none)."""
-        found = self._method(method)
-        if found.per_token is None:
-            return None
-        if pieces:
-            return [list(row) for row in found.per_token]
-        return [
-            to_words(row, self.word_of_piece, len(self.words), found.word_reduction)
-            for row in found.per_token
-        ]
-
-    def top(
-        self, k: int = 5, method: Optional[str] = None, pieces: bool = False
-    ) -> List[Tuple[str, float]]:
-        """The ``k`` highest-scoring words (or pieces) with their scores."""
-        tokens, values = self.tokens(pieces), self.scores(method, pieces)
-        order = sorted(range(len(tokens)), key=lambda i: -values[i])
-        return [(tokens[i], values[i]) for i in order[:k]]
-
-    def facts(self) -> List[Tuple[str, str]]:
-        """The model, the answer and how it was made."""
-        how = "the model's greedy answer" if self.generated else "given"
-        return [
-            ("Model", self.model_name or "(given)"),
-            ("Prompt", self.prompt + ("  (as a user turn)" if self.chat else "")),
-            ("Answer explained", f"{self.answer!r} ({how}, "
-             f"{len(self.output_tokens)} tokens)"),
-        ] + (self.odds.said() if self.odds is not None else [])  # fmt: skip
-
-    def details(self, method: str) -> str:
-        """One line on how ``method`` ran."""
-        m = self._method(method)
-        parts = [m.summary] if m.summary else []
-        layer = m.settings.get("layer")
-        if layer is not None:
-            parts.append(f"at {layer}")
-        if "precision" in m.settings:
-            parts.append(str(m.settings["precision"]))
-        parts.append(f"{m.seconds:.1f} CPU-s")
-        return "; ".join(parts)
-
-    def notes(self, pieces: bool = False) -> List[str]:
-        """How the words and the matrix were made."""
-        how = "; ".join(f"{n}: {m.word_reduction}" for n, m in self.methods.items())
-        shown = (
-            "Tokens as the tokenizer cut the prompt."
-            if pieces
-            else f"A word's score is made from its tokens' scores ({how})."
-        )
-        notes = [
-            f"{shown} Only the prompt's own tokens are scored: the chat template "
-            "and special tokens are neither removed nor scored.",
-            "The row of words: the scores for the whole answer (its total "
-            "log-probability); the table under it: for each output token.",
-        ]
-        notes += [
-            f"{name}: no per-token scores ({m.per_token_note or WHOLE_ANSWER_ONLY})."
-            for name, m in self.methods.items()
-            if m.per_token is None
-        ]
-        notes += [
-            f"{name}: no ranking: {m.no_ranking}."
-            for name, m in self.methods.items()
-            if m.no_ranking
-        ]
-        notes += [
-            f"{name}: {self.near_flat(name)}" for name in self.near_flat_methods()
-        ]
-        if self.odds is not None:
-            notes.append(READING_NOTE)
-        return notes + [f"{m} left out: {why}" for m, why in self.skipped.items()]
-
-    def to_html(self, pieces: bool = False, full_page: bool = True) -> str:
-        """The page: the facts, then per method its row of prompt words and
-        its output-token x word matrix."""
-        from captum_iba.visualization.page import explanation_html
-
-        rows = []
-        for name, m in self.methods.items():
-            matrix = self.matrix(name, pieces)
-            rows.append(
-                self._score_row(
-                    name,
-                    pieces,
-                    matrix=matrix,
-                    matrix_labels=self.output_tokens if matrix is not None else (),
-                    no_ranking=m.no_ranking,
-                )
-            )
-        return explanation_html(
-            rows,
-            title="Which words of the prompt did the answer need?",
-            text=self.prompt,
-            facts=self.facts(),
-            notes=self.notes(pieces),
-            full_page=full_page,
-        )
-
-    def to_text(self, top: int = 5, pieces: bool = False) -> str:
-        """The terminal listing (see :mod:`~captum_iba.app.llm_explain_text`)."""
-        return answer_text(self, top, pieces)
-
-    def near_flat_methods(self) -> List[str]:
-        """The methods whose scores rank, but nearly flat
-        (:func:`~captum_iba._utils.ranking.is_near_flat`)."""
-        from captum_iba._utils.ranking import is_near_flat
-
-        return [
-            name
-            for name, m in self.methods.items()
-            if not m.no_ranking and is_near_flat(m.scores)
-        ]
-
-    def near_flat(self, method: str) -> str:
-        """What a nearly flat ranking of ``method`` means, with its range."""
-        return near_flat_said(self._method(method).scores)
-
-    def __str__(self) -> str:
-        return self.to_text()
 
 
 def _load(
@@ -320,7 +111,7 @@ def explain_answer(
     model_name: Optional[str] = None,
     max_new_option: str = "max_new_tokens=",
     **options: Any,
-) -> AnswerExplanation:
+) -> Explanation:
     """Explain a causal LM's answer to a prompt, word by word.
 
     Args:
@@ -350,7 +141,7 @@ def explain_answer(
             ``steps``, ``seed``, ``ig_steps``, ...).
 
     Returns:
-        AnswerExplanation: The answer and every method's scores.
+        Explanation: The answer and every method's scores.
 
     Raises:
         ValueError: Before any weights load: an unknown method, one that does
@@ -419,8 +210,8 @@ def explain_answer(
     scorers = build_scorers(request, Resources(model, tokenizer), kind="causal-lm")
     result = _result(batch, tokenizer, prompt, wrap, target is None)
     result.model_name = model_name or described
-    result.odds = odds
-    result.per_token = per_token
+    result.subject.odds = odds
+    result.subject.per_token = per_token
     for name, scorer in scorers.items():
         result.methods[name], tied = _scored(name, scorer, batch, per_token)
         _say_no_ranking(result, name, tied)
@@ -431,7 +222,7 @@ def explain_answer(
 
 def _scored(
     name: str, scorer: Any, batch: Any, per_token: bool
-) -> Tuple[AnswerScores, bool]:
+) -> Tuple[MethodScores, bool]:
     """One method's scores of the batch's one prompt (its own tokens), checked
     finite, and whether IBA found most tokens tied with the median."""
     start = time.process_time()
@@ -441,7 +232,7 @@ def _scored(
     per = None if found.tokens is None else found.tokens[0][:, keep]
     if per is not None:
         check_finite(per, f"{name}'s per-token scores")
-    scores = AnswerScores(
+    scores = MethodScores(
         method=name,
         summary=METHODS.entry(scorer.method_name, warn=False).summary,
         scores=found.answer[0][keep].tolist(),
@@ -456,7 +247,7 @@ def _scored(
     return scores, bool(found.flat is not None and found.flat[0])
 
 
-def _say_no_ranking(result: AnswerExplanation, name: str, tied: bool) -> None:
+def _say_no_ranking(result: Explanation, name: str, tied: bool) -> None:
     """Sets why a method's scores rank no word: the one check of every method
     (:func:`~captum_iba._utils.ranking.flat_reason`), or IBA's own finding
     that most tokens tie with the median (``tied``, which IBA warned)."""
@@ -467,12 +258,11 @@ def _say_no_ranking(result: AnswerExplanation, name: str, tied: bool) -> None:
         warnings.warn(f"{name}: no ranking: {found.no_ranking}", UserWarning, 3)
     elif tied:
         found.no_ranking = f"{_FLAT}: {_TRY}"
-    found.flat = bool(found.no_ranking)
 
 
 def _result(
     batch: Any, tokenizer: Any, prompt: str, chat: bool, generated: bool
-) -> AnswerExplanation:
+) -> Explanation:
     """The answer and the prompt's words, before any method's scores."""
     from captum_iba.attr.llm_batch import encode_prompt
 
@@ -484,13 +274,31 @@ def _result(
     for w in unknown:  # the model read its unknown token there
         words[w] += f" (unknown: {tokenizer.unk_token})"
     answer = batch.answer_ids(0)
-    return AnswerExplanation(
+    subject = PromptSubject(
         prompt=prompt,
         chat=chat,
         answer=tokenizer.decode(answer),
         output_tokens=token_labels(tokenizer, answer),
         generated=generated,
+    )
+    return Explanation(
+        subject=subject,
         pieces=pieces,
+        special=[False] * len(pieces),
         words=words,
         word_of_piece=of_piece,
     )
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        new = _DEPRECATED[name].__name__
+        warnings.warn(
+            f"captum_iba.app.llm_explanation.{name} is deprecated and will be "
+            f"removed in 0.4: use captum_iba.app.explanation.{new}, which "
+            "explains a classifier or a causal LM alike",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _DEPRECATED[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

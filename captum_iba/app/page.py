@@ -1,6 +1,6 @@
-"""What every explanation with a page shares: its methods' scores looked up by
-name, the notebook's display and the page written to a file (both from its
-``to_html``)."""
+"""What an explanation with a page needs besides its scores: its methods'
+scores looked up by name, a method's row of the page, the notebook's display
+and the page written to a file (both from its ``to_html``)."""
 
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
@@ -13,8 +13,8 @@ __all__ = ["Page"]
 class Page:
     """A mix-in for an explanation whose ``to_html(pieces, full_page)`` makes
     its page and whose ``methods`` maps each method's name to its scores
-    (:class:`~captum_iba.app.explanation.Explanation`,
-    :class:`~captum_iba.app.llm_explanation.AnswerExplanation`)."""
+    (:class:`~captum_iba.app.explanation.Explanation`, of a classifier or a
+    causal LM alike)."""
 
     methods: Dict[str, Any]
 

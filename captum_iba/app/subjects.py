@@ -1,0 +1,259 @@
+"""What an explanation explains - a classifier's prediction or a causal LM's
+answer -: the one place where the two kinds of explanation differ.
+
+:class:`~captum_iba.app.explanation.Explanation` is one class for both kinds
+of model. Its pieces, words, methods' scores, page and listing entry points
+are the same; what differs is *what was explained*, and that is its
+``subject``:
+
+- a :class:`ClassifierSubject`: the text (and the pair's second text), the
+  classes, their probabilities and the class explained;
+- a :class:`PromptSubject`: the prompt, the answer explained and its tokens,
+  whether the answer was the model's own, how much the model wanted it.
+
+A subject holds those facts and answers the few questions whose answer
+depends on the kind (:class:`Subject`): the page's heading and facts, where a
+method ran, the notes under the page, where a pair's second text starts, the
+labels of a method's per-output-token rows, and the terminal listing. The
+explanation asks its subject and never its kind, so a third kind (a context
+to attribute, say) is one more subject here. Neither subject imports
+:mod:`captum_iba.app.explanation`: each reads an explanation through its
+public methods (as the listings do).
+"""
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
+
+from captum_iba.app.llm_explain_text import WHOLE_ANSWER_ONLY, answer_text
+from captum_iba.app.llm_odds import READING_NOTE, AnswerProbability
+
+__all__ = ["ClassifierSubject", "PromptSubject", "Subject"]
+
+
+class Subject:
+    """What an explanation explains, and what of its page and listing
+    depends on it. A subclass is a dataclass of the facts of one kind of
+    model, which an :class:`~captum_iba.app.explanation.Explanation` also
+    shows as its own attributes (``result.answer`` is
+    ``result.subject.answer``).
+
+    Attributes:
+        kind (str): The kind of model explained: ``"classifier"`` or
+            ``"causal-lm"`` (the names of :mod:`captum_iba.registry`).
+        seconds_unit (str): How a method's time was measured (``"s"``: wall
+            clock; ``"CPU-s"``: the process's CPU time).
+    """
+
+    kind: ClassVar[str] = ""
+    seconds_unit: ClassVar[str] = "s"
+
+    def heading(self) -> Dict[str, str]:
+        """The page's heading: the keyword arguments ``title`` (when not the
+        page's own) and ``text`` of
+        :func:`~captum_iba.visualization.page.explanation_html`."""
+        raise NotImplementedError
+
+    def facts(self) -> List[Tuple[str, str]]:
+        """The facts under the page's heading, after the model's name."""
+        raise NotImplementedError
+
+    def where(self, method: Any) -> str:
+        """Where ``method`` (a :class:`~captum_iba.app.explanation.MethodScores`)
+        ran, for its line of details ("" when it says nothing)."""
+        return ""
+
+    def notes(self, result: Any, pieces: bool) -> List[str]:
+        """The notes under the page (the methods left out follow them)."""
+        raise NotImplementedError
+
+    def breaks(self, result: Any, pieces: bool) -> List[int]:
+        """Positions in ``result.tokens(pieces)`` where a second text
+        starts."""
+        return []
+
+    def matrix_labels(self) -> List[str]:
+        """The labels of a method's per-output-token rows (its ``matrix``)."""
+        return []
+
+    def listing(self, result: Any, top: int, pieces: bool) -> str:
+        """The terminal listing of ``result``."""
+        raise NotImplementedError
+
+
+@dataclass
+class ClassifierSubject(Subject):
+    """A classifier's prediction of a text (or a pair of texts).
+
+    Attributes:
+        text (str): The text explained.
+        pair (str, optional): The second text of a pair.
+        segment (list of int): Per word: 0 in ``text``, 1 in ``pair``.
+        labels (list of str): The model's class names by index.
+        probabilities (list of float): The predicted probability of each
+            class.
+        target (int): The class explained.
+        n_layers (int, optional): The model's encoder layers.
+    """
+
+    kind: ClassVar[str] = "classifier"
+
+    text: str
+    pair: Optional[str]
+    segment: List[int]
+    labels: List[str]
+    probabilities: List[float]
+    target: int
+    n_layers: Optional[int] = None
+
+    @property
+    def predicted(self) -> int:
+        """int: The predicted class."""
+        return max(range(len(self.probabilities)), key=self.probabilities.__getitem__)
+
+    def label(self, index: int) -> str:
+        """The name of class ``index``."""
+        return self.labels[index] if 0 <= index < len(self.labels) else str(index)
+
+    def heading(self) -> Dict[str, str]:
+        return {"text": self.text}
+
+    def facts(self) -> List[Tuple[str, str]]:
+        """The prediction and the class explained (and the second text)."""
+        pred = self.predicted
+        target = f"{self.label(self.target)} (class {self.target}"
+        target += ", the predicted class)" if self.target == pred else ")"
+        facts = [
+            ("Prediction", f"{self.label(pred)} (p = {self.probabilities[pred]:.3f})"),
+            ("Explained class", target),
+        ]
+        if self.pair is not None:
+            facts.append(("Second text", self.pair))
+        return facts
+
+    def where(self, method: Any) -> str:
+        """The encoder layer of IBA's bottleneck."""
+        if method.layer is None:
+            return ""
+        of = f" of 0..{self.n_layers - 1}" if self.n_layers else ""
+        return f"after encoder layer {method.layer}{of}"
+
+    def notes(self, result: Any, pieces: bool) -> List[str]:
+        """How the tokens shown were formed."""
+        if pieces:
+            shown = "Word pieces as the tokenizer cut the text."
+        else:
+            how = {"sum": "the sum", "mean": "the mean"}
+            by = "; ".join(
+                f"{name}: {how.get(m.word_reduction, m.word_reduction)}"
+                for name, m in result.methods.items()
+            )
+            shown = f"A word's score is made from its word pieces' scores ({by})."
+        return [f"{shown} Special tokens ([CLS], [SEP], ...) are left out."]
+
+    def breaks(self, result: Any, pieces: bool) -> List[int]:
+        """Where the pair's second text starts ([] for one text)."""
+        if self.pair is None:
+            return []
+        if pieces:
+            segs = [
+                self.segment[w]
+                for w, s in zip(result.word_of_piece, result.special)
+                if not s and w is not None
+            ]
+        else:
+            segs = list(self.segment)
+        return [i for i in range(1, len(segs)) if segs[i] != segs[i - 1]]
+
+    def listing(self, result: Any, top: int, pieces: bool) -> str:
+        """:func:`~captum_iba.app.explain_text.terminal_text`."""
+        from captum_iba.app.explain_text import terminal_text
+
+        return terminal_text(result, top, pieces)
+
+
+@dataclass
+class PromptSubject(Subject):
+    """A causal LM's answer to a prompt.
+
+    Attributes:
+        prompt (str): The prompt as given.
+        chat (bool): Whether it was wrapped as a user turn of the chat
+            template.
+        answer (str): The answer explained.
+        output_tokens (list of str): Its tokens, as decoded.
+        generated (bool): The model's greedy answer (else given).
+        per_token (bool): Whether per-output-token scores were asked for.
+        odds (AnswerProbability, optional): How much the model wanted the
+            answer (:func:`~captum_iba.app.llm_odds.answer_odds`).
+    """
+
+    kind: ClassVar[str] = "causal-lm"
+    seconds_unit: ClassVar[str] = "CPU-s"
+
+    prompt: str
+    chat: bool
+    answer: str
+    output_tokens: List[str]
+    generated: bool
+    per_token: bool = False
+    odds: Optional[AnswerProbability] = None
+
+    def heading(self) -> Dict[str, str]:
+        return {
+            "title": "Which words of the prompt did the answer need?",
+            "text": self.prompt,
+        }
+
+    def facts(self) -> List[Tuple[str, str]]:
+        """The prompt, the answer and how it was made; its probability."""
+        how = "the model's greedy answer" if self.generated else "given"
+        return [
+            ("Prompt", self.prompt + ("  (as a user turn)" if self.chat else "")),
+            ("Answer explained", f"{self.answer!r} ({how}, "
+             f"{len(self.output_tokens)} tokens)"),
+        ] + (self.odds.said() if self.odds is not None else [])  # fmt: skip
+
+    def where(self, method: Any) -> str:
+        """The layer of IBA's bottleneck."""
+        layer = method.settings.get("layer")
+        return "" if layer is None else f"at {layer}"
+
+    def notes(self, result: Any, pieces: bool) -> List[str]:
+        """How the words and the matrix were made; the methods without
+        per-token scores or without a ranking, or with a nearly flat one;
+        how to read the answer's probability."""
+        methods = result.methods.items()
+        how = "; ".join(f"{n}: {m.word_reduction}" for n, m in methods)
+        shown = (
+            "Tokens as the tokenizer cut the prompt."
+            if pieces
+            else f"A word's score is made from its tokens' scores ({how})."
+        )
+        notes = [
+            f"{shown} Only the prompt's own tokens are scored: the chat template "
+            "and special tokens are neither removed nor scored.",
+            "The row of words: the scores for the whole answer (its total "
+            "log-probability); the table under it: for each output token.",
+        ]
+        notes += [
+            f"{name}: no per-token scores ({m.per_token_note or WHOLE_ANSWER_ONLY})."
+            for name, m in methods
+            if m.per_token is None
+        ]
+        notes += [
+            f"{name}: no ranking: {m.no_ranking}."
+            for name, m in methods
+            if m.no_ranking
+        ]
+        notes += [
+            f"{name}: {result.near_flat(name)}" for name in result.near_flat_methods()
+        ]
+        return notes + ([READING_NOTE] if self.odds is not None else [])
+
+    def matrix_labels(self) -> List[str]:
+        """The answer's tokens."""
+        return list(self.output_tokens)
+
+    def listing(self, result: Any, top: int, pieces: bool) -> str:
+        """:func:`~captum_iba.app.llm_explain_text.answer_text`."""
+        return answer_text(result, top, pieces)
