@@ -120,7 +120,7 @@ def load_lm_tokenizer(path: Union[str, Path]) -> Any:
     from transformers import AutoTokenizer
 
     name, keywords = causal_lm_source(path)
-    if _folder_kind(name, keywords) == "classifier":
+    if kind_hint(str(path)) == "classifier":  # (only a folder says so)
         raise ModelLoadError(
             f"model {path!s} is a sequence classifier, not a causal LM: "
             "explain it with a classifier's method (e.g. --method iba)"
@@ -170,9 +170,3 @@ def load_causal_lm(path: Union[str, Path], tokenizer: Any = None) -> Tuple[Any, 
         model = model.float()  # (a GGUF model is de-quantised to float32)
     check_finite_weights(model, str(path))
     return model.eval(), tokenizer
-
-
-def _folder_kind(name: str, keywords: dict) -> Optional[str]:
-    if "gguf_file" in keywords:
-        return "causal-lm"
-    return kind_hint(name) if Path(name).is_dir() else None

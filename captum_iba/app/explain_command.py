@@ -18,7 +18,7 @@ from captum_iba.app.checks import class_index, class_names, output_file, pair_wa
 from captum_iba.app.command_parts import config_and_record
 from captum_iba.app.data.corpora import DEFAULT_CORPUS
 from captum_iba.app.errors import CLIError
-from captum_iba.app.explanation import explain
+from captum_iba.app.explanation import Explanation, explain
 from captum_iba.app.models import check_request_layers, kind_of
 from captum_iba.app.words import blank
 from captum_iba.registry import DEFAULT_LLM_METHOD
@@ -40,7 +40,19 @@ def run(args: argparse.Namespace) -> int:
         )
     html = output_file(args.html, "--html")
     if kind_of(args.model) == "causal-lm":
-        return _run_causal_lm(args, html)
+        result = _explain_causal_lm(args, html is not None)
+    else:
+        result = _explain_classifier(args)
+    print(result.to_text(args.top, args.pieces))
+    if html is not None:
+        atomic_write_text(html, result.to_html(args.pieces))
+        print(f"wrote {html}")
+    return 0
+
+
+def _explain_classifier(args: argparse.Namespace) -> Explanation:
+    """``explain`` of a classifier: the checks of its flags, its class and
+    layers against its configuration, then its explanation."""
     llm_only = (
         ("--max-new-tokens", args.max_new_tokens),
         ("--chat" if args.chat else "--no-chat", args.chat),
@@ -72,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         name = corpus or DEFAULT_CORPUS
         return cached_explainer(model, tok, ref, name, False, objective=objective)
 
-    result = explain(
+    return explain(
         args.text,
         model,
         args.request,
@@ -83,17 +95,12 @@ def run(args: argparse.Namespace) -> int:
         explainer=explainer,
         prior_data=data,
     )
-    print(result.to_text(args.top, args.pieces))
-    if html is not None:
-        atomic_write_text(html, result.to_html(args.pieces))
-        print(f"wrote {html}")
-    return 0
 
 
-def _run_causal_lm(args: argparse.Namespace, html: Any) -> int:
+def _explain_causal_lm(args: argparse.Namespace, page: bool) -> Explanation:
     """``explain --model <causal LM>``: the answer (greedy, or --target),
-    the prompt's words with their scores for the whole answer; the page
-    (--html) adds each method's output-token x word matrix."""
+    the prompt's words with their scores for the whole answer; for the page
+    (``page``: --html) or --per-token, each output token's too."""
     from captum_iba.app.cli_checks import check_options
     from captum_iba.app.llm_checks import check_lm_request, lm_config
     from captum_iba.app.llm_explanation import explain_answer
@@ -105,19 +112,14 @@ def _run_causal_lm(args: argparse.Namespace, html: Any) -> int:
     check_options(args, "fair", "causal-lm")
     check_lm_request(args.request, lm_config(args.model))  # before the weights
     command_parts.print_notes(args.request)
-    result = explain_answer(
+    return explain_answer(
         args.text,
         args.model,
         args.request,
         target=args.target,
         chat=args.chat,
         max_new_tokens=args.max_new_tokens or 20,
-        per_token=html is not None or args.per_token,
+        per_token=page or args.per_token,
         model_name=args.model,
         max_new_option="--max-new-tokens",
     )
-    print(result.to_text(args.top, args.pieces))
-    if html is not None:
-        atomic_write_text(html, result.to_html(args.pieces))
-        print(f"wrote {html}")
-    return 0

@@ -16,11 +16,17 @@ against the model's configuration) before any weights load, loads the model
 builds the methods once through the one resolver of the harness
 (:func:`~captum_iba.evaluation.build_scorers`; any registered method works),
 scores the text's word pieces, and groups them into words (a word's score is
-the sum or the mean of its pieces', as the method's registry entry says). The
-:class:`Explanation` it returns
-holds the pieces, the words and every method's scores, renders as the page of
+the sum or the mean of its pieces', as the method's registry entry says). For
+a causal LM it explains the model's answer to the text instead
+(:func:`~captum_iba.app.llm_explanation.explain_answer`).
+
+Either way it returns one class, :class:`Explanation`: the pieces, the words
+and every method's scores (:class:`MethodScores`), and what was explained,
+its ``subject`` (:mod:`captum_iba.app.subjects`: a classifier's prediction or
+a causal LM's answer). It renders as the page of
 :func:`~captum_iba.visualization.page.explanation_html` and as the terminal
-listing of :func:`~captum_iba.app.explain_text.terminal_text`.
+listing (:func:`~captum_iba.app.explain_text.terminal_text`,
+:func:`~captum_iba.app.llm_explain_text.answer_text`).
 """
 
 import time
@@ -169,7 +175,7 @@ class Explanation(Page):
             return getattr(subject, name)
         except AttributeError:
             raise AttributeError(
-                f"an explanation of a {subject.kind} has no attribute {name!r}"
+                f"an explanation of {subject.what} has no attribute {name!r}"
             ) from None
 
     def __dir__(self) -> List[str]:
@@ -373,8 +379,9 @@ def explain(
     put back afterwards.
 
     Returns:
-        Explanation: The scores of every method, by word piece and by word;
-        it shows as a page in Jupyter.
+        Explanation: The scores of every method, by word piece and by word,
+        and what was explained (a classifier's prediction, or a causal LM's
+        answer: the same class); it shows as a page in Jupyter.
 
     Raises:
         ValueError: Before any weights load: for an unknown method, an option
@@ -392,7 +399,7 @@ def explain(
             raise ValueError("pair is for a classifier; a causal LM explains a prompt")
         from captum_iba.app.llm_explanation import explain_answer
 
-        return explain_answer(  # type: ignore[return-value]
+        return explain_answer(
             text, model, method, tokenizer=tokenizer,
             target=None if target is None else str(target),
             method_options=method_options, model_name=model_name, **options,

@@ -40,11 +40,13 @@ class Subject:
     Attributes:
         kind (str): The kind of model explained: ``"classifier"`` or
             ``"causal-lm"`` (the names of :mod:`captum_iba.registry`).
+        what (str): What was explained, in words.
         seconds_unit (str): How a method's time was measured (``"s"``: wall
             clock; ``"CPU-s"``: the process's CPU time).
     """
 
     kind: ClassVar[str] = ""
+    what: ClassVar[str] = ""
     seconds_unit: ClassVar[str] = "s"
 
     def heading(self) -> Dict[str, str]:
@@ -96,6 +98,7 @@ class ClassifierSubject(Subject):
     """
 
     kind: ClassVar[str] = "classifier"
+    what: ClassVar[str] = "a classifier's prediction"
 
     text: str
     pair: Optional[str]
@@ -188,6 +191,7 @@ class PromptSubject(Subject):
     """
 
     kind: ClassVar[str] = "causal-lm"
+    what: ClassVar[str] = "a causal LM's answer"
     seconds_unit: ClassVar[str] = "CPU-s"
 
     prompt: str
