@@ -223,18 +223,22 @@ def test_the_listing_names_methods_per_kind(capsys):
 def test_a_flat_method_is_no_ranking_on_the_page():
     """A method whose scores rank nothing is said so in its row and left
     uncoloured on the page, not only in the notes below it."""
-    from captum_iba.app.llm_explanation import AnswerExplanation, AnswerScores
+    from captum_iba.app.explanation import Explanation, MethodScores
+    from captum_iba.app.subjects import PromptSubject
 
     def scores(flat):
-        return AnswerScores(
-            method="m", summary="", scores=[0.5, 0.5], per_token=None,
-            signed=False, meaning="a share", seconds=0.0, flat=flat,
+        return MethodScores(
+            method="m", summary="", scores=[0.5, 0.5], signed=False,
+            meaning="a share", seconds=0.0, no_ranking="all tied" if flat else "",
         )  # fmt: skip
 
     def page(flat):
-        return AnswerExplanation(
+        subject = PromptSubject(
             prompt="good film", chat=False, answer=" positive",
-            output_tokens=[" positive"], generated=False, pieces=["good", "film"],
+            output_tokens=[" positive"], generated=False,
+        )  # fmt: skip
+        return Explanation(
+            subject, pieces=["good", "film"], special=[False, False],
             words=["good", "film"], word_of_piece=[0, 1],
             methods={"llm-iba-faithful": scores(flat)},
         ).to_html()  # fmt: skip
@@ -291,16 +295,18 @@ def test_a_nearly_flat_ranking_is_said(values, near):
     import html
 
     from captum_iba._utils.ranking import is_near_flat
-    from captum_iba.app.llm_explanation import AnswerExplanation, AnswerScores
+    from captum_iba.app.explanation import Explanation, MethodScores
+    from captum_iba.app.subjects import PromptSubject
 
     n = len(values)
-    result = AnswerExplanation(
-        prompt="a b c", chat=False, answer=" x", output_tokens=[" x"],
-        generated=False, pieces=list("abc")[:n], words=list("abc")[:n],
+    result = Explanation(
+        PromptSubject(prompt="a b c", chat=False, answer=" x", output_tokens=[" x"],
+                      generated=False),
+        pieces=list("abc")[:n], special=[False] * n, words=list("abc")[:n],
         word_of_piece=list(range(n)),
-        methods={"llm-iba": AnswerScores(
-            method="llm-iba", summary="", scores=values, per_token=None,
-            signed=False, meaning="nats", seconds=0.0, flat=n == 2,
+        methods={"llm-iba": MethodScores(
+            method="llm-iba", summary="", scores=values, signed=False,
+            meaning="nats", seconds=0.0, no_ranking="tied" if n == 2 else "",
         )},
     )  # fmt: skip
     assert is_near_flat(values) == near
