@@ -5,6 +5,7 @@ the same methods; what differs is its subject. The names of 0.2
 
 import copy
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -130,3 +131,29 @@ def test_a_pair_and_a_prompt_render_through_their_subjects():
     assert prompt.matrix("ig") == [[0.1, 0.9], [0.7, 0.3]]
     assert 'table class="m"' in prompt.to_html()
     assert 'table class="m"' not in pair.to_html()
+
+
+def test_one_kind_rule_for_a_name_a_configuration_and_a_model(tiny_model_dir, tmp_path):
+    """A folder's kind by its name, its configuration and its loaded model
+    agree (one rule: ``config_kind``, and a model's class); the causal-LM
+    loader refuses a classifier folder by the same rule."""
+    import json
+
+    from captum_iba.app.causal_lm import load_lm_tokenizer
+    from captum_iba.app.model_kind import config_kind, kind_hint, model_kind
+    from captum_iba.app.models import ModelLoadError, kind_of, load_classifier
+
+    lm = tiny_causal_lm("gpt2")
+    lm.config.architectures = [type(lm).__name__]
+    folder = tmp_path / "lm"  # (tmp_path holds the classifier)
+    lm.save_pretrained(folder)
+    tiny_word_tokenizer().save_pretrained(folder)
+    for name, model, kind in [
+        (tiny_model_dir, load_classifier(tiny_model_dir)[0], "classifier"),
+        (str(folder), lm, "causal-lm"),
+    ]:
+        config = json.loads((Path(name) / "config.json").read_text())
+        assert config_kind(config) == kind_hint(name) == kind_of(name) == kind
+        assert model_kind(model) == model_kind(model.config) == kind_of(model) == kind
+    with pytest.raises(ModelLoadError, match="is a sequence classifier, not a causal"):
+        load_lm_tokenizer(tiny_model_dir)
