@@ -167,9 +167,9 @@ class Explanation(Page):
     skipped: Dict[str, str] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> Any:
-        # only for a name the explanation lacks: its subject's attributes
+        # only for a name the explanation lacks: its subject's public ones
         subject = self.__dict__.get("subject")
-        if subject is None or name.startswith("__"):
+        if subject is None or name.startswith("_"):
             raise AttributeError(name)
         try:
             return getattr(subject, name)
