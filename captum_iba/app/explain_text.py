@@ -1,4 +1,4 @@
-"""The terminal listing of an :class:`~captum_iba.app.explanation.Explanation`
+"""The terminal listing of an :class:`~captum_iba.app.page.Explanation`
 of a classifier (its :class:`~captum_iba.app.subjects.ClassifierSubject`'s).
 
 One method: a line saying what a score means, then every word in text order

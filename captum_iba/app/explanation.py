@@ -20,24 +20,25 @@ the sum or the mean of its pieces', as the method's registry entry says). For
 a causal LM it explains the model's answer to the text instead
 (:func:`~captum_iba.app.llm_explanation.explain_answer`).
 
-Either way it returns one class, :class:`Explanation`: the pieces, the words
-and every method's scores (:class:`MethodScores`), and what was explained,
-its ``subject`` (:mod:`captum_iba.app.subjects`: a classifier's prediction or
-a causal LM's answer). It renders as the page of
+Either way it returns one class, :class:`~captum_iba.app.page.Explanation`
+(defined in :mod:`captum_iba.app.page`, below both routes; importable from
+here): the pieces, the words and every method's scores
+(:class:`~captum_iba.app.page.MethodScores`), and what was explained, its
+``subject`` (:mod:`captum_iba.app.subjects`: a classifier's prediction or a
+causal LM's answer). It renders as the page of
 :func:`~captum_iba.visualization.page.explanation_html` and as the terminal
 listing (:func:`~captum_iba.app.explain_text.terminal_text`,
 :func:`~captum_iba.app.llm_explain_text.answer_text`).
 """
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import torch
 
 from captum_iba._utils.common import hf_call
 from captum_iba._utils.hooks import evaluation_mode
-from captum_iba._utils.ranking import check_finite, is_near_flat
+from captum_iba._utils.ranking import check_finite
 from captum_iba.app.checks import class_index, class_names
 from captum_iba.app.explain_setup import (
     build,
@@ -46,11 +47,10 @@ from captum_iba.app.explain_setup import (
     no_ranking,
     warn_if_training,
 )
-from captum_iba.app.llm_explain_text import near_flat_said
 from captum_iba.app.models import kind_of
-from captum_iba.app.page import Page
-from captum_iba.app.subjects import ClassifierSubject, Subject
-from captum_iba.app.words import encode, grouping, to_words
+from captum_iba.app.page import Explanation, MethodScores
+from captum_iba.app.subjects import ClassifierSubject
+from captum_iba.app.words import encode, grouping
 from captum_iba.registry import DEFAULT_METHOD, METHODS
 from captum_iba.request import (
     MethodRequest,
@@ -60,262 +60,6 @@ from captum_iba.request import (
 )
 
 __all__ = ["DEFAULT_METHOD", "Explanation", "MethodScores", "explain"]
-
-
-@dataclass
-class MethodScores:
-    """One method's scores of the word pieces explained, for a classifier or
-    a causal LM.
-
-    Attributes:
-        method (str): The registered name (e.g. ``"iba-faithful"``).
-        summary (str): The registry's one-line summary.
-        scores (list[float]): One per word piece (a classifier's special
-            tokens included; a causal LM: the prompt's own tokens); for a
-            causal LM, for the whole answer.
-        signed (bool): Whether a score has a direction (+ for the class or
-            the answer).
-        meaning (str): What one score means.
-        seconds (float): Time the method took (the explanation's subject
-            says how it was measured).
-        word_reduction (str): ``"sum"`` or ``"mean"``: how a word's score is
-            made from its pieces' (the scorer's
-            :attr:`~captum_iba.evaluation.TokenScorer.word_reduction`).
-        layer (int, optional): The encoder layer it used, for IBA on a
-            classifier.
-        settings (dict): The scorer's settings.
-        no_ranking (str): Why the scores rank no word ("" when they do): the
-            method's own finding (e.g. IBA after a classifier's layer whose
-            first token alone is read, or most of a prompt's tokens tied), or
-            flat scores (:func:`~captum_iba._utils.ranking.flat_reason`); then
-            no top words are listed.
-        per_token (list of list of float, optional): A causal LM's scores per
-            output token, per piece (None when the method gives none, or
-            they were not asked for; always None for a classifier).
-        per_token_note (str): Why the method gives no per-token scores when
-            asked for them ("" when it gives them).
-    """
-
-    method: str
-    summary: str
-    scores: List[float]
-    signed: bool
-    meaning: str
-    seconds: float
-    word_reduction: str = "sum"
-    layer: Optional[int] = None
-    settings: Dict[str, Any] = field(default_factory=dict, repr=False)
-    no_ranking: str = ""
-    per_token: Optional[List[List[float]]] = None
-    per_token_note: str = ""
-
-    @property
-    def flat(self) -> bool:
-        """bool: The scores rank no word (:attr:`no_ranking` says why)."""
-        return bool(self.no_ranking)
-
-
-@dataclass
-class Explanation(Page):
-    """The result of :func:`explain`, for a classifier or a causal LM: the
-    pieces explained, the words they form, each method's scores, and what was
-    explained (:attr:`subject`).
-
-    One class for both kinds of model: a user gets the same methods
-    (:meth:`tokens`, :meth:`scores`, :meth:`top`, :meth:`matrix`, the page of
-    :meth:`to_html` and :meth:`save_html`, the listing of :meth:`to_text`)
-    whatever the model. What differs by kind is what was explained - a
-    text's predicted class, or a prompt's answer - and it is one object,
-    the :attr:`subject` (:mod:`captum_iba.app.subjects`), which also renders
-    what depends on it: the page's heading and facts, where a method ran,
-    the notes, the terminal listing. The alternative, one class with the
-    optional fields of both kinds, would leave half of them None on every
-    result and a test of which half is set in every method; here no method
-    asks the kind, and a new kind is a new subject. The subject's
-    attributes read as the explanation's own: ``result.answer``,
-    ``result.probabilities`` or ``result.predicted`` is
-    ``result.subject.answer`` ...
-
-    Attributes:
-        subject (Subject): What was explained: a
-            :class:`~captum_iba.app.subjects.ClassifierSubject` (``text``,
-            ``pair``, ``segment``, ``labels``, ``probabilities``, ``target``,
-            ``n_layers``) or a
-            :class:`~captum_iba.app.subjects.PromptSubject` (``prompt``,
-            ``chat``, ``answer``, ``output_tokens``, ``generated``,
-            ``per_token``, ``odds``).
-        pieces (list[str]): The tokenizer's tokens explained: a classifier's
-            special tokens included; a causal LM's prompt's own tokens.
-        special (list[bool]): Per piece: a special token ([CLS], [SEP], ...),
-            left out of what is shown (none of a prompt's).
-        words (list[str]): The words, as written in the text.
-        word_of_piece (list[int or None]): Per piece: its word's index (None
-            for special tokens).
-        model_name (str): What the model is, for the page.
-        methods (dict[str, MethodScores]): By name, in the order asked.
-        skipped (dict[str, str]): Methods left out, and why (e.g. an optional
-            package is missing).
-    """
-
-    subject: Subject
-    pieces: List[str]
-    special: List[bool]
-    words: List[str]
-    word_of_piece: List[Optional[int]]
-    model_name: str = ""
-    methods: Dict[str, MethodScores] = field(default_factory=dict)
-    skipped: Dict[str, str] = field(default_factory=dict)
-
-    def __getattr__(self, name: str) -> Any:
-        # only for a name the explanation lacks: its subject's public ones
-        subject = self.__dict__.get("subject")
-        if subject is None or name.startswith("_"):
-            raise AttributeError(name)
-        try:
-            return getattr(subject, name)
-        except AttributeError:
-            raise AttributeError(
-                f"an explanation of {subject.what} has no attribute {name!r}"
-            ) from None
-
-    def __dir__(self) -> List[str]:
-        return sorted(set(super().__dir__()) | set(dir(self.subject)))
-
-    @property
-    def kind(self) -> str:
-        """str: The kind of model explained, ``"classifier"`` or
-        ``"causal-lm"``."""
-        return self.subject.kind
-
-    def tokens(self, pieces: bool = False) -> List[str]:
-        """The words (or, with ``pieces``, the word pieces) shown, special
-        tokens left out, in text order."""
-        if pieces:
-            return [p for p, s in zip(self.pieces, self.special) if not s]
-        return list(self.words)
-
-    def _shown(
-        self, raw: Sequence[float], method: MethodScores, pieces: bool
-    ) -> List[float]:
-        """``raw`` per piece as shown: the pieces', or the words'."""
-        if pieces:
-            return [x for x, s in zip(raw, self.special) if not s]
-        n = len(self.words)
-        return to_words(raw, self.word_of_piece, n, method.word_reduction)
-
-    def scores(self, method: Optional[str] = None, pieces: bool = False) -> List[float]:
-        """One method's scores of :meth:`tokens` (default: the first method);
-        for a causal LM, for the whole answer.
-
-        A word's score is the sum of its pieces' scores for additive methods
-        (integrated gradients, occlusion, ...: the word's share of the
-        total), their mean for the others (IBA: every piece keeps some
-        signal, so a sum would rank words by their number of pieces); the
-        method's :attr:`MethodScores.word_reduction` says which.
-        """
-        found = self._method(method)
-        return self._shown(found.scores, found, pieces)
-
-    def matrix(
-        self, method: Optional[str] = None, pieces: bool = False
-    ) -> Optional[List[List[float]]]:
-        """One method's output-token x :meth:`tokens` scores of a causal LM's
-        answer (None when it gives none, and for a classifier)."""
-        found = self._method(method)
-        if found.per_token is None:
-            return None
-        return [self._shown(row, found, pieces) for row in found.per_token]
-
-    def breaks(self, pieces: bool = False) -> List[int]:
-        """Positions in :meth:`tokens` where the pair's second text starts."""
-        return self.subject.breaks(self, pieces)
-
-    def top(
-        self, k: int = 5, method: Optional[str] = None, pieces: bool = False
-    ) -> List[Tuple[str, float]]:
-        """The ``k`` highest-scoring words (or pieces) with their scores.
-
-        Raises:
-            ValueError: When the method's scores rank nothing
-                (:attr:`MethodScores.no_ranking`, which the message gives).
-        """
-        found = self._method(method)
-        if found.no_ranking:
-            raise ValueError(f"{found.method}: no ranking: {found.no_ranking}")
-        tokens, values = self.tokens(pieces), self.scores(method, pieces)
-        order = sorted(range(len(tokens)), key=lambda i: -values[i])
-        return [(tokens[i], values[i]) for i in order[:k]]
-
-    def near_flat_methods(self) -> List[str]:
-        """The methods whose scores rank, but nearly flat
-        (:func:`~captum_iba._utils.ranking.is_near_flat`)."""
-        return [
-            name
-            for name, m in self.methods.items()
-            if not m.no_ranking and is_near_flat(m.scores)
-        ]
-
-    def near_flat(self, method: str) -> str:
-        """What a nearly flat ranking of ``method`` means, with its range."""
-        return near_flat_said(self._method(method).scores)
-
-    def facts(self) -> List[Tuple[str, str]]:
-        """What a reader needs beside the colours: the model, then what was
-        explained (the prediction and the class; the prompt and the
-        answer)."""
-        return [("Model", self.model_name or "(given)")] + self.subject.facts()
-
-    def notes(self, pieces: bool = False) -> List[str]:
-        """How the tokens shown were formed, ...; the methods left out."""
-        notes = self.subject.notes(self, pieces)
-        return notes + [f"{m} left out: {why}" for m, why in self.skipped.items()]
-
-    def details(self, method: str) -> str:
-        """One line on how ``method`` ran (configuration, layer, time)."""
-        m = self._method(method)
-        where = self.subject.where(m)
-        parts = [m.summary] if m.summary else []
-        parts += [where] if where else []
-        if "precision" in m.settings:
-            parts.append(str(m.settings["precision"]))
-        parts.append(f"{m.seconds:.1f} {self.subject.seconds_unit}")
-        return "; ".join(parts)
-
-    def to_html(self, pieces: bool = False, full_page: bool = True) -> str:
-        """The page: the facts, then one row per method (own scale each); for
-        a causal LM, under each row its output-token x word matrix."""
-        from captum_iba.visualization.page import explanation_html
-
-        rows = []
-        for name, m in self.methods.items():
-            matrix = self.matrix(name, pieces)
-            labels = self.subject.matrix_labels() if matrix is not None else ()
-            rows.append(
-                self._score_row(
-                    name,
-                    pieces,
-                    breaks=self.breaks(pieces),
-                    matrix=matrix,
-                    matrix_labels=labels,
-                    no_ranking=m.no_ranking,
-                )
-            )
-        return explanation_html(
-            rows,
-            **self.subject.heading(),
-            facts=self.facts(),
-            notes=self.notes(pieces),
-            full_page=full_page,
-        )
-
-    def to_text(self, top: int = 5, pieces: bool = False) -> str:
-        """The terminal listing (a classifier's:
-        :mod:`~captum_iba.app.explain_text`; a causal LM's:
-        :mod:`~captum_iba.app.llm_explain_text`)."""
-        return self.subject.listing(self, top, pieces)
-
-    def __str__(self) -> str:
-        return self.to_text()
 
 
 def explain(
@@ -391,7 +135,7 @@ def explain(
             or a tokenizer without its vocabulary.
         ImportError: When the only method asked for needs a package that is
             not installed (with several, it is left out and named in
-            :attr:`Explanation.skipped`).
+            :attr:`~captum_iba.app.page.Explanation.skipped`).
     """
     check_values(options)  # a bad value is named before the model is looked up
     if kind_of(model) == "causal-lm":

@@ -1,5 +1,5 @@
 """The terminal listing of an
-:class:`~captum_iba.app.explanation.Explanation` of a causal LM's answer (its
+:class:`~captum_iba.app.page.Explanation` of a causal LM's answer (its
 :class:`~captum_iba.app.subjects.PromptSubject`'s): the prompt and the answer,
 how much the model wanted the answer, then per method the prompt's words with
 their scores, its top words (or why it ranks none) and, when scored per output

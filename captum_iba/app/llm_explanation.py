@@ -18,7 +18,7 @@ tokenizer has a chat template (``chat``), takes the answer as given
 :func:`~captum_iba.evaluation.build_scorers`, and scores the prompt's own
 tokens (never the template nor a special token) for the whole answer and,
 with ``per_token``, for each output token. It returns the one
-:class:`~captum_iba.app.explanation.Explanation` of both kinds of model, whose
+:class:`~captum_iba.app.page.Explanation` of both kinds of model, whose
 :class:`~captum_iba.app.subjects.PromptSubject` holds the prompt and the
 answer: it renders as the terminal listing
 (:mod:`~captum_iba.app.llm_explain_text`) and as the page of
@@ -26,8 +26,8 @@ answer: it renders as the terminal listing
 prompt words, and its output-token x word matrix).
 
 ``AnswerExplanation`` and ``AnswerScores``, this module's classes in 0.2,
-are :class:`~captum_iba.app.explanation.Explanation` and
-:class:`~captum_iba.app.explanation.MethodScores` now: importing them from
+are :class:`~captum_iba.app.page.Explanation` and
+:class:`~captum_iba.app.page.MethodScores` now: importing them from
 here still works until 0.4, with a ``DeprecationWarning``.
 """
 
@@ -38,9 +38,9 @@ from types import SimpleNamespace
 from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
 from captum_iba._utils.ranking import check_finite, flat_reason
-from captum_iba.app.explanation import Explanation, MethodScores
 from captum_iba.app.llm_odds import answer_odds
 from captum_iba.app.model_kind import kind_hint, model_kind
+from captum_iba.app.page import Explanation, MethodScores
 from captum_iba.app.subjects import PromptSubject
 from captum_iba.app.words import prompt_words, token_labels
 from captum_iba.registry import DEFAULT_LLM_METHOD, METHODS

@@ -7,7 +7,7 @@ gives " positive" a probability of 0.2 for a negative review, or puts
 faithfully: the explanation shows what *that* model used. :func:`answer_odds`
 measures it with one forward pass - each answer token's probability, the
 whole answer's, and the model's strongest alternatives for the first answer
-token - and an :class:`~captum_iba.app.explanation.Explanation` of the answer
+token - and an :class:`~captum_iba.app.page.Explanation` of the answer
 (its :class:`~captum_iba.app.subjects.PromptSubject`) shows it on the page and
 in the listing (docs/llm.rst, "Reading a result").
 """

@@ -1,7 +1,7 @@
 """What an explanation explains - a classifier's prediction or a causal LM's
 answer -: the one place where the two kinds of explanation differ.
 
-:class:`~captum_iba.app.explanation.Explanation` is one class for both kinds
+:class:`~captum_iba.app.page.Explanation` is one class for both kinds
 of model. Its pieces, words, methods' scores, page and listing entry points
 are the same; what differs is *what was explained*, and that is its
 ``subject``:
@@ -33,7 +33,7 @@ __all__ = ["ClassifierSubject", "PromptSubject", "Subject"]
 class Subject:
     """What an explanation explains, and what of its page and listing
     depends on it. A subclass is a dataclass of the facts of one kind of
-    model, which an :class:`~captum_iba.app.explanation.Explanation` also
+    model, which an :class:`~captum_iba.app.page.Explanation` also
     shows as its own attributes (``result.answer`` is
     ``result.subject.answer``).
 
@@ -60,7 +60,7 @@ class Subject:
         raise NotImplementedError
 
     def where(self, method: Any) -> str:
-        """Where ``method`` (a :class:`~captum_iba.app.explanation.MethodScores`)
+        """Where ``method`` (a :class:`~captum_iba.app.page.MethodScores`)
         ran, for its line of details ("" when it says nothing)."""
         return ""
 
