@@ -59,7 +59,9 @@ from captum_iba.request import (
     check_values,
 )
 
-__all__ = ["DEFAULT_METHOD", "Explanation", "MethodScores", "explain"]
+# Explanation and MethodScores import from here as before; documented where
+# they are defined (captum_iba.app.page)
+__all__ = ["DEFAULT_METHOD", "explain"]
 
 
 def explain(
