@@ -74,8 +74,6 @@ def explain(
     target: Union[None, int, str] = None,
     method_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
     model_name: Optional[str] = None,
-    explainer: Any = None,
-    prior_data: Any = None,
     **options: Any,
 ) -> Explanation:
     """Explain one prediction, word by word, by one method or several; for a
@@ -108,17 +106,16 @@ def explain(
             ``{"iba-faithful": {"beta": 1e-4}}``) or more constructor
             arguments of its scorer; only for methods asked for.
         model_name (str, optional): How the page names the model.
-        explainer (optional): ``iba-amortized``'s fitted explainer (see
-            :func:`captum_iba.app.amortized.cached_explainer`), or a function
-            of the layer module returning one.
-        prior_data (optional): Training data for a prior fitted on data
-            (``prior="dataset"``).
         **options: Options for every method that takes them
             (:data:`captum_iba.registry.OPTIONS`), e.g. ``layer`` (the layer
             of the bottleneck: an encoder layer index or ``"embeddings"``),
             ``seed``, ``beta``, ``steps``, ``prior``, ``ig_steps``. Default:
             each method's own. An option no chosen method takes is an error,
-            never ignored.
+            never ignored. Also the shared resources of a classifier's
+            methods: ``explainer`` (``iba-amortized``'s fitted explainer, see
+            :func:`captum_iba.app.amortized.cached_explainer`, or a function
+            of the layer module returning one) and ``prior_data`` (training
+            data for a prior fitted on data, ``prior="dataset"``).
 
     A model in training mode is explained in eval mode (dropout off, so the
     prediction and the scores are not random), with a warning; its flags are
@@ -139,6 +136,8 @@ def explain(
             not installed (with several, it is left out and named in
             :attr:`~captum_iba.app.page.Explanation.skipped`).
     """
+    explainer = options.pop("explainer", None)  # resources, not options
+    prior_data = options.pop("prior_data", None)
     check_values(options)  # a bad value is named before the model is looked up
     if kind_of(model) == "causal-lm":
         if pair is not None:

@@ -108,8 +108,6 @@ def explain_answer(
     max_new_tokens: int = 20,
     per_token: bool = True,
     method_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
-    model_name: Optional[str] = None,
-    max_new_option: str = "max_new_tokens=",
     **options: Any,
 ) -> Explanation:
     """Explain a causal LM's answer to a prompt, word by word.
@@ -134,11 +132,11 @@ def explain_answer(
         per_token (bool): Also score each output token (the page's matrix;
             one more IBA instance per token). Default True.
         method_options (Mapping, optional): Options per method.
-        model_name (str, optional): How the page names the model.
-        max_new_option (str): How ``max_new_tokens`` was given, for the
-            warning when the model's positions leave less room.
         **options: Options for every method that takes them (``layer``,
-            ``steps``, ``seed``, ``ig_steps``, ...).
+            ``steps``, ``seed``, ``ig_steps``, ...); also ``model_name`` (how
+            the page names the model) and ``max_new_option`` (how
+            ``max_new_tokens`` was given, for the warning when the model's
+            positions leave less room; default ``"max_new_tokens="``).
 
     Returns:
         Explanation: The answer and every method's scores.
@@ -160,6 +158,8 @@ def explain_answer(
     from captum_iba.attr.llm_batch import prompt_batch, uses_chat
     from captum_iba.evaluation import Resources, build_scorers
 
+    model_name = options.pop("model_name", None)  # the page's, not options
+    max_new_option = options.pop("max_new_option", "max_new_tokens=")
     given = {k: v for k, v in options.items() if v is not None}
     if isinstance(method, MethodRequest):
         if given or method_options:
