@@ -253,3 +253,45 @@ def test_the_check_sees_an_import_circle(tmp_path):
     assert _import_circles(graph) == [
         ["captum_iba.attr.a", "captum_iba.attr.b", "captum_iba.attr.c"]
     ]
+
+
+#: Where each registry's import paths point: the layer holding its objects.
+REGISTRY_HOMES = {
+    "METHODS": "captum_iba.evaluation.",
+    "SETTINGS": "captum_iba.evaluation.presets",
+    "PRIORS": "captum_iba.attr.",
+}
+
+
+def test_the_registries_import_paths_are_checked_like_imports():
+    """Issue 50, item 5: the registry names the objects it lists by import
+    path (imported when a name is used, so that ``--help`` and a request's
+    checks load no torch): those strings are dependencies too, and this
+    check sees them. Each built-in path points into the one layer that holds
+    its registry's objects (the methods: evaluation; the settings: its
+    presets; the priors: attr) and names a module that exists and an object
+    in it; the registry module imports none of them."""
+    import importlib
+
+    from captum_iba import registry
+
+    graph = _module_graph(PACKAGE)
+    seen = 0
+    for name, home in REGISTRY_HOMES.items():
+        reg = getattr(registry, name)
+        for key in reg.names():
+            target = reg.entry(key, warn=False).target
+            if not isinstance(target, str):
+                continue  # an object registered at run time (a user's)
+            module, _, attribute = target.partition(":")
+            assert module.startswith(home), f"{name} {key}: {target} is not in {home}"
+            assert module in graph, f"{name} {key}: no module {module}"
+            assert hasattr(importlib.import_module(module), attribute), target
+            seen += 1
+    assert seen >= 20
+    # the registry itself imports none of them (they load on first use)
+    assert not {
+        t
+        for t in graph["captum_iba.registry"]
+        if t.startswith(("captum_iba.evaluation", "captum_iba.attr"))
+    }
