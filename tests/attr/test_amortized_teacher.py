@@ -186,7 +186,10 @@ class TestVersion02Settings(BaseTest):
         for teacher, config in ((V02_FAITHFUL, FAITHFUL), (V02_DELETION, DELETION)):
             record = dict(V02_RECORD, teacher=teacher, distil=1.0, distil_only=True)
             settings = ExplainerSettings.from_dict(record)
-            schedule = {"steps": teacher["steps"], "lr": teacher["lr"]}  # 0.2's
+            # 0.2's schedule; its teachers kept the complement term at every
+            # step (a record without complement_skip reads as 0)
+            schedule = {"steps": teacher["steps"], "lr": teacher["lr"]}
+            schedule["complement_skip"] = 0
             self.assertEqual(
                 settings.teacher.record(), config.replace(**schedule).record()
             )
