@@ -71,6 +71,7 @@ from captum_iba.metrics.context import (  # noqa: E402
     TOP_K,
     ablate_sources,
     context_test,
+    source_ranking,
 )
 from captum_iba.registry import METHODS  # noqa: E402
 
@@ -100,8 +101,7 @@ def prompt_ids_of(tokenizer: Any, example: ContextExample) -> Callable:
 def top1_hit(scores: torch.Tensor, key: int) -> bool:
     """Whether ``key`` is ranked first (ties: the earlier source, as the
     top-k drop breaks them)."""
-    order = torch.sort(-torch.as_tensor(scores), stable=True).indices
-    return int(order[0]) == key
+    return int(source_ranking(scores)[0]) == key
 
 
 def source_scores(

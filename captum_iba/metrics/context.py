@@ -50,6 +50,7 @@ __all__ = [
     "context_test",
     "linear_datamodeling_score",
     "response_log_probs",
+    "source_ranking",
     "top_k_drop",
 ]
 
@@ -208,9 +209,10 @@ def ablate_sources(
     return SourceAblations(keep, found, keep_prob, seed)
 
 
-def _scores_2d(source_scores: Tensor, n_sources: int) -> Tensor:
+def _scores_2d(source_scores: Tensor, n_sources: Optional[int] = None) -> Tensor:
     scores = torch.as_tensor(source_scores).detach().double().cpu()
     scores = scores.unsqueeze(0) if scores.dim() == 1 else scores
+    n_sources = scores.shape[-1] if n_sources is None else n_sources
     if scores.dim() != 2 or scores.shape[1] != n_sources:
         raise ValueError(
             f"source_scores must be (S,) or (M, S) with S = {n_sources} sources; "
@@ -244,10 +246,24 @@ def linear_datamodeling_score(
     return rank_correlation(predicted, actual, torch.ones_like(predicted).bool())
 
 
+def source_ranking(source_scores: Tensor) -> Tensor:
+    """The sources from the highest score down (ties: the earlier source
+    first), the order the top-k drop removes them in.
+
+    Args:
+        source_scores (Tensor): ``(S,)`` or ``(M, S)`` one score per source.
+
+    Returns:
+        Tensor: The source indices, of the same shape.
+    """
+    scores = torch.as_tensor(source_scores)
+    return torch.sort(-scores, dim=-1, stable=True).indices
+
+
 def _top_k_keep(scores: Tensor, k: int) -> Tensor:
-    """``(M, S)`` bool: every source but each row's ``k`` highest (ties: the
-    earlier source first)."""
-    order = torch.sort(-scores, dim=1, stable=True).indices[:, :k]
+    """``(M, S)`` bool: every source but each row's ``k`` highest
+    (:func:`source_ranking`)."""
+    order = source_ranking(scores)[:, :k]
     keep = torch.ones_like(scores, dtype=torch.bool)
     return keep.scatter(1, order, False)
 
@@ -279,7 +295,7 @@ def top_k_drop(
     """
     if not ks or any(int(k) < 1 for k in ks):
         raise ValueError(f"ks must be positive integers; got {list(ks)}")
-    scores = _scores_2d(source_scores, _n_sources(source_scores))
+    scores = _scores_2d(source_scores)
     m, s = scores.shape
     full = torch.ones(1, s, dtype=torch.bool)
     cut = [(i, _top_k_keep(scores, int(k))) for i, k in enumerate(ks) if k < s]
@@ -291,10 +307,6 @@ def top_k_drop(
     for j, (i, _) in enumerate(cut):
         out[:, i] = found[0] - found[1 + j * m : 1 + (j + 1) * m]
     return out
-
-
-def _n_sources(source_scores: Tensor) -> int:
-    return int(torch.as_tensor(source_scores).shape[-1])
 
 
 @dataclass
