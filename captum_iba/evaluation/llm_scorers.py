@@ -25,7 +25,6 @@ keeps what users of 0.3 import from it, until 0.4:
 import warnings
 from typing import Any, Optional
 
-from captum_iba._utils import common
 from captum_iba._utils.lazy import renamed
 from captum_iba.attr.llm import AnswerScores
 from captum_iba.attr.llm_batch import PromptBatch
@@ -70,16 +69,9 @@ class LLMScorer(TokenScorer):
     #: with :func:`~captum_iba.evaluation.register_scorer`.
     models = ("causal-lm",)
 
-    def __init__(self, model: Any, **kwargs: Any) -> None:
-        super().__init__(model, **kwargs)
-        if self.kind != "causal-lm":  # a causal LM this class does not know
-            self.kind = "causal-lm"
-            self.settings = {k: self.settings[k] for k in ("method", "setting")}
-            eos = getattr(self.tokenizer, "eos_token_id", None)
-            given = kwargs.get("pad_token_id")
-            self.pad_token_id = int(
-                common.pad_token_id(self.tokenizer, given, eos or 0)
-            )
+    @classmethod
+    def _kind_of(cls, model: Any) -> str:
+        return "causal-lm"  # also a causal LM whose class the rule does not know
 
     def attribute(self, batch: PromptBatch, per_token: bool = False) -> AnswerScores:  # type: ignore[override]
         """The scores of ``batch``'s prompt tokens

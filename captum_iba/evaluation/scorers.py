@@ -250,7 +250,7 @@ class TokenScorer(MethodFacts):
                 f"setting must be one of {', '.join(SETTINGS.names())} (or "
                 f"{CUSTOM_SETTING!r}); got {setting!r}"
             )
-        self.kind = "causal-lm" if is_causal_lm(model) else "classifier"
+        self.kind = self._kind_of(model)
         self.method_name = method_name or registered_name(type(self))
         self.name = name or self.method_name
         self.model = model
@@ -274,6 +274,12 @@ class TokenScorer(MethodFacts):
         self.seconds = 0.0
         self.instances = 0
         self._meaning: Optional[str] = None
+
+    @classmethod
+    def _kind_of(cls, model: Any) -> str:
+        """The kind ``model`` is explained as: ``"causal-lm"`` for a Hugging
+        Face causal LM (by its class), else ``"classifier"``."""
+        return "causal-lm" if is_causal_lm(model) else "classifier"
 
     @property
     def score_meaning(self) -> str:

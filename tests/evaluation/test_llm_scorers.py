@@ -210,3 +210,27 @@ def test_the_callers_random_state_is_left_alone(method):
     assert torch.equal(torch.get_rng_state(), states[0])
     assert random.getstate() == states[1]
     assert (np.random.get_state()[1] == states[2]).all()
+
+
+def test_a_users_llm_scorer_explains_a_causal_lm_the_rule_does_not_know():
+    """0.3's LLMScorer base keeps forcing the causal-LM route: a wrapped
+    model whose class name the kind rule does not know still gets the
+    causal LM's pad id (the end of text), settings and prompt hook."""
+    from captum_iba.attr.llm import AnswerScores
+    from captum_iba.evaluation.llm_scorers import LLMScorer
+
+    class Wrapped(torch.nn.Module):  # not ...ForCausalLM by name
+        pass
+
+    class Uniform(LLMScorer):
+        def _scores(self, batch, per_token):
+            return AnswerScores(torch.ones(batch.input_ids.shape), None)
+
+    tok = tiny_word_tokenizer()
+    tok.pad_token = None
+    scorer = Uniform(Wrapped(), tokenizer=tok, name="uniform")
+    assert scorer.kind == "causal-lm" and scorer.pad_token_id == tok.eos_token_id
+    assert set(scorer.settings) == {"method", "setting"}
+    batch = _batch(tiny_word_tokenizer())
+    found = scorer.attribute(batch)
+    assert torch.equal(found.answer, batch.scored.float())
