@@ -252,6 +252,20 @@ _method(
     models=MODEL_KINDS,
 )
 _method(
+    "iba-sources",
+    _IBA,
+    "iba-deletion with one mask weight per source of a context (a sentence, "
+    "a passage, a chat turn), shared by its tokens: which sources the answer "
+    "needs (docs/context.rst; a prompt with sources)",
+    _IBA_RUN,
+    signed=False,
+    reduction="mean",
+    config="deletion",
+    layer="embeddings",
+    mask="source",
+    models=("causal-lm",),
+)
+_method(
     "LOO",
     "loo:LeaveOneOutScorer",
     "leave-one-out: how much the output explained falls when one token alone is "

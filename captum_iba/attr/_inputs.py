@@ -42,6 +42,7 @@ __all__ = [
     "check_named_arguments",
     "check_numbers",
     "check_token_inputs",
+    "check_feature_mask",
     "check_token_mask",
     "copies_failed",
     "expand_rows",
@@ -370,6 +371,37 @@ def expand_rows(
         else t
         for i, t in enumerate(extra)
     )
+
+
+def check_feature_mask(
+    feature_mask: Optional[Tensor], batch: int, mask: str = "feature"
+) -> None:
+    """Refuse a ``feature_mask`` that is not a ``(B, L)`` integer tensor of
+    group indices (>= 0, or -1 for a token of its own), or none with
+    ``mask="source"``."""
+    if feature_mask is None:
+        if mask == "source":
+            raise ValueError(
+                "mask='source' shares one weight per source: give the sources as "
+                "feature_mask, (B, L) group indices (a causal LM: a PromptBatch "
+                "with sources, captum_iba.evaluation.sources.with_sources)."
+            )
+        return
+    if not isinstance(feature_mask, Tensor) or feature_mask.dtype.is_floating_point:
+        raise ValueError(
+            "feature_mask must be an integer Tensor (B, L) of group indices; got "
+            f"{getattr(feature_mask, 'dtype', type(feature_mask).__name__)}."
+        )
+    if feature_mask.dim() != 2 or feature_mask.shape[0] != batch:
+        raise ValueError(
+            f"feature_mask must have shape (B, L) with B={batch}; got "
+            f"{tuple(feature_mask.shape)}."
+        )
+    if bool((feature_mask < -1).any()):
+        raise ValueError(
+            "feature_mask holds group indices >= 0 and -1 (a token of its own); "
+            f"it holds {int(feature_mask.min())}."
+        )
 
 
 def check_token_mask(token_mask: Optional[Tensor], batch: int) -> None:

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from captum_iba.attr import bottleneck as ib
+from captum_iba.attr._tokens import tie_groups
 from captum_iba.attr.objectives import Objective
 
 #: Which rows a pass takes: a slice of them, or their indices (repeats allowed).
@@ -53,6 +54,10 @@ class Layer:
         removable (Tensor, optional): ``(B, L)`` bool, True at the tokens
             ``removal="attention"`` may remove (real and not special);
             None: every real token.
+        groups (Tensor, optional): ``(B, L)`` long: tokens of one group (a
+            value >= 0) share one mask weight (the ``feature_mask`` of
+            :meth:`~captum_iba.attr.iba.InformationBottleneckAttribution.attribute`:
+            a source of a context); -1 or None: a weight of its own.
     """
 
     x: Tensor
@@ -60,6 +65,7 @@ class Layer:
     std: Tensor
     mask: Tensor
     removable: Optional[Tensor] = None
+    groups: Optional[Tensor] = None
 
     @classmethod
     def from_prior(
@@ -284,6 +290,9 @@ def optimise(
     rows_target = row_targets(task.targets, n)
     rows = Rows(layer, n, options.removal, generators(seed, batch, x.device))
     alpha = initial_alpha(x, options, init)
+    if layer.groups is not None:  # one weight per group: start from its mean
+        with torch.no_grad():
+            alpha.copy_(tie_groups(alpha, layer.groups, mean=True))
     adam = options.optimizer == "adam"
     optimizer = torch.optim.Adam([alpha], lr=options.lr) if adam else None
     mask_sum = torch.zeros_like(x)
@@ -321,6 +330,8 @@ def optimise(
         if complement:
             loss = loss + terms.reshape(batch, n).mean(1)
         _check_finite(loss, step)
+        if layer.groups is not None:  # a shared weight's gradient: its tokens' sum
+            grad = tie_groups(grad, layer.groups)
         if optimizer is None:
             normalized_step(alpha, grad, options.lr)
         else:
@@ -355,12 +366,12 @@ def initial_alpha(x: Tensor, options: Any, init: Optional[Tensor]) -> Tensor:
         start = torch.full_like(x, options.init_alpha)
     else:
         start = init.detach().float().expand_as(x)
-    if options.mask == "token":
+    if options.mask in ("token", "source"):
         if x.dim() != 3:
             raise ValueError(
-                f"mask='token' shares one weight among a token's features: it needs "
-                f"a (B, L, features) layer output, got shape {tuple(x.shape)}; use "
-                "mask='feature'."
+                f"mask={options.mask!r} shares one weight among a token's features: "
+                "it needs a (B, L, features) layer output, got shape "
+                f"{tuple(x.shape)}; use mask='feature'."
             )
         start = start.mean(-1, keepdim=True)
     return start.clone().requires_grad_(True)

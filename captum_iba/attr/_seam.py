@@ -74,6 +74,7 @@ __all__ = [
     "layer_name",
     "layers_above",
     "read_site",
+    "site_groups",
     "site_mask",
     "sites_of",
     "stack_above",
@@ -165,6 +166,23 @@ def site_mask(token_mask: Optional[Tensor], x: Tensor, explicit: bool) -> Tensor
             f"has shape {tuple(x.shape)}: expected (B, L) = {tuple(x.shape[:2])}."
         )
     return full.bool()  # inferred mask does not fit this layer: ignore it
+
+
+def site_groups(groups: Optional[Tensor], x: Tensor, name: str) -> Optional[Tensor]:
+    """``feature_mask``'s groups on the site's token axis.
+
+    Raises:
+        ValueError: When the site has no ``(B, L)`` token axis of that shape.
+    """
+    if groups is None:
+        return None
+    if x.dim() < 3 or tuple(groups.shape) != tuple(x.shape[:2]):
+        raise ValueError(
+            f"feature_mask has shape {tuple(groups.shape)} but the output of "
+            f"{name} has shape {tuple(x.shape)}: expected (B, L) = "
+            f"{tuple(x.shape[:2])}."
+        )
+    return groups.to(x.device).long()
 
 
 def stack_for(

@@ -9,6 +9,7 @@ it: the token mask among the forward's arguments (:func:`infer_token_mask`,
 import warnings
 from typing import Any, Callable, List, Optional, Tuple
 
+import torch
 from torch import Tensor
 from torch.nn import Module
 
@@ -28,6 +29,7 @@ __all__ = [
     "pads_without_mask",
     "removable_tokens",
     "special_ids",
+    "tie_groups",
     "token_mask_of",
 ]
 
@@ -200,3 +202,30 @@ def token_mask_of(
             stacklevel=4,
         )
     return found, False
+
+
+def tie_groups(values: Tensor, groups: Tensor, mean: bool = False) -> Tensor:
+    """``values`` (``(B, L, ...)``) with every token of a group given the
+    group's sum (``mean``: its mean) - the gradient of one weight shared by
+    the group's tokens, as a token mask's is the sum over its features.
+    Tokens at ``groups`` -1 keep their own value.
+
+    Args:
+        values (Tensor): ``(B, L, ...)`` per token (and feature).
+        groups (Tensor): ``(B, L)`` long, each token's group (-1: none).
+        mean (bool): The group's mean instead of its sum.
+    """
+    b, length = groups.shape
+    flat = values.reshape(b, length, -1)
+    groups = groups.to(values.device)
+    own = groups < 0
+    index = groups.clamp_min(0).unsqueeze(-1).expand_as(flat)
+    width = int(groups.max().clamp_min(0)) + 1
+    kept = flat.masked_fill(own.unsqueeze(-1), 0)
+    sums = flat.new_zeros(b, width, flat.shape[-1]).scatter_add(1, index, kept)
+    if mean:
+        count = torch.zeros(b, width, 1, dtype=flat.dtype, device=flat.device)
+        count = count.scatter_add(1, index[..., :1], (~own).to(flat.dtype)[..., None])
+        sums = sums / count.clamp_min(1)
+    tied = torch.where(own.unsqueeze(-1), flat, sums.gather(1, index))
+    return tied.reshape(values.shape)

@@ -186,6 +186,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         token_mask: Optional[Tensor] = None,
         baselines: Union[None, Tensor, Tuple[Tensor, ...]] = None,
         show_progress: bool = False,
+        feature_mask: Optional[Tensor] = None,
         **options: Any,
     ) -> Union[Tensor, Tuple[Tensor, ...], List[Union[Tensor, Tuple[Tensor, ...]]]]:
         r"""Optimise one bottleneck per instance and return its attribution.
@@ -228,6 +229,12 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 prior uses them.
             show_progress (bool, optional): Show a tqdm progress bar over
                 instance chunks. Default: False.
+            feature_mask (Tensor, optional): ``(B, L)`` integer, as Captum's
+                perturbation methods group features: tokens with the same
+                value >= 0 share one mask weight (e.g. the sentences or
+                passages of a context, for context attribution), optimised
+                as one (its gradient is the sum of its tokens'); -1: a
+                weight of its own. Default: None (every token its own).
             **options: Fields of :class:`~captum_iba.attr.options.IBAOptions`,
                 overriding those of ``config``:
 
@@ -260,6 +267,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             self.forward_func, token_mask, inputs_t, extra
         )
         _inputs.check_token_mask(token_mask, batch)
+        _inputs.check_feature_mask(feature_mask, batch, opts.mask)
         base_t = self._baselines(baselines, inputs_t, opts, token_mask)
         seed = opts.seed
         run_seed = (
@@ -292,6 +300,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                         None if target_t is None else target_t[rows],
                         None if token_mask is None else token_mask[rows],
                         run,
+                        None if feature_mask is None else feature_mask[rows],
                     )
                 )
                 for k, info in enumerate(self.last_run):
@@ -311,6 +320,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         target: Optional[Tensor],
         token_mask: Optional[Tensor],
         run: "_AttributeCall",
+        groups: Optional[Tensor] = None,
     ) -> List[Any]:
         options = run.options
         with torch.no_grad(), recorded(self._layers) as records:
@@ -344,7 +354,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                     base = _seam.read_site(site, base_record, self._device_ids())[0]
                 attr, info = self._attribute_site(
                     site, record, (clean, inputs, extra, rows), token_mask, task, run,
-                    base, removable,
+                    base, (removable, groups),
                 )  # fmt: skip
                 attrs.append(attr)
                 infos.append(info)
@@ -364,7 +374,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         task: "_loop.Task",
         run: "_AttributeCall",
         baseline: Optional[Tensor] = None,
-        removable: Optional[Tensor] = None,
+        tokens: Tuple[Optional[Tensor], Optional[Tensor]] = (None, None),
     ) -> Tuple[Tensor, Dict[str, Any]]:
         """Optimise the bottleneck at one site (a tensor of the layer's output,
         or its input): read ``X`` and the prior's statistics, build the seam
@@ -374,11 +384,13 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         _inputs.check_finite_output(clean, site.name)
         mask = _seam.site_mask(token_mask, x, run.mask_explicit)
         options = run.options
+        removable, groups = tokens  # which tokens removal may take, which share
         if removable is not None:
             removable = removable.to(mask.device).bool()
         layer = _loop.Layer.from_prior(
             options.prior, x, mask, x_in, baseline, removable
         )
+        layer.groups = _seam.site_groups(groups, x, site.name)
         stack = _seam.stack_for(
             self.forward_func, site.layer, self.layer_stack, self.device_ids
         )

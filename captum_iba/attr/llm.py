@@ -285,12 +285,18 @@ class AnswerScores:
             classifiers).
         flat (Tensor, optional): ``(B,)`` bool: the whole answer's scores of
             the instance give no ranking (:func:`no_ranking`).
+        sources (Tensor, optional): ``(B, S)`` the whole answer's score of
+            each source of the context, from a method that scores sources
+            as such (IBA's ``mask="source"``, an ablation of whole sources;
+            NaN for a source a prompt does not have); None: pool the token
+            scores (:func:`~captum_iba.evaluation.sources.source_scores`).
     """
 
     answer: Optional[Tensor]
     tokens: Optional[Tensor]
     unit: str = "nats"
     flat: Optional[Tensor] = None
+    sources: Optional[Tensor] = None
 
 
 def explain_answers(
@@ -341,14 +347,21 @@ def explain_answers(
         parts.append(rows)
     combined = _concat(parts)
     args = combined.arguments()
+    used = options_of(iba, options)
+    by_source = used.mask == "source"
+    if by_source and combined.sources is None:
+        raise ValueError(
+            "mask='source' gives one score per source: the batch has no sources "
+            "(captum_iba.evaluation.sources.with_sources adds them)"
+        )
     attr = iba.attribute(
         args["input_ids"],
         additional_forward_args=(args["attention_mask"], args["labels"]),
         token_mask=combined.scored[:, :-1].long(),
         objective="log_probability",
+        feature_mask=combined.sources[:, :-1] if by_source else None,
         **options,
     )
-    used = options_of(iba, options)
     # one readout for classifiers and causal LMs: a mask's mean over the
     # features (in [0, 1]), the capacity's sum (nats)
     scores = token_attributions(attr, reduction=used.token_reduction).detach()
@@ -416,9 +429,12 @@ def options_of(iba: InformationBottleneckAttribution, options: Dict[str, Any]) -
 def _concat(parts: Sequence[PromptBatch]) -> PromptBatch:
     if len(parts) == 1:
         return parts[0]
+    sources = [p.sources for p in parts]
     return PromptBatch(
         *(torch.cat([getattr(p, f) for p in parts]) for f in _TENSORS),
         tuple(x for p in parts for x in p.prompts),
+        None if any(s is None for s in sources) else torch.cat(sources),
+        tuple(x for p in parts for x in p.spans),
     )
 
 

@@ -50,6 +50,13 @@ class PromptBatch:
         scored (Tensor): ``(B, W)`` bool: the prompt tokens explained (not
             padding, not special, not the chat template's).
         prompts (tuple of str): The prompts as given (before any template).
+        sources (Tensor, optional): ``(B, W)`` long: the source of the
+            context each position lies in (its index in ``spans``), -1
+            elsewhere; set by
+            :func:`~captum_iba.evaluation.sources.with_sources`, which also
+            narrows ``scored`` to the sources' tokens. None: no sources.
+        spans (tuple): Per prompt, its sources as ``(start, end)``
+            character spans of the prompt (empty without sources).
     """
 
     input_ids: Tensor
@@ -57,6 +64,8 @@ class PromptBatch:
     labels: Tensor
     scored: Tensor
     prompts: Tuple[str, ...] = ()
+    sources: Optional[Tensor] = None
+    spans: Tuple[Tuple[Tuple[int, int], ...], ...] = ()
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
@@ -70,6 +79,11 @@ class PromptBatch:
     def prompt_mask(self) -> Tensor:
         """``(B, W)`` bool: the prompt's positions (template included)."""
         return self.attention_mask.bool() & ~self.answer_mask
+
+    @property
+    def n_sources(self) -> int:
+        """The most sources a prompt has (0 without sources)."""
+        return max((len(s) for s in self.spans), default=0)
 
     def answer_ids(self, row: int) -> List[int]:
         """The answer of ``row`` as token ids."""
@@ -112,6 +126,8 @@ class PromptBatch:
             torch.stack(labels),
             self.scored[index],
             tuple(self.prompts[b] for b in rows) if self.prompts else (),
+            None if self.sources is None else self.sources[index],
+            tuple(self.spans[b] for b in rows) if self.spans else (),
         )
         return batch, torch.tensor(which, dtype=torch.long)
 

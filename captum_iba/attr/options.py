@@ -50,7 +50,7 @@ READOUTS = ("capacity", "mask_mean")
 REMOVALS = ("noise", "attention")
 #: How many weights the mask has: the paper's one per token and feature, or
 #: one per token shared by its features (``"token"``, not in the paper).
-MASKS = ("feature", "token")
+MASKS = ("feature", "token", "source")
 #: The options only the noise removal uses (refused with ``"attention"``).
 NOISE_ONLY = ("beta", "prior")
 
@@ -165,7 +165,10 @@ class IBAOptions:
         "``'token'`` (not in the paper: one lambda per token, shared by its "
         "features; the task gradient is then summed over the features, so its "
         "noise averages out - what makes the faithful configuration rank on a "
-        "decoder LLM, docs/llm.rst). Needs a ``(B, L, features)`` layer output.",
+        "decoder LLM, docs/llm.rst) or ``'source'`` (one lambda per source of a "
+        "context, shared by its tokens and their features: the attribute's "
+        "``feature_mask``, a causal LM's PromptBatch with sources; "
+        "docs/context.rst). Needs a ``(B, L, features)`` layer output.",
         "feature",
     )
 

@@ -13,6 +13,7 @@ classifier's class logit, or a causal LM's answer's log-likelihood
 answer and each output token in one IBA call).
 """
 
+import dataclasses
 import warnings
 from typing import Any, Callable, Dict, Optional
 
@@ -32,6 +33,7 @@ from captum_iba.attr.priors import PriorLike
 from captum_iba.attr.text import LayerLike, resolve_layer, token_attributions
 from captum_iba.evaluation.batches import rows_per_pass
 from captum_iba.evaluation.scorers import TokenScorer
+from captum_iba.evaluation.sources import pool_sources
 
 __all__ = ["IBAScorer"]
 
@@ -211,6 +213,10 @@ class IBAScorer(TokenScorer):
         options = self.options.replace(internal_batch_size=rows)
         scores = explain_answers(self.iba, batch, per_token=per_token, config=options)
         self._last_run()
+        if options.mask == "source" and scores.answer is not None:
+            # one weight per source: every token of a source holds it
+            own = pool_sources(scores.answer, batch.sources, batch.n_sources, "mean")
+            scores = dataclasses.replace(scores, sources=own)
         return scores
 
     def _last_run(self) -> Dict[str, Any]:

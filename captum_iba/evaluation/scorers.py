@@ -32,6 +32,7 @@ live in
 ``"fair"`` configurations in :mod:`~captum_iba.evaluation.presets`.
 """
 
+import dataclasses
 import time
 import warnings
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Type
@@ -231,6 +232,10 @@ class TokenScorer(MethodFacts):
     #: Why the method gives no per-output-token scores of a causal LM's
     #: answer ("" when it gives them).
     per_token_note: str = ""
+    #: How its token scores pool to one score per source of a context
+    #: (:func:`~captum_iba.evaluation.sources.source_scores`; docs/context.rst
+    #: says which pooling was measured most faithful per method).
+    source_pooling: str = "sum"
 
     def __init__(
         self,
@@ -372,7 +377,7 @@ class TokenScorer(MethodFacts):
         keep = scored if found.answer is None else scored.to(found.answer.device)
         answer = None if found.answer is None else found.answer * keep
         tokens = None if found.tokens is None else found.tokens * keep[:, None]
-        return AnswerScores(answer, tokens, found.unit, found.flat)
+        return dataclasses.replace(found, answer=answer, tokens=tokens)
 
     def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
         """A causal LM's scores of ``batch``'s prompt tokens (a subclass that

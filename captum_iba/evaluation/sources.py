@@ -12,16 +12,23 @@ character span of the prompt; a prompt's sources do not overlap.
   :class:`~captum_iba.attr.llm_batch.PromptBatch` lies in (a fast
   tokenizer's offsets; a token straddling two sources goes to the one it
   starts in);
+* :func:`with_sources` - a batch given its sources: every method then
+  scores (and removes) only the sources' tokens, IBA's ``mask="source"``
+  gives one weight per source;
 * :func:`pool_sources` - per-token scores pooled to one score per source
-  (``"sum"``, ``"mean"`` or ``"max"``).
+  (``"sum"``, ``"mean"`` or ``"max"``);
+* :func:`source_scores` - a method's result as one score per source: its
+  own where it scores sources as such, its token scores pooled otherwise.
 """
 
+import dataclasses
 import re
 from typing import Any, List, Sequence, Tuple
 
 import torch
 from torch import Tensor
 
+from captum_iba.attr.llm import AnswerScores
 from captum_iba.attr.llm_batch import PromptBatch, encode_prompt
 
 __all__ = [
@@ -30,7 +37,9 @@ __all__ = [
     "check_sources",
     "pool_sources",
     "source_index",
+    "source_scores",
     "split_sources",
+    "with_sources",
 ]
 
 Span = Tuple[int, int]
@@ -198,3 +207,65 @@ def pool_sources(
                 pooling
             ]()
     return out
+
+
+def with_sources(
+    tokenizer: Any,
+    batch: PromptBatch,
+    sources: Sequence[Sequence[Span]],
+    chat: bool = False,
+) -> PromptBatch:
+    """``batch`` with its prompts' sources: ``sources`` and ``spans`` set,
+    and ``scored`` narrowed to the sources' tokens, so that every method
+    scores - and removes - the context's sources only (the query and the
+    template stay).
+
+    Args:
+        tokenizer: The tokenizer ``batch`` was made with (a fast one).
+        batch (PromptBatch): Prompts padded left.
+        sources (Sequence of Sequence of (int, int)): Per prompt, its
+            sources' characters (:func:`split_sources`).
+        chat (bool): Whether ``batch`` wrapped the prompts in the chat
+            template.
+
+    Raises:
+        ValueError: As :func:`check_sources` (per prompt, named) and
+            :func:`source_index`.
+    """
+    for row, (prompt, spans) in enumerate(zip(batch.prompts, sources)):
+        check_sources(spans, len(prompt), name=f"prompt {row}'s sources")
+    index = source_index(tokenizer, batch, sources, chat)
+    return dataclasses.replace(
+        batch,
+        scored=batch.scored & (index >= 0),
+        sources=index,
+        spans=tuple(tuple((int(a), int(b)) for a, b in s) for s in sources),
+    )
+
+
+def source_scores(
+    scores: AnswerScores, batch: PromptBatch, pooling: str = "sum"
+) -> Tensor:
+    """A method's whole-answer scores as one score per source: its own
+    (``scores.sources``) where it scores sources as such, else its token
+    scores pooled (:func:`pool_sources`).
+
+    Args:
+        scores (AnswerScores): What the method returned for ``batch``.
+        batch (PromptBatch): A batch with sources (:func:`with_sources`).
+        pooling (str): How token scores pool (a scorer's ``source_pooling``).
+
+    Returns:
+        Tensor: ``(B, S)`` float64, NaN for a source a prompt does not have.
+
+    Raises:
+        ValueError: For a batch without sources or scores without the whole
+            answer's.
+    """
+    if scores.sources is not None:
+        return scores.sources.detach().double().cpu()
+    if batch.sources is None:
+        raise ValueError("the batch has no sources (with_sources adds them)")
+    if scores.answer is None:
+        raise ValueError("source scores need the whole answer's token scores")
+    return pool_sources(scores.answer, batch.sources, batch.n_sources, pooling)

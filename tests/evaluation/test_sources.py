@@ -11,7 +11,9 @@ from captum_iba.evaluation.sources import (
     check_sources,
     pool_sources,
     source_index,
+    source_scores,
     split_sources,
+    with_sources,
 )
 from tests.helpers import tiny_word_tokenizer
 
@@ -90,3 +92,61 @@ def test_pooling_by_hand():
     assert math.isnan(second[0]) and second[1] == 18.0  # no source 0 there
     with pytest.raises(ValueError, match="pooling must be one of"):
         pool_sources(scores, index, 2, "median")
+
+
+def test_tied_groups_share_their_sum_or_mean():
+    from captum_iba.attr._tokens import tie_groups
+
+    values = torch.arange(12.0).reshape(2, 3, 2)
+    groups = torch.tensor([[0, 0, -1], [1, 0, 1]])
+    summed = tie_groups(values, groups)
+    assert summed[0].tolist() == [[2.0, 4.0], [2.0, 4.0], [4.0, 5.0]]
+    assert summed[1].tolist() == [[16.0, 18.0], [8.0, 9.0], [16.0, 18.0]]
+    assert tie_groups(values, groups, mean=True)[1, 0].tolist() == [8.0, 9.0]
+
+
+def _context_batch(model, tok):
+    prompts = ["the cat sat on the mat a dog ran", "a red dog ran in the park"]
+    batch = prompt_batch(tok, prompts, [" is big", " is small"])
+    spans = [[(0, 7), (8, 22), (23, 32)], [(0, 13), (14, 25)]]
+    return with_sources(tok, batch, spans), spans
+
+
+def test_a_batch_with_sources_scores_only_them():
+    tok = tiny_word_tokenizer()
+    batch, _ = _context_batch(None, tok)
+    assert (batch.sources[batch.scored] >= 0).all()
+    assert batch.n_sources == 3
+    plain = prompt_batch(tok, ["the cat sat"], [" is big"])
+    with pytest.raises(ValueError, match="prompt 0's sources: the spans"):
+        with_sources(tok, plain, [[(0, 7), (4, 11)]])
+
+
+def test_iba_sources_gives_one_weight_per_source():
+    """iba-sources: every token of a source holds its source's one weight,
+    and the scores are each source's (NaN where a prompt has none)."""
+    from captum_iba.evaluation import Resources, build_scorers
+    from tests.helpers import tiny_causal_lm
+
+    tok = tiny_word_tokenizer()
+    model = tiny_causal_lm("llama")
+    batch, _ = _context_batch(model, tok)
+    scorer = build_scorers(
+        ["iba-sources"],
+        Resources(model, tok),
+        kind="causal-lm",
+        method_options={"iba-sources": {"steps": 3}},
+    )["iba-sources"]
+    result = scorer.attribute(batch)
+    per_source = source_scores(result, batch)
+    assert per_source.shape == (2, 3) and math.isnan(per_source[1, 2])
+    for row in range(2):
+        for s in range(batch.n_sources):
+            inside = result.answer[row][batch.sources[row] == s]
+            if len(inside):
+                assert torch.allclose(inside, inside[0].expand_as(inside))
+                assert per_source[row, s] == pytest.approx(float(inside[0]), 1e-6)
+    assert not torch.allclose(result.answer[0][batch.sources[0] == 0][0],
+                              result.answer[0][batch.sources[0] == 1][0])  # fmt: skip
+    with pytest.raises(ValueError, match="the batch has no sources"):
+        scorer.attribute(prompt_batch(tok, ["the cat sat"], [" is big"]))
