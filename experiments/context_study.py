@@ -14,7 +14,10 @@ each method scores the sources for that response:
   ``ig``, ...) on the prompt and response as a
   :class:`~captum_iba.attr.llm_batch.PromptBatch`, its token scores pooled to
   the sources by sum, mean and max
-  (:func:`~captum_iba.evaluation.sources.pool_sources`).
+  (:func:`~captum_iba.evaluation.sources.pool_sources`), or its own source
+  scores for a method that scores sources as such (``iba-sources``). The
+  batch holds the sources (:func:`~captum_iba.evaluation.sources.with_sources`):
+  every method scores and removes the sources' tokens only.
 
 Then :func:`~captum_iba.metrics.context.context_test`: the LDS over 32
 held-out ablations (keep probability 0.5, drawn by torch with seed
@@ -64,8 +67,8 @@ from captum_iba.attr.llm_batch import encode_prompt, prompt_batch  # noqa: E402
 from captum_iba.evaluation import Resources, build_scorers  # noqa: E402
 from captum_iba.evaluation.sources import (  # noqa: E402
     POOLINGS,
-    pool_sources,
-    source_index,
+    source_scores,
+    with_sources,
 )
 from captum_iba.metrics.context import (  # noqa: E402
     TOP_K,
@@ -104,7 +107,7 @@ def top1_hit(scores: torch.Tensor, key: int) -> bool:
     return int(source_ranking(scores)[0]) == key
 
 
-def source_scores(
+def method_scores(
     method: str, scorer: Any, model: Any, tok: Any, example: ContextExample, batch: Any
 ) -> Dict[str, torch.Tensor]:
     """One method's source scores: ``{"-": scores}`` for ContextCite, one
@@ -117,11 +120,10 @@ def source_scores(
             num_ablations=int(method[len(CONTEXTCITE):]),
         )  # fmt: skip
         return {"-": found}
-    _, spans = example.prompt()
-    index = source_index(tok, batch, [spans], chat=True)
-    tokens = scorer.attribute(batch).answer
-    n = len(example.sources)
-    return {p: pool_sources(tokens, index, n, p)[0] for p in POOLINGS}
+    found = scorer.attribute(batch)
+    if found.sources is not None:  # a method that scores the sources as such
+        return {"-": source_scores(found, batch)[0]}
+    return {p: source_scores(found, batch, p)[0] for p in POOLINGS}
 
 
 def study_example(
@@ -147,10 +149,11 @@ def study_example(
     Returns:
         dict: Method -> its row.
     """
-    prompt, _ = example.prompt()
+    prompt, spans = example.prompt()
     batch = prompt_batch(
         tok, [prompt], model=model, chat=True, max_new_tokens=max_new_tokens
     )
+    batch = with_sources(tok, batch, [spans], chat=True)  # the sources scored
     response = batch.answer_ids(0)
     ll = CausalLMLogLikelihood(model)
     prompt_ids = prompt_ids_of(tok, example)
@@ -162,7 +165,7 @@ def study_example(
     rows = {}
     for method, scorer in scorers.items():
         began = time.process_time()
-        found = source_scores(method, scorer, model, tok, example, batch)
+        found = method_scores(method, scorer, model, tok, example, batch)
         seconds = time.process_time() - began
         print(f"  {method}: {seconds:.1f} CPU-s", file=sys.stderr, flush=True)
         results = context_test(
@@ -203,7 +206,9 @@ def run(args: argparse.Namespace) -> None:
     ]
     out = Path(args.out) / args.task / args.split
     out.mkdir(parents=True, exist_ok=True)
-    examples = context_examples(args.task, args.split, args.n, seed=args.seed)
+    low, high = (int(v) for v in args.passages.split("-"))
+    extra = {"sources": (low, high)} if args.task == "context-facts" else {}
+    examples = context_examples(args.task, args.split, args.n, seed=args.seed, **extra)
     if any(m.startswith(CONTEXTCITE) for m in methods):
         from captum_iba.evaluation.context_cite import import_context_cite
 
@@ -327,6 +332,10 @@ def main() -> None:
     run_p.add_argument("--seed", type=int, default=0, help="the examples' seed")
     run_p.add_argument("--methods", default="contextcite-32,iba-deletion,random")
     run_p.add_argument("--model", default=SMOLLM2_HUB_ID)
+    run_p.add_argument(
+        "--passages", default="3-20",
+        help="context-facts: the passages per context, LOW-HIGH (the fact one of them)",
+    )  # fmt: skip
     args = parser.parse_args()
     {"run": run, "tables": tables}[args.command](args)
 
