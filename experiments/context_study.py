@@ -63,7 +63,11 @@ from captum_iba.app.context_tasks import (  # noqa: E402
 )
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
 from captum_iba.attr.llm import CausalLMLogLikelihood  # noqa: E402
-from captum_iba.attr.llm_batch import encode_prompt, prompt_batch  # noqa: E402
+from captum_iba.attr.llm_batch import (  # noqa: E402
+    encode_prompt,
+    prompt_batch,
+    uses_chat,
+)
 from captum_iba.evaluation import Resources, build_scorers  # noqa: E402
 from captum_iba.evaluation.sources import (  # noqa: E402
     POOLINGS,
@@ -96,7 +100,7 @@ def prompt_ids_of(tokenizer: Any, example: ContextExample) -> Callable:
         kept = [s for s, k in zip(example.sources, keep) if k]
         # context_prompt's layout, any number of sources kept (none: empty)
         text = LAYOUT.format(context=JOIN.join(kept), query=example.query)
-        return encode_prompt(tokenizer, text, chat=True)[0]
+        return encode_prompt(tokenizer, text, chat=uses_chat(tokenizer, None))[0]
 
     return prompt_ids
 
@@ -150,10 +154,11 @@ def study_example(
         dict: Method -> its row.
     """
     prompt, spans = example.prompt()
+    chat = uses_chat(tok, None)  # a chat model's user turn; a base model's text
     batch = prompt_batch(
-        tok, [prompt], model=model, chat=True, max_new_tokens=max_new_tokens
+        tok, [prompt], model=model, chat=chat, max_new_tokens=max_new_tokens
     )
-    batch = with_sources(tok, batch, [spans], chat=True)  # the sources scored
+    batch = with_sources(tok, batch, [spans], chat=chat)  # the sources scored
     response = batch.answer_ids(0)
     ll = CausalLMLogLikelihood(model)
     prompt_ids = prompt_ids_of(tok, example)
@@ -314,6 +319,29 @@ def tables(args: argparse.Namespace) -> None:
         path = Path(args.docs) / "_generated" / f"{name}.rst"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(rst)
+        plot(table, what, Path(args.docs) / "_static" / f"{name}.png")
+
+
+def plot(table: Dict[str, Dict[str, Any]], title: str, path: Path) -> None:
+    """The cost-faithfulness picture: each method's (and pooling's) mean LDS,
+    95 % bootstrap interval, against its mean CPU-seconds per example; IBA's
+    drawn highlighted."""
+    from captum_iba.visualization import plot_cost_faithfulness
+
+    points = {}
+    for m, r in table.items():
+        lds = np.array([v for v in r["lds"] if v is not None and np.isfinite(v)])
+        mean, low, high = fs.bootstrap(lds)
+        points[m] = (float(np.mean(r["cpu_seconds"])), mean, (low, high))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plot_cost_faithfulness(
+        points,
+        highlight=[m for m in points if m.startswith("iba")],
+        ylabel="LDS (higher is more faithful)",
+        xlabel="CPU-seconds per example (one thread, log scale)",
+        title=title,
+        save_path=path,
+    )
 
 
 def main() -> None:
