@@ -92,15 +92,22 @@ MAX_NEW_TOKENS = 24
 CONTEXTCITE = "contextcite-"
 
 
+#: What a model without a chat template (a base model) reads after the
+#: query, so that it answers rather than goes on with the context.
+BASE_SUFFIX = "\nAnswer:"
+
+
 def prompt_ids_of(tokenizer: Any, example: ContextExample) -> Callable:
     """``keep -> ids``: the example's prompt with only the kept sources' text,
-    as a user turn of the chat template (as ContextCite ablates)."""
+    as a user turn of the chat template (as ContextCite ablates), or for a
+    base model as text ending in :data:`BASE_SUFFIX`."""
+    chat = uses_chat(tokenizer, None)
 
     def prompt_ids(keep: Sequence[bool]) -> List[int]:
         kept = [s for s, k in zip(example.sources, keep) if k]
         # context_prompt's layout, any number of sources kept (none: empty)
         text = LAYOUT.format(context=JOIN.join(kept), query=example.query)
-        return encode_prompt(tokenizer, text, chat=uses_chat(tokenizer, None))[0]
+        return encode_prompt(tokenizer, text + ("" if chat else BASE_SUFFIX), chat)[0]
 
     return prompt_ids
 
@@ -155,6 +162,7 @@ def study_example(
     """
     prompt, spans = example.prompt()
     chat = uses_chat(tok, None)  # a chat model's user turn; a base model's text
+    prompt = prompt if chat else prompt + BASE_SUFFIX
     batch = prompt_batch(
         tok, [prompt], model=model, chat=chat, max_new_tokens=max_new_tokens
     )
