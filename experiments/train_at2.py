@@ -1,0 +1,119 @@
+"""Train AT2's head weights (Cohen-Wang et al. 2025) for a causal LM with
+AT2's own trainer, on random ablations of our context tasks' search split
+(never the report split), at one or several nested budgets.
+
+The examples are ``context_examples(task, "search", max(n), seed=--seed)``
+(by default seed 1000, apart from the context study's examples, seed 0);
+the budget ``n`` trains on the first ``n`` of them, so the ablations are run
+once for the largest budget. The package's store (responses, features,
+ablation outcomes) is kept under ``--work`` (resumable); each budget's
+weights go to ``--out`` as ``<model>-<task>-n<n>-a<ablations>.pt``
+(:func:`~captum_iba.evaluation.at2.at2_weights_path`; default folder
+``~/.cache/captum_iba/at2``), which ``experiments/context_study.py`` reads as
+the method ``at2-<n>``::
+
+    pip install --no-deps at2    # its other dependencies: see docs/context.rst
+    python experiments/train_at2.py --task context-facts --n 8,16,32,64
+
+CPU-seconds (one torch thread, ``time.process_time``) are each budget's own:
+its examples' responses and ablations, then the fit.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from captum_iba._utils.io import cache_root
+from captum_iba.app.context_tasks import CONTEXT_TASKS, context_examples
+from captum_iba.app.model_kind import SMOLLM2_HUB_ID
+from captum_iba.evaluation.at2 import (
+    at2_trainer,
+    at2_weights_path,
+    import_at2,
+    train_at2,
+)
+
+
+def parse(argv=None) -> argparse.Namespace:
+    """The command line (budgets checked before anything loads)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", choices=CONTEXT_TASKS, default="context-facts")
+    parser.add_argument(
+        "--n", default="16", help="training examples; several: nested budgets, 8,16,32"
+    )
+    parser.add_argument("--ablations", type=int, default=32, help="per example")
+    parser.add_argument("--seed", type=int, default=1000, help="the examples' seed")
+    parser.add_argument(
+        "--sources",
+        default="3,10",
+        help="context-facts: passages per context, low,high",
+    )
+    parser.add_argument("--iterations", type=int, default=1000, help="Adam steps")
+    parser.add_argument("--model", default=SMOLLM2_HUB_ID)
+    parser.add_argument("--out", default=None, help="weights folder (default: cache)")
+    parser.add_argument("--work", default=None, help="AT2's store (default: cache)")
+    args = parser.parse_args(argv)
+    try:
+        args.budgets = sorted({int(v) for v in args.n.split(",")})
+        low, high = (int(v) for v in args.sources.split(","))
+    except ValueError:
+        parser.error(f"--n and --sources take integers: {args.n!r}, {args.sources!r}")
+    if args.budgets[0] < 1 or args.ablations < 2:
+        parser.error("--n must be >= 1 and --ablations >= 2")
+    args.source_range = (low, high)
+    return args
+
+
+def _merge_seconds(path: Path, seconds: list) -> list:
+    """Each example's CPU-seconds, kept beside AT2's store: a resumed run
+    (0 for the examples cached) reads the first run's."""
+    old = json.loads(path.read_text()) if path.exists() else []
+    merged = [s or (old[i] if i < len(old) else 0.0) for i, s in enumerate(seconds)]
+    path.write_text(json.dumps(merged))
+    return merged
+
+
+def main(argv=None) -> None:
+    args = parse(argv)
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    torch.set_num_threads(1)
+    import_at2()  # its slow import first: not the training's cost
+    from captum_iba.app.causal_lm import load_causal_lm
+
+    options = {"sources": args.source_range} if args.task == "context-facts" else {}
+    examples = context_examples(
+        args.task, "search", args.budgets[-1], seed=args.seed, **options
+    )
+    model, tok = load_causal_lm(args.model)
+    name = args.model.rstrip("/").split("/")[-1]
+    work = Path(args.work) if args.work else cache_root() / "at2" / "work"
+    work = work / f"{name}-{args.task}-s{args.seed}-a{args.ablations}"
+    trainer, seconds = at2_trainer(
+        model, tok, [(e.sources, e.query) for e in examples], work, args.ablations
+    )
+    seconds = _merge_seconds(work / "cpu_seconds.json", seconds)
+    for n in args.budgets:
+        began = time.process_time()
+        path = at2_weights_path(args.model, args.task, n, args.ablations, args.out)
+        extras = dict(
+            model_name=args.model, task=args.task, seed=args.seed,
+            ablations=args.ablations, sources=list(args.source_range),
+        )  # fmt: skip
+        with torch.enable_grad():
+            train_at2(trainer, n, path, extras, iterations=args.iterations)
+        fit = time.process_time() - began
+        data = sum(seconds[:n])
+        print(json.dumps(dict(
+            n=n, ablations=args.ablations, task=args.task, saved=str(path),
+            cpu_seconds=round(data + fit, 1), ablation_cpu_seconds=round(data, 1),
+            fit_cpu_seconds=round(fit, 1),
+        )), flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    sys.exit(main())
