@@ -266,6 +266,15 @@ _method(
     models=("causal-lm",),
 )
 _method(
+    "at2",
+    "at2:AT2Scorer",
+    "AT2 (Cohen-Wang et al. 2025): the answer's attention to each source, "
+    "weighted per head by weights learned once per model from source ablations "
+    "(its package at2, weights from experiments/train_at2.py; a prompt with "
+    "sources, in the chat template; Llama, Qwen2, Phi-3, Gemma 3)",
+    models=("causal-lm",),
+)
+_method(
     "LOO",
     "loo:LeaveOneOutScorer",
     "leave-one-out: how much the output explained falls when one token alone is "

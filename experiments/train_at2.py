@@ -2,11 +2,13 @@
 AT2's own trainer, on random ablations of our context tasks' search split
 (never the report split), at one or several nested budgets.
 
-The examples are ``context_examples(task, "search", max(n), seed=--seed)``
+The examples are ``context_examples(task, "search", --pool, seed=--seed)``
 (by default seed 1000, apart from the context study's examples, seed 0);
 the budget ``n`` trains on the first ``n`` of them, so the ablations are run
-once for the largest budget. The package's store (responses, features,
-ablation outcomes) is kept under ``--work`` (resumable); each budget's
+once, for the largest budget's examples. The package's store (responses of
+all ``--pool`` examples, features, ablation outcomes) is kept under
+``--work`` (resumable: a larger budget later ablates only the examples
+beyond the ones done); each budget's
 weights go to ``--out`` as ``<model>-<task>-n<n>-a<ablations>.pt``
 (:func:`~captum_iba.evaluation.at2.at2_weights_path`; default folder
 ``~/.cache/captum_iba/at2``), which ``experiments/context_study.py`` reads as
@@ -31,12 +33,8 @@ import torch
 from captum_iba._utils.io import cache_root
 from captum_iba.app.context_tasks import CONTEXT_TASKS, context_examples
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID
-from captum_iba.evaluation.at2 import (
-    at2_trainer,
-    at2_weights_path,
-    import_at2,
-    train_at2,
-)
+from captum_iba.evaluation.at2 import at2_weights_path, import_at2
+from captum_iba.evaluation.at2_training import at2_trainer, train_at2
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -47,6 +45,9 @@ def parse(argv=None) -> argparse.Namespace:
         "--n", default="16", help="training examples; several: nested budgets, 8,16,32"
     )
     parser.add_argument("--ablations", type=int, default=32, help="per example")
+    parser.add_argument(
+        "--pool", type=int, default=64, help="the store's examples (budgets <= it)"
+    )
     parser.add_argument("--seed", type=int, default=1000, help="the examples' seed")
     parser.add_argument(
         "--sources",
@@ -63,19 +64,10 @@ def parse(argv=None) -> argparse.Namespace:
         low, high = (int(v) for v in args.sources.split(","))
     except ValueError:
         parser.error(f"--n and --sources take integers: {args.n!r}, {args.sources!r}")
-    if args.budgets[0] < 1 or args.ablations < 2:
-        parser.error("--n must be >= 1 and --ablations >= 2")
+    if args.budgets[0] < 1 or args.ablations < 2 or args.budgets[-1] > args.pool:
+        parser.error("--n must be 1..--pool and --ablations >= 2")
     args.source_range = (low, high)
     return args
-
-
-def _merge_seconds(path: Path, seconds: list) -> list:
-    """Each example's CPU-seconds, kept beside AT2's store: a resumed run
-    (0 for the examples cached) reads the first run's."""
-    old = json.loads(path.read_text()) if path.exists() else []
-    merged = [s or (old[i] if i < len(old) else 0.0) for i, s in enumerate(seconds)]
-    path.write_text(json.dumps(merged))
-    return merged
 
 
 def main(argv=None) -> None:
@@ -86,17 +78,15 @@ def main(argv=None) -> None:
     from captum_iba.app.causal_lm import load_causal_lm
 
     options = {"sources": args.source_range} if args.task == "context-facts" else {}
-    examples = context_examples(
-        args.task, "search", args.budgets[-1], seed=args.seed, **options
-    )
+    examples = context_examples(args.task, "search", args.pool, args.seed, **options)
     model, tok = load_causal_lm(args.model)
     name = args.model.rstrip("/").split("/")[-1]
     work = Path(args.work) if args.work else cache_root() / "at2" / "work"
-    work = work / f"{name}-{args.task}-s{args.seed}-a{args.ablations}"
+    work = work / f"{name}-{args.task}-s{args.seed}-a{args.ablations}-p{args.pool}"
+    pairs = [(e.sources, e.query) for e in examples]
     trainer, seconds = at2_trainer(
-        model, tok, [(e.sources, e.query) for e in examples], work, args.ablations
+        model, tok, pairs, work, args.ablations, limit=args.budgets[-1]
     )
-    seconds = _merge_seconds(work / "cpu_seconds.json", seconds)
     for n in args.budgets:
         began = time.process_time()
         path = at2_weights_path(args.model, args.task, n, args.ablations, args.out)

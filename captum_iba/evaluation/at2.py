@@ -12,38 +12,44 @@ The weights are fitted by the package's own trainer
 the scores of the kept sources correlate (Pearson) with the response's
 logit-probability.
 
-Here :func:`train_at2` runs that trainer on given contexts (our corpora's
-search split, :mod:`experiments/train_at2.py <train_at2>`) and saves the
-weights with what they were trained for (:func:`load_at2` refuses them for
-another model), and :func:`at2_scores` scores *our* sources for *our*
-response, as :func:`~captum_iba.evaluation.context_cite.context_cite_scores`
-does for ContextCite. Adapted, not patched: a task class of the package's
-(``ContextAttributionTask``) is given our sources as its documents, and the
-response is one target (``split_target_by=None``: the package's sentence
-splitter needs an NLTK download, which offline fails). Its prompt is its own
-default, as ContextCite's: ``"Context: {context}\\n\\nQuery: {query}"`` as a
-user turn of the tokenizer's chat template.
+:mod:`~captum_iba.evaluation.at2_training` runs that trainer on given
+contexts (``experiments/train_at2.py``: our corpora's search split) and
+saves the weights with the model's fingerprint (:func:`load_at2` refuses
+them for another model); here :func:`at2_scores` scores *our* sources for
+*our* response, as
+:func:`~captum_iba.evaluation.context_cite.context_cite_scores` does for
+ContextCite, and :class:`AT2Scorer` is the registered method ``at2`` (token
+scores, and ``AnswerScores.sources``). Adapted, not patched: a task class
+of the package's (``ContextAttributionTask``) is given our prompt and our
+sources' spans as its documents. Its prompt is its own default, as
+ContextCite's: ``"Context: {context}\\n\\nQuery: {query}"`` as a user turn of the
+tokenizer's chat template.
 """
 
+import contextlib
 import hashlib
-import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
-import numpy as np
 import torch
 from torch import Tensor
 
 from captum_iba._utils.io import cache_root
+from captum_iba.attr.llm import AnswerScores
+from captum_iba.attr.llm_batch import PromptBatch
+from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = [
+    "AT2Scorer",
     "TRAIN_COMMAND",
     "at2_scores",
+    "at2_token_scores",
     "at2_weights_path",
+    "find_at2_weights",
     "import_at2",
+    "layout",
     "load_at2",
     "model_fingerprint",
-    "train_at2",
 ]
 
 #: The install command named when the package is missing.
@@ -55,6 +61,8 @@ TRAIN_COMMAND = (
 )
 #: AT2's (and ContextCite's) prompt layout.
 LAYOUT = "Context: {context}\n\nQuery: {query}"
+#: What joins two sources in it.
+JOIN = "\n\n"
 #: The model families whose attention AT2 recomputes (its ``model_type``).
 MODEL_TYPES = ("llama", "qwen2", "phi3", "gemma3")
 PathLike = Union[str, Path]
@@ -75,6 +83,31 @@ def import_at2() -> Any:
             f"AT2's scores need its package, which is not installed ({err}): {INSTALL}"
         ) from err
     return at2
+
+
+#: The flag transformers sets on a model whose output-capturing hooks it
+#: installed (on the first ``output_hidden_states=True``, which AT2 asks for).
+CAPTURE_FLAG = "_output_capturing_hooks_installed"
+
+
+@contextlib.contextmanager
+def model_as_found(model: Any) -> Iterator[None]:
+    """Run AT2's code and leave ``model`` as it was: the forward hooks that
+    transformers installs for good on the first ``output_hidden_states=True``
+    (and its flag saying so) are removed afterwards."""
+    before = {
+        m: (set(m._forward_hooks), CAPTURE_FLAG in vars(m)) for m in model.modules()
+    }
+    try:
+        yield
+    finally:
+        for module, (hooks, flagged) in before.items():
+            for key in set(module._forward_hooks) - hooks:
+                del module._forward_hooks[key]
+                module._forward_hooks_with_kwargs.pop(key, None)
+                module._forward_hooks_always_called.pop(key, None)
+            if not flagged and CAPTURE_FLAG in vars(module):
+                delattr(module, CAPTURE_FLAG)
 
 
 def model_type_of(model: Any) -> str:
@@ -127,35 +160,120 @@ def at2_weights_path(
     return folder / f"{slug}-{task}-n{n}-a{ablations}.pt"
 
 
-def _task_class(at2: Any) -> type:
-    """A task of AT2's over given sources (its documents, one source each)."""
-    base = at2.tasks.ContextAttributionTask
+def layout(sources: Sequence[str], query: str) -> Tuple[str, List[Tuple[int, int]]]:
+    """AT2's prompt (:data:`LAYOUT`, the sources joined by blank lines) and
+    each source's characters in it.
 
-    class GivenSources(base):  # type: ignore[misc, valid-type]
-        def __init__(self, sources, query, model, tokenizer, **kwargs):
-            self.given, self.query = list(sources), query
-            super().__init__(model, tokenizer, source_type="document", **kwargs)
-
-        @property
-        def prompt(self) -> str:
-            return LAYOUT.format(context="\n\n".join(self.given), query=self.query)
-
-        def _get_document_ranges(self) -> List[Tuple[int, int]]:
-            spans, pos = [], LAYOUT.index("{context}")
-            for i, source in enumerate(self.given):
-                pos += 2 if i else 0
-                spans.append((pos, pos + len(source)))
-                pos += len(source)
-            return spans
-
-    return GivenSources
-
-
-def _check_sources(sources: Sequence[str]) -> None:
+    Raises:
+        ValueError: For fewer than two sources or an empty one.
+    """
     if len(sources) < 2:
         raise ValueError(f"sources: at least two are needed; got {len(sources)}")
     if any(not s.strip() for s in sources):
         raise ValueError("sources: every source must hold text")
+    spans, pos = [], LAYOUT.index("{context}")
+    for i, source in enumerate(sources):
+        pos += len(JOIN) if i else 0
+        spans.append((pos, pos + len(source)))
+        pos += len(source)
+    return LAYOUT.format(context=JOIN.join(sources), query=query), spans
+
+
+def _task_class(at2: Any) -> type:
+    """A task of AT2's over a given prompt whose sources are given spans (its
+    documents, one source each)."""
+
+    class GivenSources(at2.tasks.ContextAttributionTask):  # type: ignore[misc, name-defined]
+        def __init__(self, prompt, spans, model, tokenizer, **kwargs):
+            self.given, self.spans = prompt, [tuple(s) for s in spans]
+            super().__init__(model, tokenizer, source_type="document", **kwargs)
+
+        @property
+        def prompt(self) -> str:
+            return self.given
+
+        def _get_document_ranges(self) -> List[Tuple[int, int]]:
+            return self.spans
+
+    return GivenSources
+
+
+def at2_token_scores(
+    model: Any,
+    tokenizer: Any,
+    prompt: str,
+    spans: Sequence[Tuple[int, int]],
+    response_ids: Sequence[int],
+    estimator: Any,
+    ids: Optional[Sequence[int]] = None,
+) -> Tuple[Tensor, Tensor, Tensor]:
+    """AT2's scores of a prompt's tokens and sources for a given response.
+
+    The package's estimator gives, per response token, a score of each
+    token before it (its learned heads' attention); a source's score is the
+    sum over its tokens, averaged over the response's tokens (as the
+    package's ``ScoreEstimationAttributor`` computes it).
+
+    Args:
+        model: A causal LM of a family AT2 knows (:data:`MODEL_TYPES`).
+        tokenizer: Its fast tokenizer, with a chat template (AT2 reads the
+            prompt as a user turn).
+        prompt (str): The prompt (before the template).
+        spans (sequence of (int, int)): Its sources' characters (>= 2).
+        response_ids (sequence of int): The response to explain (no
+            end-of-text token).
+        estimator: AT2's trained weights for this model (:func:`load_at2`).
+        ids (sequence of int, optional): The prompt's and response's ids as
+            the caller has them (checked to be the package's).
+
+    Returns:
+        (Tensor, Tensor, Tensor): ``(N,)`` each token's score (the
+        response's mean; ``N`` the package's tokens, template included, 0 at
+        the response), ``(R, N)`` per response token, ``(S,)`` per source;
+        float64.
+
+    Raises:
+        ValueError: For an empty response, or a prompt or response the
+            package reads as other tokens.
+    """
+    if len(response_ids) == 0:
+        raise ValueError("response_ids is empty: there is no response to explain")
+    at2 = import_at2()
+    with model_as_found(model):
+        return _token_scores(
+            at2, model, tokenizer, (prompt, spans), response_ids, ids, estimator
+        )
+
+
+def _token_scores(
+    at2: Any,
+    model: Any,
+    tokenizer: Any,
+    laid: Tuple[str, Sequence[Tuple[int, int]]],
+    response_ids: Sequence[int],
+    ids: Optional[Sequence[int]],
+    estimator: Any,
+) -> Tuple[Tensor, Tensor, Tensor]:
+    """:func:`at2_token_scores`' work (the package imported, the hooks it
+    makes transformers install removed afterwards)."""
+    task = _task_class(at2)(*laid, model, tokenizer)
+    task.set_generation(tokenizer.decode(list(response_ids)))
+    start, end = task.target_token_range
+    read = list(task.get_tokens()["input_ids"])
+    expected = list(read[:start]) + list(response_ids) if ids is None else list(ids)
+    if read[:end] != expected:
+        part = "response" if read[:start] == expected[:start] else "prompt"
+        raise ValueError(
+            f"AT2 reads the {part} as other tokens ({read[start:end][:8]}... for "
+            f"{list(response_ids)[:8]}...): it would explain another text (it "
+            "applies the tokenizer's chat template to the prompt)"
+        )
+    estimator = estimator.to(device=model.device, dtype=model.dtype)
+    with torch.no_grad():  # (R, N - 1): the last token is attended by none
+        per = estimator.get_scores(task, start, end).double().cpu()
+    per = torch.nn.functional.pad(per, (0, len(read) - per.shape[1]))
+    sources = torch.stack([per[:, s:e].sum(-1) for s, e in task.source_token_ranges])
+    return per.mean(0), per, sources.mean(-1)
 
 
 def at2_scores(
@@ -166,14 +284,16 @@ def at2_scores(
     response_ids: Sequence[int],
     estimator: Any,
 ) -> Tensor:
-    """AT2's score of each source for a given response.
+    """AT2's score of each source for a given response (as
+    :func:`~captum_iba.evaluation.context_cite.context_cite_scores` gives
+    ContextCite's).
 
     Args:
         model: A Hugging Face causal LM of a family AT2 knows
             (:data:`MODEL_TYPES`).
         tokenizer: Its fast tokenizer, with a chat template.
         sources (Sequence[str]): The context's sources, in order (>= 2),
-            joined by blank lines.
+            joined by blank lines (:func:`layout`).
         query (str): The query.
         response_ids (Sequence[int]): The response to explain (token ids
             after the prompt, no end-of-text token).
@@ -188,22 +308,35 @@ def at2_scores(
         ValueError: For fewer than two sources, an empty response, or a
             response the package reads as other tokens.
     """
-    _check_sources(sources)
-    if len(response_ids) == 0:
-        raise ValueError("response_ids is empty: there is no response to explain")
-    at2 = import_at2()
-    task = _task_class(at2)(sources, query, model, tokenizer)
-    task.set_generation(tokenizer.decode(list(response_ids)))
-    start, end = task.target_token_range
-    read = list(task.get_tokens()["input_ids"][start:end])
-    if read != list(response_ids):
-        raise ValueError(
-            f"AT2 reads the response as other tokens ({read[:8]}... for "
-            f"{list(response_ids)[:8]}...): it would explain another response"
+    prompt, spans = layout(sources, query)
+    return at2_token_scores(model, tokenizer, prompt, spans, response_ids, estimator)[2]
+
+
+def find_at2_weights(model: Any, folder: Optional[PathLike] = None) -> Path:
+    """The weights trained for ``model`` in ``folder`` (default
+    ``<cache>/at2``) on the most examples (then ablations).
+
+    Raises:
+        FileNotFoundError: When none was trained for it (naming the folder
+            and the training command).
+    """
+    folder = cache_root() / "at2" if folder is None else Path(folder)
+    wanted, found = model_fingerprint(model), []
+    for path in sorted(folder.glob("*.pt")) if folder.is_dir() else []:
+        try:  # AT2's format: a dict of tensors, numbers and strings
+            extras = torch.load(path, map_location="cpu", weights_only=True)["extras"]
+        except Exception:  # noqa: BLE001 - another file: not a candidate
+            continue
+        if extras.get("model") == wanted:
+            found.append(
+                (int(extras.get("n", 0)), int(extras.get("ablations", 0)), path)
+            )
+    if not found:
+        raise FileNotFoundError(
+            f"no AT2 weights for this model (fingerprint {wanted}) in {folder}: "
+            "train them with " + TRAIN_COMMAND.format(n="N", a="A", folder=folder)
         )
-    attributor = at2.AT2Attributor(task, estimator)
-    scores = attributor.get_attribution_scores()
-    return torch.as_tensor(np.asarray(scores), dtype=torch.float64)
+    return max(found)[2]
 
 
 def load_at2(path: PathLike, model: Any) -> Any:
@@ -233,122 +366,80 @@ def load_at2(path: PathLike, model: Any) -> Any:
     return estimator
 
 
-def _trainer_class(at2: Any) -> type:
-    """AT2's trainer, timing each example's ablations (CPU-seconds)."""
+class AT2Scorer(TokenScorer):
+    """AT2 (Cohen-Wang et al. 2025): the response's attention to each source,
+    weighted per head by weights learned once per model from source
+    ablations (its package; a prompt with sources).
 
-    class TimedTrainer(at2.AT2Trainer):  # type: ignore[misc, valid-type]
-        seconds: Dict[int, float] = {}
-
-        def compute_features_and_outputs_for_example(self, i, batch_size=4):
-            began = time.process_time()
-            out = super().compute_features_and_outputs_for_example(i, batch_size)
-            self.seconds[i] = time.process_time() - began
-            return out
-
-    return TimedTrainer
-
-
-def at2_trainer(
-    model: Any,
-    tokenizer: Any,
-    examples: Sequence[Tuple[Sequence[str], str]],
-    work_dir: PathLike,
-    ablations: int = 32,
-    max_new_tokens: int = 24,
-) -> Tuple[Any, List[float]]:
-    """AT2's trainer over ``examples`` with every example's responses
-    generated and ablations run (resumable: the package caches both under
-    ``work_dir``).
+    A prompt token's score is the response's mean attention to it through
+    the learned head weights; a source's (``AnswerScores.sources``) the sum
+    over its tokens, exactly as the package scores sources
+    (:func:`at2_token_scores`). The batch must hold its prompts' sources
+    (:func:`~captum_iba.evaluation.sources.with_sources`) and wrap them in
+    the chat template (``prompt_batch(..., chat=True)``: AT2 reads a prompt
+    as a user turn).
 
     Args:
-        model: A causal LM of a family AT2 knows.
-        tokenizer: Its fast tokenizer, with a chat template.
-        examples (sequence): ``(sources, query)`` pairs.
-        work_dir (str or Path): The package's store (generations, features).
-        ablations (int): Random ablations per example. Default 32.
-        max_new_tokens (int): The longest response (greedy). Default 24.
-
-    Returns:
-        (trainer, list of float): The trainer and each example's CPU-seconds
-        (its response and ablations) in this call (0 where cached).
-    """
-    from datasets import Dataset
-
-    at2 = import_at2()
-    for sources, _ in examples:
-        _check_sources(sources)
-    kind = model_type_of(model)
-    layers, heads = model.config.num_hidden_layers, model.config.num_attention_heads
-    task_class = _task_class(at2)
-    kwargs = dict(at2.tasks.base.DEFAULT_GENERATE_KWARGS, max_new_tokens=max_new_tokens)
-    rows = [{"sources": list(s), "query": q} for s, q in examples]
-    trainer = _trainer_class(at2)(
-        save_path=Path(work_dir),
-        dataset=Dataset.from_list(rows),
-        model=model,
-        tokenizer=tokenizer,
-        task_from_example=lambda row, m, t: task_class(
-            row["sources"], row["query"], m, t, generate_kwargs=kwargs
-        ),
-        feature_extractor=at2.AT2FeatureExtractor(layers, heads, model_type=kind),
-        split_target_by=None,
-        num_masks=ablations,
-    )
-    seconds = [0.0] * len(rows)
-    for i in range(len(rows)):  # one job per example: each one's time
-        began = time.process_time()
-        with torch.no_grad():
-            trainer.generate(job_index=i, num_jobs=len(rows), batch_size=1)
-        seconds[i] += time.process_time() - began
-    trainer.seconds = {}
-    trainer.compute_features_and_outputs(batch_size=4)
-    for i, s in trainer.seconds.items():
-        seconds[i] += s
-    return trainer, seconds
-
-
-def train_at2(
-    trainer: Any,
-    n: int,
-    path: PathLike,
-    extras: Optional[Dict[str, Any]] = None,
-    iterations: int = 1000,
-    seed: int = 0,
-) -> Any:
-    """AT2's head weights fitted by its trainer on the first ``n`` examples of
-    :func:`at2_trainer`'s, saved to ``path`` (with the model's fingerprint).
-
-    Args:
-        trainer: From :func:`at2_trainer`.
-        n (int): Training examples (the first ``n``).
-        path (str or Path): The file written (AT2's format, ``torch.save``).
-        extras (dict, optional): Kept in the file (budget, CPU-seconds).
-        iterations (int): Adam steps (AT2's default 1000, learning rate
-            1e-3, negative Pearson correlation).
-        seed (int): The batches' seed.
-
-    Returns:
-        AT2's score estimator.
+        model: A causal LM of a family AT2 knows (:data:`MODEL_TYPES`).
+        weights (str or Path, optional): AT2's weights for it
+            (``experiments/train_at2.py``); default: the file trained for
+            this model on the most examples in ``<cache>/at2``
+            (:func:`find_at2_weights`).
+        **kwargs: See :class:`~captum_iba.evaluation.scorers.TokenScorer`
+            (``tokenizer`` is needed).
 
     Raises:
-        ValueError: For ``n`` beyond the trainer's examples.
+        ImportError: Without the package (naming the install command).
+        FileNotFoundError: Without weights for the model.
+        ValueError: Without a tokenizer, or weights for another model.
     """
-    if not 1 <= n <= len(trainer.dataset):
-        raise ValueError(f"n must be 1..{len(trainer.dataset)}; got {n}")
-    used = [i for i in range(n) if trainer.task_datas[i]["num_targets"] > 0]
-    if not used:
-        raise ValueError(f"none of the first {n} examples has a response")
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    estimator = trainer.train(
-        num_iterations=iterations,
-        batch_size=len(used),  # each step: every example once (no replacement)
-        train_indices=used,
-        device="cpu",
-        print_every=iterations,
+
+    models = ("causal-lm",)
+    prompt_meaning = (
+        "the response's attention to the token through AT2's learned head "
+        "weights (a source's score: the sum over its tokens)"
     )
-    meta = dict(extras or {}, model=model_fingerprint(trainer.model), n=n)
-    meta.setdefault("model_name", str(getattr(trainer.model, "name_or_path", "")))
-    path = Path(path)
-    estimator.save(path, extras=meta)
-    return estimator
+    meaning = prompt_meaning
+
+    def __init__(
+        self, model: Any, weights: Optional[PathLike] = None, **kwargs: Any
+    ) -> None:
+        super().__init__(model, **kwargs)
+        if self.tokenizer is None:
+            raise ValueError("AT2 needs the model's tokenizer (tokenizer=...)")
+        import_at2()
+        path = Path(weights) if weights is not None else find_at2_weights(model)
+        self.estimator = load_at2(path, model)
+        extras = self.estimator.kwargs.get("extras", {})
+        self.settings.update(
+            weights=str(path),
+            trained_examples=extras.get("n"),
+            ablations=extras.get("ablations"),
+            trained_on=extras.get("task"),
+        )
+
+    def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+        """Each prompt's token and source scores, row by row (AT2 reads one
+        text at a time)."""
+        if batch.sources is None or not batch.prompts:
+            raise ValueError(
+                "AT2 scores the sources of a context: the batch has none "
+                "(captum_iba.evaluation.sources.with_sources adds them)"
+            )
+        B, W = batch.input_ids.shape
+        width = int(batch.answer_mask.sum(1).max())
+        answer = torch.zeros(B, W)
+        tokens = torch.zeros(B, width, W) if per_token else None
+        sources = torch.full((B, batch.n_sources), float("nan"), dtype=torch.float64)
+        for b in range(B):
+            real = batch.attention_mask[b].bool().cpu()
+            ids = batch.input_ids[b].cpu()[real].tolist()
+            mean, per, own = at2_token_scores(
+                self.model, self.tokenizer, batch.prompts[b], batch.spans[b],
+                batch.answer_ids(b), self.estimator, ids=ids,
+            )  # fmt: skip
+            answer[b, real] = mean[: len(ids)].float()
+            if tokens is not None:
+                tokens[b, : per.shape[0], real] = per[:, : len(ids)].float()
+            sources[b, : own.shape[0]] = own
+        return AnswerScores(answer, tokens, "attention", sources=sources)

@@ -5,12 +5,17 @@ for the given response. Skipped without the ``at2`` package, except the
 install message."""
 
 import copy
+import math
 import sys
 
 import pytest
 import torch
 
-from tests.helpers import tiny_causal_lm, tiny_word_tokenizer
+from captum_iba._utils.io import CACHE_ENV_VAR
+from captum_iba.attr.llm_batch import prompt_batch
+from captum_iba.evaluation import Resources, build_scorers
+from captum_iba.evaluation.sources import pool_sources, with_sources
+from tests.helpers import no_hooks, tiny_causal_lm, tiny_word_tokenizer
 
 #: A chat template of known words (the reply's opener ends with a space).
 TEMPLATE = (
@@ -35,12 +40,13 @@ def lm():
 
 @pytest.fixture(scope="module")
 def trained(lm, tmp_path_factory):
-    """AT2's weights trained on the tiny Llama: 4 examples x 4 ablations."""
+    """AT2's weights trained on the tiny Llama: 4 examples x 4 ablations,
+    saved in ``<a cache>/at2`` (where the method ``at2`` looks)."""
     pytest.importorskip("at2")
-    from captum_iba.evaluation.at2 import at2_trainer, train_at2
+    from captum_iba.evaluation.at2_training import at2_trainer, train_at2
 
     model, tok = lm
-    folder = tmp_path_factory.mktemp("at2")
+    folder = tmp_path_factory.mktemp("cache") / "at2"
     trainer, seconds = at2_trainer(
         model, tok, EXAMPLES, folder / "work", ablations=4, max_new_tokens=3
     )
@@ -63,6 +69,7 @@ def test_training_runs_and_saves_the_weights(lm, trained):
 
     model, _ = lm
     estimator, path, seconds = trained
+    assert no_hooks(model)  # transformers' hooks for the hidden states, removed
     assert path.is_file() and len(seconds) == len(EXAMPLES)
     assert all(s >= 0 for s in seconds)
     # one weight per attention head (2 layers x 2 heads), L1-normalised by AT2
@@ -122,8 +129,83 @@ def test_a_response_read_as_other_tokens_is_refused(lm, trained):
 
 def test_an_unknown_model_family_is_refused_before_any_work(lm, tmp_path):
     pytest.importorskip("at2")
-    from captum_iba.evaluation.at2 import at2_trainer
+    from captum_iba.evaluation.at2_training import at2_trainer
 
     tok = lm[1]
     with pytest.raises(ValueError, match="gpt2"):
         at2_trainer(tiny_causal_lm("gpt2"), tok, EXAMPLES, tmp_path)
+
+
+def _sourced_batch(tok):
+    from captum_iba.evaluation.at2 import layout
+
+    laid = [layout(SOURCES, "the cat is"), layout(EXAMPLES[3][0], "the mat is")]
+    batch = prompt_batch(tok, [p for p, _ in laid], ["the mat", "red"], chat=True)
+    return with_sources(tok, batch, [s for _, s in laid], chat=True)
+
+
+def test_the_method_fills_the_source_scores(lm, trained, monkeypatch):
+    """The registered method finds the weights trained for the model in the
+    cache, gives AT2's source scores per prompt (NaN past a prompt's
+    sources), token scores that sum to them, and leaves the model as it was."""
+    from captum_iba.evaluation.at2 import at2_scores
+
+    model, tok = lm
+    estimator, path, _ = trained
+    monkeypatch.setenv(CACHE_ENV_VAR, str(path.parent.parent))
+    scorer = build_scorers(["at2"], Resources(model, tok), kind="causal-lm")["at2"]
+    assert scorer.settings["weights"] == str(path)
+    batch = _sourced_batch(tok)
+    found = scorer.attribute(batch, per_token=True)
+    assert found.sources.shape == (2, 3) and math.isnan(found.sources[1, 2])
+    for b, (sources, query, answer) in enumerate(
+        [(SOURCES, "the cat is", "the mat"), (EXAMPLES[3][0], "the mat is", "red")]
+    ):
+        ids = tok.encode(answer, add_special_tokens=False)
+        expected = at2_scores(model, tok, sources, query, ids, estimator)
+        assert torch.allclose(found.sources[b, : len(sources)], expected)
+    pooled = pool_sources(found.answer, batch.sources, batch.n_sources, "sum")
+    assert torch.allclose(pooled[0], found.sources[0], atol=1e-5)
+    assert (found.answer[~batch.scored] == 0).all()
+    assert found.tokens.shape == (2, 2, batch.input_ids.shape[1])
+    assert no_hooks(model) and not model.training
+
+
+def test_the_method_refuses_a_batch_without_sources_or_weights(
+    lm, trained, monkeypatch, tmp_path
+):
+    model, tok = lm
+    monkeypatch.setenv(CACHE_ENV_VAR, str(trained[1].parent.parent))
+    scorer = build_scorers(["at2"], Resources(model, tok), kind="causal-lm")["at2"]
+    plain = prompt_batch(tok, ["the cat sat"], ["the mat"], chat=True)
+    with pytest.raises(ValueError, match="with_sources"):
+        scorer.attribute(plain)
+    monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="train_at2.py"):
+        build_scorers(["at2"], Resources(model, tok), kind="causal-lm")
+
+
+def test_the_context_study_runs_at2_from_its_weights(lm, trained, tmp_path):
+    """``at2-<n>`` in experiments/context_study.py: a missing file is refused
+    before the model loads, naming the training command; with the weights,
+    one example's row has AT2's source scores and metrics."""
+    import argparse
+
+    from tests.evaluation.test_context_study import EXAMPLE
+    from tests.helpers import experiment
+
+    study = experiment("context_study")
+    args = argparse.Namespace(model="tiny", at2_task="toy", at2_dir=str(tmp_path))
+    with pytest.raises(SystemExit, match="train_at2.py --model tiny --task toy --n 4"):
+        study.at2_paths(args, ["random", "at2-4"])
+    with pytest.raises(SystemExit, match="at2-<n>"):
+        study.at2_paths(args, ["at2-x"])
+    model, tok = lm
+    tok = copy.deepcopy(tok)
+    tok.chat_template = TEMPLATE
+    rows = study.study_example(
+        model, tok, EXAMPLE, {"at2-4": trained[0]}, seed=7, max_new_tokens=3
+    )
+    row = rows["at2-4"]
+    assert set(row["pooled"]) == {"-"} and len(row["pooled"]["-"]["scores"]) == 3
+    assert math.isfinite(row["pooled"]["-"]["lds"])

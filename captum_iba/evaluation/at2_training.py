@@ -1,0 +1,187 @@
+"""AT2's head weights trained by its own trainer (``at2.AT2Trainer``) on
+given contexts, for :mod:`~captum_iba.evaluation.at2`.
+
+:func:`at2_trainer` hands the package our contexts (a task of its own over
+our prompt and sources), lets it generate each response (greedy) and run
+its random ablations (each source kept with probability 1/2, removed by the
+attention mask), recording its features (the attention the response pays
+to each source, per head) and outcomes (the response's logit-probability);
+its store under ``work_dir`` makes a run resumable. :func:`train_at2` fits
+the weights on the first ``n`` examples (AT2's defaults: 1000 Adam steps,
+learning rate 1e-3, negative Pearson correlation) and saves them in the
+package's format with the model's fingerprint
+(:func:`~captum_iba.evaluation.at2.load_at2` checks it). The response is one
+target (``split_target_by=None``: the package's sentence splitter needs an
+NLTK download, which fails offline).
+"""
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from captum_iba.evaluation.at2 import (
+    PathLike,
+    _task_class,
+    import_at2,
+    layout,
+    model_as_found,
+    model_fingerprint,
+    model_type_of,
+)
+
+__all__ = ["at2_trainer", "train_at2"]
+
+
+def at2_trainer(
+    model: Any,
+    tokenizer: Any,
+    examples: Sequence[Tuple[Sequence[str], str]],
+    work_dir: PathLike,
+    ablations: int = 32,
+    max_new_tokens: int = 24,
+    limit: Optional[int] = None,
+) -> Tuple[Any, List[float]]:
+    """AT2's trainer over ``examples`` with every example's responses
+    generated and the first ``limit``'s ablations run (resumable: the
+    package caches both under ``work_dir``, made for all ``examples``).
+
+    Args:
+        model: A causal LM of a family AT2 knows.
+        tokenizer: Its fast tokenizer, with a chat template.
+        examples (sequence): ``(sources, query)`` pairs.
+        work_dir (str or Path): The package's store (generations, features).
+        ablations (int): Random ablations per example. Default 32.
+        max_new_tokens (int): The longest response (greedy). Default 24.
+        limit (int, optional): Ablate the first ``limit`` examples only
+            (default all): a store for many, trained on as it grows.
+
+    Returns:
+        (trainer, list of float): The trainer and each example's CPU-seconds
+        (its response and ablations, whenever they were run; kept in
+        ``work_dir/cpu_seconds.json``; 0 for an example not ablated).
+    """
+    from datasets import Dataset
+
+    at2 = import_at2()
+    laid = [layout(sources, query) for sources, query in examples]
+    kind = model_type_of(model)
+    layers, heads = model.config.num_hidden_layers, model.config.num_attention_heads
+    task_class = _task_class(at2)
+    kwargs = dict(at2.tasks.base.DEFAULT_GENERATE_KWARGS, max_new_tokens=max_new_tokens)
+    rows = [{"prompt": p, "spans": [list(s) for s in spans]} for p, spans in laid]
+    trainer = at2.AT2Trainer(
+        save_path=Path(work_dir),
+        dataset=Dataset.from_list(rows),
+        model=model,
+        tokenizer=tokenizer,
+        task_from_example=lambda row, m, t: task_class(
+            row["prompt"], row["spans"], m, t, generate_kwargs=kwargs
+        ),
+        feature_extractor=at2.AT2FeatureExtractor(layers, heads, model_type=kind),
+        split_target_by=None,
+        num_masks=ablations,
+    )
+    record = _Seconds(Path(work_dir) / "cpu_seconds.json", len(rows))
+    with model_as_found(model):
+        for i in range(len(rows)):  # one job per example: each one's time
+            began = time.process_time()
+            with torch.no_grad():
+                trainer.generate(job_index=i, num_jobs=len(rows), batch_size=1)
+            record.add(i, "response", time.process_time() - began)
+        _ablate(trainer, len(rows) if limit is None else min(limit, len(rows)), record)
+    return trainer, record.totals()
+
+
+class _Seconds:
+    """Each example's CPU-seconds (its response, its ablations), kept in a
+    JSON file beside the package's store as they are spent: a resumed run
+    reads the first run's."""
+
+    def __init__(self, path: Path, n: int) -> None:
+        self.path = path
+        self.data = json.loads(path.read_text()) if path.exists() else {}
+        self.n = n
+
+    def add(self, i: int, part: str, seconds: float) -> None:
+        if seconds > 0.5 or str(i) not in self.data:  # not a cached example
+            self.data.setdefault(str(i), {})[part] = seconds
+            self.path.write_text(json.dumps(self.data))
+
+    def totals(self) -> List[float]:
+        return [sum(self.data.get(str(i), {}).values()) for i in range(self.n)]
+
+
+def _ablate(trainer: Any, limit: int, record: _Seconds) -> None:
+    """The package's ablations and features of the first ``limit`` examples
+    not yet in its store (its ``compute_features_and_outputs`` as one job,
+    the same store, stopped at ``limit``)."""
+    features, outputs, completed, starts = trainer.get_store_for_job(0, 1)
+    for i in range(limit):
+        if completed[i]:
+            continue
+        began = time.process_time()
+        found, outcomes = trainer.compute_features_and_outputs_for_example(i, 4)
+        end = starts[i] + trainer.task_datas[i]["num_targets"]
+        features[starts[i] : end], outputs[starts[i] : end] = found, outcomes
+        features.flush()
+        outputs.flush()
+        completed[i] = True
+        completed.flush()
+        record.add(i, "ablations", time.process_time() - began)
+
+
+def train_at2(
+    trainer: Any,
+    n: int,
+    path: PathLike,
+    extras: Optional[Dict[str, Any]] = None,
+    iterations: int = 1000,
+    seed: int = 0,
+) -> Any:
+    """AT2's head weights fitted by its trainer on the first ``n`` examples of
+    :func:`at2_trainer`'s, saved to ``path`` (with the model's fingerprint).
+
+    Args:
+        trainer: From :func:`at2_trainer`.
+        n (int): Training examples (the first ``n``).
+        path (str or Path): The file written (AT2's format, ``torch.save``).
+        extras (dict, optional): Kept in the file (budget, CPU-seconds).
+        iterations (int): Adam steps (AT2's default 1000, learning rate
+            1e-3, negative Pearson correlation).
+        seed (int): The batches' seed.
+
+    Returns:
+        AT2's score estimator.
+
+    Raises:
+        ValueError: For ``n`` beyond the trainer's examples.
+    """
+    if not 1 <= n <= len(trainer.dataset):
+        raise ValueError(f"n must be 1..{len(trainer.dataset)}; got {n}")
+    missing = [i for i in range(n) if not trainer.is_features_and_outputs_completed(i)]
+    if missing:
+        raise ValueError(
+            f"examples {missing[:5]}... of the first {n} have no ablations yet "
+            "(at2_trainer's limit)"
+        )
+    used = [i for i in range(n) if trainer.task_datas[i]["num_targets"] > 0]
+    if not used:
+        raise ValueError(f"none of the first {n} examples has a response")
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    estimator = trainer.train(
+        num_iterations=iterations,
+        batch_size=len(used),  # each step: every example once (no replacement)
+        train_indices=used,
+        device="cpu",
+        print_every=iterations,
+    )
+    meta = dict(extras or {}, model=model_fingerprint(trainer.model), n=n)
+    meta.setdefault("model_name", str(getattr(trainer.model, "name_or_path", "")))
+    path = Path(path)
+    estimator.save(path, extras=meta)
+    return estimator
