@@ -10,6 +10,12 @@ each method scores the sources for that response:
   as its partitioner and our response given to it
   (:func:`~captum_iba.evaluation.context_cite.context_cite_scores`, which
   checks the package reads the same response ids);
+* ``at2-<n>`` - AT2's package with its head weights trained on ``n``
+  examples (``experiments/train_at2.py``; the file
+  :func:`~captum_iba.evaluation.at2.at2_weights_path` names under
+  ``--at2-dir``, trained on ``--at2-task``) as the method ``at2``
+  (:class:`~captum_iba.evaluation.at2.AT2Scorer`, its own source scores);
+  its CPU-s are the scoring alone (the training is paid once per model);
 * a registered token method (``iba-deletion``, ``ablation``, ``random``,
   ``ig``, ...) on the prompt and response as a
   :class:`~captum_iba.attr.llm_batch.PromptBatch`, its token scores pooled to
@@ -90,6 +96,12 @@ HELDOUT_ABLATIONS = 32
 MAX_NEW_TOKENS = 24
 #: The prefix of ContextCite's method names (``contextcite-32``).
 CONTEXTCITE = "contextcite-"
+#: The prefix of AT2's method names (``at2-16``: trained on 16 examples).
+AT2 = "at2-"
+#: The ablations per training example of the AT2 weights the study reads.
+AT2_ABLATIONS = 32
+#: The methods named by a prefix, not registered names.
+ANCHORS = (CONTEXTCITE, AT2)
 
 
 #: What a model without a chat template (a base model) reads after the
@@ -207,6 +219,35 @@ def _record(out: Path, method: str) -> List[Dict[str, Any]]:
     return json.loads(path.read_text()) if path.exists() else []
 
 
+def at2_scorers(
+    args: argparse.Namespace, methods: Sequence[str]
+) -> Dict[str, Callable[..., Any]]:
+    """Each ``at2-<n>`` method's scorer, made once the model is loaded
+    (``model, tok -> AT2Scorer``); its weights file is checked here, before
+    the model loads (the message names the training command)."""
+    from captum_iba.evaluation.at2 import AT2Scorer, at2_weights_path
+
+    makers = {}
+    for m in (m for m in methods if m.startswith(AT2)):
+        budget = m[len(AT2) :]
+        if not budget.isdigit():
+            raise SystemExit(f"{m}: AT2's methods are at2-<n>, n its training examples")
+        path = at2_weights_path(
+            args.model, args.at2_task, int(budget), AT2_ABLATIONS, args.at2_dir
+        )
+        if not path.is_file():
+            raise SystemExit(
+                f"{m}: no AT2 weights at {path}; train them with python "
+                f"experiments/train_at2.py --model {args.model} --task "
+                f"{args.at2_task} --n {budget} --ablations {AT2_ABLATIONS}"
+                + (f" --out {args.at2_dir}" if args.at2_dir else "")
+            )
+        makers[m] = lambda model, tok, m=m, path=path: AT2Scorer(
+            model, weights=path, tokenizer=tok, method_name="at2", name=m
+        )
+    return makers
+
+
 def run(args: argparse.Namespace) -> None:
     """Score and test every method on every example not yet cached."""
     os.environ.setdefault("TQDM_DISABLE", "1")  # ContextCite's progress bars
@@ -214,9 +255,10 @@ def run(args: argparse.Namespace) -> None:
     from captum_iba.app.causal_lm import load_causal_lm
 
     methods = [  # a registered method by its name now (ablation -> LOO)
-        m if m.startswith(CONTEXTCITE) else METHODS.entry(m).name
+        m if m.startswith(ANCHORS) else METHODS.entry(m).name
         for m in args.methods.split(",")
     ]
+    at2 = at2_scorers(args, methods)
     out = Path(args.out) / args.task / args.split
     out.mkdir(parents=True, exist_ok=True)
     low, high = (int(v) for v in args.passages.split("-"))
@@ -227,7 +269,7 @@ def run(args: argparse.Namespace) -> None:
 
         import_context_cite()  # its slow import (spaCy, NLTK) is not ContextCite's cost
     model, tok = load_causal_lm(args.model)
-    built: Dict[str, Any] = {}
+    built: Dict[str, Any] = {m: {m: make(model, tok)} for m, make in at2.items()}
     for i, example in enumerate(examples):
         todo = [m for m in methods if len(_record(out, m)) == i]
         if not todo:
@@ -368,6 +410,12 @@ def main() -> None:
     run_p.add_argument("--seed", type=int, default=0, help="the examples' seed")
     run_p.add_argument("--methods", default="contextcite-32,iba-deletion,random")
     run_p.add_argument("--model", default=SMOLLM2_HUB_ID)
+    run_p.add_argument(
+        "--at2-dir", help="AT2's weights folder (default: ~/.cache/captum_iba/at2)"
+    )
+    run_p.add_argument(
+        "--at2-task", default="context-facts", help="the task AT2 was trained on"
+    )
     run_p.add_argument(
         "--passages", default="3-20",
         help="context-facts: the passages per context, LOW-HIGH (the fact one of them)",

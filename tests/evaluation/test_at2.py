@@ -188,7 +188,7 @@ def test_the_method_refuses_a_batch_without_sources_or_weights(
 def test_the_context_study_runs_at2_from_its_weights(lm, trained, tmp_path):
     """``at2-<n>`` in experiments/context_study.py: a missing file is refused
     before the model loads, naming the training command; with the weights,
-    one example's row has AT2's source scores and metrics."""
+    one example's row has AT2's own source scores and metrics."""
     import argparse
 
     from tests.evaluation.test_context_study import EXAMPLE
@@ -197,14 +197,16 @@ def test_the_context_study_runs_at2_from_its_weights(lm, trained, tmp_path):
     study = experiment("context_study")
     args = argparse.Namespace(model="tiny", at2_task="toy", at2_dir=str(tmp_path))
     with pytest.raises(SystemExit, match="train_at2.py --model tiny --task toy --n 4"):
-        study.at2_paths(args, ["random", "at2-4"])
+        study.at2_scorers(args, ["random", "at2-4"])
     with pytest.raises(SystemExit, match="at2-<n>"):
-        study.at2_paths(args, ["at2-x"])
+        study.at2_scorers(args, ["at2-x"])
     model, tok = lm
-    tok = copy.deepcopy(tok)
-    tok.chat_template = TEMPLATE
+    (tmp_path / "tiny-toy-n4-a32.pt").write_bytes(trained[1].read_bytes())
+    makers = study.at2_scorers(args, ["random", "at2-4"])
+    assert set(makers) == {"at2-4"}
+    scorer = makers["at2-4"](model, tok)
     rows = study.study_example(
-        model, tok, EXAMPLE, {"at2-4": trained[0]}, seed=7, max_new_tokens=3
+        model, tok, EXAMPLE, {"at2-4": scorer}, seed=7, max_new_tokens=3
     )
     row = rows["at2-4"]
     assert set(row["pooled"]) == {"-"} and len(row["pooled"]["-"]["scores"]) == 3
