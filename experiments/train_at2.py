@@ -82,7 +82,10 @@ def main(argv=None) -> None:
     model, tok = load_causal_lm(args.model)
     name = args.model.rstrip("/").split("/")[-1]
     work = Path(args.work) if args.work else cache_root() / "at2" / "work"
-    work = work / f"{name}-{args.task}-s{args.seed}-a{args.ablations}-p{args.pool}"
+    low, high = args.source_range
+    work = work / (
+        f"{name}-{args.task}-s{args.seed}-a{args.ablations}-p{args.pool}-x{low}-{high}"
+    )  # one store per set of examples
     pairs = [(e.sources, e.query) for e in examples]
     trainer, seconds = at2_trainer(
         model, tok, pairs, work, args.ablations, limit=args.budgets[-1]

@@ -211,3 +211,15 @@ def test_the_context_study_runs_at2_from_its_weights(lm, trained, tmp_path):
     row = rows["at2-4"]
     assert set(row["pooled"]) == {"-"} and len(row["pooled"]["-"]["scores"]) == 3
     assert math.isfinite(row["pooled"]["-"]["lds"])
+
+
+def test_the_training_script_checks_its_budgets_before_loading(capsys):
+    from tests.helpers import experiment
+
+    script = experiment("train_at2")
+    args = script.parse(["--n", "16,4,8", "--pool", "16"])
+    assert args.budgets == [4, 8, 16] and args.source_range == (3, 10)
+    for bad in (["--n", "8,x"], ["--n", "32", "--pool", "16"], ["--ablations", "1"]):
+        with pytest.raises(SystemExit):
+            script.parse(bad)
+    assert "--n must be 1..--pool" in capsys.readouterr().err
