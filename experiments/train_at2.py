@@ -55,6 +55,12 @@ def parse(argv=None) -> argparse.Namespace:
         help="context-facts: passages per context, low,high",
     )
     parser.add_argument("--iterations", type=int, default=1000, help="Adam steps")
+    parser.add_argument(
+        "--first",
+        type=int,
+        default=0,
+        help="a second worker: ablate from this example on, train nothing",
+    )
     parser.add_argument("--model", default=SMOLLM2_HUB_ID)
     parser.add_argument("--out", default=None, help="weights folder (default: cache)")
     parser.add_argument("--work", default=None, help="AT2's store (default: cache)")
@@ -88,8 +94,17 @@ def main(argv=None) -> None:
     )  # one store per set of examples
     pairs = [(e.sources, e.query) for e in examples]
     trainer, seconds = at2_trainer(
-        model, tok, pairs, work, args.ablations, limit=args.budgets[-1]
+        model,
+        tok,
+        pairs,
+        work,
+        args.ablations,
+        limit=args.budgets[-1],
+        first=args.first,
     )
+    if args.first:  # a second worker: the first one trains
+        print(f"ablated examples {args.first}..{args.budgets[-1] - 1} in {work}")
+        return
     for n in args.budgets:
         began = time.process_time()
         path = at2_weights_path(args.model, args.task, n, args.ablations, args.out)

@@ -44,6 +44,7 @@ def at2_trainer(
     ablations: int = 32,
     max_new_tokens: int = 24,
     limit: Optional[int] = None,
+    first: int = 0,
 ) -> Tuple[Any, List[float]]:
     """AT2's trainer over ``examples`` with every example's responses
     generated and the first ``limit``'s ablations run (resumable: the
@@ -58,6 +59,8 @@ def at2_trainer(
         max_new_tokens (int): The longest response (greedy). Default 24.
         limit (int, optional): Ablate the first ``limit`` examples only
             (default all): a store for many, trained on as it grows.
+        first (int): Ablate from this example on (a second worker on the
+            same store takes a later range). Default 0.
 
     Returns:
         (trainer, list of float): The trainer and each example's CPU-seconds
@@ -85,26 +88,30 @@ def at2_trainer(
         split_target_by=None,
         num_masks=ablations,
     )
-    record = _Seconds(Path(work_dir) / "cpu_seconds.json", len(rows))
+    record = _Seconds(Path(work_dir), len(rows), first)
     with model_as_found(model):
         for i in range(len(rows)):  # one job per example: each one's time
             began = time.process_time()
             with torch.no_grad():
                 trainer.generate(job_index=i, num_jobs=len(rows), batch_size=1)
             record.add(i, "response", time.process_time() - began)
-        _ablate(trainer, len(rows) if limit is None else min(limit, len(rows)), record)
+        end = len(rows) if limit is None else min(limit, len(rows))
+        _ablate(trainer, range(first, end), record)
     return trainer, record.totals()
 
 
 class _Seconds:
-    """Each example's CPU-seconds (its response, its ablations), kept in a
-    JSON file beside the package's store as they are spent: a resumed run
-    reads the first run's."""
+    """Each example's CPU-seconds (its response, its ablations), kept in JSON
+    files beside the package's store as they are spent (one per worker:
+    ``cpu_seconds.json``, ``cpu_seconds_<first>.json``): a resumed run
+    reads the earlier runs'."""
 
-    def __init__(self, path: Path, n: int) -> None:
-        self.path = path
-        self.data = json.loads(path.read_text()) if path.exists() else {}
-        self.n = n
+    def __init__(self, folder: Path, n: int, first: int = 0) -> None:
+        self.folder, self.n = folder, n
+        self.path = folder / (
+            f"cpu_seconds_{first}.json" if first else "cpu_seconds.json"
+        )
+        self.data = json.loads(self.path.read_text()) if self.path.exists() else {}
 
     def add(self, i: int, part: str, seconds: float) -> None:
         if seconds > 0.5 or str(i) not in self.data:  # not a cached example
@@ -112,15 +119,19 @@ class _Seconds:
             self.path.write_text(json.dumps(self.data))
 
     def totals(self) -> List[float]:
-        return [sum(self.data.get(str(i), {}).values()) for i in range(self.n)]
+        merged: Dict[str, Dict[str, float]] = {}
+        for path in sorted(self.folder.glob("cpu_seconds*.json")):
+            for i, parts in json.loads(path.read_text()).items():
+                merged.setdefault(i, {}).update(parts)
+        return [sum(merged.get(str(i), {}).values()) for i in range(self.n)]
 
 
-def _ablate(trainer: Any, limit: int, record: _Seconds) -> None:
-    """The package's ablations and features of the first ``limit`` examples
-    not yet in its store (its ``compute_features_and_outputs`` as one job,
-    the same store, stopped at ``limit``)."""
+def _ablate(trainer: Any, examples: range, record: _Seconds) -> None:
+    """The package's ablations and features of ``examples`` not yet in its
+    store (its ``compute_features_and_outputs`` as one job, the same store,
+    over a range of it)."""
     features, outputs, completed, starts = trainer.get_store_for_job(0, 1)
-    for i in range(limit):
+    for i in examples:
         if completed[i]:
             continue
         began = time.process_time()
