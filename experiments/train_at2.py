@@ -42,7 +42,9 @@ def parse(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", choices=CONTEXT_TASKS, default="context-facts")
     parser.add_argument(
-        "--n", default="16", help="training examples; several: nested budgets, 8,16,32"
+        "--n",
+        default="16",
+        help="training examples; several: nested budgets, 0,8,16 (0: untrained)",
     )
     parser.add_argument("--ablations", type=int, default=32, help="per example")
     parser.add_argument(
@@ -70,8 +72,8 @@ def parse(argv=None) -> argparse.Namespace:
         low, high = (int(v) for v in args.sources.split(","))
     except ValueError:
         parser.error(f"--n and --sources take integers: {args.n!r}, {args.sources!r}")
-    if args.budgets[0] < 1 or args.ablations < 2 or args.budgets[-1] > args.pool:
-        parser.error("--n must be 1..--pool and --ablations >= 2")
+    if args.budgets[0] < 0 or args.ablations < 2 or args.budgets[-1] > args.pool:
+        parser.error("--n must be 0..--pool (0: untrained) and --ablations >= 2")
     args.source_range = (low, high)
     return args
 

@@ -155,10 +155,12 @@ def train_at2(
 ) -> Any:
     """AT2's head weights fitted by its trainer on the first ``n`` examples of
     :func:`at2_trainer`'s, saved to ``path`` (with the model's fingerprint).
+    ``n = 0`` saves the package's starting point untrained: every head the
+    same weight (the attention averaged over heads, the paper's baseline).
 
     Args:
         trainer: From :func:`at2_trainer`.
-        n (int): Training examples (the first ``n``).
+        n (int): Training examples (the first ``n``; 0: none).
         path (str or Path): The file written (AT2's format, ``torch.save``).
         extras (dict, optional): Kept in the file (budget, CPU-seconds).
         iterations (int): Adam steps (AT2's default 1000, learning rate
@@ -171,8 +173,13 @@ def train_at2(
     Raises:
         ValueError: For ``n`` beyond the trainer's examples.
     """
-    if not 1 <= n <= len(trainer.dataset):
-        raise ValueError(f"n must be 1..{len(trainer.dataset)}; got {n}")
+    if not 0 <= n <= len(trainer.dataset):
+        raise ValueError(f"n must be 0..{len(trainer.dataset)}; got {n}")
+    if n == 0:
+        at2 = import_at2()
+        estimator = at2.AT2ScoreEstimator(trainer.feature_extractor)
+        estimator.finalize_parameters()  # 1 / heads each, as training starts
+        return _save(estimator, trainer.model, path, dict(extras or {}, n=0))
     missing = [i for i in range(n) if not trainer.is_features_and_outputs_completed(i)]
     if missing:
         raise ValueError(
@@ -191,8 +198,12 @@ def train_at2(
         device="cpu",
         print_every=iterations,
     )
-    meta = dict(extras or {}, model=model_fingerprint(trainer.model), n=n)
-    meta.setdefault("model_name", str(getattr(trainer.model, "name_or_path", "")))
-    path = Path(path)
-    estimator.save(path, extras=meta)
+    return _save(estimator, trainer.model, path, dict(extras or {}, n=n))
+
+
+def _save(estimator: Any, model: Any, path: PathLike, extras: Dict[str, Any]) -> Any:
+    """Save in AT2's format, with the model's fingerprint."""
+    meta = dict(extras, model=model_fingerprint(model))
+    meta.setdefault("model_name", str(getattr(model, "name_or_path", "")))
+    estimator.save(Path(path), extras=meta)
     return estimator

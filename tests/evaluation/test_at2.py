@@ -52,7 +52,7 @@ def trained(lm, tmp_path_factory):
     )
     path = folder / "tiny.pt"
     estimator = train_at2(trainer, 4, path, {"task": "toy"}, iterations=5)
-    return estimator, path, seconds
+    return estimator, path, seconds, trainer
 
 
 def test_without_the_package_the_install_is_named(monkeypatch, lm):
@@ -64,11 +64,11 @@ def test_without_the_package_the_install_is_named(monkeypatch, lm):
         at2_scores(model, tok, SOURCES, "the cat is", [4, 5], estimator=None)
 
 
-def test_training_runs_and_saves_the_weights(lm, trained):
+def test_training_runs_and_saves_the_weights(lm, trained, tmp_path):
     from captum_iba.evaluation.at2 import load_at2
 
     model, _ = lm
-    estimator, path, seconds = trained
+    estimator, path, seconds, trainer = trained
     assert no_hooks(model)  # transformers' hooks for the hidden states, removed
     assert path.is_file() and len(seconds) == len(EXAMPLES)
     assert all(s >= 0 for s in seconds)
@@ -78,14 +78,24 @@ def test_training_runs_and_saves_the_weights(lm, trained):
     assert torch.isclose(weight.abs().sum(), torch.tensor(1.0))
     loaded = load_at2(path, model)
     assert torch.equal(loaded.linear.weight, estimator.linear.weight)
+    # trained: no longer the starting point (every head 1/4)
+    assert not torch.allclose(weight, torch.full_like(weight, 0.25))
     assert loaded.kwargs["extras"]["n"] == 4
     assert loaded.kwargs["extras"]["task"] == "toy"
+    # budget 0: the package's starting point, every head the same weight
+    from captum_iba.evaluation.at2_training import train_at2
+
+    untrained = train_at2(trainer, 0, tmp_path / "zero.pt")
+    assert torch.allclose(untrained.linear.weight, torch.full((1, 4), 0.25))
+    assert load_at2(tmp_path / "zero.pt", model).kwargs["extras"]["n"] == 0
+    with pytest.raises(ValueError, match="n must be 0..4"):
+        train_at2(trainer, 5, tmp_path / "five.pt")
 
 
 def test_the_loader_refuses_another_model_and_a_missing_file(lm, trained, tmp_path):
     from captum_iba.evaluation.at2 import load_at2
 
-    _, path, _ = trained
+    path = trained[1]
     for other in (tiny_causal_lm("llama", layers=3), tiny_causal_lm("llama", seed=1)):
         with pytest.raises(ValueError, match="trained for another model") as err:
             load_at2(path, other)
@@ -151,7 +161,7 @@ def test_the_method_fills_the_source_scores(lm, trained, monkeypatch):
     from captum_iba.evaluation.at2 import at2_scores
 
     model, tok = lm
-    estimator, path, _ = trained
+    estimator, path = trained[:2]
     monkeypatch.setenv(CACHE_ENV_VAR, str(path.parent.parent))
     scorer = build_scorers(["at2"], Resources(model, tok), kind="causal-lm")["at2"]
     assert scorer.settings["weights"] == str(path)
@@ -222,4 +232,4 @@ def test_the_training_script_checks_its_budgets_before_loading(capsys):
     for bad in (["--n", "8,x"], ["--n", "32", "--pool", "16"], ["--ablations", "1"]):
         with pytest.raises(SystemExit):
             script.parse(bad)
-    assert "--n must be 1..--pool" in capsys.readouterr().err
+    assert "--n must be 0..--pool" in capsys.readouterr().err
