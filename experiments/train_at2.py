@@ -3,19 +3,22 @@ AT2's own trainer, on random ablations of our context tasks' search split
 (never the report split), at one or several nested budgets.
 
 The examples are ``context_examples(task, "search", --pool, seed=--seed)``
-(by default seed 1000, apart from the context study's examples, seed 0);
-the budget ``n`` trains on the first ``n`` of them, so the ablations are run
-once, for the largest budget's examples. The package's store (responses of
-all ``--pool`` examples, features, ablation outcomes) is kept under
-``--work`` (resumable: a larger budget later ablates only the examples
-beyond the ones done); each budget's
-weights go to ``--out`` as ``<model>-<task>-n<n>-a<ablations>.pt``
+(by default seed 1000, apart from the context study's examples, seed 0;
+``--sources`` passages each). The package's store (the responses of all
+``--pool`` examples, the ablations' features and outcomes) is kept under
+``--work``, resumable; the ablations are run once, for the largest budget's
+examples (``--first``: a second worker ablating a later range of the same
+store; ``--train-only``: ablate none). The budget ``n`` trains on the first
+``n`` examples ablated (budgets nest; 0: AT2's untrained starting point,
+every head the same weight). Each budget's weights go to ``--out`` as
+``<model>-<task>-n<n>-a<ablations>.pt``
 (:func:`~captum_iba.evaluation.at2.at2_weights_path`; default folder
 ``~/.cache/captum_iba/at2``), which ``experiments/context_study.py`` reads as
 the method ``at2-<n>``::
 
     pip install --no-deps at2    # its other dependencies: see docs/context.rst
-    python experiments/train_at2.py --task context-facts --n 8,16,32,64
+    python experiments/train_at2.py --task context-facts --n 0,8,16 --pool 16 \
+        --sources 3,6
 
 CPU-seconds (one torch thread, ``time.process_time``) are each budget's own:
 its examples' responses and ablations, then the fit.
@@ -63,6 +66,9 @@ def parse(argv=None) -> argparse.Namespace:
         default=0,
         help="a second worker: ablate from this example on, train nothing",
     )
+    parser.add_argument(
+        "--train-only", action="store_true", help="ablate nothing: train on those done"
+    )
     parser.add_argument("--model", default=SMOLLM2_HUB_ID)
     parser.add_argument("--out", default=None, help="weights folder (default: cache)")
     parser.add_argument("--work", default=None, help="AT2's store (default: cache)")
@@ -101,12 +107,15 @@ def main(argv=None) -> None:
         pairs,
         work,
         args.ablations,
-        limit=args.budgets[-1],
+        limit=0 if args.train_only else args.budgets[-1],
         first=args.first,
     )
     if args.first:  # a second worker: the first one trains
         print(f"ablated examples {args.first}..{args.budgets[-1] - 1} in {work}")
         return
+    ablated = [
+        i for i in range(args.pool) if trainer.is_features_and_outputs_completed(i)
+    ]
     for n in args.budgets:
         began = time.process_time()
         path = at2_weights_path(args.model, args.task, n, args.ablations, args.out)
@@ -117,7 +126,7 @@ def main(argv=None) -> None:
         with torch.enable_grad():
             train_at2(trainer, n, path, extras, iterations=args.iterations)
         fit = time.process_time() - began
-        data = sum(seconds[:n])
+        data = sum(seconds[i] for i in ablated[:n])  # those train_at2 takes
         print(json.dumps(dict(
             n=n, ablations=args.ablations, task=args.task, saved=str(path),
             cpu_seconds=round(data + fit, 1), ablation_cpu_seconds=round(data, 1),

@@ -7,7 +7,7 @@ its random ablations (each source kept with probability 1/2, removed by the
 attention mask), recording its features (the attention the response pays
 to each source, per head) and outcomes (the response's logit-probability);
 its store under ``work_dir`` makes a run resumable. :func:`train_at2` fits
-the weights on the first ``n`` examples (AT2's defaults: 1000 Adam steps,
+the weights on ``n`` ablated examples (AT2's defaults: 1000 Adam steps,
 learning rate 1e-3, negative Pearson correlation) and saves them in the
 package's format with the model's fingerprint
 (:func:`~captum_iba.evaluation.at2.load_at2` checks it). The response is one
@@ -153,14 +153,16 @@ def train_at2(
     iterations: int = 1000,
     seed: int = 0,
 ) -> Any:
-    """AT2's head weights fitted by its trainer on the first ``n`` examples of
-    :func:`at2_trainer`'s, saved to ``path`` (with the model's fingerprint).
+    """AT2's head weights fitted by its trainer on ``n`` examples of
+    :func:`at2_trainer`'s (the first ``n`` ablated, in order: with two
+    workers, some of each range), saved to ``path`` (with the model's
+    fingerprint).
     ``n = 0`` saves the package's starting point untrained: every head the
     same weight (the attention averaged over heads, the paper's baseline).
 
     Args:
         trainer: From :func:`at2_trainer`.
-        n (int): Training examples (the first ``n``; 0: none).
+        n (int): Training examples (0: none).
         path (str or Path): The file written (AT2's format, ``torch.save``).
         extras (dict, optional): Kept in the file (budget, CPU-seconds).
         iterations (int): Adam steps (AT2's default 1000, learning rate
@@ -171,7 +173,7 @@ def train_at2(
         AT2's score estimator.
 
     Raises:
-        ValueError: For ``n`` beyond the trainer's examples.
+        ValueError: For ``n`` beyond the trainer's examples or those ablated.
     """
     if not 0 <= n <= len(trainer.dataset):
         raise ValueError(f"n must be 0..{len(trainer.dataset)}; got {n}")
@@ -180,15 +182,19 @@ def train_at2(
         estimator = at2.AT2ScoreEstimator(trainer.feature_extractor)
         estimator.finalize_parameters()  # 1 / heads each, as training starts
         return _save(estimator, trainer.model, path, dict(extras or {}, n=0))
-    missing = [i for i in range(n) if not trainer.is_features_and_outputs_completed(i)]
-    if missing:
+    done = [
+        i
+        for i in range(len(trainer.dataset))
+        if trainer.is_features_and_outputs_completed(i)
+    ][:n]
+    if len(done) < n:
         raise ValueError(
-            f"examples {missing[:5]}... of the first {n} have no ablations yet "
+            f"only {len(done)} examples have their ablations; {n} asked "
             "(at2_trainer's limit)"
         )
-    used = [i for i in range(n) if trainer.task_datas[i]["num_targets"] > 0]
+    used = [i for i in done if trainer.task_datas[i]["num_targets"] > 0]
     if not used:
-        raise ValueError(f"none of the first {n} examples has a response")
+        raise ValueError(f"none of the {n} examples has a response")
     np.random.seed(seed)
     torch.manual_seed(seed)
     estimator = trainer.train(
