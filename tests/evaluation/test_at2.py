@@ -233,3 +233,27 @@ def test_the_training_script_checks_its_budgets_before_loading(capsys):
         with pytest.raises(SystemExit):
             script.parse(bad)
     assert "--n must be 0..--pool" in capsys.readouterr().err
+
+
+def test_the_cpu_seconds_of_two_workers_merge(tmp_path):
+    """Each worker keeps its own record; a cached call (about 0 s) never
+    hides the call that did the work."""
+    import json
+
+    from captum_iba.evaluation.at2_training import _Seconds
+
+    first, second = _Seconds(tmp_path, 3), _Seconds(tmp_path, 3, first=2)
+    first.add(0, "response", 4.0)
+    first.add(0, "ablations", 60.0)
+    first.add(2, "response", 3.0)
+    second.add(2, "response", 0.001)  # cached by the first worker
+    second.add(2, "ablations", 50.0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "cpu_seconds.json",
+        "cpu_seconds_2.json",
+    ]
+    assert _Seconds(tmp_path, 3).totals() == [64.0, 0.0, 53.0]
+    assert json.loads((tmp_path / "cpu_seconds_2.json").read_text())["2"] == {
+        "response": 0.001,
+        "ablations": 50.0,
+    }
