@@ -227,10 +227,10 @@ def at2_token_scores(
             the caller has them (checked to be the package's).
 
     Returns:
-        (Tensor, Tensor, Tensor): ``(N,)`` each token's score (the
-        response's mean; ``N`` the package's tokens, template included, 0 at
-        the response), ``(R, N)`` per response token, ``(S,)`` per source;
-        float64.
+        (Tensor, Tensor, Tensor): ``(N,)`` each token's score (the mean
+        over the response's tokens; ``N`` the package's tokens, the template
+        and the response included), ``(R, N)`` per response token, ``(S,)``
+        per source; float64.
 
     Raises:
         ValueError: For an empty response, or a prompt or response the
