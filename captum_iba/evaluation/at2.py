@@ -233,11 +233,17 @@ def at2_token_scores(
         per source; float64.
 
     Raises:
-        ValueError: For an empty response, or a prompt or response the
-            package reads as other tokens.
+        ValueError: For an empty response, a tokenizer without a chat
+            template, or a prompt or response the package reads as other
+            tokens.
     """
     if len(response_ids) == 0:
         raise ValueError("response_ids is empty: there is no response to explain")
+    if not getattr(tokenizer, "chat_template", None):
+        raise ValueError(
+            "AT2 reads the prompt as a user turn of the chat template; this "
+            "tokenizer has none (a base model)"
+        )
     at2 = import_at2()
     with model_as_found(model):
         return _token_scores(

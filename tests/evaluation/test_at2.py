@@ -123,6 +123,9 @@ def test_scores_are_one_per_source_for_the_given_response(lm, trained):
         at2_scores(model, tok, SOURCES[:1], "the cat is", response, estimator)
     with pytest.raises(ValueError, match="empty"):
         at2_scores(model, tok, SOURCES, "the cat is", [], estimator)
+    base = tiny_word_tokenizer()  # no chat template: AT2 cannot read it
+    with pytest.raises(ValueError, match="chat template; this tokenizer has none"):
+        at2_scores(model, base, SOURCES, "the cat is", response, estimator)
 
 
 def test_a_response_read_as_other_tokens_is_refused(lm, trained):
