@@ -51,12 +51,12 @@ def parse(argv=None) -> argparse.Namespace:
     )
     parser.add_argument("--ablations", type=int, default=32, help="per example")
     parser.add_argument(
-        "--pool", type=int, default=64, help="the store's examples (budgets <= it)"
+        "--pool", type=int, default=16, help="the store's examples (budgets <= it)"
     )
     parser.add_argument("--seed", type=int, default=1000, help="the examples' seed")
     parser.add_argument(
         "--sources",
-        default="3,10",
+        default="3,6",
         help="context-facts: passages per context, low,high",
     )
     parser.add_argument("--iterations", type=int, default=1000, help="Adam steps")

@@ -231,7 +231,7 @@ def test_the_training_script_checks_its_budgets_before_loading(capsys):
 
     script = experiment("train_at2")
     args = script.parse(["--n", "16,4,8", "--pool", "16"])
-    assert args.budgets == [4, 8, 16] and args.source_range == (3, 10)
+    assert args.budgets == [4, 8, 16] and args.source_range == (3, 6)
     for bad in (["--n", "8,x"], ["--n", "32", "--pool", "16"], ["--ablations", "1"]):
         with pytest.raises(SystemExit):
             script.parse(bad)
