@@ -6,6 +6,8 @@ Commands::
                        [--model PATH] [--layer N] [--target CLASS] [--html out.html]
     captum-iba explain "prompt" --model <causal LM: folder, GGUF file, hub id>
                        [--target " answer"] [--max-new-tokens N] [--chat]
+    captum-iba explain --context FILE_OR_TEXT --query "question" --model <causal LM>
+                       [--sources sentence|documents|lines|turns]
     captum-iba evaluate --dataset sst2 --methods iba-faithful,ig,lime,random [--n 300]
     captum-iba attribute --dataset imdb --method iba-deletion --out runs/imdb
     captum-iba reproduce [--profile cpu|paper] [--parts table,sweeps,examples]
@@ -94,7 +96,10 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
         epilog="\n\n".join([scores_text(), methods_listing(), priors_listing()]),
     )
     ex.add_argument(
-        "text", help="the text to classify and explain, or the prompt of a causal LM"
+        "text",
+        nargs="?",
+        help="the text to classify and explain, or the prompt of a causal LM "
+        "(with --context: give --query instead)",
     )
     choose = ex.add_mutually_exclusive_group()
     choose.add_argument(
@@ -111,6 +116,22 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
         "line per method, over the same words",
     )
     ex.add_argument("--pair", help="second text of a sentence pair (e.g. for RTE)")
+    ex.add_argument(
+        "--context",
+        metavar="FILE_OR_TEXT",
+        help="a causal LM: a context whose sources the answer may use (a file "
+        "that exists is read, else the text itself), laid out with --query as "
+        "ContextCite does ('Context: ...\\n\\nQuery: ...'); the listing ranks "
+        "the sources by how much the answer used them (docs/context.rst)",
+    )
+    ex.add_argument("--query", help="the question about --context")
+    ex.add_argument(
+        "--sources",
+        choices=("sentence", "documents", "lines", "turns"),
+        help="how --context is cut into sources: sentence (default), documents "
+        "(separated by blank lines), lines, turns (a line opening with a "
+        "speaker's label such as 'User:' starts one)",
+    )
     ex.add_argument(
         "--model",
         help="a fine-tuned classifier, or a causal LM (a generative model): a "

@@ -1,5 +1,6 @@
 """``captum-iba explain``: the words a prediction relied on, by one method or
-several (``--compare``), printed and as an HTML page.
+several (``--compare``), printed and as an HTML page; with ``--context`` and
+``--query``, which sources of a context a causal LM's answer used.
 
 The request (methods and options) was checked by the parser; here the model's
 kind (a classifier or a causal LM) and configuration are read and the request
@@ -33,14 +34,15 @@ DEFAULT_MODEL_NAME = "MiniLM-L6 fine-tuned on SST-2 (the default model, cached)"
 def run(args: argparse.Namespace) -> int:
     """Run ``captum-iba explain`` with checked arguments (see the module
     docstring); returns the exit code."""
-    if blank(args.text):
-        raise CLIError(
-            "the text to explain is empty (only spaces or invisible characters such "
-            "as zero-width spaces)"
-        )
+    prompt = _prompt(args)  # the text, or a query and its context: checked
     html = output_file(args.html, "--html")
     if kind_of(args.model) == "causal-lm":
-        result = _explain_causal_lm(args, html is not None)
+        result = _explain_causal_lm(args, html is not None, prompt)
+    elif args.context is not None:
+        raise CLIError(
+            "--context is for a causal LM (a generative model): give --model "
+            "<causal LM> (a folder, a GGUF file or a hub id)"
+        )
     else:
         result = _explain_classifier(args)
     print(result.to_text(args.top, args.pieces))
@@ -48,6 +50,41 @@ def run(args: argparse.Namespace) -> int:
         atomic_write_text(html, result.to_html(args.pieces))
         print(f"wrote {html}")
     return 0
+
+
+def _prompt(args: argparse.Namespace) -> Any:
+    """The text to explain; with ``--context``, the query (``--query``, or
+    the text) and the context laid out, every check made before any model
+    is looked up."""
+    if args.context is None:
+        for flag, value in (("--query", args.query), ("--sources", args.sources)):
+            if value is not None:
+                raise CLIError(f"{flag} goes with --context: give the context too")
+        if args.text is None:
+            raise CLIError("give the text to explain (or --context and --query)")
+        if blank(args.text):
+            raise CLIError(
+                "the text to explain is empty (only spaces or invisible characters "
+                "such as zero-width spaces)"
+            )
+        return args.text
+    from captum_iba.app.context_explain import context_prompt_of, read_context
+
+    if args.text is not None and args.query is not None:
+        raise CLIError(
+            f"give the question once: --query, or the text {args.text!r}, not both"
+        )
+    query = args.query if args.query is not None else args.text
+    if query is None or blank(query):
+        raise CLIError(
+            "--query is empty or missing: give the question about --context "
+            f"({'empty' if query is not None else 'none given'})"
+        )
+    text = read_context(args.context)
+    try:
+        return context_prompt_of(query, text, args.sources or "sentence", "--sources")
+    except ValueError as err:
+        raise CLIError(f"--context: {err}") from None
 
 
 def _explain_classifier(args: argparse.Namespace) -> Explanation:
@@ -97,10 +134,14 @@ def _explain_classifier(args: argparse.Namespace) -> Explanation:
     )
 
 
-def _explain_causal_lm(args: argparse.Namespace, page: bool) -> Explanation:
-    """``explain --model <causal LM>``: the answer (greedy, or --target),
-    the prompt's words with their scores for the whole answer; for the page
-    (``page``: --html) or --per-token, each output token's too."""
+def _explain_causal_lm(
+    args: argparse.Namespace, page: bool, prompt: Any
+) -> Explanation:
+    """``explain --model <causal LM>``: the answer (greedy, or --target) to
+    ``prompt`` (the text, or a query and its context), the prompt's words
+    (a context's: its sources' and the sources) with their scores for the
+    whole answer; for the page (``page``: --html) or --per-token, each
+    output token's too."""
     from captum_iba.app.cli_checks import check_options
     from captum_iba.app.llm_checks import check_lm_request, lm_config
     from captum_iba.app.llm_explanation import explain_answer
@@ -113,7 +154,7 @@ def _explain_causal_lm(args: argparse.Namespace, page: bool) -> Explanation:
     check_lm_request(args.request, lm_config(args.model))  # before the weights
     command_parts.print_notes(args.request)
     return explain_answer(
-        args.text,
+        prompt,
         args.model,
         args.request,
         target=args.target,

@@ -74,6 +74,7 @@ def explain(
     target: Union[None, int, str] = None,
     method_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
     model_name: Optional[str] = None,
+    context: Union[None, str, Sequence[str]] = None,
     **options: Any,
 ) -> Explanation:
     """Explain one prediction, word by word, by one method or several; for a
@@ -106,6 +107,18 @@ def explain(
             ``{"iba-faithful": {"beta": 1e-4}}``) or more constructor
             arguments of its scorer; only for methods asked for.
         model_name (str, optional): How the page names the model.
+        context (str or Sequence[str], optional): For a causal LM: a context
+            whose sources the answer may use; ``text`` is then the query,
+            laid out with the context as ContextCite does (``"Context:
+            ...\n\nQuery: ..."``, a user turn of a chat model), and the
+            result's :meth:`~captum_iba.app.page.Explanation.sources` and
+            :meth:`~captum_iba.app.page.Explanation.source_scores` give one
+            score per source (docs/context.rst). A list: one source per
+            item; a text: cut by ``sources=`` (an option here):
+            ``"sentence"`` (default), ``"documents"`` (separated by blank
+            lines), ``"lines"``, ``"turns"`` (a line opening with a
+            speaker's label, ``User:``), or the sources' character spans of
+            the text.
         **options: Options for every method that takes them
             (:data:`captum_iba.registry.OPTIONS`), e.g. ``layer`` (the layer
             of the bottleneck: an encoder layer index or ``"embeddings"``),
@@ -129,7 +142,11 @@ def explain(
     Raises:
         ValueError: Before any weights load: for an unknown method, an option
             no chosen method takes, a bad value, options for a method not
-            asked for, or a layer index out of the model's range.
+            asked for, or a layer index out of the model's range; a context
+            for a classifier, with fewer than two sources, an empty one or
+            sources that overlap, an empty query, or a query and context
+            longer than the model's positions (the message says how many
+            tokens).
         ~captum_iba.app.errors.CLIError: For an unknown class, an empty text,
             or a tokenizer without its vocabulary.
         ImportError: When the only method asked for needs a package that is
@@ -138,6 +155,7 @@ def explain(
     """
     explainer = options.pop("explainer", None)  # resources, not options
     prior_data = options.pop("prior_data", None)
+    prompt = _context(text, context, options.pop("sources", None))
     check_values(options)  # a bad value is named before the model is looked up
     if kind_of(model) == "causal-lm":
         if pair is not None:
@@ -145,10 +163,15 @@ def explain(
         from captum_iba.app.llm_explanation import explain_answer
 
         return explain_answer(
-            text, model, method, tokenizer=tokenizer,
+            prompt, model, method, tokenizer=tokenizer,
             target=None if target is None else str(target),
             method_options=method_options, model_name=model_name, **options,
         )  # fmt: skip
+    if context is not None:
+        raise ValueError(
+            "context= is for a causal LM (a generative model): a classifier "
+            "explains its prediction of text"
+        )
     method = DEFAULT_METHOD if method is None else method
     given = {k: v for k, v in options.items() if v is not None}
     if isinstance(method, MethodRequest):
@@ -167,6 +190,19 @@ def explain(
             text, pair, target, request, model, tokenizer,
             model_name or described, explainer, prior_data,
         )  # fmt: skip
+
+
+def _context(text: str, context: Any, sources: Any) -> Any:
+    """``text``, or with a ``context`` the query and its context laid out
+    (:func:`~captum_iba.app.context_explain.context_prompt_of`), checked
+    before any model is looked up."""
+    if context is None:
+        if sources is not None:
+            raise ValueError("sources= says how to cut a context=: give one")
+        return text
+    from captum_iba.app.context_explain import context_prompt_of
+
+    return context_prompt_of(text, context, "sentence" if sources is None else sources)
 
 
 def _explain(

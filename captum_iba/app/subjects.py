@@ -9,25 +9,28 @@ are the same; what differs is *what was explained*, and that is its
 - a :class:`ClassifierSubject`: the text (and the pair's second text), the
   classes, their probabilities and the class explained;
 - a :class:`PromptSubject`: the prompt, the answer explained and its tokens,
-  whether the answer was the model's own, how much the model wanted it.
+  whether the answer was the model's own, how much the model wanted it;
+- a :class:`ContextSubject`: a prompt made of a query and a context of
+  sources (:mod:`captum_iba.app.context_explain`), whose answer is attributed
+  to the sources as well as to the words.
 
 A subject holds those facts and answers the few questions whose answer
 depends on the kind (:class:`Subject`): the page's heading and facts, where a
 method ran, the notes under the page, where a pair's second text starts, the
-labels of a method's per-output-token rows, and the terminal listing. The
-explanation asks its subject and never its kind, so a third kind (a context
-to attribute, say) is one more subject here. Neither subject imports
+labels of a method's per-output-token rows, the sources of a context, and the
+terminal listing. The explanation asks its subject and never its kind: a
+context to attribute is one more subject here. Neither subject imports
 :mod:`captum_iba.app.explanation`: each reads an explanation through its
 public methods (as the listings do).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 from captum_iba.app.llm_explain_text import WHOLE_ANSWER_ONLY, answer_text
 from captum_iba.app.llm_odds import READING_NOTE, AnswerProbability
 
-__all__ = ["ClassifierSubject", "PromptSubject", "Subject"]
+__all__ = ["ClassifierSubject", "ContextSubject", "PromptSubject", "Subject"]
 
 
 class Subject:
@@ -75,6 +78,23 @@ class Subject:
 
     def matrix_labels(self) -> List[str]:
         """The labels of a method's per-output-token rows (its ``matrix``)."""
+        return []
+
+    def source_texts(self) -> List[str]:
+        """The sources of the context explained.
+
+        Raises:
+            ValueError: For a subject without a context (all but
+                :class:`ContextSubject`).
+        """
+        raise ValueError(
+            f"an explanation of {self.what} has no sources: explain a causal LM's "
+            "answer with context= (captum_iba.explain(query, model=..., "
+            "context=[source, ...]))"
+        )
+
+    def source_rows(self, result: Any) -> List[Any]:
+        """The page's rows of the sources, before the words' (none here)."""
         return []
 
     def listing(self, result: Any, top: int, pieces: bool) -> str:
@@ -261,3 +281,63 @@ class PromptSubject(Subject):
     def listing(self, result: Any, top: int, pieces: bool) -> str:
         """:func:`~captum_iba.app.llm_explain_text.answer_text`."""
         return answer_text(result, top, pieces)
+
+
+@dataclass
+class ContextSubject(PromptSubject):
+    """A causal LM's answer to a query about a context of sources
+    (:func:`~captum_iba.app.context_explain.context_prompt_of`): a
+    :class:`PromptSubject` whose prompt is the query and the context in
+    ContextCite's layout, and whose answer is attributed to each source.
+
+    Attributes:
+        query (str): The question.
+        sources (list of str): The sources' texts, in order.
+        spans (list of (int, int)): Where each lies in ``prompt``.
+        split (str): How the sources were made (``"list"``, ``"spans"``,
+            ``"sentence"``, ``"documents"``, ``"lines"``, ``"turns"``).
+    """
+
+    what: ClassVar[str] = "a causal LM's answer to a context"
+
+    query: str = ""
+    sources: List[str] = field(default_factory=list)
+    spans: List[Tuple[int, int]] = field(default_factory=list)
+    split: str = "list"
+
+    def heading(self) -> Dict[str, str]:
+        return {
+            "title": "Which source of the context did the answer use?",
+            "text": self.query,
+        }
+
+    def facts(self) -> List[Tuple[str, str]]:
+        """The context's sources, the answer; its probability (the query is
+        the page's text)."""
+        layout = "ContextCite's layout" + (", as a user turn" if self.chat else "")
+        context = f"{len(self.sources)} sources ({self.split}), in {layout}"
+        return [("Context", context)] + super().facts()[1:]
+
+    def notes(self, result: Any, pieces: bool) -> List[str]:
+        """How a source's score was made; the prompt's notes."""
+        how = "; ".join(f"{n}: {m.source_pooling}" for n, m in result.methods.items())
+        return [
+            f"The sources' rows: one score per source ({how}); only the sources' "
+            "tokens are scored and removed, the query and the layout stay."
+        ] + super().notes(result, pieces)
+
+    def source_texts(self) -> List[str]:
+        """The sources' texts."""
+        return list(self.sources)
+
+    def source_rows(self, result: Any) -> List[Any]:
+        """:func:`~captum_iba.app.context_explain.source_rows`."""
+        from captum_iba.app.context_explain import source_rows
+
+        return source_rows(result)
+
+    def listing(self, result: Any, top: int, pieces: bool) -> str:
+        """:func:`~captum_iba.app.context_explain.context_text`."""
+        from captum_iba.app.context_explain import context_text
+
+        return context_text(result, top, pieces)

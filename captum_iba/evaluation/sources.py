@@ -4,7 +4,8 @@ Context attribution asks which source - a sentence, a passage, a chat turn,
 any span of characters - an answer used. A source is a ``(start, end)``
 character span of the prompt; a prompt's sources do not overlap.
 
-* :func:`split_sources` - a text cut into sentences, lines or paragraphs
+* :func:`split_sources` - a text cut into sentences, lines, paragraphs or
+  chat turns
   (sentences by punctuation: a rule, not a trained splitter - ContextCite
   uses NLTK's Punkt, which needs a download this package does not make);
 * :func:`check_sources` - sources checked before any model loads;
@@ -45,23 +46,33 @@ __all__ = [
 Span = Tuple[int, int]
 
 #: How :func:`split_sources` cuts a text.
-SPLITS = ("sentence", "line", "paragraph")
+SPLITS = ("sentence", "line", "paragraph", "turn")
 #: How :func:`pool_sources` makes a source's score from its tokens'.
 POOLINGS = ("sum", "mean", "max")
 
 # A sentence ends at . ! or ? (and closing quotes or brackets) before
 # whitespace; a line break always ends one.
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*(\s+)|(\n+)")
-_PATTERNS = {"line": re.compile(r"\n"), "paragraph": re.compile(r"\n\s*\n")}
+# a chat turn starts at a line that opens with a speaker's label ("User:",
+# "Assistant:", "Dr Smith:": one or two words and a colon)
+_PATTERNS = {
+    "line": re.compile(r"\n"),
+    "paragraph": re.compile(r"\n\s*\n"),
+    "turn": re.compile(r"^(?=[^\W\d_][\w-]*(?: [\w-]+)?:)", re.MULTILINE),
+}
 
 
 def split_sources(text: str, by: str = "sentence", offset: int = 0) -> List[Span]:
-    """The sources of ``text``: its sentences, lines or paragraphs, as
-    character spans (whitespace around each left out; empty parts dropped).
+    """The sources of ``text``: its sentences, lines, paragraphs or chat
+    turns, as character spans (whitespace around each left out; empty parts
+    dropped).
 
     Args:
         text (str): The context.
-        by (str): ``"sentence"`` (default), ``"line"`` or ``"paragraph"``.
+        by (str): ``"sentence"`` (default), ``"line"``, ``"paragraph"`` or
+            ``"turn"`` (a turn starts at a line opening with a speaker's
+            label, ``"User:"``, ``"Assistant:"``, and runs to the next; text
+            before the first label is a source of its own).
         offset (int): Added to every span (where ``text`` starts in the
             prompt). Default 0.
 

@@ -1,0 +1,265 @@
+"""A context to attribute an answer to: which source of it - a sentence, a
+document, a line, a chat turn - did a causal LM's answer use.
+
+``captum_iba.explain(query, model=M, context=...)`` and ``captum-iba explain
+--context FILE_OR_TEXT --query Q --model M`` lay the query and its context
+out as ContextCite does (:data:`~captum_iba.app.context_tasks.LAYOUT`:
+``"Context: ...\\n\\nQuery: ..."``; a chat model reads it as its user turn)
+and explain the model's answer to it, with one score per source beside the
+token scores:
+
+* :func:`context_prompt_of` - the prompt and its sources, every check that
+  needs no model made (at least two sources, none empty, none overlapping, a
+  query that holds text);
+* :func:`read_context` - ``--context``: a file's text when the argument
+  names a file, else the argument itself;
+* :func:`context_text` and :func:`source_rows` - the terminal listing (each
+  method's sources ranked, with their text) and the page's rows (the
+  sources coloured by score), read through the explanation's public
+  methods.
+"""
+
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, List, Sequence, Tuple, Union
+
+from captum_iba.app.context_tasks import JOIN, LAYOUT
+from captum_iba.app.errors import CLIError
+from captum_iba.app.words import shown
+from captum_iba.evaluation.sources import check_sources, split_sources
+
+__all__ = [
+    "SOURCE_SPLITS",
+    "ContextPrompt",
+    "context_prompt_of",
+    "context_text",
+    "read_context",
+    "source_rows",
+]
+
+Span = Tuple[int, int]
+
+#: How a context given as one text is cut into sources (``sources=``,
+#: ``--sources``) -> :func:`~captum_iba.evaluation.sources.split_sources`'s
+#: ``by``: ``"documents"`` are paragraphs (separated by blank lines),
+#: ``"turns"`` chat turns (a line opening with a speaker's label, ``User:``).
+SOURCE_SPLITS = {
+    "sentence": "sentence",
+    "documents": "paragraph",
+    "lines": "line",
+    "turns": "turn",
+}
+
+#: How long a source's text is in the listing.
+_SHORT = 72
+
+
+@dataclass(frozen=True)
+class ContextPrompt:
+    """A query and its context, laid out as one prompt.
+
+    Attributes:
+        query (str): The question.
+        text (str): The whole prompt (the layout filled).
+        spans (tuple of (int, int)): Each source's characters in ``text``.
+        split (str): How the sources were made (``"list"``: one per item
+            given; ``"spans"``: given as spans; else a key of
+            :data:`SOURCE_SPLITS`).
+    """
+
+    query: str
+    text: str
+    spans: Tuple[Span, ...]
+    split: str
+
+    @property
+    def sources(self) -> List[str]:
+        """list of str: The sources' texts, in order."""
+        return [self.text[a:b] for a, b in self.spans]
+
+
+def context_prompt_of(
+    query: str,
+    context: Union[str, Sequence[str]],
+    sources: Union[str, Sequence[Span]] = "sentence",
+    option: str = "sources=",
+) -> ContextPrompt:
+    """``query`` and ``context`` in ContextCite's layout, checked before any
+    model loads.
+
+    Args:
+        query (str): The question.
+        context (str or Sequence[str]): One text, cut by ``sources``; or a
+            list of sources, one per item (laid out separated by blank
+            lines, as ContextCite's tasks are).
+        sources (str or Sequence of (int, int)): For a text: how to cut it
+            (a key of :data:`SOURCE_SPLITS`; default ``"sentence"``) or its
+            sources as character spans of ``context``.
+        option (str): How ``sources`` was given, for the messages.
+
+    Returns:
+        ContextPrompt: The prompt and its sources' spans.
+
+    Raises:
+        ValueError: For an empty query or source, fewer than two sources,
+            spans that overlap or lie outside the context, an unknown
+            split, or a list of sources with a split.
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError(f"the query is empty ({query!r}): give the question")
+    head = LAYOUT.split("{context}")[0]
+    if isinstance(context, str):
+        if not context.strip():
+            raise ValueError("the context is empty: give the text to attribute to")
+        spans, split = _cut(context, sources, option)
+        spans = [(a + len(head), b + len(head)) for a, b in spans]
+    else:
+        context = list(context)
+        if sources != "sentence":
+            raise ValueError(
+                f"{option} is for a context given as one text; a list is one "
+                "source per item"
+            )
+        bad = [i for i, s in enumerate(context) if not isinstance(s, str)]
+        if bad or any(not s.strip() for s in context):
+            raise ValueError(
+                "every source of context must be a text that holds words; "
+                f"source {bad[0] if bad else [s.strip() for s in context].index('')}"
+                " is not"
+            )
+        spans, pos, split = [], len(head), "list"
+        for i, source in enumerate(context):
+            pos += len(JOIN) if i else 0
+            spans.append((pos, pos + len(source)))
+            pos += len(source)
+        context = JOIN.join(context)
+    text = LAYOUT.format(context=context, query=query)
+    check_sources(spans, len(text), name="the context's sources")
+    return ContextPrompt(query, text, tuple(spans), split)
+
+
+def _cut(text: str, sources: Any, option: str) -> Tuple[List[Span], str]:
+    """A text's sources: cut as ``sources`` names, or the spans given."""
+    if isinstance(sources, str):
+        if sources not in SOURCE_SPLITS:
+            raise ValueError(
+                f"{option} {sources!r}: one of {', '.join(SOURCE_SPLITS)}, or "
+                "the sources' character spans"
+            )
+        spans = split_sources(text, SOURCE_SPLITS[sources])
+        if len(spans) < 2:
+            raise ValueError(
+                f"the context has {len(spans)} source by {option} {sources} "
+                f"({_HOW[sources]}): attribution needs at least two; give a "
+                "longer context or another split"
+            )
+        return spans, sources
+    spans = [(int(a), int(b)) for a, b in sources]
+    check_sources(spans, len(text), name=f"{option} (spans of the context)")
+    return spans, "spans"
+
+
+_HOW = {
+    "sentence": "sentences end at . ! or ? before a space, or at a line break",
+    "documents": "documents are separated by blank lines",
+    "lines": "one source per non-empty line",
+    "turns": "a turn starts at a line opening with a speaker's label, "
+    "such as 'User:' or 'Assistant:'",
+}
+
+
+def read_context(value: str) -> str:
+    """``--context``: the text of the file it names, else itself.
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: For a file that cannot be read as
+            UTF-8 text.
+    """
+    path = Path(value)
+    try:
+        is_file = len(value) < 4096 and "\n" not in value and path.is_file()
+    except OSError:  # a name too long for the file system: a text
+        is_file = False
+    if not is_file:
+        return value
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise CLIError(f"--context {value}: cannot read the file: {err}") from err
+
+
+def _short(text: str) -> str:
+    one = " ".join(text.split())
+    return shown(one if len(one) <= _SHORT else one[: _SHORT - 3] + "...")
+
+
+def context_text(result: Any, top: int = 5, pieces: bool = False) -> str:
+    """The listing printed by ``captum-iba explain --context``: the query,
+    the answer, then per method its sources ranked by score (with their
+    text, shortened) and its top words.
+
+    Args:
+        result (Explanation): An explanation of an answer to a context.
+        top (int): How many top words to list per method. Default 5.
+        pieces (bool): Tokens instead of words. Default False.
+
+    Returns:
+        str: The listing.
+    """
+    subject = result.subject  # a ContextSubject
+    texts = result.sources()
+    how = "greedy" if subject.generated else "given"
+    turn = ", as a user turn" if subject.chat else ""
+    lines = [
+        f"query: {subject.query!r}",
+        f"context: {len(texts)} sources ({subject.split}), in ContextCite's "
+        f"layout{turn}",
+        f"answer ({how}, {len(subject.output_tokens)} tokens): {subject.answer!r}",
+    ]
+    if subject.odds is not None:
+        lines += [f"{what.lower()}: {text}" for what, text in subject.odds.said()]
+    for name, m in result.methods.items():
+        values = result.source_scores(name)
+        lines += ["", f"{name}: {result.details(name)}"]
+        lines.append(f"  sources ranked (higher = more used; {m.source_pooling}):")
+        order = sorted(range(len(values)), key=lambda i: -values[i])
+        width = len(str(len(values)))
+        for rank, i in enumerate(order, 1):
+            lines.append(
+                f"  {rank:>{width}}. {values[i]:>9.4g}  "
+                f"[{i + 1:>{width}}] {_short(texts[i])}"
+            )
+        if m.no_ranking:
+            lines += textwrap.wrap(
+                f"no ranking of the words: {m.no_ranking}",
+                88,
+                initial_indent="  ",
+                subsequent_indent="    ",
+            )
+        else:
+            best = ", ".join(
+                f"{shown(w)} ({v:.3g})" for w, v in result.top(top, name, pieces)
+            )
+            lines.append(f"  top words: {best}")
+    lines += [f"note: {m} left out: {why}" for m, why in result.skipped.items()]
+    return "\n".join(lines)
+
+
+def source_rows(result: Any) -> List[Any]:
+    """The page's rows of the sources: per method, every source coloured by
+    its score (the page's scale), ranked."""
+    from captum_iba.visualization.page import ScoreRow
+
+    texts = result.sources()
+    return [
+        ScoreRow(
+            method=f"{name}: sources",
+            words=texts,
+            scores=result.source_scores(name),
+            signed=m.signed,
+            meaning=f"one per source, {m.source_pooling}",
+            details=result.details(name),
+        )
+        for name, m in result.methods.items()
+    ]

@@ -1,0 +1,225 @@
+"""Explaining a context (issue 51, item 6): ``captum_iba.explain(query,
+model=M, context=...)`` and ``captum-iba explain --context ... --query ...``
+on a tiny random Llama: the sources (a list, a text cut by sentence,
+documents, turns), one score per source - IBA's own (``iba-sources``) or a
+token method's pooled -, the listing and the page; every refusal before the
+weights load."""
+
+import math
+
+import pytest
+
+import captum_iba
+from captum_iba.app.cli import main
+from captum_iba.app.context_explain import context_prompt_of
+from captum_iba.app.context_tasks import LAYOUT
+from tests.helpers import tiny_causal_lm, tiny_word_tokenizer
+
+FAST = {"max_new_tokens": 2}
+SOURCES = ["the cat sat on the mat", "a dog ran in the park", "the big red dog"]
+QUERY = "where is the cat"
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return tiny_causal_lm("llama", positions=48), tiny_word_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def lm_dir(tmp_path_factory, lm):
+    folder = tmp_path_factory.mktemp("tiny-llama-48")
+    model, tok = lm
+    model.config.architectures = [type(model).__name__]
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture
+def no_weights(monkeypatch):
+    """Fails a test that loads a causal LM's weights."""
+    import transformers
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the weights were loaded")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
+
+
+def _explain(lm, context, method, **options):
+    model, tok = lm
+    kw = dict(FAST, **options)
+    return captum_iba.explain(
+        QUERY, model=model, tokenizer=tok, context=context, method=method, **kw
+    )
+
+
+def test_a_list_one_source_each_iba_sources_scores_each_source(lm):
+    result = _explain(lm, SOURCES, "iba-sources", steps=2)
+    assert result.sources() == SOURCES
+    scores = result.source_scores()
+    assert len(scores) == 3 and all(0 <= s <= 1 for s in scores)
+    # one mask weight per source: every word of a source has its score
+    words = result.scores()
+    assert len(words) == sum(len(s.split()) for s in SOURCES)  # sources' only
+    at = 0
+    for source, score in zip(SOURCES, scores):
+        n = len(source.split())
+        assert words[at : at + n] == pytest.approx([score] * n, abs=1e-6)
+        at += n
+    assert result.subject.query == QUERY
+    assert result.subject.prompt == LAYOUT.format(context="\n\n".join(SOURCES),
+                                                  query=QUERY)  # fmt: skip
+
+
+def test_a_text_is_cut_by_sentence_and_token_scores_pool(lm):
+    text = "the cat sat on the mat. a dog ran in the park! the big dog"
+    result = _explain(lm, text, "ig", ig_steps=4)
+    assert result.sources() == [
+        "the cat sat on the mat.",
+        "a dog ran in the park!",
+        "the big dog",
+    ]
+    assert result.methods["IG"].source_pooling == "the sum of its tokens' scores"
+    # IG's token scores summed per source (each word one token, the marks
+    # one unknown token each)
+    tokens = result.scores(pieces=True)
+    sizes = [7, 7, 3]
+    expected = [sum(tokens[sum(sizes[:i]) : sum(sizes[: i + 1])]) for i in range(3)]
+    assert result.source_scores("ig") == pytest.approx(expected, rel=1e-6)
+
+
+def test_sources_given_as_spans_and_several_methods(lm):
+    text = "the cat sat on the mat a dog ran in the park"
+    result = _explain(
+        lm, text, ["iba-sources", "ig"], sources=[(0, 22), (23, 44)], steps=2
+    )
+    assert result.sources() == ["the cat sat on the mat", "a dog ran in the park"]
+    for name in ("iba-sources", "ig"):
+        assert len(result.source_scores(name)) == 2
+        assert all(math.isfinite(s) for s in result.source_scores(name))
+
+
+def test_an_explanation_without_a_context_has_no_sources(lm):
+    model, tok = lm
+    result = captum_iba.explain(
+        "the cat sat", model=model, tokenizer=tok, steps=2, **FAST
+    )
+    with pytest.raises(ValueError, match="no sources.*context="):
+        result.sources()
+    with pytest.raises(ValueError, match="no sources"):
+        result.source_scores()
+
+
+@pytest.mark.parametrize(
+    "query, context, options, message",
+    [
+        (
+            QUERY,
+            ["the cat sat"],
+            {},
+            "at least two sources to attribute an answer to; got 1",
+        ),
+        (QUERY, "the cat sat on the mat", {}, "1 source by sources= sentence"),
+        ("  ", SOURCES, {}, "the query is empty"),
+        (QUERY, ["the cat", " "], {}, "source 1 is not"),
+        (QUERY, "the cat sat on the mat", {"sources": [(0, 7), (4, 12)]}, "overlap"),
+        (QUERY, "the cat sat", {"sources": [(0, 3), (4, 99)]}, "outside"),
+        (QUERY, "a b. c d.", {"sources": "words"}, "'words': one of sentence"),
+        (QUERY, SOURCES, {"sources": "lines"}, "a list is one source per item"),
+    ],
+)
+def test_bad_contexts_are_refused_before_the_model(query, context, options, message):
+    # the model is a folder that does not exist: the refusal comes first
+    with pytest.raises(ValueError, match=message):
+        captum_iba.explain(query, model="/no/such/model", context=context, **options)
+    with pytest.raises(ValueError, match=message):
+        context_prompt_of(query, context, options.get("sources", "sentence"))
+
+
+def test_iba_sources_without_a_context_before_the_weights(lm_dir, no_weights):
+    with pytest.raises(ValueError, match="iba-sources scores the sources of a"):
+        captum_iba.explain(QUERY, model=lm_dir, method="iba-sources")
+
+
+def test_a_context_past_the_positions_before_the_weights(lm_dir, no_weights):
+    long = [" ".join(["the cat sat"] * 8)] * 2  # 48 words and the layout
+    with pytest.raises(ValueError, match=r"has \d+ tokens, more than the model's 48"):
+        captum_iba.explain(QUERY, model=lm_dir, context=long)
+
+
+def test_a_context_for_a_classifier_is_refused(tiny_model_dir):
+    with pytest.raises(ValueError, match="context= is for a causal LM"):
+        captum_iba.explain(QUERY, model=tiny_model_dir, context=SOURCES)
+    with pytest.raises(ValueError, match="sources= says how to cut a context="):
+        captum_iba.explain(QUERY, model=tiny_model_dir, sources="lines")
+
+
+def test_cli_context_file_by_documents_lists_and_pages(lm_dir, tmp_path, capsys):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("the cat sat\non the mat\n\na dog ran\n\nthe big red dog\n")
+    html = tmp_path / "context.html"
+    argv = ["explain", "--context", str(docs), "--query", QUERY, "--model", lm_dir]
+    argv += ["--sources", "documents", "--compare", "iba-sources,ig"]
+    code = main(argv + ["--steps", "2", "--max-new-tokens", "2", "--html", str(html)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "context: 3 sources (documents)" in out and "answer (greedy" in out
+    assert out.count("sources ranked") == 2
+    for source in ("the cat sat on the mat", "a dog ran", "the big red dog"):
+        assert f"] {source}" in out  # a document's line break shown as a space
+    page = html.read_text()
+    assert "Which source of the context did the answer use?" in page
+    assert "iba-sources: sources" in page and "IG: sources" in page
+    for source in ("the cat sat\non the mat", "a dog ran", "the big red dog"):
+        assert f">{source}<sup>" in page or f">{source}</span>" in page
+
+
+def test_cli_turns_from_the_text_itself(lm_dir, capsys):
+    chat = "User: the cat sat\nAssistant: a dog ran\nUser: the big dog"
+    argv = ["explain", "--context", chat, "--query", QUERY, "--model", lm_dir]
+    assert main(argv + ["--sources", "turns", "--steps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "context: 3 sources (turns)" in out
+    assert "] Assistant: a dog ran" in out
+
+
+def _refused(argv, capsys):
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2, err
+    return err
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--context", "the cat sat on the mat"], "1 source by --sources sentence"),
+        (["--context", "the cat sat", "--sources", "turns"], "speaker's label"),
+        (["--context", "a b. c d.", "--query", " "], "--query is empty"),
+        (["--context", "a b. c d."], "--query is empty or missing"),
+        (["the cat", "--context", "a b. c d.", "--query", "x"], "give the question"),
+        (["the cat", "--query", "x"], "--query goes with --context"),
+        (["the cat", "--sources", "lines"], "--sources goes with --context"),
+        ([], "give the text to explain"),
+    ],
+)
+def test_cli_refusals_before_the_weights(lm_dir, no_weights, extra, message, capsys):
+    argv = ["explain", "--model", lm_dir] + extra
+    if "--query" not in extra and extra[:1] == ["--context"] and "a b" not in extra[1]:
+        argv += ["--query", QUERY]
+    assert message in _refused(argv, capsys)
+
+
+def test_cli_context_past_the_positions_and_for_a_classifier(
+    lm_dir, tiny_model_dir, no_weights, capsys
+):
+    long = ". ".join(["the cat sat on the mat"] * 8)
+    argv = ["explain", "--context", long, "--query", QUERY, "--model", lm_dir]
+    assert "more than the model's 48 positions" in _refused(argv, capsys)
+    argv = ["explain", "--context", "a b. c d.", "--query", QUERY]
+    assert "--context is for a causal LM" in _refused(
+        argv + ["--model", tiny_model_dir], capsys
+    )
