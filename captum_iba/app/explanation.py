@@ -110,7 +110,7 @@ def explain(
         context (str or Sequence[str], optional): For a causal LM: a context
             whose sources the answer may use; ``text`` is then the query,
             laid out with the context as ContextCite does (``"Context:
-            ...\n\nQuery: ..."``, a user turn of a chat model), and the
+            ...\\n\\nQuery: ..."``, a user turn of a chat model), and the
             result's :meth:`~captum_iba.app.page.Explanation.sources` and
             :meth:`~captum_iba.app.page.Explanation.source_scores` give one
             score per source (docs/context.rst). A list: one source per

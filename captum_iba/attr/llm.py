@@ -374,7 +374,12 @@ def explain_answers(
         tokens = scores.new_zeros(len(batch), longest, scores.shape[1])
         tokens[which[:, 0], which[:, 1]] = per
     readout = used.readout
-    flat = no_ranking(scores, combined.scored)
+    judged = combined.scored
+    if by_source:  # a source's tokens share its weight: judge one per source
+        assert combined.sources is not None
+        before = nn.functional.pad(combined.sources[:, :-1], (1, 0), value=-1)
+        judged = (combined.sources >= 0) & (combined.sources != before)
+    flat = no_ranking(scores, judged)
     if whole:
         flat = flat[: len(batch)]
     else:  # per output token only: an instance is flat when all its tokens are

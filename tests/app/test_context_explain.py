@@ -6,6 +6,7 @@ token method's pooled -, the listing and the page; every refusal before the
 weights load."""
 
 import math
+import warnings
 
 import pytest
 
@@ -223,3 +224,28 @@ def test_cli_context_past_the_positions_and_for_a_classifier(
     assert "--context is for a causal LM" in _refused(
         argv + ["--model", tiny_model_dir], capsys
     )
+
+
+def test_iba_sources_ranks_a_long_source_among_short_ones(lm):
+    # the long source holds most tokens, all sharing its one weight: IBA's
+    # tie check judges one score per source, not the tied tokens
+    long = "the cat sat on the mat a dog ran in the park the big red dog is very"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = _explain(
+            lm, [long, "a dog ran", "the red cat"], "iba-sources", steps=3
+        )
+    assert not [w for w in caught if "gives no ranking" in str(w.message)]
+    assert result.methods["iba-sources"].no_ranking == ""
+    assert len(set(result.source_scores())) == 3
+
+
+def test_turns_keep_a_turns_lines_and_the_text_before_the_first_label():
+    chat = "Notes\nUser: the cat sat\non the mat\nAssistant: a dog: ran\nUser: ok"
+    prompt = context_prompt_of(QUERY, chat, "turns")
+    assert prompt.sources == [
+        "Notes",
+        "User: the cat sat\non the mat",
+        "Assistant: a dog: ran",
+        "User: ok",
+    ]
