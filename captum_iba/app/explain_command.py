@@ -84,7 +84,9 @@ def _prompt(args: argparse.Namespace) -> Any:
     try:
         return context_prompt_of(query, text, args.sources or "sentence", "--sources")
     except ValueError as err:
-        raise CLIError(f"--context: {err}") from None
+        named = text is args.context and not any(c.isspace() for c in text)
+        hint = " (no file of that name: it was read as the text)" if named else ""
+        raise CLIError(f"--context{hint}: {err}") from None
 
 
 def _explain_classifier(args: argparse.Namespace) -> Explanation:

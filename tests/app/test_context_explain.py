@@ -205,6 +205,7 @@ def _refused(argv, capsys):
         (["the cat", "--query", "x"], "--query goes with --context"),
         (["the cat", "--sources", "lines"], "--sources goes with --context"),
         ([], "give the text to explain"),
+        (["--context", "/no/such/notes.txt"], "no file of that name"),
     ],
 )
 def test_cli_refusals_before_the_weights(lm_dir, no_weights, extra, message, capsys):
