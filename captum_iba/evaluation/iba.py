@@ -77,6 +77,11 @@ class IBAScorer(TokenScorer):
             arguments of :class:`TokenScorer`.
     """
 
+    #: A mask readout lies in [0, 1]: a sum would rank long sources first; the
+    #: max was the most faithful pooling on the context study's search split
+    #: (docs/context.rst). ``mask="source"`` gives each source its own score.
+    source_pooling = "max"
+
     def __init__(
         self,
         model: Callable[..., Any],
