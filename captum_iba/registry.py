@@ -275,6 +275,38 @@ _method(
     models=("causal-lm",),
 )
 _method(
+    "loso",
+    "source_methods:LeaveOneSourceOutScorer",
+    "leave one source out: how much the response's log-probability falls when "
+    "one source of the context alone is left out of the prompt (docs/context.rst; "
+    "a prompt with sources)",
+    ("internal_batch_size",),
+    reduction="mean",
+    models=("causal-lm",),
+)
+_method(
+    "shapley-sources",
+    "source_methods:ShapleySourcesScorer",
+    "Shapley value sampling over the sources of a context (Captum's "
+    "LLMAttribution, one template slot per source; a prompt with sources)",
+    ("shap_samples", "seed"),
+    reduction="mean",
+    models=("causal-lm",),
+)
+for _ablations in (32, 256):
+    _method(
+        f"contextcite-{_ablations}",
+        "context_cite:ContextCiteScorer",
+        f"ContextCite with {_ablations} ablations, from its own package (pip "
+        "install context-cite): a sparse linear surrogate of the response's "
+        "logit-probability over the sources (docs/context.rst; a prompt with "
+        "sources)",
+        ("seed",),
+        reduction="mean",
+        models=("causal-lm",),
+        num_ablations=_ablations,
+    )
+_method(
     "LOO",
     "loo:LeaveOneOutScorer",
     "leave-one-out: how much the output explained falls when one token alone is "

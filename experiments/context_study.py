@@ -46,6 +46,7 @@ intervals, paired differences against ContextCite on the same examples).
 """
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -62,21 +63,16 @@ import faithfulness_study as fs  # noqa: E402
 from captum_iba._utils.io import atomic_write_text  # noqa: E402
 from captum_iba.app.context_tasks import (  # noqa: E402
     CONTEXT_TASKS,
-    JOIN,
-    LAYOUT,
     ContextExample,
     context_examples,
 )
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
 from captum_iba.attr.llm import CausalLMLogLikelihood  # noqa: E402
-from captum_iba.attr.llm_batch import (  # noqa: E402
-    encode_prompt,
-    prompt_batch,
-    uses_chat,
-)
+from captum_iba.attr.llm_batch import prompt_batch, uses_chat  # noqa: E402
 from captum_iba.evaluation import Resources, build_scorers  # noqa: E402
 from captum_iba.evaluation.sources import (  # noqa: E402
     POOLINGS,
+    ablated_prompt_ids,
     source_scores,
     with_sources,
 )
@@ -112,16 +108,13 @@ BASE_SUFFIX = "\nAnswer:"
 def prompt_ids_of(tokenizer: Any, example: ContextExample) -> Callable:
     """``keep -> ids``: the example's prompt with only the kept sources' text,
     as a user turn of the chat template (as ContextCite ablates), or for a
-    base model as text ending in :data:`BASE_SUFFIX`."""
+    base model as text ending in :data:`BASE_SUFFIX` - the one ablation rule
+    (:func:`~captum_iba.evaluation.sources.ablated_prompt`, in ContextCite's
+    layout the kept sources re-joined)."""
+    prompt, spans = example.prompt()
     chat = uses_chat(tokenizer, None)
-
-    def prompt_ids(keep: Sequence[bool]) -> List[int]:
-        kept = [s for s, k in zip(example.sources, keep) if k]
-        # context_prompt's layout, any number of sources kept (none: empty)
-        text = LAYOUT.format(context=JOIN.join(kept), query=example.query)
-        return encode_prompt(tokenizer, text + ("" if chat else BASE_SUFFIX), chat)[0]
-
-    return prompt_ids
+    text = prompt + ("" if chat else BASE_SUFFIX)
+    return functools.partial(ablated_prompt_ids, tokenizer, text, spans, chat=chat)
 
 
 def top1_hit(scores: torch.Tensor, key: int) -> bool:
@@ -138,9 +131,12 @@ def method_scores(
     if method.startswith(CONTEXTCITE):
         from captum_iba.evaluation.context_cite import context_cite_scores
 
+        prompt, spans = example.prompt()
+        chat = uses_chat(tok, None)
         found = context_cite_scores(
-            model, tok, example.sources, example.query, batch.answer_ids(0),
-            num_ablations=int(method[len(CONTEXTCITE):]),
+            model, tok, prompt + ("" if chat else BASE_SUFFIX), spans,
+            batch.answer_ids(0), num_ablations=int(method[len(CONTEXTCITE):]),
+            chat=chat,
         )  # fmt: skip
         return {"-": found}
     found = scorer.attribute(batch)

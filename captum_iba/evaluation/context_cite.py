@@ -4,22 +4,44 @@ context-cite``, this package's ``context`` extra), imported on first use.
 
 ContextCite fits a sparse linear surrogate (Lasso) of the response's
 logit-probability on random ablations of the sources; a source's weight is
-its score. :func:`context_cite_scores` hands it *our* sources (a partitioner
-built from them, instead of its NLTK sentence splitter, which needs a
-download) and *our* response (the given token ids, decoded, instead of its
-own generation), and checks that the package re-tokenises that response to
-the same ids, so that it explains the very response the metrics score.
-Its prompt is its own default: ``"Context: {context}\\n\\nQuery: {query}"``
-as a user turn of the tokenizer's chat template.
+its score. :func:`context_cite_scores` hands it *our* sources (the
+``(start, end)`` character spans of any prompt, as a partitioner, instead of
+its NLTK sentence splitter, which needs a download), *our* ablation rule
+(:func:`~captum_iba.evaluation.sources.ablated_prompt_ids`: the text outside
+the sources - the query, ``"Context: "`` - always kept; in ContextCite's
+layout exactly the kept sources re-joined, as its own prompt builder does)
+and *our* response (the given token ids, decoded, instead of its own
+generation), and checks that the package re-tokenises that response to the
+same ids, so that it explains the very response the metrics score. Its
+ablations, forward passes and surrogate are the package's own.
+:class:`ContextCiteScorer` runs it on every row of a
+:class:`~captum_iba.attr.llm_batch.PromptBatch` with sources (the registered
+``contextcite-32`` and ``contextcite-256``).
 """
 
-from typing import Any, List, Optional, Sequence
+import functools
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["context_cite_scores", "import_context_cite"]
+from captum_iba.attr._user_turn import user_turn
+from captum_iba.attr.llm_batch import PromptBatch
+from captum_iba.evaluation.source_methods import SourceScorer
+from captum_iba.evaluation.sources import (
+    ablated_prompt,
+    ablated_prompt_ids,
+    check_sources,
+    row_chat,
+)
+
+__all__ = [
+    "ContextCiteScorer",
+    "context_cite_scores",
+    "import_context_cite",
+    "make_citer",
+]
 
 #: The install command named when the package is missing.
 INSTALL = "pip install context-cite (or pip install captum-iba[context])"
@@ -44,81 +66,84 @@ def import_context_cite() -> Any:
     return context_citer, context_partitioner, utils
 
 
-def _partitioner(base: type, sources: Sequence[str], separator: str) -> Any:
-    """A ContextCite partitioner over given sources: an ablated context is
-    the kept sources joined by ``separator`` (as the full context is)."""
+def _partitioner(base: type, prompt: str, spans: Sequence[Tuple[int, int]]) -> Any:
+    """A ContextCite partitioner over given sources of ``prompt``: its
+    context is the whole prompt, an ablated one :func:`ablated_prompt`."""
 
     class GivenSources(base):  # type: ignore[misc, valid-type]
         def __init__(self) -> None:
-            super().__init__(separator.join(sources))
+            super().__init__(prompt)
 
         @property
         def num_sources(self) -> int:
-            return len(sources)
+            return len(spans)
 
         def split_context(self) -> None:
             return None
 
         def get_source(self, index: int) -> str:
-            return sources[index]
+            return prompt[spans[index][0] : spans[index][1]]
 
         def get_context(self, mask: Optional[np.ndarray] = None) -> str:
-            keep = [True] * len(sources) if mask is None else list(mask)
-            return separator.join(s for s, k in zip(sources, keep) if k)
+            keep = [True] * len(spans) if mask is None else [bool(k) for k in mask]
+            return ablated_prompt(prompt, spans, keep)
 
     return GivenSources()
 
 
-def context_cite_scores(
+def _text_of(tokenizer: Any, ids: List[int], text: str) -> str:
+    """``text`` with the special tokens the encoding put before it (a BOS),
+    written out, so that it reads as ``ids`` without special tokens added."""
+    plain = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    lead = len(ids) - len(plain)
+    if lead > 0 and ids[lead:] == plain:
+        return tokenizer.decode(ids[:lead]) + text
+    return text
+
+
+def make_citer(
     model: Any,
     tokenizer: Any,
-    sources: Sequence[str],
-    query: str,
+    prompt: str,
+    spans: Sequence[Tuple[int, int]],
     response_ids: Sequence[int],
     num_ablations: int = 32,
     seed: int = 0,
-    separator: str = "\n\n",
+    chat: bool = True,
     batch_size: int = 1,
-) -> Tensor:
-    """ContextCite's score of each source for a given response.
-
-    Args:
-        model: A Hugging Face causal LM.
-        tokenizer: Its tokenizer, with a chat template (ContextCite's prompt
-            is a user turn).
-        sources (Sequence[str]): The context's sources, in order (>= 2).
-        query (str): The query.
-        response_ids (Sequence[int]): The response to explain (token ids
-            after the prompt, no end-of-text token), e.g. the model's greedy
-            answer.
-        num_ablations (int): ContextCite's ablations (its surrogate's
-            training set). Default 32.
-        seed (int): Its ablations are drawn with NumPy seeds ``seed``,
-            ``seed + 1``, ... (the package's ``base_seed``; its own default
-            is 0). Default 0.
-        separator (str): What joins two sources in the context. Default a
-            blank line (ContextCite's layout of passages).
-        batch_size (int): Ablations a forward pass (the package pads on the
-            left without position ids, so 1, its default, is exact).
-
-    Returns:
-        Tensor: ``(S,)`` float64, one score per source (higher = removing it
-        lowers the response's logit-probability more).
+) -> Any:
+    """ContextCite's ``ContextCiter`` for ``prompt``'s sources and a given
+    response (the arguments as :func:`context_cite_scores`'s): its prompt ids
+    are :func:`~captum_iba.evaluation.sources.ablated_prompt_ids`' (with
+    ``chat``, those its own prompt builder makes from the partitioner's
+    context as a user turn), its ablations seeded from ``seed``.
 
     Raises:
         ImportError: Without the package (naming the install command).
-        ValueError: For fewer than two sources, an empty response, or a
-            response the package reads as other tokens.
+        ValueError: For bad sources, an empty response, or a response the
+            package reads as other tokens.
     """
-    if len(sources) < 2:
-        raise ValueError(f"sources: at least two are needed; got {len(sources)}")
+    check_sources(spans, len(prompt))
     if len(response_ids) == 0:
         raise ValueError("response_ids is empty: there is no response to explain")
     citer_module, partitioner_module, utils = import_context_cite()
-    base = partitioner_module.BaseContextPartitioner
-    partitioner = _partitioner(base, list(sources), separator)
+    partitioner = _partitioner(
+        partitioner_module.BaseContextPartitioner, prompt, list(spans)
+    )
+    ids_of = functools.partial(ablated_prompt_ids, tokenizer, prompt, spans, chat=chat)
 
-    class SeededCiter(citer_module.ContextCiter):  # type: ignore[misc]
+    class GivenCiter(citer_module.ContextCiter):  # type: ignore[misc]
+        def _get_prompt_ids(
+            self, mask: Optional[np.ndarray] = None, return_prompt: bool = False
+        ) -> Any:  # the one ablation rule
+            keep = [True] * len(spans) if mask is None else [bool(k) for k in mask]
+            ids = ids_of(keep)
+            if not return_prompt:
+                return ids
+            text = ablated_prompt(prompt, spans, keep)
+            text = user_turn(tokenizer, text)[0] if chat else text
+            return ids, _text_of(tokenizer, ids, text)
+
         def _compute_masks_and_logit_probs(self) -> None:  # its ablations' seed
             self._cache["reg_masks"], self._cache["reg_logit_probs"] = (
                 utils.get_masks_and_logit_probs(
@@ -128,25 +153,126 @@ def context_cite_scores(
                 )
             )  # fmt: skip
 
-    citer = SeededCiter(
+    citer = GivenCiter(
         model,
         tokenizer,
-        partitioner.context,
-        query,
+        prompt,
+        "",
         num_ablations=num_ablations,
         batch_size=batch_size,
+        prompt_template="{context}",
         partitioner=partitioner,
     )
     # the response given, not generated: the package's cached output is the
     # prompt's text followed by the response's
-    _, prompt = citer._get_prompt_ids(return_prompt=True)
-    citer._cache["output"] = prompt + tokenizer.decode(list(response_ids))
+    _, text = citer._get_prompt_ids(return_prompt=True)
+    citer._cache["output"] = text + tokenizer.decode(list(response_ids))
     read: List[int] = list(citer._response_ids)
     if read != list(response_ids):
         raise ValueError(
             f"ContextCite reads the response as other tokens ({read[:8]}... for "
             f"{list(response_ids)[:8]}...): it would explain another response"
         )
+    return citer
+
+
+def context_cite_scores(
+    model: Any,
+    tokenizer: Any,
+    prompt: str,
+    spans: Sequence[Tuple[int, int]],
+    response_ids: Sequence[int],
+    num_ablations: int = 32,
+    seed: int = 0,
+    chat: bool = True,
+    batch_size: int = 1,
+) -> Tensor:
+    """ContextCite's score of each source of a prompt for a given response.
+
+    Args:
+        model: A Hugging Face causal LM.
+        tokenizer: Its tokenizer (with a chat template for ``chat``).
+        prompt (str): The prompt (e.g. ContextCite's layout,
+            :func:`~captum_iba.app.context_tasks.context_prompt`).
+        spans (Sequence of (int, int)): Its sources' characters (>= 2); the
+            text outside them is always kept.
+        response_ids (Sequence[int]): The response to explain (token ids
+            after the prompt, no end-of-text token), e.g. the model's greedy
+            answer.
+        num_ablations (int): ContextCite's ablations (its surrogate's
+            training set). Default 32.
+        seed (int): Its ablations are drawn with NumPy seeds ``seed``,
+            ``seed + 1``, ... (the package's ``base_seed``; its own default
+            is 0). Default 0.
+        chat (bool): The prompt as a user turn of the chat template (as the
+            package always has it). Default True.
+        batch_size (int): Ablations a forward pass (the package pads on the
+            left without position ids, so 1, its default, is exact).
+
+    Returns:
+        Tensor: ``(S,)`` float64, one score per source (higher = removing it
+        lowers the response's logit-probability more).
+
+    Raises:
+        ImportError: Without the package (naming the install command).
+        ValueError: For bad sources (fewer than two, empty, overlapping), an
+            empty response, or a response the package reads as other tokens.
+    """
+    citer = make_citer(
+        model, tokenizer, prompt, spans, response_ids, num_ablations, seed, chat,
+        batch_size,
+    )  # fmt: skip
     with torch.no_grad():
         scores = citer.get_attributions(verbose=False)
     return torch.as_tensor(np.asarray(scores), dtype=torch.float64)
+
+
+class ContextCiteScorer(SourceScorer):
+    """ContextCite's scores of a context's sources, from its own package
+    (:func:`context_cite_scores`), for each prompt of a batch with sources
+    and its response; every token of a source holds its source's score.
+
+    Args:
+        model: A Hugging Face causal LM.
+        num_ablations (int): ContextCite's ablations a prompt (the registered
+            ``contextcite-32``, ``contextcite-256``). Default 32.
+        seed (int): Its ablations' NumPy seeds start here. Default 0.
+        **kwargs: See :class:`~captum_iba.evaluation.source_methods.SourceScorer`.
+
+    Raises:
+        ImportError: Without the package, naming the install command (before
+            any prompt is explained).
+    """
+
+    per_token_note = (
+        "ContextCite fits its surrogate to the whole response's "
+        "logit-probability here, one fit a prompt"
+    )
+    prompt_meaning = (
+        "ContextCite's weight of the token's source (its surrogate of the "
+        "response's logit-probability), each token of a source holding it"
+    )
+    unit = "logit-probability"
+
+    def __init__(
+        self, model: Any, num_ablations: int = 32, seed: int = 0, **kwargs: Any
+    ) -> None:
+        super().__init__(model, **kwargs)
+        if isinstance(num_ablations, bool) or int(num_ablations) < 2:
+            raise ValueError(f"num_ablations must be >= 2; got {num_ablations!r}")
+        import_context_cite()
+        self.num_ablations, self.seed = int(num_ablations), int(seed)
+        self.settings.update(num_ablations=self.num_ablations, seed=self.seed)
+
+    def _source_scores(
+        self, batch: PromptBatch, per_token: bool
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        out = self._empty(batch)
+        for b in range(len(batch)):
+            chat = row_chat(self.tokenizer, batch, b)
+            found = context_cite_scores(
+                self.model, self.tokenizer, batch.prompts[b], batch.spans[b],
+                batch.answer_ids(b), self.num_ablations, self.seed, chat,
+            )  # fmt: skip
+            out[b, : len(found)] = found
+        return out, None

@@ -19,24 +19,35 @@ character span of the prompt; a prompt's sources do not overlap.
 * :func:`pool_sources` - per-token scores pooled to one score per source
   (``"sum"``, ``"mean"`` or ``"max"``);
 * :func:`source_scores` - a method's result as one score per source: its
-  own where it scores sources as such, its token scores pooled otherwise.
+  own where it scores sources as such, its token scores pooled otherwise;
+* :func:`ablated_prompt` - the one ablation rule: a prompt with some of its
+  sources left out (what the context metrics, ``loso``, ``shapley-sources``
+  and ContextCite all remove); :func:`ablated_prompt_ids` its token ids,
+  :func:`row_ablation` a batch row's ``keep -> ids`` (:func:`row_chat`: with
+  the chat template or not, as the batch has it).
 """
 
 import dataclasses
+import functools
 import re
-from typing import Any, List, Sequence, Tuple
+from typing import Any, Callable, List, Sequence, Tuple
 
 import torch
 from torch import Tensor
 
+from captum_iba.attr._user_turn import user_turn
 from captum_iba.attr.llm import AnswerScores
 from captum_iba.attr.llm_batch import PromptBatch, encode_prompt
 
 __all__ = [
     "POOLINGS",
     "SPLITS",
+    "ablated_prompt",
+    "ablated_prompt_ids",
     "check_sources",
     "pool_sources",
+    "row_ablation",
+    "row_chat",
     "source_index",
     "source_scores",
     "split_sources",
@@ -280,3 +291,118 @@ def source_scores(
     if scores.answer is None:
         raise ValueError("source scores need the whole answer's token scores")
     return pool_sources(scores.answer, batch.sources, batch.n_sources, pooling)
+
+
+def ablated_prompt(prompt: str, spans: Sequence[Span], keep: Sequence[bool]) -> str:
+    """``prompt`` with the sources not kept left out - the one ablation rule
+    of a source (the context metrics, ``loso``, ``shapley-sources`` and
+    ContextCite remove sources by it).
+
+    Sources separated by whitespace only form a run (the passages of a
+    context, the sentences of a paragraph); a run's kept sources stay joined
+    by the whitespace that followed each, so a dropped source goes with the
+    whitespace that follows it, and a run's last kept source loses the
+    whitespace after it when the sources after it are dropped. Every other
+    character - the text outside the runs: the query, ``"Context: "``, a
+    chat turn's role - is kept. In ContextCite's layout (the sources joined by
+    one separator) this is exactly the kept sources re-joined.
+
+    Args:
+        prompt (str): The prompt.
+        spans (Sequence of (int, int)): Its sources' characters (not
+            overlapping).
+        keep (Sequence of bool): Per source, whether it stays.
+
+    Returns:
+        str: The ablated prompt.
+
+    Raises:
+        ValueError: For a ``keep`` of another length than ``spans``.
+    """
+    if len(keep) != len(spans):
+        raise ValueError(f"keep has {len(keep)} values for {len(spans)} sources")
+    order = sorted(range(len(spans)), key=lambda s: spans[s][0])
+    out, pos, i = [], 0, 0
+    while i < len(order):
+        run = [order[i]]
+        while i + 1 < len(order):
+            gap = prompt[spans[order[i]][1] : spans[order[i + 1]][0]]
+            if gap.strip():
+                break
+            i += 1
+            run.append(order[i])
+        i += 1
+        out.append(prompt[pos : spans[run[0]][0]])
+        after = {a: prompt[spans[a][1] : spans[b][0]] for a, b in zip(run, run[1:])}
+        kept = [s for s in run if keep[s]]
+        for j, s in enumerate(kept):
+            out.append(prompt[spans[s][0] : spans[s][1]])
+            out.append(after[s] if j + 1 < len(kept) else "")
+        pos = spans[run[-1]][1]
+    out.append(prompt[pos:])
+    return "".join(out)
+
+
+def ablated_prompt_ids(
+    tokenizer: Any,
+    prompt: str,
+    spans: Sequence[Span],
+    keep: Sequence[bool],
+    chat: bool = False,
+) -> List[int]:
+    """The token ids of :func:`ablated_prompt`, encoded as
+    :func:`~captum_iba.attr.llm_batch.encode_prompt` encodes a prompt (as a
+    user turn of the chat template with ``chat``), so that keeping every
+    source gives the prompt's own ids.
+
+    Raises:
+        ValueError: When the ablated prompt leaves no token before the
+            response (no source kept, no other text, no template).
+    """
+    text = ablated_prompt(prompt, spans, keep)
+    wrapped = user_turn(tokenizer, text)[0] if chat else text
+    ids = list(tokenizer(wrapped, add_special_tokens=not chat)["input_ids"])
+    if not ids:
+        raise ValueError(
+            f"leaving out the sources {[s for s, k in enumerate(keep) if not k]} "
+            "leaves no token before the response: keep text outside the sources "
+            "(a query) or use a tokenizer that opens a text (a BOS token)"
+        )
+    return ids
+
+
+def row_chat(tokenizer: Any, batch: PromptBatch, row: int) -> bool:
+    """Whether row ``row`` of ``batch`` holds its prompt as a user turn of
+    the chat template: whichever encoding gives the row's prompt ids.
+
+    Raises:
+        ValueError: For a batch without sources, or a row whose prompt ids
+            are neither the prompt's nor its chat turn's.
+    """
+    if batch.sources is None or not batch.spans:
+        raise ValueError("the batch has no sources (with_sources adds them)")
+    prompt, spans = batch.prompts[row], batch.spans[row]
+    ids = batch.input_ids[row][batch.prompt_mask[row]].tolist()
+    every = [True] * len(spans)
+    for chat in (False, True)[: 2 if getattr(tokenizer, "chat_template", None) else 1]:
+        if ablated_prompt_ids(tokenizer, prompt, spans, every, chat) == ids:
+            return chat
+    raise ValueError(
+        f"row {row}'s prompt ids are neither its prompt's nor its chat turn's: "
+        "make the batch with this tokenizer (prompt_batch)"
+    )
+
+
+def row_ablation(
+    tokenizer: Any, batch: PromptBatch, row: int
+) -> Callable[[Sequence[bool]], List[int]]:
+    """``keep -> ids``: row ``row`` of ``batch`` with its sources ablated
+    (:func:`ablated_prompt_ids`), encoded as the batch encoded it
+    (:func:`row_chat`).
+
+    Raises:
+        ValueError: As :func:`row_chat`.
+    """
+    chat = row_chat(tokenizer, batch, row)
+    prompt, spans = batch.prompts[row], batch.spans[row]
+    return functools.partial(ablated_prompt_ids, tokenizer, prompt, spans, chat=chat)

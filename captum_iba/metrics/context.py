@@ -32,7 +32,7 @@ metrics for several methods on one example.
 """
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, Mapping, Optional, Sequence
 
 import torch
 from captum.log import log_usage
@@ -49,6 +49,7 @@ __all__ = [
     "ablation_masks",
     "context_test",
     "linear_datamodeling_score",
+    "pair_log_probs",
     "response_log_probs",
     "source_ranking",
     "top_k_drop",
@@ -95,20 +96,64 @@ def ablation_masks(
 
 
 def _rows(
-    prompts: List[Sequence[int]], response: Sequence[int], pad_id: int
+    prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], pad_id: int
 ) -> Dict[str, Tensor]:
-    """Prompts each followed by the response, padded on the left, with the
-    response's labels."""
-    width = max(len(p) for p in prompts) + len(response)
+    """Prompts each followed by its response, padded on the left, with the
+    responses' labels."""
+    width = max(len(p) + len(r) for p, r in zip(prompts, responses))
     ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
     mask = torch.zeros_like(ids)
     labels = torch.full_like(ids, IGNORE_INDEX)
-    for i, prompt in enumerate(prompts):
+    for i, (prompt, response) in enumerate(zip(prompts, responses)):
         row = list(prompt) + list(response)
         ids[i, width - len(row) :] = torch.tensor(row, dtype=torch.long)
         mask[i, width - len(row) :] = 1
         labels[i, width - len(response) :] = torch.tensor(list(response))
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+@torch.no_grad()
+def pair_log_probs(
+    log_likelihood: LogLikelihood,
+    prompts: Sequence[Sequence[int]],
+    responses: Sequence[Sequence[int]],
+    batch_size: int = 8,
+    pad_token_id: int = 0,
+) -> Tensor:
+    """Each response's log-probability after its prompt (rows padded on the
+    left, ``batch_size`` a call): what :func:`response_log_probs` computes
+    for one response, for pairs of any prompts and responses.
+
+    Args:
+        log_likelihood (Callable): As :func:`response_log_probs`'s.
+        prompts (Sequence of Sequence of int): Prompt token ids.
+        responses (Sequence of Sequence of int): One response per prompt.
+        batch_size (int): Rows per call. Default 8.
+        pad_token_id (int): The padding id (masked out). Default 0.
+
+    Returns:
+        Tensor: ``(N,)`` float64 log-probabilities (nats, <= 0).
+
+    Raises:
+        ValueError: For counts that differ, an empty response, or a
+            non-finite log-probability.
+    """
+    if len(prompts) != len(responses):
+        raise ValueError(f"{len(prompts)} prompts for {len(responses)} responses")
+    if any(len(r) == 0 for r in responses):
+        raise ValueError("a response is empty: there is no response to score")
+    out = []
+    for start in range(0, len(prompts), batch_size):
+        stop = start + batch_size
+        call = _rows(prompts[start:stop], responses[start:stop], pad_token_id)
+        found = log_likelihood(
+            call["input_ids"], call["attention_mask"], call["labels"]
+        )
+        out.append(found.detach().double().cpu().reshape(-1))
+    scores = torch.cat(out)
+    if not torch.isfinite(scores).all():
+        raise ValueError("the log-likelihood gave a non-finite value")
+    return scores
 
 
 @torch.no_grad()
@@ -139,18 +184,14 @@ def response_log_probs(
         raise ValueError("response_ids is empty: there is no response to score")
     if keep.dim() != 2 or keep.dtype != torch.bool:
         raise ValueError(f"keep must be (A, S) bool; got {tuple(keep.shape)}")
-    out = []
-    for start in range(0, keep.shape[0], batch_size):
-        rows = [prompt_ids(k.tolist()) for k in keep[start : start + batch_size]]
-        call = _rows(rows, response_ids, pad_token_id)
-        found = log_likelihood(
-            call["input_ids"], call["attention_mask"], call["labels"]
-        )
-        out.append(found.detach().double().cpu().reshape(-1))
-    scores = torch.cat(out)
-    if not torch.isfinite(scores).all():
-        raise ValueError("the log-likelihood gave a non-finite value")
-    return scores
+    prompts = [prompt_ids(k.tolist()) for k in keep]
+    return pair_log_probs(
+        log_likelihood,
+        prompts,
+        [response_ids] * len(prompts),
+        batch_size,
+        pad_token_id,
+    )
 
 
 def log_odds(log_probs: Tensor) -> Tensor:

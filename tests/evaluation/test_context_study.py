@@ -105,7 +105,7 @@ def test_context_cite_without_its_package_names_the_install(monkeypatch, lm):
     model, tok = lm
     monkeypatch.setitem(sys.modules, "context_cite", None)
     with pytest.raises(ImportError, match="pip install context-cite"):
-        context_cite_scores(model, tok, EXAMPLE.sources, EXAMPLE.query, [4, 5])
+        context_cite_scores(model, tok, *EXAMPLE.prompt(), [4, 5])
 
 
 def test_context_cite_explains_the_given_response(lm):
@@ -114,19 +114,16 @@ def test_context_cite_explains_the_given_response(lm):
 
     model, tok = lm
     response = tok.encode("the mat", add_special_tokens=False)
+    prompt, spans = EXAMPLE.prompt()
     # the template's reply opener "was" runs into the response's text ("wasthe
     # mat"): the package would read another response, and is refused
     with pytest.raises(ValueError, match="reads the response as other tokens"):
-        context_cite_scores(model, tok, EXAMPLE.sources, EXAMPLE.query, response)
+        context_cite_scores(model, tok, prompt, spans, response)
     tok = copy.deepcopy(tok)
     tok.chat_template = TEMPLATE.replace("was{%", "was {%")
-    scores = context_cite_scores(
-        model, tok, EXAMPLE.sources, EXAMPLE.query, response, num_ablations=8
-    )
+    scores = context_cite_scores(model, tok, prompt, spans, response, 8)
     assert scores.shape == (3,) and torch.isfinite(scores).all()
-    again = context_cite_scores(
-        model, tok, EXAMPLE.sources, EXAMPLE.query, response, num_ablations=8
-    )
+    again = context_cite_scores(model, tok, prompt, spans, response, 8)
     assert torch.equal(scores, again)  # its ablations are seeded
     with pytest.raises(ValueError, match="at least two"):
-        context_cite_scores(model, tok, EXAMPLE.sources[:1], EXAMPLE.query, response)
+        context_cite_scores(model, tok, prompt, spans[:1], response)

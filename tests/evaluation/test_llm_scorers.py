@@ -16,12 +16,18 @@ from captum_iba.request import check_request
 from tests.helpers import light_options, no_hooks, tiny_causal_lm, tiny_word_tokenizer
 
 KINDS = ("llama", "gpt2")
+#: The methods that score a context's sources, on a batch with sources only
+#: (tests/evaluation/test_context_anchors.py runs them on one).
+SOURCE_METHODS = (
+    "iba-sources", "loso", "shapley-sources", "contextcite-32", "contextcite-256",
+)  # fmt: skip
 LLM_METHODS = [
     m
     for m in METHODS.names()
     if "causal-lm" in METHODS.entry(m).facts["models"]
     and (m != "AttnLRP" or attnlrp_available()[0])  # lxt: transformers 4.x
     and m != "at2"  # trained weights and sources: tests/evaluation/test_at2.py
+    and m not in SOURCE_METHODS
 ]
 
 
@@ -53,6 +59,16 @@ def test_one_name_per_method_for_both_kinds():
         check_request(["llm-ig"], model_kind="classifier")
     with pytest.raises(ValueError, match="LIME-text explains classifiers.*IG"):
         check_request(["lime-text"], model_kind="causal-lm")
+
+
+@pytest.mark.parametrize("method", SOURCE_METHODS)
+def test_a_method_over_sources_refuses_a_batch_without_them(method):
+    if method.startswith("contextcite"):
+        pytest.importorskip("context_cite")
+    assert "causal-lm" in METHODS.entry(method).facts["models"]
+    model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
+    with pytest.raises(ValueError, match="no sources.*with_sources"):
+        _scorer(model, tok, method).attribute(_batch(tok))
 
 
 @pytest.mark.parametrize("kind", KINDS)
