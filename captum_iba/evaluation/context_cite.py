@@ -113,10 +113,30 @@ def make_citer(
     batch_size: int = 1,
 ) -> Any:
     """ContextCite's ``ContextCiter`` for ``prompt``'s sources and a given
-    response (the arguments as :func:`context_cite_scores`'s): its prompt ids
-    are :func:`~captum_iba.evaluation.sources.ablated_prompt_ids`' (with
-    ``chat``, those its own prompt builder makes from the partitioner's
-    context as a user turn), its ablations seeded from ``seed``.
+    response: its prompt ids are
+    :func:`~captum_iba.evaluation.sources.ablated_prompt_ids`' (with ``chat``,
+    those its own prompt builder makes from the partitioner's context as a
+    user turn), its ablations seeded from ``seed``, the response checked.
+
+    Args:
+        model: A Hugging Face causal LM.
+        tokenizer: Its tokenizer (with a chat template for ``chat``).
+        prompt (str): The prompt (e.g. ContextCite's layout,
+            :func:`~captum_iba.app.context_tasks.context_prompt`).
+        spans (Sequence of (int, int)): Its sources' characters (>= 2); the
+            text outside them is always kept.
+        response_ids (Sequence[int]): The response to explain (token ids
+            after the prompt, no end-of-text token), e.g. the model's greedy
+            answer.
+        num_ablations (int): ContextCite's ablations (its surrogate's
+            training set). Default 32.
+        seed (int): Its ablations are drawn with NumPy seeds ``seed``,
+            ``seed + 1``, ... (the package's ``base_seed``; its own default
+            is 0). Default 0.
+        chat (bool): The prompt as a user turn of the chat template (as the
+            package always has it). Default True.
+        batch_size (int): Ablations a forward pass (the package pads on the
+            left without position ids, so 1, its default, is exact).
 
     Raises:
         ImportError: Without the package (naming the install command).
@@ -182,32 +202,18 @@ def context_cite_scores(
     prompt: str,
     spans: Sequence[Tuple[int, int]],
     response_ids: Sequence[int],
-    num_ablations: int = 32,
-    seed: int = 0,
-    chat: bool = True,
-    batch_size: int = 1,
+    **options: Any,
 ) -> Tensor:
     """ContextCite's score of each source of a prompt for a given response.
 
     Args:
         model: A Hugging Face causal LM.
-        tokenizer: Its tokenizer (with a chat template for ``chat``).
-        prompt (str): The prompt (e.g. ContextCite's layout,
-            :func:`~captum_iba.app.context_tasks.context_prompt`).
-        spans (Sequence of (int, int)): Its sources' characters (>= 2); the
-            text outside them is always kept.
-        response_ids (Sequence[int]): The response to explain (token ids
-            after the prompt, no end-of-text token), e.g. the model's greedy
-            answer.
-        num_ablations (int): ContextCite's ablations (its surrogate's
-            training set). Default 32.
-        seed (int): Its ablations are drawn with NumPy seeds ``seed``,
-            ``seed + 1``, ... (the package's ``base_seed``; its own default
-            is 0). Default 0.
-        chat (bool): The prompt as a user turn of the chat template (as the
-            package always has it). Default True.
-        batch_size (int): Ablations a forward pass (the package pads on the
-            left without position ids, so 1, its default, is exact).
+        tokenizer: Its tokenizer.
+        prompt (str): The prompt.
+        spans (Sequence of (int, int)): Its sources' characters.
+        response_ids (Sequence[int]): The response to explain.
+        **options: :func:`make_citer`'s ``num_ablations`` (default 32),
+            ``seed`` (0), ``chat`` (True) and ``batch_size`` (1).
 
     Returns:
         Tensor: ``(S,)`` float64, one score per source (higher = removing it
@@ -218,10 +224,7 @@ def context_cite_scores(
         ValueError: For bad sources (fewer than two, empty, overlapping), an
             empty response, or a response the package reads as other tokens.
     """
-    citer = make_citer(
-        model, tokenizer, prompt, spans, response_ids, num_ablations, seed, chat,
-        batch_size,
-    )  # fmt: skip
+    citer = make_citer(model, tokenizer, prompt, spans, response_ids, **options)
     with torch.no_grad():
         scores = citer.get_attributions(verbose=False)
     return torch.as_tensor(np.asarray(scores), dtype=torch.float64)
@@ -272,7 +275,8 @@ class ContextCiteScorer(SourceScorer):
             chat = row_chat(self.tokenizer, batch, b)
             found = context_cite_scores(
                 self.model, self.tokenizer, batch.prompts[b], batch.spans[b],
-                batch.answer_ids(b), self.num_ablations, self.seed, chat,
+                batch.answer_ids(b), num_ablations=self.num_ablations,
+                seed=self.seed, chat=chat,
             )  # fmt: skip
             out[b, : len(found)] = found
         return out, None

@@ -255,7 +255,7 @@ def test_contextcite_scores_each_prompt_s_sources(chat, lm):
     assert torch.isfinite(found.sources[0]).all()
     for row in range(2):
         own = context_cite_scores(
-            model, tok, PROMPTS[row], SPANS[row], batch.answer_ids(row), 32, 0, chat
+            model, tok, PROMPTS[row], SPANS[row], batch.answer_ids(row), chat=chat
         )
         assert torch.equal(found.sources[row, : len(own)], own)
         inside = found.answer[row][batch.sources[row] == 0]

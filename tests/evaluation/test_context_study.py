@@ -121,9 +121,9 @@ def test_context_cite_explains_the_given_response(lm):
         context_cite_scores(model, tok, prompt, spans, response)
     tok = copy.deepcopy(tok)
     tok.chat_template = TEMPLATE.replace("was{%", "was {%")
-    scores = context_cite_scores(model, tok, prompt, spans, response, 8)
+    scores = context_cite_scores(model, tok, prompt, spans, response, num_ablations=8)
     assert scores.shape == (3,) and torch.isfinite(scores).all()
-    again = context_cite_scores(model, tok, prompt, spans, response, 8)
+    again = context_cite_scores(model, tok, prompt, spans, response, num_ablations=8)
     assert torch.equal(scores, again)  # its ablations are seeded
     with pytest.raises(ValueError, match="at least two"):
         context_cite_scores(model, tok, prompt, spans[:1], response)
