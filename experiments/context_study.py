@@ -21,7 +21,8 @@ each method scores the sources for that response:
   :class:`~captum_iba.attr.llm_batch.PromptBatch`, its token scores pooled to
   the sources by sum, mean and max
   (:func:`~captum_iba.evaluation.sources.pool_sources`), or its own source
-  scores for a method that scores sources as such (``iba-sources``). The
+  scores for a method that scores sources as such (``iba-sources``,
+  ``loso``, ``shapley-sources``). The
   batch holds the sources (:func:`~captum_iba.evaluation.sources.with_sources`):
   every method scores and removes the sources' tokens only.
 

@@ -31,6 +31,9 @@ EXAMPLE = ContextExample(
 )
 
 
+POOLS = {"sum", "mean", "max"}
+
+
 @pytest.fixture(scope="module")
 def study():
     return experiment("context_study")
@@ -68,7 +71,7 @@ def test_ablated_prompts_score_the_response_as_the_batch(study, lm):
 
 def test_one_example_end_to_end(study, lm):
     model, tok = lm
-    names = ["random", "ablation"]
+    names = ["random", "ablation", "loso"]
     scorers = build_scorers(
         names,
         Resources(model, tok),
@@ -76,11 +79,13 @@ def test_one_example_end_to_end(study, lm):
         kind="causal-lm",
     )
     rows = study.study_example(model, tok, EXAMPLE, scorers, seed=7, max_new_tokens=3)
-    assert set(rows) == {"random", "LOO"}  # ablation is LOO's other name
+    assert set(rows) == {"random", "LOO", "loso"}  # ablation is LOO's other name
+    # loso scores the sources as such: its own scores, no pooling
+    assert set(rows["loso"]["pooled"]) == {"-"}
     for row in rows.values():
         assert row["n_sources"] == 3 and row["key"] == 0
         assert row["cpu_seconds"] >= 0 and row["response"]
-        assert set(row["pooled"]) == {"sum", "mean", "max"}
+        assert set(row["pooled"]) == ({"-"} if row is rows["loso"] else POOLS)
         for pooled in row["pooled"].values():
             assert len(pooled["scores"]) == 3
             assert math.isfinite(pooled["lds"]) and -1 <= pooled["lds"] <= 1
@@ -88,6 +93,9 @@ def test_one_example_end_to_end(study, lm):
             # k = 3 or 5 removes every source: undefined, as top_k_drop says
             assert math.isnan(pooled["drops"]["3"]) and math.isnan(pooled["drops"]["5"])
             assert isinstance(pooled["top1"], bool)
+    # the metrics and loso ablate alike: the top-1 drop is loso's top score
+    loso = rows["loso"]["pooled"]["-"]
+    assert loso["drops"]["1"] == pytest.approx(max(loso["scores"]), abs=1e-5)
     # the table reads the rows
     table = study._rows({m: [dict(r, index=0)] for m, r in rows.items()})
     assert "LOO (sum)" in table and len(table["random (max)"]["lds"]) == 1
