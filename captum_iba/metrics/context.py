@@ -6,7 +6,9 @@ method gives each source a score. The two metrics of ContextCite
 NeurIPS 2024, Section 2.2) measure those scores against the model itself,
 always on the model's response :math:`y` to the full context, a source being
 ablated by leaving its text out of the prompt (``prompt_ids(keep)`` builds the
-prompt of the kept sources):
+prompt of the kept sources; for a batch row,
+:func:`~captum_iba.evaluation.sources.row_ablation` builds it by the one
+ablation rule the methods over sources use too):
 
 * the **top-k log-probability drop** - :math:`\log p(y \mid C) - \log p(y
   \mid C \setminus \text{top-}k)`, the fall of the response's
