@@ -19,7 +19,6 @@ ablations, forward passes and surrogate are the package's own.
 ``contextcite-32`` and ``contextcite-256``).
 """
 
-import functools
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -150,30 +149,8 @@ def make_citer(
     partitioner = _partitioner(
         partitioner_module.BaseContextPartitioner, prompt, list(spans)
     )
-    ids_of = functools.partial(ablated_prompt_ids, tokenizer, prompt, spans, chat=chat)
-
-    class GivenCiter(citer_module.ContextCiter):  # type: ignore[misc]
-        def _get_prompt_ids(
-            self, mask: Optional[np.ndarray] = None, return_prompt: bool = False
-        ) -> Any:  # the one ablation rule
-            keep = [True] * len(spans) if mask is None else [bool(k) for k in mask]
-            ids = ids_of(keep)
-            if not return_prompt:
-                return ids
-            text = ablated_prompt(prompt, spans, keep)
-            text = user_turn(tokenizer, text)[0] if chat else text
-            return ids, _text_of(tokenizer, ids, text)
-
-        def _compute_masks_and_logit_probs(self) -> None:  # its ablations' seed
-            self._cache["reg_masks"], self._cache["reg_logit_probs"] = (
-                utils.get_masks_and_logit_probs(
-                    self.model, self.tokenizer, self.num_ablations,
-                    self.num_sources, self._get_prompt_ids, self._response_ids,
-                    self.ablation_keep_prob, self.batch_size, base_seed=seed,
-                )
-            )  # fmt: skip
-
-    citer = GivenCiter(
+    given = _citer_class(citer_module.ContextCiter, utils, tokenizer, prompt, spans)
+    citer = given(
         model,
         tokenizer,
         prompt,
@@ -183,6 +160,7 @@ def make_citer(
         prompt_template="{context}",
         partitioner=partitioner,
     )
+    citer.chat, citer.seed = chat, seed
     # the response given, not generated: the package's cached output is the
     # prompt's text followed by the response's
     _, text = citer._get_prompt_ids(return_prompt=True)
@@ -194,6 +172,43 @@ def make_citer(
             f"{list(response_ids)[:8]}...): it would explain another response"
         )
     return citer
+
+
+def _citer_class(
+    base: type,
+    utils: Any,
+    tokenizer: Any,
+    prompt: str,
+    spans: Sequence[Tuple[int, int]],
+) -> type:
+    """ContextCite's ``ContextCiter`` with our prompt ids (the one ablation
+    rule, with the chat template where ``self.chat``) and its ablations
+    seeded from ``self.seed``."""
+
+    class GivenCiter(base):  # type: ignore[misc, valid-type]
+        chat, seed = True, 0
+
+        def _get_prompt_ids(
+            self, mask: Optional[np.ndarray] = None, return_prompt: bool = False
+        ) -> Any:  # the one ablation rule
+            keep = [True] * len(spans) if mask is None else [bool(k) for k in mask]
+            ids = ablated_prompt_ids(tokenizer, prompt, spans, keep, self.chat)
+            if not return_prompt:
+                return ids
+            text = ablated_prompt(prompt, spans, keep)
+            text = user_turn(tokenizer, text)[0] if self.chat else text
+            return ids, _text_of(tokenizer, ids, text)
+
+        def _compute_masks_and_logit_probs(self) -> None:  # its ablations' seed
+            self._cache["reg_masks"], self._cache["reg_logit_probs"] = (
+                utils.get_masks_and_logit_probs(
+                    self.model, self.tokenizer, self.num_ablations,
+                    self.num_sources, self._get_prompt_ids, self._response_ids,
+                    self.ablation_keep_prob, self.batch_size, base_seed=self.seed,
+                )
+            )  # fmt: skip
+
+    return GivenCiter
 
 
 def context_cite_scores(
