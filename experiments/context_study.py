@@ -21,14 +21,19 @@ each method scores the sources for that response:
   :class:`~captum_iba.attr.llm_batch.PromptBatch`, its token scores pooled to
   the sources by sum, mean and max
   (:func:`~captum_iba.evaluation.sources.pool_sources`), or its own source
-  scores for a method that scores sources as such (``iba-sources``,
-  ``loso``, ``shapley-sources``). The
+  scores for a method that scores sources as such (``iba-sources``). The
   batch holds the sources (:func:`~captum_iba.evaluation.sources.with_sources`):
   every method scores and removes the sources' tokens only.
 
+The procedure is ``captum-iba evaluate --task``'s
+(:mod:`captum_iba.evaluation.context_loop`: the same responses, sources,
+held-out ablations and metrics); this script adds ContextCite's package and
+the tables with intervals.
+
 Then :func:`~captum_iba.metrics.context.context_test`: the LDS over 32
 held-out ablations (keep probability 0.5, drawn by torch with seed
-:data:`HELDOUT_SEED` + the example's index, never ContextCite's NumPy seeds
+:data:`~captum_iba.evaluation.context_loop.HELDOUT_SEED` + the example's
+index, never ContextCite's NumPy seeds
 0..A-1) shared by all methods, the top-k log-probability drops (k = 1, 3, 5),
 and whether the key source (the one the query asks about) is ranked first.
 CPU-seconds are the method's alone (one torch thread, ``time.process_time``).
@@ -47,13 +52,12 @@ intervals, paired differences against ContextCite on the same examples).
 """
 
 import argparse
-import functools
 import json
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence
 
 import numpy as np
 import torch
@@ -62,35 +66,28 @@ sys.path.insert(0, str(Path(__file__).parent))
 import faithfulness_study as fs  # noqa: E402
 
 from captum_iba._utils.io import atomic_write_text  # noqa: E402
+from captum_iba.app.context_corpus import context_columns  # noqa: E402
 from captum_iba.app.context_tasks import (  # noqa: E402
     CONTEXT_TASKS,
     ContextExample,
     context_examples,
+    layout_prompt,
 )
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
 from captum_iba.attr.llm import CausalLMLogLikelihood  # noqa: E402
-from captum_iba.attr.llm_batch import prompt_batch, uses_chat  # noqa: E402
+from captum_iba.attr.llm_batch import _pad_id, uses_chat  # noqa: E402
 from captum_iba.evaluation import Resources, build_scorers  # noqa: E402
-from captum_iba.evaluation.sources import (  # noqa: E402
-    POOLINGS,
-    ablated_prompt_ids,
-    source_scores,
-    with_sources,
+from captum_iba.evaluation.context_loop import (  # noqa: E402
+    MAX_NEW_TOKENS,
+    OWN,
+    ContextData,
+    context_unit,
+    example_metrics,
+    method_source_scores,
 )
-from captum_iba.metrics.context import (  # noqa: E402
-    TOP_K,
-    ablate_sources,
-    context_test,
-    source_ranking,
-)
+from captum_iba.metrics.context import TOP_K  # noqa: E402
 from captum_iba.registry import METHODS  # noqa: E402
 
-#: The held-out ablations' seed (plus the example's index).
-HELDOUT_SEED = 51_000
-#: The LDS's held-out ablations per example.
-HELDOUT_ABLATIONS = 32
-#: The longest response.
-MAX_NEW_TOKENS = 24
 #: The prefix of ContextCite's method names (``contextcite-32``).
 CONTEXTCITE = "contextcite-"
 #: The prefix of AT2's method names (``at2-16``: trained on 16 examples).
@@ -101,49 +98,24 @@ AT2_ABLATIONS = 32
 ANCHORS = (CONTEXTCITE, AT2)
 
 
-#: What a model without a chat template (a base model) reads after the
-#: query, so that it answers rather than goes on with the context.
-BASE_SUFFIX = "\nAnswer:"
-
-
-def prompt_ids_of(tokenizer: Any, example: ContextExample) -> Callable:
-    """``keep -> ids``: the example's prompt with only the kept sources' text,
-    as a user turn of the chat template (as ContextCite ablates), or for a
-    base model as text ending in :data:`BASE_SUFFIX` - the one ablation rule
-    (:func:`~captum_iba.evaluation.sources.ablated_prompt`, in ContextCite's
-    layout the kept sources re-joined)."""
-    prompt, spans = example.prompt()
-    chat = uses_chat(tokenizer, None)
-    text = prompt + ("" if chat else BASE_SUFFIX)
-    return functools.partial(ablated_prompt_ids, tokenizer, text, spans, chat=chat)
-
-
-def top1_hit(scores: torch.Tensor, key: int) -> bool:
-    """Whether ``key`` is ranked first (ties: the earlier source, as the
-    top-k drop breaks them)."""
-    return int(source_ranking(scores)[0]) == key
-
-
 def method_scores(
     method: str, scorer: Any, model: Any, tok: Any, example: ContextExample, batch: Any
 ) -> Dict[str, torch.Tensor]:
-    """One method's source scores: ``{"-": scores}`` for ContextCite, one
-    per pooling for a token method."""
+    """One method's source scores: ``{"-": scores}`` for ContextCite (and a
+    method scoring sources as such), one per pooling for a token method
+    (:func:`~captum_iba.evaluation.context_loop.method_source_scores` on the
+    batch with its sources)."""
     if method.startswith(CONTEXTCITE):
         from captum_iba.evaluation.context_cite import context_cite_scores
 
-        prompt, spans = example.prompt()
-        chat = uses_chat(tok, None)
         found = context_cite_scores(
-            model, tok, prompt + ("" if chat else BASE_SUFFIX), spans,
-            batch.answer_ids(0), num_ablations=int(method[len(CONTEXTCITE):]),
-            chat=chat,
+            model, tok, batch.prompts[0], batch.spans[0], batch.answer_ids(0),
+            num_ablations=int(method[len(CONTEXTCITE):]),
+            chat=uses_chat(tok, None),
         )  # fmt: skip
-        return {"-": found}
-    found = scorer.attribute(batch)
-    if found.sources is not None:  # a method that scores the sources as such
-        return {"-": source_scores(found, batch)[0]}
-    return {p: source_scores(found, batch, p)[0] for p in POOLINGS}
+        return {OWN: found}
+    pooled = method_source_scores(scorer.attribute(batch), batch)
+    return {p: s[0] for p, s in pooled.items()}
 
 
 def study_example(
@@ -151,11 +123,14 @@ def study_example(
     tok: Any,
     example: ContextExample,
     scorers: Dict[str, Any],
-    seed: int = HELDOUT_SEED,
+    number: int = 0,
     max_new_tokens: int = MAX_NEW_TOKENS,
 ) -> Dict[str, Dict[str, Any]]:
     """Every method's row for one example: its response, each method's
-    source scores and metrics (per pooling), its CPU-seconds.
+    source scores and metrics (per pooling), its CPU-seconds - the procedure
+    of ``captum-iba evaluate --task`` (its unit and metrics:
+    :func:`~captum_iba.evaluation.context_loop.context_unit`,
+    :func:`~captum_iba.evaluation.context_loop.example_metrics`).
 
     Args:
         model: The causal LM.
@@ -163,50 +138,29 @@ def study_example(
         example (ContextExample): The example.
         scorers (dict): Method -> a scorer (``attribute(batch)``), or None
             for ``contextcite-<A>``.
-        seed (int): The held-out ablations' seed.
+        number (int): The example's number (its held-out ablations' seed:
+            ``HELDOUT_SEED`` + it).
         max_new_tokens (int): The longest response.
 
     Returns:
         dict: Method -> its row.
     """
-    prompt, spans = example.prompt()
-    chat = uses_chat(tok, None)  # a chat model's user turn; a base model's text
-    prompt = prompt if chat else prompt + BASE_SUFFIX
-    batch = prompt_batch(
-        tok, [prompt], model=model, chat=chat, max_new_tokens=max_new_tokens
-    )
-    batch = with_sources(tok, batch, [spans], chat=chat)  # the sources scored
-    response = batch.answer_ids(0)
+    data = ContextData((example,), layout_prompt, (number,))
+    unit = context_unit(model, tok, data, [0], chat=True, max_new_tokens=max_new_tokens)
     ll = CausalLMLogLikelihood(model)
-    prompt_ids = prompt_ids_of(tok, example)
-    pad = int(tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
-    n = len(example.sources)
-    ablations = ablate_sources(
-        ll, prompt_ids, response, n, HELDOUT_ABLATIONS, 0.5, seed, pad_token_id=pad
-    )
     rows = {}
     for method, scorer in scorers.items():
         began = time.process_time()
-        found = method_scores(method, scorer, model, tok, example, batch)
+        found = method_scores(method, scorer, model, tok, example, unit.batch)
         seconds = time.process_time() - began
         print(f"  {method}: {seconds:.1f} CPU-s", file=sys.stderr, flush=True)
-        results = context_test(
-            ll, prompt_ids, response, found, TOP_K, ablations, pad_token_id=pad
-        )
+        metrics = example_metrics(ll, unit, 0, found, example.key, _pad_id(tok), TOP_K)
         rows[method] = dict(
+            metrics,
             cpu_seconds=seconds,
-            n_sources=n,
+            n_sources=len(example.sources),
             key=example.key,
-            response=tok.decode(response),
-            pooled={
-                p: dict(
-                    scores=found[p].tolist(),
-                    lds=results[p].lds,
-                    top1=top1_hit(found[p], example.key),
-                    drops={str(k): v for k, v in results[p].top_k_drop.items()},
-                )
-                for p in found
-            },
+            response=tok.decode(unit.batch.answer_ids(0)),
         )
     return rows
 
@@ -275,32 +229,23 @@ def run(args: argparse.Namespace) -> None:
             if m not in built and not m.startswith(CONTEXTCITE):
                 built[m] = build_scorers([m], Resources(model, tok), kind="causal-lm")
         scorers = {m: built[m][m] if m in built else None for m in todo}
-        rows = study_example(model, tok, example, scorers, HELDOUT_SEED + i)
+        rows = study_example(model, tok, example, scorers, i)
         for m, row in rows.items():
             record = _record(out, m) + [dict(row, index=i)]
             atomic_write_text(out / f"{m}.json", json.dumps(record))
-            best = max(row["pooled"].values(), key=lambda r: r["lds"])
+            best = max(row["pooled"].values(), key=lambda r: r["lds"] or -1.0)
             print(f"{i} {m}: S {row['n_sources']} LDS {best['lds']:.3f} "
                   f"CPU-s {row['cpu_seconds']:.1f} {row['response']!r}",
                   flush=True)  # fmt: skip
 
 
 def _rows(records: Dict[str, List[Dict[str, Any]]]) -> Dict[str, Dict[str, Any]]:
-    """Per method and pooling, its per-example lists."""
-    table: Dict[str, Dict[str, Any]] = {}
-    for m, rows in records.items():
-        for p in rows[0]["pooled"]:
-            name = m if p == "-" else f"{m} ({p})"
-            table[name] = dict(
-                lds=[r["pooled"][p]["lds"] for r in rows],
-                top1=[float(r["pooled"][p]["top1"]) for r in rows],
-                cpu_seconds=[r["cpu_seconds"] for r in rows],
-                **{
-                    f"drop{k}": [r["pooled"][p]["drops"][str(k)] for r in rows]
-                    for k in TOP_K
-                },
-            )
-    return table
+    """Per method and pooling, its per-example lists
+    (:func:`~captum_iba.app.context_corpus.context_columns`, as ``evaluate
+    --task`` sums them up)."""
+    return context_columns(
+        [dict(r, method=m) for m, rows in records.items() for r in rows]
+    )
 
 
 def _cell(values: Sequence[float], signed: bool = False) -> str:
@@ -309,6 +254,11 @@ def _cell(values: Sequence[float], signed: bool = False) -> str:
         return "n/a"
     n = f" (n {len(kept)})" if len(kept) < len(values) else ""
     return fs.fmt(fs.bootstrap(kept), signed=signed) + n
+
+
+def _mean(values: Sequence[Any]) -> float:
+    kept = [v for v in values if v is not None and np.isfinite(v)]
+    return float(np.mean(kept)) if kept else -2.0
 
 
 COLUMNS = ("lds", "top1") + tuple(f"drop{k}" for k in TOP_K)
@@ -320,12 +270,16 @@ def means_table(table: Dict[str, Dict[str, Any]]) -> str:
         f"top-{k} drop" for k in TOP_K
     )
     lines = [head + " | CPU-s |", "|" + "---|" * (len(COLUMNS) + 3)]
-    for m in sorted(table, key=lambda m: -np.nanmean(table[m]["lds"])):
+    for m in sorted(table, key=lambda m: -_mean(table[m]["lds"])):
         r = table[m]
         cells = [_cell(r[c]) for c in COLUMNS]
         cpu = f"{np.mean(r['cpu_seconds']):.1f}"
         lines.append(f"| {m} | {len(r['lds'])} | " + " | ".join(cells) + f" | {cpu} |")
     return "\n".join(lines)
+
+
+def _floats(values: Sequence[Any]) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
 def paired_table(table: Dict[str, Dict[str, Any]]) -> str:
@@ -338,7 +292,7 @@ def paired_table(table: Dict[str, Dict[str, Any]]) -> str:
         for m in (m for m in table if m != ref):
             n = min(len(table[m]["lds"]), len(table[ref]["lds"]))
             diffs = [
-                np.subtract(table[m][c][:n], table[ref][c][:n])
+                np.subtract(_floats(table[m][c][:n]), _floats(table[ref][c][:n]))
                 for c in ("lds", "top1", "drop1")
             ]
             cells = " | ".join(_cell(d, signed=True) for d in diffs)
@@ -357,9 +311,8 @@ def tables(args: argparse.Namespace) -> None:
     means, differences = means_table(table), paired_table(table)
     print(f"{args.task} {args.split}\n\n{means}\n\n{differences}")
     if args.docs:
-        tag = f"_{args.tag}" if args.tag else ""
-        name = f"context_{args.task}_{args.split}{tag}".replace("-", "_")
-        what = f"{args.task}, {args.split} split" + (f", {args.tag}" if tag else "")
+        name = f"context_{args.task}_{args.split}".replace("-", "_")
+        what = f"{args.task}, {args.split} split"
         rst = fs.to_rst(means, f"{what}: means, 95 % bootstrap intervals")
         rst += "\n" + fs.to_rst(
             differences, f"{what}: paired differences (method minus ContextCite)"
@@ -367,29 +320,6 @@ def tables(args: argparse.Namespace) -> None:
         path = Path(args.docs) / "_generated" / f"{name}.rst"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(rst)
-        plot(table, what, Path(args.docs) / "_static" / f"{name}.png")
-
-
-def plot(table: Dict[str, Dict[str, Any]], title: str, path: Path) -> None:
-    """The cost-faithfulness picture: each method's (and pooling's) mean LDS,
-    95 % bootstrap interval, against its mean CPU-seconds per example; IBA's
-    drawn highlighted."""
-    from captum_iba.visualization import plot_cost_faithfulness
-
-    points = {}
-    for m, r in table.items():
-        lds = np.array([v for v in r["lds"] if v is not None and np.isfinite(v)])
-        mean, low, high = fs.bootstrap(lds)
-        points[m] = (float(np.mean(r["cpu_seconds"])), mean, (low, high))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    plot_cost_faithfulness(
-        points,
-        highlight=[m for m in points if m.startswith("iba")],
-        ylabel="LDS (higher is more faithful)",
-        xlabel="CPU-seconds per example (one thread, log scale)",
-        title=title,
-        save_path=path,
-    )
 
 
 def main() -> None:
@@ -402,9 +332,6 @@ def main() -> None:
         p.add_argument("--out", default="results/context")
     sub.choices["tables"].add_argument(
         "--docs", help="also write the tables under this docs folder"
-    )
-    sub.choices["tables"].add_argument(
-        "--tag", default="", help="names the docs files and titles (e.g. the model)"
     )
     run_p = sub.choices["run"]
     run_p.add_argument("--n", type=int, default=12)

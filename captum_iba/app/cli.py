@@ -181,8 +181,8 @@ def _corpus_arguments(p: argparse.ArgumentParser, n: Optional[int]) -> None:
     """The options ``evaluate`` and ``attribute`` share (the corpus engine's)."""
     p.add_argument(
         "--dataset",
-        default=DEFAULT_CORPUS,
-        help=f"the corpus (its held-out split), one of {', '.join(DATASETS)}",
+        help=f"the corpus (its held-out split), one of {', '.join(DATASETS)} "
+        f"(default {DEFAULT_CORPUS})",
     )
     from captum_iba.app.llm_corpus import DEFAULT_METHODS
 
@@ -251,9 +251,9 @@ _CORPUS_NUMBERS = (
     (
         "--batch-size",
         positive_int,
-        16,
+        None,
         "instances per batch (a unit of work: the results do not depend on the "
-        "number of processes)",
+        "number of processes); default 16, a context task's 1",
     ),
     (
         "--threads",
@@ -310,11 +310,47 @@ def _evaluate_parser(sub: "argparse._SubParsersAction") -> None:
         epilog="\n\n".join([methods_listing(), priors_listing()]),
     )
     _corpus_arguments(ev, 300)
+    _context_arguments(ev)
     ev.add_argument(
         "--out",
         default="results/evaluate",
         help="output folder (a re-run with the same options resumes; other options "
         "are refused)",
+    )
+
+
+def _context_arguments(p: argparse.ArgumentParser) -> None:
+    """``evaluate``'s context tasks (docs/context.rst)."""
+    from captum_iba.app.context_tasks import CONTEXT_TASKS
+
+    group = p.add_argument_group(
+        "context tasks: which source of a prompt did a causal LM's answer use "
+        "(ContextCite's metrics: LDS, top-k log-probability drops, top-1 hit)"
+    )
+    group.add_argument(
+        "--task",
+        choices=CONTEXT_TASKS,
+        help="a context task instead of --dataset (needs --model <causal LM>): "
+        "context-facts, a planted fact among AG News passages; context-topics, "
+        "one article per topic, the query naming one",
+    )
+    group.add_argument(
+        "--split",
+        choices=("search", "report"),
+        help="the task's split: search (AG News's train part, for choosing "
+        "configurations) or report (its held-out part; default)",
+    )
+    group.add_argument(
+        "--passages",
+        metavar="MIN-MAX",
+        help="context-facts: how many passages a context has, the fact's among "
+        "them (default 3-20); an example past the model's positions is skipped",
+    )
+    group.add_argument(
+        "--examples-seed",
+        type=int,
+        default=0,
+        help="the seed of the task's examples (default 0)",
     )
 
 

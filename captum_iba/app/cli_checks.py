@@ -11,7 +11,7 @@ import argparse
 import os
 from typing import Dict, List, Optional
 
-from captum_iba.app.data.corpora import HELDOUT_SPLIT
+from captum_iba.app.data.corpora import DEFAULT_CORPUS, HELDOUT_SPLIT
 from captum_iba.app.errors import CLIError, split_choices
 from captum_iba.app.model_kind import kind_hint
 from captum_iba.app.profiles import CORPORA, PARTS
@@ -39,6 +39,8 @@ __all__ = [
 
 #: Corpora ``evaluate`` accepts (each on its held-out split, see the loaders).
 DATASETS = tuple(HELDOUT_SPLIT)
+#: ``--batch-size`` of a corpus when not given.
+CORPUS_BATCH = 16
 #: The presets ``reproduce`` and ``--setting`` take.
 REPRODUCE_SETTINGS = tuple(SETTINGS.names())
 
@@ -123,10 +125,18 @@ def check_explain(args: argparse.Namespace) -> None:
 
 
 def check_corpus(args: argparse.Namespace) -> None:
-    args.dataset = args.dataset.lower()
-    if args.dataset not in DATASETS:
-        raise CLIError(f"unknown dataset {args.dataset!r}; choose from {DATASETS}")
-    if args.methods is None:
+    from captum_iba.app.context_corpus import CONTEXT_METHODS, check_context_args
+
+    check_context_args(args, kind_hint(args.model))
+    task = getattr(args, "task", None)
+    if task is None:
+        args.dataset = (args.dataset or DEFAULT_CORPUS).lower()
+        args.batch_size = args.batch_size or CORPUS_BATCH
+        if args.dataset not in DATASETS:
+            raise CLIError(f"unknown dataset {args.dataset!r}; choose from {DATASETS}")
+    if args.methods is None and task is not None:
+        args.methods = list(CONTEXT_METHODS)
+    elif args.methods is None:
         from captum_iba.app.llm_corpus import default_methods
 
         args.methods = default_methods(args.command, args.model)

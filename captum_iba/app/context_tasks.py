@@ -36,6 +36,7 @@ __all__ = [
     "context_examples",
     "context_prompt",
     "fact_examples",
+    "layout_prompt",
     "topic_examples",
 ]
 
@@ -132,11 +133,28 @@ class ContextExample:
         return context_prompt(self.sources, self.query)
 
 
+def layout_prompt(
+    sources: Sequence[str], query: str
+) -> Tuple[str, List[Tuple[int, int]]]:
+    """ContextCite's layout (:data:`LAYOUT`, the sources joined by
+    :data:`JOIN`) around any number of ``sources`` (an ablated context keeps
+    some, or none) and ``query``, and where each source lies in it
+    (characters): the layout of
+    :class:`~captum_iba.evaluation.context_loop.ContextData`."""
+    head = LAYOUT.split("{context}")[0]
+    spans, pos = [], len(head)
+    for i, source in enumerate(sources):
+        pos += len(JOIN) if i else 0
+        spans.append((pos, pos + len(source)))
+        pos += len(source)
+    return LAYOUT.format(context=JOIN.join(sources), query=query), spans
+
+
 def context_prompt(
     sources: Sequence[str], query: str
 ) -> Tuple[str, List[Tuple[int, int]]]:
     """ContextCite's layout around ``sources`` and ``query``, and where each
-    source lies in it (characters).
+    source lies in it (characters): :func:`layout_prompt`, checked.
 
     Raises:
         ValueError: For fewer than two sources, an empty source or query.
@@ -145,14 +163,7 @@ def context_prompt(
         raise ValueError(f"a context needs at least two sources; got {len(sources)}")
     if not query.strip() or any(not s.strip() for s in sources):
         raise ValueError("the query and every source must hold text")
-    head = LAYOUT.split("{context}")[0]
-    spans, pos = [], len(head)
-    for i, source in enumerate(sources):
-        pos += len(JOIN) if i else 0
-        spans.append((pos, pos + len(source)))
-        pos += len(source)
-    prompt = LAYOUT.format(context=JOIN.join(sources), query=query)
-    return prompt, spans
+    return layout_prompt(sources, query)
 
 
 def clean_passage(text: str) -> str:

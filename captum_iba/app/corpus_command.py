@@ -23,6 +23,11 @@ from captum_iba.app.checks import (
     output_folder,
 )
 from captum_iba.app.command_parts import config_and_record
+from captum_iba.app.context_corpus import (
+    context_job,
+    prepare_contexts,
+    write_context_report,
+)
 from captum_iba.app.data import HELDOUT_SPLIT, load_dataset
 from captum_iba.app.data.corpora import canonical_split
 from captum_iba.app.engine import (
@@ -61,7 +66,7 @@ CLASSIFIER_MAX_LENGTH = 128
 #: Options that do not change any number of a corpus run (left out of the
 #: settings a re-run is compared with); ``request`` is the checked form of
 #: the options recorded beside it.
-_RUN_ONLY = ("out", "data_dir", "device", "command", "request", "llm")
+_RUN_ONLY = ("out", "data_dir", "device", "command", "request", "llm", "contexts")
 
 
 def _scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
@@ -104,6 +109,10 @@ def _corpus_job(
 ) -> CorpusJob:
     """The model on this rank's device, the scorers and the corpus of a run
     (a causal LM's prompts ``prepared`` before)."""
+    if args.contexts is not None:
+        job = context_job(args, args.contexts, _run_settings(args, split))
+        job.model.to(world.device)
+        return job
     if args.llm:
         job = prompt_job(args, prepared, _run_settings(args, split))
         job.model.to(world.device)
@@ -168,8 +177,10 @@ def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
     out = output_folder(args.out, "--out")
     args.llm = kind_of(args.model) == "causal-lm"
     check_kind(args, args.llm)
-    warning = prepared = None
-    if args.llm:  # the prompts made and checked before any weights
+    warning = prepared = args.contexts = None
+    if getattr(args, "task", None):  # the examples made and fitted, no weights
+        args.contexts = prepare_contexts(args)
+    elif args.llm:  # the prompts made and checked before any weights
         prepared = prepare_prompts(args, split)
     else:
         args.max_length = args.max_length or CLASSIFIER_MAX_LENGTH
@@ -190,12 +201,15 @@ def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
             marker.unlink()
         if world.is_main:
             print(
-                f"captum-iba {args.command}: {args.dataset} {split}, methods "
+                f"captum-iba {args.command}: {args.task or args.dataset} {split}, "
+                "methods "
                 f"{', '.join(args.methods)}; results go to {out}/ (a re-run with "
                 "the same options resumes)",
                 flush=True,
             )
             command_parts.print_notes(args.request)
+        if args.contexts is not None and args.contexts.skipped:
+            print(_wrap(f"note: {args.contexts.skipped_line()}"), flush=True)
         job = _corpus_job(args, world, split, prepared)
         return run_corpus_job(job, args.out, world)
     except BaseException:
@@ -211,11 +225,15 @@ def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
 
 def evaluate(args: argparse.Namespace) -> int:
     """``captum-iba evaluate``: the degradation test of several methods, on
-    the corpus engine (resumable; one process or ``torchrun``)."""
-    merged = _run(args, HELDOUT_SPLIT[args.dataset])
+    the corpus engine (resumable; one process or ``torchrun``); a context
+    task's metrics with ``--task``."""
+    task = getattr(args, "task", None)
+    merged = _run(args, args.split if task else HELDOUT_SPLIT[args.dataset])
     if merged is None:
         return 0
     out = Path(args.out)
+    if task:
+        return _context_report(args, merged)
     stem = f"{args.dataset}_{args.setting}"
     n = len({row["index"] for row in merged.rows})  # methods may be several IBAs
     notes = merged.ranking_notes(n)
@@ -240,6 +258,32 @@ def evaluate(args: argparse.Namespace) -> int:
         warning = corpus_warning(record, args.dataset)
     if warning:  # said at the start too; the accuracy above is read here
         print(_wrap(f"warning: {warning}"))
+    return 0
+
+
+def _context_report(args: argparse.Namespace, merged: Merged) -> int:
+    """A context task's summary (:func:`write_context_report`), printed."""
+    table, written = write_context_report(args, merged, args.contexts)
+    n = len({row["index"] for row in merged.rows})
+    write_marker(
+        Path(args.out), command_parts.MARKER, files=ENGINE_FILES + written,
+        command="evaluate", n=n,
+    )  # fmt: skip
+    print(f"\n{args.task} {args.split} (n={n}), {args.model}")
+    print(table)
+    print(
+        _wrap(
+            "Columns: LDS (Spearman over the held-out ablations; higher = more "
+            "faithful), top-1 hit (the key source ranked first), top-k drop (the "
+            "response's log-probability fall, nats, removing the k sources ranked "
+            "first), CPU-s per example; a method's rows by pooling of its token "
+            "scores (sum, mean, max) or its own source scores (its name alone)"
+        )
+    )
+    note = args.contexts.skipped_line()
+    if note:
+        print(_wrap(f"note: {note}"))
+    print(f"done: {merged.run_line(n, len(merged.results))}; results in {args.out}/")
     return 0
 
 

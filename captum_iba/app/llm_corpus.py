@@ -188,11 +188,15 @@ def check_kind(args: argparse.Namespace, llm: bool) -> None:
     from captum_iba.request import check_model_kind
 
     kind = "causal-lm" if llm else "classifier"
+    if getattr(args, "task", None) and not llm:
+        from captum_iba.app.context_corpus import on_classifier
+
+        raise on_classifier(args)
     try:
         check_model_kind(args.request.methods, kind, cli=True)
     except ValueError as err:
         raise CLIError(f"--methods: {err}") from None
-    if llm:
+    if llm and getattr(args, "task", None) is None:
         from captum_iba.app.llm_tasks import TASKS
 
         if args.dataset not in TASKS:

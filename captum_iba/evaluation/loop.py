@@ -12,8 +12,9 @@ method (and degradation-tested), the units' results merged.
   asked) the degradation test of the unit, each test given the unit's
   original logits; the one method loop of every task, what differs per task
   being :class:`CorpusJob`'s hooks (``unit_tensors``, ``batch_of``,
-  ``unit_scores``, ``test``, ``instance_row``), which a causal LM's
-  :class:`~captum_iba.evaluation.llm_loop.PromptJob` overrides;
+  ``unit_scores``, ``test``, ``instance_row``, ...), which a causal LM's
+  :class:`~captum_iba.evaluation.llm_loop.PromptJob` and a context task's
+  :class:`~captum_iba.evaluation.context_loop.ContextJob` override;
 * :func:`merge_records` - a method's results over several units, from their
   per-instance records ("concatenate the states, compute the aggregates");
 * :func:`run_units` - every unit in this process, merged in memory.
@@ -120,6 +121,14 @@ class CorpusJob:
 
     # The task's hooks: what the one loop (score_unit) asks of a unit.
 
+    #: Where a row of the corpus engine records the unit's test.
+    test_field = "degradation"
+
+    @staticmethod
+    def timer() -> float:
+        """The clock a scorer's call is timed by: wall seconds."""
+        return time.perf_counter()
+
     def batch_of(self, unit: Any) -> Any:
         """The batch every scorer explains for ``unit``: a classifier's
         :class:`~captum_iba.evaluation.batches.TokenBatch`."""
@@ -154,6 +163,18 @@ class CorpusJob:
             setting=self.preset,
             test_kwargs=self.test_kwargs,
         )
+
+    def test_records(self, result: Any) -> Tuple[List[Any], Dict[str, Any]]:
+        """A unit's test as per-instance records and the settings a merge
+        needs (:func:`result_settings`)."""
+        return result.instance_records(), result_settings(result)
+
+    def merge_tests(
+        self, records: Sequence[Any], settings: Dict[str, Any], seconds: float
+    ) -> Any:
+        """One method's test over the corpus from its per-instance records
+        in corpus order (:func:`merge_records`)."""
+        return merge_records(records, settings, seconds)
 
     def instance_row(self, unit: Any, j: int, scores: Tensor) -> Dict[str, Any]:
         """The record of the unit's ``j``-th instance for one method's
@@ -366,14 +387,14 @@ def score_unit(job: CorpusJob, unit: Any, methods: Sequence[str]) -> List[UnitSc
     """Score one unit (from ``job.unit_tensors``) with each of ``methods``
     and, when ``job.degradation``, run the degradation test on it: the one
     method loop of every task. The scorer's call on the unit's batch
-    (``job.batch_of``, its answer read by ``job.unit_scores``) is timed; the
-    test is the task's (``job.test``)."""
+    (``job.batch_of``, its answer read by ``job.unit_scores``) is timed by
+    ``job.timer``; the test is the task's (``job.test``)."""
     out = []
     for name in methods:
         scorer = job.scorers[name]
-        start = time.perf_counter()
+        start = job.timer()
         scores = job.unit_scores(scorer.attribute(job.batch_of(unit)))
-        seconds = (time.perf_counter() - start) / len(unit.indices)
+        seconds = (job.timer() - start) / len(unit.indices)
         result = None
         if job.degradation:
             result = job.test(unit, name, scorer, scores, seconds)

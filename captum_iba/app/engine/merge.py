@@ -26,8 +26,6 @@ from captum_iba._utils.io import atomic_write_text
 from captum_iba._utils.ranking import is_flat, spread_said
 from captum_iba.app.engine.records import complete_rows
 from captum_iba.app.errors import CLIError
-from captum_iba.evaluation.loop import merge_records
-from captum_iba.metrics import DegradationResult
 
 if TYPE_CHECKING:  # pragma: no cover
     from captum_iba.evaluation.loop import CorpusJob
@@ -92,6 +90,8 @@ class Merged:
     Attributes:
         rows (list[dict]): ``attributions.jsonl``'s rows, in file order.
         results (dict): Method -> :class:`~captum_iba.metrics.DegradationResult`
+            (a context task: its per-example metrics,
+            :meth:`~captum_iba.evaluation.context_loop.ContextJob.merge_tests`)
             over the whole corpus (empty without the degradation test).
         seconds_per_instance (dict): Method -> mean seconds of its scorer per
             instance (over the runs that recorded the rows).
@@ -109,7 +109,7 @@ class Merged:
     """
 
     rows: List[Dict[str, Any]]
-    results: Dict[str, DegradationResult] = field(default_factory=dict)
+    results: Dict[str, Any] = field(default_factory=dict)
     seconds_per_instance: Dict[str, float] = field(default_factory=dict)
     scored_now: float = 0.0
     seconds: float = 0.0
@@ -153,10 +153,11 @@ class Merged:
         )
 
 
-def _result(rows: List[Dict[str, Any]], seconds: float) -> DegradationResult:
-    """One method's test over the corpus, from its instance rows."""
+def _result(job: "CorpusJob", rows: List[Dict[str, Any]], seconds: float) -> Any:
+    """One method's test over the corpus, from its instance rows (a
+    :class:`~captum_iba.metrics.DegradationResult`, or the job's own)."""
     first = next(r["test_settings"] for r in rows if "test_settings" in r)
-    return merge_records([r["degradation"] for r in rows], first, seconds)
+    return job.merge_tests([r[job.test_field] for r in rows], first, seconds)
 
 
 def _meaning(scorer: Any, flat: int) -> Dict[str, Any]:
@@ -239,7 +240,7 @@ def merge_shards(
             row = per_method[m][i]
             merged.rows.append({k: v for k, v in row.items() if k not in _INTERNAL})
     if job.degradation:
-        merged.results = {m: _result(per_method[m], seconds[m]) for m in methods}
+        merged.results = {m: _result(job, per_method[m], seconds[m]) for m in methods}
     atomic_write_text(
         out / "attributions.jsonl",
         (json.dumps(r, ensure_ascii=False) + "\n" for r in merged.rows),

@@ -28,7 +28,7 @@ from captum_iba.app.engine.records import (
 )
 from captum_iba.app.engine.units import rank_units, work_units
 from captum_iba.app.errors import CLIError
-from captum_iba.evaluation.loop import TARGETS, CorpusJob, result_settings
+from captum_iba.evaluation.loop import TARGETS, CorpusJob
 
 __all__ = ["prepare_out", "run_corpus_job"]
 
@@ -105,7 +105,7 @@ def _unit_rows(
         (done,) = job.score_unit(unit, [method])
         tests: List[Optional[Dict[str, Any]]] = [None] * len(indices)
         if done.result is not None:
-            tests = done.result.instance_records()  # type: ignore[assignment]
+            tests, settings = job.test_records(done.result)
         rows = []
         for j in range(len(indices)):
             row = dict(
@@ -113,9 +113,9 @@ def _unit_rows(
             )
             row.update(job.instance_row(unit, j, done.scores))
             if tests[j] is not None:
-                row["degradation"] = tests[j]
+                row[job.test_field] = tests[j]
             if j == 0 and done.result is not None:
-                row["test_settings"] = result_settings(done.result)
+                row["test_settings"] = settings
             rows.append(row)
         yield rows
 

@@ -1,0 +1,310 @@
+"""``captum-iba evaluate --task context-facts|context-topics``: which source
+of a context did a causal LM's answer use, every method measured with
+ContextCite's metrics (:class:`~captum_iba.evaluation.context_loop.ContextJob`)
+on the corpus engine (resumable, many processes), as the other tasks are.
+
+The arguments are checked before anything loads (:func:`check_context_args`:
+a context task on a classifier, with ``--dataset``, ``--passages`` for a task
+without it, ...), the examples made and fitted to the model's positions
+before its weights load (:func:`prepare_contexts`: an example whose prompt
+and longest response do not fit is skipped, counted and said), and the
+summary (:func:`context_summary`) is one row per method and pooling: mean
+LDS, top-1 hit rate, top-k drops and CPU-seconds per example.
+"""
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from captum_iba.app.errors import CLIError
+
+__all__ = [
+    "PreparedContexts",
+    "CONTEXT_METHODS",
+    "check_context_args",
+    "context_columns",
+    "context_job",
+    "context_summary",
+    "on_classifier",
+    "parse_passages",
+    "prepare_contexts",
+]
+
+#: What ``evaluate --task`` compares when no method is named.
+CONTEXT_METHODS = ("iba-sources", "iba-deletion", "random")
+#: The split a context task reads when none is given.
+DEFAULT_SPLIT = "report"
+#: Examples a unit holds when ``--batch-size`` is not given (each has its own
+#: response and ablations; one a unit keeps a method's CPU-s its own).
+CONTEXT_BATCH = 1
+
+
+def parse_passages(text: str) -> Tuple[int, int]:
+    """``--passages MIN-MAX`` (or ``N``) as ``(MIN, MAX)``, 2 <= MIN <= MAX.
+
+    Raises:
+        CLIError: Naming the option.
+    """
+    low, _, high = str(text).partition("-")
+    try:
+        got = (int(low), int(high or low))
+    except ValueError:
+        got = (0, -1)
+    if not 2 <= got[0] <= got[1]:
+        raise CLIError(
+            f"--passages {text}: give MIN-MAX (or N), whole numbers with "
+            "2 <= MIN <= MAX, e.g. 3-20"
+        )
+    return got
+
+
+def check_context_args(args: argparse.Namespace, model_kind: Optional[str]) -> None:
+    """A context task's arguments, before anything loads (``model_kind``:
+    what the model's name says, None when it does not).
+
+    Raises:
+        CLIError: Naming the argument: ``--task`` on a classifier (the
+            default model included), with ``--dataset`` or ``--max-length``;
+            ``--passages`` or ``--split`` without a task, ``--passages`` for a
+            task without it.
+    """
+    task = getattr(args, "task", None)
+    if task is None:
+        given = (("--passages", getattr(args, "passages", None)),)
+        if args.command == "evaluate":
+            given += (("--split", args.split),)
+        for flag, value in given:
+            if value is not None:
+                raise CLIError(
+                    f"{flag} {value}: it applies to a context task only (--task "
+                    "context-facts or context-topics)"
+                )
+        return
+    if args.model is None or model_kind == "classifier":
+        raise on_classifier(args)
+    if args.dataset is not None:
+        raise CLIError(
+            f"--task {task} and --dataset {args.dataset}: a context task reads "
+            "its own passages (AG News); give one of them"
+        )
+    if args.max_length is not None:
+        raise CLIError(
+            f"--max-length {args.max_length}: a context task's prompts are not "
+            "cut (an example past the model's positions is skipped, counted)"
+        )
+    if args.passages is not None:
+        if task != "context-facts":
+            raise CLIError(
+                f"--passages {args.passages}: {task} has one passage per topic; "
+                "--passages applies to context-facts"
+            )
+        args.passages = parse_passages(args.passages)
+    args.split = args.split or DEFAULT_SPLIT
+    args.batch_size = args.batch_size or CONTEXT_BATCH
+
+
+def on_classifier(args: argparse.Namespace) -> CLIError:
+    """The error of a context task on a classifier."""
+    what = "the default model" if args.model is None else f"--model {args.model}"
+    return CLIError(
+        f"--task {args.task}: a context task explains a causal LM's answer, but "
+        f"{what} is a classifier; give --model <causal LM> (a folder, a GGUF "
+        "file or a hub id)"
+    )
+
+
+@dataclass
+class PreparedContexts:
+    """A context task's examples, made and fitted before the weights load.
+
+    Attributes:
+        data: The examples kept (a
+            :class:`~captum_iba.evaluation.context_loop.ContextData`).
+        tokenizer: The model's tokenizer.
+        chat (bool): Whether the prompts are user turns of its chat template.
+        made (int): Examples made.
+        skipped (list of str): Why each skipped example was (its number and
+            its tokens).
+        positions (int, optional): The model's positions.
+    """
+
+    data: Any
+    tokenizer: Any
+    chat: bool
+    made: int
+    skipped: List[str]
+    positions: Optional[int]
+
+    def skipped_line(self) -> str:
+        """One line on the examples skipped ("" for none)."""
+        if not self.skipped:
+            return ""
+        return (
+            f"skipped {len(self.skipped)} of {self.made} examples: their prompt and "
+            f"longest response need more than the model's {self.positions} "
+            f"positions ({'; '.join(self.skipped[:4])}"
+            + ("; ...)" if len(self.skipped) > 4 else ")")
+        )
+
+
+def prepare_contexts(args: argparse.Namespace) -> PreparedContexts:
+    """The task's examples (seeded by ``--examples-seed``; ``--passages`` for
+    context-facts), each fitted to the model's positions with its longest
+    response (those that do not fit are skipped and counted), the request
+    checked against the model's configuration - all before its weights.
+
+    Raises:
+        CLIError: When no example fits, or for a tokenizer without offsets.
+    """
+    from captum_iba._utils.common import max_positions
+    from captum_iba.app.causal_lm import load_lm_tokenizer
+    from captum_iba.app.context_tasks import context_examples, layout_prompt
+    from captum_iba.app.llm_checks import check_lm_request, lm_config
+    from captum_iba.attr.llm_batch import encode_prompt, uses_chat
+    from captum_iba.evaluation.context_loop import MAX_NEW_TOKENS, ContextData
+
+    config = lm_config(args.model)
+    check_lm_request(args.request, config)
+    positions = max_positions(argparse.Namespace(config=config))
+    tok = load_lm_tokenizer(args.model)
+    if not getattr(tok, "is_fast", False):
+        raise CLIError(
+            f"--model {args.model}: its tokenizer gives no character offsets (not "
+            "a fast one), so the sources cannot be found among its tokens"
+        )
+    options = {"sources": args.passages} if args.passages else {}
+    try:
+        examples = context_examples(
+            args.task, args.split, args.n, seed=args.examples_seed,
+            data_dir=args.data_dir, **options,
+        )  # fmt: skip
+    except ValueError as err:
+        raise CLIError(f"--task {args.task}: {err}") from None
+    chat = uses_chat(tok, None)
+    kept, numbers, skipped = [], [], []
+    data = ContextData(tuple(examples), layout_prompt)
+    for i, example in enumerate(examples):
+        length = len(encode_prompt(tok, data.prompt(i)[0], chat=chat)[0])
+        if positions is not None and length + MAX_NEW_TOKENS - 1 > positions:
+            skipped.append(f"example {i}: {length} tokens")
+            continue
+        kept.append(example)
+        numbers.append(i)
+    prepared = PreparedContexts(None, tok, chat, len(examples), skipped, positions)
+    if not kept:
+        raise CLIError(f"--task {args.task}: {prepared.skipped_line()}; none is left")
+    prepared.data = ContextData(tuple(kept), layout_prompt, tuple(numbers))
+    return prepared
+
+
+def context_job(
+    args: argparse.Namespace, prepared: PreparedContexts, settings: Dict[str, Any]
+) -> Any:
+    """The :class:`~captum_iba.evaluation.context_loop.ContextJob` of the
+    run: the model loaded, the methods built."""
+    from captum_iba.app.causal_lm import load_causal_lm
+    from captum_iba.app.engine.records import weights_digest
+    from captum_iba.evaluation import Resources, build_scorers, get_preset
+    from captum_iba.evaluation.context_loop import ContextJob
+
+    tok = prepared.tokenizer
+    model, _ = load_causal_lm(args.model, tok)
+    return ContextJob(
+        model=model,
+        tokenizer=tok,
+        data=prepared.data,
+        scorers=build_scorers(args.request, Resources(model, tok), kind="causal-lm"),
+        settings=dict(
+            settings,
+            weights=weights_digest(model),
+            examples=list(prepared.data.numbers),
+            chat=prepared.chat,
+        ),
+        preset=get_preset(args.setting),
+        batch_size=args.batch_size,
+        degradation=True,
+        chat=prepared.chat,
+    )
+
+
+def context_columns(rows: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, list]]:
+    """Per method and pooling (``"iba-deletion (max)"``; a method's own
+    per-source scores: its name alone), its per-example lists: ``lds``,
+    ``top1`` (0 or 1), ``drop<k>`` and ``cpu_seconds``, from rows holding
+    ``method``, ``cpu_seconds`` and ``pooled`` (the engine's test records,
+    the context study's rows).
+    """
+    table: Dict[str, Dict[str, list]] = {}
+    for row in rows:
+        for pooling, found in row["pooled"].items():
+            name = row["method"] if pooling == "-" else f"{row['method']} ({pooling})"
+            column = table.setdefault(name, {"lds": [], "top1": [], "cpu_seconds": []})
+            column["lds"].append(found["lds"])
+            column["top1"].append(float(found["top1"]))
+            column["cpu_seconds"].append(row["cpu_seconds"])
+            for k, drop in found["drops"].items():
+                column.setdefault(f"drop{k}", []).append(drop)
+    return table
+
+
+def _mean(values: Sequence[float]) -> str:
+    import math
+
+    kept = [v for v in values if v is not None and math.isfinite(v)]
+    if not kept:
+        return "n/a"
+    n = f" (n {len(kept)})" if len(kept) < len(values) else ""
+    return f"{sum(kept) / len(kept):.3f}{n}"
+
+
+def context_summary(columns: Dict[str, Dict[str, list]]) -> str:
+    """Markdown: per method and pooling, the mean LDS, top-1 hit rate, top-k
+    drops (nats) and CPU-seconds per example, the best LDS first (means
+    over the examples where a value is defined; ``n`` said where fewer)."""
+    ks = sorted(
+        {c[4:] for col in columns.values() for c in col if c.startswith("drop")},
+        key=int,
+    )
+    head = "| method | n | LDS | top-1 hit | " + " | ".join(f"top-{k} drop" for k in ks)
+    lines = [head + " | CPU-s |", "|" + "---|" * (len(ks) + 5)]
+
+    def lds(name: str) -> float:
+        found = _mean(columns[name]["lds"]).split()[0]
+        return -float(found) if found != "n/a" else 2.0
+
+    for name in sorted(columns, key=lds):
+        col = columns[name]
+        cells = [_mean(col["lds"]), _mean(col["top1"])]
+        cells += [_mean(col.get(f"drop{k}", [])) for k in ks]
+        cells.append(f"{sum(col['cpu_seconds']) / len(col['cpu_seconds']):.2f}")
+        lines.append(f"| {name} | {len(col['lds'])} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_context_report(
+    args: argparse.Namespace, merged: Any, prepared: PreparedContexts
+) -> Tuple[str, List[str]]:
+    """The summary table (``<task>_<split>.md``, the skipped examples said
+    under it) and each method's per-example metrics
+    (``<task>_<split>_<method>.json``); returns the table and the names."""
+    from captum_iba._utils.io import atomic_write_text
+
+    out, stem = Path(args.out), f"{args.task}_{args.split}".replace("-", "_")
+    rows = [
+        dict(record, method=method)
+        for method, result in merged.results.items()
+        for record in result["records"]
+    ]
+    table = context_summary(context_columns(rows))
+    note = prepared.skipped_line()
+    atomic_write_text(
+        out / f"{stem}.md", table + "\n" + (f"\n{note}\n" if note else "")
+    )
+    written = [f"{stem}.md"]
+    for method, result in merged.results.items():
+        name = f"{stem}_{''.join(c if c.isalnum() else '_' for c in method).lower()}"
+        atomic_write_text(out / f"{name}.json", json.dumps(result, indent=1) + "\n")
+        written.append(f"{name}.json")
+    return table, written
