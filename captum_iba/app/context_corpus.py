@@ -45,7 +45,7 @@ def parse_passages(text: str) -> Tuple[int, int]:
     """``--passages MIN-MAX`` (or ``N``) as ``(MIN, MAX)``, 2 <= MIN <= MAX.
 
     Raises:
-        CLIError: Naming the option.
+        ~captum_iba.app.errors.CLIError: Naming the option.
     """
     low, _, high = str(text).partition("-")
     try:
@@ -65,8 +65,9 @@ def check_context_args(args: argparse.Namespace, model_kind: Optional[str]) -> N
     what the model's name says, None when it does not).
 
     Raises:
-        CLIError: Naming the argument: ``--task`` on a classifier (the
-            default model included), with ``--dataset`` or ``--max-length``;
+        ~captum_iba.app.errors.CLIError: Naming the argument: ``--task`` on
+            a classifier (the default model included), with ``--dataset`` or
+            ``--max-length``;
             ``--passages`` or ``--split`` without a task, ``--passages`` for a
             task without it.
     """
@@ -105,8 +106,9 @@ def check_context_args(args: argparse.Namespace, model_kind: Optional[str]) -> N
     args.batch_size = args.batch_size or CONTEXT_BATCH
 
 
-def on_classifier(args: argparse.Namespace) -> CLIError:
-    """The error of a context task on a classifier."""
+def on_classifier(args: argparse.Namespace) -> Exception:
+    """The error (:class:`~captum_iba.app.errors.CLIError`) of a context
+    task on a classifier."""
     what = "the default model" if args.model is None else f"--model {args.model}"
     return CLIError(
         f"--task {args.task}: a context task explains a causal LM's answer, but "
@@ -156,7 +158,8 @@ def prepare_contexts(args: argparse.Namespace) -> PreparedContexts:
     checked against the model's configuration - all before its weights.
 
     Raises:
-        CLIError: When no example fits, or for a tokenizer without offsets.
+        ~captum_iba.app.errors.CLIError: When no example fits, or for a
+            tokenizer without offsets.
     """
     from captum_iba._utils.common import max_positions
     from captum_iba.app.causal_lm import load_lm_tokenizer

@@ -45,7 +45,6 @@ from captum_iba.attr.llm import AnswerScores, CausalLMLogLikelihood
 from captum_iba.attr.llm_batch import (
     PromptBatch,
     _pad_id,
-    encode_prompt,
     prompt_batch,
 )
 from captum_iba.evaluation.loop import CorpusJob
@@ -298,12 +297,14 @@ class ContextJob(CorpusJob):
     used), it holds:
 
     Attributes:
+        degradation (bool): Run the test (the context metrics). Default True.
         chat (bool): Whether the prompts are user turns of the chat template.
         n_ablations (int): The LDS's held-out ablations per example.
         max_new_tokens (int): The longest response.
         ks (tuple of int): The top-k drops' k's.
     """
 
+    degradation: bool = True
     chat: bool = True
     n_ablations: int = HELDOUT_ABLATIONS
     max_new_tokens: int = MAX_NEW_TOKENS
