@@ -69,6 +69,10 @@ CLASSIFIER_MAX_LENGTH = 128
 _RUN_ONLY = ("out", "data_dir", "device", "command", "request", "llm", "contexts")
 
 
+#: A context task's options (left out of another run's settings).
+_CONTEXT_ONLY = ("task", "passages", "examples_seed")
+
+
 def _scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
     """The scorers of ``evaluate`` / ``attribute``: every method built once,
     by the harness's one resolver, from the checked request."""
@@ -96,6 +100,9 @@ def _run_settings(args: argparse.Namespace, split: str) -> Dict[str, Any]:
     """What defines a corpus run: its resolved options (compared on a re-run;
     a method option not given is recorded as ``"default"``)."""
     settings = {k: v for k, v in sorted(vars(args).items()) if k not in _RUN_ONLY}
+    if getattr(args, "task", None) is None:  # a corpus run's settings as before
+        for name in _CONTEXT_ONLY:
+            settings.pop(name, None)
     for name in OPTIONS.names():
         if settings.get(name, "") is None:
             settings[name] = "default"
@@ -200,9 +207,9 @@ def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
             finished = marker.read_text()
             marker.unlink()
         if world.is_main:
+            what = getattr(args, "task", None) or args.dataset
             print(
-                f"captum-iba {args.command}: {args.task or args.dataset} {split}, "
-                "methods "
+                f"captum-iba {args.command}: {what} {split}, methods "
                 f"{', '.join(args.methods)}; results go to {out}/ (a re-run with "
                 "the same options resumes)",
                 flush=True,

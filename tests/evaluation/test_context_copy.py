@@ -13,14 +13,20 @@ Each method is run as ``captum-iba evaluate --task`` runs it
 (:class:`~captum_iba.evaluation.context_loop.ContextJob`: the greedy
 response, the sources, 32 held-out ablations shared by the methods).
 ContextCite (its own package, skipped without it) is given the same
-response. Measured on training seeds 0-3 (docs/context.rst): ContextCite and
-the paper's IBA (noise at the embeddings; max or mean pooling) rank the key
-passage first on 12 of 12 held-out contexts; ``random`` on 0-2 (chance: 3).
-``iba-deletion`` and ``iba-sources`` are not asserted: their deletion is
-relaxed through the attention, which this model focuses on the value so
-sharply that weighting the key passage down to 0.01 costs its answer a
-fraction of a nat, and on two of the four seeds they rank the key first on
-at most 8 of 12 (the test's seed 0: 11-12 of 12).
+response. Measured on training seeds 0-3 (12 held-out contexts, chance
+about 3 of 12; the test's seed is 0, seeds 1-3 run with ``-m slow``):
+
+* the paper's ``IBA`` (noise at the embeddings), max or mean pooling: the
+  key first on 12 of 12 every seed, mean LDS .55-.70 (random's .27-.37);
+* ContextCite with 32 ablations: 12, 12, 11, 12 of 12;
+* ``random``: 3-4 of 12;
+* ``iba-deletion`` (max: 8, 3, 9, 10; mean: 3, 3, 6, 8) and ``iba-sources``
+  (7, 3, 7, 10) are not asserted: their deletion is relaxed through the
+  attention, which this model focuses on the value so sharply that the
+  attention's renormalisation hides the key (in a probe of one such model,
+  weighting the key passage down to 0.01 in the attention cost its answer
+  0.05-1.5 nats; from 0.5 up to 1 it lowered the answer's log-probability
+  a little), while leaving the passage out of the prompt changes the answer.
 """
 
 import random
@@ -135,7 +141,7 @@ def _hits(model, tok, methods):
 def _check_iba_finds_it_random_does_not(model, tok):
     hits, lds, responses, data = _hits(model, tok, ["IBA", "random"])
     answers = [ex.answer for ex in data.examples]
-    assert sum(r == a for r, a in zip(responses, answers)) >= N_HELDOUT - 1
+    assert sum(r == a for r, a in zip(responses, answers)) >= N_HELDOUT - 3
     chance = sum(1 / len(ex.sources) for ex in data.examples)  # about 3 of 12
     for pooling in ("max", "mean"):
         assert hits[f"IBA ({pooling})"] >= N_HELDOUT - 2, hits
