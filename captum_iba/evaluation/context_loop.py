@@ -51,7 +51,7 @@ from captum_iba.evaluation.loop import CorpusJob
 from captum_iba.evaluation.sources import (
     POOLINGS,
     ablated_prompt_ids,
-    pool_sources,
+    source_scores,
     with_sources,
 )
 from captum_iba.metrics.context import (
@@ -119,15 +119,10 @@ def method_source_scores(found: AnswerScores, batch: PromptBatch) -> Dict[str, T
     that scores sources as such (``found.sources``), else its whole-answer
     token scores pooled, one ``(B, S)`` per pooling of
     :data:`~captum_iba.evaluation.sources.POOLINGS` (NaN past a prompt's
-    sources)."""
+    sources; :func:`~captum_iba.evaluation.sources.source_scores`)."""
     if found.sources is not None:
-        return {OWN: found.sources.detach().double().cpu()}
-    if found.answer is None:
-        raise ValueError("source scores need the whole answer's token scores")
-    answer = found.answer.detach().cpu()
-    return {
-        p: pool_sources(answer, batch.sources, batch.n_sources, p) for p in POOLINGS
-    }
+        return {OWN: source_scores(found, batch)}
+    return {p: source_scores(found, batch, p) for p in POOLINGS}
 
 
 @dataclass(frozen=True)
