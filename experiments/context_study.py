@@ -66,7 +66,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 import faithfulness_study as fs  # noqa: E402
 
 from captum_iba._utils.io import atomic_write_text  # noqa: E402
-from captum_iba.app.context_corpus import context_columns  # noqa: E402
+from captum_iba.app.context_corpus import (  # noqa: E402
+    context_columns,
+    parse_passages,
+)
 from captum_iba.app.context_tasks import (  # noqa: E402
     CONTEXT_TASKS,
     ContextExample,
@@ -212,8 +215,8 @@ def run(args: argparse.Namespace) -> None:
     at2 = at2_scorers(args, methods)
     out = Path(args.out) / args.task / args.split
     out.mkdir(parents=True, exist_ok=True)
-    low, high = (int(v) for v in args.passages.split("-"))
-    extra = {"sources": (low, high)} if args.task == "context-facts" else {}
+    passages = parse_passages(args.passages)  # LOW-HIGH, checked
+    extra = {"sources": passages} if args.task == "context-facts" else {}
     examples = context_examples(args.task, args.split, args.n, seed=args.seed, **extra)
     if any(m.startswith(CONTEXTCITE) for m in methods):
         from captum_iba.evaluation.context_cite import import_context_cite
