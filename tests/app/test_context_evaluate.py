@@ -149,13 +149,16 @@ def test_examples_past_the_model_s_positions_are_skipped_and_counted(tmp_path, c
     short = _llama_dir(tmp_path, 100)
     out = tmp_path / "out"
     argv = _argv(short, tmp_path, out, "--passages", "3-12", "--num-instances", "6",
-                 "--methods", "random")  # fmt: skip
+                 "--methods", "random", "--batch-size", "2")  # fmt: skip
     assert main(argv) == 0
     said = capsys.readouterr().out
     assert "skipped" in said and "of 6 examples" in said and "100 positions" in said
     rows = [json.loads(line) for line in (out / "attributions.jsonl").open()]
     kept = {r["example"] for r in rows}
     assert 0 < len(kept) < 6 and len(rows) == len(kept)
+    for row in rows:  # two examples a unit: each its own sources
+        for found in row["context"]["pooled"].values():
+            assert len(found["scores"]) == row["n_sources"]
     assert "skipped" in (out / "context_facts_report.md").read_text()
     err = _fails(
         _argv(short, tmp_path, tmp_path / "none", "--passages", "15-20"), capsys

@@ -151,7 +151,6 @@ def _check_iba_finds_it_random_does_not(model, tok):
 
 @pytest.fixture(scope="module")
 def copy_model():
-    torch.set_num_threads(1)  # (the module's numbers do not depend on it)
     return train_copy_model(0)
 
 
