@@ -74,7 +74,7 @@ from captum_iba.app.context_tasks import (  # noqa: E402
     CONTEXT_TASKS,
     ContextExample,
     context_examples,
-    layout_prompt,
+    prompt_layout,
 )
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
 from captum_iba.attr.llm import CausalLMLogLikelihood  # noqa: E402
@@ -148,8 +148,9 @@ def study_example(
     Returns:
         dict: Method -> its row.
     """
-    data = ContextData((example,), layout_prompt, (number,))
-    unit = context_unit(model, tok, data, [0], chat=True, max_new_tokens=max_new_tokens)
+    chat = uses_chat(tok, None)  # a chat model's user turn; a base model's text
+    data = ContextData((example,), prompt_layout(chat), (number,))
+    unit = context_unit(model, tok, data, [0], chat, max_new_tokens=max_new_tokens)
     ll = CausalLMLogLikelihood(model)
     rows = {}
     for method, scorer in scorers.items():
@@ -323,6 +324,29 @@ def tables(args: argparse.Namespace) -> None:
         path = Path(args.docs) / "_generated" / f"{name}.rst"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(rst)
+        plot(table, what, Path(args.docs) / "_static" / f"{name}.png")
+
+
+def plot(table: Dict[str, Dict[str, Any]], title: str, path: Path) -> None:
+    """The cost-faithfulness picture: each method's (and pooling's) mean LDS,
+    95 % bootstrap interval, against its mean CPU-seconds per example; IBA's
+    drawn highlighted."""
+    from captum_iba.visualization import plot_cost_faithfulness
+
+    points = {}
+    for m, r in table.items():
+        lds = np.array([v for v in r["lds"] if v is not None and np.isfinite(v)])
+        mean, low, high = fs.bootstrap(lds)
+        points[m] = (float(np.mean(r["cpu_seconds"])), mean, (low, high))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plot_cost_faithfulness(
+        points,
+        highlight=[m for m in points if m.startswith("iba")],
+        ylabel="LDS (higher is more faithful)",
+        xlabel="CPU-seconds per example (one thread, log scale)",
+        title=title,
+        save_path=path,
+    )
 
 
 def main() -> None:

@@ -163,7 +163,7 @@ def prepare_contexts(args: argparse.Namespace) -> PreparedContexts:
     """
     from captum_iba._utils.common import max_positions
     from captum_iba.app.causal_lm import load_lm_tokenizer
-    from captum_iba.app.context_tasks import context_examples, layout_prompt
+    from captum_iba.app.context_tasks import context_examples, prompt_layout
     from captum_iba.app.llm_checks import check_lm_request, lm_config
     from captum_iba.attr.llm_batch import encode_prompt, uses_chat
     from captum_iba.evaluation.context_loop import MAX_NEW_TOKENS, ContextData
@@ -185,9 +185,10 @@ def prepare_contexts(args: argparse.Namespace) -> PreparedContexts:
         )  # fmt: skip
     except ValueError as err:
         raise CLIError(f"--task {args.task}: {err}") from None
-    chat = uses_chat(tok, None)
+    chat = uses_chat(tok, None)  # a chat model's user turn; a base model's text
+    layout = prompt_layout(chat)
     kept, numbers, skipped = [], [], []
-    data = ContextData(tuple(examples), layout_prompt)
+    data = ContextData(tuple(examples), layout)
     for i, example in enumerate(examples):
         length = len(encode_prompt(tok, data.prompt(i)[0], chat=chat)[0])
         if positions is not None and length + MAX_NEW_TOKENS - 1 > positions:
@@ -198,7 +199,7 @@ def prepare_contexts(args: argparse.Namespace) -> PreparedContexts:
     prepared = PreparedContexts(None, tok, chat, len(examples), skipped, positions)
     if not kept:
         raise CLIError(f"--task {args.task}: {prepared.skipped_line()}; none is left")
-    prepared.data = ContextData(tuple(kept), layout_prompt, tuple(numbers))
+    prepared.data = ContextData(tuple(kept), layout, tuple(numbers))
     return prepared
 
 

@@ -22,10 +22,11 @@ model is not consulted: whether its answer uses the key is what a study
 measures.
 """
 
+import functools
 import random
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 __all__ = [
     "CONTEXT_TASKS",
@@ -37,6 +38,7 @@ __all__ = [
     "context_prompt",
     "fact_examples",
     "layout_prompt",
+    "prompt_layout",
     "topic_examples",
 ]
 
@@ -44,6 +46,9 @@ __all__ = [
 LAYOUT = "Context: {context}\n\nQuery: {query}"
 #: What joins two sources of a context.
 JOIN = "\n\n"
+#: What a model without a chat template (a base model) reads after the
+#: query, so that it answers rather than goes on with the context.
+BASE_SUFFIX = "\nAnswer:"
 
 
 @dataclass(frozen=True)
@@ -134,20 +139,31 @@ class ContextExample:
 
 
 def layout_prompt(
-    sources: Sequence[str], query: str
+    sources: Sequence[str], query: str, suffix: str = ""
 ) -> Tuple[str, List[Tuple[int, int]]]:
     """ContextCite's layout (:data:`LAYOUT`, the sources joined by
     :data:`JOIN`) around any number of ``sources`` (an ablated context keeps
-    some, or none) and ``query``, and where each source lies in it
-    (characters): the layout of
-    :class:`~captum_iba.evaluation.context_loop.ContextData`."""
+    some, or none) and ``query``, ``suffix`` after it (a base model's
+    :data:`BASE_SUFFIX`), and where each source lies in it (characters):
+    the layout of :class:`~captum_iba.evaluation.context_loop.ContextData`
+    (:func:`prompt_layout`)."""
     head = LAYOUT.split("{context}")[0]
     spans, pos = [], len(head)
     for i, source in enumerate(sources):
         pos += len(JOIN) if i else 0
         spans.append((pos, pos + len(source)))
         pos += len(source)
-    return LAYOUT.format(context=JOIN.join(sources), query=query), spans
+    return LAYOUT.format(context=JOIN.join(sources), query=query) + suffix, spans
+
+
+def prompt_layout(chat: bool) -> Callable[..., Tuple[str, List[Tuple[int, int]]]]:
+    """The layout of a model's prompts: :func:`layout_prompt` as a user turn
+    of its chat template (``chat``), else as text ending in
+    :data:`BASE_SUFFIX` (a base model then answers the query rather than
+    goes on with the context)."""
+    return (
+        layout_prompt if chat else functools.partial(layout_prompt, suffix=BASE_SUFFIX)
+    )
 
 
 def context_prompt(

@@ -91,3 +91,14 @@ def test_the_splits_read_ag_news_apart():
         context_examples("context-x", "search", 1)
     with pytest.raises(ValueError, match="'search' or 'report'"):
         context_examples("context-facts", "test", 1)
+
+
+def test_a_base_model_s_layout_ends_in_the_answer_cue():
+    from captum_iba.app.context_tasks import BASE_SUFFIX, layout_prompt, prompt_layout
+
+    sources, query = ["First one.", "Second one."], "Which?"
+    assert prompt_layout(True)(sources, query) == layout_prompt(sources, query)
+    text, spans = prompt_layout(False)(sources, query)
+    assert text == layout_prompt(sources, query)[0] + BASE_SUFFIX
+    assert spans == layout_prompt(sources, query)[1]
+    assert prompt_layout(False)([], query)[0].endswith("Query: Which?\nAnswer:")
