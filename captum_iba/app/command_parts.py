@@ -27,6 +27,7 @@ __all__ = [
     "model_and_tokenizer",
     "print_notes",
     "prior_data",
+    "slug",
 ]
 
 #: Name of the marker written last into a results folder.
@@ -113,3 +114,9 @@ def config_and_record(path: Optional[str], dataset: str) -> Tuple[Any, Optional[
             "model is fine-tuned again when next needed)"
         )
     return config, record
+
+
+def slug(name: str) -> str:
+    """A method's name as part of a file name (``iba-deletion`` ->
+    ``iba_deletion``)."""
+    return "".join(c if c.isalnum() else "_" for c in name).strip("_").lower()

@@ -294,7 +294,7 @@ def write_context_report(
     under it) and each method's per-example metrics
     (``<task>_<split>_<method>.json``); returns the table and the names."""
     from captum_iba._utils.io import atomic_write_text
-    from captum_iba.app.corpus_command import _slug  # (its result files' names)
+    from captum_iba.app.command_parts import slug
 
     out, stem = Path(args.out), f"{args.task}_{args.split}".replace("-", "_")
     rows = [
@@ -309,7 +309,7 @@ def write_context_report(
     )
     written = [f"{stem}.md"]
     for method, result in merged.results.items():
-        name = f"{stem}_{_slug(method)}"
+        name = f"{stem}_{slug(method)}"
         atomic_write_text(out / f"{name}.json", json.dumps(result, indent=1) + "\n")
         written.append(f"{name}.json")
     return table, written

@@ -158,7 +158,7 @@ def _write_degradation(
     the names written."""
     written = []
     for name, result in results.items():
-        path = out / f"{stem}_{_slug(name)}.json"
+        path = out / f"{stem}_{command_parts.slug(name)}.json"
         result.to_json(path)
         written.append(path.name)
     table = compare(results)
@@ -338,7 +338,3 @@ def attribute(args: argparse.Namespace) -> int:
         f"units: {out / 'settings.json'})"
     )
     return 0
-
-
-def _slug(name: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in name).strip("_").lower()
