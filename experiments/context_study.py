@@ -315,8 +315,9 @@ def tables(args: argparse.Namespace) -> None:
     means, differences = means_table(table), paired_table(table)
     print(f"{args.task} {args.split}\n\n{means}\n\n{differences}")
     if args.docs:
-        name = f"context_{args.task}_{args.split}".replace("-", "_")
-        what = f"{args.task}, {args.split} split"
+        tag = f"_{args.tag}" if args.tag else ""
+        name = f"context_{args.task}_{args.split}{tag}".replace("-", "_")
+        what = f"{args.task}, {args.split} split" + (f", {args.tag}" if tag else "")
         rst = fs.to_rst(means, f"{what}: means, 95 % bootstrap intervals")
         rst += "\n" + fs.to_rst(
             differences, f"{what}: paired differences (method minus ContextCite)"
@@ -359,6 +360,9 @@ def main() -> None:
         p.add_argument("--out", default="results/context")
     sub.choices["tables"].add_argument(
         "--docs", help="also write the tables under this docs folder"
+    )
+    sub.choices["tables"].add_argument(
+        "--tag", default="", help="names the docs files and titles (e.g. the model)"
     )
     run_p = sub.choices["run"]
     run_p.add_argument("--n", type=int, default=12)
