@@ -79,8 +79,10 @@ def spy_builds(monkeypatch):
 
     def build(self, *args, **kwargs):
         calls[self.name] = dict(self.defaults, **kwargs)
-        if self.name in ("iba-amortized", "AttnLRP"):
-            return None  # needs a fitted explainer / lxt: keywords only
+        if self.name in ("iba-amortized", "AttnLRP") or self.name.startswith(
+            "contextcite"
+        ):
+            return None  # a fitted explainer / lxt / context-cite: keywords only
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(Entry, "build", build)
