@@ -4,7 +4,9 @@ AT2's own trainer, on random ablations of our context tasks' search split
 
 The examples are ``context_examples(task, "search", --pool, seed=--seed)``
 (by default seed 1000, apart from the context study's examples, seed 0;
-``--sources`` passages each). The package's store (the responses of all
+``--passages LOW-HIGH`` passages each, as ``evaluate --task`` and
+``experiments/context_study.py`` take them; ``--sources LOW,HIGH`` is a
+deprecated spelling that warns). The package's store (the responses of all
 ``--pool`` examples, the ablations' features and outcomes) is kept under
 ``--work``, resumable; the ablations are run once, for the largest budget's
 examples (``--first``: a second worker ablating a later range of the same
@@ -18,7 +20,7 @@ the method ``at2-<n>``::
 
     pip install --no-deps at2    # its other dependencies: see docs/context.rst
     python experiments/train_at2.py --task context-facts --n 0,8,16 --pool 16 \
-        --sources 3,6
+        --passages 3-6
 
 CPU-seconds (one torch thread, ``time.process_time``) are each budget's own:
 its examples' responses and ablations, then the fit.
@@ -29,11 +31,13 @@ import json
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import torch
 
 from captum_iba._utils.io import cache_root
+from captum_iba.app.context_corpus import parse_passages
 from captum_iba.app.context_tasks import CONTEXT_TASKS, context_examples
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID
 from captum_iba.evaluation.at2 import at2_weights_path, import_at2
@@ -55,9 +59,13 @@ def parse(argv=None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=1000, help="the examples' seed")
     parser.add_argument(
-        "--sources",
-        default="3,6",
-        help="context-facts: passages per context, low,high",
+        "--passages",
+        default=None,
+        metavar="LOW-HIGH",
+        help="context-facts: the passages per context (default 3-6)",
+    )
+    parser.add_argument(
+        "--sources", default=None, help="deprecated: --passages LOW-HIGH"
     )
     parser.add_argument("--iterations", type=int, default=1000, help="Adam steps")
     parser.add_argument(
@@ -75,13 +83,43 @@ def parse(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     try:
         args.budgets = sorted({int(v) for v in args.n.split(",")})
-        low, high = (int(v) for v in args.sources.split(","))
     except ValueError:
-        parser.error(f"--n and --sources take integers: {args.n!r}, {args.sources!r}")
+        parser.error(f"--n takes integers: {args.n!r}")
     if args.budgets[0] < 0 or args.ablations < 2 or args.budgets[-1] > args.pool:
         parser.error("--n must be 0..--pool (0: untrained) and --ablations >= 2")
-    args.source_range = (low, high)
+    args.source_range = _passages(parser, args)
     return args
+
+
+def _passages(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    """``--passages LOW-HIGH`` (default 3-6) by ``parse_passages``, or the
+    deprecated ``--sources LOW,HIGH`` with a FutureWarning naming --passages."""
+    text = args.passages or "3-6"
+    if args.sources is not None:
+        if args.passages is not None:
+            parser.error("give --passages only (--sources is its deprecated spelling)")
+        text = args.sources.replace(",", "-", 1)
+        warnings.warn(
+            f"--sources {args.sources} is deprecated: write --passages {text}",
+            FutureWarning,
+            stacklevel=2,
+        )
+    try:
+        return parse_passages(text)
+    except ValueError as err:
+        parser.error(str(err))
+
+
+def work_folder(args: argparse.Namespace) -> Path:
+    """AT2's store of this set of examples (under ``--work``, default the
+    cache's ``at2/work``), one per model, task, seed, ablations, pool and
+    passages."""
+    name = args.model.rstrip("/").split("/")[-1]
+    work = Path(args.work) if args.work else cache_root() / "at2" / "work"
+    low, high = args.source_range
+    return work / (
+        f"{name}-{args.task}-s{args.seed}-a{args.ablations}-p{args.pool}-x{low}-{high}"
+    )
 
 
 def main(argv=None) -> None:
@@ -94,12 +132,7 @@ def main(argv=None) -> None:
     options = {"sources": args.source_range} if args.task == "context-facts" else {}
     examples = context_examples(args.task, "search", args.pool, args.seed, **options)
     model, tok = load_causal_lm(args.model)
-    name = args.model.rstrip("/").split("/")[-1]
-    work = Path(args.work) if args.work else cache_root() / "at2" / "work"
-    low, high = args.source_range
-    work = work / (
-        f"{name}-{args.task}-s{args.seed}-a{args.ablations}-p{args.pool}-x{low}-{high}"
-    )  # one store per set of examples
+    work = work_folder(args)  # one store per set of examples
     pairs = [(e.sources, e.query) for e in examples]
     trainer, seconds = at2_trainer(
         model,

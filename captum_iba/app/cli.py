@@ -16,7 +16,8 @@ This module is the parser only: it imports neither torch nor any method, so
 ``--help`` answers at once. The names it offers come from torch-free homes
 (methods, priors and settings from :mod:`captum_iba.registry`, corpora from
 :mod:`captum_iba.app.data.corpora`, ``reproduce``'s parts and profiles from
-:mod:`captum_iba.app.profiles`); what a command does lives in
+:mod:`captum_iba.app.profiles`; the context options are
+:mod:`captum_iba.app.cli_context`'s); what a command does lives in
 :mod:`captum_iba.app.commands`, imported when a command runs.
 
 Every name on the command line is resolved there, once, into the object the
@@ -44,6 +45,7 @@ from captum_iba.app.cli_checks import (
     REPRODUCE_SETTINGS,
     deprecation_notes,
 )
+from captum_iba.app.cli_context import add_context_tasks, add_explain_context
 from captum_iba.app.data.corpora import DEFAULT_CORPUS, LABEL_NAMES
 from captum_iba.app.errors import CLIError, split_choices
 from captum_iba.app.help import (
@@ -116,22 +118,7 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
         "line per method, over the same words",
     )
     ex.add_argument("--pair", help="second text of a sentence pair (e.g. for RTE)")
-    ex.add_argument(
-        "--context",
-        metavar="FILE_OR_TEXT",
-        help="a causal LM: a context whose sources the answer may use (a file "
-        "that exists is read, else the text itself), laid out with --query as "
-        "ContextCite does ('Context: ...\\n\\nQuery: ...'); the listing ranks "
-        "the sources by how much the answer used them (docs/context.rst)",
-    )
-    ex.add_argument("--query", help="the question about --context")
-    ex.add_argument(
-        "--sources",
-        choices=("sentence", "documents", "lines", "turns"),
-        help="how --context is cut into sources: sentence (default), documents "
-        "(separated by blank lines), lines, turns (a line opening with a "
-        "speaker's label such as 'User:' starts one)",
-    )
+    add_explain_context(ex)
     ex.add_argument(
         "--model",
         help="a fine-tuned classifier, or a causal LM (a generative model): a "
@@ -310,47 +297,12 @@ def _evaluate_parser(sub: "argparse._SubParsersAction") -> None:
         epilog="\n\n".join([methods_listing(), priors_listing()]),
     )
     _corpus_arguments(ev, 300)
-    _context_arguments(ev)
+    add_context_tasks(ev)
     ev.add_argument(
         "--out",
         default="results/evaluate",
         help="output folder (a re-run with the same options resumes; other options "
         "are refused)",
-    )
-
-
-def _context_arguments(p: argparse.ArgumentParser) -> None:
-    """``evaluate``'s context tasks (docs/context.rst)."""
-    from captum_iba.app.context_tasks import CONTEXT_TASKS
-
-    group = p.add_argument_group(
-        "context tasks: which source of a prompt did a causal LM's answer use "
-        "(ContextCite's metrics: LDS, top-k log-probability drops, top-1 hit)"
-    )
-    group.add_argument(
-        "--task",
-        choices=CONTEXT_TASKS,
-        help="a context task instead of --dataset (needs --model <causal LM>): "
-        "context-facts, a planted fact among AG News passages; context-topics, "
-        "one article per topic, the query naming one",
-    )
-    group.add_argument(
-        "--split",
-        choices=("search", "report"),
-        help="the task's split: search (AG News's train part, for choosing "
-        "configurations) or report (its held-out part; default)",
-    )
-    group.add_argument(
-        "--passages",
-        metavar="MIN-MAX",
-        help="context-facts: how many passages a context has, the fact's among "
-        "them (default 3-20); an example past the model's positions is skipped",
-    )
-    group.add_argument(
-        "--examples-seed",
-        type=int,
-        default=0,
-        help="the seed of the task's examples (default 0)",
     )
 
 

@@ -96,3 +96,22 @@ def test_a_registered_method_appears_in_the_help(monkeypatch):
     METHODS.add("my-method", "nowhere:Nothing", "a user's method")
     text = _subparsers(cli._parser())["explain"].format_help()
     assert "my-method" in text and "a user's method" in text
+
+
+def test_both_parsers_take_their_context_options():
+    """``explain``'s context and query and ``evaluate``'s context tasks come
+    from one module (:mod:`captum_iba.app.cli_context`), each where it belongs."""
+    parser = cli._parser()
+    ex = parser.parse_args(
+        ["explain", "--context", "a. b.", "--query", "q?", "--sources", "lines"]
+    )
+    assert (ex.context, ex.query, ex.sources) == ("a. b.", "q?", "lines")
+    argv = ["evaluate", "--task", "context-facts", "--split", "search",
+            "--passages", "3-6", "--examples-seed", "4"]  # fmt: skip
+    ev = parser.parse_args(argv)
+    assert (ev.task, ev.split, ev.passages, ev.examples_seed) == (
+        "context-facts", "search", "3-6", 4,
+    )  # fmt: skip
+    for command, absent in (("explain", "--task"), ("evaluate", "--query")):
+        with pytest.raises(SystemExit):
+            parser.parse_args([command, absent, "x"])

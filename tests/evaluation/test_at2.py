@@ -238,6 +238,34 @@ def test_the_training_script_checks_its_budgets_before_loading(capsys):
     assert "--n must be 0..--pool" in capsys.readouterr().err
 
 
+def test_the_training_script_takes_passages_as_every_context_command(capsys, tmp_path):
+    """``--passages LOW-HIGH`` as ``evaluate --task`` and the study take it
+    (``parse_passages``); ``--sources LOW,HIGH`` still works with a warning
+    naming ``--passages``; the store and the weights keep their names."""
+    from captum_iba.evaluation.at2 import at2_weights_path
+    from tests.helpers import experiment
+
+    script = experiment("train_at2")
+    assert script.parse(["--passages", "4-8"]).source_range == (4, 8)
+    default = script.parse(["--work", str(tmp_path)])
+    assert script.work_folder(default) == tmp_path / (
+        "SmolLM2-135M-Instruct-context-facts-s1000-a32-p16-x3-6"
+    )
+    assert at2_weights_path(default.model, default.task, 16, 32, tmp_path) == (
+        tmp_path / "SmolLM2-135M-Instruct-context-facts-n16-a32.pt"
+    )
+    with pytest.warns(FutureWarning, match="write --passages 4-8"):
+        assert script.parse(["--sources", "4,8"]).source_range == (4, 8)
+    for bad, says in (
+        (["--passages", "6-3"], "--passages 6-3: give MIN-MAX"),
+        (["--passages", "3,6"], "--passages 3,6: give MIN-MAX"),
+        (["--passages", "3-6", "--sources", "3,6"], "give --passages only"),
+    ):
+        with pytest.raises(SystemExit):
+            script.parse(bad)
+        assert says in capsys.readouterr().err
+
+
 def test_the_cpu_seconds_of_two_workers_merge(tmp_path):
     """Each worker keeps its own record; a cached call (about 0 s) never
     hides the call that did the work."""
