@@ -277,6 +277,23 @@ def install_fake_lxt(monkeypatch, monkey_patch: Callable) -> None:
     monkeypatch.setitem(sys.modules, "lxt.efficient.models", models)
 
 
+class _NoLxt:
+    """A finder that says lxt is not installed, as Python does."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "lxt" or name.startswith("lxt."):
+            raise ModuleNotFoundError("No module named 'lxt'", name="lxt")
+        return None
+
+
+def hide_lxt(monkeypatch) -> None:
+    """Make ``import lxt`` fail as where it is not installed (whether it is
+    or not); ``monkeypatch`` undoes it after the test."""
+    for name in [m for m in sys.modules if m == "lxt" or m.startswith("lxt.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [_NoLxt(), *sys.meta_path])
+
+
 #: Light options of the methods, for tests (the defaults are for real use).
 LIGHT_OPTIONS = {
     "steps": 2,

@@ -17,11 +17,14 @@ class level. This scorer therefore:
 
 Requirements (an optional extra, ``pip install "captum-iba[attnlrp]"``):
 ``lxt`` 2.1 supports BERT, GPT-2, Llama, Qwen and Gemma; it imports
+``transformers.modeling_attn_mask_utils`` and
 ``transformers.pytorch_utils.find_pruneable_heads_and_indices``, which
 transformers 5 removed, so it needs ``transformers<5`` (4.51 to 4.53 work;
 older lack the Qwen3 module it imports). It also imports ``torchvision`` for
 its ViT rules. Where it cannot be imported the scorer raises an ``ImportError``
-that says so.
+that says why: lxt missing, or the import's own error and the transformers
+version installed (:func:`attnlrp_available`, also what the command line
+checks before any model loads).
 """
 
 import importlib
@@ -49,11 +52,10 @@ _MODULES = {
     "gpt2": "transformers.models.gpt2.modeling_gpt2",
     "llama": "transformers.models.llama.modeling_llama",
 }
-_HINT = (
-    "AttnLRP needs the optional package lxt (pip install 'captum-iba[attnlrp]'). "
-    "lxt 2.1 imports transformers.pytorch_utils.find_pruneable_heads_and_indices, "
-    "which transformers 5 removed: use it in an environment with "
-    "transformers>=4.51,<5 (and torchvision, which it imports for its ViT rules)."
+#: What lxt 2.1 needs (docs/llm.rst; measured: it does not import under 5.x).
+_NEEDS = (
+    "lxt 2.1 needs transformers>=4.51,<5 (and torchvision, which it imports "
+    "for its ViT rules)"
 )
 
 
@@ -67,8 +69,25 @@ def attnlrp_available() -> Tuple[bool, str]:
         importlib.import_module("lxt.efficient")
         importlib.import_module("lxt.efficient.models")
     except Exception as err:  # ImportError, or errors raised while importing
-        return False, f"{_HINT} (import failed: {type(err).__name__}: {err})"
+        return False, _why_not(err)
     return True, ""
+
+
+def _why_not(err: Exception) -> str:
+    """Why ``lxt`` did not import, in one line: not installed, or its own
+    import error, with the transformers version installed."""
+    from importlib.metadata import version
+
+    here = f"transformers {version('transformers')} is installed here"
+    if isinstance(err, ModuleNotFoundError) and err.name == "lxt":
+        return (
+            "AttnLRP needs the optional package lxt, which is not installed "
+            f"(pip install 'captum-iba[attnlrp]'); {_NEEDS}, and {here}."
+        )
+    return (
+        "AttnLRP needs the optional package lxt, which does not import here "
+        f"({type(err).__name__}: {err}); {_NEEDS}, and {here}."
+    )
 
 
 def _restore(owner: Any, saved: Mapping[str, Any]) -> None:

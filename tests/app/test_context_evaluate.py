@@ -5,6 +5,7 @@ Llama saved as a folder and a tiny AG News; bad combinations refused before
 any model loads; examples past the model's positions skipped and counted."""
 
 import json
+import math
 
 import pytest
 import transformers as tf
@@ -13,7 +14,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from captum_iba.app.cli import main
 from captum_iba.evaluation.context_loop import HELDOUT_SEED
 from tests.app.test_cli_faults import _fails
-from tests.helpers import tiny_causal_lm
+from tests.helpers import hide_lxt, tiny_causal_lm
 
 WORDS = (
     "<pad> <eos> <unk> Context : Query ? What is the cat sat on mat a dog ran in "
@@ -66,14 +67,16 @@ def test_a_context_task_records_every_method_s_metrics_and_resumes(
 ):
     out = tmp_path / "out"
     argv = _argv(tiny_llm, tmp_path, out, "--passages", "3-5", "--methods",
-                 "iba-sources,iba-deletion,random", "--steps", "2")  # fmt: skip
+                 "iba-sources,iba-deletion,ig,random", "--steps", "2",
+                 "--ig-steps", "3")  # fmt: skip
     assert main(argv) == 0
     said = capsys.readouterr().out
     assert "context-facts report (n=3)" in said
     assert "| iba-sources | 3 |" in said and "| iba-deletion (max) | 3 |" in said
-    assert "done: 3 instances x 3 method(s)" in said
+    assert "| IG (sum) | 3 |" in said  # a signed method's own pooling
+    assert "done: 3 instances x 4 method(s)" in said
     rows = [json.loads(line) for line in (out / "attributions.jsonl").open()]
-    assert len(rows) == 9
+    assert len(rows) == 12
     for row in rows:
         n = row["n_sources"]
         assert 3 <= n <= 5 and 0 <= row["key"] < n and len(row["sources"]) == n
@@ -85,6 +88,7 @@ def test_a_context_task_records_every_method_s_metrics_and_resumes(
         assert set(test["pooled"]) == poolings
         for found in test["pooled"].values():
             assert len(found["scores"]) == n
+            assert all(math.isfinite(v) for v in found["scores"])
             assert found["lds"] is None or -1 <= found["lds"] <= 1
             assert isinstance(found["top1"], bool)
             assert set(found["drops"]) == {"1", "3", "5"}
@@ -164,3 +168,23 @@ def test_examples_past_the_model_s_positions_are_skipped_and_counted(tmp_path, c
         _argv(short, tmp_path, tmp_path / "none", "--passages", "15-20"), capsys
     )
     assert "none is left" in err and "100 positions" in err
+
+
+def test_attnlrp_without_lxt_is_refused_before_any_model_loads(
+    tiny_llm, tmp_path, capsys, monkeypatch
+):
+    """Issue 51's anchor AttnLRP pooled to sources: where lxt is missing (or
+    does not import: lxt 2.1 under transformers 5) the context task says why
+    in one line before the model loads."""
+    import transformers
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the weights were loaded")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
+    hide_lxt(monkeypatch)
+    out = tmp_path / "out"
+    err = _fails(_argv(tiny_llm, tmp_path, out, "--methods", "ig,attnlrp"), capsys)
+    assert "AttnLRP needs the optional package lxt, which is not installed" in err
+    assert "pip install 'captum-iba[attnlrp]'" in err and "transformers" in err
+    assert not out.exists()

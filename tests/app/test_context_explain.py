@@ -14,7 +14,7 @@ import captum_iba
 from captum_iba.app.cli import main
 from captum_iba.app.context_explain import context_prompt_of
 from captum_iba.app.context_tasks import LAYOUT
-from tests.helpers import tiny_causal_lm, tiny_word_tokenizer
+from tests.helpers import hide_lxt, tiny_causal_lm, tiny_word_tokenizer
 
 FAST = {"max_new_tokens": 2}
 SOURCES = ["the cat sat on the mat", "a dog ran in the park", "the big red dog"]
@@ -250,3 +250,18 @@ def test_turns_keep_a_turns_lines_and_the_text_before_the_first_label():
         "Assistant: a dog: ran",
         "User: ok",
     ]
+
+
+def test_cli_attnlrp_without_lxt_before_the_weights(
+    lm_dir, no_weights, monkeypatch, capsys
+):
+    """AttnLRP pooled to the sources, where lxt is missing: the cause in one
+    line, before the weights load."""
+    hide_lxt(monkeypatch)
+    argv = ["explain", "--context", "a b. c d.", "--query", QUERY, "--model",
+            lm_dir, "--method", "attnlrp"]  # fmt: skip
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "AttnLRP needs the optional package lxt, which is not installed" in err

@@ -12,6 +12,7 @@ from transformers.models.llama import modeling_llama
 from captum_iba.attr.llm_batch import IGNORE_INDEX, position_ids, prompt_batch
 from captum_iba.evaluation.attnlrp import AttnLRPScorer, attnlrp_available
 from tests.helpers import (
+    hide_lxt,
     install_fake_lxt,
     no_hooks,
     tiny_causal_lm,
@@ -108,3 +109,39 @@ def test_llm_attnlrp_says_what_blocks_it():
         pytest.skip("lxt imports here")
     with pytest.raises(ImportError, match="lxt.*transformers"):
         AttnLRPScorer(tiny_causal_lm("llama"))
+
+
+def test_the_reason_says_whether_lxt_is_missing_or_fails_to_import(
+    monkeypatch, tmp_path
+):
+    """lxt not installed: the install command; lxt installed but failing
+    (lxt 2.1 under transformers 5: ``No module named
+    'transformers.modeling_attn_mask_utils'``): its own error, and in both
+    the transformers version installed and the one lxt needs."""
+    import sys
+    import types
+    from importlib.metadata import version
+
+    here = f"transformers {version('transformers')} is installed here"
+    hide_lxt(monkeypatch)
+    ok, reason = attnlrp_available()
+    assert not ok and reason.startswith(
+        "AttnLRP needs the optional package lxt, which is not installed "
+        "(pip install 'captum-iba[attnlrp]')"
+    )
+    assert here in reason and "transformers>=4.51,<5" in reason
+    monkeypatch.undo()
+    broken = tmp_path / "lxt"
+    (broken / "efficient").mkdir(parents=True)
+    (broken / "efficient" / "__init__.py").write_text(
+        "import transformers.a_module_this_test_lacks\n"
+    )
+    package = types.ModuleType("lxt")
+    package.__path__ = [str(broken)]
+    monkeypatch.setitem(sys.modules, "lxt", package)
+    ok, reason = attnlrp_available()
+    assert not ok and reason.startswith(
+        "AttnLRP needs the optional package lxt, which does not import here "
+        "(ModuleNotFoundError: No module named 'transformers.a_module_this_test_lacks')"
+    )
+    assert here in reason and "\n" not in reason
