@@ -219,7 +219,7 @@ def test_the_context_study_runs_at2_from_its_weights(lm, trained, tmp_path):
     assert set(makers) == {"at2-4"}
     scorer = makers["at2-4"](model, tok)
     rows = study.study_example(
-        model, tok, EXAMPLE, {"at2-4": scorer}, seed=7, max_new_tokens=3
+        model, tok, EXAMPLE, {"at2-4": scorer}, number=7, max_new_tokens=3
     )
     row = rows["at2-4"]
     assert set(row["pooled"]) == {"-"} and len(row["pooled"]["-"]["scores"]) == 3
