@@ -230,12 +230,14 @@ _method(
     "iba-amortized",
     "amortized:IBAAmortizedScorer",
     "amortized IBA: an explainer taught by iba-deletion once per model, then one "
-    "forward pass per attribution (docs/amortized.rst)",
+    "forward pass per attribution (a causal LM: fitted on prompts with "
+    "fit_amortized, the whole answer only; docs/amortized.rst)",
     ("layer", "explainer_objective"),
     signed=False,
     reduction="mean",
     uses=("explainer",),
     layer="embeddings",
+    models=MODEL_KINDS,
 )
 _method(
     "iba-deletion",

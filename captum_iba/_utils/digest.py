@@ -7,12 +7,13 @@ digest.
 """
 
 import hashlib
+import json
 import os
 from typing import Any, Dict, Union
 
 import torch
 
-__all__ = ["file_record", "file_sha256", "weights_digest"]
+__all__ = ["file_record", "file_sha256", "tokenizer_digest", "weights_digest"]
 
 
 def weights_digest(model: Any) -> str:
@@ -39,6 +40,28 @@ def weights_digest(model: Any) -> str:
             .tobytes()
         )
     return digest.hexdigest()
+
+
+def tokenizer_digest(tokenizer: Any) -> str:
+    """A hash of what a tokenizer maps text to: its class, vocabulary, special
+    tokens and chat template (two tokenizers with the same digest give the
+    same ids).
+
+    Args:
+        tokenizer (Any): A Hugging Face tokenizer.
+
+    Returns:
+        str: 24 hexadecimal digits (BLAKE2b, 12 bytes).
+    """
+    vocab = getattr(tokenizer, "get_vocab", dict)()
+    facts = {
+        "class": type(tokenizer).__name__,
+        "vocab": sorted(vocab.items(), key=lambda kv: kv[1]),
+        "special": sorted(map(str, getattr(tokenizer, "all_special_tokens", []))),
+        "chat_template": str(getattr(tokenizer, "chat_template", None)),
+    }
+    text = json.dumps(facts, sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
 def file_sha256(path: Union[str, "os.PathLike[str]"]) -> str:

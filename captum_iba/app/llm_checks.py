@@ -9,7 +9,8 @@ does not need the weights comes before them:
 * :func:`check_lm_request` - the request's layers against that (out of
   range, ``iba-deletion`` at the last layer), ``attnlrp`` without
   ``lxt``, a prior fitted on data (a causal LM's route has no corpus to fit
-  it on);
+  it on), a method that needs a fitted explainer (``iba-amortized``: the
+  command line fits none for a causal LM yet);
 * :func:`answer_budget` - a prompt and its answer against the positions,
   from the tokenizer alone (loaded before the model): the longest answer
   the positions leave room for, or a refusal.
@@ -123,8 +124,9 @@ def check_lm_request(request: MethodRequest, config: Any, cli: bool = True) -> N
     """The request's layers against the configuration
     (:func:`~captum_iba.app.models.check_request_layers`: the range, and
     ``iba-deletion`` at the last layer), ``attnlrp`` where ``lxt``
-    does not import, and a prior fitted on data (there is no corpus to fit
-    it on) - all before any weights load.
+    does not import, a prior fitted on data (there is no corpus to fit
+    it on) and a method that needs a fitted explainer (the command line
+    fits none for a causal LM) - all before any weights load.
 
     Raises:
         ~captum_iba.app.errors.CLIError: Naming the option or the method.
@@ -135,7 +137,15 @@ def check_lm_request(request: MethodRequest, config: Any, cli: bool = True) -> N
 
     check_request_layers(request, config, cli)
     for method in request.methods:
-        module = str(method_entry(method, "causal-lm").target).partition(":")[0]
+        entry = method_entry(method, "causal-lm")
+        if "explainer" in entry.facts.get("uses", ()):
+            raise CLIError(
+                f"{method}: the command line fits no explainer for a causal LM yet; "
+                "fit one on prompts in Python (captum_iba.evaluation.amortized."
+                "fit_amortized with prompt_batches) and explain with "
+                "IBAAmortizedScorer (docs/amortized.rst)"
+            )
+        module = str(entry.target).partition(":")[0]
         if module.endswith(".attnlrp"):
             from captum_iba.evaluation.attnlrp import attnlrp_available
 

@@ -38,6 +38,7 @@ from captum_iba.attr._seam import (
     stack_for,
 )
 from captum_iba.attr.explainer import ExplainerSettings
+from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.attr.priors import NoisePrior
 
 __all__ = ["Batch", "Clean", "Passes", "module_name", "unpack"]
@@ -64,14 +65,23 @@ class Batch:
 def unpack(batch: Any, device: torch.device) -> Batch:
     """A loader's batch as a :class:`Batch`, on ``device``.
 
-    Accepts a dict with ``input_ids``, ``attention_mask`` and optionally
-    ``token_type_ids`` and ``labels`` (or ``label``), or a tuple/list
+    Accepts a causal LM's :class:`~captum_iba.attr.llm_batch.PromptBatch`
+    (the arguments of :class:`~captum_iba.attr.llm.CausalLMLogLikelihood`,
+    its ``scored`` tokens the explained ones, as
+    :func:`~captum_iba.attr.llm.explain_answers` explains them), a dict
+    with ``input_ids``, ``attention_mask`` and optionally ``token_type_ids``
+    and ``labels`` (or ``label``), or a tuple/list
     ``(input_ids, attention_mask[, token_type_ids][, labels])`` where the
     labels are the 1-D tensor.
 
     Raises:
         ValueError: Naming what is missing or of the wrong shape.
     """
+    if isinstance(batch, PromptBatch):
+        args = batch.arguments()
+        extra = (args["attention_mask"].to(device), args["labels"].to(device))
+        scored = batch.scored[:, :-1].to(device).bool()
+        return Batch(args["input_ids"].to(device), extra, scored)
     if isinstance(batch, dict):
         ids, mask = batch.get("input_ids"), batch.get("attention_mask")
         tt = batch.get("token_type_ids")

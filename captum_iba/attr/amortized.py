@@ -29,14 +29,14 @@ from captum_iba._utils.captum_compat import (
     _format_additional_forward_args,
     _format_tensor_into_tuples,
 )
-from captum_iba._utils.digest import weights_digest
 from captum_iba._utils.hooks import evaluation_mode, find_in_stack
 from captum_iba._utils.modules import layer_stack
 from captum_iba.attr import _loop, _speed
 from captum_iba.attr import amortized_store as store
 from captum_iba.attr._amortized_pass import Batch, Clean, Passes, module_name
 from captum_iba.attr._tokens import infer_token_mask
-from captum_iba.attr.amortized_fit import fit_network, specials_kept
+from captum_iba.attr.amortized_fit import fit_network, specials_kept, summary_of
+from captum_iba.attr.amortized_store import explainer_key
 from captum_iba.attr.explainer import ExplainerSettings, MaskExplainer
 from captum_iba.attr.options import DELETION, IBAOptions
 
@@ -60,17 +60,6 @@ def default_readout(model: Module, layer: Module) -> List[Module]:
         return [layer]
 
 
-def explainer_key(
-    model: Module, layer: Module, settings: ExplainerSettings
-) -> Dict[str, Any]:
-    """What an explainer is fitted for: weights digest, layer name, settings."""
-    return {
-        "weights": weights_digest(model),
-        "layer": module_name(model, layer),
-        "settings": settings.to_dict(),
-    }
-
-
 class AmortizedExplainer:
     """A fitted explainer: the network, its settings and what it was fitted for.
 
@@ -79,8 +68,10 @@ class AmortizedExplainer:
     Attributes:
         network (MaskExplainer): The trained network.
         settings (ExplainerSettings): How it was fitted.
-        key (dict): The model's weights digest, the layer's name and the
-            settings.
+        key (dict): The model's weights digest, the layer's name, the
+            settings, the tokenizer's digest (when fitted with one) and, for a
+            causal LM, ``max_tokens``: the longest input (prompt and answer)
+            it was fitted on.
         stats (dict): The fit's statistics (steps, instances, CPU-seconds...).
     """
 
@@ -120,13 +111,17 @@ class AmortizedExplainer:
             layer (Module): The layer after which the bottleneck goes.
             data (Iterable): Batches: dicts with ``input_ids``,
                 ``attention_mask`` and optionally ``token_type_ids`` and
-                ``labels``, or tuples in that order (e.g. a ``DataLoader``).
+                ``labels``, or tuples in that order (e.g. a ``DataLoader``);
+                for a causal LM (``model`` a
+                :class:`~captum_iba.attr.llm.CausalLMLogLikelihood`),
+                :class:`~captum_iba.attr.llm_batch.PromptBatch` es.
             settings (ExplainerSettings, optional): The fit's settings; its
                 fields may also be given as keywords (``options``).
             readout (sequence of Module, optional): The layers the explainer
                 reads. Default: ``layer`` and the last layer of its stack.
             tokenizer (optional): Gives ``pad_token_id`` and the special ids
-                (kept out of the deletion-like prior) when not in ``settings``.
+                (kept out of the deletion-like prior) when not in ``settings``;
+                its digest is part of the key (another tokenizer is refused).
             folder (str or Path, optional): Where to save the explainer (and
                 checkpoints while fitting; an interrupted fit resumes from
                 them). A finished explainer with the same key there is loaded
@@ -155,13 +150,15 @@ class AmortizedExplainer:
             options.setdefault("special_token_ids", common.special_token_ids(tokenizer))
         options["readout"] = [module_name(model, m) for m in readout]
         settings = ExplainerSettings.from_dict({**base, **options})
-        key = explainer_key(model, layer, settings)
+        key = explainer_key(model, layer, settings, tokenizer)
         if folder is not None and (Path(folder) / store.RECORD).is_file():
-            return cls.load(folder, model, layer, settings)
+            return cls.load(folder, model, layer, settings, tokenizer)
         network, stats = fit_network(
             model, layer, readout, data, settings, key, folder, show_progress,
             checkpoint_seconds,
         )  # fmt: skip
+        if summary_of(model) == "last":  # a causal LM: the longest input known
+            key = dict(key, max_tokens=stats["longest"])
         explainer = cls(network, settings, key, stats)
         if folder is not None:
             explainer.save(folder)
@@ -179,6 +176,7 @@ class AmortizedExplainer:
         shape = {
             "widths": list(self.network.widths),
             "n_classes": self.network.n_classes,
+            "summary": self.network.summary,
         }
         return store.write_explainer(
             folder, self.network.state_dict(), self.key, shape, self.stats
@@ -191,6 +189,7 @@ class AmortizedExplainer:
         model: Module,
         layer: Module,
         settings: Optional[ExplainerSettings] = None,
+        tokenizer: Any = None,
     ) -> "AmortizedExplainer":
         """Load an explainer saved by :meth:`save`, refusing a stale one.
 
@@ -201,6 +200,8 @@ class AmortizedExplainer:
             layer (Module): The layer it must have been fitted for.
             settings (ExplainerSettings, optional): When given, the settings
                 it must have been fitted with.
+            tokenizer (optional): When given, the tokenizer it must have been
+                fitted with (when it was fitted with one).
 
         Returns:
             AmortizedExplainer: The explainer.
@@ -209,14 +210,10 @@ class AmortizedExplainer:
             FileNotFoundError: When ``folder`` holds no finished explainer.
             ValueError: Naming the file or the difference, when a file is
                 damaged or truncated, or the explainer was fitted for other
-                weights, another layer or other settings.
+                weights, another layer, another tokenizer or other settings.
         """
         record = store.read_record(folder)
-        expected = {
-            "weights": weights_digest(model),
-            "layer": module_name(model, layer),
-            "settings": None if settings is None else settings.to_dict(),
-        }
+        expected = explainer_key(model, layer, settings, tokenizer)
         try:  # settings added since it was saved take their defaults
             saved = ExplainerSettings.from_dict(record["key"]["settings"])
         except (TypeError, ValueError) as err:
@@ -226,7 +223,10 @@ class AmortizedExplainer:
         if problem:
             raise ValueError(f"{folder}: stale explainer, not used: {problem}.")
         shape = record.get("shape") or {}
-        network = MaskExplainer(shape["widths"], shape["n_classes"], saved.hidden)
+        network = MaskExplainer(
+            shape["widths"], shape["n_classes"], saved.hidden,
+            summary=shape.get("summary", "first"),
+        )  # fmt: skip
         state = store.read_weights(folder, record)
         try:
             network.load_state_dict(state)
@@ -237,17 +237,25 @@ class AmortizedExplainer:
         network.to(common.model_device(model)).eval()
         return cls(network, saved, found, record.get("stats") or {})
 
-    def check(self, model: Module, layer: Module) -> None:
+    def check(self, model: Module, layer: Module, tokenizer: Any = None) -> None:
         """Raise ValueError when this explainer was not fitted for ``model`` 's
-        current weights and ``layer``."""
-        expected = {
-            "weights": weights_digest(model),
-            "layer": module_name(model, layer),
-            "settings": None,
-        }
+        current weights and ``layer`` (and ``tokenizer``, when given)."""
+        expected = explainer_key(model, layer, None, tokenizer)
         problem = store.key_problem(self.key, expected)
         if problem:
             raise ValueError(f"stale explainer, not used: {problem}.")
+
+    def check_length(self, length: int) -> None:
+        """Raise ValueError when an input of ``length`` tokens is longer than
+        the longest this explainer (of a causal LM) was fitted on."""
+        limit = self.key.get("max_tokens")
+        if limit is not None and length > int(limit):
+            raise ValueError(
+                f"the input holds {length} tokens (prompt and answer), more than "
+                f"the {limit} of the longest this explainer was fitted on: shorten "
+                f"the prompt to at most {limit} tokens with its answer, or fit the "
+                "explainer on prompts as long."
+            )
 
     def readout_layers(self, model: Module) -> List[Module]:
         """The readout layers, found by name in ``model``."""
@@ -370,6 +378,9 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
             Reduce to tokens with :func:`~captum_iba.token_attributions`.
         """
         ids, extra, mask = self._inputs(inputs, additional_forward_args, token_mask)
+        real = extra[0] if extra and isinstance(extra[0], Tensor) else None
+        longest = ids.shape[1] if real is None or real.dim() != 2 else real.sum(1).max()
+        self.explainer.check_length(int(longest))
         if (
             isinstance(refine_steps, bool)
             or not isinstance(refine_steps, int)

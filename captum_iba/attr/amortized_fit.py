@@ -53,12 +53,18 @@ from captum_iba.attr.objectives import Objective
 
 __all__ = ["fit_network"]
 
-Teacher = Callable[[Batch, Tensor], Tensor]
+Teacher = Callable[[Batch, Optional[Tensor]], Tensor]
 
 
-def explained_class(settings: ExplainerSettings, batch: Batch, clean: Clean) -> Tensor:
+def explained_class(
+    settings: ExplainerSettings, batch: Batch, clean: Clean
+) -> Optional[Tensor]:
     """The class each instance is trained to explain: its label, or the
-    prediction (``target="predicted"``, or a loader without labels)."""
+    prediction (``target="predicted"``, or a loader without labels); None for
+    a model of one score per instance (a causal LM's answer log-probability:
+    the score itself is explained)."""
+    if clean.logits.dim() == 1:
+        return None
     if settings.target == "label" and batch.labels is not None:
         return batch.labels
     return clean.logits.argmax(-1)
@@ -164,7 +170,7 @@ def deletion_loss(
     return loss + budget_term(settings, batch, alpha)
 
 
-def _batch_digest(batch: Batch, target: Tensor) -> str:
+def _batch_digest(batch: Batch, target: Optional[Tensor]) -> str:
     """A digest of what the teacher's mask depends on: ids, mask, the
     forward's further tensors and the targets."""
     h = hashlib.sha1()
@@ -173,6 +179,16 @@ def _batch_digest(batch: Batch, target: Tensor) -> str:
             h.update(str((t.dtype, tuple(t.shape))).encode())
             h.update(t.detach().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()
+
+
+def summary_of(model: Module) -> str:
+    """Which position the explainer reads as the input's summary
+    (:class:`~captum_iba.attr.explainer.MaskExplainer`): a causal LM's last
+    (the answer's log-probability of :class:`~captum_iba.attr.llm.
+    CausalLMLogLikelihood`), a classifier's first."""
+    from captum_iba.attr.llm import CausalLMLogLikelihood
+
+    return "last" if isinstance(model, CausalLMLogLikelihood) else "first"
 
 
 def make_teacher(model: Module, layer: Module, settings: ExplainerSettings) -> Teacher:
@@ -198,7 +214,7 @@ def make_teacher(model: Module, layer: Module, settings: ExplainerSettings) -> T
         options = options.replace(seed=settings.options.seed)
     memo: Dict[str, Tensor] = {}
 
-    def teacher(batch: Batch, target: Tensor) -> Tensor:
+    def teacher(batch: Batch, target: Optional[Tensor]) -> Tensor:
         key = _batch_digest(batch, target)
         if key not in memo:
             attr = iba.attribute(
@@ -232,7 +248,8 @@ def batch_loss(
     if not settings.distil_only:
         loss = ib_loss(passes, batch, clean, alpha, targets, objective, settings, step)
     if teacher is not None and settings.distil > 0:
-        goal = teacher(batch, targets.cpu()).to(alpha.device)
+        goal = teacher(batch, None if targets is None else targets.cpu())
+        goal = goal.to(alpha.device)
         bce = F.binary_cross_entropy_with_logits(alpha, goal, reduction="none")
         loss = loss + settings.distil * (bce * m).sum(1) / m.sum(1)
     kept = (torch.sigmoid(alpha.detach()) * m).sum() / m.sum()
@@ -329,12 +346,15 @@ class _FitState:
         layer: Module,
         bar: Any,
     ) -> None:
-        """One optimisation step on one batch (skipped while resuming)."""
+        """One optimisation step on one batch (skipped while resuming; its
+        longest input counted even then)."""
+        batch = unpack(raw, device)
+        longest = int(batch.extra[0].sum(1).max()) if batch.extra else 0
+        self.stats["longest"] = max(self.stats.get("longest", 0), longest)
         if self.net is not None and self.step < self.resume_at:
             self.step += 1
             bar.update()
             return
-        batch = unpack(raw, device)
         clean = passes.clean(batch)
         if self.net is None:
             self._build(clean, device, model, layer)
@@ -361,11 +381,15 @@ class _FitState:
         torch.manual_seed(self.settings.options.seed)
         widths = [s.shape[-1] for s in clean.states]
         classes = clean.logits.shape[-1] if clean.logits.dim() == 2 else 1
-        self.net = MaskExplainer(widths, classes, self.settings.hidden).to(device)
+        summary = summary_of(model)
+        self.net = MaskExplainer(
+            widths, classes, self.settings.hidden, summary=summary
+        ).to(device)
         self.optimizer = torch.optim.Adam(
             self.net.parameters(), lr=self.settings.network_lr
         )
-        self.key = dict(self.key, shape={"widths": widths, "n_classes": classes})
+        shape = {"widths": widths, "n_classes": classes, "summary": summary}
+        self.key = dict(self.key, shape=shape)
         if self.settings.distil > 0:
             self.teacher = make_teacher(model, layer, self.settings)
         if self.folder is None:

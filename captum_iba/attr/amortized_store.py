@@ -17,7 +17,10 @@ explainer; a checkpoint lets the next fit with the same key resume.
 
 The **key** says what an explainer was fitted for: the model's weights digest
 (:func:`~captum_iba._utils.digest.weights_digest`), the bottlenecked layer's
-name and every setting (:class:`~captum_iba.attr.explainer.ExplainerSettings`).
+name, every setting (:class:`~captum_iba.attr.explainer.ExplainerSettings`),
+the tokenizer's digest when one was given
+(:func:`~captum_iba._utils.digest.tokenizer_digest`) and, for a causal LM,
+the longest input it was fitted on (``max_tokens``: a longer one is refused).
 A key that differs from the caller's is refused with an error naming the
 difference, never silently used.
 """
@@ -30,7 +33,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 import torch
 from torch import Tensor
 
-from captum_iba._utils.digest import file_record
+from captum_iba._utils.digest import file_record, tokenizer_digest, weights_digest
 from captum_iba._utils.io import atomic_write, atomic_write_text
 
 __all__ = [
@@ -38,6 +41,7 @@ __all__ = [
     "FORMAT",
     "RECORD",
     "WEIGHTS",
+    "explainer_key",
     "key_problem",
     "read_checkpoint",
     "read_record",
@@ -55,6 +59,28 @@ CHECKPOINT, CHECKPOINT_RECORD = "checkpoint.safetensors", "checkpoint.json"
 
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=repr)
+
+
+def explainer_key(
+    model: Any,
+    layer: Any,
+    settings: Any,
+    tokenizer: Any = None,
+) -> Dict[str, Any]:
+    """What an explainer is fitted for: the weights digest of ``model``, the
+    name of ``layer`` in it, ``settings`` (an
+    :class:`~captum_iba.attr.explainer.ExplainerSettings`; None: any) and,
+    when given, the tokenizer's digest."""
+    from captum_iba.attr._amortized_pass import module_name
+
+    key = {
+        "weights": weights_digest(model),
+        "layer": module_name(model, layer),
+        "settings": None if settings is None else settings.to_dict(),
+    }
+    if tokenizer is not None:
+        key["tokenizer"] = tokenizer_digest(tokenizer)
+    return key
 
 
 def key_problem(found: Dict[str, Any], expected: Dict[str, Any]) -> Optional[str]:
@@ -78,6 +104,12 @@ def key_problem(found: Dict[str, Any], expected: Dict[str, Any]) -> Optional[str
         return (
             f"it was fitted for layer {found.get('layer')!r}, not "
             f"{expected.get('layer')!r}"
+        )
+    have, given = found.get("tokenizer"), expected.get("tokenizer")
+    if have is not None and given is not None and have != given:
+        return (
+            f"it was fitted with another tokenizer (digest {have}, this tokenizer "
+            f"{given})"
         )
     want = expected.get("settings")
     if want is None:

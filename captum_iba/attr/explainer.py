@@ -4,7 +4,9 @@ Read next to ``docs/method.rst`` (section "Amortized IBA"). For an instance
 with tokens :math:`t = 1..L`, the frozen model's hidden states at the readout
 layers :math:`r \in R` (by default the bottlenecked layer :math:`l` and the
 last layer) are standardised per token without learned parameters and joined
-with the last readout layer's first-token state (the sentence's summary):
+with the last readout layer's first-token state (the sentence's summary; a
+causal LM's: its last position's, the only one that has read the whole
+input, ``summary="last"``):
 
 .. math::
 
@@ -38,7 +40,10 @@ from torch import Tensor, nn
 from captum_iba.attr.objectives import OBJECTIVE_NAMES
 from captum_iba.attr.options import IBAOptions
 
-__all__ = ["OBJECTIVE_OPTIONS", "ExplainerSettings", "MaskExplainer"]
+__all__ = ["OBJECTIVE_OPTIONS", "SUMMARIES", "ExplainerSettings", "MaskExplainer"]
+
+#: Which position summarises an input (:class:`MaskExplainer`'s ``summary``).
+SUMMARIES = ("first", "last")
 
 #: The targets the explainer is trained to explain.
 TRAIN_TARGETS = ("label", "predicted")
@@ -290,6 +295,9 @@ class MaskExplainer(nn.Module):
         init_bias (float, optional): Initial :math:`\alpha` of every token
             (0: :math:`\lambda = 0.5`, as ``iba-faithful`` starts). The output
             layer starts near zero weights so that every token starts there.
+        summary (str, optional): Which position's state summarises the input:
+            ``"first"`` (a classifier's [CLS]) or ``"last"`` (a causal LM's
+            last position, the only one that attends to every token).
     """
 
     def __init__(
@@ -298,12 +306,16 @@ class MaskExplainer(nn.Module):
         n_classes: int,
         hidden: int,
         init_bias: float = 0.0,
+        summary: str = "first",
     ) -> None:
         super().__init__()
         if not widths:
             raise ValueError("MaskExplainer needs at least one readout layer.")
+        if summary not in SUMMARIES:
+            raise ValueError(f"summary must be one of {SUMMARIES}, got {summary!r}.")
         self.widths = tuple(int(w) for w in widths)
         self.n_classes = int(n_classes)
+        self.summary = summary
         in_features = sum(self.widths) + self.widths[-1]
         self.hidden = nn.Linear(in_features, hidden)
         self.out = nn.Linear(hidden, self.n_classes)
@@ -318,7 +330,8 @@ class MaskExplainer(nn.Module):
                 f"the explainer reads {len(self.widths)} layers, got {len(states)}."
             )
         normed = [F.layer_norm(s.float(), s.shape[-1:]) for s in states]
-        summary = normed[-1][:, :1].expand(-1, normed[-1].shape[1], -1)
+        at = slice(0, 1) if self.summary == "first" else slice(-1, None)
+        summary = normed[-1][:, at].expand(-1, normed[-1].shape[1], -1)
         return torch.cat(normed + [summary], dim=-1)
 
     def forward(self, states: Sequence[Tensor]) -> Tensor:
@@ -330,14 +343,23 @@ class MaskExplainer(nn.Module):
         """
         return self.out(F.gelu(self.hidden(self.features(states))))
 
-    def alpha(self, states: Sequence[Tensor], target: Tensor) -> Tensor:
+    def alpha(self, states: Sequence[Tensor], target: Optional[Tensor]) -> Tensor:
         r""":math:`\alpha_t` of the explained class, ``(B, L)``.
 
         Args:
             states (Sequence[Tensor]): As :meth:`forward`.
-            target (Tensor): ``(B,)`` class indices.
+            target (Tensor or None): ``(B,)`` class indices; None for a model
+                with one score per instance (a causal LM's answer
+                log-probability: the network's one output).
         """
         logits = self.forward(states)
+        if target is None:
+            if self.n_classes != 1:
+                raise ValueError(
+                    f"target=None needs an explainer of one output; this one has "
+                    f"{self.n_classes} (one per class): give the class."
+                )
+            return logits[..., 0]
         index = target.to(logits.device).long().reshape(-1, 1, 1)
         index = index.expand(-1, logits.shape[1], 1)
         return logits.gather(-1, index).squeeze(-1)

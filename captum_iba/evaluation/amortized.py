@@ -1,19 +1,38 @@
-"""Amortized IBA as a per-token scorer (``iba-amortized``).
+"""Amortized IBA as a per-token scorer (``iba-amortized``), of a classifier
+or a causal LM.
 
 The explainer is fitted once per model and layer
 (:meth:`~captum_iba.attr.amortized.AmortizedExplainer.fit`, e.g. on the
-corpus's training split) and given to the scorer; :func:`fit_amortized` fits
-one with the settings chosen by the faithfulness study.
+corpus's training split, or on prompts with their answers for a causal LM)
+and given to the scorer; :func:`fit_amortized` fits one with the settings
+chosen by the faithfulness study. A causal LM's explainer predicts the mask
+of the answer's log-probability (:class:`~captum_iba.attr.llm.
+CausalLMLogLikelihood`) over the prompt's scored tokens, one forward pass per
+batch of prompts; it is fitted on
+:class:`~captum_iba.attr.llm_batch.PromptBatch` es (:func:`prompt_batches`:
+the model's greedy answers, as the causal-LM route explains them).
 """
 
-from typing import Any, Callable, Iterable, Optional, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
+import torch
 from torch import Tensor, nn
 
+from captum_iba._utils.common import model_device
+from captum_iba._utils.kinds import is_causal_lm
+from captum_iba.attr._amortized_pass import unpack
 from captum_iba.attr.amortized import (
     AmortizedExplainer,
     AmortizedInformationBottleneckAttribution,
 )
+from captum_iba.attr.explainer import OBJECTIVE_OPTIONS
+from captum_iba.attr.llm import (
+    AnswerScores,
+    CausalLMLogLikelihood,
+    llm_options,
+    no_ranking,
+)
+from captum_iba.attr.llm_batch import PromptBatch, _pad_id, prompt_batch
 from captum_iba.attr.options import ConfigLike, IBAOptions
 from captum_iba.attr.text import LayerLike, resolve_layer
 from captum_iba.evaluation.scorers import TokenScorer
@@ -29,6 +48,7 @@ __all__ = [
     "faithful_teacher",
     "teacher_options",
     "fit_amortized",
+    "prompt_batches",
 ]
 
 ExplainerLike = Union[AmortizedExplainer, Callable[[nn.Module], AmortizedExplainer]]
@@ -75,11 +95,20 @@ def fit_amortized(
     and ``iba-faithful`` at an encoder layer (:func:`default_teacher`).
 
     Args:
-        model (nn.Module): The classifier.
+        model (nn.Module): The classifier, or a causal LM (a Hugging Face
+            ``...ForCausalLM``: its explainer explains the answer's
+            log-probability, :class:`~captum_iba.attr.llm.
+            CausalLMLogLikelihood`, with the teacher's and the objective's
+            configurations as the causal-LM route runs them,
+            :func:`~captum_iba.attr.llm.llm_options`).
         layer (nn.Module): The bottlenecked layer.
         data (Iterable): Training batches (see
-            :meth:`~captum_iba.attr.amortized.AmortizedExplainer.fit`).
-        tokenizer (optional): Gives the [PAD] and special ids.
+            :meth:`~captum_iba.attr.amortized.AmortizedExplainer.fit`; a
+            causal LM's: :class:`~captum_iba.attr.llm_batch.PromptBatch` es,
+            :func:`prompt_batches`).
+        tokenizer (optional): Gives the [PAD] and special ids; its digest
+            is kept with the explainer (another tokenizer is refused). A
+            causal LM's is needed.
         folder (optional): Where the explainer is saved (and resumed from).
         show_progress (bool): A progress bar with the ETA.
         **settings: :class:`~captum_iba.attr.explainer.ExplainerSettings`
@@ -97,12 +126,97 @@ def fit_amortized(
         options["distil_only"] = False  # a budget or beta instead of the teacher
     if options.get("distil", 0) > 0:
         options.setdefault("teacher", default_teacher(model, layer))
-    if isinstance(options.get("teacher"), (str, IBAOptions)):
+    if is_causal_lm(model):
+        options = causal_lm_settings(options, tokenizer)
+        model = CausalLMLogLikelihood(model)
+    elif isinstance(options.get("teacher"), (str, IBAOptions)):
         options["teacher"] = teacher_options(options["teacher"])
     return AmortizedExplainer.fit(
         model, layer, data, tokenizer=tokenizer, folder=folder,
         show_progress=show_progress, **options,
     )  # fmt: skip
+
+
+def causal_lm_settings(options: Dict[str, Any], tokenizer: Any) -> Dict[str, Any]:
+    """A causal LM's fit settings from ``options``: the objective's and the
+    teacher's IBA options explain the answer's log-probability (objective
+    ``"log_probability"``), a named configuration with the fields the
+    causal-LM route adds (:func:`~captum_iba.attr.llm.llm_options`:
+    ``iba-deletion``'s complement at every step); the padding id is the
+    tokenizer's pad, else its end-of-text token, as the causal-LM route's.
+
+    Raises:
+        ValueError: Without a tokenizer.
+    """
+    if tokenizer is None:
+        raise ValueError(
+            "a causal LM's explainer needs its tokenizer (tokenizer=): its digest "
+            "is kept with the explainer, and it gives the padding id"
+        )
+    out = dict(options)
+    out["options"] = _log_probability(out.get("options", OBJECTIVE_OPTIONS))
+    if out.get("teacher") is not None:
+        out["teacher"] = _log_probability(out["teacher"])
+    out.setdefault("pad_token_id", _pad_id(tokenizer))  # the batches' padding
+    return out
+
+
+def _log_probability(value: Any) -> IBAOptions:
+    """IBA options (themselves, a configuration name or a dict of fields with
+    an optional ``config``) for the answer's log-probability."""
+    if isinstance(value, IBAOptions):
+        return value.replace(objective="log_probability")
+    fields = {"config": value} if isinstance(value, str) else dict(value)
+    fields = llm_options({"config": "paper", **fields})
+    config = fields.pop("config")
+    return IBAOptions.from_config(config, **{**fields, "objective": "log_probability"})
+
+
+def prompt_batches(
+    model: nn.Module,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    batch_size: int = 8,
+    chat: Optional[bool] = None,
+    max_new_tokens: int = 25,
+) -> List[PromptBatch]:
+    """Prompts with the model's greedy answers, in batches: a causal LM's
+    training data for :func:`fit_amortized` (the answers the causal-LM route
+    explains).
+
+    Args:
+        model (nn.Module): The causal LM.
+        tokenizer: Its tokenizer.
+        prompts (Sequence[str]): The training prompts.
+        batch_size (int): Prompts per batch. Default 8.
+        chat (bool, optional): Wrap each prompt as a user turn of the chat
+            template; None: when the tokenizer has one.
+        max_new_tokens (int): The longest answer.
+
+    Returns:
+        list of PromptBatch: The batches.
+
+    Raises:
+        ValueError: For no prompt, or a bad ``batch_size``.
+    """
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int)
+        or batch_size < 1
+    ):  # noqa: E501
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    if isinstance(prompts, str) or not prompts:
+        raise ValueError("prompts must be a non-empty sequence of strings")
+    return [
+        prompt_batch(
+            tokenizer,
+            prompts[i : i + batch_size],
+            model=model,
+            chat=chat,
+            max_new_tokens=max_new_tokens,
+        )  # fmt: skip
+        for i in range(0, len(prompts), batch_size)
+    ]
 
 
 def teacher_options(config: ConfigLike = "faithful") -> IBAOptions:
@@ -169,8 +283,14 @@ class IBAAmortizedScorer(TokenScorer):
     """Amortized IBA: a fitted explainer's mask per token (one forward pass),
     optionally refined by a few per-sample steps.
 
+    A causal LM's scores (a :class:`~captum_iba.attr.llm_batch.PromptBatch`)
+    are the mask of the whole answer over the prompt's scored tokens, from an
+    explainer fitted on prompts (:func:`fit_amortized`); there are no
+    per-output-token scores.
+
     Args:
-        model (Callable): HF model (``(ids, mask[, tt])`` positionally).
+        model (Callable): HF model (``(ids, mask[, tt])`` positionally), a
+            classifier or a causal LM.
         layer (nn.Module, LayerRef or str): The bottlenecked layer (the
             explainer's; ``"embeddings"``, the registry's, for the model's
             embeddings).
@@ -197,6 +317,17 @@ class IBAAmortizedScorer(TokenScorer):
         "against the class)"
     )
 
+    #: A mask in [0, 1], as IBA's: a source's most kept token.
+    source_pooling = "max"
+    per_token_note = (
+        "its explainer is fitted for the whole answer's log-probability, not "
+        "for each output token"
+    )
+    prompt_meaning = (
+        "the share of the token's signal the answer needs, as the fitted "
+        "explainer predicts it (the mask in [0, 1]; 0: none)"
+    )
+
     def __init__(
         self,
         model: Callable[..., Any],
@@ -221,8 +352,12 @@ class IBAAmortizedScorer(TokenScorer):
             objective = {"objective": explainer_objective} if given else {}
             explainer = explainer(ref.module, **objective)
         _check_objective(explainer, explainer_objective)
+        causal = self.kind == "causal-lm"
+        forward = CausalLMLogLikelihood(model) if causal else model
+        if self.tokenizer is not None:
+            explainer.check(forward, ref.module, self.tokenizer)
         self.aiba = AmortizedInformationBottleneckAttribution(
-            model, ref.module, explainer
+            forward, ref.module, explainer
         )
         self.refine_steps, self.seed = int(refine_steps), int(seed or 0)
         self.settings.update(
@@ -252,3 +387,18 @@ class IBAAmortizedScorer(TokenScorer):
             **refine,
         )
         return attr.reshape(attr.shape[:2] + (-1,)).mean(-1)  # lambda, in [0, 1]
+
+    def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+        rows = unpack(batch, model_device(self.model))
+        refine = {"seed": self.seed} if self.refine_steps else {}
+        attr = self.aiba.attribute(
+            rows.ids,
+            additional_forward_args=rows.extra,
+            token_mask=rows.mask,
+            refine_steps=self.refine_steps,
+            **refine,
+        )
+        scores = attr.detach().reshape(attr.shape[:2] + (-1,)).mean(-1).float().cpu()
+        # the last column (the answer's last token) is read by no forward
+        scores = torch.cat([scores, scores.new_zeros(len(batch), 1)], dim=1)
+        return AnswerScores(scores, None, "signal", no_ranking(scores, batch.scored))

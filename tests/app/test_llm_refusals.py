@@ -115,6 +115,8 @@ def test_a_classifier_whose_head_would_be_random_is_refused(tmp_path, capsys):
         (["--method", "llm-iba", "--prior", "dataset"],
          r"--prior dataset: .*causal LM.*choose another prior \(paper"),
         (["--target", " ran" * 40], r"answer given \(40 tokens\).*32"),
+        (["--method", "iba-amortized"], r"iba-amortized: the command line fits no "
+         r"explainer for a causal LM yet; fit one on prompts in Python"),
     ],
 )  # fmt: skip
 def test_refused_before_the_weights_load(lm_dir, extra, message, no_weights, capsys):

@@ -1,16 +1,25 @@
 """Fixtures of the evaluation tests: a tiny vocabulary, a tiny random BERT,
-batches (single sentences and pairs) and an exactly linear bag-of-words model."""
+batches (single sentences and pairs), an exactly linear bag-of-words model
+and the tiny Llama trained to copy a value from its prompt."""
 
 import pytest
 import torch
 from torch import nn
 
+from tests.copy_model import train_copy_model
 from tests.helpers import bert_tokenizer, tiny_bert
 
 WORDS = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "movie", "was", "great",
     "bad", "play", "##ing", "!", ",", ".", "i", "liked", "it", "not", "a",
 ]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def copy_model():
+    """The copy model trained from seed 0 and its tokenizer (shared by the
+    context and the amortized explainer's tests: trained once a session)."""
+    return train_copy_model(0)
 
 
 @pytest.fixture(scope="session")

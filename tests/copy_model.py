@@ -1,0 +1,96 @@
+"""A tiny Llama trained to copy a value from its prompt, shared by the tests
+whose attribution must find one known token (issues 51 and 52).
+
+The model (one layer, tied embeddings, a word tokenizer and a chat template
+of known words) is trained here, seeded, on the CPU (about 10 CPU-s): each
+context holds 3-5 passages of five words, one of them ``key X`` among
+fillers (``X`` one of eight values, the only value in the context), the
+query ``what is the key ?``, the answer ``X``.
+"""
+
+import random
+
+import torch
+import transformers as tf
+from tokenizers import Tokenizer, models, pre_tokenizers
+
+from captum_iba.app.context_tasks import ContextExample, layout_prompt
+from captum_iba.attr.llm_batch import encode_prompt
+
+VALUES = "alpha beta gamma delta omega sigma kappa theta".split()
+FILLER = "the cat sat on mat a dog ran in park big small red blue".split()
+WORDS = ["<pad>", "<eos>", "<unk>", "Context", ":", "Query", "?", "user", "answer",
+         "key", "what", "is", *VALUES, *FILLER]  # fmt: skip
+#: The user's turn, then the reply's opener (a space after it: ContextCite
+#: re-reads the response from the prompt's text followed by it).
+TEMPLATE = (
+    "{% for m in messages %}user {{ m['content'] }} {% endfor %}"
+    "{% if add_generation_prompt %}answer {% endif %}"
+)
+QUERY = "what is the key ?"
+#: Held-out contexts the methods explain.
+N_HELDOUT = 12
+
+
+def copy_tokenizer():
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(WORDS))}
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = tf.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
+    )
+    tok.chat_template = TEMPLATE
+    return tok
+
+
+def copy_examples(n, seed):
+    """``n`` contexts of 3-5 five-word passages, the key one ``key X``."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        count, value = rng.randint(3, 5), rng.choice(VALUES)
+        sources = [" ".join(rng.sample(FILLER, 5)) for _ in range(count - 1)]
+        words = rng.sample(FILLER, 3)
+        at = rng.randint(0, 3)
+        key = rng.randrange(count)
+        sources.insert(key, " ".join(words[:at] + ["key", value] + words[at:]))
+        out.append(ContextExample(tuple(sources), QUERY, key, value, "copy"))
+    return out
+
+
+def _batch(tok, examples):
+    rows = []
+    for ex in examples:
+        prompt = encode_prompt(tok, layout_prompt(ex.sources, ex.query)[0], True)[0]
+        rows.append((prompt, [tok.convert_tokens_to_ids(ex.answer), tok.eos_token_id]))
+    width = max(len(p) + len(a) for p, a in rows)
+    ids = torch.zeros(len(rows), width, dtype=torch.long)
+    mask, labels = torch.zeros_like(ids), torch.full_like(ids, -100)
+    for i, (p, a) in enumerate(rows):
+        ids[i, : len(p) + len(a)] = torch.tensor(p + a)
+        mask[i, : len(p) + len(a)] = 1
+        labels[i, len(p) : len(p) + len(a)] = torch.tensor(a)
+    return dict(input_ids=ids, attention_mask=mask, labels=labels)
+
+
+def train_copy_model(seed, steps=100, batch=32):
+    """The copy model, trained from ``seed`` (its examples' seed apart from
+    the held-out ones'); loss on the answer and the end-of-text token."""
+    tok = copy_tokenizer()
+    torch.manual_seed(seed)
+    config = tf.LlamaConfig(
+        vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+        num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=4,
+        max_position_embeddings=128, tie_word_embeddings=True, pad_token_id=0,
+        eos_token_id=1, bos_token_id=1,
+    )  # fmt: skip
+    model = tf.LlamaForCausalLM(config)
+    data = copy_examples(steps * batch, seed + 1000)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
+    model.train()
+    for step in range(steps):
+        loss = model(**_batch(tok, data[step * batch : (step + 1) * batch])).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval(), tok
