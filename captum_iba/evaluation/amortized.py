@@ -177,7 +177,7 @@ def prompt_batches(
     tokenizer: Any,
     prompts: Sequence[str],
     batch_size: int = 8,
-    chat: Optional[bool] = None,
+    chat: Optional[bool] = False,
     max_new_tokens: int = 25,
 ) -> List[PromptBatch]:
     """Prompts with the model's greedy answers, in batches: a causal LM's
@@ -190,7 +190,9 @@ def prompt_batches(
         prompts (Sequence[str]): The training prompts.
         batch_size (int): Prompts per batch. Default 8.
         chat (bool, optional): Wrap each prompt as a user turn of the chat
-            template; None: when the tokenizer has one.
+            template; None: when the tokenizer has one. Default False, as
+            :func:`~captum_iba.attr.llm_batch.prompt_batch`: explain with
+            the same choice (it is not part of the explainer's key).
         max_new_tokens (int): The longest answer.
 
     Returns:
