@@ -219,12 +219,22 @@ TINY_WORDS = (
 ).split()
 
 
-def tiny_word_tokenizer():
-    """A word-level Hugging Face tokenizer over :data:`TINY_WORDS` (no download)."""
+#: The words of a tiny causal LM that answers the SST-2 prompt task
+#: (``tiny_llm_dir`` of tests/app/conftest.py).
+SST2_TASK_WORDS = (
+    "<pad> <eos> <unk> Classify the sentiment of review as positive or negative . "
+    "Review : Sentiment good bad film number 0 1 2 3"
+).split()
+
+
+def tiny_word_tokenizer(words=None):
+    """A word-level Hugging Face tokenizer over ``words`` (default
+    :data:`TINY_WORDS`; ``<pad>``, ``<eos>`` and ``<unk>`` among them; no
+    download)."""
     import transformers as tf
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    vocab = {w: i for i, w in enumerate(TINY_WORDS)}
+    vocab = {w: i for i, w in enumerate(TINY_WORDS if words is None else words)}
     tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tk.pre_tokenizer = pre_tokenizers.Whitespace()
     return tf.PreTrainedTokenizerFast(

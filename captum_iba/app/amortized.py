@@ -15,33 +15,66 @@ digest>-<weights digest>``, one per data setting and per
 with a release's other settings is not taken for today's); the store
 itself (:mod:`captum_iba.attr.amortized_store`) refuses an explainer fitted
 for other weights, layer or settings.
+
+A causal LM's explainer is fitted the same way on a prompt task's training
+prompts (:data:`LLM_TRAIN_PROMPTS`, made as the task's run makes its prompts,
+with the model's greedy one-token answers: the answer word the task's choice
+reads), on :data:`LLM_OBJECTIVE` unless ``--explainer-objective`` says
+otherwise; its folder's ``len0`` says the prompts were not cut.
+``captum-iba explain`` takes the one cached for the model and layer
+(:func:`cached_lm_explainer`).
 """
 
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 from filelock import FileLock
 
 from captum_iba._utils.digest import weights_digest
+from captum_iba._utils.kinds import is_causal_lm
 from captum_iba.app.data import load_dataset
 from captum_iba.app.errors import CLIError
 from captum_iba.app.finetune.store import default_cache_dir
 from captum_iba.attr.amortized import AmortizedExplainer
 from captum_iba.attr.amortized_store import RECORD
+from captum_iba.attr.llm import CausalLMLogLikelihood
 from captum_iba.attr.text import LayerRef
-from captum_iba.evaluation.amortized import fit_amortized, objective_settings
+from captum_iba.evaluation.amortized import (
+    fit_amortized,
+    objective_settings,
+    prompt_batches,
+)
 from captum_iba.evaluation.corpus import encode_instances
 
-__all__ = ["TRAIN_INSTANCES", "cached_explainer", "explainer_folder"]
+__all__ = [
+    "LLM_OBJECTIVE",
+    "LLM_TRAIN_PROMPTS",
+    "TRAIN_INSTANCES",
+    "cached_explainer",
+    "cached_lm_explainer",
+    "explainer_folder",
+    "lm_objective",
+    "training_prompts",
+]
 
 #: Training instances an explainer is fitted on (the study's fits on RTE, AG
 #: News and SST-2's deletion-taught explainer; docs/amortized.rst: faithfulness
 #: does not grow measurably past 250-500).
 TRAIN_INSTANCES = 500
 
+
+#: Training prompts a causal LM's explainer is fitted on (the copy model's
+#: 128, on which the deletion objective ranked the copied token first on 24
+#: of 24 held-out prompts: tests/evaluation/test_amortized_llm.py).
+LLM_TRAIN_PROMPTS = 128
+
+#: What a causal LM's explainer is trained on when ``--explainer-objective``
+#: is not given: iba-deletion's objective (24 of 24 on the copy model, the
+#: distilled one 18).
+LLM_OBJECTIVE = "deletion"
 
 #: The ``--max-length`` an explainer for ``explain`` is preferably taken with
 #: (the corpus commands' default).
@@ -91,18 +124,66 @@ def fitted_folders(
     return found
 
 
-def _for_explain(model: Any, layer: LayerRef, corpus: str, objective: str) -> Path:
-    """The explainer ``explain`` uses: the one fitted with the default
+def _for_explain(
+    model: Any, layer: LayerRef, corpus: str, objective: str, preferred: int
+) -> Path:
+    """The explainer ``explain`` uses: the one fitted with the ``preferred``
     ``--max-length`` when there is one, else the longest (named)."""
     found = fitted_folders(model, layer, corpus, objective)
-    if not found or DEFAULT_MAX_LENGTH in found:
-        return explainer_folder(model, layer, corpus, DEFAULT_MAX_LENGTH, objective)
+    if not found or preferred in found:
+        return explainer_folder(model, layer, corpus, preferred, objective)
     length = max(found)
     print(
         f"[captum_iba] iba-amortized: the explainer fitted with --max-length "
         f"{length} ({found[length]})"
     )
     return found[length]
+
+
+def _train_split(corpus: str, data_dir: Optional[str], n: int) -> Any:
+    """The first ``n`` instances of ``corpus`` 's training split.
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: When the corpus has none.
+    """
+    try:
+        return load_dataset(corpus, "train", data_dir=data_dir, max_examples=n)
+    except (ValueError, FileNotFoundError) as err:
+        raise CLIError(
+            f"iba-amortized is fitted on the corpus's training split, and {corpus!r} "
+            f"has none here ({err})"
+        ) from None
+
+
+def training_prompts(
+    task: str, tokenizer: Any, data_dir: Optional[str], limit: int, cut: bool
+) -> List[str]:
+    """A causal LM's training prompts: the first :data:`LLM_TRAIN_PROMPTS`
+    instances of the prompt ``task`` 's training split as its prompts, each
+    at most ``limit`` tokens - its content cut to fit when ``cut``
+    (``--max-length`` given), else a longer one left out -, as the task's
+    run makes them (:func:`~captum_iba.app.llm_tasks.fit_prompt`). Made from
+    the tokenizer alone, before the weights load.
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: When the task's corpus has no
+            training split, or none of its prompts fits.
+    """
+    from captum_iba.app.llm_tasks import TASKS, fit_prompt, prompt_content
+
+    spec = TASKS[task]
+    data = _train_split(task, data_dir, LLM_TRAIN_PROMPTS)
+    prompts = []
+    for i in range(len(data)):
+        made = fit_prompt(spec, tokenizer, prompt_content(spec, data, i), limit)
+        if made is not None and (cut or not made[2]):
+            prompts.append(made[0])
+    if not prompts:
+        raise CLIError(
+            f"iba-amortized: none of {task!r}'s {len(data)} training prompts fits "
+            f"in {limit} tokens, to fit the explainer on"
+        )
+    return prompts
 
 
 def training_batches(
@@ -115,15 +196,7 @@ def training_batches(
         ~captum_iba.app.errors.CLIError: When the corpus has no training
             split.
     """
-    try:
-        data = load_dataset(
-            corpus, "train", data_dir=data_dir, max_examples=TRAIN_INSTANCES
-        )
-    except (ValueError, FileNotFoundError) as err:
-        raise CLIError(
-            f"iba-amortized is fitted on the corpus's training split, and {corpus!r} "
-            f"has none here ({err})"
-        ) from None
+    data = _train_split(corpus, data_dir, TRAIN_INSTANCES)
     batches = []
     for start in range(0, len(data), 16):
         rows = range(start, min(start + 16, len(data)))
@@ -145,6 +218,7 @@ def cached_explainer(
     data_dir: Optional[str] = None,
     max_length: int = 128,
     objective: str = "distil",
+    prompts: Optional[Sequence[str]] = None,
 ) -> AmortizedExplainer:
     """The cached explainer of ``model`` 's ``layer``; fitted (and cached) on
     ``corpus`` 's training split cut to ``max_length`` word pieces when
@@ -152,7 +226,10 @@ def cached_explainer(
     other data is not reused). Without ``fit`` (``explain``): the one fitted
     with the default ``--max-length``, else the longest, named. ``objective``
     is what it is trained on (``--explainer-objective``:
-    :data:`~captum_iba.evaluation.amortized.EXPLAINER_OBJECTIVES`).
+    :data:`~captum_iba.evaluation.amortized.EXPLAINER_OBJECTIVES`). A causal
+    LM's is fitted on ``prompts`` (the prompt task ``corpus`` 's,
+    :func:`training_prompts`; ``max_length`` 0: not cut) with its greedy
+    one-token answers.
 
     Raises:
         ~captum_iba.app.errors.CLIError: When none is cached and ``fit`` is
@@ -164,29 +241,110 @@ def cached_explainer(
             "iba-amortized: the model's training corpus is not known (use the "
             "default model or one fine-tuned by captum-iba)"
         )
+    causal = is_causal_lm(model)
     settings = objective_settings(objective)
     if fit:
         folder = explainer_folder(model, layer, corpus, max_length, objective)
     else:
-        folder = _for_explain(model, layer, corpus, objective)
+        preferred = 0 if causal else DEFAULT_MAX_LENGTH
+        folder = _for_explain(model, layer, corpus, objective, preferred)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(folder) + ".lock"):
         try:
             if (folder / RECORD).is_file() or not fit:
-                return AmortizedExplainer.load(folder, model, layer.module)
+                if not causal:
+                    return AmortizedExplainer.load(folder, model, layer.module)
+                return AmortizedExplainer.load(  # the tokenizer is in its key
+                    folder, CausalLMLogLikelihood(model), layer.module,
+                    tokenizer=tokenizer,
+                )  # fmt: skip
         except FileNotFoundError:
-            flag = (
-                "" if objective == "distil" else f" --explainer-objective {objective}"
-            )
-            raise CLIError(
-                f"no fitted explainer for this model and layer in {folder}: run "
-                f"`captum-iba evaluate --dataset {corpus} --methods iba-amortized"
-                f"{flag}` (with the same --model) first"
-            ) from None
+            raise CLIError(_none_fitted(folder, corpus, objective, causal)) from None
         except ValueError as err:
             raise CLIError(f"{err} Remove the folder to fit it again.") from None
         print(f"[captum_iba] fitting the amortized explainer into {folder}")
-        batches = training_batches(tokenizer, corpus, data_dir, max_length)
+        if causal:
+            from captum_iba.app.llm_tasks import TASKS
+
+            print(
+                f"[captum_iba] on {len(prompts or ())} training prompts of the "
+                f"{corpus} task with the model's greedy answers, objective "
+                f"{objective!r}"
+            )
+            chat = TASKS[corpus].chat
+            batches = prompt_batches(
+                model, tokenizer, list(prompts or ()), chat=chat, max_new_tokens=1
+            )
+        else:
+            batches = training_batches(tokenizer, corpus, data_dir, max_length)
         return fit_amortized(
             model, layer.module, batches, tokenizer, folder, **settings
         )
+
+
+def _none_fitted(folder: Path, corpus: str, objective: str, causal: bool) -> str:
+    """The message when no explainer is cached in ``folder``: the command
+    that fits it."""
+    default = LLM_OBJECTIVE if causal else "distil"
+    flag = "" if objective == default else f" --explainer-objective {objective}"
+    return (
+        f"no fitted explainer for this model and layer in {folder}: run "
+        f"`captum-iba evaluate --dataset {corpus} --methods iba-amortized"
+        f"{flag}` (with the same --model) first"
+    )
+
+
+def lm_objective(request: Any, objective: Optional[str] = None) -> str:
+    """What a causal LM's explainer is trained on: ``objective`` (the
+    scorer's, when not ``"distil"``), else the request's
+    ``--explainer-objective``, else :data:`LLM_OBJECTIVE`."""
+    given = request.values("iba-amortized").get("explainer_objective")
+    return objective or given or LLM_OBJECTIVE
+
+
+def cached_lm_explainer(
+    model: Any, tokenizer: Any, layer: LayerRef, objective: str, chat: bool
+) -> AmortizedExplainer:
+    """``explain`` 's explainer of a causal LM: the one cached for the model,
+    ``layer`` and ``objective``, fitted on a prompt task's training prompts
+    (the task named); never fitted here.
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: When none is cached (naming the
+            command that fits one), when several tasks' are (explain cannot
+            choose), or when the prompt's chat choice is not the task's.
+    """
+    from captum_iba.app.llm_tasks import TASKS
+
+    tasks = [t for t in TASKS if fitted_folders(model, layer, t, objective)]
+    if not tasks:
+        flag = (
+            "" if objective == LLM_OBJECTIVE else f" --explainer-objective {objective}"
+        )
+        raise CLIError(
+            f"no fitted explainer for this causal LM and layer (objective "
+            f"{objective!r}): fit one on a prompt task's training prompts with "
+            f"`captum-iba evaluate --dataset TASK --methods iba-amortized{flag}` "
+            f"(with the same --model and --layer; TASK one of {', '.join(TASKS)})"
+        )
+    if len(tasks) > 1:
+        root = explainer_folder(model, layer, tasks[0], objective=objective).parent
+        raise CLIError(
+            f"iba-amortized: explainers fitted on several prompt tasks "
+            f"({', '.join(tasks)}) are cached for this causal LM and layer in "
+            f"{root}; explain cannot choose: remove the others' folders"
+        )
+    if TASKS[tasks[0]].chat != chat:
+        want = "--chat" if TASKS[tasks[0]].chat else "--no-chat"
+        raise CLIError(
+            f"iba-amortized: its explainer was fitted on the {tasks[0]} task's "
+            f"prompts {'in' if want == '--chat' else 'without'} the chat template: "
+            f"give {want}"
+        )
+    print(
+        f"[captum_iba] iba-amortized: the explainer fitted on the {tasks[0]} "
+        "task's training prompts"
+    )
+    return cached_explainer(
+        model, tokenizer, layer, tasks[0], False, objective=objective
+    )

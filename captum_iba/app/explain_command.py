@@ -153,8 +153,22 @@ def _explain_causal_lm(
     if not args.method_given:  # the kind was found only now: its default
         args.methods = [DEFAULT_LLM_METHOD]
     check_options(args, "fair", "causal-lm")
-    check_lm_request(args.request, lm_config(args.model))  # before the weights
+    check_lm_request(args.request, lm_config(args.model), explainer=True)
     command_parts.print_notes(args.request)
+
+    def explainer(model: Any, tok: Any, chat: bool) -> Any:  # iba-amortized's
+        from captum_iba.app.amortized import cached_lm_explainer, lm_objective
+        from captum_iba.attr.text import resolve_layer
+
+        def for_layer(module: Any, objective: Any = None) -> Any:
+            ref, objective = (
+                resolve_layer(model, module),
+                lm_objective(args.request, objective),
+            )
+            return cached_lm_explainer(model, tok, ref, objective, chat)
+
+        return for_layer
+
     return explain_answer(
         prompt,
         args.model,
@@ -165,4 +179,5 @@ def _explain_causal_lm(
         per_token=page or args.per_token,
         model_name=args.model,
         max_new_option="--max-new-tokens",
+        explainer=explainer,
     )

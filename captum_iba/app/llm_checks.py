@@ -9,8 +9,8 @@ does not need the weights comes before them:
 * :func:`check_lm_request` - the request's layers against that (out of
   range, ``iba-deletion`` at the last layer), ``attnlrp`` without
   ``lxt``, a prior fitted on data (a causal LM's route has no corpus to fit
-  it on), a method that needs a fitted explainer (``iba-amortized``: the
-  command line fits none for a causal LM yet);
+  it on), a method that needs a fitted explainer where the caller has none
+  (``iba-amortized`` outside a prompt task's run and ``explain``);
 * :func:`answer_budget` - a prompt and its answer against the positions,
   from the tokenizer alone (loaded before the model): the longest answer
   the positions leave room for, or a refusal.
@@ -120,13 +120,16 @@ def lm_config(path: Union[str, Path]) -> Any:
     )
 
 
-def check_lm_request(request: MethodRequest, config: Any, cli: bool = True) -> None:
+def check_lm_request(
+    request: MethodRequest, config: Any, cli: bool = True, explainer: bool = False
+) -> None:
     """The request's layers against the configuration
     (:func:`~captum_iba.app.models.check_request_layers`: the range, and
     ``iba-deletion`` at the last layer), ``attnlrp`` where ``lxt``
     does not import, a prior fitted on data (there is no corpus to fit
-    it on) and a method that needs a fitted explainer (the command line
-    fits none for a causal LM) - all before any weights load.
+    it on) and, unless the caller gives one (``explainer``: a prompt task's
+    corpus run, or ``explain`` from the cache), a method that needs a fitted
+    explainer - all before any weights load.
 
     Raises:
         ~captum_iba.app.errors.CLIError: Naming the option or the method.
@@ -138,12 +141,13 @@ def check_lm_request(request: MethodRequest, config: Any, cli: bool = True) -> N
     check_request_layers(request, config, cli)
     for method in request.methods:
         entry = method_entry(method, "causal-lm")
-        if "explainer" in entry.facts.get("uses", ()):
+        if "explainer" in entry.facts.get("uses", ()) and not explainer:
             raise CLIError(
-                f"{method}: the command line fits no explainer for a causal LM yet; "
-                "fit one on prompts in Python (captum_iba.evaluation.amortized."
-                "fit_amortized with prompt_batches) and explain with "
-                "IBAAmortizedScorer (docs/amortized.rst)"
+                f"{method}: a causal LM's explainer is fitted on a prompt task's "
+                "training prompts: run `captum-iba evaluate --dataset TASK --methods "
+                f"{method}` with the model (then `captum-iba explain --method "
+                f"{method}` uses it), or fit one in Python (captum_iba.evaluation."
+                "amortized.fit_amortized with prompt_batches; docs/amortized.rst)"
             )
         module = str(entry.target).partition(":")[0]
         if module.endswith(".attnlrp"):

@@ -66,7 +66,7 @@ _TRY = (
 
 
 def _load(
-    model: Any, tokenizer: Any, request: MethodRequest
+    model: Any, tokenizer: Any, request: MethodRequest, explainer: bool
 ) -> Tuple[Any, Any, str, Any]:
     """The causal LM's configuration checked against ``request``
     (:func:`~captum_iba.app.llm_checks.check_lm_request`), then its
@@ -83,7 +83,7 @@ def _load(
         from captum_iba.app.llm_checks import lm_config
 
         name = str(model)
-        check_lm_request(request, lm_config(name), cli=False)
+        check_lm_request(request, lm_config(name), cli=False, explainer=explainer)
         tok = load_lm_tokenizer(name) if tokenizer is None else tokenizer
         return tok, lambda: load_causal_lm(name, tok)[0], name, lm_config(name)
     if model_kind(model) != "causal-lm":
@@ -93,7 +93,7 @@ def _load(
         )
     if tokenizer is None:
         raise ValueError("a model given as an object needs its tokenizer=")
-    check_lm_request(request, model.config, cli=False)
+    check_lm_request(request, model.config, cli=False, explainer=explainer)
     name = getattr(getattr(model, "config", None), "name_or_path", "") or ""
     return tokenizer, lambda: model, name or type(model).__name__, model.config
 
@@ -140,7 +140,12 @@ def explain_answer(
             ``steps``, ``seed``, ``ig_steps``, ...); also ``model_name`` (how
             the page names the model) and ``max_new_option`` (how
             ``max_new_tokens`` was given, for the warning when the model's
-            positions leave less room; default ``"max_new_tokens="``).
+            positions leave less room; default ``"max_new_tokens="``) and
+            ``explainer``: a function of the loaded model, its tokenizer and
+            the chat choice giving ``iba-amortized`` 's explainer resource
+            (:class:`~captum_iba.evaluation.resolve.Resources`; the command
+            line's takes the cached one; without it ``iba-amortized`` is
+            refused before the weights load).
 
     Returns:
         Explanation: The answer and every method's scores.
@@ -164,6 +169,7 @@ def explain_answer(
 
     model_name = options.pop("model_name", None)  # the page's, not options
     max_new_option = options.pop("max_new_option", "max_new_tokens=")
+    explainer = options.pop("explainer", None)  # a resource, not an option
     given = {k: v for k, v in options.items() if v is not None}
     if isinstance(method, MethodRequest):
         if given or method_options:
@@ -192,7 +198,9 @@ def explain_answer(
             "target '' has no token: give the answer to explain, or leave it out "
             "for the model's own"
         )
-    tokenizer, weights, described, config = _load(model, tokenizer, request)
+    tokenizer, weights, described, config = _load(
+        model, tokenizer, request, explainer is not None
+    )
     wrap = uses_chat(tokenizer, chat)
     given = None  # a given answer, encoded and checked before the weights
     if target is not None:
@@ -218,7 +226,9 @@ def explain_answer(
         batch = with_sources(tokenizer, batch, [context.spans], wrap)
     odds = answer_odds(model, tokenizer, batch)  # one forward pass, before any method
     check_finite(odds.log_probs, "the model's log-probabilities")
-    scorers = build_scorers(request, Resources(model, tokenizer), kind="causal-lm")
+    fitted = None if explainer is None else explainer(model, tokenizer, wrap)
+    resources = Resources(model, tokenizer, explainer=fitted)
+    scorers = build_scorers(request, resources, kind="causal-lm")
     result = _result(batch, tokenizer, context or prompt, wrap, target is None)
     result.model_name = model_name or described
     result.subject.odds = odds

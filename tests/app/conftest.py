@@ -1,5 +1,6 @@
-"""Fixtures of the application tests: a tiny base model to fine-tune, and the
-fine-tune cache with counted fine-tunes on synthetic data."""
+"""Fixtures of the application tests: a tiny base model to fine-tune, the
+fine-tune cache with counted fine-tunes on synthetic data, and a tiny causal
+LM for the SST-2 prompt task."""
 
 import time
 
@@ -8,9 +9,12 @@ import pytest
 from tests.helpers import (
     SENTIMENT_FILLER,
     SENTIMENT_WORDS,
+    SST2_TASK_WORDS,
     bert_tokenizer,
     synthetic_sentiment,
     tiny_bert,
+    tiny_causal_lm,
+    tiny_word_tokenizer,
 )
 
 
@@ -53,3 +57,16 @@ def counted_fine_tune(monkeypatch, tmp_path):
     monkeypatch.setattr(ft_cache, "fine_tune", fake)
     monkeypatch.setattr(ft_cache, "heldout_data", lambda *a: synthetic_sentiment(16, 1))
     return calls, delay
+
+
+@pytest.fixture
+def tiny_llm_dir(tmp_path):
+    """A tiny random two-layer Llama saved as a folder, with a word tokenizer
+    over :data:`~tests.helpers.SST2_TASK_WORDS`."""
+    tok = tiny_word_tokenizer(SST2_TASK_WORDS)
+    model = tiny_causal_lm("llama", layers=2, seed=0)
+    model.resize_token_embeddings(len(SST2_TASK_WORDS))
+    folder = tmp_path / "tiny-llama"
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)

@@ -1,7 +1,8 @@
 """``captum-iba evaluate`` / ``attribute`` on a causal LM: every instance a
 zero-shot prompt of its corpus's task, the model's choice among the answer
 words explained and tested on the corpus engine (a tiny random Llama saved
-as a folder, with a word tokenizer that knows the SST-2 task's words)."""
+as a folder, with a word tokenizer that knows the SST-2 task's words:
+``tiny_llm_dir`` of tests/app/conftest.py)."""
 
 import json
 
@@ -14,27 +15,6 @@ from captum_iba.app.llm_corpus import default_methods
 from captum_iba.registry import DEFAULT_LLM_COMPARISON
 from tests.app.test_cli_faults import _fails, _tiny_sst2
 from tests.helpers import tiny_causal_lm
-
-WORDS = (
-    "<pad> <eos> <unk> Classify the sentiment of review as positive or negative . "
-    "Review : Sentiment good bad film number 0 1 2 3"
-).split()
-
-
-@pytest.fixture
-def tiny_llm_dir(tmp_path):
-    vocab = {w: i for i, w in enumerate(WORDS)}
-    tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tk.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok = tf.PreTrainedTokenizerFast(
-        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
-    )
-    model = tiny_causal_lm("llama", layers=2, seed=0)
-    model.resize_token_embeddings(len(WORDS))
-    folder = tmp_path / "tiny-llama"
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
 
 
 def _argv(model, tmp_path, out, *more):

@@ -115,14 +115,25 @@ def test_a_classifier_whose_head_would_be_random_is_refused(tmp_path, capsys):
         (["--method", "llm-iba", "--prior", "dataset"],
          r"--prior dataset: .*causal LM.*choose another prior \(paper"),
         (["--target", " ran" * 40], r"answer given \(40 tokens\).*32"),
-        (["--method", "iba-amortized"], r"iba-amortized: the command line fits no "
-         r"explainer for a causal LM yet; fit one on prompts in Python"),
     ],
 )  # fmt: skip
 def test_refused_before_the_weights_load(lm_dir, extra, message, no_weights, capsys):
     err = _refused(["explain", "the cat", "--model", lm_dir] + extra, capsys)
     assert re.search(message, err.strip()), err
     assert "base_model.embeddings" not in err  # (a BERT's path, not this model's)
+
+
+def test_iba_amortized_without_an_explainer_before_the_weights(lm_dir, no_weights):
+    """Issue 52: the command line fits a causal LM's explainer on a prompt
+    task (tests/app/test_amortized_llm_cli.py); the Python route, given none,
+    is refused before the weights, naming how to fit one."""
+    from captum_iba.app.llm_explanation import explain_answer
+
+    with pytest.raises(ValueError, match=r"iba-amortized: a causal LM's explainer "
+                       r"is fitted on a prompt task's training prompts: run "
+                       r"`captum-iba evaluate --dataset TASK --methods "
+                       r"iba-amortized`.*fit_amortized"):  # fmt: skip
+        explain_answer("the cat", lm_dir, "iba-amortized")
 
 
 def test_a_prompt_past_the_positions_before_the_weights(lm_dir, no_weights, capsys):

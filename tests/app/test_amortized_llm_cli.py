@@ -1,0 +1,124 @@
+"""``--method(s) iba-amortized`` on a causal LM from the command line (issue
+52): ``evaluate`` on a prompt task fits the explainer once on the task's
+training prompts (the deletion objective) and caches it; a second run and
+``explain`` load it; another tokenizer or layer is not served by it. A tiny
+random Llama (``tiny_llm_dir``), 8 training prompts, one
+epoch."""
+
+import json
+import shutil
+
+import pytest
+
+from captum_iba.app.cli import main
+from captum_iba.app.finetune.recipes import CACHE_ENV_VAR
+from tests.app.test_cli_faults import _tiny_sst2
+from tests.helpers import SST2_TASK_WORDS, tiny_word_tokenizer
+
+PROMPT = "Classify the sentiment of the review as positive or negative . Review : "
+
+
+@pytest.fixture
+def small_fit(tmp_path, monkeypatch):
+    """The cache in tmp_path; 8 training prompts and one epoch per fit."""
+    from captum_iba.app import amortized as app_amortized
+    from captum_iba.evaluation import amortized as eval_amortized
+
+    monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path / "cache"))
+    monkeypatch.setattr(app_amortized, "LLM_TRAIN_PROMPTS", 8)
+    one = dict(eval_amortized.AMORTIZED_SETTINGS, epochs=1)
+    monkeypatch.setattr(eval_amortized, "AMORTIZED_SETTINGS", one)
+    return tmp_path / "cache" / "explainers"
+
+
+def _data(tmp_path, train=True):
+    data = tmp_path / "data"
+    if not data.exists():
+        _tiny_sst2(data)
+        if train:
+            shutil.copy(data / "sst2" / "dev.tsv", data / "sst2" / "train.tsv")
+    return data
+
+
+def _code(argv):
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
+def _evaluate(model, tmp_path, out, *more):
+    return _code(
+        ["evaluate", "--model", model, "--data-dir", str(_data(tmp_path))]
+        + ["--methods", "iba-amortized,llm-random", "--n", "4"]
+        + ["--batch-size", "4", "--out", str(tmp_path / out), *more]
+    )
+
+
+def _explain(model, *more):
+    return _code(
+        ["explain", PROMPT + "good film Sentiment :", "--model", model]
+        + ["--method", "iba-amortized", "--max-new-tokens", "1", *more]
+    )
+
+
+def test_evaluate_fits_on_the_task_s_training_prompts_then_every_run_loads_it(
+    tiny_llm_dir, small_fit, tmp_path, capsys
+):
+    assert _explain(tiny_llm_dir) == 2  # nothing fitted yet: the command named
+    err = capsys.readouterr().err
+    assert "no fitted explainer for this causal LM and layer" in err, err
+    assert "captum-iba evaluate --dataset TASK --methods iba-amortized`" in err
+    assert _evaluate(tiny_llm_dir, tmp_path, "r1") == 0
+    out = capsys.readouterr().out
+    assert "fitting the amortized explainer" in out, out
+    assert "on 8 training prompts of the sst2 task" in out
+    assert "objective 'deletion'" in out
+    (folder,) = [f for f in small_fit.glob("sst2-lembeddings-len0-*") if f.is_dir()]
+    record = json.loads((folder / "explainer.json").read_text())
+    assert record["stats"]["instances"] == 8  # 8 prompts, one epoch
+    assert record["key"]["layer"].endswith("embed_tokens")
+    assert record["key"]["settings"]["options"]["removal"] == "attention"
+    rows = [
+        json.loads(line) for line in (tmp_path / "r1" / "attributions.jsonl").open()
+    ]
+    assert {r["method"] for r in rows} == {"iba-amortized", "llm-random"}
+    stamp = (folder / "explainer.json").stat().st_mtime_ns
+    assert _evaluate(tiny_llm_dir, tmp_path, "r2") == 0  # loaded, not fitted
+    assert "fitting" not in capsys.readouterr().out
+    assert (folder / "explainer.json").stat().st_mtime_ns == stamp
+    assert _explain(tiny_llm_dir) == 0
+    out = capsys.readouterr().out
+    assert "fitted on the sst2 task's training prompts" in out
+    assert "fitting" not in out
+    assert _explain(tiny_llm_dir, "--layer", "0") == 2  # none at layer 0
+    assert "no fitted explainer" in capsys.readouterr().err
+    assert _explain(tiny_llm_dir, "--explainer-objective", "distil") == 2
+    assert "--explainer-objective distil" in capsys.readouterr().err
+
+
+def test_another_tokenizer_is_refused(tiny_llm_dir, small_fit, tmp_path, capsys):
+    assert _evaluate(tiny_llm_dir, tmp_path, "r1") == 0
+    capsys.readouterr()
+    other = tmp_path / "other-tokenizer"  # the same weights, another vocabulary
+    shutil.copytree(tiny_llm_dir, other)
+    words = [w if w != "film" else "movie" for w in SST2_TASK_WORDS]
+    tiny_word_tokenizer(words).save_pretrained(other)
+    assert _evaluate(str(other), tmp_path, "r2") == 2
+    err = capsys.readouterr().err
+    assert "tokenizer" in err and "Remove the folder to fit it again" in err, err
+
+
+def test_no_training_split_is_refused_before_the_weights(
+    tiny_llm_dir, small_fit, tmp_path, capsys, monkeypatch
+):
+    from captum_iba.app import causal_lm
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the weights were loaded")
+
+    monkeypatch.setattr(causal_lm, "load_causal_lm", refuse)
+    _data(tmp_path, train=False)  # dev.tsv only
+    assert _evaluate(tiny_llm_dir, tmp_path, "r1") == 2
+    err = capsys.readouterr().err
+    assert "fitted on the corpus's training split" in err and "'sst2'" in err, err
