@@ -10,8 +10,8 @@ import shutil
 
 import pytest
 
-from captum_iba.app.cli import main
 from captum_iba.app.finetune.recipes import CACHE_ENV_VAR
+from tests.app.test_amortized_cli import _code
 from tests.app.test_cli_faults import _tiny_sst2
 from tests.helpers import SST2_TASK_WORDS, tiny_word_tokenizer
 
@@ -38,13 +38,6 @@ def _data(tmp_path, train=True):
         if train:
             shutil.copy(data / "sst2" / "dev.tsv", data / "sst2" / "train.tsv")
     return data
-
-
-def _code(argv):
-    try:
-        return main(argv)
-    except SystemExit as exc:
-        return exc.code
 
 
 def _evaluate(model, tmp_path, out, *more):
