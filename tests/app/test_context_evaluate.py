@@ -135,6 +135,9 @@ def test_bad_combinations_are_refused_before_any_model_loads(
         (["--passages", "x"], "--passages x: give MIN-MAX"),
         (["--task", "context-topics", "--passages", "3-5"],
          "--passages 3-5: context-topics has one passage per topic"),
+        (["--methods", "iba-amortized"], "iba-amortized: a causal LM's explainer "
+         "is fitted on a prompt task's training prompts: run `captum-iba evaluate "
+         "--dataset TASK"),
     ]  # fmt: skip
     for i, (more, says) in enumerate(cases):
         out = tmp_path / f"out{i}"
