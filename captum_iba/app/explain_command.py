@@ -161,11 +161,9 @@ def _explain_causal_lm(
         from captum_iba.attr.text import resolve_layer
 
         def for_layer(module: Any, objective: Any = None) -> Any:
-            ref, objective = (
-                resolve_layer(model, module),
-                lm_objective(args.request, objective),
-            )
-            return cached_lm_explainer(model, tok, ref, objective, chat)
+            ref = resolve_layer(model, module)
+            chosen = lm_objective(args.request, objective)
+            return cached_lm_explainer(model, tok, ref, chosen, chat)
 
         return for_layer
 
