@@ -3,8 +3,6 @@ the model's positions before any weights load (refused naming the
 instances, or its content cut to ``--max-length``, recorded per row), and a
 failed re-run of a finished folder keeps its completion marker (issue 53)."""
 
-# ruff: noqa: F811 (the fixture tiny_llm_dir, imported, is an argument)
-
 import json
 
 import pytest
@@ -12,7 +10,6 @@ import pytest
 from captum_iba.app import commands
 from captum_iba.app.cli import main
 from tests.app.test_cli_faults import _fails, _tiny_sst2
-from tests.app.test_llm_evaluate import tiny_llm_dir  # noqa: F401 (a fixture)
 
 LONG = " ".join(["good film"] * 10)  # 20 tokens: its prompt has 31 + the answer
 
