@@ -22,6 +22,10 @@ the method ``at2-<n>``::
     python experiments/train_at2.py --task context-facts --n 0,8,16 --pool 16 \
         --passages 3-6
 
+A model with a chat template reads the prompts as user turns (AT2's way);
+a base model (Gemma 3 270M) as the study gives them to it: plain text ending
+in ``"\\nAnswer:"`` (``BASE_SUFFIX``), a BOS before it.
+
 CPU-seconds (one torch thread, ``time.process_time``) are each budget's own:
 its examples' responses and ablations, then the fit.
 """
@@ -38,8 +42,9 @@ import torch
 
 from captum_iba._utils.io import cache_root
 from captum_iba.app.context_corpus import parse_passages
-from captum_iba.app.context_tasks import CONTEXT_TASKS, context_examples
+from captum_iba.app.context_tasks import BASE_SUFFIX, CONTEXT_TASKS, context_examples
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID
+from captum_iba.attr.llm_batch import uses_chat
 from captum_iba.evaluation.at2 import at2_weights_path, import_at2
 from captum_iba.evaluation.at2_training import at2_trainer, train_at2
 
@@ -134,6 +139,7 @@ def main(argv=None) -> None:
     model, tok = load_causal_lm(args.model)
     work = work_folder(args)  # one store per set of examples
     pairs = [(e.sources, e.query) for e in examples]
+    chat = uses_chat(tok, None)  # a base model: the study's plain-text layout
     trainer, seconds = at2_trainer(
         model,
         tok,
@@ -142,6 +148,8 @@ def main(argv=None) -> None:
         args.ablations,
         limit=0 if args.train_only else args.budgets[-1],
         first=args.first,
+        chat=chat,
+        suffix="" if chat else BASE_SUFFIX,
     )
     if args.first:  # a second worker: the first one trains
         print(f"ablated examples {args.first}..{args.budgets[-1] - 1} in {work}")

@@ -23,13 +23,19 @@ scores, and ``AnswerScores.sources``). Adapted, not patched: a task class
 of the package's (``ContextAttributionTask``) is given our prompt and our
 sources' spans as its documents. Its prompt is its own default, as
 ContextCite's: ``"Context: {context}\\n\\nQuery: {query}"`` as a user turn of the
-tokenizer's chat template.
+tokenizer's chat template; for a base model (``chat=False``: no template)
+the prompt as plain text, its ids those
+:func:`~captum_iba.evaluation.sources.ablated_prompt_ids` gives (a BOS
+before it), exactly the ids the study's other methods explain.
+
+The model is handed to the package as
+:func:`~captum_iba.evaluation.at2_model.at2_model` makes it (Gemma 3
+through a view) and left as found.
 """
 
-import contextlib
 import hashlib
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -37,7 +43,13 @@ from torch import Tensor
 from captum_iba._utils.io import cache_root
 from captum_iba.attr.llm import AnswerScores
 from captum_iba.attr.llm_batch import PromptBatch
+from captum_iba.evaluation.at2_model import (
+    at2_model,
+    check_window,
+    model_as_found,
+)
 from captum_iba.evaluation.scorers import TokenScorer
+from captum_iba.evaluation.sources import plain_text, row_chat
 
 __all__ = [
     "AT2Scorer",
@@ -63,8 +75,6 @@ TRAIN_COMMAND = (
 LAYOUT = "Context: {context}\n\nQuery: {query}"
 #: What joins two sources in it.
 JOIN = "\n\n"
-#: The model families whose attention AT2 recomputes (its ``model_type``).
-MODEL_TYPES = ("llama", "qwen2", "phi3", "gemma3")
 PathLike = Union[str, Path]
 
 
@@ -83,47 +93,6 @@ def import_at2() -> Any:
             f"AT2's scores need its package, which is not installed ({err}): {INSTALL}"
         ) from err
     return at2
-
-
-#: The flag transformers sets on a model whose output-capturing hooks it
-#: installed (on the first ``output_hidden_states=True``, which AT2 asks for).
-CAPTURE_FLAG = "_output_capturing_hooks_installed"
-
-
-@contextlib.contextmanager
-def model_as_found(model: Any) -> Iterator[None]:
-    """Run AT2's code and leave ``model`` as it was: the forward hooks that
-    transformers installs for good on the first ``output_hidden_states=True``
-    (and its flag saying so) are removed afterwards."""
-    before = {
-        m: (set(m._forward_hooks), CAPTURE_FLAG in vars(m)) for m in model.modules()
-    }
-    try:
-        yield
-    finally:
-        for module, (hooks, flagged) in before.items():
-            for key in set(module._forward_hooks) - hooks:
-                del module._forward_hooks[key]
-                module._forward_hooks_with_kwargs.pop(key, None)
-                module._forward_hooks_always_called.pop(key, None)
-            if not flagged and CAPTURE_FLAG in vars(module):
-                delattr(module, CAPTURE_FLAG)
-
-
-def model_type_of(model: Any) -> str:
-    """The model's family as AT2 names it (its attention is recomputed from
-    hidden states per family).
-
-    Raises:
-        ValueError: For a family AT2 does not know.
-    """
-    kind = str(getattr(model.config, "model_type", ""))
-    if kind not in MODEL_TYPES:
-        raise ValueError(
-            f"AT2 recomputes the attention of {MODEL_TYPES} models only; this "
-            f"model is {kind!r}"
-        )
-    return kind
 
 
 def model_fingerprint(model: Any) -> str:
@@ -160,9 +129,12 @@ def at2_weights_path(
     return folder / f"{slug}-{task}-n{n}-a{ablations}.pt"
 
 
-def layout(sources: Sequence[str], query: str) -> Tuple[str, List[Tuple[int, int]]]:
-    """AT2's prompt (:data:`LAYOUT`, the sources joined by blank lines) and
-    each source's characters in it.
+def layout(
+    sources: Sequence[str], query: str, suffix: str = ""
+) -> Tuple[str, List[Tuple[int, int]]]:
+    """AT2's prompt (:data:`LAYOUT`, the sources joined by blank lines;
+    ``suffix`` after it, e.g. a base model's ``"\\nAnswer:"``) and each
+    source's characters in it.
 
     Raises:
         ValueError: For fewer than two sources or an empty one.
@@ -176,21 +148,29 @@ def layout(sources: Sequence[str], query: str) -> Tuple[str, List[Tuple[int, int
         pos += len(JOIN) if i else 0
         spans.append((pos, pos + len(source)))
         pos += len(source)
-    return LAYOUT.format(context=JOIN.join(sources), query=query), spans
+    return LAYOUT.format(context=JOIN.join(sources), query=query) + suffix, spans
 
 
 def _task_class(at2: Any) -> type:
     """A task of AT2's over a given prompt whose sources are given spans (its
-    documents, one source each)."""
+    documents, one source each): a user turn of the chat template with
+    ``chat`` (the package's own), else the prompt as plain text
+    (:func:`~captum_iba.evaluation.sources.plain_text`: a base model's)."""
 
     class GivenSources(at2.tasks.ContextAttributionTask):  # type: ignore[misc, name-defined]
-        def __init__(self, prompt, spans, model, tokenizer, **kwargs):
+        def __init__(self, prompt, spans, model, tokenizer, chat=True, **kwargs):
             self.given, self.spans = prompt, [tuple(s) for s in spans]
+            self.chat = chat
             super().__init__(model, tokenizer, source_type="document", **kwargs)
 
         @property
         def prompt(self) -> str:
             return self.given
+
+        def apply_chat_template(self, prompt: str) -> str:
+            if self.chat:
+                return super().apply_chat_template(prompt)
+            return plain_text(self.tokenizer, prompt)
 
         def _get_document_ranges(self) -> List[Tuple[int, int]]:
             return self.spans
@@ -206,6 +186,7 @@ def at2_token_scores(
     response_ids: Sequence[int],
     estimator: Any,
     ids: Optional[Sequence[int]] = None,
+    chat: bool = True,
 ) -> Tuple[Tensor, Tensor, Tensor]:
     """AT2's scores of a prompt's tokens and sources for a given response.
 
@@ -215,9 +196,9 @@ def at2_token_scores(
     package's ``ScoreEstimationAttributor`` computes it).
 
     Args:
-        model: A causal LM of a family AT2 knows (:data:`MODEL_TYPES`).
-        tokenizer: Its fast tokenizer, with a chat template (AT2 reads the
-            prompt as a user turn).
+        model: A causal LM of a family AT2 knows
+            (:data:`~captum_iba.evaluation.at2_model.MODEL_TYPES`).
+        tokenizer: Its fast tokenizer (with a chat template for ``chat``).
         prompt (str): The prompt (before the template).
         spans (sequence of (int, int)): Its sources' characters (>= 2).
         response_ids (sequence of int): The response to explain (no
@@ -225,6 +206,10 @@ def at2_token_scores(
         estimator: AT2's trained weights for this model (:func:`load_at2`).
         ids (sequence of int, optional): The prompt's and response's ids as
             the caller has them (checked to be the package's).
+        chat (bool): The prompt as a user turn of the chat template (as the
+            package has it); False: as plain text, encoded as
+            :func:`~captum_iba.evaluation.sources.ablated_prompt_ids` encodes
+            it (a base model, which has no template). Default True.
 
     Returns:
         (Tensor, Tensor, Tensor): ``(N,)`` each token's score (the mean
@@ -233,21 +218,22 @@ def at2_token_scores(
         per source; float64.
 
     Raises:
-        ValueError: For an empty response, a tokenizer without a chat
-            template, or a prompt or response the package reads as other
-            tokens.
+        ValueError: For an empty response, ``chat`` with a tokenizer without
+            a chat template, a prompt or response the package reads as other
+            tokens, or a text longer than the model's sliding window.
     """
     if len(response_ids) == 0:
         raise ValueError("response_ids is empty: there is no response to explain")
-    if not getattr(tokenizer, "chat_template", None):
+    if chat and not getattr(tokenizer, "chat_template", None):
         raise ValueError(
-            "AT2 reads the prompt as a user turn of the chat template; this "
-            "tokenizer has none (a base model)"
+            "chat=True: AT2 reads the prompt as a user turn of the chat "
+            "template; this tokenizer has none (a base model: chat=False reads "
+            "it as plain text)"
         )
     at2 = import_at2()
     with model_as_found(model):
         return _token_scores(
-            at2, model, tokenizer, (prompt, spans), response_ids, ids, estimator
+            at2, model, tokenizer, (prompt, spans, chat), response_ids, ids, estimator
         )
 
 
@@ -255,25 +241,28 @@ def _token_scores(
     at2: Any,
     model: Any,
     tokenizer: Any,
-    laid: Tuple[str, Sequence[Tuple[int, int]]],
+    laid: Tuple[str, Sequence[Tuple[int, int]], bool],
     response_ids: Sequence[int],
     ids: Optional[Sequence[int]],
     estimator: Any,
 ) -> Tuple[Tensor, Tensor, Tensor]:
     """:func:`at2_token_scores`' work (the package imported, the hooks it
     makes transformers install removed afterwards)."""
-    task = _task_class(at2)(*laid, model, tokenizer)
+    prompt, spans, chat = laid
+    task = _task_class(at2)(prompt, spans, at2_model(model), tokenizer, chat=chat)
     task.set_generation(tokenizer.decode(list(response_ids)))
     start, end = task.target_token_range
     read = list(task.get_tokens()["input_ids"])
     expected = list(read[:start]) + list(response_ids) if ids is None else list(ids)
     if read[:end] != expected:
         part = "response" if read[:start] == expected[:start] else "prompt"
+        how = "applies the tokenizer's chat template to" if chat else "re-encodes"
         raise ValueError(
             f"AT2 reads the {part} as other tokens ({read[start:end][:8]}... for "
             f"{list(response_ids)[:8]}...): it would explain another text (it "
-            "applies the tokenizer's chat template to the prompt)"
+            f"{how} the prompt)"
         )
+    check_window(model, len(read))
     estimator = estimator.to(device=model.device, dtype=model.dtype)
     with torch.no_grad():  # (R, N - 1): the last token is attended by none
         per = estimator.get_scores(task, start, end).double().cpu()
@@ -289,6 +278,7 @@ def at2_scores(
     query: str,
     response_ids: Sequence[int],
     estimator: Any,
+    chat: bool = True,
 ) -> Tensor:
     """AT2's score of each source for a given response (as
     :func:`~captum_iba.evaluation.context_cite.context_cite_scores` gives
@@ -296,14 +286,16 @@ def at2_scores(
 
     Args:
         model: A Hugging Face causal LM of a family AT2 knows
-            (:data:`MODEL_TYPES`).
-        tokenizer: Its fast tokenizer, with a chat template.
+            (:data:`~captum_iba.evaluation.at2_model.MODEL_TYPES`).
+        tokenizer: Its fast tokenizer (with a chat template for ``chat``).
         sources (Sequence[str]): The context's sources, in order (>= 2),
             joined by blank lines (:func:`layout`).
         query (str): The query.
         response_ids (Sequence[int]): The response to explain (token ids
             after the prompt, no end-of-text token).
         estimator: AT2's trained weights for this model (:func:`load_at2`).
+        chat (bool): The prompt as a user turn of the chat template; False:
+            as plain text (a base model). Default True.
 
     Returns:
         Tensor: ``(S,)`` float64, one score per source (higher = the
@@ -311,11 +303,14 @@ def at2_scores(
 
     Raises:
         ImportError: Without the package (naming the install command).
-        ValueError: For fewer than two sources, an empty response, or a
-            response the package reads as other tokens.
+        ValueError: For fewer than two sources, an empty response, ``chat``
+            without a chat template, or a response the package reads as
+            other tokens.
     """
     prompt, spans = layout(sources, query)
-    return at2_token_scores(model, tokenizer, prompt, spans, response_ids, estimator)[2]
+    return at2_token_scores(
+        model, tokenizer, prompt, spans, response_ids, estimator, chat=chat
+    )[2]
 
 
 def find_at2_weights(model: Any, folder: Optional[PathLike] = None) -> Path:
@@ -381,12 +376,15 @@ class AT2Scorer(TokenScorer):
     the learned head weights; a source's (``AnswerScores.sources``) the sum
     over its tokens, exactly as the package scores sources
     (:func:`at2_token_scores`). The batch must hold its prompts' sources
-    (:func:`~captum_iba.evaluation.sources.with_sources`) and wrap them in
-    the chat template (``prompt_batch(..., chat=True)``: AT2 reads a prompt
-    as a user turn).
+    (:func:`~captum_iba.evaluation.sources.with_sources`); a row wrapped in
+    the chat template (``prompt_batch(..., chat=True)``) is read as a user
+    turn (the package's way), a row of plain text (a base model's) as its
+    text, whichever gives the row's ids
+    (:func:`~captum_iba.evaluation.sources.row_chat`).
 
     Args:
-        model: A causal LM of a family AT2 knows (:data:`MODEL_TYPES`).
+        model: A causal LM of a family AT2 knows
+            (:data:`~captum_iba.evaluation.at2_model.MODEL_TYPES`).
         weights (str or Path, optional): AT2's weights for it
             (``experiments/train_at2.py``); default: the file trained for
             this model on the most examples in ``<cache>/at2``
@@ -443,6 +441,7 @@ class AT2Scorer(TokenScorer):
             mean, per, own = at2_token_scores(
                 self.model, self.tokenizer, batch.prompts[b], batch.spans[b],
                 batch.answer_ids(b), self.estimator, ids=ids,
+                chat=row_chat(self.tokenizer, batch, b),
             )  # fmt: skip
             answer[b, real] = mean[: len(ids)].float()
             if tokens is not None:

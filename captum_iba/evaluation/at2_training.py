@@ -28,8 +28,12 @@ from captum_iba.evaluation.at2 import (
     _task_class,
     import_at2,
     layout,
-    model_as_found,
     model_fingerprint,
+)
+from captum_iba.evaluation.at2_model import (
+    at2_model,
+    check_window,
+    model_as_found,
     model_type_of,
 )
 
@@ -45,6 +49,8 @@ def at2_trainer(
     max_new_tokens: int = 24,
     limit: Optional[int] = None,
     first: int = 0,
+    chat: bool = True,
+    suffix: str = "",
 ) -> Tuple[Any, List[float]]:
     """AT2's trainer over ``examples`` with every example's responses
     generated and the first ``limit``'s ablations run (resumable: the
@@ -52,8 +58,8 @@ def at2_trainer(
 
     Args:
         model: A causal LM of a family AT2 knows.
-        tokenizer: Its fast tokenizer, with a chat template.
-        examples (sequence): ``(sources, query)`` pairs.
+        tokenizer: Its fast tokenizer (with a chat template for ``chat``).
+        examples (sequence): ``(sources, query)`` pairs (:func:`layout`).
         work_dir (str or Path): The package's store (generations, features).
         ablations (int): Random ablations per example. Default 32.
         max_new_tokens (int): The longest response (greedy). Default 24.
@@ -61,6 +67,16 @@ def at2_trainer(
             (default all): a store for many, trained on as it grows.
         first (int): Ablate from this example on (a second worker on the
             same store takes a later range). Default 0.
+        chat (bool): The prompts as user turns of the chat template (the
+            package's way); False: as plain text (a base model, as
+            :func:`~captum_iba.evaluation.at2.at2_token_scores` reads them).
+            Default True.
+        suffix (str): After each prompt (a base model's ``"\\nAnswer:"``).
+
+    Raises:
+        ValueError: For ``chat`` without a chat template, a model family AT2
+            does not know, a prompt and response longer than the model's
+            sliding window.
 
     Returns:
         (trainer, list of float): The trainer and each example's CPU-seconds
@@ -69,9 +85,16 @@ def at2_trainer(
     """
     from datasets import Dataset
 
-    at2 = import_at2()
-    laid = [layout(sources, query) for sources, query in examples]
     kind = model_type_of(model)
+    if chat and not getattr(tokenizer, "chat_template", None):
+        raise ValueError(
+            "chat=True: AT2 reads a prompt as a user turn of the chat template; "
+            "this tokenizer has none (a base model: chat=False)"
+        )
+    at2 = import_at2()
+    laid = [layout(sources, query, suffix) for sources, query in examples]
+    for prompt, _ in laid:  # the longest text: the prompt and a full response
+        check_window(model, len(tokenizer(prompt)["input_ids"]) + max_new_tokens)
     layers, heads = model.config.num_hidden_layers, model.config.num_attention_heads
     task_class = _task_class(at2)
     kwargs = dict(at2.tasks.base.DEFAULT_GENERATE_KWARGS, max_new_tokens=max_new_tokens)
@@ -79,10 +102,10 @@ def at2_trainer(
     trainer = at2.AT2Trainer(
         save_path=Path(work_dir),
         dataset=Dataset.from_list(rows),
-        model=model,
+        model=at2_model(model),
         tokenizer=tokenizer,
         task_from_example=lambda row, m, t: task_class(
-            row["prompt"], row["spans"], m, t, generate_kwargs=kwargs
+            row["prompt"], row["spans"], m, t, chat=chat, generate_kwargs=kwargs
         ),
         feature_extractor=at2.AT2FeatureExtractor(layers, heads, model_type=kind),
         split_target_by=None,

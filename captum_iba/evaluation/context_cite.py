@@ -32,6 +32,7 @@ from captum_iba.evaluation.sources import (
     ablated_prompt,
     ablated_prompt_ids,
     check_sources,
+    plain_text,
     row_chat,
 )
 
@@ -88,16 +89,6 @@ def _partitioner(base: type, prompt: str, spans: Sequence[Tuple[int, int]]) -> A
             return ablated_prompt(prompt, spans, keep)
 
     return GivenSources()
-
-
-def _text_of(tokenizer: Any, ids: List[int], text: str) -> str:
-    """``text`` with the special tokens the encoding put before it (a BOS),
-    written out, so that it reads as ``ids`` without special tokens added."""
-    plain = list(tokenizer(text, add_special_tokens=False)["input_ids"])
-    lead = len(ids) - len(plain)
-    if lead > 0 and ids[lead:] == plain:
-        return tokenizer.decode(ids[:lead]) + text
-    return text
 
 
 def make_citer(
@@ -196,8 +187,9 @@ def _citer_class(
             if not return_prompt:
                 return ids
             text = ablated_prompt(prompt, spans, keep)
-            text = user_turn(tokenizer, text)[0] if self.chat else text
-            return ids, _text_of(tokenizer, ids, text)
+            if self.chat:
+                return ids, user_turn(tokenizer, text)[0]
+            return ids, plain_text(tokenizer, text)
 
         def _compute_masks_and_logit_probs(self) -> None:  # its ablations' seed
             self._cache["reg_masks"], self._cache["reg_logit_probs"] = (

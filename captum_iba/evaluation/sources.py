@@ -24,7 +24,9 @@ character span of the prompt; a prompt's sources do not overlap.
   sources left out (what the context metrics, ``loso``, ``shapley-sources``
   and ContextCite all remove); :func:`ablated_prompt_ids` its token ids,
   :func:`row_ablation` a batch row's ``keep -> ids`` (:func:`row_chat`: with
-  the chat template or not, as the batch has it).
+  the chat template or not, as the batch has it); :func:`plain_text` a base
+  model's prompt written out as its ids read (a BOS before it), for the
+  anchors' packages, which encode a text without special tokens.
 """
 
 import dataclasses
@@ -45,6 +47,7 @@ __all__ = [
     "ablated_prompt",
     "ablated_prompt_ids",
     "check_sources",
+    "plain_text",
     "pool_sources",
     "row_ablation",
     "row_chat",
@@ -369,6 +372,20 @@ def ablated_prompt_ids(
             "(a query) or use a tokenizer that opens a text (a BOS token)"
         )
     return ids
+
+
+def plain_text(tokenizer: Any, text: str) -> str:
+    """``text`` with the special tokens that the tokenizer puts before it (a
+    BOS) written out, so that encoding the result without special tokens
+    (as ContextCite's and AT2's packages encode a prompt) gives the ids of
+    ``text`` encoded with them (:func:`ablated_prompt_ids` with ``chat``
+    False, a base model's prompt)."""
+    ids = list(tokenizer(text)["input_ids"])
+    plain = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    lead = len(ids) - len(plain)
+    if lead > 0 and ids[lead:] == plain:
+        return tokenizer.decode(ids[:lead]) + text
+    return text
 
 
 def row_chat(tokenizer: Any, batch: PromptBatch, row: int) -> bool:
