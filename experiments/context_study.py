@@ -308,6 +308,10 @@ def tables(args: argparse.Namespace) -> None:
     """The task's table and its paired differences against ContextCite."""
     folder = Path(args.out) / args.task / args.split
     records = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    if args.first is not None:  # every method on the same contexts
+        records = {
+            m: [r for r in rs if r["index"] < args.first] for m, rs in records.items()
+        }
     records = {m: r for m, r in records.items() if r}
     if not records:
         raise SystemExit(f"no results in {folder}")
@@ -361,6 +365,11 @@ def main() -> None:
         p.add_argument("--out", default="results/context")
     sub.choices["tables"].add_argument(
         "--docs", help="also write the tables under this docs folder"
+    )
+    sub.choices["tables"].add_argument(
+        "--first",
+        type=int,
+        help="only the first N contexts (those every method has run)",
     )
     sub.choices["tables"].add_argument(
         "--tag", default="", help="names the docs files and titles (e.g. the model)"

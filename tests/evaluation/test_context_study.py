@@ -3,7 +3,9 @@ Llama: its ablated prompts score the response as the PromptBatch does, one
 example runs end to end, and the ContextCite wrapper (skipped without its
 package) explains the given response."""
 
+import argparse
 import copy
+import json
 import math
 import sys
 
@@ -71,7 +73,7 @@ def test_ablated_prompts_score_the_response_as_the_batch(study, lm):
     assert tok.decode(shorter).count("dog") == 0
 
 
-def test_one_example_end_to_end(study, lm):
+def test_one_example_end_to_end(study, lm, tmp_path, capsys):
     model, tok = lm
     names = ["random", "ablation", "loso"]
     scorers = build_scorers(
@@ -102,6 +104,22 @@ def test_one_example_end_to_end(study, lm):
     table = study._rows({m: [dict(r, index=0)] for m, r in rows.items()})
     assert "LOO (sum)" in table and len(table["random (max)"]["lds"]) == 1
     assert "LOO (sum)" in study.means_table(table)
+    # tables --first N: every method on its first N contexts only
+    folder = tmp_path / "context-facts" / "report"
+    folder.mkdir(parents=True)
+    for m, n in (("random", 2), ("loso", 1)):
+        rows_m = [dict(rows[m], index=i) for i in range(n)]
+        (folder / f"{m}.json").write_text(json.dumps(rows_m))
+    for first, n_random in ((None, 2), (1, 1)):
+        args = argparse.Namespace(
+            out=str(tmp_path), task="context-facts", split="report", first=first,
+            docs=None, tag="",
+        )  # fmt: skip
+        study.tables(args)
+        line = next(
+            x for x in capsys.readouterr().out.splitlines() if "random (max)" in x
+        )
+        assert line.split("|")[2].strip() == str(n_random)
 
 
 def test_top1_hit_breaks_ties_as_the_top_k_drop():
