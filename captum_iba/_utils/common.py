@@ -18,6 +18,7 @@
 
 import contextlib
 import hashlib
+import importlib
 import numbers
 import random
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -26,6 +27,7 @@ import torch
 from torch import Tensor, nn
 
 __all__ = [
+    "import_optional",
     "check_length",
     "check_target_range",
     "format_target",
@@ -405,3 +407,22 @@ def kept_random_state(device: Optional[torch.device] = None) -> Iterator[None]:
     finally:
         random.setstate(python)
         np.random.set_state(numpy)
+
+
+def import_optional(modules: Sequence[str], needs: str, install: str) -> List[Any]:
+    """The optional package's ``modules``, imported in order.
+
+    Args:
+        modules (Sequence[str]): Dotted module names (e.g. ``"at2.tasks"``).
+        needs (str): What needs them, for the message (``"AT2's scores"``).
+        install (str): The install command the message names.
+
+    Raises:
+        ImportError: Where one does not import, naming the install command.
+    """
+    try:
+        return [importlib.import_module(name) for name in modules]
+    except ImportError as err:
+        raise ImportError(
+            f"{needs} need its package, which is not installed ({err}): {install}"
+        ) from err

@@ -40,6 +40,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
+from captum_iba._utils.common import import_optional
 from captum_iba._utils.io import cache_root
 from captum_iba.attr.llm import AnswerScores
 from captum_iba.attr.llm_batch import PromptBatch
@@ -85,14 +86,7 @@ def import_at2() -> Any:
     Raises:
         ImportError: Without the package, naming the install command.
     """
-    try:
-        import at2  # noqa: F401 - slow
-        import at2.tasks  # noqa: F401
-    except ImportError as err:
-        raise ImportError(
-            f"AT2's scores need its package, which is not installed ({err}): {INSTALL}"
-        ) from err
-    return at2
+    return import_optional(("at2", "at2.tasks"), "AT2's scores", INSTALL)[0]
 
 
 def model_fingerprint(model: Any) -> str:

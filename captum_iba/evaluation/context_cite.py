@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from captum_iba._utils.common import import_optional
 from captum_iba.attr._user_turn import user_turn
 from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.evaluation.source_methods import SourceScorer
@@ -55,15 +56,13 @@ def import_context_cite() -> Any:
     Raises:
         ImportError: Without the package, naming the install command.
     """
-    try:
-        import context_cite  # noqa: F401 - slow: it imports spaCy and NLTK
-        from context_cite import context_citer, context_partitioner, utils
-    except ImportError as err:
-        raise ImportError(
-            f"ContextCite's scores need its package, which is not installed "
-            f"({err}): {INSTALL}"
-        ) from err
-    return context_citer, context_partitioner, utils
+    names = ("context_citer", "context_partitioner", "utils")
+    found = import_optional(  # the package first: its submodules may be cached
+        ["context_cite"] + [f"context_cite.{n}" for n in names],
+        "ContextCite's scores",
+        INSTALL,
+    )
+    return tuple(found[1:])
 
 
 def _partitioner(base: type, prompt: str, spans: Sequence[Tuple[int, int]]) -> Any:
