@@ -53,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import faithfulness_study as fs  # noqa: E402
 from study_parts import Record  # noqa: E402
 
+from captum_iba.app.amortized import LLM_OBJECTIVE, LLM_TRAIN_PROMPTS  # noqa: E402
 from captum_iba.app.causal_lm import load_causal_lm  # noqa: E402
 from captum_iba.app.data import HELDOUT_SPLIT  # noqa: E402
 from captum_iba.app.llm_tasks import (  # noqa: E402
@@ -62,6 +63,7 @@ from captum_iba.app.llm_tasks import (  # noqa: E402
     task_examples,
 )
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
+from captum_iba.attr.llm import CausalLMLogLikelihood  # noqa: E402
 from captum_iba.attr.llm_batch import prompt_batch  # noqa: E402
 from captum_iba.evaluation import Resources, build_scorers, get_preset  # noqa: E402
 from captum_iba.evaluation.llm_degradation import (  # noqa: E402
@@ -75,6 +77,8 @@ TITLES = {"sst2": "SST-2", "rte": "RTE", "ag_news": "AG News", "imdb": "IMDB"}
 
 #: The anchors the paired differences are taken against.
 ANCHORS = ("IG", "LOO", "AttnLRP")
+#: The amortized method, whose explainer is fitted on a task's prompts.
+AMORTIZED = METHODS.entry("iba-amortized").name
 #: A method's record file name: 0.2's name of the method, where it had one.
 RECORD_NAMES = {METHODS.entry(new).name: old for old, new in LLM_NAMES.items()}
 
@@ -112,21 +116,17 @@ def run(args: argparse.Namespace) -> None:
     choices = answer_token_ids(task, tok)
     for given in args.methods.split(","):
         name = METHODS.entry(given).name  # a deprecated name warns
+        meta = dict(cpu=cpu, model=args.model)
         record = Record(
-            Path(args.out) / args.task / args.split / f"{record_name(name)}.json",
+            Path(args.out) / args.task / args.split / f"{_stem(name, args)}.json",
             examples.indices,
-            lambda done: dict(
-                accuracy=_accuracy(chosen[:done], examples.labels[:done]),
-                cpu=cpu,
-                model=args.model,
-            ),  # fmt: skip
+            lambda done, meta=meta: dict(
+                meta, accuracy=_accuracy(chosen[:done], examples.labels[:done])
+            ),
         )
         scorer = None
         for rows in record.batches(args.n, args.batch_size):
-            scorer = (
-                scorer
-                or build_scorers([name], Resources(model, tok), kind="causal-lm")[name]
-            )
+            scorer = scorer or _scorer(name, model, tok, args, record)
             batch = prompt_batch(
                 tok, [examples.prompts[i] for i in rows],
                 [task.answers[chosen[i]] for i in rows], chat=task.chat,
@@ -151,6 +151,82 @@ def run(args: argparse.Namespace) -> None:
         done = record.load()
         if done["aopc"]:
             print(_line(name, done, args.n), flush=True)
+
+
+def _stem(name: str, args: argparse.Namespace) -> str:
+    """The record's file stem: :func:`record_name`; for ``iba-amortized``
+    fitted on another task's prompts (``--fit-on``) ``-from-<task>`` and on
+    other than the command line's number of prompts (``--fit-prompts``)
+    ``-p<K>``."""
+    stem = record_name(name)
+    if name == AMORTIZED and args.fit_on not in (None, args.task):
+        stem += f"-from-{args.fit_on}"
+    if name == AMORTIZED and args.fit_prompts != LLM_TRAIN_PROMPTS:
+        stem += f"-p{args.fit_prompts}"
+    return stem
+
+
+def _explainer(model: Any, tok: Any, module: Any, args: argparse.Namespace) -> Any:
+    """``iba-amortized`` 's explainer, fitted (once, then loaded) on the
+    ``--fit-on`` task's first ``--fit-prompts`` training prompts with the
+    model's greedy one-token answers, on the command line's objective: with
+    the command line's number of prompts, the command line's explainer (its
+    cache folder); with another, in that folder's name plus ``-p<K>`` (never
+    taken by the command line)."""
+    from captum_iba.app.amortized import (
+        cached_explainer,
+        explainer_folder,
+        training_prompts,
+    )
+    from captum_iba.attr.amortized import AmortizedExplainer
+    from captum_iba.attr.amortized_store import RECORD
+    from captum_iba.attr.text import resolve_layer
+    from captum_iba.evaluation.amortized import (
+        fit_amortized,
+        objective_settings,
+        prompt_batches,
+    )
+
+    fit_on, k = args.fit_on or args.task, args.fit_prompts
+    ref = resolve_layer(model, module)
+    limit = model.config.max_position_embeddings
+    prompts = training_prompts(fit_on, tok, None, limit, cut=False)
+    if k == LLM_TRAIN_PROMPTS:
+        return cached_explainer(
+            model, tok, ref, fit_on, True, max_length=0,
+            objective=LLM_OBJECTIVE, prompts=prompts,
+        )  # fmt: skip
+    if k > len(prompts):
+        raise SystemExit(f"--fit-prompts {k}: {fit_on} gives {len(prompts)}")
+    folder = explainer_folder(model, ref, fit_on, 0, LLM_OBJECTIVE)
+    folder = folder.with_name(f"{folder.name}-p{k}")
+    if (folder / RECORD).is_file():
+        forward = CausalLMLogLikelihood(model)
+        return AmortizedExplainer.load(folder, forward, ref.module, tokenizer=tok)
+    chat = TASKS[fit_on].chat
+    batches = prompt_batches(model, tok, prompts[:k], chat=chat, max_new_tokens=1)
+    settings = objective_settings(LLM_OBJECTIVE)
+    return fit_amortized(model, ref.module, batches, tok, folder, **settings)
+
+
+def _scorer(
+    name: str, model: Any, tok: Any, args: argparse.Namespace, record: Record
+) -> Any:
+    """The method's scorer; ``iba-amortized`` 's with its explainer
+    (:func:`_explainer`), the fit's statistics kept in the record (``fit``)."""
+    if name != AMORTIZED:
+        return build_scorers([name], Resources(model, tok), kind="causal-lm")[name]
+    resources = Resources(
+        model, tok, explainer=lambda module: _explainer(model, tok, module, args)
+    )
+    scorer = build_scorers([name], resources, kind="causal-lm")[name]
+    fit = dict(
+        scorer.settings["fit"], task=args.fit_on or args.task, objective=LLM_OBJECTIVE
+    )
+    print(f"{name}: its explainer's fit: {fit}", flush=True)
+    meta = record.meta
+    record.meta = lambda done: dict(meta(done), fit=fit)
+    return scorer
 
 
 def _line(name: str, done: Dict[str, Any], n: int) -> str:
@@ -259,6 +335,55 @@ def summary(args: argparse.Namespace) -> None:
         path.write_text(fs.to_rst(table, title))
 
 
+def _diff(mine: Dict[str, Any], ref: Dict[str, Any]) -> str:
+    """The paired AOPC difference (mine minus ref) on the prompts both have."""
+    n = min(len(mine["aopc"]), len(ref["aopc"]))
+    diff = np.subtract(mine["aopc"][:n], ref["aopc"][:n])
+    return f"{fs.fmt(fs.bootstrap(diff), signed=True)} ({n})"
+
+
+def amortized(args: argparse.Namespace) -> None:
+    """Issue 52's table: every ``iba-amortized`` record of each task (fitted
+    on the task's prompts or another's, on K of them) against
+    ``iba-deletion`` and AttnLRP, with the fit's cost and the target (AOPC at
+    least ``iba-deletion`` 's minus .005, CPU-s a prompt at most AttnLRP's)."""
+    head = "| task | explainer fitted on | fit CPU-s | n | AOPC | CPU-s | "
+    head += (
+        "d AOPC vs iba-deletion (n) | d AOPC vs AttnLRP (n) | AttnLRP CPU-s | target |"
+    )
+    lines = [head, "|" + "---|" * 10]
+    for task in args.tasks.split(","):
+        records = _records(args.out, task, args.split)
+        deletion, lrp = records.get("iba-deletion"), records.get("AttnLRP")
+        for name in sorted(r for r in records if r.startswith(AMORTIZED)):
+            mine, fit = records[name], records[name].get("fit", {})
+            cost = np.mean(mine["cpu_seconds"])
+            cells = [TITLES[task], f"{fit.get('task')}, {fit.get('instances')} prompts"]
+            cells += [f"{fit.get('cpu_seconds', float('nan')):.0f}"]
+            cells += [str(len(mine["aopc"])), f"{np.mean(mine['aopc']):.3f}"]
+            cells += [f"{cost:.3f}"]
+            cells += [_diff(mine, r) if r else "" for r in (deletion, lrp)]
+            met = ""
+            if deletion and lrp:
+                n = min(len(mine["aopc"]), len(deletion["aopc"]))
+                gap = np.mean(np.subtract(mine["aopc"][:n], deletion["aopc"][:n]))
+                cheap = cost <= np.mean(lrp["cpu_seconds"])
+                met = "met" if gap >= -0.005 and cheap else "not met"
+            cells += [f"{np.mean(lrp['cpu_seconds']):.2f}" if lrp else "", met]
+            lines.append("| " + " | ".join(cells) + " |")
+    table = "\n".join(lines)
+    print(table)
+    if args.docs:
+        path = Path(args.docs) / "_generated" / f"llm_amortized_{args.split}.rst"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        title = (
+            f"SmolLM2, {args.split} splits: iba-amortized (fit CPU-s once per "
+            "model and task; CPU-s a prompt) against iba-deletion and AttnLRP, "
+            "paired AOPC differences (95 % intervals) on the prompts both have"
+        )
+        path.write_text(fs.to_rst(table, title))
+
+
 def paired(records: Dict[str, Dict[str, List[float]]]) -> str:
     """Markdown: paired differences (method minus anchor) of drop@11 % and
     AOPC on the prompts both have (the first ``n``: every record holds the
@@ -281,15 +406,15 @@ def paired(records: Dict[str, Dict[str, List[float]]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("run", "tables", "summary"):
+    for name in ("run", "tables", "summary", "amortized"):
         p = sub.add_parser(name)
-        if name == "summary":
+        if name in ("summary", "amortized"):
             p.add_argument("--tasks", default=",".join(TITLES))
         else:
             p.add_argument("--task", choices=sorted(TASKS), required=True)
         p.add_argument("--split", choices=("search", "report"), default="search")
         p.add_argument("--out", default="results/llm_faithfulness")
-    for name in ("tables", "summary"):
+    for name in ("tables", "summary", "amortized"):
         sub.choices[name].add_argument(
             "--docs", help="also write the tables (and plot) under this docs folder"
         )
@@ -298,6 +423,21 @@ def main() -> None:
     sub.choices["run"].add_argument("--batch-size", type=int, default=4)
     sub.choices["run"].add_argument("--model", default=SMOLLM2_HUB_ID)
     sub.choices["run"].add_argument(
+        "--fit-on",
+        choices=sorted(TASKS),
+        help="iba-amortized: the task whose training prompts its explainer is "
+        "fitted on (default: --task; another task's is a transfer, recorded as "
+        "iba-amortized-from-<task>)",
+    )
+    sub.choices["run"].add_argument(
+        "--fit-prompts",
+        type=int,
+        default=LLM_TRAIN_PROMPTS,
+        help="iba-amortized: how many of the task's first training prompts its "
+        f"explainer is fitted on (default {LLM_TRAIN_PROMPTS}, the command line's "
+        "number and cached explainer; another is recorded as iba-amortized-p<K>)",
+    )
+    sub.choices["run"].add_argument(
         "--tokenizer",
         help="a tokenizer folder replacing the model's (attnlrp runs under "
         "transformers 4.x, whose GGUF tokenizer adds a BOS token: give it the "
@@ -305,7 +445,9 @@ def main() -> None:
         "PreTrainedTokenizerFast)",
     )
     args = parser.parse_args()
-    {"run": run, "tables": tables, "summary": summary}[args.command](args)
+    commands = {"run": run, "tables": tables, "summary": summary}
+    commands["amortized"] = amortized
+    commands[args.command](args)
 
 
 if __name__ == "__main__":

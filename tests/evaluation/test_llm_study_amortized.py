@@ -1,0 +1,84 @@
+"""Issue 52's table in ``experiments/llm_faithfulness.py``: every
+``iba-amortized`` record of a task against ``iba-deletion`` and AttnLRP, with
+the fit's cost and the target (AOPC at least ``iba-deletion`` 's minus .005,
+at no more of AttnLRP's CPU-s a prompt); and the record names of a transfer
+and of another number of fit prompts."""
+
+import argparse
+import json
+
+import pytest
+
+from tests.helpers import experiment
+
+
+@pytest.fixture(scope="module")
+def study():
+    return experiment("llm_faithfulness")
+
+
+def _record(folder, stem, aopc, cpu, fit=None):
+    record = dict(
+        aopc=aopc,
+        drop11=aopc,
+        comprehensiveness=aopc,
+        sufficiency=aopc,
+        cpu_seconds=[cpu] * len(aopc),
+        accuracy=0.5,
+        cpu="AVX2",
+    )
+    if fit is not None:
+        record["fit"] = fit
+    (folder / f"{stem}.json").write_text(json.dumps(record))
+
+
+def _rows(study, tmp_path, capsys):
+    args = argparse.Namespace(
+        tasks="sst2", split="report", out=str(tmp_path), docs=str(tmp_path / "docs")
+    )
+    study.amortized(args)
+    lines = capsys.readouterr().out.splitlines()[2:]
+    rst = (tmp_path / "docs" / "_generated" / "llm_amortized_report.rst").read_text()
+    return [[c.strip() for c in line.strip("| ").split("|")] for line in lines], rst
+
+
+def test_amortized_table_judges_the_target(study, tmp_path, capsys):
+    """Level with iba-deletion within .005 at AttnLRP's cost: met; .01 below,
+    or dearer than AttnLRP: not met. Fit cost and prompts come from the
+    record's ``fit``; the paired n is the prompts both have."""
+    folder = tmp_path / "sst2" / "report"
+    folder.mkdir(parents=True)
+    _record(folder, "llm-iba-deletion", [0.2, 0.4, 0.3], 5.0)
+    _record(folder, "llm-attnlrp", [0.1, 0.1, 0.1], 0.5)
+    fit = dict(task="sst2", instances=128, cpu_seconds=1500.0)
+    _record(folder, "iba-amortized", [0.196, 0.396, 0.296], 0.1, fit)
+    _record(folder, "iba-amortized-p32", [0.19, 0.39], 0.1, dict(fit, instances=32))
+    _record(folder, "iba-amortized-from-rte", [0.2, 0.4, 0.3], 0.9, fit)
+    rows, rst = _rows(study, tmp_path, capsys)
+    by_name = {r[1]: r for r in rows}
+    assert len(rows) == 3
+    level = rows[0]  # sorted by record name: iba-amortized first
+    assert level[1] == "sst2, 128 prompts" and level[2] == "1500"
+    assert level[4] == "0.296" and level[-1] == "met"
+    assert level[6].startswith("-0.004") and level[6].endswith("(3)")
+    assert by_name["sst2, 32 prompts"][-1] == "not met"  # .01 below
+    assert by_name["sst2, 32 prompts"][6].endswith("(2)")  # the prompts both have
+    assert rows[1][5] == "0.900" and rows[1][-1] == "not met"  # dearer than AttnLRP
+    assert "list-table" in rst and "not met" in rst
+
+
+def test_record_stems_name_transfer_and_fit_size(study):
+    """The command line's fit (the task's own 128 prompts) keeps the method's
+    name; another task's prompts or another number are in the stem."""
+    k = study.LLM_TRAIN_PROMPTS
+
+    def stem(name, fit_on=None, prompts=k):
+        args = argparse.Namespace(task="sst2", fit_on=fit_on, fit_prompts=prompts)
+        return study._stem(name, args)
+
+    assert stem("iba-amortized") == "iba-amortized"
+    assert stem("iba-amortized", "sst2") == "iba-amortized"
+    assert stem("iba-amortized", "rte") == "iba-amortized-from-rte"
+    assert stem("iba-amortized", None, 32) == "iba-amortized-p32"
+    assert stem("iba-amortized", "rte", 32) == "iba-amortized-from-rte-p32"
+    assert stem("iba-deletion", "rte", 32) == "llm-iba-deletion"
