@@ -252,12 +252,9 @@ def cached_explainer(
     with FileLock(str(folder) + ".lock"):
         try:
             if (folder / RECORD).is_file() or not fit:
-                if not causal:
-                    return AmortizedExplainer.load(folder, model, layer.module)
-                return AmortizedExplainer.load(  # the tokenizer is in its key
-                    folder, CausalLMLogLikelihood(model), layer.module,
-                    tokenizer=tokenizer,
-                )  # fmt: skip
+                forward = CausalLMLogLikelihood(model) if causal else model
+                extra = {"tokenizer": tokenizer} if causal else {}  # in its key
+                return AmortizedExplainer.load(folder, forward, layer.module, **extra)
         except FileNotFoundError:
             raise CLIError(_none_fitted(folder, corpus, objective, causal)) from None
         except ValueError as err:
