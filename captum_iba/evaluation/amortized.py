@@ -33,7 +33,7 @@ from captum_iba.attr.llm import (
     no_ranking,
 )
 from captum_iba.attr.llm_batch import PromptBatch, _pad_id, prompt_batch
-from captum_iba.attr.options import ConfigLike, IBAOptions
+from captum_iba.attr.options import ConfigLike, IBAOptions, _check_int
 from captum_iba.attr.text import LayerLike, resolve_layer
 from captum_iba.evaluation.scorers import TokenScorer
 from captum_iba.registry import EXPLAINER_OBJECTIVES  # their one home
@@ -201,12 +201,7 @@ def prompt_batches(
     Raises:
         ValueError: For no prompt, or a bad ``batch_size``.
     """
-    if (
-        isinstance(batch_size, bool)
-        or not isinstance(batch_size, int)
-        or batch_size < 1
-    ):  # noqa: E501
-        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    _check_int("batch_size", batch_size)
     if isinstance(prompts, str) or not prompts:
         raise ValueError("prompts must be a non-empty sequence of strings")
     return [

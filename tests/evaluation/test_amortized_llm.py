@@ -13,6 +13,7 @@ sample, on 15); ``random`` on 4 (the prompts hold 14-28 scored tokens).
 """
 
 import copy
+import re
 
 import pytest
 import torch
@@ -267,3 +268,18 @@ def test_a_causal_lm_fit_without_its_tokenizer_is_refused(copy_model):
     data = _batches(model, tok, _prompts(2, 5)[0])
     with pytest.raises(ValueError, match="needs its tokenizer"):
         fit_amortized(model, model.model.embed_tokens, data, show_progress=False)
+
+
+@pytest.mark.parametrize("size", [0, -1, True, 2.0, "8"])
+def test_prompt_batches_refuses_a_bad_batch_size(size):
+    """Checked by IBAOptions' check of an int (one message shape), before
+    the model or tokenizer is used."""
+    with pytest.raises(ValueError, match=rf"^batch_size must be an int >= 1, got "
+                       rf"{re.escape(repr(size))}\.$"):  # fmt: skip
+        prompt_batches(None, None, ["key 3"], size)
+
+
+@pytest.mark.parametrize("prompts", [[], "key 3"])
+def test_prompt_batches_refuses_no_prompts(prompts):
+    with pytest.raises(ValueError, match="prompts must be a non-empty sequence"):
+        prompt_batches(None, None, prompts)
