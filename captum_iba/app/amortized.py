@@ -279,15 +279,21 @@ def cached_explainer(
         )
 
 
+def _fit_command(corpus: str, objective: str, causal: bool) -> str:
+    """The command that fits the explainer of ``corpus`` (a corpus or a
+    prompt task; ``TASK`` for any) trained on ``objective``, quoted: its
+    ``--explainer-objective`` named unless it is the model kind's default."""
+    default = LLM_OBJECTIVE if causal else "distil"
+    flag = "" if objective == default else f" --explainer-objective {objective}"
+    return f"`captum-iba evaluate --dataset {corpus} --methods iba-amortized{flag}`"
+
+
 def _none_fitted(folder: Path, corpus: str, objective: str, causal: bool) -> str:
     """The message when no explainer is cached in ``folder``: the command
     that fits it."""
-    default = LLM_OBJECTIVE if causal else "distil"
-    flag = "" if objective == default else f" --explainer-objective {objective}"
     return (
         f"no fitted explainer for this model and layer in {folder}: run "
-        f"`captum-iba evaluate --dataset {corpus} --methods iba-amortized"
-        f"{flag}` (with the same --model) first"
+        f"{_fit_command(corpus, objective, causal)} (with the same --model) first"
     )
 
 
@@ -315,14 +321,11 @@ def cached_lm_explainer(
 
     tasks = [t for t in TASKS if fitted_folders(model, layer, t, objective)]
     if not tasks:
-        flag = (
-            "" if objective == LLM_OBJECTIVE else f" --explainer-objective {objective}"
-        )
         raise CLIError(
             f"no fitted explainer for this causal LM and layer (objective "
             f"{objective!r}): fit one on a prompt task's training prompts with "
-            f"`captum-iba evaluate --dataset TASK --methods iba-amortized{flag}` "
-            f"(with the same --model and --layer; TASK one of {', '.join(TASKS)})"
+            f"{_fit_command('TASK', objective, True)} (with the same --model and "
+            f"--layer; TASK one of {', '.join(TASKS)})"
         )
     if len(tasks) > 1:
         root = explainer_folder(model, layer, tasks[0], objective=objective).parent
