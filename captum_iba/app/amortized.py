@@ -8,7 +8,8 @@ iba-amortized`` call
 :func:`cached_explainer` with ``fit=True`` (fit when none is cached, under a
 file lock so that the processes of a ``torchrun`` wait for one fit);
 ``captum-iba explain --method iba-amortized`` with ``fit=False`` (a clear
-error when none is cached). The folder is
+error when none is cached), on the model's own corpus or the one
+``--fit-on`` names. The folder is
 ``<cache>/explainers/<corpus>-l<embeddings or layer index>-len<max length>-s<settings
 digest>-<weights digest>``, one per data setting and per
 :data:`~captum_iba.evaluation.amortized.AMORTIZED_SETTINGS` (an explainer fitted
@@ -21,7 +22,8 @@ prompts (:data:`LLM_TRAIN_PROMPTS`, made as the task's run makes its prompts,
 with the model's greedy one-token answers: the answer word the task's choice
 reads), on :data:`LLM_OBJECTIVE` unless ``--explainer-objective`` says
 otherwise; its folder's ``len0`` says the prompts were not cut.
-``captum-iba explain`` takes the one cached for the model and layer
+``captum-iba explain`` takes the one cached for the model and layer, or,
+when several tasks' are, the one ``--fit-on TASK`` names
 (:func:`cached_lm_explainer`).
 """
 
@@ -306,16 +308,57 @@ def lm_objective(request: Any, objective: Optional[str] = None) -> str:
 
 
 def cached_lm_explainer(
-    model: Any, tokenizer: Any, layer: LayerRef, objective: str, chat: bool
+    model: Any,
+    tokenizer: Any,
+    layer: LayerRef,
+    objective: str,
+    chat: bool,
+    task: Optional[str] = None,
 ) -> AmortizedExplainer:
     """``explain`` 's explainer of a causal LM: the one cached for the model,
-    ``layer`` and ``objective``, fitted on a prompt task's training prompts
-    (the task named); never fitted here.
+    ``layer`` and ``objective``, fitted on the prompt ``task`` 's training
+    prompts (``--fit-on``; None: the one task whose explainer is cached,
+    named); never fitted here.
 
     Raises:
-        ~captum_iba.app.errors.CLIError: When none is cached (naming the
-            command that fits one), when several tasks' are (explain cannot
-            choose), or when the prompt's chat choice is not the task's.
+        ~captum_iba.app.errors.CLIError: When none is cached (for ``task``,
+            when given; naming the command that fits one), when several
+            tasks' are and ``task`` is None (naming them and ``--fit-on``),
+            or when the prompt's chat choice is not the task's.
+    """
+    from captum_iba.app.llm_tasks import TASKS
+
+    if task is None:
+        task = _the_cached_task(model, layer, objective)
+    elif not fitted_folders(model, layer, task, objective):
+        raise CLIError(
+            f"iba-amortized: no explainer fitted on the {task} task's training "
+            f"prompts is cached for this causal LM and layer (objective "
+            f"{objective!r}; --fit-on {task}): fit it with "
+            f"{_fit_command(task, objective, True)} (with the same --model and "
+            "--layer)"
+        )
+    if TASKS[task].chat != chat:
+        want = "--chat" if TASKS[task].chat else "--no-chat"
+        raise CLIError(
+            f"iba-amortized: its explainer was fitted on the {task} task's "
+            f"prompts {'in' if want == '--chat' else 'without'} the chat template: "
+            f"give {want}"
+        )
+    print(
+        f"[captum_iba] iba-amortized: the explainer fitted on the {task} "
+        "task's training prompts"
+    )
+    return cached_explainer(model, tokenizer, layer, task, False, objective=objective)
+
+
+def _the_cached_task(model: Any, layer: LayerRef, objective: str) -> str:
+    """The one prompt task whose explainer is cached for ``model``, ``layer``
+    and ``objective`` (``explain`` without ``--fit-on``).
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: When none is, naming the command
+            that fits one; when several are, naming them and ``--fit-on``.
     """
     from captum_iba.app.llm_tasks import TASKS
 
@@ -332,19 +375,7 @@ def cached_lm_explainer(
         raise CLIError(
             f"iba-amortized: explainers fitted on several prompt tasks "
             f"({', '.join(tasks)}) are cached for this causal LM and layer in "
-            f"{root}; explain cannot choose: remove the others' folders"
+            f"{root}: give --fit-on TASK to choose one (TASK one of "
+            f"{', '.join(tasks)})"
         )
-    if TASKS[tasks[0]].chat != chat:
-        want = "--chat" if TASKS[tasks[0]].chat else "--no-chat"
-        raise CLIError(
-            f"iba-amortized: its explainer was fitted on the {tasks[0]} task's "
-            f"prompts {'in' if want == '--chat' else 'without'} the chat template: "
-            f"give {want}"
-        )
-    print(
-        f"[captum_iba] iba-amortized: the explainer fitted on the {tasks[0]} "
-        "task's training prompts"
-    )
-    return cached_explainer(
-        model, tokenizer, layer, tasks[0], False, objective=objective
-    )
+    return tasks[0]

@@ -152,6 +152,15 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
         "chat template (default: when the tokenizer has one); its tokens and "
         "the special ones are never scored",
     )
+    ex.add_argument(
+        "--fit-on",
+        metavar="CORPUS|TASK",
+        help="iba-amortized: the explainer fitted on this corpus's training split "
+        "(a classifier; default: the model's own corpus) or this prompt task's "
+        "training prompts (a causal LM; default: the one task whose explainer "
+        "is cached); fitted by `captum-iba evaluate --dataset CORPUS|TASK "
+        "--methods iba-amortized`",
+    )
     _method_options(ex)
     ex.add_argument("--html", metavar="FILE", help="also write the page to this file")
     ex.add_argument(

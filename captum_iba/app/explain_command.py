@@ -101,6 +101,7 @@ def _explain_classifier(args: argparse.Namespace) -> Explanation:
         if value is not None:
             raise CLIError(f"{flag} is for a causal LM; the model is a classifier")
     check_model_kind(args.request.methods, "classifier", cli=True)
+    _check_fit_on(args, "classifier")
     if args.pair is not None and blank(args.pair):
         raise CLIError("--pair is empty: give the second text, or leave --pair out")
     config, record = config_and_record(args.model, DEFAULT_CORPUS)
@@ -120,7 +121,7 @@ def _explain_classifier(args: argparse.Namespace) -> Explanation:
         from captum_iba.attr.text import resolve_layer
 
         ref = resolve_layer(model, module)
-        name = corpus or DEFAULT_CORPUS
+        name = args.fit_on or corpus or DEFAULT_CORPUS
         return cached_explainer(model, tok, ref, name, False, objective=objective)
 
     return explain(
@@ -154,6 +155,7 @@ def _explain_causal_lm(
         args.methods = [DEFAULT_LLM_METHOD]
     check_options(args, "fair", "causal-lm")
     check_lm_request(args.request, lm_config(args.model), explainer=True)
+    _check_fit_on(args, "causal-lm")
     command_parts.print_notes(args.request)
 
     def explainer(model: Any, tok: Any, chat: bool) -> Any:  # iba-amortized's
@@ -163,7 +165,7 @@ def _explain_causal_lm(
         def for_layer(module: Any, objective: Any = None) -> Any:
             ref = resolve_layer(model, module)
             chosen = lm_objective(args.request, objective)
-            return cached_lm_explainer(model, tok, ref, chosen, chat)
+            return cached_lm_explainer(model, tok, ref, chosen, chat, args.fit_on)
 
         return for_layer
 
@@ -179,3 +181,31 @@ def _explain_causal_lm(
         max_new_option="--max-new-tokens",
         explainer=explainer,
     )
+
+
+def _check_fit_on(args: argparse.Namespace, kind: str) -> None:
+    """``--fit-on``, before the weights load: it goes with ``iba-amortized``
+    and names a corpus (a classifier's explainer: fitted on its training
+    split) or a prompt task (a causal LM's: on its training prompts) that
+    ``evaluate`` fits an explainer on; lower-cased in ``args``."""
+    if args.fit_on is None:
+        return
+    if "iba-amortized" not in args.request.methods:
+        raise CLIError(
+            f"--fit-on {args.fit_on} chooses iba-amortized's cached explainer; "
+            f"the methods chosen are {', '.join(args.request.methods)}: give "
+            "--method iba-amortized (or --compare with it), or leave --fit-on out"
+        )
+    if kind == "causal-lm":
+        from captum_iba.app.llm_tasks import TASKS as names
+
+        what = "prompt task (a causal LM's explainer is fitted on its prompts)"
+    else:
+        from captum_iba.app.cli_checks import DATASETS as names
+
+        what = "corpus (a classifier's explainer is fitted on its training split)"
+    args.fit_on = args.fit_on.strip().lower()
+    if args.fit_on not in names:
+        raise CLIError(
+            f"--fit-on {args.fit_on}: not a {what}; choose from {', '.join(names)}"
+        )

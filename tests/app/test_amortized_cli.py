@@ -198,3 +198,32 @@ def test_corpus_without_training_split_is_named(
     assert _evaluate(tiny_model_dir, corpus, tmp_path / "run") == 2
     err = capsys.readouterr().err
     assert "training split" in err and "sst2" in err
+
+
+def test_explain_fit_on_names_the_corpus_of_a_classifier_s_explainer(
+    tiny_model_dir, corpus, tmp_path, capsys
+):
+    """A classifier's explainer is fitted on ``evaluate --dataset`` 's
+    training split; ``explain`` takes the model's own corpus's (here sst2),
+    or the corpus ``--fit-on`` names, as for a causal LM's prompt task. The
+    imdb explainer is the sst2 one moved under imdb's name (the key holds no
+    corpus)."""
+    assert _evaluate(tiny_model_dir, corpus, tmp_path / "r1") == 0
+    root = tmp_path / "cache" / "explainers"
+    (sst2,) = [f for f in root.glob("sst2-*") if f.is_dir()]
+    sst2.rename(sst2.with_name("imdb-" + sst2.name.split("-", 1)[1]))
+    capsys.readouterr()
+    explain = ["explain", "a fine film", "--model", tiny_model_dir]
+    amortized = explain + ["--method", "iba-amortized"]
+    assert _code(amortized) == 2  # the model's own corpus's is gone
+    assert "--dataset sst2 --methods iba-amortized" in capsys.readouterr().err
+    assert main(amortized + ["--fit-on", "imdb"]) == 0
+    assert "amortized IBA" in capsys.readouterr().out
+    assert _code(amortized + ["--fit-on", "rte"]) == 2
+    assert "--dataset rte --methods iba-amortized" in capsys.readouterr().err
+    assert _code(explain + ["--method", "random", "--fit-on", "imdb"]) == 2
+    err = capsys.readouterr().err
+    assert "--fit-on imdb chooses iba-amortized's cached explainer" in err, err
+    assert _code(amortized + ["--fit-on", "wiki"]) == 2
+    err = capsys.readouterr().err
+    assert "--fit-on wiki: not a corpus" in err and "sst2, imdb, rte" in err, err

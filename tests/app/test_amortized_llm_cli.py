@@ -115,3 +115,61 @@ def test_no_training_split_is_refused_before_the_weights(
     assert _evaluate(tiny_llm_dir, tmp_path, "r1") == 2
     err = capsys.readouterr().err
     assert "fitted on the corpus's training split" in err and "'sst2'" in err, err
+
+
+def test_explain_fit_on_chooses_among_several_tasks_explainers(
+    tiny_llm_dir, small_fit, tmp_path, capsys
+):
+    """``explain --fit-on TASK`` takes the explainer fitted on that task's
+    training prompts when several tasks' are cached (explain refused, asking
+    to remove the others' folders); without it the refusal names the cached
+    tasks and --fit-on. The imdb explainer is the sst2 one copied under
+    imdb's name (the key holds no task; a fit on imdb needs reviews of
+    256-512 tokens, which the tiny corpus lacks)."""
+    assert _evaluate(tiny_llm_dir, tmp_path, "r1") == 0
+    (sst2,) = [f for f in small_fit.glob("sst2-lembeddings-len0-*") if f.is_dir()]
+    imdb = sst2.with_name("imdb-" + sst2.name.split("-", 1)[1])
+    shutil.copytree(sst2, imdb)
+    capsys.readouterr()
+    assert _explain(tiny_llm_dir) == 2
+    err = capsys.readouterr().err
+    assert "several prompt tasks (sst2, imdb)" in err, err
+    assert "give --fit-on TASK to choose one (TASK one of sst2, imdb)" in err
+    assert "remove" not in err
+    assert _explain(tiny_llm_dir, "--fit-on", "imdb") == 0
+    assert "fitted on the imdb task's training prompts" in capsys.readouterr().out
+    assert _explain(tiny_llm_dir, "--fit-on", "SST2") == 0  # as --dataset: any case
+    assert "fitted on the sst2 task's training prompts" in capsys.readouterr().out
+    assert _explain(tiny_llm_dir, "--fit-on", "ag_news") == 2  # none fitted on it
+    err = capsys.readouterr().err
+    assert "no explainer fitted on the ag_news task's training prompts" in err, err
+    assert "`captum-iba evaluate --dataset ag_news --methods iba-amortized`" in err
+    shutil.rmtree(sst2)
+    assert _explain(tiny_llm_dir) == 0  # one cached: taken without --fit-on
+    assert "fitted on the imdb task's training prompts" in capsys.readouterr().out
+    assert _explain(tiny_llm_dir, "--fit-on", "imdb") == 0  # imdb's own folder
+    assert _explain(tiny_llm_dir, "--fit-on", "sst2") == 2
+    assert "no explainer fitted on the sst2 task's" in capsys.readouterr().err
+
+
+def test_explain_fit_on_is_checked_before_the_weights(
+    tiny_llm_dir, small_fit, capsys, monkeypatch
+):
+    """--fit-on goes with iba-amortized and names a prompt task: anything
+    else is refused before the weights load."""
+    from captum_iba.app import causal_lm
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the weights were loaded")
+
+    monkeypatch.setattr(causal_lm, "load_causal_lm", refuse)
+    prompt = ["explain", PROMPT + "good film Sentiment :", "--model", tiny_llm_dir]
+    for method in (["--method", "iba"], []):  # another method; the default
+        assert _code(prompt + method + ["--fit-on", "sst2"]) == 2
+        err = capsys.readouterr().err
+        assert "--fit-on sst2 chooses iba-amortized's cached explainer" in err, err
+        assert "give --method iba-amortized" in err
+    assert _explain(tiny_llm_dir, "--fit-on", "mnli") == 2  # a corpus, no task
+    err = capsys.readouterr().err
+    assert "--fit-on mnli: not a prompt task" in err, err
+    assert "choose from sst2, imdb, ag_news, rte" in err
