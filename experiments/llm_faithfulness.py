@@ -63,7 +63,6 @@ from captum_iba.app.llm_tasks import (  # noqa: E402
     task_examples,
 )
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
-from captum_iba.attr.llm import CausalLMLogLikelihood  # noqa: E402
 from captum_iba.attr.llm_batch import prompt_batch  # noqa: E402
 from captum_iba.evaluation import Resources, build_scorers, get_preset  # noqa: E402
 from captum_iba.evaluation.llm_degradation import (  # noqa: E402
@@ -178,8 +177,6 @@ def _explainer(model: Any, tok: Any, module: Any, args: argparse.Namespace) -> A
         explainer_folder,
         training_prompts,
     )
-    from captum_iba.attr.amortized import AmortizedExplainer
-    from captum_iba.attr.amortized_store import RECORD
     from captum_iba.attr.text import resolve_layer
     from captum_iba.evaluation.amortized import (
         fit_amortized,
@@ -200,12 +197,9 @@ def _explainer(model: Any, tok: Any, module: Any, args: argparse.Namespace) -> A
         raise SystemExit(f"--fit-prompts {k}: {fit_on} gives {len(prompts)}")
     folder = explainer_folder(model, ref, fit_on, 0, LLM_OBJECTIVE)
     folder = folder.with_name(f"{folder.name}-p{k}")
-    if (folder / RECORD).is_file():
-        forward = CausalLMLogLikelihood(model)
-        return AmortizedExplainer.load(folder, forward, ref.module, tokenizer=tok)
     chat = TASKS[fit_on].chat
     batches = prompt_batches(model, tok, prompts[:k], chat=chat, max_new_tokens=1)
-    settings = objective_settings(LLM_OBJECTIVE)
+    settings = objective_settings(LLM_OBJECTIVE)  # (loaded when fitted before)
     return fit_amortized(model, ref.module, batches, tok, folder, **settings)
 
 
