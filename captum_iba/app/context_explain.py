@@ -215,7 +215,7 @@ def context_text(result: Any, top: int = 5, pieces: bool = False) -> str:
         f"query: {subject.query!r}",
         f"context: {len(texts)} sources ({subject.split}), in ContextCite's "
         f"layout{turn}",
-        f"answer ({how}, {len(subject.output_tokens)} tokens): {subject.answer!r}",
+        f"answer ({how}, {subject.length()}): {subject.answer!r}",
     ]
     if subject.odds is not None:
         lines += [f"{what.lower()}: {text}" for what, text in subject.odds.said()]

@@ -40,7 +40,7 @@ def answer_text(result: Any, top: int = 5, pieces: bool = False) -> str:
     how = "greedy" if subject.generated else "given"
     lines = [
         f"prompt: {subject.prompt!r}{turn}",
-        f"answer ({how}, {len(subject.output_tokens)} tokens): {subject.answer!r}",
+        f"answer ({how}, {subject.length()}): {subject.answer!r}",
     ]
     if subject.odds is not None:
         lines += [f"{what.lower()}: {text}" for what, text in subject.odds.said()]

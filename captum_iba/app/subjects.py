@@ -228,13 +228,17 @@ class PromptSubject(Subject):
             "text": self.prompt,
         }
 
+    def length(self) -> str:
+        """The answer's number of tokens, in words ("1 token", "3 tokens")."""
+        n = len(self.output_tokens)
+        return f"{n} token" if n == 1 else f"{n} tokens"
+
     def facts(self) -> List[Tuple[str, str]]:
         """The prompt, the answer and how it was made; its probability."""
         how = "the model's greedy answer" if self.generated else "given"
         return [
             ("Prompt", self.prompt + ("  (as a user turn)" if self.chat else "")),
-            ("Answer explained", f"{self.answer!r} ({how}, "
-             f"{len(self.output_tokens)} tokens)"),
+            ("Answer explained", f"{self.answer!r} ({how}, {self.length()})"),
         ] + (self.odds.said() if self.odds is not None else [])  # fmt: skip
 
     def where(self, method: Any) -> str:

@@ -157,3 +157,19 @@ def test_one_kind_rule_for_a_name_a_configuration_and_a_model(tiny_model_dir, tm
         assert model_kind(model) == model_kind(model.config) == kind_of(model) == kind
     with pytest.raises(ModelLoadError, match="is a sequence classifier, not a causal"):
         load_lm_tokenizer(tiny_model_dir)
+
+
+def test_a_one_token_answer_is_said_in_the_singular():
+    """'1 token', not '1 tokens', in the listing and the page's facts."""
+    one = PromptSubject(
+        prompt="a b", chat=False, answer=" x", output_tokens=["x"], generated=True
+    )
+    assert one.length() == "1 token"
+    assert ("Answer explained", "' x' (the model's greedy answer, 1 token)") in (
+        one.facts()
+    )
+    two = PromptSubject(
+        prompt="a b", chat=False, answer=" x y", output_tokens=["x", "y"],
+        generated=True,
+    )  # fmt: skip
+    assert two.length() == "2 tokens"
