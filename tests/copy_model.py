@@ -43,12 +43,13 @@ def copy_tokenizer():
     return tok
 
 
-def copy_examples(n, seed):
-    """``n`` contexts of 3-5 five-word passages, the key one ``key X``."""
+def copy_examples(n, seed, passages=(3, 5)):
+    """``n`` contexts of 3-5 (``passages``) five-word passages, the key one
+    ``key X``."""
     rng = random.Random(seed)
     out = []
     for _ in range(n):
-        count, value = rng.randint(3, 5), rng.choice(VALUES)
+        count, value = rng.randint(*passages), rng.choice(VALUES)
         sources = [" ".join(rng.sample(FILLER, 5)) for _ in range(count - 1)]
         words = rng.sample(FILLER, 3)
         at = rng.randint(0, 3)

@@ -71,7 +71,8 @@ class AmortizedExplainer:
         key (dict): The model's weights digest, the layer's name, the
             settings, the tokenizer's digest (when fitted with one) and, for a
             causal LM, ``max_tokens``: the longest input (prompt and answer)
-            it was fitted on.
+            it was fitted on (a longer one is explained with a warning,
+            :meth:`length_warning`).
         stats (dict): The fit's statistics (steps, instances, CPU-seconds...).
     """
 
@@ -245,17 +246,25 @@ class AmortizedExplainer:
         if problem:
             raise ValueError(f"stale explainer, not used: {problem}.")
 
-    def check_length(self, length: int) -> None:
-        """Raise ValueError when an input of ``length`` tokens is longer than
-        the longest this explainer (of a causal LM) was fitted on."""
+    def length_warning(self, length: int) -> Optional[str]:
+        """The warning for an input of ``length`` tokens longer than the
+        longest this explainer (of a causal LM) was fitted on, else None.
+
+        Such an input is explained all the same: the network reads each
+        token's states and the last position's, never a position index
+        (:class:`~captum_iba.attr.explainer.MaskExplainer`), so it applies to
+        any length the model takes; its masks there are an extrapolation
+        (measured on the copy model: ``tests/evaluation/test_amortized_llm.py``).
+        """
         limit = self.key.get("max_tokens")
-        if limit is not None and length > int(limit):
-            raise ValueError(
-                f"the input holds {length} tokens (prompt and answer), more than "
-                f"the {limit} of the longest this explainer was fitted on: shorten "
-                f"the prompt to at most {limit} tokens with its answer, or fit the "
-                "explainer on prompts as long."
-            )
+        if limit is None or length <= int(limit):
+            return None
+        return (
+            f"the input holds {length} tokens (prompt and answer), more than the "
+            f"{limit} of the longest this explainer was fitted on: it is explained "
+            "all the same (the explainer reads no position), an extrapolation; fit "
+            "the explainer on prompts as long to be sure of it"
+        )
 
     def readout_layers(self, model: Module) -> List[Module]:
         """The readout layers, found by name in ``model``."""
@@ -380,7 +389,9 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
         ids, extra, mask = self._inputs(inputs, additional_forward_args, token_mask)
         real = extra[0] if extra and isinstance(extra[0], Tensor) else None
         longest = ids.shape[1] if real is None or real.dim() != 2 else real.sum(1).max()
-        self.explainer.check_length(int(longest))
+        beyond = self.explainer.length_warning(int(longest))
+        if beyond is not None:
+            warnings.warn(beyond, UserWarning, stacklevel=2)
         if (
             isinstance(refine_steps, bool)
             or not isinstance(refine_steps, int)

@@ -20,7 +20,8 @@ The **key** says what an explainer was fitted for: the model's weights digest
 name, every setting (:class:`~captum_iba.attr.explainer.ExplainerSettings`),
 the tokenizer's digest when one was given
 (:func:`~captum_iba._utils.digest.tokenizer_digest`) and, for a causal LM,
-the longest input it was fitted on (``max_tokens``: a longer one is refused).
+the longest input it was fitted on (``max_tokens``: a longer one is explained
+with a warning).
 A key that differs from the caller's is refused with an error naming the
 difference, never silently used.
 """

@@ -199,17 +199,6 @@ def test_an_interrupted_fit_resumes_to_the_same_explainer(copy_model, tmp_path):
 # --- refusals, before any work ---------------------------------------------
 
 
-class Counted:
-    """Counts the model's forward passes."""
-
-    def __init__(self, model):
-        self.n = 0
-        self.handle = model.register_forward_hook(self._count)
-
-    def _count(self, *_):
-        self.n += 1
-
-
 def test_an_explainer_of_other_weights_is_refused(fitted):
     model, tok, _, found = fitted
     other = copy.deepcopy(model)
@@ -246,21 +235,33 @@ def test_an_explainer_of_another_objective_is_refused(fitted):
         )  # fmt: skip
 
 
-def test_a_prompt_longer_than_the_explainer_knows_is_refused(fitted):
+def test_a_prompt_longer_than_the_explainer_knows_is_explained_with_a_warning(
+    fitted,
+):
+    """Contexts of 6-7 passages (the fit's had 3-5): past ``max_tokens``, so a
+    warning naming the limit, and the copied value is still ranked first on
+    most of those the model answers (the network reads no position; measured:
+    the model answers 22 of 24, the value is first on 22 of 22, limit 36
+    tokens)."""
     model, tok, _, found = fitted
     explainer = found["deletion"]
     limit = explainer.key["max_tokens"]
-    long = " ".join(["the cat sat on mat"] * 12) + " key alpha"
-    batch = _batches(model, tok, [layout_prompt([long], "what is the key ?")[0]])[0]
-    assert int(batch.attention_mask.sum()) - 1 > limit
+    examples = copy_examples(N_HELDOUT, 777, passages=(6, 7))
+    prompts = [layout_prompt(e.sources, e.query)[0] for e in examples]
+    batch = _batches(model, tok, prompts, N_HELDOUT)[0]
+    assert int(batch.attention_mask.sum(1).min()) > limit
     scorer = IBAAmortizedScorer(model, explainer=explainer, tokenizer=tok)
-    counted = Counted(model)
-    try:
-        with pytest.raises(ValueError, match=f"the {limit} of the longest"):
-            scorer.attribute(batch)
-    finally:
-        counted.handle.remove()
-    assert counted.n == 0
+    with pytest.warns(UserWarning, match=f"more than the {limit} of the longest"):
+        scores = scorer.attribute(batch).answer
+    answered = [
+        i for i, e in enumerate(examples)
+        if tok.decode(batch.answer_ids(i)).strip() == e.answer
+    ]  # fmt: skip
+    assert len(answered) >= N_HELDOUT // 2, len(answered)
+    top = tok.convert_ids_to_tokens(batch.input_ids[range(N_HELDOUT), scores.argmax(1)])
+    hits = sum(top[i] == examples[i].answer for i in answered)
+    assert hits >= len(answered) - 2, (hits, len(answered))
+    assert no_hooks(model)
 
 
 def test_a_causal_lm_fit_without_its_tokenizer_is_refused(copy_model):
