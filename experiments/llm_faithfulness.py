@@ -168,21 +168,18 @@ def _stem(name: str, args: argparse.Namespace) -> str:
 def _explainer(model: Any, tok: Any, module: Any, args: argparse.Namespace) -> Any:
     """``iba-amortized`` 's explainer, fitted (once, then loaded) on the
     ``--fit-on`` task's first ``--fit-prompts`` training prompts with the
-    model's greedy one-token answers, on the command line's objective: with
+    answer words the model chooses, on the command line's objective: with
     the command line's number of prompts, the command line's explainer (its
     cache folder); with another, in that folder's name plus ``-p<K>`` (never
     taken by the command line)."""
     from captum_iba.app.amortized import (
         cached_explainer,
         explainer_folder,
+        task_batches,
         training_prompts,
     )
     from captum_iba.attr.text import resolve_layer
-    from captum_iba.evaluation.amortized import (
-        fit_amortized,
-        objective_settings,
-        prompt_batches,
-    )
+    from captum_iba.evaluation.amortized import fit_amortized, objective_settings
 
     fit_on, k = args.fit_on or args.task, args.fit_prompts
     ref = resolve_layer(model, module)
@@ -197,8 +194,7 @@ def _explainer(model: Any, tok: Any, module: Any, args: argparse.Namespace) -> A
         raise SystemExit(f"--fit-prompts {k}: {fit_on} gives {len(prompts)}")
     folder = explainer_folder(model, ref, fit_on, 0, LLM_OBJECTIVE)
     folder = folder.with_name(f"{folder.name}-p{k}")
-    chat = TASKS[fit_on].chat
-    batches = prompt_batches(model, tok, prompts[:k], chat=chat, max_new_tokens=1)
+    batches = task_batches(model, tok, fit_on, prompts[:k])
     settings = objective_settings(LLM_OBJECTIVE)  # (loaded when fitted before)
     return fit_amortized(model, ref.module, batches, tok, folder, **settings)
 

@@ -19,8 +19,8 @@ for other weights, layer or settings.
 
 A causal LM's explainer is fitted the same way on a prompt task's training
 prompts (:data:`LLM_TRAIN_PROMPTS`, made as the task's run makes its prompts,
-with the model's greedy one-token answers: the answer word the task's choice
-reads), on :data:`LLM_OBJECTIVE` unless ``--explainer-objective`` says
+with the model's choice among the task's answer words, :func:`task_batches`,
+as the run explains it), on :data:`LLM_OBJECTIVE` unless ``--explainer-objective`` says
 otherwise; its folder's ``len0`` says the prompts were not cut.
 ``captum-iba explain`` takes the one cached for the model and layer, or,
 when several tasks' are, the one ``--fit-on TASK`` names
@@ -59,6 +59,7 @@ __all__ = [
     "cached_lm_explainer",
     "explainer_folder",
     "lm_objective",
+    "task_batches",
     "training_prompts",
 ]
 
@@ -188,6 +189,22 @@ def training_prompts(
     return prompts
 
 
+def task_batches(
+    model: Any, tokenizer: Any, task: str, prompts: Sequence[str]
+) -> List[Any]:
+    """A causal LM's training batches for the prompt ``task``: each prompt
+    with the answer word the model chooses among the task's
+    (:func:`~captum_iba.app.llm_tasks.label_choice`), the answer the corpus
+    run explains - never an empty answer, which a greedy first token can be
+    (SmolLM2 ends some RTE prompts at once)."""
+    from captum_iba.app.llm_tasks import TASKS, label_choice
+
+    spec = TASKS[task]
+    chosen = label_choice(model, tokenizer, prompts, spec)
+    answers = [spec.answers[c] for c in chosen]
+    return prompt_batches(model, tokenizer, prompts, chat=spec.chat, answers=answers)
+
+
 def training_batches(
     tokenizer: Any, corpus: str, data_dir: Optional[str], max_length: int
 ) -> List[Dict[str, torch.Tensor]]:
@@ -230,8 +247,8 @@ def cached_explainer(
     is what it is trained on (``--explainer-objective``:
     :data:`~captum_iba.evaluation.amortized.EXPLAINER_OBJECTIVES`). A causal
     LM's is fitted on ``prompts`` (the prompt task ``corpus`` 's,
-    :func:`training_prompts`; ``max_length`` 0: not cut) with its greedy
-    one-token answers.
+    :func:`training_prompts`; ``max_length`` 0: not cut) with its choice
+    among the task's answer words (:func:`task_batches`).
 
     Raises:
         ~captum_iba.app.errors.CLIError: When none is cached and ``fit`` is
@@ -263,17 +280,12 @@ def cached_explainer(
             raise CLIError(f"{err} Remove the folder to fit it again.") from None
         print(f"[captum_iba] fitting the amortized explainer into {folder}")
         if causal:
-            from captum_iba.app.llm_tasks import TASKS
-
             print(
                 f"[captum_iba] on {len(prompts or ())} training prompts of the "
-                f"{corpus} task with the model's greedy answers, objective "
-                f"{objective!r}"
+                f"{corpus} task with the model's choice among its answer words, "
+                f"objective {objective!r}"
             )
-            chat = TASKS[corpus].chat
-            batches = prompt_batches(
-                model, tokenizer, list(prompts or ()), chat=chat, max_new_tokens=1
-            )
+            batches = task_batches(model, tokenizer, corpus, list(prompts or ()))
         else:
             batches = training_batches(tokenizer, corpus, data_dir, max_length)
         return fit_amortized(

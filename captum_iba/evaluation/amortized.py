@@ -179,6 +179,7 @@ def prompt_batches(
     batch_size: int = 8,
     chat: Optional[bool] = False,
     max_new_tokens: int = 25,
+    answers: Optional[Sequence[str]] = None,
 ) -> List[PromptBatch]:
     """Prompts with the model's greedy answers, in batches: a causal LM's
     training data for :func:`fit_amortized` (the answers the causal-LM route
@@ -193,7 +194,10 @@ def prompt_batches(
             template; None: when the tokenizer has one. Default False, as
             :func:`~captum_iba.attr.llm_batch.prompt_batch`: explain with
             the same choice (it is not part of the explainer's key).
-        max_new_tokens (int): The longest answer.
+        max_new_tokens (int): The longest greedy answer.
+        answers (Sequence[str], optional): The answers to explain instead,
+            one per prompt (e.g. a prompt task's choice among its answer
+            words). Default None: the model's greedy answers.
 
     Returns:
         list of PromptBatch: The batches.
@@ -204,10 +208,16 @@ def prompt_batches(
     _check_int("batch_size", batch_size)
     if isinstance(prompts, str) or not prompts:
         raise ValueError("prompts must be a non-empty sequence of strings")
+    if answers is not None and len(answers) != len(prompts):
+        raise ValueError(
+            f"answers must hold one answer per prompt: {len(answers)} for "
+            f"{len(prompts)} prompts"
+        )
     return [
         prompt_batch(
             tokenizer,
             prompts[i : i + batch_size],
+            None if answers is None else list(answers[i : i + batch_size]),
             model=model,
             chat=chat,
             max_new_tokens=max_new_tokens,

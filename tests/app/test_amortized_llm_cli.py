@@ -173,3 +173,45 @@ def test_explain_fit_on_is_checked_before_the_weights(
     err = capsys.readouterr().err
     assert "--fit-on mnli: not a prompt task" in err, err
     assert "choose from sst2, imdb, ag_news, rte" in err
+
+
+def test_the_fit_explains_the_answer_word_the_model_chooses(
+    tiny_llm_dir, small_fit, tmp_path, capsys, monkeypatch
+):
+    """Each training prompt's answer is the task's answer word the model
+    chooses (label_choice), never its greedy first token (a random model's
+    is rarely an answer word, and can end the text)."""
+    from captum_iba.app import amortized as app_amortized
+    from captum_iba.app.llm_tasks import TASKS
+
+    seen = []
+    fit = app_amortized.fit_amortized
+
+    def spy(model, layer, batches, tokenizer, *args, **kwargs):
+        seen.extend(
+            tokenizer.decode(b.answer_ids(i)).strip()
+            for b in batches
+            for i in range(len(b))
+        )
+        return fit(model, layer, batches, tokenizer, *args, **kwargs)
+
+    monkeypatch.setattr(app_amortized, "fit_amortized", spy)
+    assert _evaluate(tiny_llm_dir, tmp_path, "r1") == 0
+    assert "with the model's choice among its answer words" in capsys.readouterr().out
+    words = {a.strip() for a in TASKS["sst2"].answers}
+    assert len(seen) == 8 and set(seen) <= words, seen
+
+
+def test_prompt_batches_takes_given_answers(tiny_llm_dir):
+    """answers= gives each prompt its answer (no generation); a count other
+    than the prompts' is refused."""
+    from captum_iba.app.causal_lm import load_causal_lm
+    from captum_iba.evaluation.amortized import prompt_batches
+
+    model, tok = load_causal_lm(tiny_llm_dir)
+    prompts = [PROMPT + "good film Sentiment :", PROMPT + "bad Sentiment :"]
+    (batch,) = prompt_batches(model, tok, prompts, answers=[" positive", " negative"])
+    answers = [tok.decode(batch.answer_ids(i)).strip() for i in range(2)]
+    assert answers == ["positive", "negative"]
+    with pytest.raises(ValueError, match="one answer per prompt: 1 for 2"):
+        prompt_batches(model, tok, prompts, answers=[" positive"])
