@@ -16,6 +16,9 @@ each method scores the sources for that response:
   ``--at2-dir``, trained on ``--at2-task``) as the method ``at2``
   (:class:`~captum_iba.evaluation.at2.AT2Scorer`, its own source scores);
   its CPU-s are the scoring alone (the training is paid once per model);
+* ``iba-amortized-from-<task>`` - ``iba-amortized`` with the explainer
+  the command line fitted on the prompt task's training prompts (a
+  transfer: issue 52), its token scores pooled as a token method's;
 * a registered token method (``iba-deletion``, ``ablation``, ``random``,
   ``ig``, ...) on the prompt and response as a
   :class:`~captum_iba.attr.llm_batch.PromptBatch`, its token scores pooled to
@@ -97,8 +100,12 @@ CONTEXTCITE = "contextcite-"
 AT2 = "at2-"
 #: The ablations per training example of the AT2 weights the study reads.
 AT2_ABLATIONS = 32
+#: The prefix of ``iba-amortized`` with the explainer the command line fitted
+#: on a prompt task's training prompts (``iba-amortized-from-sst2``): a
+#: transfer to the context task (issue 52).
+AMORTIZED = "iba-amortized-from-"
 #: The methods named by a prefix, not registered names.
-ANCHORS = (CONTEXTCITE, AT2)
+ANCHORS = (CONTEXTCITE, AT2, AMORTIZED)
 
 
 def method_scores(
@@ -203,6 +210,33 @@ def at2_scorers(
     return makers
 
 
+def amortized_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
+    """Each ``iba-amortized-from-<task>`` method's scorer, made once the
+    model is loaded (``model, tok -> IBAAmortizedScorer``): the explainer
+    cached by ``captum-iba evaluate --dataset <task> --methods iba-amortized``
+    for the model (refused, naming that command, when there is none)."""
+    from captum_iba.app.amortized import LLM_OBJECTIVE, cached_explainer
+    from captum_iba.app.llm_tasks import TASKS
+    from captum_iba.attr.text import resolve_layer
+    from captum_iba.evaluation.amortized import IBAAmortizedScorer
+
+    makers = {}
+    for m in (m for m in methods if m.startswith(AMORTIZED)):
+        task = m[len(AMORTIZED) :]
+        if task not in TASKS:
+            raise SystemExit(f"{m}: {task!r} is not a prompt task ({', '.join(TASKS)})")
+
+        def make(model: Any, tok: Any, task: str = task) -> Any:
+            ref = resolve_layer(model, "embeddings")
+            found = cached_explainer(
+                model, tok, ref, task, False, objective=LLM_OBJECTIVE
+            )
+            return IBAAmortizedScorer(model, explainer=found, tokenizer=tok)
+
+        makers[m] = make
+    return makers
+
+
 def run(args: argparse.Namespace) -> None:
     """Score and test every method on every example not yet cached."""
     os.environ.setdefault("TQDM_DISABLE", "1")  # ContextCite's progress bars
@@ -213,7 +247,7 @@ def run(args: argparse.Namespace) -> None:
         m if m.startswith(ANCHORS) else METHODS.entry(m).name
         for m in args.methods.split(",")
     ]
-    at2 = at2_scorers(args, methods)
+    at2 = dict(at2_scorers(args, methods), **amortized_scorers(methods))
     out = Path(args.out) / args.task / args.split
     out.mkdir(parents=True, exist_ok=True)
     passages = parse_passages(args.passages)  # LOW-HIGH, checked

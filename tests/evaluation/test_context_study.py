@@ -155,3 +155,22 @@ def test_context_cite_explains_the_given_response(lm):
     assert torch.equal(scores, again)  # its ablations are seeded
     with pytest.raises(ValueError, match="at least two"):
         context_cite_scores(model, tok, prompt, spans[:1], response)
+
+
+def test_amortized_transfer_names_a_prompt_task(study, tmp_path, monkeypatch):
+    """``iba-amortized-from-<task>``: an unknown task is refused before the
+    model loads; a known one with no cached explainer names the command that
+    fits it when the scorer is made."""
+    from captum_iba.app.errors import CLIError
+    from captum_iba.app.finetune.recipes import CACHE_ENV_VAR
+    from tests.copy_model import copy_tokenizer
+    from tests.helpers import tiny_causal_lm
+
+    with pytest.raises(SystemExit, match="'nope' is not a prompt task"):
+        study.amortized_scorers(["iba-amortized-from-nope"])
+    makers = study.amortized_scorers(["iba-amortized-from-sst2", "random"])
+    assert list(makers) == ["iba-amortized-from-sst2"]
+    monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path))
+    model = tiny_causal_lm("llama", layers=1, positions=64)
+    with pytest.raises(CLIError, match="captum-iba evaluate --dataset sst2"):
+        makers["iba-amortized-from-sst2"](model, copy_tokenizer())
