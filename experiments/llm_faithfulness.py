@@ -210,9 +210,12 @@ def _scorer(
         model, tok, explainer=lambda module: _explainer(model, tok, module, args)
     )
     scorer = build_scorers([name], resources, kind="causal-lm")[name]
+    epochs = scorer.settings["explainer"]["epochs"]
     fit = dict(
-        scorer.settings["fit"], task=args.fit_on or args.task, objective=LLM_OBJECTIVE
-    )
+        scorer.settings["fit"], task=args.fit_on or args.task, epochs=epochs,
+        prompts=scorer.settings["fit"]["instances"] // epochs,
+        objective=LLM_OBJECTIVE,
+    )  # fmt: skip
     print(f"{name}: its explainer's fit: {fit}", flush=True)
     meta = record.meta
     record.meta = lambda done: dict(meta(done), fit=fit)
@@ -348,7 +351,8 @@ def amortized(args: argparse.Namespace) -> None:
         for name in sorted(r for r in records if r.startswith(AMORTIZED)):
             mine, fit = records[name], records[name].get("fit", {})
             cost = np.mean(mine["cpu_seconds"])
-            cells = [TITLES[task], f"{fit.get('task')}, {fit.get('instances')} prompts"]
+            prompts = fit.get("prompts", fit.get("instances", 0) // 2)  # 2 epochs
+            cells = [TITLES[task], f"{fit.get('task')}, {prompts} prompts"]
             cells += [f"{fit.get('cpu_seconds', float('nan')):.0f}"]
             cells += [str(len(mine["aopc"])), f"{np.mean(mine['aopc']):.3f}"]
             cells += [f"{cost:.3f}"]

@@ -260,10 +260,10 @@ class AmortizedExplainer:
         if limit is None or length <= int(limit):
             return None
         return (
-            f"the input holds {length} tokens (prompt and answer), more than the "
-            f"{limit} of the longest this explainer was fitted on: it is explained "
-            "all the same (the explainer reads no position), an extrapolation; fit "
-            "the explainer on prompts as long to be sure of it"
+            f"an input holds more than the {limit} tokens (prompt and answer) of "
+            "the longest this explainer was fitted on: it is explained all the "
+            "same (the explainer reads no position), an extrapolation; fit the "
+            "explainer on prompts as long to be sure of it"
         )
 
     def readout_layers(self, model: Module) -> List[Module]:
@@ -391,7 +391,9 @@ class AmortizedInformationBottleneckAttribution(LayerAttribution):
         longest = ids.shape[1] if real is None or real.dim() != 2 else real.sum(1).max()
         beyond = self.explainer.length_warning(int(longest))
         if beyond is not None:
-            warnings.warn(beyond, UserWarning, stacklevel=2)
+            # one message per explainer (shown once per caller), at the caller
+            # of attribute (under Captum's log_usage wrapper)
+            warnings.warn(beyond, UserWarning, stacklevel=3)
         if (
             isinstance(refine_steps, bool)
             or not isinstance(refine_steps, int)

@@ -251,8 +251,10 @@ def test_a_prompt_longer_than_the_explainer_knows_is_explained_with_a_warning(
     batch = _batches(model, tok, prompts, N_HELDOUT)[0]
     assert int(batch.attention_mask.sum(1).min()) > limit
     scorer = IBAAmortizedScorer(model, explainer=explainer, tokenizer=tok)
-    with pytest.warns(UserWarning, match=f"more than the {limit} of the longest"):
+    with pytest.warns(UserWarning, match=f"more than the {limit} tokens") as said:
         scores = scorer.attribute(batch).answer
+    caller = said[0].filename.replace("\\", "/")  # the scorer, which called attribute
+    assert caller.endswith("evaluation/amortized.py"), caller
     answered = [
         i for i, e in enumerate(examples)
         if tok.decode(batch.answer_ids(i)).strip() == e.answer

@@ -50,9 +50,10 @@ def test_amortized_table_judges_the_target(study, tmp_path, capsys):
     folder.mkdir(parents=True)
     _record(folder, "llm-iba-deletion", [0.2, 0.4, 0.3], 5.0)
     _record(folder, "llm-attnlrp", [0.1, 0.1, 0.1], 0.5)
-    fit = dict(task="sst2", instances=128, cpu_seconds=1500.0)
+    fit = dict(task="sst2", instances=256, epochs=2, prompts=128, cpu_seconds=1500.0)
     _record(folder, "iba-amortized", [0.196, 0.396, 0.296], 0.1, fit)
-    _record(folder, "iba-amortized-p32", [0.19, 0.39], 0.1, dict(fit, instances=32))
+    old = dict(task="sst2", instances=64, cpu_seconds=9.0)  # no prompts: 2 epochs
+    _record(folder, "iba-amortized-p32", [0.19, 0.39], 0.1, old)
     _record(folder, "iba-amortized-from-rte", [0.2, 0.4, 0.3], 0.9, fit)
     rows, rst = _rows(study, tmp_path, capsys)
     by_name = {r[1]: r for r in rows}
