@@ -69,7 +69,7 @@ from captum_iba.evaluation.llm_degradation import (  # noqa: E402
     content_mask,
     degrade_scores,
 )
-from captum_iba.registry import LLM_NAMES, METHODS  # noqa: E402
+from captum_iba.registry import EXPLAINER_OBJECTIVES, LLM_NAMES, METHODS  # noqa: E402
 
 #: The tasks' names in tables.
 TITLES = {"sst2": "SST-2", "rte": "RTE", "ag_news": "AG News", "imdb": "IMDB"}
@@ -152,26 +152,36 @@ def run(args: argparse.Namespace) -> None:
             print(_line(name, done, args.n), flush=True)
 
 
+def _variant(args: argparse.Namespace) -> str:
+    """How ``iba-amortized`` 's fit differs from the command line's: ``-p<K>``
+    for another number of prompts (``--fit-prompts``), ``-<objective>`` for
+    another objective (``--fit-objective``), ``-e<E>`` for a number of epochs
+    (``--fit-epochs``); empty for the command line's own."""
+    parts = [] if args.fit_prompts == LLM_TRAIN_PROMPTS else [f"-p{args.fit_prompts}"]
+    objective = args.fit_objective or LLM_OBJECTIVE
+    parts += [] if objective == LLM_OBJECTIVE else [f"-{objective}"]
+    parts += [] if args.fit_epochs is None else [f"-e{args.fit_epochs}"]
+    return "".join(parts)
+
+
 def _stem(name: str, args: argparse.Namespace) -> str:
     """The record's file stem: :func:`record_name`; for ``iba-amortized``
-    fitted on another task's prompts (``--fit-on``) ``-from-<task>`` and on
-    other than the command line's number of prompts (``--fit-prompts``)
-    ``-p<K>``."""
+    fitted on another task's prompts (``--fit-on``) ``-from-<task>``, then
+    :func:`_variant`."""
     stem = record_name(name)
-    if name == AMORTIZED and args.fit_on not in (None, args.task):
+    if name != AMORTIZED:
+        return stem
+    if args.fit_on not in (None, args.task):
         stem += f"-from-{args.fit_on}"
-    if name == AMORTIZED and args.fit_prompts != LLM_TRAIN_PROMPTS:
-        stem += f"-p{args.fit_prompts}"
-    return stem
+    return stem + _variant(args)
 
 
 def _explainer(model: Any, tok: Any, module: Any, args: argparse.Namespace) -> Any:
     """``iba-amortized`` 's explainer, fitted (once, then loaded) on the
     ``--fit-on`` task's first ``--fit-prompts`` training prompts with the
-    answer words the model chooses, on the command line's objective: with
-    the command line's number of prompts, the command line's explainer (its
-    cache folder); with another, in that folder's name plus ``-p<K>`` (never
-    taken by the command line)."""
+    answer words the model chooses: with the command line's settings, the
+    command line's explainer (its cache folder); with others, in that
+    folder's name plus :func:`_variant` (never taken by the command line)."""
     from captum_iba.app.amortized import (
         cached_explainer,
         explainer_folder,
@@ -182,20 +192,23 @@ def _explainer(model: Any, tok: Any, module: Any, args: argparse.Namespace) -> A
     from captum_iba.evaluation.amortized import fit_amortized, objective_settings
 
     fit_on, k = args.fit_on or args.task, args.fit_prompts
+    objective, variant = args.fit_objective or LLM_OBJECTIVE, _variant(args)
     ref = resolve_layer(model, module)
     limit = model.config.max_position_embeddings
     prompts = training_prompts(fit_on, tok, None, limit, cut=False)
-    if k == LLM_TRAIN_PROMPTS:
+    if not variant:
         return cached_explainer(
             model, tok, ref, fit_on, True, max_length=0,
             objective=LLM_OBJECTIVE, prompts=prompts,
         )  # fmt: skip
     if k > len(prompts):
         raise SystemExit(f"--fit-prompts {k}: {fit_on} gives {len(prompts)}")
-    folder = explainer_folder(model, ref, fit_on, 0, LLM_OBJECTIVE)
-    folder = folder.with_name(f"{folder.name}-p{k}")
+    folder = explainer_folder(model, ref, fit_on, 0, objective)
+    folder = folder.with_name(folder.name + variant)
     batches = task_batches(model, tok, fit_on, prompts[:k])
-    settings = objective_settings(LLM_OBJECTIVE)  # (loaded when fitted before)
+    settings = objective_settings(objective)  # (loaded when fitted before)
+    if args.fit_epochs is not None:
+        settings["epochs"] = args.fit_epochs
     return fit_amortized(model, ref.module, batches, tok, folder, **settings)
 
 
@@ -214,7 +227,7 @@ def _scorer(
     fit = dict(
         scorer.settings["fit"], task=args.fit_on or args.task, epochs=epochs,
         prompts=scorer.settings["fit"]["instances"] // epochs,
-        objective=LLM_OBJECTIVE,
+        objective=args.fit_objective or LLM_OBJECTIVE,
     )  # fmt: skip
     print(f"{name}: its explainer's fit: {fit}", flush=True)
     meta = record.meta
@@ -352,7 +365,9 @@ def amortized(args: argparse.Namespace) -> None:
             mine, fit = records[name], records[name].get("fit", {})
             cost = np.mean(mine["cpu_seconds"])
             prompts = fit.get("prompts", fit.get("instances", 0) // 2)  # 2 epochs
-            cells = [TITLES[task], f"{fit.get('task')}, {prompts} prompts"]
+            epochs = fit.get("epochs", 2)
+            how = f"{fit.get('objective', LLM_OBJECTIVE)}, {epochs} epochs"
+            cells = [TITLES[task], f"{fit.get('task')}, {prompts} prompts ({how})"]
             cells += [f"{fit.get('cpu_seconds', float('nan')):.0f}"]
             cells += [str(len(mine["aopc"])), f"{np.mean(mine['aopc']):.3f}"]
             cells += [f"{cost:.3f}"]
@@ -437,6 +452,19 @@ def main() -> None:
         "transformers 4.x, whose GGUF tokenizer adds a BOS token: give it the "
         "tokenizer saved under transformers 5, with tokenizer_class "
         "PreTrainedTokenizerFast)",
+    )
+    sub.choices["run"].add_argument(
+        "--fit-objective",
+        choices=sorted(EXPLAINER_OBJECTIVES),
+        help=f"iba-amortized: what its explainer is trained on (default "
+        f"{LLM_OBJECTIVE!r}, the command line's; another is recorded as "
+        "iba-amortized-<objective>)",
+    )
+    sub.choices["run"].add_argument(
+        "--fit-epochs",
+        type=int,
+        help="iba-amortized: epochs of its fit (default the objective's; given: "
+        "recorded as iba-amortized-e<E>)",
     )
     args = parser.parse_args()
     commands = {"run": run, "tables": tables, "summary": summary}

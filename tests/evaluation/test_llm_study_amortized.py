@@ -56,10 +56,10 @@ def test_amortized_table_judges_the_target(study, tmp_path, capsys):
     _record(folder, "iba-amortized-p32", [0.19, 0.39], 0.1, old)
     _record(folder, "iba-amortized-from-rte", [0.2, 0.4, 0.3], 0.9, fit)
     rows, rst = _rows(study, tmp_path, capsys)
-    by_name = {r[1]: r for r in rows}
+    by_name = {r[1].split(" (")[0]: r for r in rows}
     assert len(rows) == 3
     level = rows[0]  # sorted by record name: iba-amortized first
-    assert level[1] == "sst2, 128 prompts" and level[2] == "1500"
+    assert level[1] == "sst2, 128 prompts (deletion, 2 epochs)" and level[2] == "1500"
     assert level[4] == "0.296" and level[-1] == "met"
     assert level[6].startswith("-0.004") and level[6].endswith("(3)")
     assert by_name["sst2, 32 prompts"][-1] == "not met"  # .01 below
@@ -73,8 +73,11 @@ def test_record_stems_name_transfer_and_fit_size(study):
     name; another task's prompts or another number are in the stem."""
     k = study.LLM_TRAIN_PROMPTS
 
-    def stem(name, fit_on=None, prompts=k):
-        args = argparse.Namespace(task="sst2", fit_on=fit_on, fit_prompts=prompts)
+    def stem(name, fit_on=None, prompts=k, objective=None, epochs=None):
+        args = argparse.Namespace(
+            task="sst2", fit_on=fit_on, fit_prompts=prompts,
+            fit_objective=objective, fit_epochs=epochs,
+        )  # fmt: skip
         return study._stem(name, args)
 
     assert stem("iba-amortized") == "iba-amortized"
@@ -83,3 +86,10 @@ def test_record_stems_name_transfer_and_fit_size(study):
     assert stem("iba-amortized", None, 32) == "iba-amortized-p32"
     assert stem("iba-amortized", "rte", 32) == "iba-amortized-from-rte-p32"
     assert stem("iba-deletion", "rte", 32) == "llm-iba-deletion"
+    assert stem("iba-amortized", objective="deletion") == "iba-amortized"
+    assert stem("iba-amortized", objective="distil", epochs=20) == (
+        "iba-amortized-distil-e20"
+    )
+    assert stem("iba-amortized", "rte", 64, "distil") == (
+        "iba-amortized-from-rte-p64-distil"
+    )
