@@ -354,13 +354,13 @@ def amortized(args: argparse.Namespace) -> None:
     ``iba-deletion`` and AttnLRP, with the fit's cost and the target (AOPC at
     least ``iba-deletion`` 's minus .005, CPU-s a prompt at most AttnLRP's)."""
     head = "| task | explainer fitted on | fit CPU-s | n | AOPC | CPU-s | "
-    head += (
-        "d AOPC vs iba-deletion (n) | d AOPC vs AttnLRP (n) | AttnLRP CPU-s | target |"
-    )
-    lines = [head, "|" + "---|" * 10]
+    head += "d AOPC vs iba-deletion (n) | d AOPC vs AttnLRP (n) | "
+    head += "d AOPC vs random (n) | AttnLRP CPU-s | target |"
+    lines = [head, "|" + "---|" * 11]
     for task in args.tasks.split(","):
         records = _records(args.out, task, args.split)
         deletion, lrp = records.get("iba-deletion"), records.get("AttnLRP")
+        floor = records.get("random")
         for name in sorted(r for r in records if r.startswith(AMORTIZED)):
             mine, fit = records[name], records[name].get("fit", {})
             cost = np.mean(mine["cpu_seconds"])
@@ -371,7 +371,7 @@ def amortized(args: argparse.Namespace) -> None:
             cells += [f"{fit.get('cpu_seconds', float('nan')):.0f}"]
             cells += [str(len(mine["aopc"])), f"{np.mean(mine['aopc']):.3f}"]
             cells += [f"{cost:.3f}"]
-            cells += [_diff(mine, r) if r else "" for r in (deletion, lrp)]
+            cells += [_diff(mine, r) if r else "" for r in (deletion, lrp, floor)]
             met = ""
             if deletion and lrp:
                 n = min(len(mine["aopc"]), len(deletion["aopc"]))

@@ -50,6 +50,7 @@ def test_amortized_table_judges_the_target(study, tmp_path, capsys):
     folder.mkdir(parents=True)
     _record(folder, "llm-iba-deletion", [0.2, 0.4, 0.3], 5.0)
     _record(folder, "llm-attnlrp", [0.1, 0.1, 0.1], 0.5)
+    _record(folder, "llm-random", [0.1, 0.2, 0.1], 0.0)
     fit = dict(task="sst2", instances=256, epochs=2, prompts=128, cpu_seconds=1500.0)
     _record(folder, "iba-amortized", [0.196, 0.396, 0.296], 0.1, fit)
     old = dict(task="sst2", instances=64, cpu_seconds=9.0)  # no prompts: 2 epochs
@@ -62,6 +63,7 @@ def test_amortized_table_judges_the_target(study, tmp_path, capsys):
     assert level[1] == "sst2, 128 prompts (deletion, 2 epochs)" and level[2] == "1500"
     assert level[4] == "0.296" and level[-1] == "met"
     assert level[6].startswith("-0.004") and level[6].endswith("(3)")
+    assert level[8].startswith("+0.163")  # against random: (.096 + .196 + .196) / 3
     assert by_name["sst2, 32 prompts"][-1] == "not met"  # .01 below
     assert by_name["sst2, 32 prompts"][6].endswith("(2)")  # the prompts both have
     assert rows[1][5] == "0.900" and rows[1][-1] == "not met"  # dearer than AttnLRP
