@@ -322,22 +322,23 @@ def summary(args: argparse.Namespace) -> None:
         cells = [TITLES[task], str(len(mine["aopc"])), f"{mine['accuracy']:.3f}"]
         cells += [f"{np.mean(mine['aopc']):.3f}", f"{np.mean(mine['cpu_seconds']):.2f}"]
         for ref in refs:
-            if ref not in records:
-                cells.append("")
-                continue
-            n = min(len(mine["aopc"]), len(records[ref]["aopc"]))
-            diff = np.subtract(mine["aopc"][:n], records[ref]["aopc"][:n])
-            cells.append(f"{fs.fmt(fs.bootstrap(diff), signed=True)} ({n})")
+            cells.append(_diff(mine, records[ref]) if ref in records else "")
         lines.append("| " + " | ".join(cells) + " |")
+    title = (
+        f"SmolLM2, {args.split} splits: iba-deletion's AOPC, CPU-s a prompt "
+        "and paired AOPC differences (95 % intervals) on the prompts both have"
+    )
+    _publish(lines, args, f"llm_summary_{args.split}", title)
+
+
+def _publish(lines: List[str], args: argparse.Namespace, name: str, title: str) -> None:
+    """Print a markdown table; with ``--docs`` also write it as
+    ``<docs>/_generated/<name>.rst`` under ``title``."""
     table = "\n".join(lines)
     print(table)
     if args.docs:
-        path = Path(args.docs) / "_generated" / f"llm_summary_{args.split}.rst"
+        path = Path(args.docs) / "_generated" / f"{name}.rst"
         path.parent.mkdir(parents=True, exist_ok=True)
-        title = (
-            f"SmolLM2, {args.split} splits: iba-deletion's AOPC, CPU-s a prompt "
-            "and paired AOPC differences (95 % intervals) on the prompts both have"
-        )
         path.write_text(fs.to_rst(table, title))
 
 
@@ -380,17 +381,12 @@ def amortized(args: argparse.Namespace) -> None:
                 met = "met" if gap >= -0.005 and cheap else "not met"
             cells += [f"{np.mean(lrp['cpu_seconds']):.2f}" if lrp else "", met]
             lines.append("| " + " | ".join(cells) + " |")
-    table = "\n".join(lines)
-    print(table)
-    if args.docs:
-        path = Path(args.docs) / "_generated" / f"llm_amortized_{args.split}.rst"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        title = (
-            f"SmolLM2, {args.split} splits: iba-amortized (fit CPU-s once per "
-            "model and task; CPU-s a prompt) against iba-deletion and AttnLRP, "
-            "paired AOPC differences (95 % intervals) on the prompts both have"
-        )
-        path.write_text(fs.to_rst(table, title))
+    title = (
+        f"SmolLM2, {args.split} splits: iba-amortized (fit CPU-s once per "
+        "model and task; CPU-s a prompt) against iba-deletion and AttnLRP, "
+        "paired AOPC differences (95 % intervals) on the prompts both have"
+    )
+    _publish(lines, args, f"llm_amortized_{args.split}", title)
 
 
 def paired(records: Dict[str, Dict[str, List[float]]]) -> str:
