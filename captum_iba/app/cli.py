@@ -134,24 +134,7 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
         "A causal LM: the answer to explain (e.g. ' positive'); default: the "
         "model's greedy answer",
     )
-    ex.add_argument(
-        "--max-new-tokens",
-        type=positive_int,
-        help="a causal LM: the longest greedy answer (default 20)",
-    )
-    ex.add_argument(
-        "--per-token",
-        action="store_true",
-        help="a causal LM: also explain each output token (one more IBA instance "
-        "per token; always with --html)",
-    )
-    ex.add_argument(
-        "--chat",
-        action=argparse.BooleanOptionalAction,
-        help="a causal LM: wrap the prompt as a user turn of the tokenizer's "
-        "chat template (default: when the tokenizer has one); its tokens and "
-        "the special ones are never scored",
-    )
+    _answer_arguments(ex)
     ex.add_argument(
         "--fit-on",
         metavar="CORPUS|TASK",
@@ -170,6 +153,28 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
     )
     ex.add_argument(
         "--top", type=positive_int, default=5, help="how many top words to list"
+    )
+
+
+def _answer_arguments(ex: argparse.ArgumentParser) -> None:
+    """``explain`` 's options of a causal LM's answer."""
+    ex.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        help="a causal LM: the longest greedy answer (default 20)",
+    )
+    ex.add_argument(
+        "--per-token",
+        action="store_true",
+        help="a causal LM: also explain each output token (one more IBA instance "
+        "per token; always with --html)",
+    )
+    ex.add_argument(
+        "--chat",
+        action=argparse.BooleanOptionalAction,
+        help="a causal LM: wrap the prompt as a user turn of the tokenizer's "
+        "chat template (default: when the tokenizer has one); its tokens and "
+        "the special ones are never scored",
     )
 
 
