@@ -247,7 +247,7 @@ def run(args: argparse.Namespace) -> None:
         m if m.startswith(ANCHORS) else METHODS.entry(m).name
         for m in args.methods.split(",")
     ]
-    at2 = dict(at2_scorers(args, methods), **amortized_scorers(methods))
+    made = dict(at2_scorers(args, methods), **amortized_scorers(methods))
     out = Path(args.out) / args.task / args.split
     out.mkdir(parents=True, exist_ok=True)
     passages = parse_passages(args.passages)  # LOW-HIGH, checked
@@ -258,7 +258,7 @@ def run(args: argparse.Namespace) -> None:
 
         import_context_cite()  # its slow import (spaCy, NLTK) is not ContextCite's cost
     model, tok = load_causal_lm(args.model)
-    built: Dict[str, Any] = {m: {m: make(model, tok)} for m, make in at2.items()}
+    built: Dict[str, Any] = {m: {m: make(model, tok)} for m, make in made.items()}
     for i, example in enumerate(examples):
         todo = [m for m in methods if len(_record(out, m)) == i]
         if not todo:

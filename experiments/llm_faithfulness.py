@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> None:
         )
         scorer = None
         for rows in record.batches(args.n, args.batch_size):
-            scorer = scorer or _scorer(name, model, tok, args, record)
+            scorer = scorer or _scorer(name, model, tok, args, meta)
             batch = prompt_batch(
                 tok, [examples.prompts[i] for i in rows],
                 [task.answers[chosen[i]] for i in rows], chat=task.chat,
@@ -213,10 +213,11 @@ def _explainer(model: Any, tok: Any, module: Any, args: argparse.Namespace) -> A
 
 
 def _scorer(
-    name: str, model: Any, tok: Any, args: argparse.Namespace, record: Record
+    name: str, model: Any, tok: Any, args: argparse.Namespace, meta: Dict[str, Any]
 ) -> Any:
     """The method's scorer; ``iba-amortized`` 's with its explainer
-    (:func:`_explainer`), the fit's statistics kept in the record (``fit``)."""
+    (:func:`_explainer`), the fit's statistics added to the record's ``meta``
+    (``fit``)."""
     if name != AMORTIZED:
         return build_scorers([name], Resources(model, tok), kind="causal-lm")[name]
     resources = Resources(
@@ -230,8 +231,7 @@ def _scorer(
         objective=args.fit_objective or LLM_OBJECTIVE,
     )  # fmt: skip
     print(f"{name}: its explainer's fit: {fit}", flush=True)
-    meta = record.meta
-    record.meta = lambda done: dict(meta(done), fit=fit)
+    meta["fit"] = fit
     return scorer
 
 
@@ -342,11 +342,17 @@ def _publish(lines: List[str], args: argparse.Namespace, name: str, title: str) 
         path.write_text(fs.to_rst(table, title))
 
 
-def _diff(mine: Dict[str, Any], ref: Dict[str, Any]) -> str:
-    """The paired AOPC difference (mine minus ref) on the prompts both have."""
+def _paired(mine: Dict[str, Any], ref: Dict[str, Any]) -> np.ndarray:
+    """The per-prompt AOPC differences (mine minus ref) on the prompts both
+    have (the first ``n``)."""
     n = min(len(mine["aopc"]), len(ref["aopc"]))
-    diff = np.subtract(mine["aopc"][:n], ref["aopc"][:n])
-    return f"{fs.fmt(fs.bootstrap(diff), signed=True)} ({n})"
+    return np.subtract(mine["aopc"][:n], ref["aopc"][:n])
+
+
+def _diff(mine: Dict[str, Any], ref: Dict[str, Any]) -> str:
+    """The paired AOPC difference, its 95 % interval and its ``n``."""
+    diff = _paired(mine, ref)
+    return f"{fs.fmt(fs.bootstrap(diff), signed=True)} ({len(diff)})"
 
 
 def amortized(args: argparse.Namespace) -> None:
@@ -375,8 +381,7 @@ def amortized(args: argparse.Namespace) -> None:
             cells += [_diff(mine, r) if r else "" for r in (deletion, lrp, floor)]
             met = ""
             if deletion and lrp:
-                n = min(len(mine["aopc"]), len(deletion["aopc"]))
-                gap = np.mean(np.subtract(mine["aopc"][:n], deletion["aopc"][:n]))
+                gap = np.mean(_paired(mine, deletion))
                 cheap = cost <= np.mean(lrp["cpu_seconds"])
                 met = "met" if gap >= -0.005 and cheap else "not met"
             cells += [f"{np.mean(lrp['cpu_seconds']):.2f}" if lrp else "", met]
@@ -463,8 +468,9 @@ def main() -> None:
         "recorded as iba-amortized-e<E>)",
     )
     args = parser.parse_args()
-    commands = {"run": run, "tables": tables, "summary": summary}
-    commands["amortized"] = amortized
+    commands = {
+        "run": run, "tables": tables, "summary": summary, "amortized": amortized
+    }  # fmt: skip
     commands[args.command](args)
 
 

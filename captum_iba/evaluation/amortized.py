@@ -203,7 +203,8 @@ def prompt_batches(
         list of PromptBatch: The batches.
 
     Raises:
-        ValueError: For no prompt, or a bad ``batch_size``.
+        ValueError: For no prompt, a bad ``batch_size``, or ``answers`` not
+            one per prompt.
     """
     _check_int("batch_size", batch_size)
     if isinstance(prompts, str) or not prompts:
