@@ -13,7 +13,8 @@ error when none is cached), on the model's own corpus or the one
 ``<cache>/explainers/<corpus>-l<embeddings or layer index>-len<max length>-s<settings
 digest>-<weights digest>``, one per data setting and per
 :data:`~captum_iba.evaluation.amortized.AMORTIZED_SETTINGS` (an explainer fitted
-with a release's other settings is not taken for today's); the store
+with a release's other settings is not taken for today's; a causal LM's digest
+also holds :data:`LLM_ANSWERS`, the answers it was fitted on); the store
 itself (:mod:`captum_iba.attr.amortized_store`) refuses an explainer fitted
 for other weights, layer or settings.
 
@@ -52,6 +53,7 @@ from captum_iba.evaluation.amortized import (
 from captum_iba.evaluation.corpus import encode_instances
 
 __all__ = [
+    "LLM_ANSWERS",
     "LLM_OBJECTIVE",
     "LLM_TRAIN_PROMPTS",
     "TRAIN_INSTANCES",
@@ -79,6 +81,12 @@ LLM_TRAIN_PROMPTS = 128
 #: distilled one 18).
 LLM_OBJECTIVE = "deletion"
 
+#: Which answers a causal LM's explainer is fitted on, part of its folder's
+#: settings digest: ``"choice"``, the model's choice among the task's answer
+#: words (:func:`task_batches`). An explainer fitted on other answers (the
+#: greedy first token, which can be empty, before 0.3) is not taken for it.
+LLM_ANSWERS = "choice"
+
 #: The ``--max-length`` an explainer for ``explain`` is preferably taken with
 #: (the corpus commands' default).
 DEFAULT_MAX_LENGTH = 128
@@ -100,16 +108,20 @@ def explainer_folder(
     :func:`fitted_folders`."""
     where = "embeddings" if layer.index is None else layer.index
     length = "*" if max_length is None else int(max_length)
-    digest = settings_digest(objective)
+    digest = settings_digest(objective, causal=is_causal_lm(model))
     name = f"{corpus}-l{where}-len{length}-s{digest}-{weights_digest(model)}"
     return default_cache_dir() / "explainers" / name
 
 
-def settings_digest(objective: str = "distil") -> str:
+def settings_digest(objective: str = "distil", causal: bool = False) -> str:
     """8 hexadecimal digits of ``iba-amortized`` 's fit settings for
     ``objective`` (:func:`~captum_iba.evaluation.amortized.objective_settings`:
-    ``AMORTIZED_SETTINGS`` for the default, ``"distil"``)."""
-    text = json.dumps(objective_settings(objective), sort_keys=True, default=str)
+    ``AMORTIZED_SETTINGS`` for the default, ``"distil"``); for a ``causal``
+    LM, with the answers it is fitted on (:data:`LLM_ANSWERS`)."""
+    settings = objective_settings(objective)
+    if causal:
+        settings = dict(settings, answers=LLM_ANSWERS)
+    text = json.dumps(settings, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 

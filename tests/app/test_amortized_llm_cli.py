@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 
+from captum_iba.app import amortized as app_amortized
 from captum_iba.app.finetune.recipes import CACHE_ENV_VAR
 from tests.app.test_amortized_cli import _code
 from tests.app.test_cli_faults import _tiny_sst2
@@ -21,7 +22,6 @@ PROMPT = "Classify the sentiment of the review as positive or negative . Review 
 @pytest.fixture
 def small_fit(tmp_path, monkeypatch):
     """The cache in tmp_path; 8 training prompts and one epoch per fit."""
-    from captum_iba.app import amortized as app_amortized
     from captum_iba.evaluation import amortized as eval_amortized
 
     monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path / "cache"))
@@ -68,6 +68,10 @@ def test_evaluate_fits_on_the_task_s_training_prompts_then_every_run_loads_it(
     assert "on 8 training prompts of the sst2 task" in out
     assert "objective 'deletion'" in out
     (folder,) = [f for f in small_fit.glob("sst2-lembeddings-len0-*") if f.is_dir()]
+    # the folder names the answers fitted on: a fit on other answers is not taken
+    digest = app_amortized.settings_digest("deletion", causal=True)
+    assert f"-s{digest}-" in folder.name
+    assert digest != app_amortized.settings_digest("deletion")
     record = json.loads((folder / "explainer.json").read_text())
     assert record["stats"]["instances"] == 8  # 8 prompts, one epoch
     assert record["key"]["layer"].endswith("embed_tokens")
