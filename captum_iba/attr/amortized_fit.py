@@ -55,6 +55,11 @@ __all__ = ["fit_network"]
 
 Teacher = Callable[[Batch, Optional[Tensor]], Tensor]
 
+#: The most bytes of clean passes (scores and readout states) a fit on the
+#: teacher alone keeps for its later epochs (:meth:`_FitState._clean`); past
+#: it, batches are run again.
+CLEAN_MEMO_BYTES = 2 * 1024**3
+
 
 def explained_class(
     settings: ExplainerSettings, batch: Batch, clean: Clean
@@ -336,6 +341,8 @@ class _FitState:
         self.teacher: Optional[Teacher] = None
         self.step, self.resume_at = 0, 0
         self.stats: Dict[str, Any] = {"instances": 0}
+        self.memo: Dict[str, Clean] = {}
+        self.memo_bytes = 0
 
     def step_on(
         self,
@@ -355,7 +362,7 @@ class _FitState:
             self.step += 1
             bar.update()
             return
-        clean = passes.clean(batch)
+        clean = self._clean(passes, batch)
         if self.net is None:
             self._build(clean, device, model, layer)
             if self.step < self.resume_at:
@@ -374,6 +381,24 @@ class _FitState:
         bar.update()
         bar.set_postfix(loss=f"{parts['loss']:.3f}", kept=f"{parts['mean_lambda']:.2f}")
         self.checkpoint()
+
+    def _clean(self, passes: Passes, batch: Batch) -> Clean:
+        """The batch's clean pass; memoised by its content for a fit on the
+        teacher alone (``distil_only``: the network reads nothing else of the
+        model), so that later epochs pay no forward of the model, as long as
+        the memo stays under :data:`CLEAN_MEMO_BYTES`."""
+        if not (self.settings.distil_only and self.settings.distil > 0):
+            return passes.clean(batch)
+        key = _batch_digest(batch, None)
+        if key in self.memo:
+            return self.memo[key]
+        clean = passes.clean(batch)
+        kept = [clean.logits, clean.x] + clean.states
+        size = sum(t.numel() * t.element_size() for t in kept)
+        if self.memo_bytes + size <= CLEAN_MEMO_BYTES:
+            self.memo[key] = Clean(clean.logits, clean.x, clean.states, None)
+            self.memo_bytes += size
+        return clean
 
     def _build(
         self, clean: Clean, device: torch.device, model: Module, layer: Module

@@ -177,6 +177,36 @@ class TestTeachers(BaseTest):
         second = make_teacher(model, model.layers[0], explainer.settings)(batch, labels)
         self.assertTrue(torch.equal(first, second))
 
+    def test_distilled_fit_runs_the_model_once_per_batch(self) -> None:
+        """A fit on the teacher alone memoises the clean passes: 3 epochs over
+        2 batches run the model's clean pass twice (6 times with the memo
+        off), and the network is the same either way."""
+        from captum_iba.attr import amortized_fit
+        from captum_iba.attr._amortized_pass import Passes
+
+        model = signal_model()
+        calls = []
+        original = Passes.clean
+
+        def counted(self, batch):
+            calls.append(1)
+            return original(self, batch)
+
+        fits = []
+        for budget in (amortized_fit.CLEAN_MEMO_BYTES, 0):
+            calls.clear()
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(Passes, "clean", counted)
+                mp.setattr(amortized_fit, "CLEAN_MEMO_BYTES", budget)
+                fits.append(quick_fit(
+                    model, data=loader(2), epochs=3, keep=None, distil=1.0,
+                    distil_only=True, teacher=faithful_teacher(),
+                ))  # fmt: skip
+            self.assertEqual(len(calls), 2 if budget else 6)
+        first, second = (f.network.state_dict() for f in fits)
+        for name, value in first.items():
+            self.assertTrue(torch.equal(value, second[name]), name)
+
 
 class TestVersion02Settings(BaseTest):
     """Settings recorded by version 0.2 (flat beta, prior, complement, lr,
