@@ -178,7 +178,7 @@ def _stem(name: str, args: argparse.Namespace) -> str:
 
 def _explainer(model: Any, tok: Any, module: Any, args: argparse.Namespace) -> Any:
     """``iba-amortized`` 's explainer, fitted (once, then loaded) on the
-    ``--fit-on`` task's first ``--fit-prompts`` training prompts with the
+    ``--fit-on`` task's ``--fit-prompts`` training prompts (a seeded subset) with the
     answer words the model chooses: with the command line's settings, the
     command line's explainer (its cache folder); with others, in that
     folder's name plus :func:`_variant` (never taken by the command line)."""
@@ -195,7 +195,9 @@ def _explainer(model: Any, tok: Any, module: Any, args: argparse.Namespace) -> A
     objective, variant = args.fit_objective or LLM_OBJECTIVE, _variant(args)
     ref = resolve_layer(model, module)
     limit = model.config.max_position_embeddings
-    prompts = training_prompts(fit_on, tok, None, limit, cut=False)
+    prompts = training_prompts(
+        fit_on, tok, None, limit, cut=False, count=max(k, LLM_TRAIN_PROMPTS)
+    )
     if not variant:
         return cached_explainer(
             model, tok, ref, fit_on, True, max_length=0,
@@ -443,9 +445,10 @@ def main() -> None:
         "--fit-prompts",
         type=int,
         default=LLM_TRAIN_PROMPTS,
-        help="iba-amortized: how many of the task's first training prompts its "
-        f"explainer is fitted on (default {LLM_TRAIN_PROMPTS}, the command line's "
-        "number and cached explainer; another is recorded as iba-amortized-p<K>)",
+        help="iba-amortized: how many of the task's training prompts (a seeded "
+        f"subset) its explainer is fitted on (default {LLM_TRAIN_PROMPTS}, the "
+        "command line's number and cached explainer; another is recorded as "
+        "iba-amortized-p<K>)",
     )
     sub.choices["run"].add_argument(
         "--tokenizer",

@@ -171,10 +171,16 @@ def _train_split(corpus: str, data_dir: Optional[str], n: int) -> Any:
 
 
 def training_prompts(
-    task: str, tokenizer: Any, data_dir: Optional[str], limit: int, cut: bool
+    task: str,
+    tokenizer: Any,
+    data_dir: Optional[str],
+    limit: int,
+    cut: bool,
+    count: Optional[int] = None,
 ) -> List[str]:
-    """A causal LM's training prompts: the first :data:`LLM_TRAIN_PROMPTS`
-    instances of the prompt ``task`` 's training split as its prompts, each
+    """A causal LM's training prompts: ``count`` (default
+    :data:`LLM_TRAIN_PROMPTS`) instances of the prompt ``task`` 's training
+    split (a seeded subset, stratified by label) as its prompts, each
     at most ``limit`` tokens - its content cut to fit when ``cut``
     (``--max-length`` given), else a longer one left out -, as the task's
     run makes them (:func:`~captum_iba.app.llm_tasks.fit_prompt`). Made from
@@ -187,7 +193,7 @@ def training_prompts(
     from captum_iba.app.llm_tasks import TASKS, fit_prompt, prompt_content
 
     spec = TASKS[task]
-    data = _train_split(task, data_dir, LLM_TRAIN_PROMPTS)
+    data = _train_split(task, data_dir, count or LLM_TRAIN_PROMPTS)
     prompts = []
     for i in range(len(data)):
         made = fit_prompt(spec, tokenizer, prompt_content(spec, data, i), limit)

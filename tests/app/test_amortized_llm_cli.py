@@ -219,3 +219,17 @@ def test_prompt_batches_takes_given_answers(tiny_llm_dir):
     assert answers == ["positive", "negative"]
     with pytest.raises(ValueError, match="one answer per prompt: 1 for 2"):
         prompt_batches(model, tok, prompts, answers=[" positive"])
+
+
+def test_training_prompts_are_count_of_the_training_split(tmp_path):
+    """``count`` training prompts (the study's ``--fit-prompts`` past the
+    command line's number), a seeded subset of the split; by default at most
+    ``LLM_TRAIN_PROMPTS``, here all 8."""
+    tok = tiny_word_tokenizer(SST2_TASK_WORDS)
+    data = str(_data(tmp_path))
+    every = app_amortized.training_prompts("sst2", tok, data, 512, cut=False)
+    assert len(every) == 8 == len(set(every))
+    some = app_amortized.training_prompts("sst2", tok, data, 512, False, count=3)
+    assert len(some) == 3 and set(some) < set(every)
+    again = app_amortized.training_prompts("sst2", tok, data, 512, False, count=3)
+    assert again == some  # seeded
