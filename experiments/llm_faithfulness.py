@@ -173,7 +173,8 @@ def _stem(name: str, args: argparse.Namespace) -> str:
         return stem
     if args.fit_on not in (None, args.task):
         stem += f"-from-{args.fit_on}"
-    return stem + _variant(args)
+    refine = getattr(args, "refine_steps", 0)
+    return stem + _variant(args) + (f"-r{refine}" if refine else "")
 
 
 def _explainer(model: Any, tok: Any, module: Any, args: argparse.Namespace) -> Any:
@@ -225,12 +226,15 @@ def _scorer(
     resources = Resources(
         model, tok, explainer=lambda module: _explainer(model, tok, module, args)
     )
-    scorer = build_scorers([name], resources, kind="causal-lm")[name]
+    options = {name: {"refine_steps": args.refine_steps}} if args.refine_steps else {}
+    built = build_scorers([name], resources, method_options=options, kind="causal-lm")
+    scorer = built[name]
     epochs = scorer.settings["explainer"]["epochs"]
     fit = dict(
         scorer.settings["fit"], task=args.fit_on or args.task, epochs=epochs,
         prompts=scorer.settings["fit"]["instances"] // epochs,
         objective=args.fit_objective or LLM_OBJECTIVE,
+        refine_steps=args.refine_steps,
     )  # fmt: skip
     print(f"{name}: its explainer's fit: {fit}", flush=True)
     meta["fit"] = fit
@@ -376,6 +380,8 @@ def amortized(args: argparse.Namespace) -> None:
             prompts = fit.get("prompts", fit.get("instances", 0) // 2)  # 2 epochs
             epochs = fit.get("epochs", 2)
             how = f"{fit.get('objective', LLM_OBJECTIVE)}, {epochs} epochs"
+            refine = fit.get("refine_steps", 0)
+            how += f"; {refine} deletion steps a prompt" if refine else ""
             cells = [TITLES[task], f"{fit.get('task')}, {prompts} prompts ({how})"]
             cells += [f"{fit.get('cpu_seconds', float('nan')):.0f}"]
             cells += [str(len(mine["aopc"])), f"{np.mean(mine['aopc']):.3f}"]
@@ -469,6 +475,14 @@ def main() -> None:
         type=int,
         help="iba-amortized: epochs of its fit (default the objective's; given: "
         "recorded as iba-amortized-e<E>)",
+    )
+    sub.choices["run"].add_argument(
+        "--refine-steps",
+        type=int,
+        default=0,
+        help="iba-amortized: iba-deletion's steps from the explainer's mask, per "
+        "prompt (default 0; given: recorded as iba-amortized-...-r<K>, the same "
+        "explainer)",
     )
     args = parser.parse_args()
     commands = {

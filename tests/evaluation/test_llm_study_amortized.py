@@ -56,9 +56,12 @@ def test_amortized_table_judges_the_target(study, tmp_path, capsys):
     old = dict(task="sst2", instances=64, cpu_seconds=9.0)  # no prompts: 2 epochs
     _record(folder, "iba-amortized-p32", [0.19, 0.39], 0.1, old)
     _record(folder, "iba-amortized-from-rte", [0.2, 0.4, 0.3], 0.9, fit)
+    refined = dict(fit, refine_steps=2)
+    _record(folder, "iba-amortized-r2", [0.2, 0.4, 0.3], 0.3, refined)
     rows, rst = _rows(study, tmp_path, capsys)
     by_name = {r[1].split(" (")[0]: r for r in rows}
-    assert len(rows) == 3
+    assert len(rows) == 4
+    assert by_name["sst2, 128 prompts"][1].endswith("2 deletion steps a prompt)")
     level = rows[0]  # sorted by record name: iba-amortized first
     assert level[1] == "sst2, 128 prompts (deletion, 2 epochs)" and level[2] == "1500"
     assert level[4] == "0.296" and level[-1] == "met"
@@ -75,10 +78,10 @@ def test_record_stems_name_transfer_and_fit_size(study):
     name; another task's prompts or another number are in the stem."""
     k = study.LLM_TRAIN_PROMPTS
 
-    def stem(name, fit_on=None, prompts=k, objective=None, epochs=None):
+    def stem(name, fit_on=None, prompts=k, objective=None, epochs=None, refine=0):
         args = argparse.Namespace(
             task="sst2", fit_on=fit_on, fit_prompts=prompts,
-            fit_objective=objective, fit_epochs=epochs,
+            fit_objective=objective, fit_epochs=epochs, refine_steps=refine,
         )  # fmt: skip
         return study._stem(name, args)
 
@@ -95,3 +98,8 @@ def test_record_stems_name_transfer_and_fit_size(study):
     assert stem("iba-amortized", "rte", 64, "distil") == (
         "iba-amortized-from-rte-p64-distil"
     )
+    # refinement: the same explainer (its folder's variant), another record
+    assert stem("iba-amortized", objective="distil", epochs=200, refine=2) == (
+        "iba-amortized-distil-e200-r2"
+    )
+    assert stem("iba-deletion", refine=2) == "llm-iba-deletion"
