@@ -169,6 +169,9 @@ def _stem(name: str, args: argparse.Namespace) -> str:
     fitted on another task's prompts (``--fit-on``) ``-from-<task>``, then
     :func:`_variant`."""
     stem = record_name(name)
+    steps = getattr(args, "iba_steps", None)
+    if name == "iba-deletion" and steps:
+        return f"{stem}-steps{steps}"
     if name != AMORTIZED:
         return stem
     if args.fit_on not in (None, args.task):
@@ -220,9 +223,14 @@ def _scorer(
 ) -> Any:
     """The method's scorer; ``iba-amortized`` 's with its explainer
     (:func:`_explainer`), the fit's statistics added to the record's ``meta``
-    (``fit``)."""
+    (``fit``); ``iba-deletion`` with ``--iba-steps`` steps when given."""
     if name != AMORTIZED:
-        return build_scorers([name], Resources(model, tok), kind="causal-lm")[name]
+        steps = getattr(args, "iba_steps", None)
+        options = {name: {"steps": steps}} if steps and name == "iba-deletion" else {}
+        built = build_scorers(
+            [name], Resources(model, tok), method_options=options, kind="causal-lm"
+        )
+        return built[name]
     resources = Resources(
         model, tok, explainer=lambda module: _explainer(model, tok, module, args)
     )
@@ -381,7 +389,8 @@ def amortized(args: argparse.Namespace) -> None:
             epochs = fit.get("epochs", 2)
             how = f"{fit.get('objective', LLM_OBJECTIVE)}, {epochs} epochs"
             refine = fit.get("refine_steps", 0)
-            how += f"; {refine} deletion steps a prompt" if refine else ""
+            steps = "1 deletion step" if refine == 1 else f"{refine} deletion steps"
+            how += f"; {steps} a prompt" if refine else ""
             cells = [TITLES[task], f"{fit.get('task')}, {prompts} prompts ({how})"]
             cells += [f"{fit.get('cpu_seconds', float('nan')):.0f}"]
             cells += [str(len(mine["aopc"])), f"{np.mean(mine['aopc']):.3f}"]
@@ -475,6 +484,13 @@ def main() -> None:
         type=int,
         help="iba-amortized: epochs of its fit (default the objective's; given: "
         "recorded as iba-amortized-e<E>)",
+    )
+    sub.choices["run"].add_argument(
+        "--iba-steps",
+        type=int,
+        help="iba-deletion: its optimisation steps (default its configuration's, "
+        "10; given: recorded as llm-iba-deletion-steps<K>), e.g. the control of "
+        "--refine-steps: as many steps from no explainer",
     )
     sub.choices["run"].add_argument(
         "--refine-steps",

@@ -103,3 +103,6 @@ def test_record_stems_name_transfer_and_fit_size(study):
         "iba-amortized-distil-e200-r2"
     )
     assert stem("iba-deletion", refine=2) == "llm-iba-deletion"
+    args = argparse.Namespace(task="sst2", fit_on=None, iba_steps=1)
+    assert study._stem("iba-deletion", args) == "llm-iba-deletion-steps1"
+    assert study._stem("iba-faithful", args) == "llm-iba-faithful"
