@@ -42,6 +42,7 @@ import argparse
 import json
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -224,19 +225,18 @@ def _scorer(
     """The method's scorer; ``iba-amortized`` 's with its explainer
     (:func:`_explainer`), the fit's statistics added to the record's ``meta``
     (``fit``); ``iba-deletion`` with ``--iba-steps`` steps when given."""
-    if name != AMORTIZED:
-        steps = getattr(args, "iba_steps", None)
-        options = {name: {"steps": steps}} if steps and name == "iba-deletion" else {}
-        built = build_scorers(
-            [name], Resources(model, tok), method_options=options, kind="causal-lm"
-        )
-        return built[name]
-    resources = Resources(
-        model, tok, explainer=lambda module: _explainer(model, tok, module, args)
-    )
-    options = {name: {"refine_steps": args.refine_steps}} if args.refine_steps else {}
-    built = build_scorers([name], resources, method_options=options, kind="causal-lm")
-    scorer = built[name]
+    given = {"iba-deletion": {"steps": args.iba_steps}} if args.iba_steps else {}
+    if args.refine_steps:
+        given[AMORTIZED] = {"refine_steps": args.refine_steps}
+    is_amortized = name == AMORTIZED
+    explainer = partial(_explainer, model, tok, args=args) if is_amortized else None
+    options = {name: given[name]} if name in given else {}
+    scorer = build_scorers(
+        [name], Resources(model, tok, explainer=explainer),
+        method_options=options, kind="causal-lm",
+    )[name]  # fmt: skip
+    if not is_amortized:
+        return scorer
     epochs = scorer.settings["explainer"]["epochs"]
     fit = dict(
         scorer.settings["fit"], task=args.fit_on or args.task, epochs=epochs,
@@ -489,7 +489,7 @@ def main() -> None:
         "--iba-steps",
         type=int,
         help="iba-deletion: its optimisation steps (default its configuration's, "
-        "10; given: recorded as llm-iba-deletion-steps<K>), e.g. the control of "
+        "7; given: recorded as llm-iba-deletion-steps<K>), e.g. the control of "
         "--refine-steps: as many steps from no explainer",
     )
     sub.choices["run"].add_argument(
