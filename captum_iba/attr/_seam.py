@@ -303,6 +303,24 @@ class CleanRun:
     template: Any
 
 
+def path_key(
+    site: Site,
+    stack: Optional[Tuple[Module, int]],
+    device_ids: Optional[List[int]],
+    cuts: bool,
+) -> Tuple[Any, ...]:
+    """What :meth:`Seam._choose` 's path depends on: the site (its layer,
+    output position, input or output), the stack holding it, the devices and
+    the cuts. Whether a replay reproduces the model's output is a matter of
+    the model's structure (what runs above the site, what the head reads),
+    not of the inputs: an attribution checks once, keeps the path under this
+    key and passes it on (``Seam(path=...)``), a forward pass a call saved,
+    as the amortized fit does from batch to batch."""
+    held = None if stack is None else (id(stack[0]), stack[1])
+    devices = None if device_ids is None else tuple(device_ids)
+    return (id(site.layer), site.position, site.on_input, held, devices, cuts)
+
+
 class Seam:
     """The model with ``T`` in a site's place, for the optimisation.
 

@@ -160,6 +160,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         #: dimension equals the batch size (tensors whose first dimension is
         #: not the batch size always are).
         self.unbatched_args: FrozenSet[int] = frozenset()
+        #: How ``T`` replaces each site, chosen (by the replay check, one
+        #: forward pass) on the first call and kept (:func:`_seam.path_key`).
+        self._paths: Dict[Tuple[Any, ...], _seam.Path] = {}
         #: Diagnostics of the last ``attribute`` call (per layer): the path
         #: used ("stack" or "hooks"), whether the exact cuts of the stack
         #: path were used, beta, final task loss and mean capacity; and
@@ -394,12 +397,14 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         stack = _seam.stack_for(
             self.forward_func, site.layer, self.layer_stack, self.device_ids
         )
+        key = _seam.path_key(site, stack, self._device_ids(), self.cuts)
         seam = _seam.Seam(
             self.forward_func, site, _seam.CleanRun(inputs, extra, clean, x, template),
             rows, options.n_samples, stack, self._device_ids(), self.cuts,
-            attention=options.removal == "attention", precision=run.precision,
-            constant=self.unbatched_args,
+            path=self._paths.get(key), attention=options.removal == "attention",
+            precision=run.precision, constant=self.unbatched_args,
         )  # fmt: skip
+        self._paths[key] = seam.path
         unread = ""
         if stack is not None and stack[1] == len(stack[0]) - 1 and not site.on_input:
             if _ranking.reads_first_token_only(

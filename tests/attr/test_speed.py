@@ -334,3 +334,50 @@ def test_deletion_runs_the_bias_in_lean_attention(monkeypatch):
     monkeypatch.setattr(_seam, "lean_bias_attention", lambda layers: nullcontext())
     sdpa = _deletion(model, ids, mask)
     torch.testing.assert_close(lean, sdpa, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["bert", "llama"])
+def test_the_path_is_checked_on_the_first_call_only(kind):
+    """The replay check (one forward pass) runs on an attribution's first
+    call; later calls, on other inputs, take the path it chose and give what
+    a fresh attribution (which checks) gives. Another layer is checked anew."""
+    model = tiny_hf_model("bert") if kind == "bert" else None
+    if model is None:
+        from captum_iba.attr.llm import CausalLMLogLikelihood
+        from tests.helpers import tiny_causal_lm
+
+        inner = tiny_causal_lm("llama")
+        model, layers = CausalLMLogLikelihood(inner), inner.model.layers
+    else:
+        layers = model.base_model.encoder.layer
+    ids, mask = _batch(vocab=60 if kind == "bert" else 20)
+    args = (mask,) if kind == "bert" else (mask, torch.where(mask.bool(), ids, -100))
+    target = [0, 1, 1] if kind == "bert" else None
+    checks = []
+    real = Seam.replay_matches
+
+    def counted(self, path):
+        checks.append(path)
+        return real(self, path)
+
+    iba = InformationBottleneckAttribution(model, layers[0])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Seam, "replay_matches", counted)
+        iba.attribute(ids, target=target, additional_forward_args=args, steps=2, seed=0)
+        first = len(checks)
+        again = iba.attribute(
+            ids[:2], target=target and target[:2],
+            additional_forward_args=tuple(a[:2] for a in args), steps=2, seed=0,
+        )  # fmt: skip
+        assert first >= 1 and len(checks) == first
+        other = InformationBottleneckAttribution(model, layers[1])
+        other.attribute(
+            ids, target=target, additional_forward_args=args, steps=2, seed=0
+        )
+        assert len(checks) > first
+    fresh = InformationBottleneckAttribution(model, layers[0]).attribute(
+        ids[:2], target=target and target[:2],
+        additional_forward_args=tuple(a[:2] for a in args), steps=2, seed=0,
+    )  # fmt: skip
+    torch.testing.assert_close(again, fresh)
+    assert iba.last_run[0]["path"] == "stack"
