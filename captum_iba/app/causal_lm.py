@@ -134,6 +134,18 @@ def load_lm_tokenizer(path: Union[str, Path]) -> Any:
         ) from None
 
 
+def _dtype_keyword() -> str:
+    """``from_pretrained`` 's keyword for the dtype: ``dtype`` from
+    transformers 4.56, ``torch_dtype`` before (which 4.40-4.55, in
+    setup.py's range, need: they pass ``dtype`` on to the model's
+    ``__init__``, which refuses it)."""
+    import transformers
+    from packaging.version import Version
+
+    new = Version(transformers.__version__) >= Version("4.56")
+    return "dtype" if new else "torch_dtype"
+
+
 def load_causal_lm(path: Union[str, Path], tokenizer: Any = None) -> Tuple[Any, Any]:
     """A causal LM and its tokenizer, in ``eval()`` mode, float32.
 
@@ -160,7 +172,7 @@ def load_causal_lm(path: Union[str, Path], tokenizer: Any = None) -> Tuple[Any, 
         with quiet_transformers(warnings=False):
             # float32 named for a GGUF file: left to "auto", transformers
             # reads a name not ending in lower-case ".gguf" with torch.load
-            gguf = {"dtype": torch.float32} if "gguf_file" in keywords else {}
+            gguf = {_dtype_keyword(): torch.float32} if "gguf_file" in keywords else {}
             model = AutoModelForCausalLM.from_pretrained(name, **keywords, **gguf)
     except Exception as err:  # transformers raises many kinds on bad files
         raise ModelLoadError(

@@ -138,3 +138,20 @@ def test_a_prompt_that_occurs_in_the_template(smollm2, prompt):
     assert tok.decode(ids[first - 3 : first]) == "<|im_start|>user\n"
     assert tok.decode([i for i, o in zip(ids, own) if o]) == prompt
     assert not any(own[first + len(tok.encode(prompt)) :])
+
+
+@pytest.mark.parametrize(
+    "version, keyword",
+    [("4.53.3", "torch_dtype"), ("4.55.4", "torch_dtype"), ("4.56.0", "dtype"),
+     ("5.24.0", "dtype")],
+)  # fmt: skip
+def test_the_dtype_keyword_of_the_installed_transformers(version, keyword, monkeypatch):
+    """A GGUF file is loaded as float32 under the keyword the installed
+    transformers takes: 4.53 (AttnLRP's environment, in setup.py's range)
+    refuses ``dtype`` in the model's __init__."""
+    import transformers
+
+    from captum_iba.app.causal_lm import _dtype_keyword
+
+    monkeypatch.setattr(transformers, "__version__", version)
+    assert _dtype_keyword() == keyword
