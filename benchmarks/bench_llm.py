@@ -125,16 +125,29 @@ def prompt_of(tokenizer: Any, length: int, device: torch.device) -> Any:
 
 
 def forward_backward(model: Any, batch: Any) -> Callable[[], None]:
-    """One forward + backward of the prompt: the target's log-probability,
-    its gradient at the token embeddings (parameters frozen)."""
+    """One forward + backward of the prompts of a
+    :class:`~captum_iba.attr.llm_batch.PromptBatch`: the answers'
+    log-probability (:class:`~captum_iba.attr.llm.CausalLMLogLikelihood`,
+    the logits of the answer positions only), its gradient at the token
+    embeddings' output (parameters frozen)."""
+    from captum_iba.attr.llm import CausalLMLogLikelihood
+
+    scored = CausalLMLogLikelihood(model)
+    embeddings = model.get_input_embeddings()
 
     def run() -> None:
-        ids = batch.input_ids[:, :-1]
-        target = int(batch.input_ids[0, -1])
-        emb = model.get_input_embeddings()(ids).detach().requires_grad_(True)
-        out = model(inputs_embeds=emb, logits_to_keep=1, use_cache=False)
-        logp = torch.log_softmax(out.logits[0, -1].float(), -1)[target]
-        torch.autograd.grad(logp, emb)
+        held: List[torch.Tensor] = []
+
+        def leaf(module: Any, args: Any, out: torch.Tensor) -> torch.Tensor:
+            held.append(out.detach().requires_grad_(True))
+            return held[-1]
+
+        handle = embeddings.register_forward_hook(leaf)
+        try:
+            logp = scored(**batch.arguments())
+        finally:
+            handle.remove()
+        torch.autograd.grad(logp.sum(), held[0])
 
     return run
 
