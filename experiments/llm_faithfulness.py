@@ -39,7 +39,6 @@ tables name each method by its name now.
 """
 
 import argparse
-import json
 import sys
 import time
 from functools import partial
@@ -52,6 +51,14 @@ from transformers import AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).parent))
 import faithfulness_study as fs  # noqa: E402
+from llm_study_tables import (  # noqa: E402
+    AMORTIZED,
+    TITLES,
+    amortized,
+    record_name,
+    summary,
+    tables,
+)
 from study_parts import Record  # noqa: E402
 
 from captum_iba.app.amortized import LLM_OBJECTIVE, LLM_TRAIN_PROMPTS  # noqa: E402
@@ -70,28 +77,7 @@ from captum_iba.evaluation.llm_degradation import (  # noqa: E402
     content_mask,
     degrade_scores,
 )
-from captum_iba.registry import EXPLAINER_OBJECTIVES, LLM_NAMES, METHODS  # noqa: E402
-
-#: The tasks' names in tables.
-TITLES = {"sst2": "SST-2", "rte": "RTE", "ag_news": "AG News", "imdb": "IMDB"}
-
-#: The anchors the paired differences are taken against.
-ANCHORS = ("IG", "LOO", "AttnLRP")
-#: The amortized method, whose explainer is fitted on a task's prompts.
-AMORTIZED = METHODS.entry("iba-amortized").name
-#: A method's record file name: 0.2's name of the method, where it had one.
-RECORD_NAMES = {METHODS.entry(new).name: old for old, new in LLM_NAMES.items()}
-
-
-def record_name(method: str) -> str:
-    """The stem of ``method``'s record file (``IG`` -> ``llm-ig``)."""
-    name = METHODS.entry(method).name
-    return RECORD_NAMES.get(name, name)
-
-
-def method_of(stem: str) -> str:
-    """The method a record file holds, by its name now (``llm-ig`` -> ``IG``)."""
-    return METHODS.entry(LLM_NAMES[stem]).name if stem in LLM_NAMES else stem
+from captum_iba.registry import EXPLAINER_OBJECTIVES, METHODS  # noqa: E402
 
 
 def _split(task: str, split: str) -> str:
@@ -262,172 +248,6 @@ def _line(name: str, done: Dict[str, Any], n: int) -> str:
 
 def _accuracy(chosen: List[int], labels: List[int]) -> float:
     return float(np.mean([c == y for c, y in zip(chosen, labels)]))
-
-
-def tables(args: argparse.Namespace) -> None:
-    """The task's table and its paired differences against the anchors."""
-    records = _records(args.out, args.task, args.split)
-    if not records:
-        raise SystemExit(f"no results in {Path(args.out) / args.task / args.split}")
-    # the accuracy of the record with the most prompts (the others hold its first)
-    most = max(records.values(), key=lambda record: len(record["aopc"]))
-    accuracy = (
-        f"accuracy {most['accuracy']:.3f} on {len(most['aopc'])} prompts, "
-        f"CPU {most['cpu']}"
-    )
-    head = f"{args.task} {args.split}: {accuracy}"
-    means, differences = fs.table(records), paired(records)
-    print(f"{head}\n\n{means}\n\n{differences}")
-    if args.docs:
-        name = f"{args.task}_{args.split}"
-        split = f"{TITLES[args.task]}, {args.split} split"
-        what = f"{split} ({accuracy})"
-        rst = fs.to_rst(
-            means, f"{what}: means, 95 % bootstrap intervals; CPU-s a prompt"
-        )
-        rst += "\n" + fs.to_rst(
-            differences,
-            f"{what}: paired differences (method minus anchor), 95 % intervals",
-        )
-        docs = Path(args.docs)
-        for sub in ("_generated", "_static"):
-            (docs / sub).mkdir(parents=True, exist_ok=True)
-        (docs / "_generated" / f"llm_{name}.rst").write_text(rst)
-        png = docs / "_static" / f"llm_tradeoff_{name}.png"
-        # two lines: the accuracy's clause no longer fits the plot's width
-        title = f"SmolLM2, {split}\n({accuracy})"
-        fs.plot(_labelled(records), title, png, iba="iba")
-
-
-def _labelled(records: Dict[str, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
-    """The records keyed for the plot: each method's name with its number of
-    prompts when the records do not all hold the same number."""
-    if len({len(r["aopc"]) for r in records.values()}) == 1:
-        return records
-    return {f"{m} (n {len(r['aopc'])})": r for m, r in records.items()}
-
-
-def _records(out: str, task: str, split: str) -> Dict[str, Dict[str, Any]]:
-    folder = Path(out) / task / split
-    for parts in sorted(folder.glob("*.parts")):
-        held = len(list(parts.glob("*.json")))
-        if held:  # a batch before them still runs, or its process died
-            print(f"note: {parts} holds {held} batches not yet in its record "
-                  "(a re-run of the command merges them)", file=sys.stderr)  # fmt: skip
-    return {
-        method_of(p.stem): json.loads(p.read_text())
-        for p in sorted(folder.glob("*.json"))
-    }
-
-
-def summary(args: argparse.Namespace) -> None:
-    """One row per task: the default's AOPC and CPU-s, and its paired AOPC
-    difference from each anchor on the prompts both have (n given)."""
-    default = "iba-deletion"
-    refs = ("AttnLRP", "LOO", "IG", "random")
-    head = "| task | n | accuracy | default AOPC | default CPU-s | "
-    head += " | ".join(f"d AOPC vs {r} (n)" for r in refs) + " |"
-    lines = [head, "|" + "---|" * (5 + len(refs))]
-    for task in args.tasks.split(","):
-        records = _records(args.out, task, args.split)
-        if default not in records:
-            continue
-        mine = records[default]
-        cells = [TITLES[task], str(len(mine["aopc"])), f"{mine['accuracy']:.3f}"]
-        cells += [f"{np.mean(mine['aopc']):.3f}", f"{np.mean(mine['cpu_seconds']):.2f}"]
-        for ref in refs:
-            cells.append(_diff(mine, records[ref]) if ref in records else "")
-        lines.append("| " + " | ".join(cells) + " |")
-    title = (
-        f"SmolLM2, {args.split} splits: iba-deletion's AOPC, CPU-s a prompt "
-        "and paired AOPC differences (95 % intervals) on the prompts both have"
-    )
-    _publish(lines, args, f"llm_summary_{args.split}", title)
-
-
-def _publish(lines: List[str], args: argparse.Namespace, name: str, title: str) -> None:
-    """Print a markdown table; with ``--docs`` also write it as
-    ``<docs>/_generated/<name>.rst`` under ``title``."""
-    table = "\n".join(lines)
-    print(table)
-    if args.docs:
-        path = Path(args.docs) / "_generated" / f"{name}.rst"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(fs.to_rst(table, title))
-
-
-def _paired(mine: Dict[str, Any], ref: Dict[str, Any]) -> np.ndarray:
-    """The per-prompt AOPC differences (mine minus ref) on the prompts both
-    have (the first ``n``)."""
-    n = min(len(mine["aopc"]), len(ref["aopc"]))
-    return np.subtract(mine["aopc"][:n], ref["aopc"][:n])
-
-
-def _diff(mine: Dict[str, Any], ref: Dict[str, Any]) -> str:
-    """The paired AOPC difference, its 95 % interval and its ``n``."""
-    diff = _paired(mine, ref)
-    return f"{fs.fmt(fs.bootstrap(diff), signed=True)} ({len(diff)})"
-
-
-def amortized(args: argparse.Namespace) -> None:
-    """Issue 52's table: every ``iba-amortized`` record of each task (fitted
-    on the task's prompts or another's, on K of them) against
-    ``iba-deletion`` and AttnLRP, with the fit's cost and the target (AOPC at
-    least ``iba-deletion`` 's minus .005, CPU-s a prompt at most AttnLRP's)."""
-    head = "| task | explainer fitted on | fit CPU-s | n | AOPC | CPU-s | "
-    head += "d AOPC vs iba-deletion (n) | d AOPC vs AttnLRP (n) | "
-    head += "d AOPC vs random (n) | AttnLRP CPU-s | target |"
-    lines = [head, "|" + "---|" * 11]
-    for task in args.tasks.split(","):
-        records = _records(args.out, task, args.split)
-        deletion, lrp = records.get("iba-deletion"), records.get("AttnLRP")
-        floor = records.get("random")
-        for name in sorted(r for r in records if r.startswith(AMORTIZED)):
-            mine, fit = records[name], records[name].get("fit", {})
-            cost = np.mean(mine["cpu_seconds"])
-            prompts = fit.get("prompts", fit.get("instances", 0) // 2)  # 2 epochs
-            epochs = fit.get("epochs", 2)
-            how = f"{fit.get('objective', LLM_OBJECTIVE)}, {epochs} epochs"
-            refine = fit.get("refine_steps", 0)
-            steps = "1 deletion step" if refine == 1 else f"{refine} deletion steps"
-            how += f"; {steps} a prompt" if refine else ""
-            cells = [TITLES[task], f"{fit.get('task')}, {prompts} prompts ({how})"]
-            cells += [f"{fit.get('cpu_seconds', float('nan')):.0f}"]
-            cells += [str(len(mine["aopc"])), f"{np.mean(mine['aopc']):.3f}"]
-            cells += [f"{cost:.3f}"]
-            cells += [_diff(mine, r) if r else "" for r in (deletion, lrp, floor)]
-            met = ""
-            if deletion and lrp:
-                gap = np.mean(_paired(mine, deletion))
-                cheap = cost <= np.mean(lrp["cpu_seconds"])
-                met = "met" if gap >= -0.005 and cheap else "not met"
-            cells += [f"{np.mean(lrp['cpu_seconds']):.2f}" if lrp else "", met]
-            lines.append("| " + " | ".join(cells) + " |")
-    title = (
-        f"SmolLM2, {args.split} splits: iba-amortized (fit CPU-s once per "
-        "model and task; CPU-s a prompt) against iba-deletion and AttnLRP, "
-        "paired AOPC differences (95 % intervals) on the prompts both have"
-    )
-    _publish(lines, args, f"llm_amortized_{args.split}", title)
-
-
-def paired(records: Dict[str, Dict[str, List[float]]]) -> str:
-    """Markdown: paired differences (method minus anchor) of drop@11 % and
-    AOPC on the prompts both have (the first ``n``: every record holds the
-    first prompts of the same list), with 95 % bootstrap intervals."""
-    lines = ["| method | anchor | n | d drop11 | d AOPC |", "|---|---|---|---|---|"]
-    for m in sorted(records):
-        for ref in (a for a in ANCHORS if a in records and a != m):
-            n = min(len(records[m]["aopc"]), len(records[ref]["aopc"]))
-            cells = [
-                fs.fmt(
-                    fs.bootstrap(np.subtract(records[m][k][:n], records[ref][k][:n])),
-                    signed=True,
-                )
-                for k in ("drop11", "aopc")
-            ]
-            lines.append(f"| {m} | {ref} | {n} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
 
 
 def main() -> None:

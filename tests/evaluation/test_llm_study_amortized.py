@@ -17,7 +17,7 @@ def study():
     return experiment("llm_faithfulness")
 
 
-def _record(folder, stem, aopc, cpu, fit=None):
+def _record(folder, stem, aopc, cpu, fit=None, kind="AVX2"):
     record = dict(
         aopc=aopc,
         drop11=aopc,
@@ -25,7 +25,7 @@ def _record(folder, stem, aopc, cpu, fit=None):
         sufficiency=aopc,
         cpu_seconds=[cpu] * len(aopc),
         accuracy=0.5,
-        cpu="AVX2",
+        cpu=kind,
     )
     if fit is not None:
         record["fit"] = fit
@@ -106,3 +106,40 @@ def test_record_stems_name_transfer_and_fit_size(study):
     args = argparse.Namespace(task="sst2", fit_on=None, iba_steps=1)
     assert study._stem("iba-deletion", args) == "llm-iba-deletion-steps1"
     assert study._stem("iba-faithful", args) == "llm-iba-faithful"
+
+
+def test_costs_of_two_kinds_of_cpu_are_labelled_not_judged(study, tmp_path, capsys):
+    """Records timed on two kinds of CPU: the tables label each method with
+    its own and say so in the title; the target judges the AOPC but not the
+    cost; the plot leaves out the amortized fit's variants; a ``-steps`` record
+    is the method's (``iba-deletion-steps1``, drawn as IBA's)."""
+    folder = tmp_path / "sst2" / "report"
+    folder.mkdir(parents=True)
+    _record(folder, "llm-iba-deletion", [0.2, 0.4, 0.3], 5.0, kind="AVX512")
+    _record(folder, "llm-attnlrp", [0.1, 0.1, 0.1], 0.5, kind="AVX512")
+    _record(folder, "llm-iba-deletion-steps1", [0.2, 0.4, 0.3], 0.9)
+    fit = dict(task="sst2", instances=256, epochs=2, prompts=128, cpu_seconds=1.0)
+    _record(folder, "iba-amortized", [0.2, 0.4, 0.3], 0.1, fit)
+    distil = dict(fit, objective="distil", epochs=20)
+    _record(folder, "iba-amortized-distil-e20", [0.1, 0.1, 0.1], 0.1, distil)
+    rows, _ = _rows(study, tmp_path, capsys)
+    verdicts = {r[1].split(" (")[1].split(",")[0]: r[-1] for r in rows}
+    assert verdicts["deletion"] == "AOPC met; cost on other CPUs (AVX2, AVX512)"
+    assert verdicts["distil"] == "not met"  # the AOPC alone decides that
+    assert rows[0][-2] == "0.50 (AVX512)"
+    tables = experiment("llm_study_tables")
+    records = tables._records(str(tmp_path), "sst2", "report")
+    assert "iba-deletion-steps1" in records
+    labels = tables._labelled(tables._plotted(records))
+    assert sorted(labels) == [
+        "AttnLRP (AVX512)", "iba-amortized (AVX2)", "iba-deletion (AVX512)",
+        "iba-deletion-steps1 (AVX2)",
+    ]  # fmt: skip
+    args = argparse.Namespace(
+        task="sst2", split="report", out=str(tmp_path), docs=str(tmp_path / "docs")
+    )
+    study.tables(args)
+    out = capsys.readouterr().out
+    assert "CPU-s on two kinds of CPU, per method" in out
+    assert "| AttnLRP (AVX512) |" in out
+    assert (tmp_path / "docs" / "_static" / "llm_tradeoff_sst2_report.png").exists()
