@@ -60,7 +60,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 import torch
@@ -104,6 +104,8 @@ AT2_ABLATIONS = 32
 #: on a prompt task's training prompts (``iba-amortized-from-sst2``): a
 #: transfer to the context task (issue 52).
 AMORTIZED = "iba-amortized-from-"
+#: The methods ``--iba-steps`` runs with another number of deletion steps.
+STEPPED = ("iba-deletion", "iba-sources")
 #: The methods named by a prefix, not registered names.
 ANCHORS = (CONTEXTCITE, AT2, AMORTIZED)
 
@@ -237,6 +239,26 @@ def amortized_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
     return makers
 
 
+def _stepped(method: str, steps: Optional[int]) -> str:
+    """The record of ``method`` run with ``steps`` deletion steps
+    (``iba-sources-steps1``); the method's own for any other method."""
+    return f"{method}-steps{steps}" if steps and method in STEPPED else method
+
+
+def stepped_scorers(
+    methods: Sequence[str], steps: Optional[int]
+) -> Dict[str, Callable[..., Any]]:
+    """With ``--iba-steps K``: each deletion method of :data:`STEPPED` as a
+    scorer with K steps (``model, tok -> scorer``), under its record's name."""
+    makers: Dict[str, Callable[..., Any]] = {}
+    for m in (m for m in methods if steps and m in STEPPED):
+        makers[_stepped(m, steps)] = lambda model, tok, m=m: build_scorers(
+            [m], Resources(model, tok), method_options={m: {"steps": steps}},
+            kind="causal-lm",
+        )[m]  # fmt: skip
+    return makers
+
+
 def run(args: argparse.Namespace) -> None:
     """Score and test every method on every example not yet cached."""
     os.environ.setdefault("TQDM_DISABLE", "1")  # ContextCite's progress bars
@@ -248,6 +270,8 @@ def run(args: argparse.Namespace) -> None:
         for m in args.methods.split(",")
     ]
     made = dict(at2_scorers(args, methods), **amortized_scorers(methods))
+    made.update(stepped_scorers(methods, args.iba_steps))
+    methods = [_stepped(m, args.iba_steps) for m in methods]
     out = Path(args.out) / args.task / args.split
     out.mkdir(parents=True, exist_ok=True)
     passages = parse_passages(args.passages)  # LOW-HIGH, checked
@@ -419,6 +443,11 @@ def main() -> None:
     run_p.add_argument(
         "--at2-task", default="context-facts", help="the task AT2 was trained on"
     )
+    run_p.add_argument(
+        "--iba-steps", type=int,
+        help="iba-deletion and iba-sources with this many steps (default: theirs, "
+        "7), recorded as <method>-steps<K>",
+    )  # fmt: skip
     run_p.add_argument(
         "--passages", default="3-20",
         help="context-facts: the passages per context, LOW-HIGH (the fact one of them)",

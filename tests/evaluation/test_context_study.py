@@ -174,3 +174,17 @@ def test_amortized_transfer_names_a_prompt_task(study, tmp_path, monkeypatch):
     model = tiny_causal_lm("llama", layers=1, positions=64)
     with pytest.raises(CLIError, match="captum-iba evaluate --dataset sst2"):
         makers["iba-amortized-from-sst2"](model, copy_tokenizer())
+
+
+def test_iba_steps_names_the_record_and_sets_the_steps(study, lm):
+    """--iba-steps K: iba-deletion and iba-sources run with K steps under
+    ``<method>-steps<K>``; any other method, or no K, keeps its own."""
+    model, tok = lm
+    assert study._stepped("iba-sources", 1) == "iba-sources-steps1"
+    assert study._stepped("iba-deletion", None) == "iba-deletion"
+    assert study._stepped("random", 1) == "random"
+    made = study.stepped_scorers(["iba-sources", "random"], 1)
+    assert set(made) == {"iba-sources-steps1"}
+    scorer = made["iba-sources-steps1"](model, tok)
+    assert scorer.options.steps == 1 and scorer.options.mask == "source"
+    assert study.stepped_scorers(["iba-sources"], None) == {}
