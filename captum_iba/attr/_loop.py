@@ -305,14 +305,17 @@ def optimise(
     last_complement = options.steps - options.complement_skip  # the last k without
     for step in range(options.steps):
         complement = options.complement if step < last_complement else 0.0
+        same = False  # the complement's gradient from the mask's own rows
         if paired and complement:  # Eqs. R1-R2 and R3 in one pass
             grad, losses, terms = paired_gradient(
                 seam, rows, alpha, task, rows_target, n, options.complement
             )
-        else:
+        else:  # Eq. 2, or Eqs. R1-R2 (with R3 from the same rows at alpha = 0)
+            same = bool(complement) and symmetric_start(alpha, options)
             grad, losses = task_gradient(
-                seam, rows.bottleneck(alpha), task, rows_target, passes, alpha, n
-            )  # Eq. 2, or Eqs. R1-R2
+                seam, rows.bottleneck(alpha), task, rows_target, passes, alpha, n,
+                both=complement if same else 0.0,
+            )  # fmt: skip
         loss_task = losses.reshape(batch, n).mean(1)
         cap_total = layer.capacity(alpha).reshape(batch, -1).sum(dim=1)  # Eqs. 3-4
         cap_mean = cap_total / per_instance
@@ -321,7 +324,9 @@ def optimise(
         info_weight = 0.0 if options.removal == "attention" else beta
         loss = ib.information_bottleneck_loss(loss_task, cap_mean, info_weight)  # Eq. 5
         grad = grad + torch.autograd.grad(loss.sum(), alpha)[0]
-        if complement and not paired:  # Eq. R3: the mask inverted
+        if same:  # Eq. R3's gradient is in grad already
+            terms = ib.complement_term(losses, complement)
+        elif complement and not paired:  # Eq. R3: the mask inverted
             more, terms = task_gradient(
                 seam, rows.bottleneck(-alpha), task, rows_target, passes, alpha, n,
                 complement,
@@ -392,13 +397,17 @@ def task_gradient(
     alpha: Tensor,
     n: int,
     complement: float = 0.0,
+    both: float = 0.0,
 ) -> Tuple[Tensor, Tensor]:
     r"""The gradient in ``alpha`` of the task term - the rows' task losses
     averaged over each instance's ``n`` copies (Eq. 5's
     :math:`\mathcal{L}_{task}`), or with ``complement`` > 0 Eq. (R3)'s term
     of the inverted mask - and the per-row values, running the rows of
     ``bottleneck`` (``(T, keep)`` of every row) pass by pass so that one
-    pass's graph at a time is held.
+    pass's graph at a time is held. With ``both`` > 0 (only where
+    :func:`symmetric_start` holds) the gradient is of both terms, Eq. (R3)'s
+    with weight ``both`` read from the same rows as in
+    :func:`paired_gradient`; the values are the task losses.
 
     Returns:
         (grad, per_row): The gradient (``alpha``'s shape) and the per-row
@@ -417,13 +426,22 @@ def task_gradient(
         value = task.objective.loss(output, targets)
         if complement:
             value = ib.complement_term(value, complement)
+        total = value - ib.complement_term(value, both) if both else value
         if value.requires_grad:  # (not when this pass's scores ignore alpha)
             (part_grad,) = torch.autograd.grad(
-                value.sum() / n, alpha, retain_graph=part is not passes[-1]
+                total.sum() / n, alpha, retain_graph=part is not passes[-1]
             )
             grad = grad + part_grad
         values.append(value.detach())
     return grad, torch.cat(values)
+
+
+def symmetric_start(alpha: Tensor, options: Any) -> bool:
+    r"""Whether the inverted mask is the mask: deletion through the attention
+    (no noise) while ``alpha`` is 0 everywhere (the first step from
+    ``init_alpha=0``), where :math:`\lambda(\alpha) = \lambda(-\alpha)`
+    and one set of rows serves Eq. (5)'s term and Eq. (R3)'s."""
+    return options.removal == "attention" and not bool(alpha.detach().any())
 
 
 def paired_gradient(
@@ -451,7 +469,7 @@ def paired_gradient(
     """
     t, keep = rows.bottleneck(alpha)
     count = t.shape[0]
-    if not bool(alpha.detach().any()):  # one pass, both terms
+    if not bool(alpha.detach().any()):  # one pass, both terms (symmetric_start)
         losses = task.objective.loss(seam.run(t, keep), rows_target)
         terms = ib.complement_term(losses, complement)
         value = losses - terms

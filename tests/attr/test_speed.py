@@ -221,8 +221,13 @@ def test_deletion_terms_share_one_pass_per_step(kind, monkeypatch):
         _loop, "optimise", lambda *a, **k: optimise(*a, **dict(k, pair_terms=False))
     )
     apart = _deletion(model, ids, mask)
+    assert seen == [3] * 6  # the first step's rows serve both terms
+    seen.clear()
+    monkeypatch.setattr(_loop, "symmetric_start", lambda alpha, options: False)
+    inverted = _deletion(model, ids, mask)  # the first step's inverted rows too
     handle.remove()
     assert seen == [3] * 7
+    torch.testing.assert_close(apart, inverted, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(paired, apart, rtol=1e-5, atol=1e-5)
     real = mask.bool()
     for i in range(3):
@@ -234,13 +239,14 @@ def test_deletion_terms_share_one_pass_per_step(kind, monkeypatch):
 
 def test_deletion_terms_apart_when_two_would_not_fit_a_pass():
     """With internal_batch_size below twice the rows, each term keeps its own
-    pass (memory bounded by internal_batch_size)."""
+    pass (memory bounded by internal_batch_size), but for the first step's,
+    from alpha = 0, where one set of rows serves both."""
     model = tiny_hf_model("bert")
     ids, mask = _batch()
     seen, handle = _rows_per_pass(model)
     _deletion(model, ids, mask, internal_batch_size=3)
     handle.remove()
-    assert seen == [3] * 7
+    assert seen == [3] * 6
 
 
 def test_deletion_last_steps_without_the_complement_run_one_set_of_rows():
