@@ -58,9 +58,8 @@ def tables(args: argparse.Namespace) -> None:
     cpus = sorted({str(r.get("cpu")) for r in records.values()})
     where = "CPU-s on two kinds of CPU, per method"
     where = f"CPU {cpus[0]}" if len(cpus) == 1 else where
-    accuracy = (
-        f"accuracy {most['accuracy']:.3f} on {len(most['aopc'])} prompts, {where}"
-    )
+    answered = f"accuracy {most['accuracy']:.3f} on {len(most['aopc'])} prompts"
+    accuracy = f"{answered}, {where}"
     head = f"{args.task} {args.split}: {accuracy}"
     means, differences = fs.table(_labelled(records, n=False)), paired(records)
     print(f"{head}\n\n{means}\n\n{differences}")
@@ -80,8 +79,8 @@ def tables(args: argparse.Namespace) -> None:
             (docs / sub).mkdir(parents=True, exist_ok=True)
         (docs / "_generated" / f"llm_{name}.rst").write_text(rst)
         png = docs / "_static" / f"llm_tradeoff_{name}.png"
-        # two lines: the accuracy's clause no longer fits the plot's width
-        title = f"SmolLM2, {split}\n({accuracy})"
+        # three lines: the clauses no longer fit the plot's width on one
+        title = f"SmolLM2, {split}\n({answered};\n{where})"
         fs.plot(_labelled(_plotted(records)), title, png, iba="iba")
 
 
