@@ -188,3 +188,16 @@ def test_iba_steps_names_the_record_and_sets_the_steps(study, lm):
     scorer = made["iba-sources-steps1"](model, tok)
     assert scorer.options.steps == 1 and scorer.options.mask == "source"
     assert study.stepped_scorers(["iba-sources"], None) == {}
+
+
+def test_the_plot_draws_each_method_at_its_best_pooling(study):
+    """One point per method: its pooling with the highest mean LDS (None
+    and non-finite values left out); a method scoring sources as such, its
+    own row."""
+    table = {
+        "iba-deletion (sum)": {"lds": [0.1, 0.2]},
+        "iba-deletion (max)": {"lds": [0.7, None, 0.5]},
+        "iba-deletion (mean)": {"lds": [0.5, 0.6]},
+        "loso": {"lds": [0.3]},
+    }
+    assert study.best_pooling(table) == ["iba-deletion (max)", "loso"]
