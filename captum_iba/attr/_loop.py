@@ -275,8 +275,10 @@ def optimise(
             bounded by one pass; the same gradient). None: all in one pass.
         pair_terms (bool): With ``removal="attention"`` and the complement
             term, run both terms in one pass when their rows fit in one
-            (:func:`paired_gradient`; an exact cut: the same gradient up to
-            rounding).
+            (:func:`paired_gradient`), and at the first step from alpha = 0
+            read both from one set of rows even when they do not
+            (:func:`symmetric_start`); exact cuts: the same gradient up to
+            rounding.
 
     Returns:
         (attribution, info): Per element, zero at padding: the final capacity
@@ -311,7 +313,7 @@ def optimise(
                 seam, rows, alpha, task, rows_target, n, options.complement
             )
         else:  # Eq. 2, or Eqs. R1-R2 (with R3 from the same rows at alpha = 0)
-            same = bool(complement) and symmetric_start(alpha, options)
+            same = bool(complement) and pair_terms and symmetric_start(alpha, options)
             grad, losses = task_gradient(
                 seam, rows.bottleneck(alpha), task, rows_target, passes, alpha, n,
                 both=complement if same else 0.0,

@@ -25,7 +25,8 @@ model. Entering installs, in this order, and leaving removes:
    :mod:`._speed`'s exact cuts when they reproduce the model's output, else
    without them, else Captum-style forward hooks (always for a layer's
    input). The replay is checked once against the model's own output on the
-   clean input (:meth:`Seam.replay_matches`);
+   clean input (:meth:`Seam.replay_matches`), on an attribution's first call
+   (later calls pass the path chosen, :func:`path_key`);
 2. ``precision="bf16"``'s autocast (:func:`._speed.precision_context`);
 3. for ``removal="attention"``, the deletion mask in the attention of every
    layer above the site (:func:`._attention.attention_removal`).

@@ -15,13 +15,15 @@ construction:
   feed-forward for that row only; the other rows are NaN, so a head that read
   them would give NaN. The cut is used only when the model's output with it
   matches the full computation on the clean input (the check that the stack
-  replay already makes);
+  replay already makes, on an attribution's first call: the path it chose
+  is kept, :func:`~captum_iba.attr._seam.path_key`);
 * **both terms in one pass** (:func:`~captum_iba.attr._loop.paired_gradient`):
   with ``removal="attention"`` and the complement term (``config="deletion"``)
   the rows of the mask and of its inverse run side by side in one forward and
   backward pass per step, and at the first step (``alpha`` 0 everywhere, both
-  masks equal) one set of rows serves both; the same gradient up to rounding,
-  used when both fit in one pass (:func:`rows_per_pass`);
+  masks equal) one set of rows serves both, also when the two terms do not
+  fit one pass (:func:`rows_per_pass`) and otherwise run apart; the same
+  gradient up to rounding;
 * **row chunking** (:func:`instances_per_chunk`): without
   ``internal_batch_size``, a forward pass takes as many instances as keep
   instances x noise samples x tokens within :data:`ROW_TOKENS` (the batch

@@ -221,13 +221,8 @@ def test_deletion_terms_share_one_pass_per_step(kind, monkeypatch):
         _loop, "optimise", lambda *a, **k: optimise(*a, **dict(k, pair_terms=False))
     )
     apart = _deletion(model, ids, mask)
-    assert seen == [3] * 6  # the first step's rows serve both terms
-    seen.clear()
-    monkeypatch.setattr(_loop, "symmetric_start", lambda alpha, options: False)
-    inverted = _deletion(model, ids, mask)  # the first step's inverted rows too
     handle.remove()
-    assert seen == [3] * 7
-    torch.testing.assert_close(apart, inverted, rtol=1e-5, atol=1e-5)
+    assert seen == [3] * 7  # without the cut, the first step's inverted rows too
     torch.testing.assert_close(paired, apart, rtol=1e-5, atol=1e-5)
     real = mask.bool()
     for i in range(3):
@@ -237,16 +232,24 @@ def test_deletion_terms_share_one_pass_per_step(kind, monkeypatch):
     assert not model.base_model.encoder.layer[0]._forward_pre_hooks
 
 
-def test_deletion_terms_apart_when_two_would_not_fit_a_pass():
+def test_deletion_terms_apart_when_two_would_not_fit_a_pass(monkeypatch):
     """With internal_batch_size below twice the rows, each term keeps its own
     pass (memory bounded by internal_batch_size), but for the first step's,
-    from alpha = 0, where one set of rows serves both."""
+    from alpha = 0, where one set of rows serves both: the same scores as
+    the inverted rows' own pass (up to rounding)."""
+    from captum_iba.attr import _loop
+
     model = tiny_hf_model("bert")
     ids, mask = _batch()
     seen, handle = _rows_per_pass(model)
-    _deletion(model, ids, mask, internal_batch_size=3)
-    handle.remove()
+    shared = _deletion(model, ids, mask, internal_batch_size=3)
     assert seen == [3] * 6
+    seen.clear()
+    monkeypatch.setattr(_loop, "symmetric_start", lambda alpha, options: False)
+    inverted = _deletion(model, ids, mask, internal_batch_size=3)
+    handle.remove()
+    assert seen == [3] * 7
+    torch.testing.assert_close(shared, inverted, rtol=1e-5, atol=1e-5)
 
 
 def test_deletion_last_steps_without_the_complement_run_one_set_of_rows():
