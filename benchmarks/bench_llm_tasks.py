@@ -45,14 +45,18 @@ TASKS = ("sst2", "ag_news", "rte", "imdb")
 
 
 def method_of(spec: str) -> Tuple[str, Dict[str, Any]]:
-    """``name:key=value,...`` as the name and its options (numbers parsed)."""
+    """``name:key=value,...`` as the name and its options (JSON values -
+    numbers, ``true``, ``null`` - parsed, others kept as strings)."""
     name, _, rest = spec.partition(":")
     options: Dict[str, Any] = {}
     for item in filter(None, rest.split(",")):
         key, sep, value = item.partition("=")
         if not sep:
             raise SystemExit(f"--methods {spec!r}: options are key=value, got {item!r}")
-        options[key] = json.loads(value) if value[:1].isdigit() else value
+        try:  # a number, true/false, null; else the string itself
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
     return name, options
 
 
