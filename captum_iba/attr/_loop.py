@@ -307,13 +307,13 @@ def optimise(
     last_complement = options.steps - options.complement_skip  # the last k without
     for step in range(options.steps):
         complement = options.complement if step < last_complement else 0.0
-        same = False  # the complement's gradient from the mask's own rows
-        if paired and complement:  # Eqs. R1-R2 and R3 in one pass
+        # at alpha = 0 the mask's own rows give R3's gradient too (one set)
+        same = bool(complement) and pair_terms and symmetric_start(alpha, options)
+        if paired and complement and not same:  # Eqs. R1-R2 and R3 in one pass
             grad, losses, terms = paired_gradient(
                 seam, rows, alpha, task, rows_target, n, options.complement
             )
         else:  # Eq. 2, or Eqs. R1-R2 (with R3 from the same rows at alpha = 0)
-            same = bool(complement) and pair_terms and symmetric_start(alpha, options)
             grad, losses = task_gradient(
                 seam, rows.bottleneck(alpha), task, rows_target, passes, alpha, n,
                 both=complement if same else 0.0,
@@ -442,7 +442,9 @@ def symmetric_start(alpha: Tensor, options: Any) -> bool:
     r"""Whether the inverted mask is the mask: deletion through the attention
     (no noise) while ``alpha`` is 0 everywhere (the first step from
     ``init_alpha=0``), where :math:`\lambda(\alpha) = \lambda(-\alpha)`
-    and one set of rows serves Eq. (5)'s term and Eq. (R3)'s."""
+    and one set of rows serves Eq. (5)'s term and Eq. (R3)'s, the inverted
+    mask's gradient being :math:`\partial_\alpha C(\lambda(-\alpha)) =
+    -\partial_a C(\lambda(a))` at :math:`a = \alpha = 0`."""
     return options.removal == "attention" and not bool(alpha.detach().any())
 
 
@@ -458,12 +460,10 @@ def paired_gradient(
     r"""The gradient in ``alpha`` of both terms of ``removal="attention"`` -
     Eq. (5)'s task term with the mask (Eqs. R1-R2) and Eq. (R3)'s term with
     the mask inverted - from one forward and backward pass: the ``B * n``
-    rows of each side by side in one batch. While ``alpha`` is 0 everywhere
-    (the first step from ``init_alpha=0``), :math:`\lambda(\alpha) =
-    \lambda(-\alpha)`: one set of rows serves both terms, the inverted
-    mask's gradient being :math:`\partial_\alpha C(\lambda(-\alpha)) =
-    -\partial_a C(\lambda(a))` at :math:`a = \alpha = 0`. The same values
-    and gradient as two calls of :func:`task_gradient`, up to rounding.
+    rows of each side by side in one batch. The same values and gradient as
+    two calls of :func:`task_gradient`, up to rounding. (While ``alpha`` is
+    0 everywhere, :func:`symmetric_start`, one set of rows serves both
+    terms: :func:`task_gradient` with ``both``.)
 
     Returns:
         (grad, losses, terms): The gradient (``alpha``'s shape), the per-row
@@ -471,18 +471,13 @@ def paired_gradient(
     """
     t, keep = rows.bottleneck(alpha)
     count = t.shape[0]
-    if not bool(alpha.detach().any()):  # one pass, both terms (symmetric_start)
-        losses = task.objective.loss(seam.run(t, keep), rows_target)
-        terms = ib.complement_term(losses, complement)
-        value = losses - terms
-    else:
-        _, inverted = rows.bottleneck(-alpha)
-        both = torch.arange(count, device=t.device).repeat(2)
-        output = seam.run(torch.cat([t, t]), torch.cat([keep, inverted]), both)
-        losses = task.objective.loss(output[:count], rows_target)
-        inverted_loss = task.objective.loss(output[count:], rows_target)
-        terms = ib.complement_term(inverted_loss, complement)
-        value = losses + terms
+    _, inverted = rows.bottleneck(-alpha)
+    both = torch.arange(count, device=t.device).repeat(2)
+    output = seam.run(torch.cat([t, t]), torch.cat([keep, inverted]), both)
+    losses = task.objective.loss(output[:count], rows_target)
+    inverted_loss = task.objective.loss(output[count:], rows_target)
+    terms = ib.complement_term(inverted_loss, complement)
+    value = losses + terms
     grad = torch.zeros_like(alpha)
     if value.requires_grad:  # (not when the scores ignore alpha)
         (grad,) = torch.autograd.grad(value.sum() / n, alpha)
