@@ -143,11 +143,18 @@ class LayerRecord:
 
 
 @contextmanager
-def recorded(layers: Sequence[Module]) -> Iterator[Dict[Module, LayerRecord]]:
+def recorded(
+    layers: Sequence[Module], stop: bool = False
+) -> Iterator[Dict[Module, LayerRecord]]:
     """Record the inputs, outputs and number of calls of ``layers`` in a forward.
 
     Args:
         layers (Sequence[Module]): The modules to watch.
+        stop (bool, optional): End the forward once every layer has run
+            (what lies above them does not run; the ``with`` block ends there
+            without an error, and the calls counted are the first of each).
+            Single device only: under ``DataParallel`` the replicas run in
+            threads.
 
     Yields:
         Dict[Module, LayerRecord]: Filled in as the forward runs.
@@ -163,6 +170,9 @@ def recorded(layers: Sequence[Module]) -> Iterator[Dict[Module, LayerRecord]]:
                 rec.calls += 1
                 rec.outputs[device] = output
                 rec.inputs[device] = layer_input(args, kwargs)
+                done = stop and all(r.calls for r in records.values())
+            if done:
+                raise _LayersRecorded
 
         return hook
 
@@ -172,9 +182,15 @@ def recorded(layers: Sequence[Module]) -> Iterator[Dict[Module, LayerRecord]]:
     ]
     try:
         yield records
+    except _LayersRecorded:
+        pass
     finally:
         for handle in handles:
             handle.remove()
+
+
+class _LayersRecorded(Exception):
+    """Ends a forward of :func:`recorded` (``stop=True``) once every layer ran."""
 
 
 @contextmanager

@@ -24,6 +24,16 @@ construction:
   masks equal) one set of rows serves both, also when the two terms do not
   fit one pass (:func:`rows_per_pass`) and otherwise run apart; the same
   gradient up to rounding;
+* **the clean pass once** (:class:`CleanForms`): the clean forward pass
+  serves the objective (``"auto"`` resolved, the output checked), the
+  targets (the predicted class of ``target=None``) and the replay check;
+  on an attribution's later calls whose paths are kept and whose targets do
+  not read the output's values (a given target, or one score per
+  instance: the causal-LM scorers), the forward stops once the layers have
+  run, which is all the optimisation needs of it (the layers' activations);
+  the output's shape and form are checked on the first output the
+  optimisation scores (:class:`~captum_iba.attr.objectives.KnownForm`).
+  The baselines' forward always stops there;
 * **row chunking** (:func:`instances_per_chunk`): without
   ``internal_batch_size``, a forward pass takes as many instances as keep
   instances x noise samples x tokens within :data:`ROW_TOKENS` (the batch
@@ -67,9 +77,11 @@ from torch import Tensor
 from torch.nn import Module
 
 from captum_iba._utils.hooks import replayed_in_stack
+from captum_iba.attr.objectives import KnownForm, Objective
 
 __all__ = [
     "PRECISIONS",
+    "CleanForms",
     "ROW_TOKENS",
     "ClsRowLayer",
     "cls_row_cut",
@@ -122,6 +134,40 @@ def instances_per_chunk(
     length = first_input.shape[1] if first_input.dim() > 1 else 1
     budget = ROW_TOKENS.get(first_input.device.type, ROW_TOKENS["cuda"])
     return max(1, min(batch, budget // max(n_samples * length, 1)))
+
+
+class CleanForms:
+    """What an attribution's clean outputs showed: per objective given, the
+    objective resolved on them and their shape after the batch dimension
+    (:meth:`remember`), so that a later call may skip the clean output
+    (:meth:`later`)."""
+
+    def __init__(self) -> None:
+        self._forms: Dict[Tuple[Any, ...], Tuple[Objective, Tuple[int, ...]]] = {}
+
+    @staticmethod
+    def _key(objective: Objective) -> Tuple[Any, ...]:
+        return (type(objective), objective.name, getattr(objective, "fn", None))
+
+    def remember(self, given: Objective, resolved: Objective, clean: Tensor) -> None:
+        """Keep ``resolved`` (the objective ``given`` became on ``clean``)."""
+        self._forms[self._key(given)] = (resolved, tuple(clean.shape[1:]))
+
+    def later(
+        self, given: Objective, target: Optional[Tensor], batch: int
+    ) -> Optional[Tuple[Objective, Optional[Tensor]]]:
+        """The objective (checked on its first output) and the targets of a
+        ``batch`` without its clean output, or None when that output is needed:
+        no earlier output was seen with ``given``, or the targets read its
+        values (``target=None`` of class scores: the predicted class)."""
+        form = self._forms.get(self._key(given))
+        if form is None:
+            return None
+        resolved, shape = form
+        if resolved.reads_output(target, (batch,) + shape):
+            return None
+        probe = torch.empty((batch,) + shape, device="meta")  # the shape only
+        return KnownForm(resolved, shape), resolved.targets(target, probe)
 
 
 def rows_per_pass(

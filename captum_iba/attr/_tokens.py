@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 from torch.nn import Module
 
+from captum_iba._utils.captum_compat import _format_tensor_into_tuples
 from captum_iba._utils.common import removable_mask, user_stacklevel
 from captum_iba.attr._inputs import (
     MASK_NAMES,
@@ -24,9 +25,11 @@ from captum_iba.attr._inputs import (
 
 __all__ = [
     "infer_token_mask",
+    "known_removable",
     "model_pad_token_id",
     "model_special_token_ids",
     "pads_without_mask",
+    "prior_baselines",
     "removable_tokens",
     "special_ids",
     "tie_groups",
@@ -229,3 +232,41 @@ def tie_groups(values: Tensor, groups: Tensor, mean: bool = False) -> Tensor:
         sums = sums / count.clamp_min(1)
     tied = torch.where(own.unsqueeze(-1), flat, sums.gather(1, index))
     return tied.reshape(values.shape)
+
+
+def prior_baselines(
+    model: Any,
+    prior: Any,
+    baselines: Any,
+    inputs: Tuple[Tensor, ...],
+    token_mask: Optional[Tensor],
+    ids: Tuple[Optional[int], Optional[List[int]]],
+) -> Optional[Tuple[Tensor, ...]]:
+    """``baselines`` as a tuple shaped like ``inputs`` when the prior uses
+    them (None otherwise); built by the prior from the token ids (the first
+    input) when not given, with ``ids``: the pad id and special ids given
+    (None: the model's)."""
+    if not prior.needs_baseline:
+        return None
+    if baselines is None:
+        pad = model_pad_token_id(model) if ids[0] is None else ids[0]
+        first = prior.baselines(inputs[0], token_mask, pad, special_ids(model, ids[1]))
+        return (first,) + tuple(inputs[1:])
+    base_t = _format_tensor_into_tuples(baselines)
+    shapes = [tuple(t.shape) for t in inputs]
+    if [tuple(t.shape) for t in base_t] != shapes:
+        raise ValueError(
+            f"baselines must have the shapes of inputs {shapes}, got "
+            f"{[tuple(t.shape) for t in base_t]}."
+        )
+    return base_t
+
+
+def known_removable(
+    model: Any, given: Optional[List[int]], ids: Tensor, token_mask: Optional[Tensor]
+) -> Any:
+    """The removable tokens by the special ids known (``given``, or the
+    config's), without the warning of :func:`special_ids`; None when no
+    special id is known or ``ids`` are no token ids."""
+    known = given or model_special_token_ids(model)
+    return removable_tokens(ids, token_mask, known) if known else None

@@ -163,6 +163,9 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         #: How ``T`` replaces each site, chosen (by the replay check, one
         #: forward pass) on the first call and kept (:func:`_seam.path_key`).
         self._paths: Dict[Tuple[Any, ...], _seam.Path] = {}
+        #: The objective and output shape the clean outputs showed, so that
+        #: later calls may skip the clean output (:class:`_speed.CleanForms`).
+        self._forms = _speed.CleanForms()
         #: Diagnostics of the last ``attribute`` call (per layer): the path
         #: used ("stack" or "hooks"), whether the exact cuts of the stack
         #: path were used, beta, final task loss and mean capacity; and
@@ -271,7 +274,10 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         )
         _inputs.check_token_mask(token_mask, batch)
         _inputs.check_feature_mask(feature_mask, batch, opts.mask)
-        base_t = self._baselines(baselines, inputs_t, opts, token_mask)
+        base_t = _tokens.prior_baselines(
+            self.forward_func, opts.prior, baselines, inputs_t, token_mask,
+            (self.pad_token_id, self.special_token_ids),
+        )  # fmt: skip
         seed = opts.seed
         run_seed = (
             int(torch.randint(0, 2**31 - 1, (1,)).item()) if seed is None else seed
@@ -326,15 +332,11 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         groups: Optional[Tensor] = None,
     ) -> List[Any]:
         options = run.options
-        with torch.no_grad(), recorded(self._layers) as records:
-            clean = logits_of(_run_forward(self.forward_func, inputs, None, extra))
+        records, clean, task = self._clean_pass(inputs, extra, target, run)
         base_records = None
-        if baselines is not None:
-            with torch.no_grad(), recorded(self._layers) as base_records:
+        if baselines is not None:  # their output is never read
+            with torch.no_grad(), recorded(self._layers, self._stops()) as base_records:
                 _run_forward(self.forward_func, baselines, None, extra)
-        if run.objective is None:  # "auto" resolved once, on the first chunk
-            run.objective = options.objective.for_output(clean)
-        task = _loop.Task(run.objective, run.objective.targets(target, clean))
         removable = None
         if options.removal == "attention":
             removable = _tokens.removable_tokens(
@@ -361,12 +363,67 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 )  # fmt: skip
                 attrs.append(attr)
                 infos.append(info)
-            info = dict(infos[0], objective=run.objective.name)
+            info = dict(infos[0], objective=task.objective.name)
             if len(infos) > 1:
                 info["per_output"] = infos
             self.last_run[k] = info
             results.append(attrs[0] if len(attrs) == 1 else tuple(attrs))
+        if clean is not None and run.objective is not None:
+            self._forms.remember(options.objective, run.objective, clean)
         return results
+
+    def _clean_pass(
+        self,
+        inputs: Tuple[Tensor, ...],
+        extra: Tuple[Any, ...],
+        target: Optional[Tensor],
+        run: "_AttributeCall",
+    ) -> Tuple[Dict[Module, LayerRecord], Optional[Tensor], "_loop.Task"]:
+        """The layers' records on the clean inputs, the clean output and the
+        task; the output is None where a later call needs only the records
+        (:class:`_speed.CleanForms`: the forward stops at the layers)."""
+        given = run.options.objective
+        later = None
+        if self._stops():
+            later = self._forms.later(given, target, inputs[0].shape[0])
+        if later is not None:
+            with torch.no_grad(), recorded(self._layers, stop=True) as records:
+                _run_forward(self.forward_func, inputs, None, extra)
+            if self._paths_known(records, run.options.attribute_to_layer_input):
+                return records, None, _loop.Task(*later)
+        with torch.no_grad(), recorded(self._layers) as records:
+            clean = logits_of(_run_forward(self.forward_func, inputs, None, extra))
+        if run.objective is None:  # "auto" resolved once, on the first chunk
+            run.objective = given.for_output(clean)
+        return (
+            records,
+            clean,
+            _loop.Task(run.objective, run.objective.targets(target, clean)),
+        )
+
+    def _stops(self) -> bool:
+        """Whether a forward that needs only the layers' records stops there."""
+        return self.cuts and self._device_ids() is None
+
+    def _paths_known(self, records: Dict[Module, LayerRecord], on_input: bool) -> bool:
+        """Whether every layer ran and every site's path is kept."""
+        return all(
+            records[layer].calls
+            and all(
+                self._site_path(site)[1] in self._paths
+                for site in _seam.sites_of(
+                    self.forward_func, layer, records[layer], on_input
+                )
+            )
+            for layer in self._layers
+        )
+
+    def _site_path(self, site: _seam.Site) -> Tuple[Any, Tuple[Any, ...]]:
+        """The stack holding ``site`` and its path's key (:func:`_seam.path_key`)."""
+        stack = _seam.stack_for(
+            self.forward_func, site.layer, self.layer_stack, self.device_ids
+        )
+        return stack, _seam.path_key(site, stack, self._device_ids(), self.cuts)
 
     def _attribute_site(
         self,
@@ -384,7 +441,8 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         that puts ``T`` in its place, and run the loop."""
         clean, inputs, extra, rows = call
         x, x_in, template = _seam.read_site(site, record, self._device_ids())
-        _inputs.check_finite_output(clean, site.name)
+        if clean is not None:  # else checked as the loss (_loop._check_finite)
+            _inputs.check_finite_output(clean, site.name)
         mask = _seam.site_mask(token_mask, x, run.mask_explicit)
         options = run.options
         removable, groups = tokens  # which tokens removal may take, which share
@@ -394,10 +452,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
             options.prior, x, mask, x_in, baseline, removable
         )
         layer.groups = _seam.site_groups(groups, x, site.name)
-        stack = _seam.stack_for(
-            self.forward_func, site.layer, self.layer_stack, self.device_ids
-        )
-        key = _seam.path_key(site, stack, self._device_ids(), self.cuts)
+        stack, key = self._site_path(site)
         seam = _seam.Seam(
             self.forward_func, site, _seam.CleanRun(inputs, extra, clean, x, template),
             rows, options.n_samples, stack, self._device_ids(), self.cuts,
@@ -420,50 +475,15 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 pair_terms=self.cuts,
             )  # fmt: skip
         info = dict(info, path=seam.path.kind, cuts=seam.path.cuts, no_ranking=unread)
-        info["flat_rows"] = _ranking.token_flat_rows(attr, mask, self._known_special(
-            inputs[0], token_mask))  # fmt: skip
+        known = _tokens.known_removable(
+            self.forward_func, self.special_token_ids, inputs[0], token_mask
+        )
+        info["flat_rows"] = _ranking.token_flat_rows(attr, mask, known)
         info.update(prior=options.prior.name, precision=run.precision)
         return attr.to(x.device), info
 
-    def _baselines(
-        self,
-        baselines: Any,
-        inputs: Tuple[Tensor, ...],
-        options: IBAOptions,
-        token_mask: Optional[Tensor],
-    ) -> Optional[Tuple[Tensor, ...]]:
-        """``baselines`` as a tuple shaped like ``inputs`` when the prior uses
-        them (None otherwise); built by the prior from the token ids (the
-        first input) when not given."""
-        prior = options.prior
-        if not prior.needs_baseline:
-            return None
-        if baselines is None:
-            pad = self.pad_token_id
-            pad = _tokens.model_pad_token_id(self.forward_func) if pad is None else pad
-            special = self._special_ids()
-            first = prior.baselines(inputs[0], token_mask, pad, special)
-            return (first,) + tuple(inputs[1:])
-        base_t = _format_tensor_into_tuples(baselines)
-        shapes = [tuple(t.shape) for t in inputs]
-        if [tuple(t.shape) for t in base_t] != shapes:
-            raise ValueError(
-                f"baselines must have the shapes of inputs {shapes}, got "
-                f"{[tuple(t.shape) for t in base_t]}."
-            )
-        return base_t
-
     def _special_ids(self) -> List[int]:
         return _tokens.special_ids(self.forward_func, self.special_token_ids)
-
-    def _known_special(self, ids: Tensor, token_mask: Optional[Tensor]) -> Any:
-        """The removable tokens by the special ids known (given, or the
-        config's), without the warning of :meth:`_special_ids`; None when no
-        special id is known or ``ids`` are no token ids."""
-        known = self.special_token_ids or _tokens.model_special_token_ids(
-            self.forward_func
-        )
-        return _tokens.removable_tokens(ids, token_mask, known) if known else None
 
     def _device_ids(self) -> Optional[List[int]]:
         """``device_ids``, or those of a ``DataParallel`` forward_func."""

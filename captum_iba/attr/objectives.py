@@ -30,7 +30,7 @@ Names are resolved once per ``attribute`` call (:func:`resolve_objective`);
 (:meth:`Objective.for_output`), which also checks that the output suits it.
 """
 
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -40,6 +40,7 @@ from captum_iba._utils.common import check_target_range
 
 __all__ = [
     "OBJECTIVE_NAMES",
+    "KnownForm",
     "Objective",
     "ObjectiveLike",
     "looks_like_probabilities",
@@ -118,12 +119,45 @@ class Objective:
         check_target_range(target, clean.shape)
         return target
 
+    def reads_output(self, target: Optional[Tensor], shape: Tuple[int, ...]) -> bool:
+        """Whether :meth:`targets` needs the clean output's values (the
+        predicted class of ``target=None``), not only its ``shape``."""
+        return target is None and len(shape) == 2
+
     def loss(self, output: Tensor, rows_target: Optional[Tensor]) -> Tensor:
         """The loss of every row, shape ``(rows,)``."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+class KnownForm(Objective):
+    """An objective resolved and checked on an earlier clean output of the
+    same forward function, for a call that skips the clean pass: the first
+    output it scores must have that output's trailing shape and suit the
+    objective (:meth:`Objective.for_output`), else a ``ValueError``.
+
+    Args:
+        objective (Objective): The resolved objective.
+        shape (tuple of int): The clean output's shape after the batch.
+    """
+
+    def __init__(self, objective: Objective, shape: Tuple[int, ...]) -> None:
+        self.objective, self.shape, self.checked = objective, shape, False
+        self.name, self.unit = objective.name, objective.unit
+
+    def loss(self, output: Tensor, rows_target: Optional[Tensor]) -> Tensor:
+        if not self.checked:
+            if tuple(output.shape[1:]) != self.shape:
+                raise ValueError(
+                    f"forward_func returned shape {tuple(output.shape[1:])} per row, "
+                    f"where an earlier call's output had {self.shape}: explain "
+                    "outputs of another shape with a new attribution."
+                )
+            self.objective.for_output(output.detach())
+            self.checked = True
+        return self.objective.loss(output, rows_target)
 
 
 def _needs_classes(name: str, clean: Tensor) -> None:
@@ -186,6 +220,9 @@ class Score(Objective):
     name = "score"
     unit = "the score's unit"
 
+    def reads_output(self, target: Optional[Tensor], shape: Tuple[int, ...]) -> bool:
+        return shape[1:] != (1,) and super().reads_output(target, shape)
+
     def targets(self, target: Optional[Tensor], clean: Tensor) -> Optional[Tensor]:
         if clean.dim() == 2 and clean.shape[1] == 1 and target is None:
             return torch.zeros(clean.shape[0], dtype=torch.long)
@@ -232,6 +269,9 @@ class CallableObjective(Objective):
     def __init__(self, fn: ObjectiveFn) -> None:
         self.fn = fn
         self.name = getattr(fn, "__name__", "callable")
+
+    def reads_output(self, target: Optional[Tensor], shape: Tuple[int, ...]) -> bool:
+        return False
 
     def targets(self, target: Optional[Tensor], clean: Tensor) -> Optional[Tensor]:
         if target is None:

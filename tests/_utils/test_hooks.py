@@ -78,3 +78,21 @@ class TestInputHook(BaseTest):
         assertTensorAlmostEqual(self, inp, torch.ones(2, 3))
         assertTensorAlmostEqual(self, out, 2 * torch.ones(2, 3))
         self.assertFalse(layer._forward_hooks)
+
+    def test_recorded_stops_the_forward_once_every_layer_ran(self) -> None:
+        first, second, above = KwLayer(), KwLayer(), KwLayer()
+        ran = []
+        above.register_forward_pre_hook(lambda module, args: ran.append(1))
+        model = nn.Sequential(first, second, above)
+        with recorded([second, first], stop=True) as records:
+            model(torch.ones(2, 3))
+            ran.append("after")  # the with block ends at the stop
+        self.assertEqual(ran, [])
+        self.assertEqual([records[m].calls for m in (first, second)], [1, 1])
+        assertTensorAlmostEqual(
+            self, records[second].gathered(None)[0], 4 * torch.ones(2, 3)
+        )
+        self.assertFalse(first._forward_hooks or second._forward_hooks)
+        with recorded([first]) as records:  # stop=False: the whole forward
+            model(torch.ones(2, 3))
+        self.assertEqual(ran, [1])
