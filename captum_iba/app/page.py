@@ -312,6 +312,9 @@ class Explanation(Page):
         where = self.subject.where(m)
         parts = [m.summary] if m.summary else []
         parts += [where] if where else []
+        steps = m.settings.get("steps", (m.settings.get("options") or {}).get("steps"))
+        if steps is not None:  # IBA's optimisation, as run
+            parts.append(f"{steps} step" + ("" if steps == 1 else "s"))
         if "precision" in m.settings:
             parts.append(str(m.settings["precision"]))
         parts.append(f"{m.seconds:.1f} {self.subject.seconds_unit}")

@@ -108,6 +108,12 @@ def test_a_pair_and_a_prompt_render_through_their_subjects():
     )
     assert "| (second text)" in listing and pair.breaks() == [1]
     assert pair.details("iba") == "IBA; after encoder layer 1 of 0..1; 1.0 s"
+    pair.methods["iba"].settings = {"options": {"steps": 1}, "precision": "float32"}
+    assert pair.details("iba") == (
+        "IBA; after encoder layer 1 of 0..1; 1 step; float32; 1.0 s"
+    )
+    pair.methods["iba"].settings = {"steps": 7}
+    assert pair.details("iba") == "IBA; after encoder layer 1 of 0..1; 7 steps; 1.0 s"
     assert ("Second text", "bad film") in pair.facts()
     prompt = Explanation(
         PromptSubject(
