@@ -291,7 +291,8 @@ class CleanRun:
     Attributes:
         inputs (tuple of Tensor): The model's inputs, one row per instance.
         extra (tuple): Its further positional arguments.
-        output (Tensor): Its scores.
+        output (Tensor or None): Its scores (None where the call skipped
+            them: the path is then known, :class:`~captum_iba.attr._speed.CleanForms`).
         x (Tensor): The site's tensor in that pass (``T``'s dtype and device).
         template (Any): The layer's output in that pass (the replay's stubs
             return its structure).
@@ -299,7 +300,7 @@ class CleanRun:
 
     inputs: Tuple[Tensor, ...]
     extra: Tuple[Any, ...]
-    output: Tensor
+    output: Optional[Tensor]
     x: Tensor
     template: Any
 
@@ -426,6 +427,7 @@ class Seam:
         matches the clean output (within 1e-4, relative and of the largest
         score; 2e-2 for a bfloat16 layer)."""
         clean = self.clean
+        assert clean.output is not None, "the clean output is skipped only with a path"
         with torch.no_grad(), self._substitute(path)(lambda: clean.x):
             out = logits_of(_run_forward(self.model, clean.inputs, None, clean.extra))
         tol = 1e-4 if clean.x.dtype == torch.float32 else 2e-2
