@@ -242,9 +242,12 @@ def tiny_word_tokenizer(words=None):
     )
 
 
-def tiny_causal_lm(kind: str, layers: int = 3, seed: int = 0, positions: int = 32):
+def tiny_causal_lm(
+    kind: str, layers: int = 3, seed: int = 0, positions: int = 32, kv_heads: int = 2
+):
     """A tiny random GPT-2 or Llama causal LM over :data:`TINY_WORDS`, with
-    ``positions`` positions."""
+    ``positions`` positions (a Llama's 2 query heads share ``kv_heads`` key
+    and value heads)."""
     import transformers as tf
 
     torch.manual_seed(seed)
@@ -262,7 +265,7 @@ def tiny_causal_lm(kind: str, layers: int = 3, seed: int = 0, positions: int = 3
             intermediate_size=32,
             num_hidden_layers=layers,
             num_attention_heads=2,
-            num_key_value_heads=2,
+            num_key_value_heads=kv_heads,
             max_position_embeddings=positions,
             **ids,
         )

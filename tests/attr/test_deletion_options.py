@@ -129,15 +129,16 @@ class TestAttentionRemoval(BaseTest):
     def test_fused_route_equals_the_mask_route(self) -> None:
         """Under SDPA a decoder's layers get Eq. (R2) inside the fused
         attention (no L x L mask); with eager attention, as a mask. Same
-        logits and the same gradient in keep, with left padding."""
+        logits and the same gradient in keep, with left padding; and with
+        key heads shared by query heads (Llama's grouped attention)."""
         ids = torch.tensor([[3, 4, 5, 6, 7, 8], [0, 0, 5, 6, 7, 8]])
         mask = (ids != 0).long()
         positions = (mask.cumsum(-1) - 1).clamp_min(0)
         keep = torch.rand(2, 6)
-        for kind in ("gpt2", "llama"):
+        for kind, kv_heads in (("gpt2", 2), ("llama", 2), ("llama", 1)):
             found = []
             for implementation in ("sdpa", "eager"):
-                model = tiny_causal_lm(kind)
+                model = tiny_causal_lm(kind, kv_heads=kv_heads)
                 model.set_attn_implementation(implementation)
                 layers = causal_lm_layers(model)
                 fused = fused_attention_modules(layers[0])
