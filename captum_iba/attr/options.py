@@ -363,3 +363,15 @@ CONFIGS.add(
     DELETION,
     "deletion through attention plus the complement term (second round)",
 )
+
+
+@dataclass
+class CallSettings:
+    """What stays fixed over one ``attribute`` call's chunks (the objective
+    is resolved on the first chunk's output)."""
+
+    options: IBAOptions
+    seed: int
+    mask_explicit: bool
+    precision: str = "float32"
+    objective: Optional[Objective] = None
