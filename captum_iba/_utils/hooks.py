@@ -189,8 +189,10 @@ def recorded(
             handle.remove()
 
 
-class _LayersRecorded(Exception):
-    """Ends a forward of :func:`recorded` (``stop=True``) once every layer ran."""
+class _LayersRecorded(BaseException):
+    """Ends a forward of :func:`recorded` (``stop=True``) once every layer ran;
+    a ``BaseException``, as ``GeneratorExit`` is, so that a model's ``except
+    Exception`` does not take it for an error."""
 
 
 @contextmanager
