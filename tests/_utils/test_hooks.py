@@ -96,3 +96,21 @@ class TestInputHook(BaseTest):
         with recorded([first]) as records:  # stop=False: the whole forward
             model(torch.ones(2, 3))
         self.assertEqual(ran, [1])
+
+    def test_a_model_catching_errors_does_not_catch_the_stop(self) -> None:
+        class Careful(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.inner = KwLayer()
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                try:
+                    return self.inner(x) + 1
+                except Exception:  # noqa: BLE001 - what some models do
+                    return x
+
+        model, after = Careful(), []
+        with recorded([model.inner], stop=True) as records:
+            model(torch.ones(1, 2))
+            after.append(1)
+        self.assertEqual((after, records[model.inner].calls), ([], 1))
