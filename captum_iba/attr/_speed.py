@@ -33,7 +33,8 @@ construction:
   run, which is all the optimisation needs of it (the layers' activations);
   the output's shape and form are checked on the first output the
   optimisation scores (:class:`~captum_iba.attr.objectives.KnownForm`).
-  The baselines' forward always stops there;
+  the baselines' forward, whose output is never read, stops there on
+  every call;
 * **row chunking** (:func:`instances_per_chunk`): without
   ``internal_batch_size``, a forward pass takes as many instances as keep
   instances x noise samples x tokens within :data:`ROW_TOKENS` (the batch

@@ -112,3 +112,16 @@ def test_a_later_output_of_another_form_is_refused():
     with pytest.raises(ValueError, match="needs log-probabilities"):
         call(4, shift=5.0)
     assert call(4).shape == (2, 5, 6)
+
+
+def test_the_baselines_forward_stops_at_the_layer():
+    """The baselines' output is never read: their forward ends at the layer,
+    so a prior that uses them runs the head as often as one that does not."""
+    model, layer, head, ids, args, target = _case("bert")
+    runs = {}
+    for prior in ("baseline", "paper"):
+        iba = InformationBottleneckAttribution(
+            model, layer, pad_token_id=0, special_token_ids=[1, 2]
+        )
+        runs[prior] = _heads(iba, head, ids, args, target, prior=prior)[1]
+    assert runs["baseline"] == runs["paper"]
