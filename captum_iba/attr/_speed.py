@@ -33,7 +33,7 @@ construction:
   run, which is all the optimisation needs of it (the layers' activations);
   the output's shape and form are checked on the first output the
   optimisation scores (:class:`~captum_iba.attr.objectives.KnownForm`).
-  the baselines' forward, whose output is never read, stops there on
+  The baselines' forward, whose output is never read, stops there on
   every call;
 * **row chunking** (:func:`instances_per_chunk`): without
   ``internal_batch_size``, a forward pass takes as many instances as keep
