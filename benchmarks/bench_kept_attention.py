@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from captum_iba.attr._attention import DENOMINATOR_CHANNELS
+from captum_iba.attr._attention import DENOMINATOR_CHANNELS, kept_attention
 
 
 def plain(q: Tensor, k: Tensor, v: Tensor, keep: Tensor) -> Tensor:
@@ -44,12 +44,14 @@ def two_calls(q: Tensor, k: Tensor, v: Tensor, keep: Tensor) -> Tensor:
 
 def one_call(q: Tensor, k: Tensor, v: Tensor, keep: Tensor) -> Tensor:
     """Both in one call of ``d + DENOMINATOR_CHANNELS`` value channels, the
-    queries and keys padded with zeros to that size, the scale kept (now)."""
-    w, extra, d = keep[:, None, :, None], DENOMINATOR_CHANNELS, v.shape[-1]
-    both = torch.cat([v * w, w.expand(*v.shape[:-1], extra)], -1)
-    q, k = (torch.cat([t, t.new_zeros(*t.shape[:-1], extra)], -1) for t in (q, k))
-    out = F.scaled_dot_product_attention(q, k, both, is_causal=True, scale=d**-0.5)
-    return out[..., :d] / out[..., d : d + 1].clamp_min(1e-30)
+    queries and keys padded with zeros to that size, the scale kept (now:
+    the library's own :func:`~captum_iba.attr._attention.kept_attention`)."""
+    scale = q.shape[-1] ** -0.5
+
+    def attend(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+
+    return kept_attention(attend, q, k, v, keep[:, None, :, None])
 
 
 def unpadded(q: Tensor, k: Tensor, v: Tensor, keep: Tensor) -> Tensor:

@@ -72,6 +72,7 @@ __all__ = [
     "attention_removal",
     "causal_mask",
     "fused_attention_modules",
+    "kept_attention",
     "kept_sdpa",
     "lean_bias_attention",
     "sdpa_for",
@@ -270,6 +271,35 @@ def _zero_padded(t: Tensor, extra: int) -> Tensor:
     return torch.cat([t, t.new_zeros(*t.shape[:-1], extra)], -1)
 
 
+def kept_attention(
+    attend: Callable[[Tensor, Tensor, Tensor], Tensor],
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    weight: Tensor,
+) -> Tensor:
+    r"""Eq. (R2)'s attention, token ``t`` read with weight ``weight[..., t, :]``,
+    from one call of ``attend(query, key, value)`` (an attention without the
+    weights, whose scale does not follow the channels, and whose output keeps
+    the channels last): numerator and denominator side by side in the values,
+    the queries and keys zero-padded to their size.
+
+    Args:
+        attend (Callable): The attention, e.g. scaled-dot-product attention.
+        query, key, value (Tensor): ``(rows, heads, L, d)``.
+        weight (Tensor): :math:`\bar\lambda` as ``(rows, 1, L, 1)``.
+
+    Returns:
+        Tensor: ``attend`` 's output of ``d`` channels, weighted.
+    """
+    size, extra = value.shape[-1], DENOMINATOR_CHANNELS
+    both = torch.cat(  # [lambda v, lambda ...]: one call, contiguous
+        [value * weight, weight.expand(*value.shape[:-1], extra)], -1
+    )
+    out = attend(_zero_padded(query, extra), _zero_padded(key, extra), both)
+    return out[..., :size] / out[..., size : size + 1].clamp_min(1e-30)
+
+
 def kept_sdpa(
     modules: List[Module], keep: Callable[[], Optional[Tensor]]
 ) -> ContextManager[None]:
@@ -290,17 +320,13 @@ def kept_sdpa(
         if lam is None:
             return original(module, query, key, value, attention_mask, **kwargs)
         weight = lam.to(value.dtype)[:, None, :, None]  # (rows, 1, keys, 1)
-        size, extra = value.shape[-1], DENOMINATOR_CHANNELS
-        both = torch.cat(  # [lambda v, lambda ...]: one call, contiguous
-            [value * weight, weight.expand(*value.shape[:-1], extra)], -1
-        )
         if kwargs.get("scaling") is None:  # the padding must not change it
             kwargs["scaling"] = query.shape[-1] ** -0.5
-        out, _ = original(
-            module, _zero_padded(query, extra), _zero_padded(key, extra), both,
-            attention_mask, **kwargs,
-        )  # fmt: skip
-        return out[..., :size] / out[..., size : size + 1].clamp_min(1e-30), None
+
+        def attend(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+            return original(module, q, k, v, attention_mask, **kwargs)[0]
+
+        return kept_attention(attend, query, key, value, weight), None
 
     return sdpa_for(modules, kept)
 
