@@ -18,6 +18,16 @@ machine. Medians over the batches, after one untimed batch per method;
 ``--table FILE`` prints every method of FILE against ``--reference``,
 task by task, paired by batch.
 
+On a GPU (``--device cuda``) the seconds are wall-clock, synchronised, and
+a machine without the weights takes ``--random-weights``: the ``--model``
+folder's configuration and tokenizer with seeded random weights (the same
+cost: every method here runs a fixed number of steps). ``iba-amortized``
+among the methods fits the command line's explainer for each task first
+(``evaluate --methods iba-amortized``'s fit: ``--fit-prompts`` of the
+task's training prompts with the model's choice among its answer words,
+the deletion objective, into ``$CAPTUM_IBA_CACHE``) and prints its seconds
+(a ``fit`` row in ``--json``).
+
 Usage::
 
     python benchmarks/bench_llm_tasks.py --methods iba-deletion iba-deletion:steps=1 \\
@@ -25,16 +35,20 @@ Usage::
     python benchmarks/bench_llm_tasks.py --methods attnlrp --n 16 \\
         --tokenizer SMOLLM2_TOKENIZER_4X --json bench_tasks.jsonl   # lxt env
     python benchmarks/bench_llm_tasks.py --table bench_tasks.jsonl --reference attnlrp
+    python benchmarks/bench_llm_tasks.py --device cuda --random-weights \
+        --model SMOLLM2_CONFIG --methods iba-deletion:steps=1 iba-amortized
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
 import sys
 import time
+import traceback
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
@@ -60,15 +74,93 @@ def method_of(spec: str) -> Tuple[str, Dict[str, Any]]:
     return name, options
 
 
-def timed(fn: Any) -> float:
-    """The process time of ``fn()``."""
-    began = time.process_time()
+def timed(fn: Any, device: Optional[torch.device] = None) -> float:
+    """The process time of ``fn()``; on a CUDA ``device`` its wall-clock
+    time, synchronised."""
+    if device is None or device.type != "cuda":
+        began = time.process_time()
+        fn()
+        return time.process_time() - began
+    torch.cuda.synchronize(device)
+    began = time.perf_counter()
     fn()
-    return time.process_time() - began
+    torch.cuda.synchronize(device)
+    return time.perf_counter() - began
+
+
+def on_device(batch: Any, device: torch.device) -> Any:
+    """A :class:`~captum_iba.attr.llm_batch.PromptBatch` with its tensors on
+    ``device``."""
+    moved = {
+        f.name: getattr(batch, f.name).to(device)
+        for f in dataclasses.fields(batch)
+        if isinstance(getattr(batch, f.name), torch.Tensor)
+    }
+    return dataclasses.replace(batch, **moved)
+
+
+def load_model(args: argparse.Namespace) -> Tuple[Any, Any]:
+    """The causal LM (float32, on ``--device``) and its tokenizer; with
+    ``--random-weights`` the ``--model`` folder's configuration with seeded
+    random weights."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from captum_iba.app.causal_lm import load_causal_lm
+
+    if args.random_weights:
+        torch.manual_seed(0)
+        config = AutoConfig.from_pretrained(args.model)
+        model = AutoModelForCausalLM.from_config(config).float()
+        model, tok = model.eval(), AutoTokenizer.from_pretrained(args.model)
+    else:
+        model, tok = load_causal_lm(args.model)
+    if args.tokenizer:
+        tok = AutoTokenizer.from_pretrained(args.tokenizer)
+    return model.to(args.device), tok
+
+
+def fitted(model: Any, tok: Any, task: str, k: int, rows: List[Dict[str, Any]]) -> Any:
+    """A function of the layer module: the command line's explainer for
+    ``task`` (:func:`~captum_iba.app.amortized.cached_explainer` on ``k``
+    training prompts), its fit timed into ``rows``."""
+    from captum_iba.app.amortized import (
+        LLM_OBJECTIVE,
+        cached_explainer,
+        training_prompts,
+    )
+    from captum_iba.attr.text import resolve_layer
+
+    def fit(module: Any) -> Any:
+        limit = model.config.max_position_embeddings
+        prompts = training_prompts(task, tok, None, limit, cut=False, count=k)
+        ref, made = resolve_layer(model, module), []
+        seconds = timed(
+            lambda: made.append(
+                cached_explainer(
+                    model,
+                    tok,
+                    ref,
+                    task,
+                    True,
+                    max_length=0,
+                    objective=LLM_OBJECTIVE,
+                    prompts=prompts,
+                )
+            ),  # fmt: skip
+            model.device,
+        )
+        row = dict(task=task, method="fit", prompts=len(prompts), seconds=seconds)
+        rows.append(row)
+        print(f"{task:<8} {'iba-amortized fit':<24} {seconds:>7.1f} s on "
+              f"{len(prompts)} training prompts", flush=True)  # fmt: skip
+        return made[0]
+
+    return fit
 
 
 def batches(task_name: str, model: Any, tok: Any, n: int, size: int) -> List[Any]:
-    """The study's first ``n`` report prompts of a task, answered, batched."""
+    """The study's first ``n`` report prompts of a task, answered, batched
+    (on the model's device)."""
     from captum_iba.app.data import HELDOUT_SPLIT
     from captum_iba.app.llm_tasks import TASKS as PROMPT_TASKS
     from captum_iba.app.llm_tasks import label_choice, task_examples
@@ -78,53 +170,80 @@ def batches(task_name: str, model: Any, tok: Any, n: int, size: int) -> List[Any
     examples = task_examples(task, HELDOUT_SPLIT[task.corpus], tok, n)
     chosen = label_choice(model, tok, examples.prompts, task)
     return [
-        prompt_batch(
-            tok,
-            examples.prompts[i : i + size],
-            [task.answers[c] for c in chosen[i : i + size]],
-            chat=task.chat,
-        )  # fmt: skip
+        on_device(
+            prompt_batch(
+                tok,
+                examples.prompts[i : i + size],
+                [task.answers[c] for c in chosen[i : i + size]],
+                chat=task.chat,
+            ),
+            model.device,
+        )
         for i in range(0, len(examples.prompts), size)
     ]
 
 
 def measure(args: argparse.Namespace) -> List[Dict[str, Any]]:
-    """Every (task, method, batch): the method's and the unit's CPU-s."""
-    from transformers import AutoTokenizer, __version__
-
-    from captum_iba.app.causal_lm import load_causal_lm
-    from captum_iba.evaluation import Resources, build_scorers
+    """Every (task, method, batch): the method's and the unit's seconds
+    (CPU-s; on CUDA wall-clock)."""
+    from transformers import __version__
 
     torch.set_num_threads(1)
     cpu = torch.backends.cpu.get_cpu_capability()
-    model, tok = load_causal_lm(args.model)
-    if args.tokenizer:
-        tok = AutoTokenizer.from_pretrained(args.tokenizer)
+    model, tok = load_model(args)
+    device = model.device
+    gpu = f"; GPU {torch.cuda.get_device_name(device)}" if device.type == "cuda" else ""
     load = os.getloadavg()[0]
     print(f"CPU capability {cpu}; torch {torch.__version__}; transformers "
-          f"{__version__}; load average {load:.1f}", flush=True)  # fmt: skip
-    rows = []
+          f"{__version__}; load average {load:.1f}{gpu}", flush=True)  # fmt: skip
+    rows: List[Dict[str, Any]] = []
     for task in args.tasks.split(","):
         work = batches(task, model, tok, args.n, args.batch_size)
         for spec in args.methods:
-            name, options = method_of(spec)
-            (scorer,) = build_scorers(
-                [name], Resources(model, tok), method_options={name: options},
-                kind="causal-lm",
-            ).values()  # fmt: skip
-            scorer.attribute(work[0])  # untimed: kernels, allocator, path check
-            for k, batch in enumerate(work):
-                unit = timed(forward_backward(model, batch))
-                seconds = timed(lambda s=scorer, b=batch: s.attribute(b))
-                rows.append(dict(
-                    task=task, method=spec, batch=k, prompts=len(batch), cpu=cpu,
-                    seconds=seconds / len(batch), unit=unit / len(batch),
-                ))  # fmt: skip
-            mine = [r for r in rows if r["task"] == task and r["method"] == spec]
-            print(f"{task:<8} {spec:<24} {_median(mine, 'seconds'):>7.3f} CPU-s a "
-                  f"prompt, {_median(mine, 'ratio'):>5.2f} x forward+backward",
-                  flush=True)  # fmt: skip
+            try:
+                rows += method_rows(spec, model, tok, task, work, args, rows)
+            except Exception:  # reported; the other methods and tasks go on
+                traceback.print_exc()
+                print(f"{task:<8} {spec:<24} FAILED (above)", flush=True)
     return rows
+
+
+def method_rows(
+    spec: str,
+    model: Any,
+    tok: Any,
+    task: str,
+    work: List[Any],
+    args: argparse.Namespace,
+    fits: List[Dict[str, Any]],
+) -> List[Dict[str, Any]]:
+    """One method's rows on a task's batches (an explainer's fit timed into
+    ``fits``), its medians printed."""
+    from captum_iba.evaluation import Resources, build_scorers
+
+    name, options = method_of(spec)
+    explainer = fitted(model, tok, task, args.fit_prompts, fits)
+    (scorer,) = build_scorers(
+        [name], Resources(model, tok, explainer=explainer),
+        method_options={name: options}, kind="causal-lm",
+    ).values()  # fmt: skip
+    scorer.attribute(work[0])  # untimed: kernels, allocator, path check
+    device, mine = model.device, []
+    cpu = torch.backends.cpu.get_cpu_capability() if device.type == "cpu" else None
+    for k, batch in enumerate(work):
+        unit = timed(forward_backward(model, batch), device)
+        seconds = timed(lambda s=scorer, b=batch: s.attribute(b), device)
+        mine.append(dict(
+            task=task, method=spec, batch=k, prompts=len(batch),
+            cpu=cpu or str(device),
+            seconds=seconds / len(batch), unit=unit / len(batch),
+        ))  # fmt: skip
+    clock = "CPU-s" if device.type == "cpu" else "s"
+    precision = scorer.settings.get("precision", "float32")
+    print(f"{task:<8} {spec:<24} {_median(mine, 'seconds'):>7.3f} {clock} a "
+          f"prompt, {_median(mine, 'ratio'):>5.2f} x forward+backward "
+          f"({precision})", flush=True)  # fmt: skip
+    return mine
 
 
 def _median(rows: List[Dict[str, Any]], key: str) -> float:
@@ -134,10 +253,14 @@ def _median(rows: List[Dict[str, Any]], key: str) -> float:
 
 
 def table(path: str, reference: str) -> None:
-    """Each method against ``reference``, task by task: medians of its CPU-s
+    """Each method against ``reference``, task by task: medians of its seconds
     and ratios, and the median of the per-batch quotients (paired)."""
     rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line]
-    print(f"{'task':<8} {'method':<24} {'CPU':<7} {'CPU-s':>7} {'x F+B':>6} "
+    for fit in (r for r in rows if r["method"] == "fit"):
+        print(f"{fit['task']:<8} iba-amortized fit: {fit['seconds']:.1f} s on "
+              f"{fit['prompts']} training prompts")  # fmt: skip
+    rows = [r for r in rows if r["method"] != "fit"]
+    print(f"{'task':<8} {'method':<24} {'CPU':<7} {'s':>7} {'x F+B':>6} "
           f"{'x ' + reference:>14}")  # fmt: skip
     for task in dict.fromkeys(r["task"] for r in rows):
         mine = [r for r in rows if r["task"] == task]
@@ -160,6 +283,16 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--model", default="HuggingFaceTB/SmolLM2-135M-Instruct")
     parser.add_argument("--tokenizer", help="another tokenizer folder (lxt's env)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument(
+        "--random-weights", action="store_true",
+        help="the --model folder's configuration with seeded random weights",
+    )  # fmt: skip
+    parser.add_argument(
+        "--fit-prompts", type=int, default=None,
+        help="iba-amortized: training prompts of its fit (default the command "
+        "line's, 128)",
+    )  # fmt: skip
     parser.add_argument("--json", help="add the rows to this JSON-lines file")
     parser.add_argument("--table", help="print the rows of this file, then stop")
     parser.add_argument("--reference", default="attnlrp")
@@ -167,6 +300,10 @@ def main() -> None:
     if args.table:
         table(args.table, args.reference)
         return
+    if args.fit_prompts is None:
+        from captum_iba.app.amortized import LLM_TRAIN_PROMPTS
+
+        args.fit_prompts = LLM_TRAIN_PROMPTS
     rows = measure(args)
     if args.json:
         with open(args.json, "a") as f:

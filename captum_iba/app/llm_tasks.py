@@ -257,16 +257,19 @@ def label_choice(
     words), in batches of 8; ``chat`` None: the task's own."""
     import torch
 
+    from captum_iba._utils.common import model_device
     from captum_iba.attr.llm_batch import prompt_batch
     from captum_iba.attr.llm_choice import CausalLMChoice
 
     chat = task.chat if chat is None else chat
     choice = CausalLMChoice(model, answer_token_ids(task, tokenizer))
+    device = model_device(model)
     out: List[int] = []
     for start in range(0, len(prompts), 8):
         part = list(prompts[start : start + 8])
         batch = prompt_batch(tokenizer, part, [task.answers[0]] * len(part), chat=chat)
+        args = (batch.input_ids, batch.attention_mask, batch.answer_mask)
         with torch.no_grad():
-            logp = choice(batch.input_ids, batch.attention_mask, batch.answer_mask)
+            logp = choice(*(t.to(device) for t in args))
         out += logp.argmax(1).tolist()
     return out
