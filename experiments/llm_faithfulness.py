@@ -77,6 +77,7 @@ from captum_iba.evaluation.llm_degradation import (  # noqa: E402
     content_mask,
     degrade_scores,
 )
+from captum_iba.evaluation.llm_loop import scorer_batch  # noqa: E402
 from captum_iba.registry import EXPLAINER_OBJECTIVES, METHODS  # noqa: E402
 
 
@@ -120,8 +121,10 @@ def run(args: argparse.Namespace) -> None:
             content = content_mask(
                 tok, batch, [examples.spans[i] for i in rows], chat=task.chat
             )
-            began = time.process_time()
-            scores = scorer.attribute(batch)  # the method alone is timed
+            spans = [examples.spans[i] for i in rows]
+            began = time.process_time()  # the method alone is timed
+            given = scorer_batch(scorer, tok, batch, spans, task.chat)
+            scores = scorer.attribute(given)
             seconds = (time.process_time() - began) / len(rows)
             part = fs.per_instance(
                 degrade_scores(
@@ -265,6 +268,12 @@ def main() -> None:
         sub.choices[name].add_argument(
             "--docs", help="also write the tables (and plot) under this docs folder"
         )
+    sub.choices["tables"].add_argument(
+        "--model-name",
+        help="the records' model, for the plot's title and the docs' file names "
+        "(llm_<task>_<split>_<tag>.rst, the tag its first word, lower case; "
+        "default SmolLM2, whose files have no tag)",
+    )
     sub.choices["run"].add_argument("--n", type=int, default=200)
     sub.choices["run"].add_argument("--methods", default="random,iba-deletion")
     sub.choices["run"].add_argument("--batch-size", type=int, default=4)

@@ -27,7 +27,7 @@ from captum_iba.registry import LLM_NAMES, METHODS  # noqa: E402
 TITLES = {"sst2": "SST-2", "rte": "RTE", "ag_news": "AG News", "imdb": "IMDB"}
 
 #: The anchors the paired differences are taken against.
-ANCHORS = ("IG", "LOO", "AttnLRP")
+ANCHORS = ("IG", "LOO", "AttnLRP", "contextcite-32")
 #: The amortized method, whose explainer is fitted on a task's prompts.
 AMORTIZED = METHODS.entry("iba-amortized").name
 #: A method's record file name: 0.2's name of the method, where it had one.
@@ -64,7 +64,9 @@ def tables(args: argparse.Namespace) -> None:
     means, differences = fs.table(_labelled(records, n=False)), paired(records)
     print(f"{head}\n\n{means}\n\n{differences}")
     if args.docs:
-        name = f"{args.task}_{args.split}"
+        model = getattr(args, "model_name", None) or "SmolLM2"
+        tag = "" if model == "SmolLM2" else "_" + model.split()[0].lower()
+        name = f"{args.task}_{args.split}{tag}"
         split = f"{TITLES[args.task]}, {args.split} split"
         what = f"{split} ({accuracy})"
         rst = fs.to_rst(
@@ -80,7 +82,7 @@ def tables(args: argparse.Namespace) -> None:
         (docs / "_generated" / f"llm_{name}.rst").write_text(rst)
         png = docs / "_static" / f"llm_tradeoff_{name}.png"
         # three lines: the clauses no longer fit the plot's width on one
-        title = f"SmolLM2, {split}\n({answered};\n{where})"
+        title = f"{model}, {split}\n({answered};\n{where})"
         fs.plot(_labelled(_plotted(records)), title, png, iba="iba")
 
 

@@ -320,8 +320,9 @@ class ContextJob(CorpusJob):
             self.n_ablations, self.max_new_tokens,
         )  # fmt: skip
 
-    def batch_of(self, unit: Any) -> PromptBatch:
-        """The unit's prompts (with their sources) and responses."""
+    def batch_of(self, unit: Any, scorer: Any = None) -> PromptBatch:
+        """The unit's prompts (with their sources) and responses, the same
+        for every scorer."""
         return unit.batch
 
     def unit_scores(self, found: Any) -> AnswerScores:

@@ -27,9 +27,53 @@ from captum_iba.attr.llm_batch import PromptBatch, prompt_batch
 from captum_iba.attr.llm_choice import CausalLMChoice
 from captum_iba.evaluation.llm_degradation import content_mask, degrade_scores
 from captum_iba.evaluation.loop import CorpusJob
+from captum_iba.evaluation.source_methods import SourceScorer
+from captum_iba.evaluation.sources import split_sources, with_sources
 from captum_iba.metrics import DegradationResult
 
-__all__ = ["PromptJob", "PromptUnit"]
+__all__ = ["PromptJob", "PromptUnit", "scorer_batch"]
+
+
+def scorer_batch(
+    scorer: Any,
+    tokenizer: Any,
+    batch: PromptBatch,
+    spans: Sequence[Tuple[int, int]],
+    chat: bool = False,
+) -> PromptBatch:
+    """A prompt task's batch as ``scorer`` explains it: as it is, or for a
+    method that scores a context's sources as such (``contextcite-<A>``,
+    ``loso``, ``shapley-sources``: a
+    :class:`~captum_iba.evaluation.source_methods.SourceScorer`) with the
+    words of each prompt's content as its sources
+    (:func:`~captum_iba.evaluation.sources.split_sources`, ``"word"``;
+    :func:`~captum_iba.evaluation.sources.with_sources`), every token of a
+    word then holding the word's score.
+
+    Args:
+        scorer: The method's scorer.
+        tokenizer: The tokenizer ``batch`` was made with.
+        batch (PromptBatch): The prompts and answers.
+        spans (Sequence of (int, int)): Per prompt, its content's characters.
+        chat (bool): Whether ``batch`` wrapped the prompts in the chat
+            template.
+
+    Raises:
+        ValueError: For such a method, when a prompt's content has fewer
+            than two words.
+    """
+    if not isinstance(scorer, SourceScorer):
+        return batch
+    words = []
+    for row, (prompt, (a, b)) in enumerate(zip(batch.prompts, spans)):
+        words.append(split_sources(prompt[a:b], "word", offset=a))
+        if len(words[-1]) < 2:
+            raise ValueError(
+                f"{scorer.name} scores the words of a prompt's content as its "
+                f"sources, and prompt {row}'s content has {len(words[-1])} "
+                "word(s): it needs two or more"
+            )
+    return with_sources(tokenizer, batch, words, chat=chat)
 
 
 @dataclass(frozen=True)
@@ -123,9 +167,11 @@ class PromptJob(CorpusJob):
         probs = logits.double().softmax(1)
         return PromptUnit(list(indices), batch, content, target, probs)
 
-    def batch_of(self, unit: Any) -> PromptBatch:
-        """The unit's prompts and the answers explained."""
-        return unit.batch
+    def batch_of(self, unit: Any, scorer: Any = None) -> PromptBatch:
+        """The unit's prompts and the answers explained, as ``scorer`` takes
+        them (:func:`scorer_batch`)."""
+        spans = [self.spans[i] for i in unit.indices]
+        return scorer_batch(scorer, self.tokenizer, unit.batch, spans, self.chat)
 
     def unit_scores(self, found: Any) -> Tensor:
         """The scores of the prompt tokens for the whole answer, on the

@@ -129,9 +129,10 @@ class CorpusJob:
         """The clock a scorer's call is timed by: wall seconds."""
         return time.perf_counter()
 
-    def batch_of(self, unit: Any) -> Any:
-        """The batch every scorer explains for ``unit``: a classifier's
-        :class:`~captum_iba.evaluation.batches.TokenBatch`."""
+    def batch_of(self, unit: Any, scorer: Any = None) -> Any:
+        """The batch ``scorer`` explains for ``unit``: a classifier's
+        :class:`~captum_iba.evaluation.batches.TokenBatch`, the same for
+        every scorer."""
         return unit.call
 
     def unit_scores(self, found: Any) -> Tensor:
@@ -393,7 +394,7 @@ def score_unit(job: CorpusJob, unit: Any, methods: Sequence[str]) -> List[UnitSc
     for name in methods:
         scorer = job.scorers[name]
         start = job.timer()
-        scores = job.unit_scores(scorer.attribute(job.batch_of(unit)))
+        scores = job.unit_scores(scorer.attribute(job.batch_of(unit, scorer)))
         seconds = (job.timer() - start) / len(unit.indices)
         result = None
         if job.degradation:

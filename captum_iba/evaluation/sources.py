@@ -60,7 +60,7 @@ __all__ = [
 Span = Tuple[int, int]
 
 #: How :func:`split_sources` cuts a text.
-SPLITS = ("sentence", "line", "paragraph", "turn")
+SPLITS = ("sentence", "line", "paragraph", "turn", "word")
 #: How :func:`pool_sources` makes a source's score from its tokens'.
 POOLINGS = ("sum", "mean", "max")
 
@@ -73,20 +73,23 @@ _PATTERNS = {
     "line": re.compile(r"\n"),
     "paragraph": re.compile(r"\n\s*\n"),
     "turn": re.compile(r"^(?=[^\W\d_][\w-]*(?: [\w-]+)?:)", re.MULTILINE),
+    "word": re.compile(r"\s+"),
 }
 
 
 def split_sources(text: str, by: str = "sentence", offset: int = 0) -> List[Span]:
-    """The sources of ``text``: its sentences, lines, paragraphs or chat
-    turns, as character spans (whitespace around each left out; empty parts
-    dropped).
+    """The sources of ``text``: its sentences, lines, paragraphs, chat
+    turns or words, as character spans (whitespace around each left out;
+    empty parts dropped).
 
     Args:
         text (str): The context.
-        by (str): ``"sentence"`` (default), ``"line"``, ``"paragraph"`` or
+        by (str): ``"sentence"`` (default), ``"line"``, ``"paragraph"``,
             ``"turn"`` (a turn starts at a line opening with a speaker's
             label, ``"User:"``, ``"Assistant:"``, and runs to the next; text
-            before the first label is a source of its own).
+            before the first label is a source of its own) or ``"word"``
+            (runs of non-whitespace: a prompt task's content for the
+            methods that score sources).
         offset (int): Added to every span (where ``text`` starts in the
             prompt). Default 0.
 

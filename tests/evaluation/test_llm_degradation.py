@@ -208,3 +208,42 @@ def test_a_prompt_job_runs_in_the_harness_loop(trained, target):
     )
     assert row["answer"] == (YES if target == "predicted" else NO)
     assert row["prompt"] == prompts[11] and row["predicted"] == 0
+
+
+def test_a_source_method_scores_the_content_s_words(trained):
+    """A method that scores a context's sources (``loso``) explains a prompt
+    task with the content's words as its sources (scorer_batch, the hook of
+    PromptJob and the study): every token of a word holds the word's score,
+    the instruction none; leaving "cat" out takes the answer away, so it
+    ranks first and its removal drops the answer, as feature ablation's
+    does; random's does not. A content of one word is refused, named."""
+    from captum_iba.evaluation.llm_loop import PromptJob, scorer_batch
+    from captum_iba.evaluation.loop import run_units
+
+    model, tok, batch = trained
+    prompts = list(batch.prompts)
+    spans = [(len(INSTRUCTION), len(p)) for p in prompts]
+    scorers = build_scorers(["loso", "llm-random"], Resources(model, tok))
+    loso = scorers["loso"]
+    words = scorer_batch(loso, tok, batch, spans)
+    assert words.n_sources == 6 and scorer_batch(scorers["llm-random"], tok, batch,
+                                                 spans) is batch  # fmt: skip
+    found = loso.attribute(words)
+    for row, prompt in enumerate(prompts):
+        ranked = [prompt[a:b] for a, b in words.spans[row]]
+        best = ranked[int(found.sources[row].argmax())]
+        assert best == KEY, (prompt, found.sources[row])
+        key = words.sources[row] == ranked.index(KEY)
+        assert torch.allclose(found.answer[row][key], found.sources[row].max().float())
+        assert float(found.answer[row][words.sources[row] < 0].abs().sum()) == 0.0
+    job = PromptJob(
+        model=model, tokenizer=tok, data=_Corpus(prompts, [0] * 12), scorers=scorers,
+        batch_size=6, prompts=prompts, spans=spans, answers=(YES, NO),
+        choices=tok.convert_tokens_to_ids(["is", "was"]),
+    )  # fmt: skip
+    results = run_units(job)
+    source, floor = results["loso"], results["llm-random"]
+    assert source.aopc > floor.aopc + 0.1, (source.aopc, floor.aopc)
+    one = prompt_batch(tok, [INSTRUCTION + "cat"], [YES])
+    with pytest.raises(ValueError, match="prompt 0's content has 1 word"):
+        scorer_batch(loso, tok, one, [(len(INSTRUCTION), len(INSTRUCTION) + 3)])

@@ -42,8 +42,10 @@ def test_sentences_lines_and_paragraphs():
         "The end",
     ]
     assert split_sources("a b. c d.", offset=10) == [(10, 14), (15, 19)]
+    assert _parts(" a  gripping,\tfilm.\n", "word") == ["a", "gripping,", "film."]
+    assert split_sources("ab cd", "word", offset=3) == [(3, 5), (6, 8)]
     with pytest.raises(ValueError, match="by must be one of"):
-        split_sources(text, "word")
+        split_sources(text, "words")
 
 
 @pytest.mark.parametrize(
