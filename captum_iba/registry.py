@@ -281,7 +281,7 @@ _method(
     "source_methods:LeaveOneSourceOutScorer",
     "leave one source out: how much the response's log-probability falls when "
     "one source of the context alone is left out of the prompt (docs/context.rst; "
-    "a prompt with sources)",
+    "a prompt with sources; on a prompt task its content's words)",
     ("internal_batch_size",),
     reduction="mean",
     models=("causal-lm",),
@@ -302,7 +302,7 @@ for _ablations in (32, 256):
         f"ContextCite with {_ablations} ablations, from its own package (pip "
         "install context-cite): a sparse linear surrogate of the response's "
         "logit-probability over the sources (docs/context.rst; a prompt with "
-        "sources)",
+        "sources; on a prompt task its content's words)",
         ("seed",),
         reduction="mean",
         models=("causal-lm",),

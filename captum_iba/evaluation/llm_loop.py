@@ -27,7 +27,6 @@ from captum_iba.attr.llm_batch import PromptBatch, prompt_batch
 from captum_iba.attr.llm_choice import CausalLMChoice
 from captum_iba.evaluation.llm_degradation import content_mask, degrade_scores
 from captum_iba.evaluation.loop import CorpusJob
-from captum_iba.evaluation.source_methods import SourceScorer
 from captum_iba.evaluation.sources import split_sources, with_sources
 from captum_iba.metrics import DegradationResult
 
@@ -42,10 +41,9 @@ def scorer_batch(
     chat: bool = False,
 ) -> PromptBatch:
     """A prompt task's batch as ``scorer`` explains it: as it is, or for a
-    method that scores a context's sources as such (``contextcite-<A>``,
-    ``loso``, ``shapley-sources``: a
-    :class:`~captum_iba.evaluation.source_methods.SourceScorer`) with the
-    words of each prompt's content as its sources
+    method that needs a context's sources (``contextcite-<A>``, ``loso``,
+    ``shapley-sources``, ``at2``, ``iba-sources``: its ``needs_sources``)
+    with the words of each prompt's content as its sources
     (:func:`~captum_iba.evaluation.sources.split_sources`, ``"word"``;
     :func:`~captum_iba.evaluation.sources.with_sources`), every token of a
     word then holding the word's score.
@@ -62,7 +60,7 @@ def scorer_batch(
         ValueError: For such a method, when a prompt's content has fewer
             than two words.
     """
-    if not isinstance(scorer, SourceScorer):
+    if not getattr(scorer, "needs_sources", False):
         return batch
     words = []
     for row, (prompt, (a, b)) in enumerate(zip(batch.prompts, spans)):

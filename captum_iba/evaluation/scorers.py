@@ -236,6 +236,11 @@ class TokenScorer(MethodFacts):
     #: (:func:`~captum_iba.evaluation.sources.source_scores`; docs/context.rst
     #: says which pooling was measured most faithful per method).
     source_pooling: str = "sum"
+    #: Whether it explains a causal LM's prompts only with their sources
+    #: (:func:`~captum_iba.evaluation.sources.with_sources`); on a prompt
+    #: task the content's words are its sources
+    #: (:func:`~captum_iba.evaluation.llm_loop.scorer_batch`).
+    needs_sources: bool = False
 
     def __init__(
         self,

@@ -228,6 +228,8 @@ def test_a_source_method_scores_the_content_s_words(trained):
     words = scorer_batch(loso, tok, batch, spans)
     assert words.n_sources == 6 and scorer_batch(scorers["llm-random"], tok, batch,
                                                  spans) is batch  # fmt: skip
+    sources = build_scorers(["iba-sources"], Resources(model, tok))["iba-sources"]
+    assert scorer_batch(sources, tok, batch, spans).n_sources == 6  # one mask a word
     found = loso.attribute(words)
     for row, prompt in enumerate(prompts):
         ranked = [prompt[a:b] for a, b in words.spans[row]]
