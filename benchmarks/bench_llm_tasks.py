@@ -126,14 +126,22 @@ def fitted(model: Any, tok: Any, task: str, k: int, rows: List[Dict[str, Any]]) 
     from captum_iba.app.amortized import (
         LLM_OBJECTIVE,
         cached_explainer,
+        explainer_folder,
         training_prompts,
     )
+    from captum_iba.attr.amortized_store import RECORD
     from captum_iba.attr.text import resolve_layer
 
     def fit(module: Any) -> Any:
         limit = model.config.max_position_embeddings
         prompts = training_prompts(task, tok, None, limit, cut=False, count=k)
         ref, made = resolve_layer(model, module), []
+        folder = explainer_folder(model, ref, task, 0, LLM_OBJECTIVE)
+        if (folder / RECORD).is_file():  # it would be loaded, not fitted
+            raise SystemExit(
+                f"an explainer is cached in {folder}: to time a fit, set "
+                "CAPTUM_IBA_CACHE to an empty folder"
+            )
         seconds = timed(
             lambda: made.append(
                 cached_explainer(
