@@ -21,18 +21,7 @@ set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/bench_device}
 SRC=${RELEASED_SRC:-released}
-mkdir -p "$OUT"
-if ! python3 -c "import captum" 2>/dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
-        .whl/*.whl || exit 1
-    export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
-{
-    nvidia-smi -L
-    lscpu | grep -E "Model name|^CPU\(s\)|Thread|Flags"
-    python3 -c "import torch, transformers; print(torch.__version__, transformers.__version__, torch.backends.cpu.get_cpu_capability(), torch.cuda.is_available())"
-} >"$OUT/machine.txt" 2>&1
+. benchmarks/device_setup.sh
 B="python3 benchmarks/bench_released.py"
 timeout 480 $B --released-src "$SRC" --lengths 77 >"$OUT/cpu_77.txt" 2>&1 &
 timeout 480 $B --released-src "$SRC" --lengths 256 >"$OUT/cpu_256.txt" 2>&1 &

@@ -25,18 +25,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/bench_llm_device}
 CONFIG=${SMOLLM2_CONFIG:-.gpu/smollm2}
 export CAPTUM_IBA_DATA=${CAPTUM_IBA_DATA:-$PWD/.gpu/data}
-mkdir -p "$OUT"
-if ! python3 -c "import captum" 2>/dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
-        .whl/*.whl || exit 1
-    export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
-{
-    nvidia-smi -L
-    lscpu | grep -E "Model name|^CPU\(s\)"
-    python3 -c "import torch, transformers; print(torch.__version__, transformers.__version__, torch.backends.cpu.get_cpu_capability(), torch.cuda.is_available())"
-} >"$OUT/machine.txt" 2>&1
+. benchmarks/device_setup.sh
 B="python3 benchmarks/bench_llm_tasks.py --random-weights --model $CONFIG"
 for t in sst2 ag_news rte; do
     CAPTUM_IBA_CACHE=/tmp/cache_cpu_$t timeout 380 $B --tasks $t --n 8 \
