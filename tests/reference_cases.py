@@ -193,8 +193,10 @@ def cases() -> Dict[str, Callable[..., torch.Tensor]]:
         "scorer/iba-faithful": _scorer_case(
             "iba-faithful", layer=0, method_options={"iba-faithful": quick}
         ),
-        "scorer/iba-deletion": _scorer_case(
-            "iba-deletion", method_options={"iba-deletion": {"steps": 3}}
+        "scorer/iba-deletion": _scorer_case(  # its default precision, "auto",
+            # is bf16 on a CPU with native bf16: float32 here, as recorded
+            "iba-deletion",
+            method_options={"iba-deletion": {"steps": 3, "precision": "float32"}},
         ),
         "scorer/LOO": _scorer_case("LOO"),
         "scorer/occlusion": _scorer_case("occlusion"),
