@@ -28,13 +28,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 import faithfulness_study as fs  # noqa: E402
-from context_study import context_examples, parse_passages  # noqa: E402
+from context_study import example_unit, study_examples  # noqa: E402
 
 from captum_iba.app.causal_lm import load_causal_lm  # noqa: E402
-from captum_iba.app.context_tasks import prompt_layout  # noqa: E402
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
-from captum_iba.attr.llm_batch import uses_chat  # noqa: E402
-from captum_iba.evaluation.context_loop import ContextData, context_unit  # noqa: E402
 from captum_iba.metrics.context import linear_datamodeling_score  # noqa: E402
 
 #: IBA's readouts of a mask score ``s`` in [0, 1].
@@ -51,9 +48,9 @@ def example_lds(records: Dict[str, list], unit_ablations, i: int) -> Dict[str, f
     for method, record in records.items():
         for pooling, found in record[i]["pooled"].items():
             scores = torch.tensor(found["scores"], dtype=torch.float64)
-            readouts = READOUTS if method.startswith("iba") else {"recorded": None}
-            for name, read in readouts.items():
-                given = scores if read is None else read(scores)
+            readouts = list(READOUTS) if method.startswith("iba") else ["recorded"]
+            for name in readouts:
+                given = READOUTS[name](scores)
                 lds = float(linear_datamodeling_score(given, unit_ablations)[0])
                 out[f"{method} {pooling} {name}"] = lds
             if not math.isclose(
@@ -72,6 +69,7 @@ def main() -> None:
     parser.add_argument("--split", default="report")
     parser.add_argument("--n", type=int, default=16)
     parser.add_argument("--passages", default="3-10")
+    parser.add_argument("--seed", type=int, default=0, help="the examples' seed")
     parser.add_argument("--out", required=True, help="the study's --out")
     parser.add_argument("--methods", required=True)
     parser.add_argument(
@@ -87,15 +85,11 @@ def main() -> None:
         m: json.loads((folder / f"{m}.json").read_text())
         for m in args.methods.split(",")
     }
-    extra = {"sources": parse_passages(args.passages)}
-    extra = extra if args.task == "context-facts" else {}
-    examples = context_examples(args.task, args.split, args.n, seed=0, **extra)
+    examples = study_examples(args)
     model, tok = load_causal_lm(args.model)
-    chat = uses_chat(tok, None)
     rows: List[Dict[str, float]] = []
     for i, example in enumerate(examples):
-        data = ContextData((example,), prompt_layout(chat), (i,))
-        unit = context_unit(model, tok, data, [0], chat)
+        unit = example_unit(model, tok, example, i)
         rows.append(example_lds(records, unit.ablations[0], i))
     anchor = args.anchor if args.anchor in rows[0] else None
     print(f"{'method, pooling, readout':<48} {'LDS':>6}  paired vs {anchor}")

@@ -130,6 +130,29 @@ def method_scores(
     return {p: s[0] for p, s in pooled.items()}
 
 
+def study_examples(args: argparse.Namespace) -> List[ContextExample]:
+    """The examples of a run's ``--task``, ``--split``, ``--n``, ``--seed``
+    and (``context-facts``) ``--passages`` (LOW-HIGH, checked)."""
+    passages = parse_passages(args.passages)
+    extra = {"sources": passages} if args.task == "context-facts" else {}
+    return context_examples(args.task, args.split, args.n, seed=args.seed, **extra)
+
+
+def example_unit(
+    model: Any,
+    tok: Any,
+    example: ContextExample,
+    number: int = 0,
+    max_new_tokens: int = MAX_NEW_TOKENS,
+) -> Any:
+    """One example's unit as the study makes it: its greedy response and its
+    held-out ablations (seed ``HELDOUT_SEED`` + ``number``), in a chat
+    model's user turn or a base model's text."""
+    chat = uses_chat(tok, None)
+    data = ContextData((example,), prompt_layout(chat), (number,))
+    return context_unit(model, tok, data, [0], chat, max_new_tokens=max_new_tokens)
+
+
 def study_example(
     model: Any,
     tok: Any,
@@ -157,9 +180,7 @@ def study_example(
     Returns:
         dict: Method -> its row.
     """
-    chat = uses_chat(tok, None)  # a chat model's user turn; a base model's text
-    data = ContextData((example,), prompt_layout(chat), (number,))
-    unit = context_unit(model, tok, data, [0], chat, max_new_tokens=max_new_tokens)
+    unit = example_unit(model, tok, example, number, max_new_tokens)
     ll = CausalLMLogLikelihood(model)
     rows = {}
     for method, scorer in scorers.items():
@@ -274,9 +295,7 @@ def run(args: argparse.Namespace) -> None:
     methods = [_stepped(m, args.iba_steps) for m in methods]
     out = Path(args.out) / args.task / args.split
     out.mkdir(parents=True, exist_ok=True)
-    passages = parse_passages(args.passages)  # LOW-HIGH, checked
-    extra = {"sources": passages} if args.task == "context-facts" else {}
-    examples = context_examples(args.task, args.split, args.n, seed=args.seed, **extra)
+    examples = study_examples(args)
     if any(m.startswith(CONTEXTCITE) for m in methods):
         from captum_iba.evaluation.context_cite import import_context_cite
 
