@@ -126,7 +126,9 @@ def method_scores(
             chat=uses_chat(tok, None),
         )  # fmt: skip
         return {OWN: found}
-    pooled = method_source_scores(scorer.attribute(batch), batch)
+    pooled = method_source_scores(
+        scorer.attribute(batch), batch, scorer.source_poolings
+    )
     return {p: s[0] for p, s in pooled.items()}
 
 

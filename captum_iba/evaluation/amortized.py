@@ -36,6 +36,7 @@ from captum_iba.attr.llm_batch import PromptBatch, _pad_id, prompt_batch
 from captum_iba.attr.options import ConfigLike, IBAOptions, _check_int
 from captum_iba.attr.text import LayerLike, resolve_layer
 from captum_iba.evaluation.scorers import TokenScorer
+from captum_iba.evaluation.sources import MASK_POOLINGS
 from captum_iba.registry import EXPLAINER_OBJECTIVES  # their one home
 
 __all__ = [
@@ -327,6 +328,7 @@ class IBAAmortizedScorer(TokenScorer):
 
     #: A mask in [0, 1], as IBA's: a source's most kept token.
     source_pooling = "max"
+    source_poolings = MASK_POOLINGS
     per_token_note = (
         "its explainer is fitted for the whole answer's log-probability, not "
         "for each output token"

@@ -114,15 +114,18 @@ def top1_hit(scores: Tensor, key: int) -> bool:
     return int(source_ranking(scores)[0]) == key
 
 
-def method_source_scores(found: AnswerScores, batch: PromptBatch) -> Dict[str, Tensor]:
+def method_source_scores(
+    found: AnswerScores, batch: PromptBatch, poolings: Sequence[str] = POOLINGS
+) -> Dict[str, Tensor]:
     """A method's result as per-source scores: ``{OWN: (B, S)}`` for a method
     that scores sources as such (``found.sources``), else its whole-answer
-    token scores pooled, one ``(B, S)`` per pooling of
-    :data:`~captum_iba.evaluation.sources.POOLINGS` (NaN past a prompt's
+    token scores pooled, one ``(B, S)`` per pooling of ``poolings`` (a
+    scorer's ``source_poolings``; default
+    :data:`~captum_iba.evaluation.sources.POOLINGS`; NaN past a prompt's
     sources; :func:`~captum_iba.evaluation.sources.source_scores`)."""
     if found.sources is not None:
         return {OWN: source_scores(found, batch)}
-    return {p: source_scores(found, batch, p) for p in POOLINGS}
+    return {p: source_scores(found, batch, p) for p in poolings}
 
 
 @dataclass(frozen=True)
@@ -338,7 +341,8 @@ class ContextJob(CorpusJob):
         metrics (:func:`~captum_iba.metrics.context.context_test` on the
         shared held-out ablations) and its top-1 hit."""
         ll = CausalLMLogLikelihood(self.model)
-        pooled = method_source_scores(scores, unit.batch)
+        poolings = getattr(scorer, "source_poolings", POOLINGS)
+        pooled = method_source_scores(scores, unit.batch, poolings)
         out = []
         for row, i in enumerate(unit.indices):
             n = len(self.data.examples[i].sources)

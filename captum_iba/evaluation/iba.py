@@ -33,7 +33,7 @@ from captum_iba.attr.priors import PriorLike
 from captum_iba.attr.text import LayerLike, resolve_layer, token_attributions
 from captum_iba.evaluation.batches import rows_per_pass
 from captum_iba.evaluation.scorers import TokenScorer
-from captum_iba.evaluation.sources import pool_sources
+from captum_iba.evaluation.sources import MASK_POOLINGS, pool_sources
 
 __all__ = ["IBAScorer"]
 
@@ -81,6 +81,7 @@ class IBAScorer(TokenScorer):
     #: max was the most faithful pooling on the context study's search split
     #: (docs/context.rst). ``mask="source"`` gives each source its own score.
     source_pooling = "max"
+    source_poolings = MASK_POOLINGS
 
     def __init__(
         self,

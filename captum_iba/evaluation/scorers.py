@@ -35,7 +35,7 @@ live in
 import dataclasses
 import time
 import warnings
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Type
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Type
 
 import torch
 from captum.log import log_usage
@@ -236,6 +236,11 @@ class TokenScorer(MethodFacts):
     #: (:func:`~captum_iba.evaluation.sources.source_scores`; docs/context.rst
     #: says which pooling was measured most faithful per method).
     source_pooling: str = "sum"
+    #: The poolings its token scores are reported by in a context study
+    #: (:func:`~captum_iba.evaluation.context_loop.method_source_scores`):
+    #: :data:`~captum_iba.evaluation.sources.POOLINGS`, and for a mask's
+    #: scores in [0, 1] ``"logit-max"`` too.
+    source_poolings: Tuple[str, ...] = ("sum", "mean", "max")
     #: Whether it explains a causal LM's prompts only with their sources
     #: (:func:`~captum_iba.evaluation.sources.with_sources`); on a prompt
     #: task the content's words are its sources

@@ -17,7 +17,8 @@ character span of the prompt; a prompt's sources do not overlap.
   scores (and removes) only the sources' tokens, IBA's ``mask="source"``
   gives one weight per source;
 * :func:`pool_sources` - per-token scores pooled to one score per source
-  (``"sum"``, ``"mean"`` or ``"max"``);
+  (``"sum"``, ``"mean"``, ``"max"``, or for a mask's scores in [0, 1]
+  ``"logit-max"``);
 * :func:`source_scores` - a method's result as one score per source: its
   own where it scores sources as such, its token scores pooled otherwise;
 * :func:`ablated_prompt` - the one ablation rule: a prompt with some of its
@@ -42,6 +43,7 @@ from captum_iba.attr.llm import AnswerScores
 from captum_iba.attr.llm_batch import PromptBatch, encode_prompt
 
 __all__ = [
+    "MASK_POOLINGS",
     "POOLINGS",
     "SPLITS",
     "ablated_prompt",
@@ -61,8 +63,17 @@ Span = Tuple[int, int]
 
 #: How :func:`split_sources` cuts a text.
 SPLITS = ("sentence", "line", "paragraph", "turn", "word")
-#: How :func:`pool_sources` makes a source's score from its tokens'.
+#: How :func:`pool_sources` makes a source's score from any method's token
+#: scores.
 POOLINGS = ("sum", "mean", "max")
+#: A pooling of a mask's token scores in [0, 1] only (IBA's lambda): the
+#: log-odds of the source's largest, ``log(m / (1 - m))`` - the mask's own
+#: parameter alpha, 0 where a deletion step starts (lambda = 1/2), so that
+#: a source the answer does not need adds nothing to the LDS's sum of kept
+#: sources (docs/context.rst, "The mask's log-odds").
+MASK_POOLINGS = POOLINGS + ("logit-max",)
+#: Where "logit-max" clips a mask score (a float32 sigmoid reaches 1.0).
+_MASK_EPS = 1e-6
 
 # A sentence ends at . ! or ? (and closing quotes or brackets) before
 # whitespace; a line break always ends one.
@@ -207,18 +218,21 @@ def pool_sources(
             -1: none).
         n_sources (int): Sources per prompt (the most any prompt has).
         pooling (str): ``"sum"`` (default: additive scores, as a removal's
-            effect), ``"mean"`` or ``"max"`` of the source's tokens.
+            effect), ``"mean"`` or ``"max"`` of the source's tokens, or
+            ``"logit-max"``: the log-odds of the max, for a mask's scores in
+            [0, 1] (:data:`MASK_POOLINGS`; clipped to ``[1e-6, 1 - 1e-6]``).
 
     Returns:
         Tensor: ``(B, n_sources)`` float64; NaN for a source a prompt does
         not have.
 
     Raises:
-        ValueError: For an unknown pooling or shapes that differ.
+        ValueError: For an unknown pooling, shapes that differ, or
+            ``"logit-max"`` of scores outside [0, 1].
     """
-    if pooling not in POOLINGS:
+    if pooling not in MASK_POOLINGS:
         raise ValueError(
-            f"pooling must be one of {', '.join(POOLINGS)}; got {pooling!r}"
+            f"pooling must be one of {', '.join(MASK_POOLINGS)}; got {pooling!r}"
         )
     if scores.shape != index.shape:
         raise ValueError(
@@ -226,6 +240,16 @@ def pool_sources(
         )
     values = scores.detach().double().cpu()
     index = index.cpu()
+    if pooling == "logit-max":
+        inside = values[index >= 0]
+        if len(inside) and (inside.min() < 0 or inside.max() > 1):
+            raise ValueError(
+                "pooling 'logit-max' reads a mask's scores in [0, 1]; these lie "
+                f"in [{float(inside.min()):.3g}, {float(inside.max()):.3g}] "
+                "(use 'sum', 'mean' or 'max')"
+            )
+        values = torch.logit(values.clamp(_MASK_EPS, 1 - _MASK_EPS))
+        pooling = "max"  # the log-odds are monotone: the log-odds of the max
     out = torch.full((scores.shape[0], n_sources), float("nan"), dtype=torch.float64)
     for s in range(n_sources):
         inside = index == s

@@ -85,6 +85,8 @@ def test_a_context_task_records_every_method_s_metrics_and_resumes(
         test = row["context"]
         assert test["cpu_seconds"] >= 0
         poolings = {"-"} if row["method"] == "iba-sources" else {"sum", "mean", "max"}
+        if row["method"] == "iba-deletion":  # a mask's scores: their log-odds too
+            poolings.add("logit-max")
         assert set(test["pooled"]) == poolings
         for found in test["pooled"].values():
             assert len(found["scores"]) == n

@@ -96,6 +96,23 @@ def test_pooling_by_hand():
         pool_sources(scores, index, 2, "median")
 
 
+def test_logit_max_is_the_log_odds_of_a_masks_largest_score():
+    # a mask in [0, 1]: 1/2 (a deletion step's start) reads 0, above it > 0;
+    # the pad column (index -1) may hold anything, it is no source's
+    scores = torch.tensor([[0.5, 0.9, 0.2, 0.1, 7.0], [0.5, 0.5, 1.0, 0.0, 0.0]])
+    index = torch.tensor([[0, 0, 1, 1, -1], [0, 0, 1, 1, -1]])
+    pooled = pool_sources(scores, index, 2, "logit-max")
+    assert pooled[0].tolist() == pytest.approx([math.log(9.0), math.log(0.25)])
+    assert pooled[1, 0] == 0.0
+    # a saturated mask (float32's sigmoid reaches 1.0) is clipped, not inf
+    assert pooled[1, 1] == pytest.approx(math.log((1 - 1e-6) / 1e-6))
+    # the order is the max's: the same ranking of sources as "max"
+    assert pooled[0].argsort().tolist() == (
+        pool_sources(scores, index, 2, "max")[0].argsort().tolist()
+    )
+    with pytest.raises(ValueError, match=r"'logit-max' reads a mask's scores in"):
+        pool_sources(scores - 0.6, index, 2, "logit-max")
+
 def test_tied_groups_share_their_sum_or_mean():
     from captum_iba.attr._tokens import tie_groups
 
