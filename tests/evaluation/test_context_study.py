@@ -43,6 +43,11 @@ def study():
 
 
 @pytest.fixture(scope="module")
+def tables():
+    return experiment("context_tables")
+
+
+@pytest.fixture(scope="module")
 def lm():
     tok = tiny_word_tokenizer()
     tok.chat_template = TEMPLATE
@@ -73,7 +78,7 @@ def test_ablated_prompts_score_the_response_as_the_batch(study, lm):
     assert tok.decode(shorter).count("dog") == 0
 
 
-def test_one_example_end_to_end(study, lm, tmp_path, capsys):
+def test_one_example_end_to_end(study, tables, lm, tmp_path, capsys):
     model, tok = lm
     names = ["random", "ablation", "loso"]
     scorers = build_scorers(
@@ -101,9 +106,9 @@ def test_one_example_end_to_end(study, lm, tmp_path, capsys):
     loso = rows["loso"]["pooled"]["-"]
     assert loso["drops"]["1"] == pytest.approx(max(loso["scores"]), abs=1e-5)
     # the table reads the rows
-    table = study._rows({m: [dict(r, index=0)] for m, r in rows.items()})
+    table = tables._rows({m: [dict(r, index=0)] for m, r in rows.items()})
     assert "LOO (sum)" in table and len(table["random (max)"]["lds"]) == 1
-    assert "LOO (sum)" in study.means_table(table)
+    assert "LOO (sum)" in tables.means_table(table)
     # tables --first N: every method on its first N contexts only
     folder = tmp_path / "context-facts" / "report"
     folder.mkdir(parents=True)
@@ -113,13 +118,18 @@ def test_one_example_end_to_end(study, lm, tmp_path, capsys):
     for first, n_random in ((None, 2), (1, 1)):
         args = argparse.Namespace(
             out=str(tmp_path), task="context-facts", split="report", first=first,
-            docs=None, tag="",
+            docs=None, tag="", anchor=["random (max)"],
         )  # fmt: skip
-        study.tables(args)
-        line = next(
-            x for x in capsys.readouterr().out.splitlines() if "random (max)" in x
-        )
+        study.tables(args)  # context_study's tables command
+        said = capsys.readouterr().out.splitlines()
+        line = next(x for x in said if x.startswith("| random (max) |"))
         assert line.split("|")[2].strip() == str(n_random)
+        # --anchor pairs every other row against it, on the examples both hold
+        paired = next(x for x in said if x.startswith("| loso | random (max) |"))
+        assert paired.split("|")[3].strip() == "1"
+    args.anchor = ["nothing (max)"]
+    with pytest.raises(SystemExit, match="--anchor 'nothing \\(max\\)': no such row"):
+        study.tables(args)
 
 
 def test_top1_hit_breaks_ties_as_the_top_k_drop():
@@ -190,7 +200,7 @@ def test_iba_steps_names_the_record_and_sets_the_steps(study, lm):
     assert study.stepped_scorers(["iba-sources"], None) == {}
 
 
-def test_the_plot_draws_each_method_at_its_best_pooling(study):
+def test_the_plot_draws_each_method_at_its_best_pooling(tables):
     """One point per method: its pooling with the highest mean LDS (None
     and non-finite values left out); a method scoring sources as such, its
     own row."""
@@ -200,4 +210,4 @@ def test_the_plot_draws_each_method_at_its_best_pooling(study):
         "iba-deletion (mean)": {"lds": [0.5, 0.6]},
         "loso": {"lds": [0.3]},
     }
-    assert study.best_pooling(table) == ["iba-deletion (max)", "loso"]
+    assert tables.best_pooling(table) == ["iba-deletion (max)", "loso"]
