@@ -257,7 +257,8 @@ def source_rows(result: Any) -> List[Any]:
             method=f"{name}: sources",
             words=texts,
             scores=result.source_scores(name),
-            signed=m.signed,
+            # a mask's log-odds ("logit-max") are signed though the mask is not
+            signed=m.signed or min(result.source_scores(name), default=0.0) < 0,
             meaning=f"one per source, {m.source_pooling}",
             details=result.details(name),
         )

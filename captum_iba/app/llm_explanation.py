@@ -279,7 +279,7 @@ def _scored(
         per_token_note=getattr(scorer, "per_token_note", "") if per_token else "",
     )
     if batch.sources is not None:
-        from captum_iba.evaluation.sources import source_scores
+        from captum_iba.evaluation.sources import POOLING_WORDS, source_scores
 
         pooling = scorer.source_pooling
         own = source_scores(found, batch, pooling)[0]
@@ -288,7 +288,7 @@ def _scored(
         scores.source_pooling = (
             "its own score of each source"
             if found.sources is not None
-            else f"the {pooling} of its tokens' scores"
+            else POOLING_WORDS[pooling]
         )
     return scores, bool(found.flat is not None and found.flat[0])
 

@@ -15,7 +15,7 @@ answer and each output token in one IBA call).
 
 import dataclasses
 import warnings
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from torch import Tensor
 
@@ -33,7 +33,7 @@ from captum_iba.attr.priors import PriorLike
 from captum_iba.attr.text import LayerLike, resolve_layer, token_attributions
 from captum_iba.evaluation.batches import rows_per_pass
 from captum_iba.evaluation.scorers import TokenScorer
-from captum_iba.evaluation.sources import MASK_POOLINGS, pool_sources
+from captum_iba.evaluation.sources import MASK_POOLINGS, POOLINGS, pool_sources
 
 __all__ = ["IBAScorer"]
 
@@ -77,11 +77,25 @@ class IBAScorer(TokenScorer):
             arguments of :class:`TokenScorer`.
     """
 
-    #: A mask readout lies in [0, 1]: a sum would rank long sources first; the
-    #: max was the most faithful pooling on the context study's search split
-    #: (docs/context.rst). ``mask="source"`` gives each source its own score.
-    source_pooling = "max"
-    source_poolings = MASK_POOLINGS
+    @property
+    def source_poolings(self) -> Tuple[str, ...]:
+        """The poolings a context study reports: ``"logit-max"`` too where the
+        scores are a mask in [0, 1] (``readout="mask_mean"``)."""
+        return MASK_POOLINGS if self.options.readout == "mask_mean" else POOLINGS
+
+    @property
+    def source_pooling(self) -> str:
+        """How its token scores pool to a source (``mask="source"`` gives
+        each source its own score instead). A mask's scores lie in [0, 1], so
+        a sum would rank long sources first; the max was the most faithful
+        pooling on the context study's search split, and the log-odds of the
+        max (``"logit-max"``: 0 at a deletion step's start, lambda = 1/2) above
+        it on both tasks' fresh report contexts (docs/context.rst, "The
+        mask's log-odds"): ``"logit-max"`` for a mask starting at 1/2
+        (``init_alpha=0``: ``iba-deletion``, ``iba-faithful``), else
+        ``"max"`` (the paper's capacity, or another start)."""
+        o = self.options
+        return "logit-max" if o.readout == "mask_mean" and o.init_alpha == 0 else "max"
 
     def __init__(
         self,

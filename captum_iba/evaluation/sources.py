@@ -45,6 +45,7 @@ from captum_iba.attr.llm_batch import PromptBatch, encode_prompt
 __all__ = [
     "MASK_POOLINGS",
     "POOLINGS",
+    "POOLING_WORDS",
     "SPLITS",
     "ablated_prompt",
     "ablated_prompt_ids",
@@ -72,6 +73,14 @@ POOLINGS = ("sum", "mean", "max")
 #: a source the answer does not need adds nothing to the LDS's sum of kept
 #: sources (docs/context.rst, "The mask's log-odds").
 MASK_POOLINGS = POOLINGS + ("logit-max",)
+#: Each pooling in words, as a page and the listing say it.
+POOLING_WORDS = {
+    "sum": "the sum of its tokens' scores",
+    "mean": "the mean of its tokens' scores",
+    "max": "the max of its tokens' scores",
+    "logit-max": "the log-odds of its tokens' largest mask score (0: the mask's "
+    "start, 1/2; > 0: kept, < 0: left out)",
+}
 #: Where "logit-max" clips a mask score (a float32 sigmoid reaches 1.0).
 _MASK_EPS = 1e-6
 

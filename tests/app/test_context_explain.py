@@ -90,6 +90,23 @@ def test_a_text_is_cut_by_sentence_and_token_scores_pool(lm):
     assert result.source_scores("ig") == pytest.approx(expected, rel=1e-6)
 
 
+def test_iba_deletion_pools_a_source_by_its_masks_log_odds(lm):
+    """iba-deletion's token scores are a mask in [0, 1] that starts at 1/2: a
+    source's score is the log-odds of its largest (docs/context.rst, "The
+    mask's log-odds"); the paper's IBA (its capacity) keeps the max."""
+    text = "the cat sat on the mat. a dog ran in the park! the big dog"
+    result = _explain(lm, text, "iba-deletion", steps=2)
+    found = result.methods["iba-deletion"]
+    assert found.source_pooling.startswith("the log-odds of its tokens' largest")
+    tokens = result.scores(pieces=True)  # each word a token, a mark one more
+    sizes = [7, 7, 3]
+    largest = [max(tokens[sum(sizes[:i]) : sum(sizes[: i + 1])]) for i in range(3)]
+    expected = [math.log(m / (1 - m)) for m in largest]
+    assert result.source_scores() == pytest.approx(expected, rel=1e-5, abs=1e-5)
+    paper = _explain(lm, text, "IBA", steps=2)
+    assert paper.methods["IBA"].source_pooling == "the max of its tokens' scores"
+
+
 def test_sources_given_as_spans_and_several_methods(lm):
     text = "the cat sat on the mat a dog ran in the park"
     result = _explain(
