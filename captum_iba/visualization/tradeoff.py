@@ -112,6 +112,8 @@ def plot_cost_faithfulness(
         )
     ax.set_xscale("log")
     ax.margins(x=0.1)  # room for the labels of the cheapest and dearest points
+    left, right = ax.get_xlim()  # and more on the right: a label reads rightwards
+    ax.set_xlim(left, right * (right / left) ** 0.2)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, which="both", alpha=0.25)
@@ -148,7 +150,7 @@ def _place_labels(
 ) -> None:
     """Labels next to their points, each at the first place where it overlaps
     no label, point or error bar placed before it and stays inside the axes
-    (the first place if none is free)."""
+    (if none is free, the place hiding the least of them)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     fig = ax.get_figure()
@@ -178,19 +180,34 @@ def _place_labels(
             fontsize=7.5,
             color="tab:red" if name in highlight else "0.15",
         )
-        for anchor, dx, dy, ha, va in _PLACES + _PLACES[:1]:  # none free: the first
-            text.xy = anchors[anchor]
-            text.set_position((dx, dy))
-            text.set_horizontalalignment(ha)
-            text.set_verticalalignment(va)
-            box = text.get_window_extent(renderer)
+        best = None  # (cost, place): the place that hides the least
+        for place in _PLACES:
+            box = _put(text, anchors, place, renderer)
             inside = frame.x0 <= box.x0 and box.x1 <= frame.x1
             inside = inside and frame.y0 <= box.y0 and box.y1 <= frame.y1
-            if inside and not any(_overlap(box, other) for other in taken):
+            hidden = sum(_overlap(box, other) for other in taken)
+            cost = hidden + (0.0 if inside else box.width * box.height)
+            if best is None or cost < best[0]:
+                best = (cost, place)
+            if cost == 0:
                 break
-        taken.append(box)
+        taken.append(_put(text, anchors, best[1], renderer))
 
 
-def _overlap(a: Bbox, b: Bbox) -> bool:
-    """Whether two boxes share interior (``Bbox.overlaps`` also counts touching)."""
-    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+def _put(text: Any, anchors: Mapping[str, Tuple[float, float]], place: Tuple,
+         renderer: Any) -> Bbox:  # fmt: skip
+    """Moves ``text`` to ``place`` (an entry of :data:`_PLACES`); its box."""
+    anchor, dx, dy, ha, va = place
+    text.xy = anchors[anchor]
+    text.set_position((dx, dy))
+    text.set_horizontalalignment(ha)
+    text.set_verticalalignment(va)
+    return text.get_window_extent(renderer)
+
+
+def _overlap(a: Bbox, b: Bbox) -> float:
+    """The area two boxes share (0 when they only touch: ``Bbox.overlaps``
+    counts touching)."""
+    return max(0.0, min(a.x1, b.x1) - max(a.x0, b.x0)) * max(
+        0.0, min(a.y1, b.y1) - max(a.y0, b.y0)
+    )
