@@ -113,6 +113,7 @@ def test_logit_max_is_the_log_odds_of_a_masks_largest_score():
     with pytest.raises(ValueError, match=r"'logit-max' reads a mask's scores in"):
         pool_sources(scores - 0.6, index, 2, "logit-max")
 
+
 def test_tied_groups_share_their_sum_or_mean():
     from captum_iba.attr._tokens import tie_groups
 
