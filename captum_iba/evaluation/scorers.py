@@ -52,6 +52,7 @@ from captum_iba._utils.kinds import is_causal_lm
 from captum_iba.attr.llm import AnswerScores
 from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.evaluation.batches import TokenBatch
+from captum_iba.evaluation.sources import POOLINGS
 from captum_iba.registry import METHODS, SETTINGS
 
 __all__ = [
@@ -240,7 +241,7 @@ class TokenScorer(MethodFacts):
     #: (:func:`~captum_iba.evaluation.context_loop.method_source_scores`):
     #: :data:`~captum_iba.evaluation.sources.POOLINGS`, and for a mask's
     #: scores in [0, 1] ``"logit-max"`` too.
-    source_poolings: Tuple[str, ...] = ("sum", "mean", "max")
+    source_poolings: Tuple[str, ...] = POOLINGS
     #: Whether it explains a causal LM's prompts only with their sources
     #: (:func:`~captum_iba.evaluation.sources.with_sources`); on a prompt
     #: task the content's words are its sources
