@@ -251,16 +251,18 @@ def source_rows(result: Any) -> List[Any]:
     its score (the page's scale), ranked."""
     from captum_iba.visualization.page import ScoreRow
 
-    texts = result.sources()
-    return [
-        ScoreRow(
-            method=f"{name}: sources",
-            words=texts,
-            scores=result.source_scores(name),
-            # a mask's log-odds ("logit-max") are signed though the mask is not
-            signed=m.signed or min(result.source_scores(name), default=0.0) < 0,
-            meaning=f"one per source, {m.source_pooling}",
-            details=result.details(name),
+    texts, rows = result.sources(), []
+    for name, m in result.methods.items():
+        scores = result.source_scores(name)
+        rows.append(
+            ScoreRow(
+                method=f"{name}: sources",
+                words=texts,
+                scores=scores,
+                # a mask's log-odds ("logit-max") are signed though the mask is not
+                signed=m.signed or min(scores, default=0.0) < 0,
+                meaning=f"one per source, {m.source_pooling}",
+                details=result.details(name),
+            )
         )
-        for name, m in result.methods.items()
-    ]
+    return rows

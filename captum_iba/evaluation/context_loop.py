@@ -341,8 +341,7 @@ class ContextJob(CorpusJob):
         metrics (:func:`~captum_iba.metrics.context.context_test` on the
         shared held-out ablations) and its top-1 hit."""
         ll = CausalLMLogLikelihood(self.model)
-        poolings = getattr(scorer, "source_poolings", POOLINGS)
-        pooled = method_source_scores(scores, unit.batch, poolings)
+        pooled = method_source_scores(scores, unit.batch, scorer.source_poolings)
         out = []
         for row, i in enumerate(unit.indices):
             n = len(self.data.examples[i].sources)
