@@ -297,6 +297,10 @@ def run(args: argparse.Namespace) -> None:
 
         import_context_cite()  # its slow import (spaCy, NLTK) is not ContextCite's cost
     model, tok = load_causal_lm(args.model)
+    if args.tokenizer:  # the same tokens under another transformers (AttnLRP's)
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(args.tokenizer)
     built: Dict[str, Any] = {m: {m: make(model, tok)} for m, make in made.items()}
     for i, example in enumerate(examples):
         todo = [m for m in methods if len(_record(out, m)) == i]
@@ -345,6 +349,10 @@ def main() -> None:
     run_p.add_argument("--seed", type=int, default=0, help="the examples' seed")
     run_p.add_argument("--methods", default="contextcite-32,iba-deletion,random")
     run_p.add_argument("--model", default=SMOLLM2_HUB_ID)
+    run_p.add_argument(
+        "--tokenizer", help="a tokenizer folder replacing the model's (attnlrp runs "
+        "under transformers 4: give it the tokenizer saved under 5, docs/llm.rst)",
+    )  # fmt: skip
     run_p.add_argument(
         "--at2-dir", help="AT2's weights folder (default: ~/.cache/captum_iba/at2)"
     )
