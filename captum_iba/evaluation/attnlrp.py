@@ -16,7 +16,9 @@ class level. This scorer therefore:
   LM's answer tokens' logits (:class:`AttnLRPScorer`, one class for both).
 
 Requirements (an optional extra, ``pip install "captum-iba[attnlrp]"``):
-``lxt`` 2.1 supports BERT, GPT-2, Llama, Qwen and Gemma; it imports
+``lxt`` 2.1 supports BERT, GPT-2, Llama, Qwen and Gemma (offered here for
+BERT, GPT-2, Llama and Gemma 3's text model, ``model_type`` ``"gemma3_text"``,
+run on Gemma 3 270M in docs/context.rst); it imports
 ``transformers.modeling_attn_mask_utils`` and
 ``transformers.pytorch_utils.find_pruneable_heads_and_indices``, which
 transformers 5 removed, so it needs ``transformers<5`` (4.51 to 4.53 work;
@@ -49,6 +51,7 @@ __all__ = [
 #: The model families the scorer knows: model_type -> transformers module.
 _MODULES = {
     "bert": "transformers.models.bert.modeling_bert",
+    "gemma3_text": "transformers.models.gemma3.modeling_gemma3",
     "gpt2": "transformers.models.gpt2.modeling_gpt2",
     "llama": "transformers.models.llama.modeling_llama",
 }
@@ -197,7 +200,7 @@ class AttnLRPScorer(TokenScorer):
     Args:
         model (nn.Module): A Hugging Face ``...ForSequenceClassification``
             or ``...ForCausalLM`` model of a family ``lxt`` supports (BERT,
-            GPT-2, Llama).
+            GPT-2, Llama, Gemma 3's text model).
         **kwargs: See :class:`TokenScorer`.
 
     Raises:

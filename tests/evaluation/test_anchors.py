@@ -225,3 +225,14 @@ def test_attnlrp_restores_everything_it_patched(model, tokenizer, batch, monkeyp
     with pytest.raises(ValueError, match="model types"):
         AttnLRPScorer(BagOfWords(30))
     assert attnlrp_module._MODULES["bert"] == modeling_bert.__name__
+
+
+@pytest.mark.parametrize("model_type", sorted(attnlrp_module._MODULES))
+def test_attnlrp_names_a_transformers_module_of_each_family(model_type):
+    """Each family AttnLRP is offered for names a module transformers has
+    (the module lxt patches), and its ``...ForCausalLM`` or classifier class is
+    there for :func:`~captum_iba.evaluation.attnlrp.patched_copy`."""
+    import importlib
+
+    module = importlib.import_module(attnlrp_module._MODULES[model_type])
+    assert any(name.endswith(("ForCausalLM", "LMHeadModel")) for name in vars(module))
