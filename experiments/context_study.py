@@ -66,6 +66,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from context_tables import CONTEXTCITE, tables  # noqa: E402
+from study_lm import TOKENIZER_HELP, study_lm  # noqa: E402
 
 from captum_iba._utils.io import atomic_write_text  # noqa: E402
 from captum_iba.app.context_corpus import parse_passages  # noqa: E402
@@ -280,8 +281,6 @@ def run(args: argparse.Namespace) -> None:
     """Score and test every method on every example not yet cached."""
     os.environ.setdefault("TQDM_DISABLE", "1")  # ContextCite's progress bars
     torch.set_num_threads(1)
-    from captum_iba.app.causal_lm import load_causal_lm
-
     methods = [  # a registered method by its name now (ablation -> LOO)
         m if m.startswith(ANCHORS) else METHODS.entry(m).name
         for m in args.methods.split(",")
@@ -296,11 +295,7 @@ def run(args: argparse.Namespace) -> None:
         from captum_iba.evaluation.context_cite import import_context_cite
 
         import_context_cite()  # its slow import (spaCy, NLTK) is not ContextCite's cost
-    model, tok = load_causal_lm(args.model)
-    if args.tokenizer:  # the same tokens under another transformers (AttnLRP's)
-        from transformers import AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(args.tokenizer)
+    model, tok = study_lm(args.model, args.tokenizer)
     built: Dict[str, Any] = {m: {m: make(model, tok)} for m, make in made.items()}
     for i, example in enumerate(examples):
         todo = [m for m in methods if len(_record(out, m)) == i]
@@ -349,10 +344,7 @@ def main() -> None:
     run_p.add_argument("--seed", type=int, default=0, help="the examples' seed")
     run_p.add_argument("--methods", default="contextcite-32,iba-deletion,random")
     run_p.add_argument("--model", default=SMOLLM2_HUB_ID)
-    run_p.add_argument(
-        "--tokenizer", help="a tokenizer folder replacing the model's (attnlrp runs "
-        "under transformers 4: give it the tokenizer saved under 5, docs/llm.rst)",
-    )  # fmt: skip
+    run_p.add_argument("--tokenizer", help=TOKENIZER_HELP)
     run_p.add_argument(
         "--at2-dir", help="AT2's weights folder (default: ~/.cache/captum_iba/at2)"
     )

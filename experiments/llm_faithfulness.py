@@ -47,7 +47,6 @@ from typing import Any, Dict, List
 
 import numpy as np
 import torch
-from transformers import AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).parent))
 import faithfulness_study as fs  # noqa: E402
@@ -59,10 +58,10 @@ from llm_study_tables import (  # noqa: E402
     summary,
     tables,
 )
+from study_lm import TOKENIZER_HELP, study_lm  # noqa: E402
 from study_parts import Record  # noqa: E402
 
 from captum_iba.app.amortized import LLM_OBJECTIVE, LLM_TRAIN_PROMPTS  # noqa: E402
-from captum_iba.app.causal_lm import load_causal_lm  # noqa: E402
 from captum_iba.app.data import HELDOUT_SPLIT  # noqa: E402
 from captum_iba.app.llm_tasks import (  # noqa: E402
     TASKS,
@@ -89,9 +88,7 @@ def run(args: argparse.Namespace) -> None:
     """Score and test every method not yet cached."""
     torch.set_num_threads(1)
     cpu = torch.backends.cpu.get_cpu_capability()
-    model, tok = load_causal_lm(args.model)
-    if args.tokenizer:  # the same tokens under another transformers (AttnLRP's)
-        tok = AutoTokenizer.from_pretrained(args.tokenizer)
+    model, tok = study_lm(args.model, args.tokenizer)
     task = TASKS[args.task]
     examples = task_examples(task, _split(args.task, args.split), tok, args.n)
     chosen = label_choice(model, tok, examples.prompts, task)
@@ -294,13 +291,7 @@ def main() -> None:
         "command line's number and cached explainer; another is recorded as "
         "iba-amortized-p<K>)",
     )
-    sub.choices["run"].add_argument(
-        "--tokenizer",
-        help="a tokenizer folder replacing the model's (attnlrp runs under "
-        "transformers 4.x, whose GGUF tokenizer adds a BOS token: give it the "
-        "tokenizer saved under transformers 5, with tokenizer_class "
-        "PreTrainedTokenizerFast)",
-    )
+    sub.choices["run"].add_argument("--tokenizer", help=TOKENIZER_HELP)
     sub.choices["run"].add_argument(
         "--fit-objective",
         choices=sorted(EXPLAINER_OBJECTIVES),

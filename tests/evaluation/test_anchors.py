@@ -5,6 +5,8 @@ Where a model is exactly linear in its tokens (a bag of words), every method's
 expected scores are known in closed form.
 """
 
+import importlib
+
 import pytest
 import torch
 from captum.attr import FeatureAblation, LayerIntegratedGradients
@@ -230,9 +232,8 @@ def test_attnlrp_restores_everything_it_patched(model, tokenizer, batch, monkeyp
 @pytest.mark.parametrize("model_type", sorted(attnlrp_module._MODULES))
 def test_attnlrp_names_a_transformers_module_of_each_family(model_type):
     """Each family AttnLRP is offered for names a module transformers has
-    (the module lxt patches), and its ``...ForCausalLM`` or classifier class is
-    there for :func:`~captum_iba.evaluation.attnlrp.patched_copy`."""
-    import importlib
-
+    (the module lxt patches) that holds the family's causal LM class
+    (``...ForCausalLM`` or ``...LMHeadModel``), which
+    :func:`~captum_iba.evaluation.attnlrp.patched_copy` rebuilds."""
     module = importlib.import_module(attnlrp_module._MODULES[model_type])
     assert any(name.endswith(("ForCausalLM", "LMHeadModel")) for name in vars(module))
