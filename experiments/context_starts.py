@@ -43,6 +43,7 @@ from captum_iba.app.causal_lm import load_causal_lm  # noqa: E402
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
 from captum_iba.attr._attention import attention_removal  # noqa: E402
 from captum_iba.attr.llm import CausalLMLogLikelihood  # noqa: E402
+from captum_iba.evaluation.sources import pool_sources  # noqa: E402
 from captum_iba.metrics.context import (  # noqa: E402
     ablate_sources,
     linear_datamodeling_score,
@@ -65,12 +66,6 @@ def token_gradients(model, batch, log_weights: Tensor) -> Tensor:
     return grad.double()
 
 
-def pool(grad: Tensor, src: Tensor, n: int, how: str) -> Tensor:
-    """``(K, S)``: each source's tokens' gradients by max or sum."""
-    out = [getattr(grad[:, src == s], how)(1) for s in range(n)]
-    return torch.stack([o.values if how == "max" else o for o in out], 1)
-
-
 def draws(n: int, k: int, gen: torch.Generator) -> Dict[str, Tensor]:
     """Per-source log-weights ``(k, n)`` of each kind of start."""
     u = lambda: torch.rand(k, n, generator=gen)  # noqa: E731
@@ -85,7 +80,10 @@ def draws(n: int, k: int, gen: torch.Generator) -> Dict[str, Tensor]:
 def example_row(model, tok, unit, n: int, i: int, k: int) -> Dict[str, float]:
     """One example's LDS per variant."""
     held, batch = unit.ablations[0], unit.batch
-    src = batch.sources[0, :-1]
+    src = batch.sources[:, :-1]
+
+    def pool(grad: Tensor, how: str) -> Tensor:  # (K, S): by max or sum
+        return pool_sources(grad, src.expand(len(grad), -1), n, how)
 
     def lds(scores: Tensor) -> float:
         return float(linear_datamodeling_score(scores.double(), held)[0])
@@ -95,14 +93,14 @@ def example_row(model, tok, unit, n: int, i: int, k: int) -> Dict[str, float]:
     center = token_gradients(model, batch, torch.full((1, n), float(np.log(0.5))))
     row["cpu center"] = time.process_time() - start
     for how in ("max", "sum"):
-        row[f"center-{how}"] = lds(pool(center, src, n, how)[0])
+        row[f"center-{how}"] = lds(pool(center, how)[0])
     gen = torch.Generator().manual_seed(1000 + i)
     for name, weights in draws(n, k, gen).items():
         start = time.process_time()
         grad = token_gradients(model, batch, weights)
         row[f"cpu {name}-{k}"] = time.process_time() - start
         for how in ("max", "sum"):
-            pooled = pool(grad, src, n, how)
+            pooled = pool(grad, how)
             for m in (2, 4, 8):
                 if m <= k:
                     row[f"{name}-{how}-{m}"] = lds(pooled[:m].mean(0))
