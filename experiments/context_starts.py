@@ -43,6 +43,7 @@ from captum_iba.app.causal_lm import load_causal_lm  # noqa: E402
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
 from captum_iba.attr._attention import attention_removal  # noqa: E402
 from captum_iba.attr.llm import CausalLMLogLikelihood  # noqa: E402
+from captum_iba.attr.llm_batch import _pad_id  # noqa: E402
 from captum_iba.evaluation.sources import pool_sources  # noqa: E402
 from captum_iba.metrics.context import (  # noqa: E402
     ablate_sources,
@@ -106,7 +107,7 @@ def example_row(model, tok, unit, n: int, i: int, k: int) -> Dict[str, float]:
                     row[f"{name}-{how}-{m}"] = lds(pooled[:m].mean(0))
     fit = ablate_sources(
         CausalLMLogLikelihood(model), unit.prompt_ids[0], batch.answer_ids(0), n,
-        32, 0.5, 61000 + i, pad_token_id=tok.pad_token_id or 0,
+        32, 0.5, 61000 + i, pad_token_id=_pad_id(tok),
     )  # fmt: skip
     x = np.concatenate([np.ones((32, 1)), fit.keep.double().numpy()], 1)
     y = np.clip(fit.log_odds.numpy(), -50, 50)
