@@ -26,8 +26,12 @@ A model with a chat template reads the prompts as user turns (AT2's way);
 a base model (Gemma 3 270M) as the study gives them to it: plain text ending
 in ``"\\nAnswer:"`` (``BASE_SUFFIX``), a BOS before it.
 
-CPU-seconds (one torch thread, ``time.process_time``) are each budget's own:
-its examples' responses and ablations, then the fit.
+CPU-seconds (one torch thread, ``time.process_time``) and wall-seconds are
+each budget's own: its examples' responses and ablations, then the fit. On a
+GPU (``--device cuda``), ``--generate-batch`` and ``--ablation-batch`` run
+several responses and ablations a pass (a store keeps its generate batch),
+and ``--stop-after`` ends the ablations at a time limit, the budgets then
+trained on those done.
 """
 
 import argparse
@@ -46,7 +50,7 @@ from captum_iba.app.context_tasks import BASE_SUFFIX, CONTEXT_TASKS, context_exa
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID
 from captum_iba.attr.llm_batch import uses_chat
 from captum_iba.evaluation.at2 import at2_weights_path, import_at2
-from captum_iba.evaluation.at2_training import at2_trainer, train_at2
+from captum_iba.evaluation.at2_training import at2_trainer, train_at2, wall_seconds
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -82,6 +86,23 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--train-only", action="store_true", help="ablate nothing: train on those done"
     )
+    parser.add_argument(
+        "--device", default="cpu", help="where the model runs (cpu, cuda, cuda:1)"
+    )
+    parser.add_argument(
+        "--generate-batch", type=int, default=1, help="responses generated together"
+    )
+    parser.add_argument(
+        "--ablation-batch", type=int, default=4, help="ablations a forward pass"
+    )
+    parser.add_argument(
+        "--stop-after",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="ablate no example begun after this many wall-seconds (resume later); "
+        "budgets beyond the examples ablated are skipped",
+    )
     parser.add_argument("--model", default=SMOLLM2_HUB_ID)
     parser.add_argument("--out", default=None, help="weights folder (default: cache)")
     parser.add_argument("--work", default=None, help="AT2's store (default: cache)")
@@ -92,6 +113,10 @@ def parse(argv=None) -> argparse.Namespace:
         parser.error(f"--n takes integers: {args.n!r}")
     if args.budgets[0] < 0 or args.ablations < 2 or args.budgets[-1] > args.pool:
         parser.error("--n must be 0..--pool (0: untrained) and --ablations >= 2")
+    if args.generate_batch < 1 or args.ablation_batch < 1:
+        parser.error("--generate-batch and --ablation-batch must be >= 1")
+    if args.device != "cpu" and not torch.cuda.is_available():
+        parser.error(f"--device {args.device}: torch sees no CUDA device here")
     args.source_range = _passages(parser, args)
     return args
 
@@ -137,6 +162,7 @@ def main(argv=None) -> None:
     options = {"sources": args.source_range} if args.task == "context-facts" else {}
     examples = context_examples(args.task, "search", args.pool, args.seed, **options)
     model, tok = load_causal_lm(args.model)
+    model.to(args.device)
     work = work_folder(args)  # one store per set of examples
     pairs = [(e.sources, e.query) for e in examples]
     chat = uses_chat(tok, None)  # a base model: the study's plain-text layout
@@ -150,6 +176,9 @@ def main(argv=None) -> None:
         first=args.first,
         chat=chat,
         suffix="" if chat else BASE_SUFFIX,
+        generate_batch=args.generate_batch,
+        ablation_batch=args.ablation_batch,
+        stop_after=args.stop_after,
     )
     if args.first:  # a second worker: the first one trains
         print(f"ablated examples {args.first}..{args.budgets[-1] - 1} in {work}")
@@ -157,21 +186,34 @@ def main(argv=None) -> None:
     ablated = [
         i for i in range(args.pool) if trainer.is_features_and_outputs_completed(i)
     ]
+    walls = wall_seconds(work, args.pool)
+    print(f"{len(ablated)} of {args.pool} examples ablated in {work}", flush=True)
     for n in args.budgets:
-        began = time.process_time()
+        if n > len(ablated):
+            print(f"budget {n} skipped: {len(ablated)} examples ablated", flush=True)
+            continue
+        began, wall = time.process_time(), time.perf_counter()
         path = at2_weights_path(args.model, args.task, n, args.ablations, args.out)
         extras = dict(
             model_name=args.model, task=args.task, seed=args.seed,
             ablations=args.ablations, sources=list(args.source_range),
         )  # fmt: skip
         with torch.enable_grad():
-            train_at2(trainer, n, path, extras, iterations=args.iterations)
+            train_at2(
+                trainer, n, path, extras, iterations=args.iterations,
+                device=args.device,
+            )  # fmt: skip
         fit = time.process_time() - began
+        fit_wall = time.perf_counter() - wall
         data = sum(seconds[i] for i in ablated[:n])  # those train_at2 takes
+        data_wall = sum(walls[i] for i in ablated[:n])
         print(json.dumps(dict(
             n=n, ablations=args.ablations, task=args.task, saved=str(path),
+            device=args.device,
             cpu_seconds=round(data + fit, 1), ablation_cpu_seconds=round(data, 1),
-            fit_cpu_seconds=round(fit, 1),
+            fit_cpu_seconds=round(fit, 1), wall_seconds=round(data_wall + fit_wall, 1),
+            ablation_wall_seconds=round(data_wall, 1),
+            fit_wall_seconds=round(fit_wall, 1),
         )), flush=True)  # fmt: skip
 
 

@@ -17,8 +17,9 @@ NLTK download, which fails offline).
 
 import json
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -37,7 +38,11 @@ from captum_iba.evaluation.at2_model import (
     model_type_of,
 )
 
-__all__ = ["at2_trainer", "train_at2"]
+__all__ = ["at2_trainer", "train_at2", "wall_seconds"]
+
+#: AT2's batch of examples a training step (its trainer's default, sampled
+#: without replacement); a budget below it trains on all its examples a step.
+AT2_BATCH = 512
 
 
 def at2_trainer(
@@ -51,6 +56,9 @@ def at2_trainer(
     first: int = 0,
     chat: bool = True,
     suffix: str = "",
+    generate_batch: int = 1,
+    ablation_batch: int = 4,
+    stop_after: Optional[float] = None,
 ) -> Tuple[Any, List[float]]:
     """AT2's trainer over ``examples`` with every example's responses
     generated and the first ``limit``'s ablations run (resumable: the
@@ -72,6 +80,12 @@ def at2_trainer(
             :func:`~captum_iba.evaluation.at2.at2_token_scores` reads them).
             Default True.
         suffix (str): After each prompt (a base model's ``"\\nAnswer:"``).
+        generate_batch (int): Responses generated together (the package's
+            batched generation, left-padded). A store keeps the batch size
+            it was begun with: resume it with the same. Default 1.
+        ablation_batch (int): Ablations run together. Default 4.
+        stop_after (float, optional): Wall-seconds after which no further
+            example is ablated (the store keeps those done: resume later).
 
     Raises:
         ValueError: For ``chat`` without a chat template, a model family AT2
@@ -81,7 +95,9 @@ def at2_trainer(
     Returns:
         (trainer, list of float): The trainer and each example's CPU-seconds
         (its response and ablations, whenever they were run; kept in
-        ``work_dir/cpu_seconds.json``; 0 for an example not ablated).
+        ``work_dir/cpu_seconds.json``, and the wall-seconds in
+        ``wall_seconds.json``, :func:`wall_seconds`; 0 for an example not
+        ablated; a batch's response time shared by its examples).
     """
     from datasets import Dataset
 
@@ -111,28 +127,36 @@ def at2_trainer(
         split_target_by=None,
         num_masks=ablations,
     )
-    record = _Seconds(Path(work_dir), len(rows), first)
-    with model_as_found(model):
-        for i in range(len(rows)):  # one job per example: each one's time
-            began = time.process_time()
+    record = _Clocks(Path(work_dir), len(rows), first)
+    jobs = -(-len(rows) // generate_batch)  # one job a batch: each one's time
+    _check_jobs(Path(work_dir), jobs, generate_batch)
+    with model_as_found(model), _left_padded(tokenizer, generate_batch > 1):
+        for job in range(jobs):
+            record.start()
             with torch.no_grad():
-                trainer.generate(job_index=i, num_jobs=len(rows), batch_size=1)
-            record.add(i, "response", time.process_time() - began)
+                trainer.generate(job, jobs, batch_size=generate_batch)
+            batch = range(
+                job * generate_batch, min(len(rows), (job + 1) * generate_batch)
+            )
+            record.stop(batch, "response")
         end = len(rows) if limit is None else min(limit, len(rows))
-        _ablate(trainer, range(first, end), record)
-    return trainer, record.totals()
+        deadline = None if stop_after is None else time.perf_counter() + stop_after
+        _ablate(trainer, range(first, end), record, ablation_batch, deadline)
+    return trainer, record.cpu.totals()
 
 
 class _Seconds:
-    """Each example's CPU-seconds (its response, its ablations), kept in JSON
-    files beside the package's store as they are spent (one per worker:
-    ``cpu_seconds.json``, ``cpu_seconds_<first>.json``): a resumed run
-    reads the earlier runs'."""
+    """Each example's seconds of one clock (its response, its ablations),
+    kept in JSON files beside the package's store as they are spent (one per
+    worker: ``<clock>_seconds.json``, ``<clock>_seconds_<first>.json``): a
+    resumed run reads the earlier runs'."""
 
-    def __init__(self, folder: Path, n: int, first: int = 0) -> None:
-        self.folder, self.n = folder, n
+    def __init__(
+        self, folder: Path, n: int, first: int = 0, clock: str = "cpu"
+    ) -> None:
+        self.folder, self.n, self.clock = folder, n, clock
         self.path = folder / (
-            f"cpu_seconds_{first}.json" if first else "cpu_seconds.json"
+            f"{clock}_seconds_{first}.json" if first else f"{clock}_seconds.json"
         )
         self.data = json.loads(self.path.read_text()) if self.path.exists() else {}
 
@@ -143,7 +167,7 @@ class _Seconds:
 
     def totals(self) -> List[float]:
         merged: Dict[str, Dict[str, float]] = {}
-        for path in sorted(self.folder.glob("cpu_seconds*.json")):
+        for path in sorted(self.folder.glob(f"{self.clock}_seconds*.json")):
             for i, parts in json.loads(path.read_text()).items():
                 mine = merged.setdefault(i, {})
                 for part, spent in parts.items():  # a cached call spent ~0
@@ -151,23 +175,85 @@ class _Seconds:
         return [sum(merged.get(str(i), {}).values()) for i in range(self.n)]
 
 
-def _ablate(trainer: Any, examples: range, record: _Seconds) -> None:
+class _Clocks:
+    """CPU- and wall-seconds (:class:`_Seconds` of each), a step's time
+    shared by the examples it served."""
+
+    def __init__(self, folder: Path, n: int, first: int = 0) -> None:
+        self.cpu = _Seconds(folder, n, first, "cpu")
+        self.wall = _Seconds(folder, n, first, "wall")
+
+    def start(self) -> None:
+        self.began = (time.process_time(), time.perf_counter())
+
+    def stop(self, examples: range, part: str) -> None:
+        cpu, wall = time.process_time(), time.perf_counter()
+        for i in examples:
+            self.cpu.add(i, part, (cpu - self.began[0]) / len(examples))
+            self.wall.add(i, part, (wall - self.began[1]) / len(examples))
+
+
+def _check_jobs(work_dir: Path, jobs: int, generate_batch: int) -> None:
+    """Refuse a store begun with another ``generate_batch`` (the package
+    names its response files ``<job>_of_<jobs>.json`` and reads them all)."""
+    folder = work_dir / "generations"
+    found = sorted(p.name for p in folder.glob("*.json")) if folder.is_dir() else []
+    other = [name for name in found if not name.endswith(f"_of_{jobs}.json")]
+    if other:
+        raise ValueError(
+            f"{work_dir} was begun with another generate_batch (its response "
+            f"files: {other[0]}, ...; {generate_batch} makes {jobs} jobs): "
+            "resume it with the batch it was begun with, or use another store"
+        )
+
+
+@contextmanager
+def _left_padded(tokenizer: Any, left: bool) -> Iterator[None]:
+    """The tokenizer padding on the left while ``left`` (the package's
+    batched generation reads each prompt as ending where the batch's does),
+    its own side restored afterwards."""
+    side = tokenizer.padding_side
+    tokenizer.padding_side = "left" if left else side
+    try:
+        yield
+    finally:
+        tokenizer.padding_side = side
+
+
+def wall_seconds(work_dir: PathLike, n: int) -> List[float]:
+    """Each of the store's ``n`` examples' wall-seconds (its response and
+    ablations; 0 where none was recorded)."""
+    return _Seconds(Path(work_dir), n, clock="wall").totals()
+
+
+def _ablate(
+    trainer: Any,
+    examples: range,
+    record: _Clocks,
+    batch_size: int = 4,
+    deadline: Optional[float] = None,
+) -> None:
     """The package's ablations and features of ``examples`` not yet in its
     store (its ``compute_features_and_outputs`` as one job, the same store,
-    over a range of it)."""
+    over a range of it), ``batch_size`` ablations a pass, none begun after
+    ``deadline`` (``time.perf_counter``)."""
     features, outputs, completed, starts = trainer.get_store_for_job(0, 1)
     for i in examples:
         if completed[i]:
             continue
-        began = time.process_time()
-        found, outcomes = trainer.compute_features_and_outputs_for_example(i, 4)
+        if deadline is not None and time.perf_counter() > deadline:
+            return
+        record.start()
+        found, outcomes = trainer.compute_features_and_outputs_for_example(
+            i, batch_size
+        )
         end = starts[i] + trainer.task_datas[i]["num_targets"]
         features[starts[i] : end], outputs[starts[i] : end] = found, outcomes
         features.flush()
         outputs.flush()
         completed[i] = True
         completed.flush()
-        record.add(i, "ablations", time.process_time() - began)
+        record.stop(range(i, i + 1), "ablations")
 
 
 def train_at2(
@@ -177,6 +263,7 @@ def train_at2(
     extras: Optional[Dict[str, Any]] = None,
     iterations: int = 1000,
     seed: int = 0,
+    device: str = "cpu",
 ) -> Any:
     """AT2's head weights fitted by its trainer on ``n`` examples of
     :func:`at2_trainer`'s (the first ``n`` ablated, in order: with two
@@ -191,8 +278,11 @@ def train_at2(
         path (str or Path): The file written (AT2's format, ``torch.save``).
         extras (dict, optional): Kept in the file (budget, CPU-seconds).
         iterations (int): Adam steps (AT2's default 1000, learning rate
-            1e-3, negative Pearson correlation).
+            1e-3, negative Pearson correlation), each on a batch of
+            :data:`AT2_BATCH` examples (AT2's default) or all ``n`` if fewer.
         seed (int): The batches' seed.
+        device (str): Where the fit runs (the weights are saved from the
+            CPU). Default ``"cpu"``.
 
     Returns:
         AT2's score estimator.
@@ -224,12 +314,12 @@ def train_at2(
     torch.manual_seed(seed)
     estimator = trainer.train(
         num_iterations=iterations,
-        batch_size=len(used),  # each step: every example once (no replacement)
+        batch_size=min(len(used), AT2_BATCH),  # n <= 512: every example a step
         train_indices=used,
-        device="cpu",
+        device=device,
         print_every=iterations,
     )
-    return _save(estimator, trainer.model, path, dict(extras or {}, n=n))
+    return _save(estimator.cpu(), trainer.model, path, dict(extras or {}, n=n))
 
 
 def _save(estimator: Any, model: Any, path: PathLike, extras: Dict[str, Any]) -> Any:

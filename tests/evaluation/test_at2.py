@@ -288,3 +288,35 @@ def test_the_cpu_seconds_of_two_workers_merge(tmp_path):
         "response": 0.001,
         "ablations": 50.0,
     }
+
+
+def test_batched_responses_equal_one_at_a_time_and_a_store_keeps_its_batch(
+    lm, trained, tmp_path
+):
+    """``generate_batch`` generates several responses a pass, left-padded
+    (the package's batched generation reads each prompt as ending where the
+    batch's does): the same responses as one at a time; the tokenizer's
+    padding side is restored; a store begun with another batch is refused;
+    ``stop_after=0`` ablates nothing; the wall-seconds are recorded."""
+    from captum_iba.evaluation.at2_training import at2_trainer, wall_seconds
+
+    model, tok = lm
+    one = trained[3]
+    side = tok.padding_side
+    tok.padding_side = "right"  # the side that would misread a batch
+    try:
+        work = tmp_path / "work"
+        batched, _ = at2_trainer(
+            model, tok, EXAMPLES, work, ablations=4, max_new_tokens=3,
+            generate_batch=3, stop_after=0.0,
+        )  # fmt: skip
+        assert tok.padding_side == "right"
+    finally:
+        tok.padding_side = side
+    assert batched.generations == one.generations
+    assert not any(batched.is_features_and_outputs_completed(i) for i in range(4))
+    walls = wall_seconds(work, len(EXAMPLES))
+    assert len(walls) == 4 and all(w > 0 for w in walls)  # the responses' share
+    with pytest.raises(ValueError, match="another generate_batch") as err:
+        at2_trainer(model, tok, EXAMPLES, work, ablations=4, max_new_tokens=3)
+    assert str(work) in str(err.value)
