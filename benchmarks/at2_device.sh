@@ -32,7 +32,7 @@ stubs() {  # stand-ins for what cannot be imported here, on PYTHONPATH
     mkdir -p /tmp/stubs
     if ! python3 -c "import spacy.lang.en" 2>/dev/null; then
         mkdir -p /tmp/stubs/spacy/lang/en
-        : >/tmp/stubs/spacy/__init__.py
+        printf 'class Language:  # what datasets checks pickled objects against\n    pass\n' >/tmp/stubs/spacy/__init__.py
         : >/tmp/stubs/spacy/lang/__init__.py
         printf 'class English:\n    def __init__(self):\n        raise ImportError("spaCy is a stand-in here")\n' \
             >/tmp/stubs/spacy/lang/en/__init__.py

@@ -24,6 +24,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from captum_iba.attr.llm_batch import _pad_id
 from captum_iba.evaluation.at2 import (
     PathLike,
     _task_class,
@@ -130,10 +131,10 @@ def at2_trainer(
     record = _Clocks(Path(work_dir), len(rows), first)
     jobs = -(-len(rows) // generate_batch)  # one job a batch: each one's time
     _check_jobs(Path(work_dir), jobs, generate_batch)
-    with model_as_found(model), _left_padded(tokenizer, generate_batch > 1):
+    with model_as_found(model), _padded(tokenizer, left=False):
         for job in range(jobs):
             record.start()
-            with torch.no_grad():
+            with torch.no_grad(), _padded(tokenizer, left=generate_batch > 1):
                 trainer.generate(job, jobs, batch_size=generate_batch)
             batch = range(
                 job * generate_batch, min(len(rows), (job + 1) * generate_batch)
@@ -161,7 +162,9 @@ class _Seconds:
         self.data = json.loads(self.path.read_text()) if self.path.exists() else {}
 
     def add(self, i: int, part: str, seconds: float) -> None:
-        if seconds > 0.5 or str(i) not in self.data:  # not a cached example
+        if seconds > 0.5 or part not in self.data.get(
+            str(i), {}
+        ):  # not a cached example
             self.data.setdefault(str(i), {})[part] = seconds
             self.path.write_text(json.dumps(self.data))
 
@@ -208,16 +211,22 @@ def _check_jobs(work_dir: Path, jobs: int, generate_batch: int) -> None:
 
 
 @contextmanager
-def _left_padded(tokenizer: Any, left: bool) -> Iterator[None]:
+def _padded(tokenizer: Any, left: bool) -> Iterator[None]:
     """The tokenizer padding on the left while ``left`` (the package's
     batched generation reads each prompt as ending where the batch's does),
-    its own side restored afterwards."""
-    side = tokenizer.padding_side
-    tokenizer.padding_side = "left" if left else side
+    else on the right (its ablations read the response's positions from the
+    start), with a pad token (``llm_batch``'s rule: its own, else EOS); its
+    own side and pad token restored afterwards."""
+    side, pad = tokenizer.padding_side, tokenizer.pad_token
+    tokenizer.padding_side = "left" if left else "right"
+    if pad is None:
+        tokenizer.pad_token_id = _pad_id(tokenizer)
     try:
         yield
     finally:
         tokenizer.padding_side = side
+        if pad is None:
+            tokenizer.pad_token = None
 
 
 def wall_seconds(work_dir: PathLike, n: int) -> List[float]:

@@ -12,7 +12,11 @@ and the route follows from it:
 
 * a layer method (``LayerIntegratedGradients``, ``LayerGradientXActivation``)
   runs at the token embeddings through
-  :class:`captum.attr.LLMGradientAttribution`;
+  :class:`captum.attr.LLMGradientAttribution` - once per answer token where
+  per-token scores are asked for, else once on the answer's summed
+  log-probability
+  (:class:`~captum_iba.evaluation.summed_gradient.SummedLLMGradientAttribution`:
+  the same scores, these methods being linear in their target);
 * a perturbation method (``FeatureAblation``, ``ShapleyValueSampling``,
   ``Lime``, ``KernelShap``) runs on the prompt's tokens through
   :class:`captum.attr.LLMAttribution`, every answer in one forward pass
@@ -43,6 +47,10 @@ from captum_iba._utils.modules import embeddings_of
 from captum_iba.attr.llm import AnswerScores
 from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.evaluation.scorers import TokenScorer
+from captum_iba.evaluation.summed_gradient import (
+    LINEAR_METHODS,
+    SummedLLMGradientAttribution,
+)
 
 __all__ = ["CaptumPromptScorer"]
 
@@ -121,6 +129,12 @@ class CaptumPromptScorer(TokenScorer):
             self.llm = LLMGradientAttribution(method, self.tokenizer)
         else:
             self.llm = LLMAttribution(method, self.tokenizer)
+        # without per-token scores, a method linear in its target runs once
+        self.summed = (
+            SummedLLMGradientAttribution(method, self.tokenizer)
+            if isinstance(method, LINEAR_METHODS)
+            else None
+        )
         label = self.prompt_label or type(method).__name__
         self.settings.update(captum=label, baseline_token=self.pad_token_id)
         if n_samples is not None:
@@ -162,6 +176,8 @@ class CaptumPromptScorer(TokenScorer):
         longest = int(batch.answer_mask.sum(1).max())
         tokens = torch.zeros(len(batch), longest, width)
         device = common.model_device(self.model, batch.input_ids.device)
+        has_tokens = per_token and not self.per_token_note
+        llm = self.llm if has_tokens or self.summed is None else self.summed
         for b in range(len(batch)):
             prompt = batch.prompt_mask[b]
             ids = batch.input_ids[b][prompt].unsqueeze(0).to(device)
@@ -172,11 +188,10 @@ class CaptumPromptScorer(TokenScorer):
                 if self.seed is not None:
                     torch.manual_seed(common.instance_seed(self.seed, ids[0]))
                 options = self._prompt_options(ids.shape[1])
-                res = self.llm.attribute(inp, target=target, **options)
+                res = llm.attribute(inp, target=target, **options)
             columns = prompt.nonzero().flatten()[features[0].cpu()]
             answer[b, columns] = res.seq_attr.detach().float().cpu()
             if res.token_attr is not None:
                 found = res.token_attr.detach().float().cpu()
                 tokens[b, : found.shape[0], columns] = found
-        has_tokens = per_token and not self.per_token_note
         return AnswerScores(answer, tokens if has_tokens else None, "nats")

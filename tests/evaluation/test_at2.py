@@ -279,11 +279,13 @@ def test_the_cpu_seconds_of_two_workers_merge(tmp_path):
     first.add(2, "response", 3.0)
     second.add(2, "response", 0.001)  # cached by the first worker
     second.add(2, "ablations", 50.0)
+    first.add(1, "response", 0.25)  # a fast example (a GPU's): each part kept
+    first.add(1, "ablations", 0.125)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "cpu_seconds.json",
         "cpu_seconds_2.json",
     ]
-    assert _Seconds(tmp_path, 3).totals() == [64.0, 0.0, 53.0]
+    assert _Seconds(tmp_path, 3).totals() == [64.0, 0.375, 53.0]
     assert json.loads((tmp_path / "cpu_seconds_2.json").read_text())["2"] == {
         "response": 0.001,
         "ablations": 50.0,
