@@ -65,7 +65,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from context_tables import CONTEXTCITE, tables  # noqa: E402
+from context_tables import AT2_PREFIX, CONTEXTCITE, tables  # noqa: E402
 from study_lm import TOKENIZER_HELP, study_lm  # noqa: E402
 
 from captum_iba._utils.io import atomic_write_text  # noqa: E402
@@ -91,8 +91,6 @@ from captum_iba.evaluation.context_loop import (  # noqa: E402
 from captum_iba.metrics.context import TOP_K  # noqa: E402
 from captum_iba.registry import METHODS  # noqa: E402
 
-#: The prefix of AT2's method names (``at2-16``: trained on 16 examples).
-AT2 = "at2-"
 #: The ablations per training example of the AT2 weights the study reads.
 AT2_ABLATIONS = 32
 #: The prefix of ``iba-amortized`` with the explainer the command line fitted
@@ -102,7 +100,7 @@ AMORTIZED = "iba-amortized-from-"
 #: The methods ``--iba-steps`` runs with another number of deletion steps.
 STEPPED = ("iba-deletion", "iba-sources")
 #: The methods named by a prefix, not registered names.
-ANCHORS = (CONTEXTCITE, AT2, AMORTIZED)
+ANCHORS = (CONTEXTCITE, AT2_PREFIX, AMORTIZED)
 
 
 def method_scores(
@@ -210,8 +208,8 @@ def at2_scorers(
     from captum_iba.evaluation.at2 import AT2Scorer, at2_weights_path
 
     makers = {}
-    for m in (m for m in methods if m.startswith(AT2)):
-        budget = m[len(AT2) :]
+    for m in (m for m in methods if m.startswith(AT2_PREFIX)):
+        budget = m[len(AT2_PREFIX) :]
         if not budget.isdigit():
             raise SystemExit(f"{m}: AT2's methods are at2-<n>, n its training examples")
         path = at2_weights_path(
@@ -346,7 +344,8 @@ def main() -> None:
     run_p.add_argument("--model", default=SMOLLM2_HUB_ID)
     run_p.add_argument("--tokenizer", help=TOKENIZER_HELP)
     run_p.add_argument(
-        "--at2-dir", help="AT2's weights folder (default: ~/.cache/captum_iba/at2)"
+        "--at2-dir",
+        help="AT2's weights folder (default: ~/.cache/captum_iba/at2)",
     )
     run_p.add_argument(
         "--at2-task", default="context-facts", help="the task AT2 was trained on"

@@ -50,7 +50,13 @@ from captum_iba.app.context_tasks import BASE_SUFFIX, CONTEXT_TASKS, context_exa
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID
 from captum_iba.attr.llm_batch import uses_chat
 from captum_iba.evaluation.at2 import at2_weights_path, import_at2
-from captum_iba.evaluation.at2_training import at2_trainer, train_at2, wall_seconds
+from captum_iba.evaluation.at2_training import (
+    AblationPlan,
+    at2_trainer,
+    check_store,
+    train_at2,
+    wall_seconds,
+)
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -154,6 +160,10 @@ def work_folder(args: argparse.Namespace) -> Path:
 
 def main(argv=None) -> None:
     args = parse(argv)
+    try:  # a store begun with another batch: refused before the model loads
+        check_store(work_folder(args), args.pool, args.generate_batch)
+    except ValueError as err:
+        raise SystemExit(f"train_at2.py: {err}") from None
     os.environ.setdefault("TQDM_DISABLE", "1")
     torch.set_num_threads(1)
     import_at2()  # its slow import first: not the training's cost
@@ -172,13 +182,15 @@ def main(argv=None) -> None:
         pairs,
         work,
         args.ablations,
-        limit=0 if args.train_only else args.budgets[-1],
-        first=args.first,
+        plan=AblationPlan(
+            limit=0 if args.train_only else args.budgets[-1],
+            first=args.first,
+            generate_batch=args.generate_batch,
+            ablation_batch=args.ablation_batch,
+            stop_after=args.stop_after,
+        ),
         chat=chat,
         suffix="" if chat else BASE_SUFFIX,
-        generate_batch=args.generate_batch,
-        ablation_batch=args.ablation_batch,
-        stop_after=args.stop_after,
     )
     if args.first:  # a second worker: the first one trains
         print(f"ablated examples {args.first}..{args.budgets[-1] - 1} in {work}")

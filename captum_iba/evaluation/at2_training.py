@@ -18,6 +18,7 @@ NLTK download, which fails offline).
 import json
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -39,11 +40,36 @@ from captum_iba.evaluation.at2_model import (
     model_type_of,
 )
 
-__all__ = ["at2_trainer", "train_at2", "wall_seconds"]
+__all__ = ["AblationPlan", "at2_trainer", "check_store", "train_at2", "wall_seconds"]
 
 #: AT2's batch of examples a training step (its trainer's default, sampled
 #: without replacement); a budget below it trains on all its examples a step.
 AT2_BATCH = 512
+
+
+@dataclass(frozen=True)
+class AblationPlan:
+    """Which examples :func:`at2_trainer` ablates, and how many responses and
+    ablations a pass.
+
+    Attributes:
+        limit (int, optional): Ablate the first ``limit`` examples only
+            (default all): a store for many, trained on as it grows.
+        first (int): Ablate from this example on (a second worker on the
+            same store takes a later range). Default 0.
+        generate_batch (int): Responses generated together (the package's
+            batched generation, left-padded). A store keeps the batch size
+            it was begun with: resume it with the same. Default 1.
+        ablation_batch (int): Ablations run together. Default 4.
+        stop_after (float, optional): Wall-seconds after which no further
+            example is ablated (the store keeps those done: resume later).
+    """
+
+    limit: Optional[int] = None
+    first: int = 0
+    generate_batch: int = 1
+    ablation_batch: int = 4
+    stop_after: Optional[float] = None
 
 
 def at2_trainer(
@@ -53,16 +79,12 @@ def at2_trainer(
     work_dir: PathLike,
     ablations: int = 32,
     max_new_tokens: int = 24,
-    limit: Optional[int] = None,
-    first: int = 0,
+    plan: Optional[AblationPlan] = None,
     chat: bool = True,
     suffix: str = "",
-    generate_batch: int = 1,
-    ablation_batch: int = 4,
-    stop_after: Optional[float] = None,
 ) -> Tuple[Any, List[float]]:
     """AT2's trainer over ``examples`` with every example's responses
-    generated and the first ``limit``'s ablations run (resumable: the
+    generated and the ablations of ``plan``'s examples run (resumable: the
     package caches both under ``work_dir``, made for all ``examples``).
 
     Args:
@@ -72,21 +94,14 @@ def at2_trainer(
         work_dir (str or Path): The package's store (generations, features).
         ablations (int): Random ablations per example. Default 32.
         max_new_tokens (int): The longest response (greedy). Default 24.
-        limit (int, optional): Ablate the first ``limit`` examples only
-            (default all): a store for many, trained on as it grows.
-        first (int): Ablate from this example on (a second worker on the
-            same store takes a later range). Default 0.
+        plan (AblationPlan, optional): Which examples to ablate and how many
+            responses and ablations a pass (default :class:`AblationPlan`'s:
+            all, one response and four ablations a pass).
         chat (bool): The prompts as user turns of the chat template (the
             package's way); False: as plain text (a base model, as
             :func:`~captum_iba.evaluation.at2.at2_token_scores` reads them).
             Default True.
         suffix (str): After each prompt (a base model's ``"\\nAnswer:"``).
-        generate_batch (int): Responses generated together (the package's
-            batched generation, left-padded). A store keeps the batch size
-            it was begun with: resume it with the same. Default 1.
-        ablation_batch (int): Ablations run together. Default 4.
-        stop_after (float, optional): Wall-seconds after which no further
-            example is ablated (the store keeps those done: resume later).
 
     Raises:
         ValueError: For ``chat`` without a chat template, a model family AT2
@@ -128,22 +143,31 @@ def at2_trainer(
         split_target_by=None,
         num_masks=ablations,
     )
-    record = _Clocks(Path(work_dir), len(rows), first)
-    jobs = -(-len(rows) // generate_batch)  # one job a batch: each one's time
-    _check_jobs(Path(work_dir), jobs, generate_batch)
+    plan = AblationPlan() if plan is None else plan
+    record = _Clocks(Path(work_dir), len(rows), plan.first)
     with model_as_found(model), _padded(tokenizer, left=False):
-        for job in range(jobs):
-            record.start()
-            with torch.no_grad(), _padded(tokenizer, left=generate_batch > 1):
-                trainer.generate(job, jobs, batch_size=generate_batch)
-            batch = range(
-                job * generate_batch, min(len(rows), (job + 1) * generate_batch)
-            )
-            record.stop(batch, "response")
-        end = len(rows) if limit is None else min(limit, len(rows))
-        deadline = None if stop_after is None else time.perf_counter() + stop_after
-        _ablate(trainer, range(first, end), record, ablation_batch, deadline)
+        _generate(trainer, tokenizer, Path(work_dir), record, plan.generate_batch)
+        end = len(rows) if plan.limit is None else min(plan.limit, len(rows))
+        stop = plan.stop_after
+        deadline = None if stop is None else time.perf_counter() + stop
+        examples = range(plan.first, end)
+        _ablate(trainer, examples, record, plan.ablation_batch, deadline)
     return trainer, record.cpu.totals()
+
+
+def _generate(
+    trainer: Any, tokenizer: Any, work_dir: Path, record: "_Clocks", batch: int
+) -> None:
+    """Every example's response, ``batch`` a job of the package's (left-padded
+    where several), each job's time shared by its examples."""
+    n = len(trainer.dataset)
+    jobs = -(-n // batch)
+    check_store(work_dir, n, batch)
+    for job in range(jobs):
+        record.start()
+        with torch.no_grad(), _padded(tokenizer, left=batch > 1):
+            trainer.generate(job, jobs, batch_size=batch)
+        record.stop(range(job * batch, min(n, (job + 1) * batch)), "response")
 
 
 class _Seconds:
@@ -196,10 +220,16 @@ class _Clocks:
             self.wall.add(i, part, (wall - self.began[1]) / len(examples))
 
 
-def _check_jobs(work_dir: Path, jobs: int, generate_batch: int) -> None:
-    """Refuse a store begun with another ``generate_batch`` (the package
-    names its response files ``<job>_of_<jobs>.json`` and reads them all)."""
-    folder = work_dir / "generations"
+def check_store(work_dir: PathLike, n: int, generate_batch: int) -> None:
+    """Refuse a store of ``n`` examples begun with another ``generate_batch``
+    (the package names its response files ``<job>_of_<jobs>.json`` and reads
+    them all), before any model loads.
+
+    Raises:
+        ValueError: Naming the store and the batch it was begun with.
+    """
+    jobs = -(-n // generate_batch)
+    folder = Path(work_dir) / "generations"
     found = sorted(p.name for p in folder.glob("*.json")) if folder.is_dir() else []
     other = [name for name in found if not name.endswith(f"_of_{jobs}.json")]
     if other:

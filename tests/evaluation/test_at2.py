@@ -238,6 +238,32 @@ def test_the_training_script_checks_its_budgets_before_loading(capsys):
     assert "--n must be 0..--pool" in capsys.readouterr().err
 
 
+def test_the_training_script_refuses_a_store_of_another_batch_before_loading(
+    tmp_path, monkeypatch
+):
+    """A store begun with one ``--generate-batch`` resumed with another is
+    refused, naming the store, before AT2 is imported or a model loads;
+    ``--device cuda`` without CUDA and a batch below 1 are refused by the
+    parser."""
+    from tests.helpers import experiment
+
+    script = experiment("train_at2")
+    argv = ["--pool", "4", "--n", "4", "--work", str(tmp_path), "--generate-batch", "2"]
+    store = script.work_folder(script.parse(argv)) / "generations"
+    store.mkdir(parents=True)
+    (store / "0_of_4.json").write_text("{}")  # begun one response a job
+    monkeypatch.setattr(script, "import_at2", lambda: pytest.fail("imported AT2"))
+    with pytest.raises(SystemExit, match="another generate_batch") as err:
+        script.main(argv)
+    assert str(store.parent) in str(err.value)
+    for bad in (["--generate-batch", "0"], ["--ablation-batch", "0"]):
+        with pytest.raises(SystemExit):
+            script.parse(bad)
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit):
+            script.parse(["--device", "cuda"])
+
+
 def test_the_training_script_takes_passages_as_every_context_command(capsys, tmp_path):
     """``--passages LOW-HIGH`` as ``evaluate --task`` and the study take it
     (``parse_passages``); ``--sources LOW,HIGH`` still works with a warning
@@ -300,7 +326,11 @@ def test_batched_responses_equal_one_at_a_time_and_a_store_keeps_its_batch(
     batch's does): the same responses as one at a time; the tokenizer's
     padding side is restored; a store begun with another batch is refused;
     ``stop_after=0`` ablates nothing; the wall-seconds are recorded."""
-    from captum_iba.evaluation.at2_training import at2_trainer, wall_seconds
+    from captum_iba.evaluation.at2_training import (
+        AblationPlan,
+        at2_trainer,
+        wall_seconds,
+    )
 
     model, tok = lm
     one = trained[3]
@@ -310,7 +340,7 @@ def test_batched_responses_equal_one_at_a_time_and_a_store_keeps_its_batch(
         work = tmp_path / "work"
         batched, _ = at2_trainer(
             model, tok, EXAMPLES, work, ablations=4, max_new_tokens=3,
-            generate_batch=3, stop_after=0.0,
+            plan=AblationPlan(generate_batch=3, stop_after=0.0),
         )  # fmt: skip
         assert tok.padding_side == "right"
     finally:

@@ -211,3 +211,22 @@ def test_the_plot_draws_each_method_at_its_best_pooling(tables):
         "loso": {"lds": [0.3]},
     }
     assert tables.best_pooling(table) == ["iba-deletion (max)", "loso"]
+
+
+def test_the_plot_draws_at2_at_its_best_budget_saying_of_how_many(tables):
+    """AT2's budgets cost the same per example: the plot keeps the one of
+    highest mean LDS, its label naming how many there were; other methods
+    (ContextCite's ablation counts differ in cost) each keep their point."""
+    table = {
+        "at2-5": {"lds": [0.6]},
+        "at2-2048": {"lds": [0.7]},
+        "at2-64": {"lds": [0.4]},
+        "contextcite-4": {"lds": [0.5]},
+        "contextcite-32": {"lds": [0.9]},
+    }
+    assert tables.one_budget(list(table), table) == {
+        "at2-2048": "at2-2048 (best of 3 budgets)",
+        "contextcite-4": "contextcite-4",
+        "contextcite-32": "contextcite-32",
+    }
+    assert tables.one_budget(["at2-5"], table) == {"at2-5": "at2-5"}
