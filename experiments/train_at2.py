@@ -201,7 +201,12 @@ def main(argv=None) -> None:
     walls = wall_seconds(work, args.pool)
     print(f"{len(ablated)} of {args.pool} examples ablated in {work}", flush=True)
     for n in args.budgets:
-        if n > len(ablated):
+        if n > len(ablated) and args.stop_after is None:
+            raise SystemExit(
+                f"train_at2.py: budget {n}: only {len(ablated)} examples of {work} "
+                "have their ablations (ablate more, or give --stop-after to skip it)"
+            )
+        if n > len(ablated):  # --stop-after ended the ablations before it
             print(f"budget {n} skipped: {len(ablated)} examples ablated", flush=True)
             continue
         began, wall = time.process_time(), time.perf_counter()

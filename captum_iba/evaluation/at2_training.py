@@ -186,9 +186,8 @@ class _Seconds:
         self.data = json.loads(self.path.read_text()) if self.path.exists() else {}
 
     def add(self, i: int, part: str, seconds: float) -> None:
-        if seconds > 0.5 or part not in self.data.get(
-            str(i), {}
-        ):  # not a cached example
+        known = self.data.get(str(i), {})
+        if seconds > 0.5 or part not in known:  # not a cached example's ~0 s
             self.data.setdefault(str(i), {})[part] = seconds
             self.path.write_text(json.dumps(self.data))
 
