@@ -107,8 +107,13 @@ class SummedLLMGradientAttribution(LLMGradientAttribution):
         Returns:
             LLMAttributionResult: ``seq_attr`` (one score per feature);
             ``token_attr`` None.
+
+        Raises:
+            ValueError: For an empty ``target``.
         """
         target_tokens = self._get_target_tokens(inp, target, gen_args=gen_args)
+        if len(target_tokens) == 0:
+            raise ValueError("target is empty: no response to attribute")
         attr = self.attr_method.attribute(
             inp.to_tensor().to(self.device),
             # a list, not a tensor: Captum repeats tensor arguments per step

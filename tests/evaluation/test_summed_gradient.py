@@ -72,3 +72,13 @@ def test_a_method_with_random_draws_is_refused():
     method = LayerGradientShap(model, embeddings_of(model))
     with pytest.raises(TypeError, match="LayerGradientShap.*LLMGradientAttribution"):
         SummedLLMGradientAttribution(method, tok)
+
+
+def test_an_empty_response_is_refused():
+    model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
+    attr = SummedLLMGradientAttribution(
+        LayerIntegratedGradients(model, embeddings_of(model)), tok
+    )
+    inp = TextTokenInput(PROMPT, tok, skip_tokens=[])
+    with pytest.raises(ValueError, match="target is empty"):
+        attr.attribute(inp, torch.tensor([], dtype=torch.long))
