@@ -160,8 +160,9 @@ def work_folder(args: argparse.Namespace) -> Path:
 
 def main(argv=None) -> None:
     args = parse(argv)
+    work = work_folder(args)  # one store per set of examples
     try:  # a store begun with another batch: refused before the model loads
-        check_store(work_folder(args), args.pool, args.generate_batch)
+        check_store(work, args.pool, args.generate_batch)
     except ValueError as err:
         raise SystemExit(f"train_at2.py: {err}") from None
     os.environ.setdefault("TQDM_DISABLE", "1")
@@ -173,7 +174,6 @@ def main(argv=None) -> None:
     examples = context_examples(args.task, "search", args.pool, args.seed, **options)
     model, tok = load_causal_lm(args.model)
     model.to(args.device)
-    work = work_folder(args)  # one store per set of examples
     pairs = [(e.sources, e.query) for e in examples]
     chat = uses_chat(tok, None)  # a base model: the study's plain-text layout
     trainer, seconds = at2_trainer(
