@@ -19,6 +19,11 @@ each method scores the sources for that response:
 * ``iba-amortized-from-<task>`` - ``iba-amortized`` with the explainer
   the command line fitted on the prompt task's training prompts (a
   transfer: issue 52), its token scores pooled as a token method's;
+* ``iba-amortized-ctx-[<task>-]<n>`` - ``iba-amortized`` with an explainer
+  fitted on ``n`` search contexts of ``task`` (default ``--explainer-task``) by
+  ``experiments/fit_context_explainer.py`` (under ``--explainer-dir``;
+  ``--explainer-objective`` and ``--teacher-steps`` name which), against
+  AT2 trained on the same contexts: issue 52;
 * a registered token method (``iba-deletion``, ``ablation``, ``random``,
   ``ig``, ...) on the prompt and response as a
   :class:`~captum_iba.attr.llm_batch.PromptBatch`, its token scores pooled to
@@ -97,10 +102,14 @@ AT2_ABLATIONS = 32
 #: on a prompt task's training prompts (``iba-amortized-from-sst2``): a
 #: transfer to the context task (issue 52).
 AMORTIZED = "iba-amortized-from-"
+#: The prefix of ``iba-amortized`` with an explainer fitted on a context
+#: task's search contexts (``iba-amortized-ctx-64``: 64 of them;
+#: ``iba-amortized-ctx-context-topics-64``: of that task).
+CTX_AMORTIZED = "iba-amortized-ctx-"
 #: The methods ``--iba-steps`` runs with another number of deletion steps.
 STEPPED = ("iba-deletion", "iba-sources")
 #: The methods named by a prefix, not registered names.
-ANCHORS = (CONTEXTCITE, AT2_PREFIX, AMORTIZED)
+ANCHORS = (CONTEXTCITE, AT2_PREFIX, CTX_AMORTIZED, AMORTIZED)
 
 
 def method_scores(
@@ -255,6 +264,53 @@ def amortized_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
     return makers
 
 
+def context_explainer_scorers(
+    args: argparse.Namespace, methods: Sequence[str]
+) -> Dict[str, Callable[..., Any]]:
+    """Each ``iba-amortized-ctx-<n>`` method's scorer, made once the model is
+    loaded: the explainer ``experiments/fit_context_explainer.py`` fitted on
+    ``n`` search contexts (its folder checked here, before the model loads;
+    the message names the fitting command)."""
+    from fit_context_explainer import explainer_path
+
+    makers = {}
+    for m in (m for m in methods if m.startswith(CTX_AMORTIZED)):
+        task, _, n = m[len(CTX_AMORTIZED) :].rpartition("-")
+        task = task or args.explainer_task
+        if not n.isdigit() or task not in CONTEXT_TASKS:
+            raise SystemExit(
+                f"{m}: the methods are {CTX_AMORTIZED}[<task>-]<n>, n its contexts, "
+                f"task one of {', '.join(CONTEXT_TASKS)} (default --explainer-task)"
+            )
+        folder = explainer_path(
+            args.model, task, int(n), args.explainer_objective, args.teacher_steps,
+            args.explainer_dir,
+        )  # fmt: skip
+        if not (folder / "explainer.json").is_file():
+            raise SystemExit(
+                f"{m}: no explainer at {folder}; fit it with python "
+                f"experiments/fit_context_explainer.py --model {args.model} --task "
+                f"{task} --n {n} --objective "
+                f"{args.explainer_objective} --teacher-steps {args.teacher_steps}"
+                + (f" --out {args.explainer_dir}" if args.explainer_dir else "")
+            )
+        makers[m] = lambda model, tok, folder=folder: _loaded_scorer(model, tok, folder)
+    return makers
+
+
+def _loaded_scorer(model: Any, tok: Any, folder: Path) -> Any:
+    """``iba-amortized`` with the explainer saved in ``folder``."""
+    from captum_iba.attr.amortized import AmortizedExplainer
+    from captum_iba.attr.text import resolve_layer
+    from captum_iba.evaluation.amortized import IBAAmortizedScorer
+
+    layer = resolve_layer(model, "embeddings").module
+    explainer = AmortizedExplainer.load(
+        folder, CausalLMLogLikelihood(model), layer, tokenizer=tok
+    )
+    return IBAAmortizedScorer(model, explainer=explainer, tokenizer=tok)
+
+
 def _stepped(method: str, steps: Optional[int]) -> str:
     """The record of ``method`` run with ``steps`` deletion steps
     (``iba-sources-steps1``); the method's own for any other method."""
@@ -284,6 +340,7 @@ def run(args: argparse.Namespace) -> None:
         for m in args.methods.split(",")
     ]
     made = dict(at2_scorers(args, methods), **amortized_scorers(methods))
+    made.update(context_explainer_scorers(args, methods))
     made.update(stepped_scorers(methods, args.iba_steps))
     methods = [_stepped(m, args.iba_steps) for m in methods]
     out = Path(args.out) / args.task / args.split
@@ -350,6 +407,21 @@ def main() -> None:
     run_p.add_argument(
         "--at2-task", default="context-facts", help="the task AT2 was trained on"
     )
+    run_p.add_argument(
+        "--explainer-dir",
+        help="iba-amortized-ctx-<n>'s explainers (default: the cache's)",
+    )
+    run_p.add_argument(
+        "--explainer-task", default="context-facts",
+        help="the task iba-amortized-ctx-<n>'s explainer was fitted on",
+    )  # fmt: skip
+    run_p.add_argument(
+        "--explainer-objective", default="distil", choices=("distil", "deletion")
+    )
+    run_p.add_argument(
+        "--teacher-steps", type=int, default=1,
+        help="the deletion steps of iba-amortized-ctx-<n>'s teacher",
+    )  # fmt: skip
     run_p.add_argument(
         "--iba-steps", type=int,
         help="iba-deletion and iba-sources with this many steps (default: theirs, "

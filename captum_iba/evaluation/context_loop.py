@@ -70,6 +70,7 @@ __all__ = [
     "ContextData",
     "ContextJob",
     "ContextUnit",
+    "context_batch",
     "context_unit",
     "example_metrics",
     "Layout",
@@ -200,6 +201,33 @@ class ContextUnit:
     ablations: List[SourceAblations]
 
 
+def context_batch(
+    model: Any,
+    tokenizer: Any,
+    data: ContextData,
+    indices: Sequence[int],
+    chat: bool = True,
+    max_new_tokens: int = MAX_NEW_TOKENS,
+) -> PromptBatch:
+    """Examples ``indices`` of ``data`` as one batch: their prompts with the
+    model's greedy responses, their sources marked
+    (:func:`~captum_iba.evaluation.sources.with_sources`) - what every method
+    explains, and what a context explainer is fitted on.
+
+    Raises:
+        ValueError: As :func:`~captum_iba.attr.llm_batch.prompt_batch`.
+    """
+    made = [data.prompt(i) for i in indices]
+    batch = prompt_batch(
+        tokenizer,
+        [p for p, _ in made],
+        model=model,
+        chat=chat,
+        max_new_tokens=max_new_tokens,
+    )
+    return with_sources(tokenizer, batch, [s for _, s in made], chat=chat)
+
+
 def context_unit(
     model: Any,
     tokenizer: Any,
@@ -218,14 +246,7 @@ def context_unit(
             prompt past the model's positions, an empty response).
     """
     made = [data.prompt(i) for i in indices]
-    batch = prompt_batch(
-        tokenizer,
-        [p for p, _ in made],
-        model=model,
-        chat=chat,
-        max_new_tokens=max_new_tokens,
-    )
-    batch = with_sources(tokenizer, batch, [s for _, s in made], chat=chat)
+    batch = context_batch(model, tokenizer, data, indices, chat, max_new_tokens)
     ll = CausalLMLogLikelihood(model)
     pad = _pad_id(tokenizer)
     ids, ablations = [], []

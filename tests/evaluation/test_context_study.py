@@ -230,3 +230,45 @@ def test_the_plot_draws_at2_at_its_best_budget_saying_of_how_many(tables):
         "contextcite-32": "contextcite-32",
     }
     assert tables.one_budget(["at2-5"], table) == {"at2-5": "at2-5"}
+
+
+def test_a_context_explainer_fits_and_scores_the_sources(study, lm, tmp_path):
+    """``experiments/fit_context_explainer.py`` fits an explainer on context
+    examples with their responses, saved where ``iba-amortized-ctx-<n>``
+    finds it; the study scores the sources with it (every pooling); a
+    missing one names the fitting command before any model loads."""
+    fit = experiment("fit_context_explainer")
+    model, tok = lm
+    folder = fit.explainer_path("org/tiny", "context-facts", 2, folder=tmp_path)
+    assert folder == tmp_path / "tiny-context-facts-n2-distil-t1"
+    other = ContextExample(EXAMPLE.sources[::-1], "a dog is", 1, "park", "toy")
+    explainer, seconds = fit.fit_context_explainer(
+        model, tok, [EXAMPLE, other], folder, epochs=1, batch_size=2,
+        max_new_tokens=3,
+    )  # fmt: skip
+    assert (folder / "explainer.json").is_file() and seconds["fit_cpu_seconds"] > 0
+    assert explainer.stats["instances"] == 2
+    args = argparse.Namespace(
+        model="org/tiny", explainer_task="context-facts", explainer_objective="distil",
+        teacher_steps=1, explainer_dir=str(tmp_path),
+    )  # fmt: skip
+    makers = study.context_explainer_scorers(args, ["iba-amortized-ctx-2", "random"])
+    assert list(makers) == ["iba-amortized-ctx-2"]
+    scorers = {"iba-amortized-ctx-2": makers["iba-amortized-ctx-2"](model, tok)}
+    rows = study.study_example(model, tok, EXAMPLE, scorers, max_new_tokens=3)
+    pooled = rows["iba-amortized-ctx-2"]["pooled"]
+    assert {"max", "logit-max"} <= set(pooled)
+    assert all(len(p["scores"]) == 3 for p in pooled.values())
+    with pytest.raises(SystemExit, match=r"fit_context_explainer.py .*--n 3 "):
+        study.context_explainer_scorers(args, ["iba-amortized-ctx-3"])
+    with pytest.raises(SystemExit, match="n its contexts"):
+        study.context_explainer_scorers(args, ["iba-amortized-ctx-x"])
+    with pytest.raises(SystemExit, match="task one of context-facts"):
+        study.context_explainer_scorers(args, ["iba-amortized-ctx-nope-2"])
+    # another task's explainer, named in the method
+    with pytest.raises(SystemExit, match="--task context-topics --n 2 "):
+        study.context_explainer_scorers(args, ["iba-amortized-ctx-context-topics-2"])
+    explicit = study.context_explainer_scorers(
+        args, ["iba-amortized-ctx-context-facts-2"]
+    )
+    assert list(explicit) == ["iba-amortized-ctx-context-facts-2"]

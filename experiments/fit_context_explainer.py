@@ -1,0 +1,177 @@
+"""Fit ``iba-amortized``'s explainer on a context task's search contexts
+(issue 52: an amortized explainer per source, against AT2 trained on the
+same contexts).
+
+The contexts are ``context_examples(task, "search", --n, seed=--seed)`` -
+by default AT2's training examples (``experiments/train_at2.py``: seed
+1000, 3-6 passages; never the report split) - each with the model's greedy
+response (at most the context study's 24 tokens) in batches of
+``--batch-size``, its sources marked
+(:func:`~captum_iba.evaluation.sources.with_sources`: the explainer masks
+the sources' tokens only, as every method of the context study scores
+them). The explainer is fitted by
+:func:`~captum_iba.evaluation.amortized.fit_amortized` on
+``--objective`` (``distil``: ``iba-deletion``'s masks alone; ``deletion``:
+its objective, warm-started by them), its teacher ``iba-deletion`` with
+``--teacher-steps`` steps (one step's mask is what the context study found
+most faithful there), and saved (resumably) under ``--out`` as
+``<model>-<task>-n<n>-<objective>-t<steps>`` (:func:`explainer_path`), which
+``experiments/context_study.py`` reads as the method
+``iba-amortized-ctx-<n>`` (``--explainer-dir``)::
+
+    python experiments/fit_context_explainer.py --task context-facts --n 64
+
+CPU-seconds (one torch thread, ``time.process_time``) of the responses and
+of the fit are printed and kept in ``fit.json`` beside the explainer.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from study_lm import study_lm  # noqa: E402
+
+from captum_iba._utils.io import atomic_write_text, cache_root  # noqa: E402
+from captum_iba.app.context_corpus import parse_passages  # noqa: E402
+from captum_iba.app.context_tasks import (  # noqa: E402
+    CONTEXT_TASKS,
+    context_examples,
+    prompt_layout,
+)
+from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
+from captum_iba.attr.llm_batch import uses_chat  # noqa: E402
+from captum_iba.evaluation.context_loop import (  # noqa: E402
+    MAX_NEW_TOKENS,
+    ContextData,
+    context_batch,
+)
+from captum_iba.registry import EXPLAINER_OBJECTIVES  # noqa: E402
+
+
+def explainer_path(
+    model_name: str,
+    task: str,
+    n: int,
+    objective: str = "distil",
+    teacher_steps: int = 1,
+    folder: Optional[str] = None,
+) -> Path:
+    """The folder of an explainer fitted on ``n`` search contexts of
+    ``task``: ``<folder>/<model>-<task>-n<n>-<objective>-t<teacher_steps>``
+    (``folder`` by default ``<cache>/context_explainers``)."""
+    name = model_name.rstrip("/").split("/")[-1]
+    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
+    root = cache_root() / "context_explainers" if folder is None else Path(folder)
+    return root / f"{slug}-{task}-n{n}-{objective}-t{teacher_steps}"
+
+
+def context_batches(
+    model: Any,
+    tok: Any,
+    examples: List[Any],
+    batch_size: int,
+    max_new_tokens: int = MAX_NEW_TOKENS,
+) -> List[Any]:
+    """The examples' prompts (the study's layout) with the model's greedy
+    responses, in batches, their sources marked
+    (:func:`~captum_iba.evaluation.context_loop.context_batch`)."""
+    chat = uses_chat(tok, None)
+    data = ContextData(tuple(examples), prompt_layout(chat))
+    return [
+        context_batch(
+            model,
+            tok,
+            data,
+            range(i, min(i + batch_size, len(data))),
+            chat,
+            max_new_tokens,
+        )  # fmt: skip
+        for i in range(0, len(data), batch_size)
+    ]
+
+
+def parse(argv=None) -> argparse.Namespace:
+    """The command line (checked before the model loads)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--task", choices=CONTEXT_TASKS, default="context-facts")
+    p.add_argument("--n", type=int, default=64, help="training contexts")
+    p.add_argument("--seed", type=int, default=1000, help="the contexts' seed")
+    p.add_argument("--passages", default="3-6", metavar="LOW-HIGH")
+    p.add_argument("--objective", choices=tuple(EXPLAINER_OBJECTIVES), default="distil")
+    p.add_argument("--teacher-steps", type=int, default=1)
+    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument("--model", default=SMOLLM2_HUB_ID)
+    p.add_argument("--out", help="explainers' folder (default: the cache's)")
+    args = p.parse_args(argv)
+    for name in ("n", "teacher_steps", "epochs", "batch_size"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1")
+    parse_passages(args.passages)  # LOW-HIGH, checked
+    return args
+
+
+def fit_context_explainer(
+    model: Any,
+    tok: Any,
+    examples: List[Any],
+    folder: Path,
+    objective: str = "distil",
+    teacher_steps: int = 1,
+    epochs: int = 20,
+    batch_size: int = 4,
+    max_new_tokens: int = MAX_NEW_TOKENS,
+) -> Tuple[Any, Dict[str, float]]:
+    """Fit (or resume) the explainer of ``model`` 's embeddings on
+    ``examples`` (context examples) with their greedy responses, saved in
+    ``folder``; returns it and the CPU-seconds of the responses and the fit."""
+    from captum_iba.attr.text import resolve_layer
+    from captum_iba.evaluation.amortized import fit_amortized, objective_settings
+
+    began = time.process_time()
+    batches = context_batches(model, tok, examples, batch_size, max_new_tokens)
+    seconds = {"responses_cpu_seconds": time.process_time() - began}
+    began = time.process_time()
+    settings = dict(objective_settings(objective), epochs=epochs)
+    settings["teacher"] = {"config": "deletion", "steps": teacher_steps}
+    explainer = fit_amortized(
+        model, resolve_layer(model, "embeddings").module, batches, tok,
+        folder=folder, show_progress=False, **settings,
+    )  # fmt: skip
+    seconds["fit_cpu_seconds"] = time.process_time() - began
+    return explainer, seconds
+
+
+def main(argv=None) -> None:
+    args = parse(argv)
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    torch.set_num_threads(1)
+    extra = {"sources": parse_passages(args.passages)}
+    if args.task != "context-facts":
+        extra = {}
+    examples = context_examples(args.task, "search", args.n, seed=args.seed, **extra)
+    folder = explainer_path(
+        args.model, args.task, args.n, args.objective, args.teacher_steps, args.out
+    )
+    model, tok = study_lm(args.model)
+    explainer, seconds = fit_context_explainer(
+        model, tok, examples, folder, args.objective, args.teacher_steps,
+        args.epochs, args.batch_size,
+    )  # fmt: skip
+    print(f"{seconds} ({explainer.stats})", flush=True)
+    record = dict(
+        vars(args), **seconds, capability=torch.backends.cpu.get_cpu_capability(),
+        stats={k: v for k, v in explainer.stats.items() if not callable(v)},
+    )  # fmt: skip
+    atomic_write_text(folder / "fit.json", json.dumps(record, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
