@@ -25,7 +25,12 @@ as the run explains it), on :data:`LLM_OBJECTIVE` unless ``--explainer-objective
 otherwise; its folder's ``len0`` says the prompts were not cut.
 ``captum-iba explain`` takes the one cached for the model and layer, or,
 when several tasks' are, the one ``--fit-on TASK`` names
-(:func:`cached_lm_explainer`).
+(:func:`cached_lm_explainer`). On a context task (``evaluate --task
+context-facts``) it is fitted on the task's search contexts with the model's
+greedy responses (:mod:`captum_iba.app.context_fit`), on
+:data:`~captum_iba.app.context_fit.CONTEXT_OBJECTIVE` unless
+``--explainer-objective`` says otherwise; ``explain --context ... --fit-on
+context-facts`` takes it.
 """
 
 import hashlib
@@ -38,6 +43,13 @@ from filelock import FileLock
 
 from captum_iba._utils.digest import weights_digest
 from captum_iba._utils.kinds import is_causal_lm
+from captum_iba.app.context_fit import (
+    CONTEXT_FIT,
+    CONTEXT_OBJECTIVE,
+    context_fit_settings,
+    fit_on_contexts,
+)
+from captum_iba.app.context_tasks import CONTEXT_TASKS
 from captum_iba.app.data import load_dataset
 from captum_iba.app.errors import CLIError
 from captum_iba.app.finetune.store import default_cache_dir
@@ -108,18 +120,28 @@ def explainer_folder(
     :func:`fitted_folders`."""
     where = "embeddings" if layer.index is None else layer.index
     length = "*" if max_length is None else int(max_length)
-    digest = settings_digest(objective, causal=is_causal_lm(model))
+    digest = settings_digest(
+        objective, causal=is_causal_lm(model), context=corpus in CONTEXT_TASKS
+    )
     name = f"{corpus}-l{where}-len{length}-s{digest}-{weights_digest(model)}"
     return default_cache_dir() / "explainers" / name
 
 
-def settings_digest(objective: str = "distil", causal: bool = False) -> str:
+def settings_digest(
+    objective: str = "distil", causal: bool = False, context: bool = False
+) -> str:
     """8 hexadecimal digits of ``iba-amortized`` 's fit settings for
     ``objective`` (:func:`~captum_iba.evaluation.amortized.objective_settings`:
     ``AMORTIZED_SETTINGS`` for the default, ``"distil"``); for a ``causal``
-    LM, with the answers it is fitted on (:data:`LLM_ANSWERS`)."""
+    LM, with the answers it is fitted on (:data:`LLM_ANSWERS`); on a
+    ``context`` task, its settings and data
+    (:data:`~captum_iba.app.context_fit.CONTEXT_FIT`, greedy responses)."""
     settings = objective_settings(objective)
-    if causal:
+    if context:
+        settings = dict(
+            context_fit_settings(objective), data=CONTEXT_FIT, answers="greedy"
+        )
+    elif causal:
         settings = dict(settings, answers=LLM_ANSWERS)
     text = json.dumps(settings, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
@@ -297,6 +319,10 @@ def cached_explainer(
         except ValueError as err:
             raise CLIError(f"{err} Remove the folder to fit it again.") from None
         print(f"[captum_iba] fitting the amortized explainer into {folder}")
+        if corpus in CONTEXT_TASKS:
+            return fit_on_contexts(
+                model, tokenizer, layer, corpus, folder, data_dir, objective
+            )
         if causal:
             print(
                 f"[captum_iba] on {len(prompts or ())} training prompts of the "
@@ -311,13 +337,22 @@ def cached_explainer(
         )
 
 
+def default_objective(task: Optional[str]) -> str:
+    """What a causal LM's explainer for ``task`` is trained on when
+    ``--explainer-objective`` is not given: :data:`~captum_iba.app.
+    context_fit.CONTEXT_OBJECTIVE` for a context task, else
+    :data:`LLM_OBJECTIVE`."""
+    return CONTEXT_OBJECTIVE if task in CONTEXT_TASKS else LLM_OBJECTIVE
+
+
 def _fit_command(corpus: str, objective: str, causal: bool) -> str:
-    """The command that fits the explainer of ``corpus`` (a corpus or a
-    prompt task; ``TASK`` for any) trained on ``objective``, quoted: its
-    ``--explainer-objective`` named unless it is the model kind's default."""
-    default = LLM_OBJECTIVE if causal else "distil"
+    """The command that fits the explainer of ``corpus`` (a corpus, a prompt
+    or context task; ``TASK`` for any prompt task) trained on ``objective``,
+    quoted: its ``--explainer-objective`` named unless it is the default."""
+    default = default_objective(corpus) if causal else "distil"
     flag = "" if objective == default else f" --explainer-objective {objective}"
-    return f"`captum-iba evaluate --dataset {corpus} --methods iba-amortized{flag}`"
+    option = "--task" if corpus in CONTEXT_TASKS else "--dataset"
+    return f"`captum-iba evaluate {option} {corpus} --methods iba-amortized{flag}`"
 
 
 def _none_fitted(folder: Path, corpus: str, objective: str, causal: bool) -> str:
@@ -329,26 +364,34 @@ def _none_fitted(folder: Path, corpus: str, objective: str, causal: bool) -> str
     )
 
 
-def lm_objective(request: Any, objective: Optional[str] = None) -> str:
-    """What a causal LM's explainer is trained on: ``objective`` (the
-    scorer's, when not ``"distil"``), else the request's
-    ``--explainer-objective``, else :data:`LLM_OBJECTIVE`."""
-    given = request.values("iba-amortized").get("explainer_objective")
-    return objective or given or LLM_OBJECTIVE
+def lm_objective(
+    request: Any, objective: Optional[str] = None, task: Optional[str] = None
+) -> str:
+    """What a causal LM's explainer for ``task`` is trained on:
+    :func:`requested_objective`, else :func:`default_objective`."""
+    return requested_objective(request, objective) or default_objective(task)
+
+
+def requested_objective(request: Any, objective: Optional[str] = None) -> Optional[str]:
+    """The objective asked for: ``objective`` (the scorer's, when not
+    ``"distil"``), else the request's ``--explainer-objective``; None when
+    neither is given."""
+    return objective or request.values("iba-amortized").get("explainer_objective")
 
 
 def cached_lm_explainer(
     model: Any,
     tokenizer: Any,
     layer: LayerRef,
-    objective: str,
+    objective: Optional[str],
     chat: bool,
     task: Optional[str] = None,
 ) -> AmortizedExplainer:
     """``explain`` 's explainer of a causal LM: the one cached for the model,
-    ``layer`` and ``objective``, fitted on the prompt ``task`` 's training
-    prompts (``--fit-on``; None: the one task whose explainer is cached,
-    named); never fitted here.
+    ``layer`` and ``objective`` (None: each task's :func:`default_objective`),
+    fitted on the prompt ``task`` 's training prompts or the context
+    ``task`` 's search contexts (``--fit-on``; None: the one task whose
+    explainer is cached, named); never fitted here.
 
     Raises:
         ~captum_iba.app.errors.CLIError: When none is cached (for ``task``,
@@ -357,34 +400,38 @@ def cached_lm_explainer(
             or when the prompt's chat choice is not the task's.
     """
     from captum_iba.app.llm_tasks import TASKS
+    from captum_iba.attr.llm_batch import uses_chat
 
     if task is None:
         task = _the_cached_task(model, layer, objective)
-    elif not fitted_folders(model, layer, task, objective):
+    chosen = objective or default_objective(task)
+    context = task in CONTEXT_TASKS
+    what = "search contexts" if context else "training prompts"
+    if not fitted_folders(model, layer, task, chosen):
         raise CLIError(
-            f"iba-amortized: no explainer fitted on the {task} task's training "
-            f"prompts is cached for this causal LM and layer (objective "
-            f"{objective!r}; --fit-on {task}): fit it with "
-            f"{_fit_command(task, objective, True)} (with the same --model and "
-            "--layer)"
+            f"iba-amortized: no explainer fitted on the {task} task's {what} is "
+            f"cached for this causal LM and layer (objective {chosen!r}; --fit-on "
+            f"{task}): fit it with {_fit_command(task, chosen, True)} (with the "
+            "same --model and --layer)"
         )
-    if TASKS[task].chat != chat:
-        want = "--chat" if TASKS[task].chat else "--no-chat"
+    fitted_chat = uses_chat(tokenizer, None) if context else TASKS[task].chat
+    if fitted_chat != chat:
+        want = "--chat" if fitted_chat else "--no-chat"
         raise CLIError(
             f"iba-amortized: its explainer was fitted on the {task} task's "
-            f"prompts {'in' if want == '--chat' else 'without'} the chat template: "
+            f"prompts {'in' if fitted_chat else 'without'} the chat template: "
             f"give {want}"
         )
     print(
-        f"[captum_iba] iba-amortized: the explainer fitted on the {task} "
-        "task's training prompts"
+        f"[captum_iba] iba-amortized: the explainer fitted on the {task} task's {what}"
     )
-    return cached_explainer(model, tokenizer, layer, task, False, objective=objective)
+    return cached_explainer(model, tokenizer, layer, task, False, objective=chosen)
 
 
-def _the_cached_task(model: Any, layer: LayerRef, objective: str) -> str:
-    """The one prompt task whose explainer is cached for ``model``, ``layer``
-    and ``objective`` (``explain`` without ``--fit-on``).
+def _the_cached_task(model: Any, layer: LayerRef, objective: Optional[str]) -> str:
+    """The one prompt or context task whose explainer is cached for
+    ``model``, ``layer`` and ``objective`` (None: each task's
+    :func:`default_objective`; ``explain`` without ``--fit-on``).
 
     Raises:
         ~captum_iba.app.errors.CLIError: When none is, naming the command
@@ -392,18 +439,27 @@ def _the_cached_task(model: Any, layer: LayerRef, objective: str) -> str:
     """
     from captum_iba.app.llm_tasks import TASKS
 
-    tasks = [t for t in TASKS if fitted_folders(model, layer, t, objective)]
+    every = (*TASKS, *CONTEXT_TASKS)
+    tasks = [
+        t
+        for t in every
+        if fitted_folders(model, layer, t, objective or default_objective(t))
+    ]
     if not tasks:
+        shown = "" if objective is None else f" (objective {objective!r})"
+        task_objective = objective or LLM_OBJECTIVE
         raise CLIError(
-            f"no fitted explainer for this causal LM and layer (objective "
-            f"{objective!r}): fit one on a prompt task's training prompts with "
-            f"{_fit_command('TASK', objective, True)} (with the same --model and "
-            f"--layer; TASK one of {', '.join(TASKS)})"
+            f"no fitted explainer for this causal LM and layer{shown}: fit one on "
+            f"a prompt task's training prompts with "
+            f"{_fit_command('TASK', task_objective, True)} (TASK one of "
+            f"{', '.join(TASKS)}), or on a context task's search contexts with "
+            f"`captum-iba evaluate --task TASK --methods iba-amortized` (TASK one "
+            f"of {', '.join(CONTEXT_TASKS)}), with the same --model and --layer"
         )
     if len(tasks) > 1:
-        root = explainer_folder(model, layer, tasks[0], objective=objective).parent
+        root = explainer_folder(model, layer, tasks[0], objective=LLM_OBJECTIVE).parent
         raise CLIError(
-            f"iba-amortized: explainers fitted on several prompt tasks "
+            f"iba-amortized: explainers fitted on several tasks "
             f"({', '.join(tasks)}) are cached for this causal LM and layer in "
             f"{root}: give --fit-on TASK to choose one (TASK one of "
             f"{', '.join(tasks)})"

@@ -169,7 +169,7 @@ def prepare_contexts(args: argparse.Namespace) -> PreparedContexts:
     from captum_iba.evaluation.context_loop import MAX_NEW_TOKENS, ContextData
 
     config = lm_config(args.model)
-    check_lm_request(args.request, config)
+    check_lm_request(args.request, config, explainer=True)  # fitted on the task
     positions = max_positions(argparse.Namespace(config=config))
     tok = load_lm_tokenizer(args.model)
     if not getattr(tok, "is_fast", False):
@@ -215,11 +215,22 @@ def context_job(
 
     tok = prepared.tokenizer
     model, _ = load_causal_lm(args.model, tok)
+
+    def explainer(module: Any, objective: Optional[str] = None) -> Any:
+        from captum_iba.app.amortized import cached_explainer, lm_objective
+        from captum_iba.attr.text import resolve_layer
+
+        return cached_explainer(
+            model, tok, resolve_layer(model, module), args.task, True,
+            args.data_dir, 0, lm_objective(args.request, objective, args.task),
+        )  # fmt: skip
+
+    resources = Resources(model, tok, explainer=explainer)
     return ContextJob(
         model=model,
         tokenizer=tok,
         data=prepared.data,
-        scorers=build_scorers(args.request, Resources(model, tok), kind="causal-lm"),
+        scorers=build_scorers(args.request, resources, kind="causal-lm"),
         settings=dict(
             settings,
             weights=weights_digest(model),

@@ -159,12 +159,12 @@ def _explain_causal_lm(
     command_parts.print_notes(args.request)
 
     def explainer(model: Any, tok: Any, chat: bool) -> Any:  # iba-amortized's
-        from captum_iba.app.amortized import cached_lm_explainer, lm_objective
+        from captum_iba.app.amortized import cached_lm_explainer, requested_objective
         from captum_iba.attr.text import resolve_layer
 
         def for_layer(module: Any, objective: Any = None) -> Any:
             ref = resolve_layer(model, module)
-            chosen = lm_objective(args.request, objective)
+            chosen = requested_objective(args.request, objective)
             return cached_lm_explainer(model, tok, ref, chosen, chat, args.fit_on)
 
         return for_layer
@@ -197,9 +197,14 @@ def _check_fit_on(args: argparse.Namespace, kind: str) -> None:
             "--method iba-amortized (or --compare with it), or leave --fit-on out"
         )
     if kind == "causal-lm":
-        from captum_iba.app.llm_tasks import TASKS as names
+        from captum_iba.app.context_tasks import CONTEXT_TASKS
+        from captum_iba.app.llm_tasks import TASKS
 
-        what = "prompt task (a causal LM's explainer is fitted on its prompts)"
+        names = (*TASKS, *CONTEXT_TASKS)
+        what = (
+            "prompt or context task (a causal LM's explainer is fitted on its "
+            "prompts or search contexts)"
+        )
     else:
         from captum_iba.app.cli_checks import DATASETS as names
 

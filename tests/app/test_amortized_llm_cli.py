@@ -137,7 +137,7 @@ def test_explain_fit_on_chooses_among_several_tasks_explainers(
     capsys.readouterr()
     assert _explain(tiny_llm_dir) == 2
     err = capsys.readouterr().err
-    assert "several prompt tasks (sst2, imdb)" in err, err
+    assert "several tasks (sst2, imdb)" in err, err
     assert "give --fit-on TASK to choose one (TASK one of sst2, imdb)" in err
     assert "remove" not in err
     assert _explain(tiny_llm_dir, "--fit-on", "imdb") == 0
@@ -175,8 +175,8 @@ def test_explain_fit_on_is_checked_before_the_weights(
         assert "give --method iba-amortized" in err
     assert _explain(tiny_llm_dir, "--fit-on", "mnli") == 2  # a corpus, no task
     err = capsys.readouterr().err
-    assert "--fit-on mnli: not a prompt task" in err, err
-    assert "choose from sst2, imdb, ag_news, rte" in err
+    assert "--fit-on mnli: not a prompt or context task" in err, err
+    assert "choose from sst2, imdb, ag_news, rte, context-facts" in err
 
 
 def test_the_fit_explains_the_answer_word_the_model_chooses(

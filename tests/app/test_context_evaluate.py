@@ -137,9 +137,6 @@ def test_bad_combinations_are_refused_before_any_model_loads(
         (["--passages", "x"], "--passages x: give MIN-MAX"),
         (["--task", "context-topics", "--passages", "3-5"],
          "--passages 3-5: context-topics has one passage per topic"),
-        (["--methods", "iba-amortized"], "iba-amortized: a causal LM's explainer "
-         "is fitted on a prompt task's training prompts: run `captum-iba evaluate "
-         "--dataset TASK"),
     ]  # fmt: skip
     for i, (more, says) in enumerate(cases):
         out = tmp_path / f"out{i}"
@@ -193,3 +190,47 @@ def test_attnlrp_without_lxt_is_refused_before_any_model_loads(
     assert "AttnLRP needs the optional package lxt, which is not installed" in err
     assert "pip install 'captum-iba[attnlrp]'" in err and "transformers" in err
     assert not out.exists()
+
+
+def test_iba_amortized_is_fitted_on_the_task_s_search_contexts_then_loaded(
+    tiny_llm, tmp_path, capsys, monkeypatch
+):
+    """``--methods iba-amortized`` on a context task fits the explainer once
+    on the task's search contexts (the training part of AG News's file) with the model's
+    greedy responses, distilled from one deletion step, and caches it; a
+    later run and ``explain --context`` load it (4 contexts, one epoch)."""
+    from captum_iba.app import context_fit
+    from captum_iba.app.finetune.recipes import CACHE_ENV_VAR
+
+    monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path / "cache"))
+    monkeypatch.setitem(context_fit.CONTEXT_FIT, "contexts", 4)
+    monkeypatch.setitem(context_fit.CONTEXT_FIT, "epochs", 1)
+    more = ("--passages", "3-4", "--methods", "iba-amortized,random")
+    argv = _argv(tiny_llm, tmp_path, tmp_path / "r1", *more)
+    assert main(argv) == 0
+    said = capsys.readouterr().out
+    assert "fitting the amortized explainer" in said, said
+    assert "on 4 search contexts of the context-facts task" in said
+    assert "objective 'distil', taught by iba-deletion with 1 step(s)" in said
+    assert "| iba-amortized (logit-max) | 3 |" in said
+    found = (tmp_path / "cache" / "explainers").glob("context-facts-lembeddings-len0-*")
+    (folder,) = [f for f in found if f.is_dir()]
+    record = json.loads((folder / "explainer.json").read_text())
+    assert record["stats"]["instances"] == 4  # 4 contexts, one epoch
+    assert record["key"]["settings"]["teacher"]["steps"] == 1
+    rows = [
+        json.loads(line) for line in (tmp_path / "r1" / "attributions.jsonl").open()
+    ]
+    assert {r["method"] for r in rows} == {"iba-amortized", "random"}
+    assert main(_argv(tiny_llm, tmp_path, tmp_path / "r2", *more)) == 0
+    assert "fitting the amortized explainer" not in capsys.readouterr().out
+    context = "the cat sat on the mat . a dog ran in the park ."
+    explain = ["explain", "--query", "where did the cat move ?", "--context", context,
+               "--model", tiny_llm, "--method", "iba-amortized",
+               "--max-new-tokens", "2"]  # fmt: skip
+    assert main(explain) == 0
+    said = capsys.readouterr().out
+    assert "the explainer fitted on the context-facts task's search contexts" in said
+    err = _fails(explain + ["--fit-on", "context-topics"], capsys)
+    assert "no explainer fitted on the context-topics task's search contexts" in err
+    assert "`captum-iba evaluate --task context-topics --methods iba-amortized`" in err

@@ -1,0 +1,145 @@
+"""How the command line fits a causal LM's ``iba-amortized`` explainer on a
+context task (issue 52; ``captum-iba evaluate --task context-facts --methods
+iba-amortized``): the task's search contexts - AG News's training part,
+never the report split - with the model's greedy responses, their sources
+marked, distilled from one ``iba-deletion`` step's masks (docs/amortized.rst,
+"Fitted on contexts": the settings measured there against AT2).
+
+The explainer is cached as every other (:func:`~captum_iba.app.amortized.
+explainer_folder`, the task's name as its corpus); these settings are part of
+its folder's digest, so an explainer fitted otherwise is never taken for it.
+"""
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from captum_iba.app.errors import CLIError
+
+__all__ = [
+    "CONTEXT_FIT",
+    "CONTEXT_OBJECTIVE",
+    "context_fit_batches",
+    "context_fit_settings",
+    "fit_on_contexts",
+]
+
+#: The data and schedule of a context task's explainer: ``contexts`` search
+#: contexts drawn with ``seed`` (AT2's training examples in
+#: ``experiments/train_at2.py``; for ``context-facts`` ``passages`` passages
+#: each), its teacher ``iba-deletion`` with ``teacher_steps`` steps, ``epochs``
+#: epochs, ``batch_size`` contexts a batch.
+CONTEXT_FIT: Dict[str, Any] = dict(
+    contexts=128, seed=1000, passages=(3, 6), teacher_steps=1, epochs=30,
+    batch_size=4,
+)  # fmt: skip
+
+#: What a context task's explainer is trained on when ``--explainer-objective``
+#: is not given: the teacher's masks alone (the deletion objective costs a
+#: forward and backward of the whole model per context and epoch).
+CONTEXT_OBJECTIVE = "distil"
+
+
+def context_fit_settings(objective: str = CONTEXT_OBJECTIVE) -> Dict[str, Any]:
+    """The fit settings of a context task's explainer trained on
+    ``objective`` (:func:`~captum_iba.evaluation.amortized.objective_settings`
+    with :data:`CONTEXT_FIT` 's epochs and one-step teacher)."""
+    from captum_iba.evaluation.amortized import objective_settings
+
+    teacher = {"config": "deletion", "steps": CONTEXT_FIT["teacher_steps"]}
+    return dict(
+        objective_settings(objective), epochs=CONTEXT_FIT["epochs"], teacher=teacher
+    )
+
+
+def fit_contexts(task: str, data_dir: Optional[str] = None) -> List[Any]:
+    """:data:`CONTEXT_FIT` 's search contexts of ``task`` (the examples, no
+    model needed)."""
+    from captum_iba.app.context_tasks import context_examples
+
+    options = {"sources": CONTEXT_FIT["passages"]} if task == "context-facts" else {}
+    return context_examples(
+        task, "search", CONTEXT_FIT["contexts"], seed=CONTEXT_FIT["seed"],
+        data_dir=data_dir, **options,
+    )  # fmt: skip
+
+
+def context_fit_batches(
+    model: Any,
+    tokenizer: Any,
+    task: str,
+    data_dir: Optional[str] = None,
+    positions: Optional[int] = None,
+) -> List[Any]:
+    """The training batches of ``task`` 's explainer: :data:`CONTEXT_FIT` 's
+    search contexts, those whose prompt and longest response fit in the
+    model's ``positions``, with the model's greedy responses
+    (:func:`~captum_iba.evaluation.context_loop.context_batch`), in the
+    layout the task's run gives the model (its chat template, else text).
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: When no context fits.
+    """
+    from captum_iba.app.context_tasks import prompt_layout
+    from captum_iba.attr.llm_batch import encode_prompt, uses_chat
+    from captum_iba.evaluation.context_loop import (
+        MAX_NEW_TOKENS,
+        ContextData,
+        context_batch,
+    )
+
+    examples = fit_contexts(task, data_dir)
+    chat = uses_chat(tokenizer, None)
+    data = ContextData(tuple(examples), prompt_layout(chat))
+    kept = [
+        i
+        for i in range(len(data))
+        if positions is None
+        or len(encode_prompt(tokenizer, data.prompt(i)[0], chat=chat)[0])
+        + MAX_NEW_TOKENS
+        - 1
+        <= positions
+    ]
+    if not kept:
+        raise CLIError(
+            f"iba-amortized: none of {task!r}'s {len(data)} search contexts fits in "
+            f"the model's {positions} positions, to fit the explainer on"
+        )
+    size = CONTEXT_FIT["batch_size"]
+    return [
+        context_batch(model, tokenizer, data, kept[i : i + size], chat)
+        for i in range(0, len(kept), size)
+    ]
+
+
+def fit_on_contexts(
+    model: Any,
+    tokenizer: Any,
+    layer: Any,
+    task: str,
+    folder: Path,
+    data_dir: Optional[str] = None,
+    objective: str = CONTEXT_OBJECTIVE,
+) -> Any:
+    """Fit (into ``folder``) the explainer of ``model`` 's ``layer`` (a
+    :class:`~captum_iba.attr.text.LayerRef`) on the context ``task``
+    (:func:`context_fit_batches`, :func:`context_fit_settings`).
+
+    Returns:
+        AmortizedExplainer: The explainer.
+    """
+    from captum_iba._utils.common import max_positions
+    from captum_iba.evaluation.amortized import fit_amortized
+
+    batches = context_fit_batches(
+        model, tokenizer, task, data_dir, max_positions(model)
+    )
+    contexts = sum(len(b) for b in batches)
+    print(
+        f"[captum_iba] on {contexts} search contexts of the {task} task with the "
+        f"model's greedy responses, objective {objective!r}, taught by "
+        f"iba-deletion with {CONTEXT_FIT['teacher_steps']} step(s)"
+    )
+    return fit_amortized(
+        model, layer.module, batches, tokenizer, folder,
+        **context_fit_settings(objective),
+    )  # fmt: skip
