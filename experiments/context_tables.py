@@ -21,6 +21,9 @@ from captum_iba.metrics.context import TOP_K  # noqa: E402
 CONTEXTCITE = "contextcite-"
 #: The prefix of AT2's method names (``at2-16``: trained on 16 examples).
 AT2_PREFIX = "at2-"
+#: Methods trained once at several budgets, each costing the same per
+#: example whatever its budget: AT2 and an explainer fitted on contexts.
+BUDGETED = (AT2_PREFIX, "iba-amortized-ctx-")
 
 
 def _rows(records: Dict[str, List[Dict[str, Any]]]) -> Dict[str, Dict[str, Any]]:
@@ -151,12 +154,19 @@ def plot(table: Dict[str, Dict[str, Any]], title: str, path: Path) -> None:
 
 
 def one_budget(rows: List[str], table: Dict[str, Dict[str, Any]]) -> Dict[str, str]:
-    """``rows`` with AT2's budgets (``at2-<n>``) kept at the best mean LDS
-    only, each row mapped to its plot label (the best budget's says of how
-    many it was chosen)."""
-    budgets = [r for r in rows if r.startswith(AT2_PREFIX)]
-    keep = {r: r for r in rows if r not in budgets}
-    if budgets:
+    """``rows`` with each trained method's budgets (:data:`BUDGETED`:
+    ``at2-<n>``, ``iba-amortized-ctx-[<task>-]<n>``, each family its own) kept
+    at the best mean LDS only, each row mapped to its plot label (the best
+    budget's says of how many it was chosen)."""
+    families: Dict[str, List[str]] = {}
+    keep = {}
+    for row in rows:
+        family, _, budget = row.split(" (")[0].rpartition("-")
+        if row.startswith(BUDGETED) and budget.isdigit():
+            families.setdefault(family, []).append(row)
+        else:
+            keep[row] = row
+    for budgets in families.values():
         top = max(budgets, key=lambda r: _mean(table[r]["lds"]))
         many = f" (best of {len(budgets)} budgets)" if len(budgets) > 1 else ""
         keep[top] = top + many

@@ -11,7 +11,7 @@ its folder's digest, so an explainer fitted otherwise is never taken for it.
 """
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from captum_iba.app.errors import CLIError
 
@@ -69,12 +69,15 @@ def context_fit_batches(
     task: str,
     data_dir: Optional[str] = None,
     positions: Optional[int] = None,
+    before: Optional[Callable[[int], Any]] = None,
 ) -> List[Any]:
     """The training batches of ``task`` 's explainer: :data:`CONTEXT_FIT` 's
     search contexts, those whose prompt and longest response fit in the
     model's ``positions``, with the model's greedy responses
     (:func:`~captum_iba.evaluation.context_loop.context_batch`), in the
     layout the task's run gives the model (its chat template, else text).
+    ``before`` is called with the number of contexts kept before their
+    responses are made (the slow part).
 
     Raises:
         ~captum_iba.app.errors.CLIError: When no context fits.
@@ -104,6 +107,8 @@ def context_fit_batches(
             f"iba-amortized: none of {task!r}'s {len(data)} search contexts fits in "
             f"the model's {positions} positions, to fit the explainer on"
         )
+    if before is not None:
+        before(len(kept))
     size = CONTEXT_FIT["batch_size"]
     return [
         context_batch(model, tokenizer, data, kept[i : i + size], chat)
@@ -130,14 +135,16 @@ def fit_on_contexts(
     from captum_iba._utils.common import max_positions
     from captum_iba.evaluation.amortized import fit_amortized
 
+    def say(contexts: int) -> None:
+        print(
+            f"[captum_iba] on {contexts} search contexts of the {task} task with the "
+            f"model's greedy responses, objective {objective!r}, taught by "
+            f"iba-deletion with {CONTEXT_FIT['teacher_steps']} step(s)",
+            flush=True,
+        )
+
     batches = context_fit_batches(
-        model, tokenizer, task, data_dir, max_positions(model)
-    )
-    contexts = sum(len(b) for b in batches)
-    print(
-        f"[captum_iba] on {contexts} search contexts of the {task} task with the "
-        f"model's greedy responses, objective {objective!r}, taught by "
-        f"iba-deletion with {CONTEXT_FIT['teacher_steps']} step(s)"
+        model, tokenizer, task, data_dir, max_positions(model), before=say
     )
     return fit_amortized(
         model, layer.module, batches, tokenizer, folder,

@@ -223,11 +223,20 @@ def test_the_plot_draws_at2_at_its_best_budget_saying_of_how_many(tables):
         "at2-64": {"lds": [0.4]},
         "contextcite-4": {"lds": [0.5]},
         "contextcite-32": {"lds": [0.9]},
+        "iba-amortized-ctx-32 (max)": {"lds": [0.5]},
+        "iba-amortized-ctx-128 (logit-max)": {"lds": [0.6]},
+        "iba-amortized-ctx-context-topics-128 (mean)": {"lds": [0.3]},
     }
     assert tables.one_budget(list(table), table) == {
         "at2-2048": "at2-2048 (best of 3 budgets)",
         "contextcite-4": "contextcite-4",
         "contextcite-32": "contextcite-32",
+        # an explainer's budgets likewise; one fitted on another task apart
+        "iba-amortized-ctx-128 (logit-max)": "iba-amortized-ctx-128 (logit-max) "
+        "(best of 2 budgets)",
+        "iba-amortized-ctx-context-topics-128 (mean)": (
+            "iba-amortized-ctx-context-topics-128 (mean)"
+        ),
     }
     assert tables.one_budget(["at2-5"], table) == {"at2-5": "at2-5"}
 
