@@ -230,8 +230,9 @@ _method(
     "iba-amortized",
     "amortized:IBAAmortizedScorer",
     "amortized IBA: an explainer taught by iba-deletion once per model, then one "
-    "forward pass per attribution (a causal LM: fitted on prompts with "
-    "fit_amortized, the whole answer only; docs/amortized.rst)",
+    "forward pass per attribution (a causal LM: fitted on a prompt task's "
+    "prompts or a context task's contexts, the whole answer only; "
+    "docs/amortized.rst)",
     ("layer", "explainer_objective"),
     signed=False,
     reduction="mean",
