@@ -6,11 +6,11 @@ The contexts are ``context_examples(task, "search", --n, seed=--seed)`` -
 by default AT2's training examples (``experiments/train_at2.py``: seed
 1000, 3-6 passages; never the report split) - each with the model's greedy
 response (at most the context study's 24 tokens) in batches of
-``--batch-size``, its sources marked
-(:func:`~captum_iba.evaluation.sources.with_sources`: the explainer masks
-the sources' tokens only, as every method of the context study scores
-them). The explainer is fitted by
-:func:`~captum_iba.evaluation.amortized.fit_amortized` on
+``--batch-size``, its sources marked (the explainer masks the sources'
+tokens only, as every method of the context study scores them). The
+explainer is fitted as the command line fits one on a context task
+(:func:`~captum_iba.app.context_fit.fit_on_contexts`, its defaults
+:data:`~captum_iba.app.context_fit.CONTEXT_FIT` those of this script) on
 ``--objective`` (``distil``: ``iba-deletion``'s masks alone; ``deletion``:
 its objective, warm-started by them), its teacher ``iba-deletion`` with
 ``--teacher-steps`` steps (one step's mask is what the context study found
@@ -19,10 +19,11 @@ most faithful there), and saved (resumably) under ``--out`` as
 ``experiments/context_study.py`` reads as the method
 ``iba-amortized-ctx-<n>`` (``--explainer-dir``)::
 
-    python experiments/fit_context_explainer.py --task context-facts --n 64
+    python experiments/fit_context_explainer.py --task context-facts --n 512
 
 CPU-seconds (one torch thread, ``time.process_time``) of the responses and
-of the fit are printed and kept in ``fit.json`` beside the explainer.
+of the fit (the explainer's own count) are printed and kept in ``fit.json``
+beside the explainer.
 """
 
 import argparse
@@ -40,18 +41,13 @@ from study_lm import study_lm  # noqa: E402
 
 from captum_iba._utils.io import atomic_write_text, cache_root  # noqa: E402
 from captum_iba.app.context_corpus import parse_passages  # noqa: E402
-from captum_iba.app.context_tasks import (  # noqa: E402
-    CONTEXT_TASKS,
-    context_examples,
-    prompt_layout,
+from captum_iba.app.context_fit import (  # noqa: E402
+    CONTEXT_FIT,
+    fit_contexts,
+    fit_on_contexts,
 )
+from captum_iba.app.context_tasks import CONTEXT_TASKS  # noqa: E402
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
-from captum_iba.attr.llm_batch import uses_chat  # noqa: E402
-from captum_iba.evaluation.context_loop import (  # noqa: E402
-    MAX_NEW_TOKENS,
-    ContextData,
-    context_batch,
-)
 from captum_iba.registry import EXPLAINER_OBJECTIVES  # noqa: E402
 
 
@@ -72,42 +68,46 @@ def explainer_path(
     return root / f"{slug}-{task}-n{n}-{objective}-t{teacher_steps}"
 
 
-def context_batches(
+def fit_context_explainer(
     model: Any,
     tok: Any,
     examples: List[Any],
-    batch_size: int,
-    max_new_tokens: int = MAX_NEW_TOKENS,
-) -> List[Any]:
-    """The examples' prompts (the study's layout) with the model's greedy
-    responses, in batches, their sources marked
-    (:func:`~captum_iba.evaluation.context_loop.context_batch`)."""
-    chat = uses_chat(tok, None)
-    data = ContextData(tuple(examples), prompt_layout(chat))
-    return [
-        context_batch(
-            model,
-            tok,
-            data,
-            range(i, min(i + batch_size, len(data))),
-            chat,
-            max_new_tokens,
-        )  # fmt: skip
-        for i in range(0, len(data), batch_size)
-    ]
+    folder: Path,
+    objective: str = "distil",
+    task: str = "context-facts",
+    **fit: Any,
+) -> Tuple[Any, Dict[str, float]]:
+    """Fit (or resume) the explainer of ``model`` 's embeddings on
+    ``examples`` (``task`` 's contexts) with their greedy responses, saved in
+    ``folder``, with ``fit`` overriding
+    :data:`~captum_iba.app.context_fit.CONTEXT_FIT`; returns it and the
+    CPU-seconds of the responses and of the fit."""
+    from captum_iba.attr.text import resolve_layer
+
+    began = time.process_time()
+    explainer = fit_on_contexts(
+        model, tok, resolve_layer(model, "embeddings"), task, folder,
+        objective=objective, fit=dict(CONTEXT_FIT, **fit), examples=examples,
+    )  # fmt: skip
+    total = time.process_time() - began
+    fitted = float(explainer.stats.get("cpu_seconds", 0.0))
+    return explainer, {
+        "responses_cpu_seconds": total - fitted,
+        "fit_cpu_seconds": fitted,
+    }
 
 
 def parse(argv=None) -> argparse.Namespace:
     """The command line (checked before the model loads)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--task", choices=CONTEXT_TASKS, default="context-facts")
-    p.add_argument("--n", type=int, default=64, help="training contexts")
-    p.add_argument("--seed", type=int, default=1000, help="the contexts' seed")
-    p.add_argument("--passages", default="3-6", metavar="LOW-HIGH")
+    p.add_argument("--n", type=int, default=CONTEXT_FIT["contexts"], help="contexts")
+    p.add_argument("--seed", type=int, default=CONTEXT_FIT["seed"])
+    p.add_argument("--passages", default="-".join(map(str, CONTEXT_FIT["passages"])))
     p.add_argument("--objective", choices=tuple(EXPLAINER_OBJECTIVES), default="distil")
-    p.add_argument("--teacher-steps", type=int, default=1)
-    p.add_argument("--epochs", type=int, default=20)
-    p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument("--teacher-steps", type=int, default=CONTEXT_FIT["teacher_steps"])
+    p.add_argument("--epochs", type=int, default=CONTEXT_FIT["epochs"])
+    p.add_argument("--batch-size", type=int, default=CONTEXT_FIT["batch_size"])
     p.add_argument("--model", default=SMOLLM2_HUB_ID)
     p.add_argument("--out", help="explainers' folder (default: the cache's)")
     args = p.parse_args(argv)
@@ -118,53 +118,23 @@ def parse(argv=None) -> argparse.Namespace:
     return args
 
 
-def fit_context_explainer(
-    model: Any,
-    tok: Any,
-    examples: List[Any],
-    folder: Path,
-    objective: str = "distil",
-    teacher_steps: int = 1,
-    epochs: int = 20,
-    batch_size: int = 4,
-    max_new_tokens: int = MAX_NEW_TOKENS,
-) -> Tuple[Any, Dict[str, float]]:
-    """Fit (or resume) the explainer of ``model`` 's embeddings on
-    ``examples`` (context examples) with their greedy responses, saved in
-    ``folder``; returns it and the CPU-seconds of the responses and the fit."""
-    from captum_iba.attr.text import resolve_layer
-    from captum_iba.evaluation.amortized import fit_amortized, objective_settings
-
-    began = time.process_time()
-    batches = context_batches(model, tok, examples, batch_size, max_new_tokens)
-    seconds = {"responses_cpu_seconds": time.process_time() - began}
-    began = time.process_time()
-    settings = dict(objective_settings(objective), epochs=epochs)
-    settings["teacher"] = {"config": "deletion", "steps": teacher_steps}
-    explainer = fit_amortized(
-        model, resolve_layer(model, "embeddings").module, batches, tok,
-        folder=folder, show_progress=False, **settings,
-    )  # fmt: skip
-    seconds["fit_cpu_seconds"] = time.process_time() - began
-    return explainer, seconds
-
-
 def main(argv=None) -> None:
     args = parse(argv)
     os.environ.setdefault("TQDM_DISABLE", "1")
     torch.set_num_threads(1)
-    extra = {"sources": parse_passages(args.passages)}
-    if args.task != "context-facts":
-        extra = {}
-    examples = context_examples(args.task, "search", args.n, seed=args.seed, **extra)
+    fit = dict(
+        contexts=args.n, seed=args.seed, passages=parse_passages(args.passages),
+        teacher_steps=args.teacher_steps, epochs=args.epochs,
+        batch_size=args.batch_size,
+    )  # fmt: skip
+    examples = fit_contexts(args.task, None, dict(CONTEXT_FIT, **fit))
     folder = explainer_path(
         args.model, args.task, args.n, args.objective, args.teacher_steps, args.out
     )
     model, tok = study_lm(args.model)
     explainer, seconds = fit_context_explainer(
-        model, tok, examples, folder, args.objective, args.teacher_steps,
-        args.epochs, args.batch_size,
-    )  # fmt: skip
+        model, tok, examples, folder, args.objective, args.task, **fit
+    )
     print(f"{seconds} ({explainer.stats})", flush=True)
     record = dict(
         vars(args), **seconds, capability=torch.backends.cpu.get_cpu_capability(),

@@ -457,7 +457,7 @@ def _the_cached_task(model: Any, layer: LayerRef, objective: Optional[str]) -> s
             f"of {', '.join(CONTEXT_TASKS)}), with the same --model and --layer"
         )
     if len(tasks) > 1:
-        root = explainer_folder(model, layer, tasks[0], objective=LLM_OBJECTIVE).parent
+        root = default_cache_dir() / "explainers"
         raise CLIError(
             f"iba-amortized: explainers fitted on several tasks "
             f"({', '.join(tasks)}) are cached for this causal LM and layer in "

@@ -11,7 +11,7 @@ its folder's digest, so an explainer fitted otherwise is never taken for it.
 """
 
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from captum_iba.app.errors import CLIError
 
@@ -20,6 +20,7 @@ __all__ = [
     "CONTEXT_OBJECTIVE",
     "context_fit_batches",
     "context_fit_settings",
+    "fit_contexts",
     "fit_on_contexts",
 ]
 
@@ -39,45 +40,51 @@ CONTEXT_FIT: Dict[str, Any] = dict(
 CONTEXT_OBJECTIVE = "distil"
 
 
-def context_fit_settings(objective: str = CONTEXT_OBJECTIVE) -> Dict[str, Any]:
+def context_fit_settings(
+    objective: str = CONTEXT_OBJECTIVE, fit: Optional[Dict[str, Any]] = None
+) -> Dict[str, Any]:
     """The fit settings of a context task's explainer trained on
     ``objective`` (:func:`~captum_iba.evaluation.amortized.objective_settings`
-    with :data:`CONTEXT_FIT` 's epochs and one-step teacher)."""
+    with ``fit`` 's epochs and teacher steps; ``fit`` by default
+    :data:`CONTEXT_FIT`)."""
     from captum_iba.evaluation.amortized import objective_settings
 
-    teacher = {"config": "deletion", "steps": CONTEXT_FIT["teacher_steps"]}
-    return dict(
-        objective_settings(objective), epochs=CONTEXT_FIT["epochs"], teacher=teacher
-    )
+    fit = CONTEXT_FIT if fit is None else fit
+    teacher = {"config": "deletion", "steps": fit["teacher_steps"]}
+    return dict(objective_settings(objective), epochs=fit["epochs"], teacher=teacher)
 
 
-def fit_contexts(task: str, data_dir: Optional[str] = None) -> List[Any]:
-    """:data:`CONTEXT_FIT` 's search contexts of ``task`` (the examples, no
-    model needed)."""
+def fit_contexts(
+    task: str, data_dir: Optional[str] = None, fit: Optional[Dict[str, Any]] = None
+) -> List[Any]:
+    """``fit`` 's search contexts of ``task`` (default :data:`CONTEXT_FIT`;
+    the examples, no model needed)."""
     from captum_iba.app.context_tasks import context_examples
 
-    options = {"sources": CONTEXT_FIT["passages"]} if task == "context-facts" else {}
+    fit = CONTEXT_FIT if fit is None else fit
+    options = {"sources": fit["passages"]} if task == "context-facts" else {}
     return context_examples(
-        task, "search", CONTEXT_FIT["contexts"], seed=CONTEXT_FIT["seed"],
-        data_dir=data_dir, **options,
+        task, "search", fit["contexts"], seed=fit["seed"], data_dir=data_dir,
+        **options,
     )  # fmt: skip
 
 
 def context_fit_batches(
     model: Any,
     tokenizer: Any,
-    task: str,
-    data_dir: Optional[str] = None,
+    examples: Sequence[Any],
     positions: Optional[int] = None,
     before: Optional[Callable[[int], Any]] = None,
+    fit: Optional[Dict[str, Any]] = None,
 ) -> List[Any]:
-    """The training batches of ``task`` 's explainer: :data:`CONTEXT_FIT` 's
-    search contexts, those whose prompt and longest response fit in the
-    model's ``positions``, with the model's greedy responses
+    """The training batches of a context explainer: the ``examples`` whose
+    prompt and longest response fit in the model's ``positions``, with the
+    model's greedy responses
     (:func:`~captum_iba.evaluation.context_loop.context_batch`), in the
-    layout the task's run gives the model (its chat template, else text).
-    ``before`` is called with the number of contexts kept before their
-    responses are made (the slow part).
+    layout a context task's run gives the model (its chat template, else
+    text), ``fit`` 's ``batch_size`` a batch (and its ``max_new_tokens``
+    when given, else the run's). ``before`` is called with the number of
+    contexts kept before their responses are made (the slow part).
 
     Raises:
         ~captum_iba.app.errors.CLIError: When no context fits.
@@ -90,28 +97,27 @@ def context_fit_batches(
         context_batch,
     )
 
-    examples = fit_contexts(task, data_dir)
+    fit = CONTEXT_FIT if fit is None else fit
+    longest = fit.get("max_new_tokens", MAX_NEW_TOKENS)
     chat = uses_chat(tokenizer, None)
     data = ContextData(tuple(examples), prompt_layout(chat))
     kept = [
         i
         for i in range(len(data))
         if positions is None
-        or len(encode_prompt(tokenizer, data.prompt(i)[0], chat=chat)[0])
-        + MAX_NEW_TOKENS
-        - 1
+        or len(encode_prompt(tokenizer, data.prompt(i)[0], chat=chat)[0]) + longest - 1
         <= positions
     ]
     if not kept:
         raise CLIError(
-            f"iba-amortized: none of {task!r}'s {len(data)} search contexts fits in "
-            f"the model's {positions} positions, to fit the explainer on"
+            f"iba-amortized: none of the {len(data)} search contexts fits in the "
+            f"model's {positions} positions, to fit the explainer on"
         )
     if before is not None:
         before(len(kept))
-    size = CONTEXT_FIT["batch_size"]
+    size = fit["batch_size"]
     return [
-        context_batch(model, tokenizer, data, kept[i : i + size], chat)
+        context_batch(model, tokenizer, data, kept[i : i + size], chat, longest)
         for i in range(0, len(kept), size)
     ]
 
@@ -124,10 +130,15 @@ def fit_on_contexts(
     folder: Path,
     data_dir: Optional[str] = None,
     objective: str = CONTEXT_OBJECTIVE,
+    fit: Optional[Dict[str, Any]] = None,
+    examples: Optional[Sequence[Any]] = None,
 ) -> Any:
-    """Fit (into ``folder``) the explainer of ``model`` 's ``layer`` (a
-    :class:`~captum_iba.attr.text.LayerRef`) on the context ``task``
-    (:func:`context_fit_batches`, :func:`context_fit_settings`).
+    """Fit (into ``folder``, resumed from it) the explainer of ``model`` 's
+    ``layer`` (a :class:`~captum_iba.attr.text.LayerRef`) on the context
+    ``task`` 's search contexts (``examples`` when given, else
+    :func:`fit_contexts`), with ``fit`` 's settings (default
+    :data:`CONTEXT_FIT`: :func:`context_fit_batches`,
+    :func:`context_fit_settings`).
 
     Returns:
         AmortizedExplainer: The explainer.
@@ -135,18 +146,22 @@ def fit_on_contexts(
     from captum_iba._utils.common import max_positions
     from captum_iba.evaluation.amortized import fit_amortized
 
+    fit = CONTEXT_FIT if fit is None else fit
+    if examples is None:
+        examples = fit_contexts(task, data_dir, fit)
+
     def say(contexts: int) -> None:
         print(
             f"[captum_iba] on {contexts} search contexts of the {task} task with the "
             f"model's greedy responses, objective {objective!r}, taught by "
-            f"iba-deletion with {CONTEXT_FIT['teacher_steps']} step(s)",
+            f"iba-deletion with {fit['teacher_steps']} step(s)",
             flush=True,
         )
 
     batches = context_fit_batches(
-        model, tokenizer, task, data_dir, max_positions(model), before=say
+        model, tokenizer, examples, max_positions(model), before=say, fit=fit
     )
     return fit_amortized(
         model, layer.module, batches, tokenizer, folder,
-        **context_fit_settings(objective),
+        **context_fit_settings(objective, fit),
     )  # fmt: skip
