@@ -139,10 +139,11 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
         "--fit-on",
         metavar="CORPUS|TASK",
         help="iba-amortized: the explainer fitted on this corpus's training split "
-        "(a classifier; default: the model's own corpus) or this prompt task's "
-        "training prompts (a causal LM; default: the one task whose explainer "
-        "is cached); fitted by `captum-iba evaluate --dataset CORPUS|TASK "
-        "--methods iba-amortized`",
+        "(a classifier; default: the model's own corpus), this prompt task's "
+        "training prompts or this context task's search contexts (a causal LM; "
+        "default: the one task whose explainer is cached); fitted by "
+        "`captum-iba evaluate --dataset CORPUS|TASK` (a context task: `--task "
+        "TASK`) `--methods iba-amortized`",
     )
     _method_options(ex)
     ex.add_argument("--html", metavar="FILE", help="also write the page to this file")
