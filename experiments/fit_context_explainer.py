@@ -39,7 +39,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from study_lm import study_lm  # noqa: E402
 
-from captum_iba._utils.io import atomic_write_text, cache_root  # noqa: E402
+from captum_iba._utils.io import (  # noqa: E402
+    atomic_write_text,
+    cache_root,
+    model_slug,
+)
 from captum_iba.app.context_corpus import parse_passages  # noqa: E402
 from captum_iba.app.context_fit import (  # noqa: E402
     CONTEXT_FIT,
@@ -62,10 +66,8 @@ def explainer_path(
     """The folder of an explainer fitted on ``n`` search contexts of
     ``task``: ``<folder>/<model>-<task>-n<n>-<objective>-t<teacher_steps>``
     (``folder`` by default ``<cache>/context_explainers``)."""
-    name = model_name.rstrip("/").split("/")[-1]
-    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
     root = cache_root() / "context_explainers" if folder is None else Path(folder)
-    return root / f"{slug}-{task}-n{n}-{objective}-t{teacher_steps}"
+    return root / f"{model_slug(model_name)}-{task}-n{n}-{objective}-t{teacher_steps}"
 
 
 def fit_context_explainer(
@@ -123,11 +125,11 @@ def main(argv=None) -> None:
     os.environ.setdefault("TQDM_DISABLE", "1")
     torch.set_num_threads(1)
     fit = dict(
-        contexts=args.n, seed=args.seed, passages=parse_passages(args.passages),
-        teacher_steps=args.teacher_steps, epochs=args.epochs,
-        batch_size=args.batch_size,
+        CONTEXT_FIT, contexts=args.n, seed=args.seed,
+        passages=parse_passages(args.passages), teacher_steps=args.teacher_steps,
+        epochs=args.epochs, batch_size=args.batch_size,
     )  # fmt: skip
-    examples = fit_contexts(args.task, None, dict(CONTEXT_FIT, **fit))
+    examples = fit_contexts(args.task, None, fit)
     folder = explainer_path(
         args.model, args.task, args.n, args.objective, args.teacher_steps, args.out
     )

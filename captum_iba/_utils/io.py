@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Optional, Tuple, Union
 
 __all__ = [
+    "model_slug",
     "CACHE_ENV_VAR",
     "atomic_write",
     "atomic_write_text",
@@ -45,6 +46,14 @@ def cache_root() -> Path:
     if env:
         return Path(env).expanduser()
     return Path.home() / ".cache" / "captum_iba"
+
+
+def model_slug(model_name: str) -> str:
+    """A model's name as part of a file name: its last path part (a hub id's
+    name, a folder's or a file's), every character but letters, digits,
+    ``-``, ``_`` and ``.`` made ``-``."""
+    name = str(model_name).rstrip("/").split("/")[-1]
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
 
 
 def current_umask() -> int:

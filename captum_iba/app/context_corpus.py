@@ -165,8 +165,8 @@ def prepare_contexts(args: argparse.Namespace) -> PreparedContexts:
     from captum_iba.app.causal_lm import load_lm_tokenizer
     from captum_iba.app.context_tasks import context_examples, prompt_layout
     from captum_iba.app.llm_checks import check_lm_request, lm_config
-    from captum_iba.attr.llm_batch import encode_prompt, uses_chat
-    from captum_iba.evaluation.context_loop import MAX_NEW_TOKENS, ContextData
+    from captum_iba.attr.llm_batch import uses_chat
+    from captum_iba.evaluation.context_loop import ContextData, too_long
 
     config = lm_config(args.model)
     check_lm_request(args.request, config, explainer=True)  # fitted on the task
@@ -190,8 +190,8 @@ def prepare_contexts(args: argparse.Namespace) -> PreparedContexts:
     kept, numbers, skipped = [], [], []
     data = ContextData(tuple(examples), layout)
     for i, example in enumerate(examples):
-        length = len(encode_prompt(tok, data.prompt(i)[0], chat=chat)[0])
-        if positions is not None and length + MAX_NEW_TOKENS - 1 > positions:
+        length = too_long(tok, data, i, chat, positions)
+        if length is not None:
             skipped.append(f"example {i}: {length} tokens")
             continue
         kept.append(example)

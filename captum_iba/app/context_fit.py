@@ -90,11 +90,12 @@ def context_fit_batches(
         ~captum_iba.app.errors.CLIError: When no context fits.
     """
     from captum_iba.app.context_tasks import prompt_layout
-    from captum_iba.attr.llm_batch import encode_prompt, uses_chat
+    from captum_iba.attr.llm_batch import uses_chat
     from captum_iba.evaluation.context_loop import (
         MAX_NEW_TOKENS,
         ContextData,
         context_batch,
+        too_long,
     )
 
     fit = CONTEXT_FIT if fit is None else fit
@@ -104,9 +105,7 @@ def context_fit_batches(
     kept = [
         i
         for i in range(len(data))
-        if positions is None
-        or len(encode_prompt(tokenizer, data.prompt(i)[0], chat=chat)[0]) + longest - 1
-        <= positions
+        if too_long(tokenizer, data, i, chat, positions, longest) is None
     ]
     if not kept:
         raise CLIError(

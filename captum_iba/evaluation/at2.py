@@ -41,7 +41,7 @@ import torch
 from torch import Tensor
 
 from captum_iba._utils.common import import_optional
-from captum_iba._utils.io import cache_root
+from captum_iba._utils.io import cache_root, model_slug
 from captum_iba.attr.llm import AnswerScores
 from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.evaluation.at2_model import (
@@ -117,10 +117,8 @@ def at2_weights_path(
     of ``task`` with ``ablations`` each: ``<folder>/<model>-<task>-n<n>-a<a>.pt``
     (``folder`` by default ``<cache>/at2``, ``<cache>`` being
     ``$CAPTUM_IBA_CACHE`` or ``~/.cache/captum_iba``)."""
-    name = model_name.rstrip("/").split("/")[-1]
-    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
     folder = cache_root() / "at2" if folder is None else Path(folder)
-    return folder / f"{slug}-{task}-n{n}-a{ablations}.pt"
+    return folder / f"{model_slug(model_name)}-{task}-n{n}-a{ablations}.pt"
 
 
 def layout(

@@ -45,6 +45,7 @@ from captum_iba.attr.llm import AnswerScores, CausalLMLogLikelihood
 from captum_iba.attr.llm_batch import (
     PromptBatch,
     _pad_id,
+    encode_prompt,
     prompt_batch,
 )
 from captum_iba.evaluation.loop import CorpusJob
@@ -73,6 +74,7 @@ __all__ = [
     "context_batch",
     "context_unit",
     "example_metrics",
+    "too_long",
     "Layout",
     "method_source_scores",
     "prompt_ids_of",
@@ -201,6 +203,23 @@ class ContextUnit:
     ablations: List[SourceAblations]
 
 
+def too_long(
+    tokenizer: Any,
+    data: ContextData,
+    i: int,
+    chat: bool,
+    positions: Optional[int],
+    max_new_tokens: int = MAX_NEW_TOKENS,
+) -> Optional[int]:
+    """Example ``i``'s prompt length in tokens when it and the longest
+    response (``max_new_tokens``) need more than the model's ``positions``;
+    None when they fit (or the model does not say its positions)."""
+    if positions is None:
+        return None
+    length = len(encode_prompt(tokenizer, data.prompt(i)[0], chat=chat)[0])
+    return length if length + max_new_tokens - 1 > positions else None
+
+
 def context_batch(
     model: Any,
     tokenizer: Any,
@@ -245,14 +264,13 @@ def context_unit(
         ValueError: As :func:`~captum_iba.attr.llm_batch.prompt_batch` (a
             prompt past the model's positions, an empty response).
     """
-    made = [data.prompt(i) for i in indices]
     batch = context_batch(model, tokenizer, data, indices, chat, max_new_tokens)
     ll = CausalLMLogLikelihood(model)
     pad = _pad_id(tokenizer)
     ids, ablations = [], []
     for row, i in enumerate(indices):
         ex = data.examples[i]
-        ids.append(prompt_ids_of(tokenizer, made[row][0], made[row][1], chat))
+        ids.append(prompt_ids_of(tokenizer, batch.prompts[row], batch.spans[row], chat))
         ablations.append(
             ablate_sources(
                 ll, ids[-1], batch.answer_ids(row), len(ex.sources), n_ablations,
