@@ -15,6 +15,9 @@ each method scores the sources for that response:
   :func:`~captum_iba.evaluation.at2.at2_weights_path` names under
   ``--at2-dir``, trained on ``--at2-task``) as the method ``at2``
   (:class:`~captum_iba.evaluation.at2.AT2Scorer`, its own source scores);
+  ``at2-iba-<n>`` the same with head weights taught on ``n`` contexts by one
+  ``iba-deletion`` step instead of ablations (``experiments/teach_at2.py``,
+  :mod:`~captum_iba.evaluation.at2_taught`);
   its CPU-s are the scoring alone (the training is paid once per model);
 * ``iba-amortized-from-<task>`` - ``iba-amortized`` with the explainer
   the command line fitted on the prompt task's training prompts (a
@@ -98,6 +101,8 @@ from captum_iba.registry import METHODS  # noqa: E402
 
 #: The ablations per training example of the AT2 weights the study reads.
 AT2_ABLATIONS = 32
+#: ``at2-iba-<n>``: AT2's head weights taught by IBA (``teach_at2.py``).
+AT2_TAUGHT = "iba-"
 #: The prefix of ``iba-amortized`` with the explainer the command line fitted
 #: on a prompt task's training prompts (``iba-amortized-from-sst2``): a
 #: transfer to the context task (issue 52).
@@ -211,24 +216,38 @@ def _record(out: Path, method: str) -> List[Dict[str, Any]]:
 def at2_scorers(
     args: argparse.Namespace, methods: Sequence[str]
 ) -> Dict[str, Callable[..., Any]]:
-    """Each ``at2-<n>`` method's scorer, made once the model is loaded
-    (``model, tok -> AT2Scorer``); its weights file is checked here, before
-    the model loads (the message names the training command)."""
+    """Each ``at2-<n>`` (and ``at2-iba-[<task>-]<n>``: taught by IBA, on
+    ``--at2-task`` 's contexts unless the name gives the task) method's
+    scorer, made once the model is loaded (``model, tok -> AT2Scorer``); its
+    weights file is checked here, before the model loads (the message names
+    the training command)."""
     from captum_iba.evaluation.at2 import AT2Scorer, at2_weights_path
+    from captum_iba.evaluation.at2_taught import TEACHER
 
     makers = {}
     for m in (m for m in methods if m.startswith(AT2_PREFIX)):
-        budget = m[len(AT2_PREFIX) :]
-        if not budget.isdigit():
-            raise SystemExit(f"{m}: AT2's methods are at2-<n>, n its training examples")
+        rest = m[len(AT2_PREFIX) :]
+        taught = rest.startswith(AT2_TAUGHT)
+        named, _, budget = rest[len(AT2_TAUGHT) if taught else 0 :].rpartition("-")
+        task = named or args.at2_task
+        if not budget.isdigit() or named and (not taught or named not in CONTEXT_TASKS):
+            raise SystemExit(
+                f"{m}: AT2's methods are at2-<n> and at2-{AT2_TAUGHT}[<task>-]<n>, "
+                f"n its training examples, task one of {', '.join(CONTEXT_TASKS)}"
+            )
         path = at2_weights_path(
-            args.model, args.at2_task, int(budget), AT2_ABLATIONS, args.at2_dir
-        )
+            args.model, task, int(budget), AT2_ABLATIONS, args.at2_dir,
+            TEACHER if taught else None,
+        )  # fmt: skip
         if not path.is_file():
+            script, how = (
+                ("teach_at2.py", "") if taught
+                else ("train_at2.py", f" --ablations {AT2_ABLATIONS}")
+            )  # fmt: skip
             raise SystemExit(
                 f"{m}: no AT2 weights at {path}; train them with python "
-                f"experiments/train_at2.py --model {args.model} --task "
-                f"{args.at2_task} --n {budget} --ablations {AT2_ABLATIONS}"
+                f"experiments/{script} --model {args.model} --task "
+                f"{task} --n {budget}{how}"
                 + (f" --out {args.at2_dir}" if args.at2_dir else "")
             )
         makers[m] = lambda model, tok, m=m, path=path: AT2Scorer(

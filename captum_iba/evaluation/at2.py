@@ -112,13 +112,17 @@ def at2_weights_path(
     n: int,
     ablations: int,
     folder: Optional[PathLike] = None,
+    teacher: Optional[str] = None,
 ) -> Path:
     """The file of AT2's weights for ``model_name`` trained on ``n`` examples
     of ``task`` with ``ablations`` each: ``<folder>/<model>-<task>-n<n>-a<a>.pt``
     (``folder`` by default ``<cache>/at2``, ``<cache>`` being
-    ``$CAPTUM_IBA_CACHE`` or ``~/.cache/captum_iba``)."""
+    ``$CAPTUM_IBA_CACHE`` or ``~/.cache/captum_iba``); weights taught by a
+    ``teacher`` instead of ablations
+    (:mod:`~captum_iba.evaluation.at2_taught`): ``...-n<n>-<teacher>.pt``."""
     folder = cache_root() / "at2" if folder is None else Path(folder)
-    return folder / f"{model_slug(model_name)}-{task}-n{n}-a{ablations}.pt"
+    how = f"a{ablations}" if teacher is None else teacher
+    return folder / f"{model_slug(model_name)}-{task}-n{n}-{how}.pt"
 
 
 def layout(
@@ -307,7 +311,8 @@ def at2_scores(
 
 def find_at2_weights(model: Any, folder: Optional[PathLike] = None) -> Path:
     """The weights trained for ``model`` in ``folder`` (default
-    ``<cache>/at2``) on the most examples (then ablations).
+    ``<cache>/at2``) on the most examples (then ablations); AT2's own, never
+    weights taught by IBA (:mod:`~captum_iba.evaluation.at2_taught`).
 
     Raises:
         FileNotFoundError: When none was trained for it (naming the folder
@@ -320,7 +325,7 @@ def find_at2_weights(model: Any, folder: Optional[PathLike] = None) -> Path:
             extras = torch.load(path, map_location="cpu", weights_only=True)["extras"]
         except Exception:  # noqa: BLE001 - another file: not a candidate
             continue
-        if extras.get("model") == wanted:
+        if extras.get("model") == wanted and not extras.get("teacher"):
             found.append(
                 (int(extras.get("n", 0)), int(extras.get("ablations", 0)), path)
             )

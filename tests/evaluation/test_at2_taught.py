@@ -1,0 +1,181 @@
+"""AT2's head weights taught by IBA (issue 52; ``captum_iba.evaluation.
+at2_taught`` and ``experiments/teach_at2.py``) on a tiny Llama: the features
+times the weights are AT2's own source scores, the teacher's outcomes are its
+linear prediction of each half, the fit recovers a teacher that is linear in
+the features, and the study scores the sources with the weights saved.
+Skipped without the ``at2`` package."""
+
+import argparse
+
+import numpy as np
+import pytest
+import torch
+
+from captum_iba.app.context_tasks import ContextExample
+from tests.evaluation.test_at2 import TEMPLATE, _sourced_batch
+from tests.helpers import experiment, no_hooks, tiny_causal_lm, tiny_word_tokenizer
+
+pytest.importorskip("at2")
+
+EXAMPLES = [
+    ContextExample(
+        ("the cat sat on the mat", "a dog ran in the park", "the big red cat"),
+        "the cat is", 0, "mat", "toy",
+    ),
+    ContextExample(
+        ("a small dog", "the cat ran", "the mat is blue"), "the dog is", 1, "cat",
+        "toy",
+    ),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def lm():
+    tok = tiny_word_tokenizer()
+    tok.chat_template = TEMPLATE
+    return tiny_causal_lm("llama", layers=2, positions=128), tok
+
+
+def _heads():
+    """AT2's features of a 2-layer, 2-head Llama."""
+    from captum_iba.evaluation.at2 import import_at2
+
+    return import_at2().AT2FeatureExtractor(2, 2, model_type="llama")
+
+
+def _pearson(a, b):
+    a, b = np.asarray(a, float) - np.mean(a), np.asarray(b, float) - np.mean(b)
+    return float(a @ b / np.sqrt((a @ a) * (b @ b)))
+
+
+def test_the_outcomes_are_the_teachers_prediction_of_each_half():
+    """Row j: AT2's features of half m_j, (2 m_j - 1) F, and the outcome
+    m_j t; for a teacher t = F w the rows times w are 2 m_j t - sum(t), so
+    their correlation with the outcomes is exactly 1."""
+    from captum_iba.evaluation.at2_taught import taught_outcomes
+
+    F = np.array([[1.0, 0.0, 2.0, 1.0], [0.5, 1.0, 0.0, 0.0], [0.0, 3.0, 1.0, 2.0]])
+    w = np.array([0.1, 0.2, 0.3, 0.4])
+    feats, outs = taught_outcomes(F, F @ w, 32, np.random.default_rng(0))
+    m = np.random.default_rng(0).random((32, 3)) < 0.5
+    assert feats.shape == (1, 32, 4) and feats.dtype == np.float16
+    assert np.allclose(outs[0], m @ (F @ w))
+    assert np.allclose(feats[0], (2 * m - 1) @ F, atol=1e-2)
+    assert np.allclose(
+        feats[0].astype(float) @ w, 2 * outs[0] - (F @ w).sum(), atol=1e-2
+    )
+    assert _pearson(feats[0].astype(float) @ w, outs[0]) > 0.9999
+
+
+def test_the_fit_recovers_a_teacher_linear_in_the_heads():
+    """A teacher that weights the heads by w: AT2's trainer, fed its
+    outcomes, learns weights whose source scores order held-out sources as
+    F w does (L1-normalised, as AT2 saves them)."""
+    from captum_iba.evaluation.at2_taught import fit_taught
+
+    rng = np.random.default_rng(1)
+    w = np.array([0.6, 0.3, 0.1, 0.0])
+    feats = [rng.random((int(rng.integers(3, 7)), 4)) for _ in range(64)]
+    estimator = fit_taught(feats, [f @ w for f in feats], _heads())
+    learned = estimator.linear.weight.detach().double().numpy()[0]
+    assert np.isclose(np.abs(learned).sum(), 1.0)
+    held = rng.random((200, 4))
+    assert _pearson(held @ learned, held @ w) > 0.95
+    assert np.argmax(learned) == 0
+
+
+def test_the_fit_refuses_unpaired_examples():
+    from captum_iba.evaluation.at2_taught import fit_taught
+
+    with pytest.raises(ValueError, match="as many features as teachers"):
+        fit_taught([], [], _heads())
+    with pytest.raises(ValueError, match="example 0: 3 sources' features, 2 teacher"):
+        fit_taught([np.ones((3, 4))], [np.ones(2)], _heads())
+
+
+def test_features_times_the_weights_are_at2s_source_scores(lm, tmp_path):
+    """The features are what AT2's scorer weights: with any weights, the
+    sources' features times them are its source scores; the model is left
+    without hooks."""
+    from captum_iba.evaluation.at2 import AT2Scorer
+    from captum_iba.evaluation.at2_taught import fit_taught, source_features
+    from captum_iba.evaluation.at2_training import _save
+
+    model, tok = lm
+    batch = _sourced_batch(tok)
+    feats = [source_features(model, tok, batch, b) for b in range(2)]
+    assert feats[0].shape == (3, 4) and feats[1].shape == (2, 4)
+    assert all((f >= 0).all() for f in feats) and no_hooks(model)
+    estimator = fit_taught(
+        [f.numpy() for f in feats], [np.arange(3.0), np.ones(2)], _heads(), iterations=5
+    )
+    path = tmp_path / "taught.pt"
+    _save(estimator, model, path, {"n": 2, "teacher": "toy"})
+    found = AT2Scorer(model, weights=path, tokenizer=tok, method_name="at2").attribute(
+        batch
+    )
+    weight = estimator.linear.weight.detach()[0]
+    for b, f in enumerate(feats):
+        assert torch.allclose(
+            found.sources[b, : len(f)], (f @ weight).double(), atol=1e-5
+        )
+
+
+def test_taught_weights_are_named_apart_and_never_taken_for_at2s(lm, tmp_path):
+    from captum_iba.evaluation.at2 import at2_weights_path, find_at2_weights
+    from captum_iba.evaluation.at2_taught import TEACHER, fit_taught
+    from captum_iba.evaluation.at2_training import _save
+
+    model, _ = lm
+    taught = at2_weights_path("org/tiny", "context-facts", 2, 0, tmp_path, TEACHER)
+    assert taught.name == "tiny-context-facts-n2-iba-deletion-steps1.pt"
+    own = at2_weights_path("org/tiny", "context-facts", 1, 32, tmp_path)
+    assert own.name == "tiny-context-facts-n1-a32.pt"
+    estimator = fit_taught([np.ones((2, 4))], [np.arange(2.0)], _heads(), iterations=2)
+    _save(estimator, model, taught, {"n": 2, "teacher": TEACHER})
+    with pytest.raises(FileNotFoundError, match="no AT2 weights"):
+        find_at2_weights(model, tmp_path)
+    _save(estimator, model, own, {"n": 1, "ablations": 32})
+    assert find_at2_weights(model, tmp_path) == own
+
+
+def test_the_script_teaches_and_the_study_scores_with_it(lm, tmp_path, capsys):
+    """``experiments/teach_at2.py`` keeps each context's features and
+    teacher scores, fits a budget (a larger one skipped, said), and the
+    study's ``at2-iba-<n>`` scores the sources with the weights; a missing
+    budget names the script before any model loads."""
+    teach, study = experiment("teach_at2"), experiment("context_study")
+    model, tok = lm
+    work = tmp_path / "work"
+    teach.collect(model, tok, EXAMPLES, work)
+    kept = [np.load(work / f"{i:05d}.npz") for i in range(2)]
+    assert [k["features"].shape for k in kept] == [(3, 4), (3, 4)]
+    assert all(k["teacher"].shape == (3,) and (k["cpu"] >= 0).all() for k in kept)
+    assert no_hooks(model)
+    extras = dict(
+        model_name="org/tiny", task="context-facts", seed=0, masks=8, budgets=[2, 3]
+    )
+    done = teach.fit_budgets(model, work, 2, extras, str(tmp_path / "w"))
+    assert [d["n"] for d in done] == [
+        2
+    ] and "budget 3 skipped" in capsys.readouterr().out
+    args = argparse.Namespace(
+        model="org/tiny", at2_task="context-facts", at2_dir=str(tmp_path / "w")
+    )
+    makers = study.at2_scorers(args, ["at2-iba-2", "random"])
+    rows = study.study_example(
+        model, tok, EXAMPLES[0], {"at2-iba-2": makers["at2-iba-2"](model, tok)},
+        max_new_tokens=3,
+    )  # fmt: skip
+    assert len(rows["at2-iba-2"]["pooled"]["-"]["scores"]) == 3
+    with pytest.raises(SystemExit, match=r"teach_at2.py .*--n 5"):
+        study.at2_scorers(args, ["at2-iba-5"])
+    for wrong in ("at2-iba-x", "at2-iba-nope-2", "at2-context-facts-2"):
+        with pytest.raises(SystemExit, match=r"at2-iba-\[<task>-\]<n>"):
+            study.at2_scorers(args, [wrong])
+    # another task's weights, named in the method
+    with pytest.raises(SystemExit, match="--task context-topics --n 2"):
+        study.at2_scorers(args, ["at2-iba-context-topics-2"])
+    assert list(study.at2_scorers(args, ["at2-iba-context-facts-2"])) == [
+        "at2-iba-context-facts-2"
+    ]
