@@ -84,7 +84,7 @@ _IBA_NOISE = _IBA_RUN + ("prior", "beta", "n_samples", "seed")
 
 _EV = "captum_iba.evaluation"
 #: The shared resources a method may use besides its options.
-RESOURCES = ("explainer",)
+RESOURCES = ("explainer", "heads")
 #: The kinds of model a method explains (its entry's ``models`` fact): a
 #: sequence classifier (one class score per text) or a causal LM (the
 #: log-probability of an answer to a prompt).
@@ -275,6 +275,17 @@ _method(
     "weighted per head by weights learned once per model from source ablations "
     "(its package at2, weights from experiments/train_at2.py; a prompt with "
     "sources, in the chat template; Llama, Qwen2, Phi-3, Gemma 3)",
+    models=("causal-lm",),
+)
+_method(
+    "iba-heads",
+    "at2_taught:TaughtHeadsScorer",
+    "amortized IBA reading the answer's attention: AT2's head-weighted "
+    "attention to each source, its head weights taught by one iba-deletion "
+    "step on a context task's search contexts instead of ablations (its "
+    "package at2; fitted by evaluate --task context-...; a prompt with sources; "
+    "docs/amortized.rst)",
+    uses=("heads",),
     models=("causal-lm",),
 )
 _method(

@@ -225,7 +225,12 @@ def context_job(
             args.data_dir, 0, lm_objective(args.request, objective, args.task),
         )  # fmt: skip
 
-    resources = Resources(model, tok, explainer=explainer)
+    def heads() -> Any:  # iba-heads' weights, taught on the task when none are
+        from captum_iba.app.context_heads import cached_heads
+
+        return cached_heads(model, tok, args.task, args.data_dir)
+
+    resources = Resources(model, tok, explainer=explainer, heads=heads)
     return ContextJob(
         model=model,
         tokenizer=tok,

@@ -72,6 +72,11 @@ TRAIN_COMMAND = (
     "python experiments/train_at2.py --model MODEL --task TASK --n {n} "
     "--ablations {a} --out {folder}"
 )
+#: How the command line teaches ``iba-heads`` (AT2's weights taught by IBA).
+TEACH_COMMAND = (
+    "captum-iba evaluate --task context-facts --model MODEL --methods iba-heads "
+    "(or --task context-topics)"
+)
 #: AT2's (and ContextCite's) prompt layout.
 LAYOUT = "Context: {context}\n\nQuery: {query}"
 #: What joins two sources in it.
@@ -309,10 +314,17 @@ def at2_scores(
     )[2]
 
 
-def find_at2_weights(model: Any, folder: Optional[PathLike] = None) -> Path:
+def find_at2_weights(
+    model: Any,
+    folder: Optional[PathLike] = None,
+    teacher: Optional[str] = None,
+    task: Optional[str] = None,
+) -> Path:
     """The weights trained for ``model`` in ``folder`` (default
-    ``<cache>/at2``) on the most examples (then ablations); AT2's own, never
-    weights taught by IBA (:mod:`~captum_iba.evaluation.at2_taught`).
+    ``<cache>/at2``) on the most examples (then ablations): AT2's own, or
+    with ``teacher`` those taught by it instead of ablations
+    (:mod:`~captum_iba.evaluation.at2_taught`); with ``task``, only those
+    trained on that task.
 
     Raises:
         FileNotFoundError: When none was trained for it (naming the folder
@@ -325,13 +337,23 @@ def find_at2_weights(model: Any, folder: Optional[PathLike] = None) -> Path:
             extras = torch.load(path, map_location="cpu", weights_only=True)["extras"]
         except Exception:  # noqa: BLE001 - another file: not a candidate
             continue
-        if extras.get("model") == wanted and not extras.get("teacher"):
+        if (
+            extras.get("model") == wanted
+            and extras.get("teacher") == teacher
+            and task in (None, extras.get("task"))
+        ):
             found.append(
                 (int(extras.get("n", 0)), int(extras.get("ablations", 0)), path)
             )
     if not found:
+        on = f" on {task}" if task else ""
+        if teacher is not None:
+            raise FileNotFoundError(
+                f"no weights taught by {teacher}{on} for this model (fingerprint "
+                f"{wanted}) in {folder}: teach them with " + TEACH_COMMAND
+            )
         raise FileNotFoundError(
-            f"no AT2 weights for this model (fingerprint {wanted}) in {folder}: "
+            f"no AT2 weights{on} for this model (fingerprint {wanted}) in {folder}: "
             "train them with " + TRAIN_COMMAND.format(n="N", a="A", folder=folder)
         )
     return max(found)[2]

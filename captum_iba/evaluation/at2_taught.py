@@ -26,19 +26,31 @@ format, so :class:`~captum_iba.evaluation.at2.AT2Scorer` explains with them
 at AT2's cost (``experiments/teach_at2.py``, docs/amortized.rst).
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from captum_iba._utils.io import PathLike
 from captum_iba.attr.llm_batch import PromptBatch
-from captum_iba.evaluation.at2 import _task_class, import_at2
-from captum_iba.evaluation.at2_model import at2_model, model_as_found, model_type_of
+from captum_iba.evaluation.at2 import (
+    AT2Scorer,
+    _task_class,
+    find_at2_weights,
+    import_at2,
+)
+from captum_iba.evaluation.at2_model import (
+    at2_model,
+    check_window,
+    model_as_found,
+    model_type_of,
+)
 
 __all__ = [
     "TEACHER",
     "TEACHER_POOLING",
+    "TaughtHeadsScorer",
     "feature_extractor",
     "fit_taught",
     "source_features",
@@ -85,11 +97,16 @@ def source_features(
         Tensor or None: ``(S, layers x heads)`` float32; None when AT2's
         task reads the prompt or response as other tokens than the batch
         (it re-encodes the decoded response), so they cannot be paired.
+
+    Raises:
+        ValueError: For a text longer than a sliding-window model's window
+            (AT2 recomputes the attention with a full causal mask).
     """
     at2 = import_at2()
     real = batch.attention_mask[row].bool().cpu()
     ids = batch.input_ids[row].cpu()[real].tolist()
     extractor = feature_extractor(model)
+    check_window(model, len(ids))
     with model_as_found(model), torch.no_grad():
         task = _task_class(at2)(
             batch.prompts[row], batch.spans[row], at2_model(model), tokenizer,
@@ -203,3 +220,47 @@ def _trainer(at2: Any) -> type:
             return self._rows[i]
 
     return TaughtTrainer
+
+
+class TaughtHeadsScorer(AT2Scorer):
+    """``iba-heads``: AT2's scores of a context's sources (and tokens) with
+    head weights taught by one ``iba-deletion`` step (module docstring), at
+    AT2's cost: one forward pass for the response's attention.
+
+    Args:
+        model: A causal LM of a family AT2 knows.
+        heads (str, Path or Callable, optional): The taught weights' file, or
+            a function returning it (the command line's, which teaches them
+            first when none are cached, :func:`~captum_iba.app.context_heads.
+            cached_heads`). None: those cached for the model with the most
+            contexts (:func:`~captum_iba.evaluation.at2.find_at2_weights`).
+        **kwargs: :class:`~captum_iba.evaluation.at2.AT2Scorer` 's.
+
+    Raises:
+        FileNotFoundError: When none are cached for the model (naming the
+            command that teaches them).
+        ValueError: For weights that are not taught by IBA, or that were
+            taught for another model.
+    """
+
+    needs = ("heads",)
+    models = ("causal-lm",)
+
+    def __init__(
+        self,
+        model: Any,
+        heads: Union[None, PathLike, Callable[[], PathLike]] = None,
+        **kwargs: Any,
+    ) -> None:
+        weights = heads() if callable(heads) else heads
+        if weights is None:
+            weights = find_at2_weights(model, teacher=TEACHER)
+        super().__init__(model, weights=weights, **kwargs)
+        teacher = self.estimator.kwargs.get("extras", {}).get("teacher")
+        if teacher != TEACHER:
+            raise ValueError(
+                f"iba-heads: the weights {weights} are not taught by {TEACHER} "
+                f"(theirs: {teacher or 'ablations, AT2 own'}); use the method at2 "
+                "for AT2's own weights"
+            )
+        self.settings.update(teacher=teacher)

@@ -75,6 +75,9 @@ class Resources:
         explainer (optional): ``iba-amortized``'s fitted explainer, or a
             function of the layer module returning one (called only when
             that method is built).
+        heads (optional): ``iba-heads``' taught weights' file, or a function
+            returning it (called only when that method is built). None: the
+            ones cached for the model.
         options (Mapping[str, Any]): More declared options for every method
             that takes them (e.g. ``{"beta": 1e-4, "steps": 5}``).
     """
@@ -91,6 +94,7 @@ class Resources:
     special_token_ids: Optional[Sequence[int]] = None
     pad_token_id: Optional[int] = None
     explainer: Any = None
+    heads: Any = None
     options: Mapping[str, Any] = field(default_factory=dict)
     _layers: Dict[Any, LayerRef] = field(default_factory=dict, repr=False)
     _priors: Dict[Tuple[Any, int], NoisePrior] = field(default_factory=dict, repr=False)
@@ -259,8 +263,8 @@ def build_scorers(
         entry = method_entry(method, kind)
         values = _method_values(method, request, resources, kind)
         kwargs = {**preset.scorer_arguments(entry.name, kind), **entry.defaults}
-        if "explainer" in entry.facts.get("uses", ()):
-            kwargs["explainer"] = resources.explainer
+        for used in entry.facts.get("uses", ()):
+            kwargs[used] = getattr(resources, used)
         varying = [k for k, v in values.items() if len(v) > 1]
         keyword = {k: OPTIONS.entry(k).facts["kwarg"] for k in values}
         kwargs.update({keyword[k]: v[0] for k, v in values.items() if len(v) == 1})

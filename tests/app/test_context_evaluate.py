@@ -234,3 +234,46 @@ def test_iba_amortized_is_fitted_on_the_task_s_search_contexts_then_loaded(
     err = _fails(explain + ["--fit-on", "context-topics"], capsys)
     assert "no explainer fitted on the context-topics task's search contexts" in err
     assert "`captum-iba evaluate --task context-topics --methods iba-amortized`" in err
+
+
+def test_iba_heads_are_taught_on_the_task_s_search_contexts_then_loaded(
+    tiny_llm, tmp_path, capsys, monkeypatch
+):
+    """``--methods iba-heads`` on a context task teaches AT2's head weights
+    once, by one deletion step on the task's search contexts, and caches
+    them by the model's fingerprint; a later run and ``explain --context``
+    load them, and AT2's own method never takes them (4 contexts)."""
+    pytest.importorskip("at2")
+    from captum_iba.app import context_heads
+    from captum_iba.app.finetune.recipes import CACHE_ENV_VAR
+
+    monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path / "cache"))
+    monkeypatch.setitem(context_heads.HEADS_FIT, "contexts", 4)
+    context = "the cat sat on the mat . a dog ran in the park ."
+    explain = ["explain", "--query", "where did the cat move ?", "--context", context,
+               "--model", tiny_llm, "--method", "iba-heads",
+               "--max-new-tokens", "2"]  # fmt: skip
+    err = _fails(explain, capsys)  # none taught yet: the command that teaches them
+    assert "no weights taught by iba-deletion-steps1" in err
+    assert (
+        "captum-iba evaluate --task context-facts --model MODEL --methods iba-heads"
+        in err
+    )
+    more = ("--passages", "3-4", "--methods", "iba-heads,random")
+    assert main(_argv(tiny_llm, tmp_path, tmp_path / "r1", *more)) == 0
+    said = capsys.readouterr().out
+    assert "teaching iba-heads on 4 search contexts of the context-facts task" in said
+    assert "| iba-heads | 3 |" in said, said
+    (weights,) = (tmp_path / "cache" / "at2").glob("*.pt")
+    assert weights.name.endswith("-context-facts-n4-iba-deletion-steps1.pt")
+    assert len(list((tmp_path / "cache" / "at2" / "taught").glob("*/*.npz"))) == 4
+    rows = [
+        json.loads(line) for line in (tmp_path / "r1" / "attributions.jsonl").open()
+    ]
+    assert {r["method"] for r in rows} == {"iba-heads", "random"}
+    assert main(_argv(tiny_llm, tmp_path, tmp_path / "r2", *more)) == 0
+    assert "teaching iba-heads" not in capsys.readouterr().out
+    assert main(explain) == 0
+    assert "iba-heads" in capsys.readouterr().out
+    err = _fails(explain[:-3] + ["at2", "--max-new-tokens", "2"], capsys)
+    assert "no AT2 weights for this model" in err and "train_at2.py" in err

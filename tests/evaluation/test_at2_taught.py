@@ -147,7 +147,7 @@ def test_the_script_teaches_and_the_study_scores_with_it(lm, tmp_path, capsys):
     teach, study = experiment("teach_at2"), experiment("context_study")
     model, tok = lm
     work = tmp_path / "work"
-    teach.collect(model, tok, EXAMPLES, work)
+    teach.collect_taught(model, tok, EXAMPLES, work)
     kept = [np.load(work / f"{i:05d}.npz") for i in range(2)]
     assert [k["features"].shape for k in kept] == [(3, 4), (3, 4)]
     assert all(k["teacher"].shape == (3,) and (k["cpu"] >= 0).all() for k in kept)
@@ -155,7 +155,7 @@ def test_the_script_teaches_and_the_study_scores_with_it(lm, tmp_path, capsys):
     extras = dict(
         model_name="org/tiny", task="context-facts", seed=0, masks=8, budgets=[2, 3]
     )
-    done = teach.fit_budgets(model, work, 2, extras, str(tmp_path / "w"))
+    done = teach.fit_taught_budgets(model, work, 2, extras, tmp_path / "w")
     assert [d["n"] for d in done] == [
         2
     ] and "budget 3 skipped" in capsys.readouterr().out
@@ -179,3 +179,37 @@ def test_the_script_teaches_and_the_study_scores_with_it(lm, tmp_path, capsys):
     assert list(study.at2_scorers(args, ["at2-iba-context-facts-2"])) == [
         "at2-iba-context-facts-2"
     ]
+
+
+def test_the_method_takes_taught_weights_only(lm, tmp_path, monkeypatch):
+    """``iba-heads`` finds the taught weights cached for the model, refuses
+    AT2's own and a prompt without sources, and names the command that
+    teaches them when none are cached."""
+    from captum_iba._utils.io import CACHE_ENV_VAR
+    from captum_iba.attr.llm_batch import prompt_batch
+    from captum_iba.evaluation import Resources, build_scorers
+    from captum_iba.evaluation.at2_taught import TEACHER, TaughtHeadsScorer, fit_taught
+    from captum_iba.evaluation.at2_training import _save
+
+    model, tok = lm
+    monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="evaluate --task context-facts"):
+        build_scorers(["iba-heads"], Resources(model, tok), kind="causal-lm")
+    estimator = fit_taught([np.ones((2, 4))], [np.arange(2.0)], _heads(), iterations=2)
+    own = tmp_path / "at2" / "own.pt"
+    own.parent.mkdir()
+    _save(estimator, model, own, {"n": 9, "ablations": 32})
+    with pytest.raises(ValueError, match="not taught by iba-deletion-steps1"):
+        TaughtHeadsScorer(model, heads=own, tokenizer=tok)
+    taught = tmp_path / "at2" / "taught.pt"
+    _save(estimator, model, taught, {"n": 1, "teacher": TEACHER, "task": "toy"})
+    scorer = build_scorers(["iba-heads"], Resources(model, tok), kind="causal-lm")
+    scorer = scorer["iba-heads"]
+    assert scorer.settings["weights"] == str(taught)
+    assert scorer.settings["teacher"] == TEACHER
+    given = build_scorers(["iba-heads"], Resources(model, tok, heads=lambda: taught))
+    assert given["iba-heads"].settings["weights"] == str(taught)
+    plain = prompt_batch(tok, ["the cat sat"], ["the mat"], chat=True)
+    with pytest.raises(ValueError, match="with_sources"):
+        scorer.attribute(plain)
+    assert scorer.attribute(_sourced_batch(tok)).sources.shape == (2, 3)
