@@ -24,6 +24,8 @@ AT2_PREFIX = "at2-"
 #: Methods trained once at several budgets, each costing the same per
 #: example whatever its budget: AT2 and an explainer fitted on contexts.
 BUDGETED = (AT2_PREFIX, "iba-amortized-ctx-")
+#: The rows drawn as IBA's: its methods, and AT2's scorer taught by IBA.
+IBA_ROWS = ("iba", AT2_PREFIX + "iba-")
 
 
 def _rows(records: Dict[str, List[Dict[str, Any]]]) -> Dict[str, Dict[str, Any]]:
@@ -134,7 +136,8 @@ def plot(table: Dict[str, Dict[str, Any]], title: str, path: Path) -> None:
     labels were placed by other methods' points), 95 % bootstrap interval,
     against its mean CPU-seconds per example; AT2 at its best training
     budget (its budgets cost the same per example: their points stacked, and
-    their labels could not be placed in order); IBA's drawn highlighted."""
+    their labels could not be placed in order); IBA's (:data:`IBA_ROWS`)
+    drawn highlighted."""
     from captum_iba.visualization import plot_cost_faithfulness
 
     points, best = {}, one_budget(best_pooling(table), table)
@@ -145,7 +148,7 @@ def plot(table: Dict[str, Dict[str, Any]], title: str, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     plot_cost_faithfulness(
         points,
-        highlight=[m for m in points if m.startswith("iba")],
+        highlight=[m for m in points if m.startswith(IBA_ROWS)],
         ylabel="LDS (higher is more faithful)",
         xlabel="CPU-seconds per example (one thread, log scale)",
         title=title,
