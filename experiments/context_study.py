@@ -15,8 +15,9 @@ each method scores the sources for that response:
   :func:`~captum_iba.evaluation.at2.at2_weights_path` names under
   ``--at2-dir``, trained on ``--at2-task``) as the method ``at2``
   (:class:`~captum_iba.evaluation.at2.AT2Scorer`, its own source scores);
-  ``at2-iba-<n>`` the same with head weights taught on ``n`` contexts by one
-  ``iba-deletion`` step instead of ablations (``experiments/teach_at2.py``,
+  ``at2-iba-[<task>-]<n>`` the same with head weights taught on ``n``
+  contexts by one ``iba-deletion`` step instead of ablations (``iba-heads``'
+  scorer; ``experiments/teach_at2.py``,
   :mod:`~captum_iba.evaluation.at2_taught`);
   its CPU-s are the scoring alone (the training is paid once per model);
 * ``iba-amortized-from-<task>`` - ``iba-amortized`` with the explainer
@@ -222,7 +223,7 @@ def at2_scorers(
     weights file is checked here, before the model loads (the message names
     the training command)."""
     from captum_iba.evaluation.at2 import AT2Scorer, at2_weights_path
-    from captum_iba.evaluation.at2_taught import TEACHER
+    from captum_iba.evaluation.at2_taught import TEACHER, TaughtHeadsScorer
 
     makers = {}
     for m in (m for m in methods if m.startswith(AT2_PREFIX)):
@@ -250,9 +251,14 @@ def at2_scorers(
                 f"{task} --n {budget}{how}"
                 + (f" --out {args.at2_dir}" if args.at2_dir else "")
             )
-        makers[m] = lambda model, tok, m=m, path=path: AT2Scorer(
-            model, weights=path, tokenizer=tok, method_name="at2", name=m
-        )
+        if taught:  # iba-heads' scorer: it checks the weights' teacher
+            makers[m] = lambda model, tok, m=m, path=path: TaughtHeadsScorer(
+                model, heads=path, tokenizer=tok, method_name="iba-heads", name=m
+            )
+        else:
+            makers[m] = lambda model, tok, m=m, path=path: AT2Scorer(
+                model, weights=path, tokenizer=tok, method_name="at2", name=m
+            )
     return makers
 
 

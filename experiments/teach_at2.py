@@ -82,10 +82,10 @@ def main(argv=None) -> None:
     collect_taught(model, tok, fit_contexts(args.task, None, fit), work)
     extras = dict(
         model_name=args.model, task=args.task, seed=args.seed, masks=args.masks,
-        sources=list(args.passages), budgets=args.budgets,
+        sources=list(args.passages),
     )  # fmt: skip
     out = Path(args.out) if args.out else None
-    fit_taught_budgets(model, work, args.pool, extras, out)
+    fit_taught_budgets(model, work, args.pool, args.budgets, extras, out)
 
 
 if __name__ == "__main__":

@@ -20,14 +20,20 @@ model of that fingerprint.
 import json
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from captum_iba._utils.common import max_positions
 from captum_iba._utils.io import cache_root, model_slug
 
-__all__ = ["HEADS_FIT", "cached_heads", "collect_taught", "fit_taught_budgets"]
+__all__ = [
+    "HEADS_FIT",
+    "cached_heads",
+    "collect_taught",
+    "fit_taught_budgets",
+    "kept_contexts",
+]
 
 #: The command line's contexts of ``iba-heads``: ``contexts`` search contexts
 #: drawn with ``seed`` (for ``context-facts`` ``passages`` passages each) and
@@ -87,14 +93,28 @@ def collect_taught(model: Any, tok: Any, examples: Sequence[Any], work: Path) ->
         )  # fmt: skip
 
 
+def kept_contexts(work: Path, pool: int) -> Tuple[List[Any], int]:
+    """The contexts kept among ``work`` 's first ``pool`` (those with features
+    and teacher scores, in order) and how many of them were skipped."""
+    read = [np.load(p) for p in sorted(work.glob("*.npz"))[:pool]]
+    kept = [k for k in read if "skipped" not in k]
+    return kept, len(read) - len(kept)
+
+
 def fit_taught_budgets(
-    model: Any, work: Path, pool: int, extras: Dict[str, Any], out: Optional[Path]
+    model: Any,
+    work: Path,
+    pool: int,
+    budgets: Sequence[int],
+    extras: Dict[str, Any],
+    out: Optional[Path],
 ) -> List[Dict[str, Any]]:
-    """Each budget ``n`` of ``extras["budgets"]`` fitted on the first ``n``
-    contexts kept of ``work`` 's first ``pool`` and saved into ``out``
-    (named by :func:`~captum_iba.evaluation.at2.at2_weights_path` with
-    ``extras["model_name"]``, ``extras["task"]`` and the teacher; ``extras``
-    kept in the file); a budget above the contexts kept is skipped, said.
+    """Each budget ``n`` of ``budgets`` fitted on the first ``n`` contexts
+    kept of ``work`` 's first ``pool`` (:func:`kept_contexts`) and saved into
+    ``out`` (named by :func:`~captum_iba.evaluation.at2.at2_weights_path`
+    with ``extras["model_name"]``, ``extras["task"]`` and the teacher;
+    ``extras`` kept in the file); a budget above the contexts kept is
+    skipped, said.
 
     Returns:
         list of dict: Per budget fitted, its file and CPU-seconds (the
@@ -104,12 +124,10 @@ def fit_taught_budgets(
     from captum_iba.evaluation.at2_taught import TEACHER, feature_extractor, fit_taught
     from captum_iba.evaluation.at2_training import _save
 
-    kept = [np.load(p) for p in sorted(work.glob("*.npz"))[:pool]]
-    skipped = sum("skipped" in k for k in kept)
-    kept = [k for k in kept if "skipped" not in k]
+    kept, skipped = kept_contexts(work, pool)
     print(f"[captum_iba] {len(kept)} contexts kept, {skipped} skipped", flush=True)
     extractor, done = feature_extractor(model), []
-    for n in extras["budgets"]:
+    for n in budgets:
         if n > len(kept):
             print(f"[captum_iba] budget {n} skipped: {len(kept)} contexts kept")
             continue
@@ -124,13 +142,7 @@ def fit_taught_budgets(
             extras["model_name"], extras["task"], n, 0, out, TEACHER
         )
         path.parent.mkdir(parents=True, exist_ok=True)
-        saved = dict(extras, n=n, teacher=TEACHER)
-        _save(
-            estimator.cpu(),
-            model,
-            path,
-            {k: v for k, v in saved.items() if k != "budgets"},
-        )
+        _save(estimator.cpu(), model, path, dict(extras, n=n, teacher=TEACHER))
         done.append(dict(
             n=n, task=extras["task"], saved=str(path),
             cpu_seconds=round(float(data.sum()) + fit, 1),
@@ -150,6 +162,7 @@ def cached_heads(
     first when there is none.
 
     Raises:
+        ImportError: Without AT2's package (naming the install command).
         ~captum_iba.app.errors.CLIError: When no search context fits the
             model's positions (or AT2 reads every one as other tokens).
     """
@@ -157,9 +170,14 @@ def cached_heads(
 
     from captum_iba.app.context_fit import fit_contexts
     from captum_iba.app.errors import CLIError
-    from captum_iba.evaluation.at2 import find_at2_weights, model_fingerprint
+    from captum_iba.evaluation.at2 import (
+        find_at2_weights,
+        import_at2,
+        model_fingerprint,
+    )
     from captum_iba.evaluation.at2_taught import TEACHER
 
+    import_at2()  # its package named before any work
     fit = HEADS_FIT if fit is None else fit
     folder = cache_root() / "at2"
     name = f"{model_slug(getattr(model, 'name_or_path', '') or 'model')}"
@@ -184,14 +202,12 @@ def cached_heads(
             model_name=name, task=task, seed=fit["seed"], masks=fit["masks"],
             sources=list(fit["passages"]),
         )  # fmt: skip
-        kept = sum("skipped" not in np.load(p) for p in work.glob("*.npz"))
+        kept = len(kept_contexts(work, len(examples))[0])
         if not kept:
             raise CLIError(
                 f"iba-heads: none of the {len(examples)} search contexts of {task} "
                 "could be taught on (too long for the model, or read by AT2 as "
                 f"other tokens; see {work})"
             )
-        fit_taught_budgets(
-            model, work, len(examples), dict(extras, budgets=[kept]), folder
-        )
+        fit_taught_budgets(model, work, len(examples), [kept], extras, folder)
     return find_at2_weights(model, folder, teacher=TEACHER, task=task)

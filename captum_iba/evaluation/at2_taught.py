@@ -237,6 +237,7 @@ class TaughtHeadsScorer(AT2Scorer):
         **kwargs: :class:`~captum_iba.evaluation.at2.AT2Scorer` 's.
 
     Raises:
+        ImportError: Without AT2's package (naming the install command).
         FileNotFoundError: When none are cached for the model (naming the
             command that teaches them).
         ValueError: For weights that are not taught by IBA, or that were
@@ -252,6 +253,7 @@ class TaughtHeadsScorer(AT2Scorer):
         heads: Union[None, PathLike, Callable[[], PathLike]] = None,
         **kwargs: Any,
     ) -> None:
+        import_at2()  # its package named before the weights are looked for
         weights = heads() if callable(heads) else heads
         if weights is None:
             weights = find_at2_weights(model, teacher=TEACHER)

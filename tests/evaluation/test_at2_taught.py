@@ -3,7 +3,7 @@ at2_taught`` and ``experiments/teach_at2.py``) on a tiny Llama: the features
 times the weights are AT2's own source scores, the teacher's outcomes are its
 linear prediction of each half, the fit recovers a teacher that is linear in
 the features, and the study scores the sources with the weights saved.
-Skipped without the ``at2`` package."""
+The tests that run AT2's code are skipped without the ``at2`` package."""
 
 import argparse
 
@@ -14,8 +14,6 @@ import torch
 from captum_iba.app.context_tasks import ContextExample
 from tests.evaluation.test_at2 import TEMPLATE, _sourced_batch
 from tests.helpers import experiment, no_hooks, tiny_causal_lm, tiny_word_tokenizer
-
-pytest.importorskip("at2")
 
 EXAMPLES = [
     ContextExample(
@@ -71,6 +69,7 @@ def test_the_fit_recovers_a_teacher_linear_in_the_heads():
     """A teacher that weights the heads by w: AT2's trainer, fed its
     outcomes, learns weights whose source scores order held-out sources as
     F w does (L1-normalised, as AT2 saves them)."""
+    pytest.importorskip("at2")
     from captum_iba.evaluation.at2_taught import fit_taught
 
     rng = np.random.default_rng(1)
@@ -88,15 +87,16 @@ def test_the_fit_refuses_unpaired_examples():
     from captum_iba.evaluation.at2_taught import fit_taught
 
     with pytest.raises(ValueError, match="as many features as teachers"):
-        fit_taught([], [], _heads())
+        fit_taught([], [], None)
     with pytest.raises(ValueError, match="example 0: 3 sources' features, 2 teacher"):
-        fit_taught([np.ones((3, 4))], [np.ones(2)], _heads())
+        fit_taught([np.ones((3, 4))], [np.ones(2)], None)
 
 
 def test_features_times_the_weights_are_at2s_source_scores(lm, tmp_path):
     """The features are what AT2's scorer weights: with any weights, the
     sources' features times them are its source scores; the model is left
     without hooks."""
+    pytest.importorskip("at2")
     from captum_iba.evaluation.at2 import AT2Scorer
     from captum_iba.evaluation.at2_taught import fit_taught, source_features
     from captum_iba.evaluation.at2_training import _save
@@ -121,16 +121,35 @@ def test_features_times_the_weights_are_at2s_source_scores(lm, tmp_path):
         )
 
 
-def test_taught_weights_are_named_apart_and_never_taken_for_at2s(lm, tmp_path):
+def test_taught_weights_are_named_apart():
+    from captum_iba.evaluation.at2 import at2_weights_path
+    from captum_iba.evaluation.at2_taught import TEACHER
+
+    taught = at2_weights_path("org/tiny", "context-facts", 2, 0, "w", TEACHER)
+    assert taught.name == "tiny-context-facts-n2-iba-deletion-steps1.pt"
+    own = at2_weights_path("org/tiny", "context-facts", 1, 32, "w")
+    assert own.name == "tiny-context-facts-n1-a32.pt"
+
+
+def test_the_study_refuses_a_bad_or_missing_taught_method_before_any_model():
+    study = experiment("context_study")
+    args = argparse.Namespace(model="org/tiny", at2_task="context-facts", at2_dir="w")
+    for wrong in ("at2-iba-x", "at2-iba-nope-2", "at2-context-facts-2"):
+        with pytest.raises(SystemExit, match=r"at2-iba-\[<task>-\]<n>"):
+            study.at2_scorers(args, [wrong])
+    with pytest.raises(SystemExit, match=r"teach_at2.py .*--task context-topics --n 2"):
+        study.at2_scorers(args, ["at2-iba-context-topics-2"])
+
+
+def test_taught_weights_are_never_taken_for_at2s(lm, tmp_path):
+    pytest.importorskip("at2")
     from captum_iba.evaluation.at2 import at2_weights_path, find_at2_weights
     from captum_iba.evaluation.at2_taught import TEACHER, fit_taught
     from captum_iba.evaluation.at2_training import _save
 
     model, _ = lm
     taught = at2_weights_path("org/tiny", "context-facts", 2, 0, tmp_path, TEACHER)
-    assert taught.name == "tiny-context-facts-n2-iba-deletion-steps1.pt"
     own = at2_weights_path("org/tiny", "context-facts", 1, 32, tmp_path)
-    assert own.name == "tiny-context-facts-n1-a32.pt"
     estimator = fit_taught([np.ones((2, 4))], [np.arange(2.0)], _heads(), iterations=2)
     _save(estimator, model, taught, {"n": 2, "teacher": TEACHER})
     with pytest.raises(FileNotFoundError, match="no AT2 weights"):
@@ -144,6 +163,7 @@ def test_the_script_teaches_and_the_study_scores_with_it(lm, tmp_path, capsys):
     teacher scores, fits a budget (a larger one skipped, said), and the
     study's ``at2-iba-<n>`` scores the sources with the weights; a missing
     budget names the script before any model loads."""
+    pytest.importorskip("at2")
     teach, study = experiment("teach_at2"), experiment("context_study")
     model, tok = lm
     work = tmp_path / "work"
@@ -152,10 +172,8 @@ def test_the_script_teaches_and_the_study_scores_with_it(lm, tmp_path, capsys):
     assert [k["features"].shape for k in kept] == [(3, 4), (3, 4)]
     assert all(k["teacher"].shape == (3,) and (k["cpu"] >= 0).all() for k in kept)
     assert no_hooks(model)
-    extras = dict(
-        model_name="org/tiny", task="context-facts", seed=0, masks=8, budgets=[2, 3]
-    )
-    done = teach.fit_taught_budgets(model, work, 2, extras, tmp_path / "w")
+    extras = dict(model_name="org/tiny", task="context-facts", seed=0, masks=8)
+    done = teach.fit_taught_budgets(model, work, 2, [2, 3], extras, tmp_path / "w")
     assert [d["n"] for d in done] == [
         2
     ] and "budget 3 skipped" in capsys.readouterr().out
@@ -170,12 +188,6 @@ def test_the_script_teaches_and_the_study_scores_with_it(lm, tmp_path, capsys):
     assert len(rows["at2-iba-2"]["pooled"]["-"]["scores"]) == 3
     with pytest.raises(SystemExit, match=r"teach_at2.py .*--n 5"):
         study.at2_scorers(args, ["at2-iba-5"])
-    for wrong in ("at2-iba-x", "at2-iba-nope-2", "at2-context-facts-2"):
-        with pytest.raises(SystemExit, match=r"at2-iba-\[<task>-\]<n>"):
-            study.at2_scorers(args, [wrong])
-    # another task's weights, named in the method
-    with pytest.raises(SystemExit, match="--task context-topics --n 2"):
-        study.at2_scorers(args, ["at2-iba-context-topics-2"])
     assert list(study.at2_scorers(args, ["at2-iba-context-facts-2"])) == [
         "at2-iba-context-facts-2"
     ]
@@ -185,6 +197,7 @@ def test_the_method_takes_taught_weights_only(lm, tmp_path, monkeypatch):
     """``iba-heads`` finds the taught weights cached for the model, refuses
     AT2's own and a prompt without sources, and names the command that
     teaches them when none are cached."""
+    pytest.importorskip("at2")
     from captum_iba._utils.io import CACHE_ENV_VAR
     from captum_iba.attr.llm_batch import prompt_batch
     from captum_iba.evaluation import Resources, build_scorers
@@ -213,3 +226,14 @@ def test_the_method_takes_taught_weights_only(lm, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="with_sources"):
         scorer.attribute(plain)
     assert scorer.attribute(_sourced_batch(tok)).sources.shape == (2, 3)
+
+
+def test_without_the_package_the_method_names_the_install(monkeypatch, lm):
+    import sys
+
+    from captum_iba.evaluation import Resources, build_scorers
+
+    model, tok = lm
+    monkeypatch.setitem(sys.modules, "at2", None)
+    with pytest.raises(ImportError, match="pip install at2"):
+        build_scorers(["iba-heads"], Resources(model, tok), kind="causal-lm")
