@@ -56,3 +56,11 @@ def tiny_model_dir(tmp_path):
     model.save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
     return str(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def at2_package():
+    """AT2's package (skipped without it), imported outside any test's
+    captured output: it imports NLTK, which keeps the stream it first writes
+    to, so a first import under ``capsys`` breaks a later test's output."""
+    return pytest.importorskip("at2")

@@ -237,13 +237,12 @@ def test_iba_amortized_is_fitted_on_the_task_s_search_contexts_then_loaded(
 
 
 def test_iba_heads_are_taught_on_the_task_s_search_contexts_then_loaded(
-    tiny_llm, tmp_path, capsys, monkeypatch
+    at2_package, tiny_llm, tmp_path, capsys, monkeypatch
 ):
     """``--methods iba-heads`` on a context task teaches AT2's head weights
     once, by one deletion step on the task's search contexts, and caches
     them by the model's fingerprint; a later run and ``explain --context``
     load them, and AT2's own method never takes them (4 contexts)."""
-    pytest.importorskip("at2")
     from captum_iba.app import context_heads
     from captum_iba.app.finetune.recipes import CACHE_ENV_VAR
 

@@ -158,12 +158,13 @@ def test_taught_weights_are_never_taken_for_at2s(lm, tmp_path):
     assert find_at2_weights(model, tmp_path) == own
 
 
-def test_the_script_teaches_and_the_study_scores_with_it(lm, tmp_path, capsys):
+def test_the_script_teaches_and_the_study_scores_with_it(
+    at2_package, lm, tmp_path, capsys
+):
     """``experiments/teach_at2.py`` keeps each context's features and
     teacher scores, fits a budget (a larger one skipped, said), and the
     study's ``at2-iba-<n>`` scores the sources with the weights; a missing
     budget names the script before any model loads."""
-    pytest.importorskip("at2")
     teach, study = experiment("teach_at2"), experiment("context_study")
     model, tok = lm
     work = tmp_path / "work"
