@@ -80,11 +80,8 @@ def collect_taught(model: Any, tok: Any, examples: Sequence[Any], work: Path) ->
         taught = time.process_time()
         try:
             features = source_features(model, tok, batch, 0, chat)
-        except ValueError as err:  # past a sliding window: AT2 cannot read it
+        except ValueError as err:  # read as other tokens, or past a window
             np.savez(path, skipped=str(err))
-            continue
-        if features is None:
-            np.savez(path, skipped="AT2 reads other tokens")
             continue
         seconds = [made - began, taught - made, time.process_time() - taught]
         np.savez(

@@ -63,6 +63,7 @@ __all__ = [
     "layout",
     "load_at2",
     "model_fingerprint",
+    "read_task",
 ]
 
 #: The install command named when the package is missing.
@@ -238,17 +239,26 @@ def at2_token_scores(
         )
 
 
-def _token_scores(
+def read_task(
     at2: Any,
     model: Any,
     tokenizer: Any,
     laid: Tuple[str, Sequence[Tuple[int, int]], bool],
     response_ids: Sequence[int],
-    ids: Optional[Sequence[int]],
-    estimator: Any,
-) -> Tuple[Tensor, Tensor, Tensor]:
-    """:func:`at2_token_scores`' work (the package imported, the hooks it
-    makes transformers install removed afterwards)."""
+    ids: Optional[Sequence[int]] = None,
+) -> Tuple[Any, int, int]:
+    """AT2's task of ``laid`` 's prompt, sources and chat flag with the
+    response ``response_ids``, checked to read the ids the caller has
+    (``ids``: the prompt's and response's; default the package's prompt and
+    the response) within the model's sliding window.
+
+    Returns:
+        (task, int, int): The task and the response's token range in it.
+
+    Raises:
+        ValueError: For a prompt or response the package reads as other
+            tokens, or a text longer than the model's sliding window.
+    """
     prompt, spans, chat = laid
     task = _task_class(at2)(prompt, spans, at2_model(model), tokenizer, chat=chat)
     task.set_generation(tokenizer.decode(list(response_ids)))
@@ -264,10 +274,26 @@ def _token_scores(
             f"{how} the prompt)"
         )
     check_window(model, len(read))
+    return task, start, end
+
+
+def _token_scores(
+    at2: Any,
+    model: Any,
+    tokenizer: Any,
+    laid: Tuple[str, Sequence[Tuple[int, int]], bool],
+    response_ids: Sequence[int],
+    ids: Optional[Sequence[int]],
+    estimator: Any,
+) -> Tuple[Tensor, Tensor, Tensor]:
+    """:func:`at2_token_scores`' work (the package imported, the hooks it
+    makes transformers install removed afterwards)."""
+    task, start, end = read_task(at2, model, tokenizer, laid, response_ids, ids)
+    read = len(task.get_tokens()["input_ids"])
     estimator = estimator.to(device=model.device, dtype=model.dtype)
     with torch.no_grad():  # (R, N - 1): the last token is attended by none
         per = estimator.get_scores(task, start, end).double().cpu()
-    per = torch.nn.functional.pad(per, (0, len(read) - per.shape[1]))
+    per = torch.nn.functional.pad(per, (0, read - per.shape[1]))
     sources = torch.stack([per[:, s:e].sum(-1) for s, e in task.source_token_ranges])
     return per.mean(0), per, sources.mean(-1)
 

@@ -26,7 +26,7 @@ format, so :class:`~captum_iba.evaluation.at2.AT2Scorer` explains with them
 at AT2's cost (``experiments/teach_at2.py``, docs/amortized.rst).
 """
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -36,16 +36,11 @@ from captum_iba._utils.io import PathLike
 from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.evaluation.at2 import (
     AT2Scorer,
-    _task_class,
     find_at2_weights,
     import_at2,
+    read_task,
 )
-from captum_iba.evaluation.at2_model import (
-    at2_model,
-    check_window,
-    model_as_found,
-    model_type_of,
-)
+from captum_iba.evaluation.at2_model import model_as_found, model_type_of
 
 __all__ = [
     "TEACHER",
@@ -79,7 +74,7 @@ def teacher_scorer(model: Any, tokenizer: Any) -> Any:
 
 def source_features(
     model: Any, tokenizer: Any, batch: PromptBatch, row: int, chat: bool = True
-) -> Optional[Tensor]:
+) -> Tensor:
     r"""AT2's features of row ``row`` 's sources: :math:`F_{s,h}`, the mean
     over the response's tokens of each head's attention summed over the
     source's tokens (what AT2's trainer pools them to).
@@ -94,29 +89,24 @@ def source_features(
             plain text (as the batch has it).
 
     Returns:
-        Tensor or None: ``(S, layers x heads)`` float32; None when AT2's
-        task reads the prompt or response as other tokens than the batch
-        (it re-encodes the decoded response), so they cannot be paired.
+        Tensor: ``(S, layers x heads)`` float32.
 
     Raises:
-        ValueError: For a text longer than a sliding-window model's window
-            (AT2 recomputes the attention with a full causal mask).
+        ValueError: When AT2's task reads the prompt or response as other
+            tokens than the batch (it re-encodes the decoded response), or
+            for a text longer than a sliding-window model's window (AT2
+            recomputes the attention with a full causal mask);
+            :func:`~captum_iba.evaluation.at2.read_task`.
     """
     at2 = import_at2()
     real = batch.attention_mask[row].bool().cpu()
     ids = batch.input_ids[row].cpu()[real].tolist()
-    extractor = feature_extractor(model)
-    check_window(model, len(ids))
+    laid = (batch.prompts[row], batch.spans[row], chat)
     with model_as_found(model), torch.no_grad():
-        task = _task_class(at2)(
-            batch.prompts[row], batch.spans[row], at2_model(model), tokenizer,
-            chat=chat,
-        )  # fmt: skip
-        task.set_generation(tokenizer.decode(list(batch.answer_ids(row))))
-        start, end = task.target_token_range
-        if list(task.get_tokens()["input_ids"])[:end] != ids:
-            return None
-        per = extractor(task, start, end).float()  # (R, N, F)
+        task, start, end = read_task(
+            at2, model, tokenizer, laid, batch.answer_ids(row), ids
+        )
+        per = feature_extractor(model)(task, start, end).float()  # (R, N, F)
         return torch.stack(
             [per[:, s:e].sum(1).mean(0) for s, e in task.source_token_ranges]
         ).cpu()
