@@ -236,6 +236,11 @@ class TaughtHeadsScorer(AT2Scorer):
 
     needs = ("heads",)
     models = ("causal-lm",)
+    prompt_meaning = (
+        "the response's attention to the token through AT2's head weights taught "
+        "by one iba-deletion step (a source's score: the sum over its tokens)"
+    )
+    meaning = prompt_meaning
 
     def __init__(
         self,

@@ -221,6 +221,7 @@ def test_the_method_takes_taught_weights_only(lm, tmp_path, monkeypatch):
     scorer = scorer["iba-heads"]
     assert scorer.settings["weights"] == str(taught)
     assert scorer.settings["teacher"] == TEACHER
+    assert "taught by one iba-deletion step" in scorer.prompt_meaning
     given = build_scorers(["iba-heads"], Resources(model, tok, heads=lambda: taught))
     assert given["iba-heads"].settings["weights"] == str(taught)
     plain = prompt_batch(tok, ["the cat sat"], ["the mat"], chat=True)
