@@ -32,10 +32,14 @@ from pathlib import Path
 
 import torch
 
-from captum_iba._utils.io import cache_root, model_slug
+from captum_iba._utils.io import cache_root
 from captum_iba.app.context_corpus import parse_passages
 from captum_iba.app.context_fit import CONTEXT_FIT, fit_contexts
-from captum_iba.app.context_heads import collect_taught, fit_taught_budgets
+from captum_iba.app.context_heads import (
+    collect_taught,
+    fit_taught_budgets,
+    taught_store,
+)
 from captum_iba.app.context_tasks import CONTEXT_TASKS
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID
 from captum_iba.evaluation.at2 import import_at2
@@ -75,9 +79,8 @@ def main(argv=None) -> None:
     from captum_iba.app.causal_lm import load_causal_lm
 
     model, tok = load_causal_lm(args.model)
-    low, high = args.passages
     root = Path(args.work) if args.work else cache_root() / "at2" / "taught"
-    work = root / f"{model_slug(args.model)}-{args.task}-s{args.seed}-x{low}-{high}"
+    work = taught_store(root, args.model, args.task, args.seed, args.passages)
     fit = dict(CONTEXT_FIT, contexts=args.pool, seed=args.seed, passages=args.passages)
     collect_taught(model, tok, fit_contexts(args.task, None, fit), work)
     extras = dict(

@@ -33,12 +33,22 @@ __all__ = [
     "collect_taught",
     "fit_taught_budgets",
     "kept_contexts",
+    "taught_store",
 ]
 
 #: The command line's contexts of ``iba-heads``: ``contexts`` search contexts
 #: drawn with ``seed`` (for ``context-facts`` ``passages`` passages each) and
 #: ``masks`` random halves of each context's sources in the fit.
 HEADS_FIT: Dict[str, Any] = dict(contexts=128, seed=1000, passages=(3, 6), masks=32)
+
+
+def taught_store(
+    root: Path, model_name: str, task: str, seed: int, passages: Sequence[int]
+) -> Path:
+    """The teaching store of one model, task, seed and passages under
+    ``root`` (:func:`collect_taught` 's ``work``)."""
+    low, high = passages
+    return root / f"{model_slug(model_name)}-{task}-s{seed}-x{low}-{high}"
 
 
 def collect_taught(model: Any, tok: Any, examples: Sequence[Any], work: Path) -> None:
@@ -179,8 +189,7 @@ def cached_heads(
     folder = cache_root() / "at2"
     name = f"{model_slug(getattr(model, 'name_or_path', '') or 'model')}"
     name += f"-{model_fingerprint(model)}"
-    low, high = fit["passages"]
-    work = folder / "taught" / f"{name}-{task}-s{fit['seed']}-x{low}-{high}"
+    work = taught_store(folder / "taught", name, task, fit["seed"], fit["passages"])
     folder.mkdir(parents=True, exist_ok=True)
     with FileLock(str(work) + ".lock"):
         try:
