@@ -41,6 +41,7 @@ from captum_iba.evaluation.at2 import (
     read_task,
 )
 from captum_iba.evaluation.at2_model import model_as_found, model_type_of
+from captum_iba.evaluation.iba import ONE_STEP_POOLING, one_step_deletion
 
 __all__ = [
     "TEACHER",
@@ -56,20 +57,9 @@ __all__ = [
 #: The teacher's name (kept in the weights' extras and file name).
 TEACHER = "iba-deletion-steps1"
 #: How the teacher's token masks pool to its source scores.
-TEACHER_POOLING = "logit-max"
-
-
-def teacher_scorer(model: Any, tokenizer: Any) -> Any:
-    """The teacher: ``iba-deletion`` with one step, a causal LM's scorer
-    whose sources pool by :data:`TEACHER_POOLING`."""
-    from captum_iba.evaluation import Resources, build_scorers
-
-    return build_scorers(
-        ["iba-deletion"],
-        Resources(model, tokenizer),
-        method_options={"iba-deletion": {"steps": 1}},
-        kind="causal-lm",
-    )["iba-deletion"]
+TEACHER_POOLING = ONE_STEP_POOLING
+#: The teacher: one ``iba-deletion`` step.
+teacher_scorer = one_step_deletion
 
 
 def source_features(

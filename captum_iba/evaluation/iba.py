@@ -35,7 +35,11 @@ from captum_iba.evaluation.batches import rows_per_pass
 from captum_iba.evaluation.scorers import TokenScorer
 from captum_iba.evaluation.sources import MASK_POOLINGS, POOLINGS, pool_sources
 
-__all__ = ["IBAScorer"]
+__all__ = ["ONE_STEP_POOLING", "IBAScorer", "one_step_deletion"]
+
+#: How one deletion step's token masks pool to source scores: the log-odds of
+#: a source's largest mask weight (docs/context.rst, "The mask's log-odds").
+ONE_STEP_POOLING = "logit-max"
 
 
 class IBAScorer(TokenScorer):
@@ -263,6 +267,20 @@ def _used_options(options: IBAOptions) -> Dict[str, Any]:
         for name in NOISE_ONLY + ("seed",):
             record.pop(name, None)
     return record
+
+
+def one_step_deletion(model: Any, tokenizer: Any) -> IBAScorer:
+    """``iba-deletion`` with one step, a causal LM's scorer (its sources pool
+    by :data:`ONE_STEP_POOLING`): about one forward and backward of the
+    prompt; the teacher of ``iba-heads`` and the prior of ``iba-surrogate``."""
+    from captum_iba.evaluation import Resources, build_scorers
+
+    return build_scorers(
+        ["iba-deletion"],
+        Resources(model, tokenizer),
+        method_options={"iba-deletion": {"steps": 1}},
+        kind="causal-lm",
+    )["iba-deletion"]
 
 
 def __getattr__(name: str) -> Any:

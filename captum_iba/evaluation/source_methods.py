@@ -35,7 +35,12 @@ from captum_iba.evaluation.scorers import TokenScorer
 from captum_iba.evaluation.sources import row_ablation
 from captum_iba.metrics.context import pair_log_probs
 
-__all__ = ["LeaveOneSourceOutScorer", "ShapleySourcesScorer", "SourceScorer"]
+__all__ = [
+    "AblationScorer",
+    "LeaveOneSourceOutScorer",
+    "ShapleySourcesScorer",
+    "SourceScorer",
+]
 
 
 def spread(values: Tensor, sources: Tensor) -> Tensor:
@@ -118,20 +123,14 @@ class SourceScorer(TokenScorer):
         )
 
 
-class LeaveOneSourceOutScorer(SourceScorer):
-    """Leave one source out: a source's score is :math:`\\log p(y \\mid C) -
-    \\log p(y \\mid C \\setminus s)`, the fall of the response's
-    log-probability when that source alone is left out of the prompt (the
-    ablation rule, :func:`~captum_iba.evaluation.sources.ablated_prompt`).
-
-    The context metrics' own computation
+class AblationScorer(SourceScorer):
+    """Base class of a method that scores sources from the response's
+    log-probability under ablations of them: :meth:`_ablated` gives it for
+    any sets of kept sources of every prompt of a batch at once, by the
+    context metrics' own computation
     (:func:`~captum_iba.metrics.context.pair_log_probs`, positions counted
-    over real tokens) on every prompt's full and one-source-out prompts at
-    once: one row per source and prompt, all rows of the batch in as few
-    forward passes as ``internal_batch_size`` allows. Captum's
-    ``FeatureAblation`` through ``LLMAttribution`` with the template of
-    :class:`ShapleySourcesScorer` gives the same numbers (tested), but one
-    prompt and one removal a forward pass; this is the batched form.
+    over real tokens), all rows in as few forward passes as
+    ``internal_batch_size`` allows.
 
     Args:
         model: A Hugging Face causal LM.
@@ -160,16 +159,16 @@ class LeaveOneSourceOutScorer(SourceScorer):
 
         return on_device
 
-    def _source_scores(
-        self, batch: PromptBatch, per_token: bool
-    ) -> Tuple[Tensor, Optional[Tensor]]:
+    def _ablated(self, batch: PromptBatch, keeps: Sequence[Tensor]) -> List[Tensor]:
+        """Per row ``b`` of ``batch``, the response's log-probability
+        (``(A_b,)`` float64) given each row of ``keeps[b]`` (``(A_b, S_b)``
+        bool, True = kept) of its sources."""
         prompts: List[Sequence[int]] = []
         responses: List[Sequence[int]] = []
-        for b in range(len(batch)):
-            ids_of, n = row_ablation(self.tokenizer, batch, b), len(batch.spans[b])
-            keeps = [[True] * n] + [[s != t for s in range(n)] for t in range(n)]
-            prompts += [ids_of(k) for k in keeps]
-            responses += [batch.answer_ids(b)] * (n + 1)
+        for b, keep in enumerate(keeps):
+            ids_of = row_ablation(self.tokenizer, batch, b)
+            prompts += [ids_of(k) for k in keep.tolist()]
+            responses += [batch.answer_ids(b)] * len(keep)
         width = max(len(p) + len(r) for p, r in zip(prompts, responses))
         found = pair_log_probs(
             self._log_likelihood(),
@@ -178,11 +177,36 @@ class LeaveOneSourceOutScorer(SourceScorer):
             rows_per_pass(width, self.internal_batch_size),
             self.pad_token_id,
         )
-        out, start = self._empty(batch), 0
+        return list(found.split([len(k) for k in keeps]))
+
+
+class LeaveOneSourceOutScorer(AblationScorer):
+    """Leave one source out: a source's score is :math:`\\log p(y \\mid C) -
+    \\log p(y \\mid C \\setminus s)`, the fall of the response's
+    log-probability when that source alone is left out of the prompt (the
+    ablation rule, :func:`~captum_iba.evaluation.sources.ablated_prompt`).
+
+    Every prompt's full and one-source-out prompts at once
+    (:meth:`AblationScorer._ablated`). Captum's ``FeatureAblation`` through
+    ``LLMAttribution`` with the template of :class:`ShapleySourcesScorer`
+    gives the same numbers (tested), but one prompt and one removal a
+    forward pass; this is the batched form.
+
+    Args:
+        model: A Hugging Face causal LM.
+        **kwargs: See :class:`AblationScorer`.
+    """
+
+    def _source_scores(
+        self, batch: PromptBatch, per_token: bool
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        keeps = []
         for b in range(len(batch)):
             n = len(batch.spans[b])
-            out[b, :n] = found[start] - found[start + 1 : start + 1 + n]
-            start += n + 1
+            keeps.append(torch.cat([torch.ones(1, n), 1 - torch.eye(n)]).bool())
+        out = self._empty(batch)
+        for b, found in enumerate(self._ablated(batch, keeps)):
+            out[b, : len(found) - 1] = found[0] - found[1:]
         return out, None
 
 
