@@ -149,6 +149,12 @@ _option(
     kwarg="n_samples",
 )
 _option(
+    "ablations",
+    lambda value: _v.int_in(value, 2),
+    "iba-surrogate's random source ablations a prompt (default 16; at least 2)",
+    kwarg="n_ablations",
+)
+_option(
     "explainer_objective",
     _explainer_objective,
     "what iba-amortized's explainer is trained on: 'distil' (default: "

@@ -25,6 +25,7 @@ VALUES = {
     "lime_samples": ("20", 20),
     "lime_max_length": ("24", 24),
     "shap_samples": ("5", 5),
+    "ablations": ("6", 6),
     "explainer_objective": ("deletion", "deletion"),
 }
 FLAGGED = [n for n in OPTIONS.names() if OPTIONS.entry(n).facts.get("flag")]

@@ -277,7 +277,7 @@ def test_contextcite_scores_each_prompt_s_sources(chat, lm):
 
 METHODS_OVER_SOURCES = [
     "ig", "attnlrp", "ablation", "random", "iba-deletion", "iba-sources", "loso",
-    "shapley-sources", "contextcite-32",
+    "shapley-sources", "contextcite-32", "iba-surrogate",
 ]  # fmt: skip
 
 

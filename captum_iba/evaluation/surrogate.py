@@ -1,0 +1,155 @@
+r"""IBA as the prior of ContextCite's linear surrogate (``iba-surrogate``).
+
+ContextCite (Cohen-Wang et al., NeurIPS 2024) fits a linear surrogate of the
+response's logit-probability over random ablations of a context's sources,
+:math:`y_v \approx b + \sum_i w_i v_i` (:math:`v \in \{0, 1\}^S`, each
+source kept with probability 1/2), by the Lasso: a prior that most weights
+are zero, which needs 32 or more ablations to find the few that are not
+(docs/context.rst: 8 ablations leave its LDS well below 32's). One
+``iba-deletion`` step costs about one forward and backward of the prompt and
+already ranks the sources the answer needs (its mask's log-odds, pooled by
+the max: ``logit-max``); it is the better prior.
+
+:func:`prior_ridge` is the maximum a posteriori surrogate under a Gaussian
+prior centred on IBA's scores :math:`s`, scaled:
+
+.. math::
+
+    w = \arg\min_w \lVert y_c - X_c w \rVert^2
+        + \lambda \lVert w - \alpha s \rVert^2
+      = (X_c^\top X_c + \lambda I)^{-1} (X_c^\top y_c + \lambda \alpha s),
+
+:math:`X_c, y_c` the ablations and outcomes centred (the intercept),
+:math:`\alpha \ge 0` the least-squares scale of the prior's predictions
+:math:`X_c s` to :math:`y_c`. With :math:`\lambda \to \infty` the surrogate
+is IBA's scores (scaled); with :math:`\lambda \to 0` ordinary least squares
+over the ablations alone. The outcomes are ContextCite's, per response
+token (its ``outputs / num_output_tokens``), so one :math:`\lambda` serves
+responses of any length; the weights are given back per response.
+
+:class:`IBASurrogateScorer` runs it on a batch: one deletion step, then
+``n_ablations`` random ablations a prompt (the ablation rule of the context
+metrics; drawn per prompt from ``seed`` and its tokens, never the metrics'
+held-out ones), then the fit. It spends ablations as ContextCite does, so it
+is not a one-pass method; docs/context.rst measures it against ContextCite
+at equal CPU time.
+"""
+
+from typing import Any, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from captum_iba._utils import common
+from captum_iba.attr.llm_batch import PromptBatch
+from captum_iba.evaluation.iba import ONE_STEP_POOLING, one_step_deletion
+from captum_iba.evaluation.source_methods import AblationScorer
+from captum_iba.evaluation.sources import source_scores
+from captum_iba.metrics.context import ablation_masks, log_odds
+
+__all__ = ["IBASurrogateScorer", "prior_ridge"]
+
+#: The probability of keeping a source in an ablation (ContextCite's).
+KEEP_PROB = 0.5
+
+
+def prior_ridge(
+    keep: Tensor, outcomes: Tensor, prior: Tensor, penalty: float = 1.0
+) -> Tensor:
+    r"""The linear surrogate's weights shrunk toward a scaled prior (the
+    module docstring's equation).
+
+    Args:
+        keep (Tensor): ``(A, S)`` bool, the sources kept in each ablation.
+        outcomes (Tensor): ``(A,)`` the outcome of each ablation.
+        prior (Tensor): ``(S,)`` the prior's scores.
+        penalty (float): :math:`\lambda > 0`. Default 1.
+
+    Returns:
+        Tensor: ``(S,)`` float64 weights.
+
+    Raises:
+        ValueError: For shapes that do not match, a penalty not above 0 or a
+            value that is not finite.
+    """
+    x, y, s = keep.double(), outcomes.double().reshape(-1), prior.double()
+    if x.dim() != 2 or x.shape[0] != y.shape[0] or s.shape != (x.shape[1],):
+        raise ValueError(
+            f"keep (A, S), outcomes (A,) and prior (S,) must match; got "
+            f"{tuple(keep.shape)}, {tuple(outcomes.shape)}, {tuple(prior.shape)}"
+        )
+    if not penalty > 0:
+        raise ValueError(f"penalty must be > 0; got {penalty!r}")
+    if not (torch.isfinite(y).all() and torch.isfinite(s).all()):
+        raise ValueError("outcomes and prior must be finite")
+    xc, yc = x - x.mean(0), y - y.mean()
+    z = xc @ s
+    alpha = (z @ yc / (z @ z)).clamp_min(0.0) if float(z @ z) > 0 else z.new_zeros(())
+    gram = xc.T @ xc + penalty * torch.eye(x.shape[1], dtype=x.dtype)
+    return torch.linalg.solve(gram, xc.T @ yc + penalty * alpha * s)
+
+
+class IBASurrogateScorer(AblationScorer):
+    """ContextCite's linear surrogate with one ``iba-deletion`` step as its
+    prior (see the module docstring): a source's score is its weight in the
+    surrogate of the response's logit-probability.
+
+    Args:
+        model: A Hugging Face causal LM.
+        n_ablations (int): Random ablations a prompt. Default 16.
+        penalty (float): The prior's weight :math:`\\lambda` (per response
+            token). Default 1.
+        seed (int): The ablations of a prompt are drawn from it and the
+            prompt's tokens. Default 0.
+        **kwargs: See :class:`~captum_iba.evaluation.source_methods.AblationScorer`.
+    """
+
+    per_token_note = "it fits one surrogate of the whole response a prompt"
+    prompt_meaning = (
+        "the weight of the token's source in a linear surrogate of the "
+        "response's logit-probability over source ablations, shrunk toward one "
+        "iba-deletion step's scores, each token of a source holding it"
+    )
+    unit = "logit-probability"
+
+    def __init__(
+        self,
+        model: Any,
+        n_ablations: int = 16,
+        penalty: float = 1.0,
+        seed: int = 0,
+        internal_batch_size: Optional[int] = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(model, internal_batch_size, **kwargs)
+        if isinstance(n_ablations, bool) or int(n_ablations) < 2:
+            raise ValueError(f"n_ablations must be >= 2; got {n_ablations!r}")
+        if not float(penalty) > 0:
+            raise ValueError(f"penalty must be > 0; got {penalty!r}")
+        self.n_ablations, self.penalty, self.seed = int(n_ablations), penalty, seed
+        self.prior = one_step_deletion(self.model, self.tokenizer)
+        self.settings.update(
+            n_ablations=self.n_ablations,
+            penalty=float(penalty),
+            seed=seed,
+            keep_prob=KEEP_PROB,
+            prior=f"iba-deletion, 1 step, {ONE_STEP_POOLING}",
+        )
+
+    def _keep(self, batch: PromptBatch, b: int) -> Tensor:
+        ids = batch.input_ids[b][batch.prompt_mask[b]]
+        seed = common.instance_seed(int(self.seed), ids)
+        return ablation_masks(len(batch.spans[b]), self.n_ablations, KEEP_PROB, seed)
+
+    def _source_scores(
+        self, batch: PromptBatch, per_token: bool
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        prior = source_scores(self.prior.attribute(batch), batch, ONE_STEP_POOLING)
+        keeps = [self._keep(batch, b) for b in range(len(batch))]
+        out = self._empty(batch)
+        for b, found in enumerate(self._ablated(batch, keeps)):
+            n, tokens = len(batch.spans[b]), len(batch.answer_ids(b))
+            outcomes = log_odds(found.clamp_max(-1e-12)) / tokens  # finite at p = 1
+            weights = prior_ridge(keeps[b], outcomes, prior[b, :n], self.penalty)
+            out[b, :n] = weights * tokens
+        return out, None
