@@ -97,7 +97,8 @@ def lm_config(path: Union[str, Path]) -> Any:
     """A causal LM's configuration before any weights: a folder's or hub
     id's ``config.json``, or for a GGUF file a configuration made of its
     header (``model_type``, ``num_hidden_layers``,
-    ``max_position_embeddings``).
+    ``max_position_embeddings`` and, for a model with sliding layers,
+    ``sliding_window``).
 
     Raises:
         ~captum_iba.app.models.ModelLoadError: Naming the model, when it
@@ -111,12 +112,16 @@ def lm_config(path: Union[str, Path]) -> Any:
         return model_config(name)
     header = gguf_header(Path(name) / keywords["gguf_file"])
     arch = header.get("general.architecture")
+    window = header.get(f"{arch}.attention.sliding_window")
     return SimpleNamespace(
         model_type=arch,
         architectures=None,
         quantization_config={"quant_method": "gguf"},  # (as transformers says)
         num_hidden_layers=header.get(f"{arch}.block_count"),
         max_position_embeddings=header.get(f"{arch}.context_length"),
+        # a header gives the window of a model with sliding layers, not which
+        sliding_window=window,
+        layer_types=("sliding_attention",) if window else None,
     )
 
 

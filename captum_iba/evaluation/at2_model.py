@@ -15,7 +15,7 @@ window (512 tokens for the 270M) is refused.
 
 import contextlib
 import inspect
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from torch import Tensor
 
@@ -23,6 +23,8 @@ __all__ = [
     "AT2_TYPES",
     "MODEL_TYPES",
     "at2_model",
+    "READS_AT2_FEATURES",
+    "attention_window",
     "check_window",
     "model_as_found",
     "model_type_of",
@@ -38,6 +40,9 @@ AT2_TYPES = {
     "gemma3_text": "gemma3",  # Gemma 3's text-only models (270M, 1B)
 }
 MODEL_TYPES = tuple(AT2_TYPES)
+#: The registered methods whose scores read AT2's features (the response's
+#: attention, which its package recomputes with a full causal mask).
+READS_AT2_FEATURES = ("at2", "iba-heads")
 
 #: The flag transformers sets on a model whose output-capturing hooks it
 #: installed (on the first ``output_hidden_states=True``, which AT2 asks for).
@@ -118,18 +123,25 @@ def at2_model(model: Any) -> Any:
     return view
 
 
+def attention_window(config: Any) -> Optional[int]:
+    """The sliding window (tokens) past which AT2's features cannot read a
+    text: ``config.sliding_window`` where a layer slides
+    (``config.layer_types``); None where none does."""
+    window = getattr(config, "sliding_window", None)
+    sliding = "sliding_attention" in (getattr(config, "layer_types", None) or ())
+    return int(window) if sliding and window else None
+
+
 def check_window(model: Any, tokens: int) -> None:
-    """Refuse a text longer than the model's sliding attention window: AT2
-    recomputes the attention with a full causal mask.
+    """Refuse a text longer than the model's sliding attention window
+    (:func:`attention_window`): AT2 recomputes the attention with a full
+    causal mask.
 
     Raises:
-        ValueError: For ``tokens`` beyond ``config.sliding_window`` (a model
-            with sliding layers).
+        ValueError: For ``tokens`` beyond the window.
     """
-    cfg = model.config
-    window = getattr(cfg, "sliding_window", None)
-    sliding = "sliding_attention" in (getattr(cfg, "layer_types", None) or ())
-    if sliding and window and tokens > window:
+    window = attention_window(model.config)
+    if window is not None and tokens > window:
         raise ValueError(
             f"the text has {tokens} tokens, more than the model's sliding window "
             f"({window}): AT2's package recomputes the attention with a full "

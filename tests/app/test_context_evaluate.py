@@ -172,6 +172,43 @@ def test_examples_past_the_model_s_positions_are_skipped_and_counted(tmp_path, c
     assert "none is left" in err and "100 positions" in err
 
 
+def test_examples_past_a_sliding_window_are_skipped_where_at2_s_features_run(
+    tmp_path,
+):
+    """AT2's features (at2, iba-heads) cannot read past a sliding window
+    (Gemma 3's 512 tokens): with those methods an example past it is skipped
+    and counted before the weights load, as one past the positions is; with
+    other methods it is kept."""
+    import argparse
+
+    from captum_iba.app.context_corpus import prepare_contexts
+    from captum_iba.request import check_request
+
+    folder = tmp_path / "llama-1000"
+    _llama_dir(tmp_path, 1000)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(sliding_window=100, layer_types=["sliding_attention"] * 2)
+    (folder / "config.json").write_text(json.dumps(config))
+    data = _tiny_ag_news(tmp_path / "data")
+
+    def prepared(methods):
+        args = argparse.Namespace(
+            model=str(folder), request=check_request(methods, model_kind="causal-lm"),
+            task="context-facts", split="report", n=6, examples_seed=0,
+            data_dir=str(data), passages=(3, 12),
+        )  # fmt: skip
+        return prepare_contexts(args)
+
+    found = prepared(["iba-heads", "random"])
+    assert found.window == 100 and 0 < len(found.data.examples) < 6
+    line = found.skipped_line()
+    assert "sliding window of 100 tokens" in line and "(at2, iba-heads)" in line
+    assert "of 6 examples" in line
+    other = prepared(["random"])
+    assert other.window is None and not other.skipped
+    assert len(other.data.examples) == 6
+
+
 def test_attnlrp_without_lxt_is_refused_before_any_model_loads(
     tiny_llm, tmp_path, capsys, monkeypatch
 ):

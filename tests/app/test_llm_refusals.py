@@ -234,6 +234,28 @@ def test_a_gguf_files_header_without_its_tensors():
     config = lm_config(smollm2_path())
     assert (config.model_type, config.num_hidden_layers) == ("llama", 30)
     assert config.max_position_embeddings == 8192
+    assert config.sliding_window is None and config.layer_types is None
+
+
+def test_a_gguf_header_gives_its_sliding_window(tmp_path):
+    """A model with sliding layers (Gemma 3) says its window in the header:
+    AT2's features cannot read past it (attention_window)."""
+    gguf = pytest.importorskip("gguf")
+    from captum_iba.app.llm_checks import lm_config
+    from captum_iba.evaluation.at2_model import attention_window
+
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(str(path), arch="gemma3")
+    writer.add_block_count(2)
+    writer.add_context_length(64)
+    writer.add_uint32("gemma3.attention.sliding_window", 16)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    config = lm_config(str(path))
+    assert (config.num_hidden_layers, config.max_position_embeddings) == (2, 64)
+    assert attention_window(config) == 16
 
 
 @_SMOLLM2
