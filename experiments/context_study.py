@@ -114,8 +114,10 @@ AMORTIZED = "iba-amortized-from-"
 CTX_AMORTIZED = "iba-amortized-ctx-"
 #: The methods ``--iba-steps`` runs with another number of deletion steps.
 STEPPED = ("iba-deletion", "iba-sources")
+#: ``iba-surrogate-<k>``: ``iba-surrogate`` with k ablations a context.
+SURROGATE = "iba-surrogate-"
 #: The methods named by a prefix, not registered names.
-ANCHORS = (CONTEXTCITE, AT2_PREFIX, CTX_AMORTIZED, AMORTIZED)
+ANCHORS = (CONTEXTCITE, AT2_PREFIX, CTX_AMORTIZED, AMORTIZED, SURROGATE)
 
 
 def method_scores(
@@ -356,6 +358,22 @@ def stepped_scorers(
     return makers
 
 
+def surrogate_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
+    """Each ``iba-surrogate-<k>`` method's scorer (``model, tok -> scorer``):
+    ``iba-surrogate`` with k ablations a context."""
+    makers: Dict[str, Callable[..., Any]] = {}
+    for m in (m for m in methods if m.startswith(SURROGATE)):
+        k = m[len(SURROGATE) :]
+        if not k.isdigit() or int(k) < 2:
+            raise SystemExit(f"{m}: the methods are {SURROGATE}<k>, k >= 2 ablations")
+        options = {"iba-surrogate": {"ablations": int(k)}}
+        makers[m] = lambda model, tok, o=options: build_scorers(
+            ["iba-surrogate"], Resources(model, tok), method_options=o,
+            kind="causal-lm",
+        )["iba-surrogate"]  # fmt: skip
+    return makers
+
+
 def run(args: argparse.Namespace) -> None:
     """Score and test every method on every example not yet cached."""
     os.environ.setdefault("TQDM_DISABLE", "1")  # ContextCite's progress bars
@@ -367,6 +385,7 @@ def run(args: argparse.Namespace) -> None:
     made = dict(at2_scorers(args, methods), **amortized_scorers(methods))
     made.update(context_explainer_scorers(args, methods))
     made.update(stepped_scorers(methods, args.iba_steps))
+    made.update(surrogate_scorers(methods))
     methods = [_stepped(m, args.iba_steps) for m in methods]
     out = Path(args.out) / args.task / args.split
     out.mkdir(parents=True, exist_ok=True)
