@@ -28,6 +28,8 @@ each method scores the sources for that response:
   ``experiments/fit_context_explainer.py`` (under ``--explainer-dir``;
   ``--explainer-objective`` and ``--teacher-steps`` name which), against
   AT2 trained on the same contexts: issue 52;
+* ``iba-surrogate-<k>`` - ``iba-surrogate`` with ``k`` ablations a context
+  (:mod:`~captum_iba.evaluation.surrogate`; ``iba-surrogate`` alone: 16);
 * a registered token method (``iba-deletion``, ``ablation``, ``random``,
   ``ig``, ...) on the prompt and response as a
   :class:`~captum_iba.attr.llm_batch.PromptBatch`, its token scores pooled to
