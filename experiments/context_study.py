@@ -346,18 +346,24 @@ def _stepped(method: str, steps: Optional[int]) -> str:
     return f"{method}-steps{steps}" if steps and method in STEPPED else method
 
 
+def _with_options(method: str, options: Dict[str, Any]) -> Callable[..., Any]:
+    """``model, tok -> scorer``: the registered ``method`` with ``options``."""
+    return lambda model, tok: build_scorers(
+        [method], Resources(model, tok), method_options={method: options},
+        kind="causal-lm",
+    )[method]  # fmt: skip
+
+
 def stepped_scorers(
     methods: Sequence[str], steps: Optional[int]
 ) -> Dict[str, Callable[..., Any]]:
     """With ``--iba-steps K``: each deletion method of :data:`STEPPED` as a
     scorer with K steps (``model, tok -> scorer``), under its record's name."""
-    makers: Dict[str, Callable[..., Any]] = {}
-    for m in (m for m in methods if steps and m in STEPPED):
-        makers[_stepped(m, steps)] = lambda model, tok, m=m: build_scorers(
-            [m], Resources(model, tok), method_options={m: {"steps": steps}},
-            kind="causal-lm",
-        )[m]  # fmt: skip
-    return makers
+    return {
+        _stepped(m, steps): _with_options(m, {"steps": steps})
+        for m in methods
+        if steps and m in STEPPED
+    }
 
 
 def surrogate_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
@@ -368,11 +374,7 @@ def surrogate_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
         k = m[len(SURROGATE) :]
         if not k.isdigit() or int(k) < 2:
             raise SystemExit(f"{m}: the methods are {SURROGATE}<k>, k >= 2 ablations")
-        options = {"iba-surrogate": {"ablations": int(k)}}
-        makers[m] = lambda model, tok, o=options: build_scorers(
-            ["iba-surrogate"], Resources(model, tok), method_options=o,
-            kind="causal-lm",
-        )["iba-surrogate"]  # fmt: skip
+        makers[m] = _with_options("iba-surrogate", {"ablations": int(k)})
     return makers
 
 

@@ -200,6 +200,16 @@ def test_iba_steps_names_the_record_and_sets_the_steps(study, lm):
     assert study.stepped_scorers(["iba-sources"], None) == {}
 
 
+def test_iba_surrogate_k_names_its_ablations(study, lm):
+    model, tok = lm
+    made = study.surrogate_scorers(["iba-surrogate-5", "random"])
+    assert set(made) == {"iba-surrogate-5"}
+    assert made["iba-surrogate-5"](model, tok).settings["n_ablations"] == 5
+    for bad in ("iba-surrogate-1", "iba-surrogate-x"):
+        with pytest.raises(SystemExit, match="k >= 2 ablations"):
+            study.surrogate_scorers([bad])
+
+
 def test_the_plot_draws_each_method_at_its_best_pooling(tables):
     """One point per method: its pooling with the highest mean LDS (None
     and non-finite values left out); a method scoring sources as such, its
