@@ -30,12 +30,17 @@ responses of any length; the weights are given back per response.
 :class:`IBASurrogateScorer` runs it on a batch: one deletion step, then
 ``n_ablations`` random ablations a prompt (the ablation rule of the context
 metrics; drawn per prompt from ``seed`` and its tokens, never the metrics'
-held-out ones), then the fit. It spends ablations as ContextCite does, so it
-is not a one-pass method; docs/context.rst measures it against ContextCite
-at equal CPU time.
+held-out ones), then the fit. The model is deterministic, so an ablation
+drawn twice tells nothing new: :func:`distinct_masks` draws them uniformly
+without replacement, and takes every subset of the sources, once each, when
+there are no more than ``n_ablations`` of them (:math:`2^S`: the surrogate is
+then the least-squares fit over the whole distribution the LDS samples,
+and costs :math:`2^S` ablations, not more). It spends ablations as
+ContextCite does, so it is not a one-pass method; docs/context.rst measures
+it against ContextCite at equal CPU time.
 """
 
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -45,12 +50,48 @@ from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.evaluation.iba import ONE_STEP_POOLING, one_step_deletion
 from captum_iba.evaluation.source_methods import AblationScorer
 from captum_iba.evaluation.sources import source_scores
-from captum_iba.metrics.context import ablation_masks, log_odds
+from captum_iba.metrics.context import log_odds
 
-__all__ = ["IBASurrogateScorer", "prior_ridge"]
+__all__ = ["IBASurrogateScorer", "distinct_masks", "prior_ridge"]
 
 #: The probability of keeping a source in an ablation (ContextCite's).
 KEEP_PROB = 0.5
+
+
+def distinct_masks(n_sources: int, n_ablations: int, seed: int = 0) -> Tensor:
+    """Ablations of ``n_sources`` sources drawn uniformly (each source kept
+    with probability 1/2, ContextCite's distribution) without replacement:
+    no subset twice, every subset (in a random order) when there are at most
+    ``n_ablations``.
+
+    Args:
+        n_sources (int): Sources in the context, >= 1.
+        n_ablations (int): Ablations wanted, >= 1.
+        seed (int): Seed of their own generator (the global one is left
+            alone). Default 0.
+
+    Returns:
+        Tensor: ``(min(n_ablations, 2 ** n_sources), n_sources)`` bool, True =
+        kept, no two rows equal.
+
+    Raises:
+        ValueError: For no sources or no ablations.
+    """
+    if n_sources < 1 or n_ablations < 1:
+        raise ValueError(
+            f"n_sources and n_ablations must be at least 1; got {n_sources}, "
+            f"{n_ablations}"
+        )
+    gen = torch.Generator().manual_seed(int(seed))
+    bits = torch.arange(n_sources)
+    if n_sources < 20 and 2**n_sources <= 4 * n_ablations:  # few subsets: pick some
+        codes = torch.randperm(2**n_sources, generator=gen)[:n_ablations]
+        return (codes[:, None] >> bits) & 1 == 1
+    seen: Dict[Tuple[bool, ...], None] = {}  # many: rejection, rarely needed
+    while len(seen) < n_ablations:
+        row = torch.rand(n_sources, generator=gen) < KEEP_PROB
+        seen.setdefault(tuple(row.tolist()), None)
+    return torch.tensor(list(seen), dtype=torch.bool)
 
 
 def prior_ridge(
@@ -96,7 +137,8 @@ class IBASurrogateScorer(AblationScorer):
 
     Args:
         model: A Hugging Face causal LM.
-        n_ablations (int): Random ablations a prompt. Default 16.
+        n_ablations (int): Random ablations a prompt, no two alike (at most
+            :math:`2^S` for S sources: :func:`distinct_masks`). Default 16.
         penalty (float): The prior's weight :math:`\\lambda` (per response
             token). Default 1.
         seed (int): The ablations of a prompt are drawn from it and the
@@ -133,13 +175,14 @@ class IBASurrogateScorer(AblationScorer):
             penalty=float(penalty),
             seed=seed,
             keep_prob=KEEP_PROB,
+            design="distinct",
             prior=f"iba-deletion, 1 step, {ONE_STEP_POOLING}",
         )
 
     def _keep(self, batch: PromptBatch, b: int) -> Tensor:
         ids = batch.input_ids[b][batch.prompt_mask[b]]
         seed = common.instance_seed(int(self.seed), ids)
-        return ablation_masks(len(batch.spans[b]), self.n_ablations, KEEP_PROB, seed)
+        return distinct_masks(len(batch.spans[b]), self.n_ablations, seed)
 
     def _source_scores(
         self, batch: PromptBatch, per_token: bool

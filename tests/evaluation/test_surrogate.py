@@ -10,7 +10,11 @@ from captum_iba.attr.llm import CausalLMLogLikelihood
 from captum_iba.evaluation import Resources, build_scorers
 from captum_iba.evaluation.iba import ONE_STEP_POOLING
 from captum_iba.evaluation.sources import row_ablation, source_scores
-from captum_iba.evaluation.surrogate import IBASurrogateScorer, prior_ridge
+from captum_iba.evaluation.surrogate import (
+    IBASurrogateScorer,
+    distinct_masks,
+    prior_ridge,
+)
 from captum_iba.metrics.context import log_odds, pair_log_probs
 from tests.evaluation.test_context_anchors import _batch
 from tests.helpers import no_hooks, tiny_causal_lm, tiny_word_tokenizer
@@ -69,6 +73,31 @@ def test_a_prior_that_predicts_the_outcomes_backwards_is_not_followed():
     assert torch.allclose(found, zero)
 
 
+def test_with_every_subset_the_fit_is_each_sources_banzhaf_value():
+    """Over every subset once, least squares gives source i the mean effect
+    of adding it (its Banzhaf value): v0 v1 + 2 v2 gives (1/2, 1/2, 2)."""
+    keep = distinct_masks(3, 16)
+    assert keep.shape == (8, 3)
+    x = keep.double()
+    outcomes = x[:, 0] * x[:, 1] + 2 * x[:, 2]
+    weights = prior_ridge(keep, outcomes, torch.zeros(3), penalty=1e-9)
+    assert torch.allclose(weights, torch.tensor([0.5, 0.5, 2.0], dtype=torch.float64))
+
+
+@pytest.mark.parametrize("n_sources, n_ablations", [(3, 8), (4, 16), (5, 24), (12, 40)])
+def test_the_ablations_are_distinct_and_all_of_them_when_few(n_sources, n_ablations):
+    keep = distinct_masks(n_sources, n_ablations, seed=3)
+    assert keep.shape == (min(n_ablations, 2**n_sources), n_sources)
+    assert len({tuple(row) for row in keep.tolist()}) == len(keep)
+    assert torch.equal(keep, distinct_masks(n_sources, n_ablations, seed=3))
+    assert not torch.equal(keep, distinct_masks(n_sources, n_ablations, seed=4))
+
+
+def test_the_ablations_keep_each_source_half_the_time():
+    kept = torch.cat([distinct_masks(6, 12, seed) for seed in range(400)]).double()
+    assert (kept.mean(0) - 0.5).abs().max() < 0.025  # 4,800 rows: sd .007
+
+
 @pytest.mark.parametrize(
     "args, match",
     [
@@ -111,9 +140,11 @@ def test_the_scores_are_the_fit_of_its_own_ablations(lm):
     for b in range(len(batch)):
         n, answer = len(batch.spans[b]), batch.answer_ids(b)
         keep = scorer._keep(batch, b)
-        assert keep.shape == (6, n)
+        assert keep.shape == (min(6, 2**n), n)
         ids_of = row_ablation(tok, batch, b)
-        lp = pair_log_probs(ll, [ids_of(k) for k in keep.tolist()], [answer] * 6)
+        lp = pair_log_probs(
+            ll, [ids_of(k) for k in keep.tolist()], [answer] * len(keep)
+        )
         expected = prior_ridge(keep, log_odds(lp) / len(answer), prior[b, :n])
         assert torch.allclose(found[b, :n], expected * len(answer), atol=1e-6)
     assert torch.isnan(found[1, 2])  # the second prompt has two sources
