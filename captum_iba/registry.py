@@ -311,8 +311,9 @@ _method(
     "iba-surrogate",
     "surrogate:IBASurrogateScorer",
     "ContextCite's linear surrogate of the response's logit-probability over "
-    "random source ablations (16 by default, no two alike), its weights shrunk "
-    "toward one iba-deletion step's source scores instead of toward 0: IBA as "
+    "source ablations (16 by default, a fractional factorial design), its "
+    "weights shrunk toward one iba-deletion step's source scores instead of "
+    "toward 0: IBA as "
     "the surrogate's prior (docs/context.rst; a prompt with sources)",
     ("ablations", "seed", "internal_batch_size"),
     reduction="mean",

@@ -28,19 +28,26 @@ token (its ``outputs / num_output_tokens``), so one :math:`\lambda` serves
 responses of any length; the weights are given back per response.
 
 :class:`IBASurrogateScorer` runs it on a batch: one deletion step, then
-``n_ablations`` random ablations a prompt (the ablation rule of the context
-metrics; drawn per prompt from ``seed`` and its tokens, never the metrics'
-held-out ones), then the fit. The model is deterministic, so an ablation
-drawn twice tells nothing new: :func:`distinct_masks` draws them uniformly
-without replacement, and takes every subset of the sources, once each, when
-there are no more than ``n_ablations`` of them (:math:`2^S`: the surrogate is
-then the least-squares fit over the whole distribution the LDS samples,
-and costs :math:`2^S` ablations, not more). It spends ablations as
+``n_ablations`` ablations a prompt (the ablation rule of the context metrics;
+drawn per prompt from ``seed`` and its tokens, never the metrics' held-out
+ones), then the fit. The model is deterministic, so an ablation drawn twice
+tells nothing new, and a random set of ablations tells the sources' effects
+apart less well than a designed one: :func:`factorial_masks` takes a regular
+two-level fractional factorial design (Box, Hunter and Hunter, *Statistics
+for Experimenters*, 2nd ed., ch. 6): :math:`2^m` runs in which every source
+is kept in half the runs and every two sources together in a quarter (the
+columns orthogonal: each weight fitted apart from the others) and, while
+:math:`S \le 2^{m-1}`, no source's effect is confounded with two sources'
+interaction (resolution IV). When the sources have no more than
+``n_ablations`` subsets (:math:`2^S`) it takes every one once
+(:func:`distinct_masks`: the surrogate is then the least-squares fit over the
+whole distribution the LDS samples, each source's Banzhaf value, at
+:math:`2^S` ablations, not more). It spends ablations as
 ContextCite does, so it is not a one-pass method; docs/context.rst measures
 it against ContextCite at equal CPU time.
 """
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -52,7 +59,13 @@ from captum_iba.evaluation.source_methods import AblationScorer
 from captum_iba.evaluation.sources import source_scores
 from captum_iba.metrics.context import log_odds
 
-__all__ = ["IBASurrogateScorer", "distinct_masks", "prior_ridge"]
+__all__ = [
+    "IBASurrogateScorer",
+    "design_generators",
+    "distinct_masks",
+    "factorial_masks",
+    "prior_ridge",
+]
 
 #: The probability of keeping a source in an ablation (ContextCite's).
 KEEP_PROB = 0.5
@@ -87,11 +100,93 @@ def distinct_masks(n_sources: int, n_ablations: int, seed: int = 0) -> Tensor:
     if n_sources < 20 and 2**n_sources <= 4 * n_ablations:  # few subsets: pick some
         codes = torch.randperm(2**n_sources, generator=gen)[:n_ablations]
         return (codes[:, None] >> bits) & 1 == 1
-    seen: Dict[Tuple[bool, ...], None] = {}  # many: rejection, rarely needed
+    return _more_distinct(torch.zeros(0, n_sources, dtype=torch.bool), n_ablations, gen)
+
+
+def _more_distinct(rows: Tensor, n_ablations: int, gen: torch.Generator) -> Tensor:
+    """``rows``, then uniform draws none of them seen before, up to
+    ``n_ablations`` rows (rejection: for where the subsets far outnumber
+    them)."""
+    seen = dict.fromkeys(tuple(row) for row in rows.tolist())
     while len(seen) < n_ablations:
-        row = torch.rand(n_sources, generator=gen) < KEEP_PROB
+        row = torch.rand(rows.shape[1], generator=gen) < KEEP_PROB
         seen.setdefault(tuple(row.tolist()), None)
-    return torch.tensor(list(seen), dtype=torch.bool)
+    return torch.tensor(list(seen), dtype=torch.bool).reshape(-1, rows.shape[1])
+
+
+def design_generators(n_base: int, n_sources: int) -> List[int]:
+    r"""The columns of a regular two-level design in ``n_base`` base factors
+    (:math:`2^m` runs), each a product of base factors given as a bit mask:
+    the base factors; then, for ``n_base + 1`` sources, the product of all
+    (resolution :math:`m + 1`); else products of an odd number of them (3,
+    5, ...: resolution IV while ``n_sources <= 2 ** (n_base - 1)``), then of
+    an even number (resolution III).
+
+    Args:
+        n_base (int): Base factors :math:`m`.
+        n_sources (int): Columns wanted, ``n_base < n_sources < 2 ** n_base``.
+
+    Returns:
+        List[int]: ``n_sources`` distinct non-zero bit masks.
+
+    Raises:
+        ValueError: For ``n_sources`` outside that range.
+    """
+    if not n_base < n_sources < 2**n_base:
+        raise ValueError(
+            f"need n_base < n_sources < 2 ** n_base; got {n_base}, {n_sources}"
+        )
+    base = [1 << j for j in range(n_base)]
+    if n_sources == n_base + 1:
+        return base + [2**n_base - 1]
+    weight = [bin(c).count("1") for c in range(2**n_base)]
+    odd = sorted(
+        (c for c in range(2**n_base) if weight[c] >= 3 and weight[c] % 2),
+        key=lambda c: (weight[c], c),
+    )
+    even = sorted(
+        (c for c in range(2**n_base) if weight[c] >= 2 and not weight[c] % 2),
+        key=lambda c: (-weight[c], c),
+    )
+    return (base + odd + even)[:n_sources]
+
+
+def factorial_masks(n_sources: int, n_ablations: int, seed: int = 0) -> Tensor:
+    r"""Ablations of ``n_sources`` sources as a regular two-level fractional
+    factorial design (the module docstring): :math:`2^m` runs, :math:`2^m`
+    the largest power of two up to ``n_ablations``, the columns of
+    :func:`design_generators` given to the sources in a random order, each
+    flipped (kept <-> left out) at random, the runs shuffled; the rest of
+    ``n_ablations`` drawn uniformly, none twice. Each source is kept in half
+    the design's runs and its columns are orthogonal. Where the sources have
+    no more than ``n_ablations`` subsets, or too many for such a design
+    (:math:`S \ge 2^m`), it is :func:`distinct_masks`.
+
+    Args:
+        n_sources (int): Sources in the context, >= 1.
+        n_ablations (int): Ablations wanted, >= 1.
+        seed (int): Seed of their own generator (the global one is left
+            alone). Default 0.
+
+    Returns:
+        Tensor: ``(min(n_ablations, 2 ** n_sources), n_sources)`` bool, True =
+        kept, no two rows equal.
+
+    Raises:
+        ValueError: For no sources or no ablations.
+    """
+    n_base = max(int(n_ablations), 1).bit_length() - 1
+    if not 2**n_base > n_sources >= 1 or 2**n_sources <= n_ablations:
+        return distinct_masks(n_sources, n_ablations, seed)  # and its errors
+    gen = torch.Generator().manual_seed(int(seed))
+    runs = torch.arange(2**n_base)[:, None] & torch.tensor(
+        design_generators(n_base, n_sources)
+    )
+    kept = sum((runs >> j) & 1 for j in range(n_base)) % 2 == 1
+    flips = torch.rand(n_sources, generator=gen) < KEEP_PROB
+    kept = kept[:, torch.randperm(n_sources, generator=gen)] ^ flips
+    kept = kept[torch.randperm(len(kept), generator=gen)]
+    return _more_distinct(kept, n_ablations, gen)
 
 
 def prior_ridge(
@@ -137,8 +232,9 @@ class IBASurrogateScorer(AblationScorer):
 
     Args:
         model: A Hugging Face causal LM.
-        n_ablations (int): Random ablations a prompt, no two alike (at most
-            :math:`2^S` for S sources: :func:`distinct_masks`). Default 16.
+        n_ablations (int): Ablations a prompt: a fractional factorial design
+            where one fits, none twice (at most :math:`2^S` for S sources:
+            :func:`factorial_masks`). Default 16.
         penalty (float): The prior's weight :math:`\\lambda` (per response
             token). Default 1.
         seed (int): The ablations of a prompt are drawn from it and the
@@ -175,14 +271,14 @@ class IBASurrogateScorer(AblationScorer):
             penalty=float(penalty),
             seed=seed,
             keep_prob=KEEP_PROB,
-            design="distinct",
+            design="factorial",
             prior=f"iba-deletion, 1 step, {ONE_STEP_POOLING}",
         )
 
     def _keep(self, batch: PromptBatch, b: int) -> Tensor:
         ids = batch.input_ids[b][batch.prompt_mask[b]]
         seed = common.instance_seed(int(self.seed), ids)
-        return distinct_masks(len(batch.spans[b]), self.n_ablations, seed)
+        return factorial_masks(len(batch.spans[b]), self.n_ablations, seed)
 
     def _source_scores(
         self, batch: PromptBatch, per_token: bool

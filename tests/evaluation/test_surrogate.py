@@ -12,7 +12,9 @@ from captum_iba.evaluation.iba import ONE_STEP_POOLING
 from captum_iba.evaluation.sources import row_ablation, source_scores
 from captum_iba.evaluation.surrogate import (
     IBASurrogateScorer,
+    design_generators,
     distinct_masks,
+    factorial_masks,
     prior_ridge,
 )
 from captum_iba.metrics.context import log_odds, pair_log_probs
@@ -98,6 +100,99 @@ def test_the_ablations_keep_each_source_half_the_time():
     assert (kept.mean(0) - 0.5).abs().max() < 0.025  # 4,800 rows: sd .007
 
 
+def _signs(keep):
+    return keep.double() * 2 - 1
+
+
+def _design_cases():
+    for runs in (8, 16, 32):
+        m = runs.bit_length() - 1
+        for n_sources in range(m + 1, runs):
+            yield runs, n_sources
+
+
+@pytest.mark.parametrize("runs, n_sources", list(_design_cases()))
+def test_the_design_is_balanced_orthogonal_and_distinct(runs, n_sources):
+    """Each source kept in half the runs, each two together in a quarter (the
+    +-1 columns orthogonal to each other and to the intercept), no run twice."""
+    keep = factorial_masks(n_sources, runs, seed=runs + n_sources)
+    assert keep.shape == (runs, n_sources)
+    assert len({tuple(row) for row in keep.tolist()}) == runs
+    z = torch.cat([torch.ones(runs, 1, dtype=torch.float64), _signs(keep)], 1)
+    assert torch.equal(z.T @ z, runs * torch.eye(n_sources + 1, dtype=torch.float64))
+
+
+def _two_source_products(z):
+    n = z.shape[1]
+    return torch.stack(
+        [z[:, i] * z[:, j] for i in range(n) for j in range(i + 1, n)], 1
+    )
+
+
+@pytest.mark.parametrize(
+    "runs, n_sources", [(8, 4), (16, 5), (16, 6), (16, 8), (32, 16)]
+)
+def test_up_to_half_the_runs_no_source_is_confounded_with_two(runs, n_sources):
+    """Resolution IV: every source's column orthogonal to every product of
+    two sources' columns; with m + 1 sources (resolution V, m >= 4) the
+    products orthogonal to each other too."""
+    z = _signs(factorial_masks(n_sources, runs, seed=7))
+    pairs = _two_source_products(z)
+    assert torch.equal(z.T @ pairs, torch.zeros(n_sources, pairs.shape[1]).double())
+    if runs >= 16 and n_sources == runs.bit_length():  # m + 1, m >= 4
+        gram = pairs.T @ pairs
+        assert torch.equal(gram, runs * torch.eye(len(gram), dtype=torch.float64))
+
+
+def test_on_the_design_the_fit_is_the_banzhaf_value_of_two_way_outcomes():
+    """v0 v1 + 2 v2 + v3 v4 over 6 sources: each source's Banzhaf value is
+    (1/2, 1/2, 2, 1/2, 1/2, 0); least squares on 16 designed runs (of 64
+    subsets) gives it exactly, on 16 random distinct ones it does not."""
+    expected = torch.tensor([0.5, 0.5, 2.0, 0.5, 0.5, 0.0], dtype=torch.float64)
+
+    def fit(keep):
+        x = keep.double()
+        outcomes = x[:, 0] * x[:, 1] + 2 * x[:, 2] + x[:, 3] * x[:, 4]
+        return prior_ridge(keep, outcomes, torch.zeros(6), penalty=1e-9)
+
+    assert torch.allclose(fit(factorial_masks(6, 16, seed=2)), expected, atol=1e-6)
+    assert not torch.allclose(fit(distinct_masks(6, 16, seed=2)), expected, atol=1e-2)
+
+
+def test_the_design_follows_its_seed_and_draws_the_rest_distinct():
+    keep = factorial_masks(8, 24, seed=5)
+    assert keep.shape == (24, 8)
+    assert len({tuple(row) for row in keep.tolist()}) == 24
+    z = _signs(keep[:16])  # the design's runs first
+    assert torch.equal(z.T @ z, 16 * torch.eye(8, dtype=torch.float64))
+    assert torch.equal(keep, factorial_masks(8, 24, seed=5))
+    assert not torch.equal(keep, factorial_masks(8, 24, seed=6))
+
+
+@pytest.mark.parametrize(
+    "n_sources, n_ablations", [(3, 8), (4, 16), (16, 16), (20, 16)]
+)
+def test_without_a_design_the_ablations_are_the_distinct_ones(n_sources, n_ablations):
+    """Every subset when there are few; drawn distinct when no 2^m-run
+    design holds the sources."""
+    assert torch.equal(
+        factorial_masks(n_sources, n_ablations, seed=1),
+        distinct_masks(n_sources, n_ablations, seed=1),
+    )
+
+
+@pytest.mark.parametrize("n_base, n_sources", [(4, 4), (4, 16), (3, 2)])
+def test_the_generators_refuse_a_size_with_no_design(n_base, n_sources):
+    with pytest.raises(ValueError, match="n_sources"):
+        design_generators(n_base, n_sources)
+
+
+@pytest.mark.parametrize("n_sources, n_ablations", [(0, 16), (4, 0)])
+def test_the_design_refuses_nothing_to_ablate(n_sources, n_ablations):
+    with pytest.raises(ValueError, match="at least 1"):
+        factorial_masks(n_sources, n_ablations)
+
+
 @pytest.mark.parametrize(
     "args, match",
     [
@@ -171,6 +266,7 @@ def test_the_registered_method_takes_its_ablations(lm):
     assert isinstance(scorer, IBASurrogateScorer)
     assert scorer.settings["n_ablations"] == 5
     assert scorer.settings["prior"] == "iba-deletion, 1 step, logit-max"
+    assert scorer.settings["design"] == "factorial"
 
 
 @pytest.mark.parametrize(
