@@ -13,7 +13,7 @@ from typing import Any, Dict
 from captum_iba._utils import values as _v
 from captum_iba._utils.registry import Registry
 
-__all__ = ["EXPLAINER_OBJECTIVES", "OPTIONS"]
+__all__ = ["EXPLAINER_OBJECTIVES", "OPTIONS", "SURROGATE_OUTCOMES"]
 
 #: The options of the methods, by name. An entry's object is the check of a
 #: value (a string from the command line, or a Python value); its facts:
@@ -52,6 +52,19 @@ EXPLAINER_OBJECTIVES: Dict[str, Dict[str, Any]] = {
 def _explainer_objective(value: object) -> str:
     if value not in EXPLAINER_OBJECTIVES:
         names = ", ".join(map(repr, EXPLAINER_OBJECTIVES))
+        raise _v.BadValue(f"must be one of {names}, got {value!r}")
+    return str(value)
+
+
+#: What ``iba-surrogate``'s linear surrogate can be fitted to, the default
+#: first: the ablation outcomes' ranks or their log-odds per response token
+#: (:mod:`captum_iba.evaluation.surrogate`).
+SURROGATE_OUTCOMES = ("ranks", "log-odds")
+
+
+def _surrogate_outcome(value: object) -> str:
+    if value not in SURROGATE_OUTCOMES:
+        names = ", ".join(map(repr, SURROGATE_OUTCOMES))
         raise _v.BadValue(f"must be one of {names}, got {value!r}")
     return str(value)
 
@@ -155,6 +168,14 @@ _option(
     "factorial design where one fits, none twice (default 16; at least 2; at "
     "most 2^S for S sources: then every subset once)",
     kwarg="n_ablations",
+)
+_option(
+    "surrogate_outcome",
+    _surrogate_outcome,
+    "what iba-surrogate's linear surrogate is fitted to: 'ranks' (default: the "
+    "ablation outcomes' ranks, what the LDS compares) or 'log-odds' (the "
+    "response's log-odds per token, as ContextCite; docs/context.rst)",
+    kwarg="outcome",
 )
 _option(
     "explainer_objective",

@@ -58,7 +58,7 @@ from typing import Dict
 
 from captum_iba._utils import values as _v
 from captum_iba._utils.registry import Entry, Registry
-from captum_iba.method_options import EXPLAINER_OBJECTIVES, OPTIONS
+from captum_iba.method_options import EXPLAINER_OBJECTIVES, OPTIONS, SURROGATE_OUTCOMES
 
 __all__ = [
     "DEFAULT_COMPARISON",
@@ -72,6 +72,7 @@ __all__ = [
     "OPTIONS",
     "PRIORS",
     "SETTINGS",
+    "SURROGATE_OUTCOMES",
     "Entry",
     "Registry",
     "method_entry",
@@ -314,8 +315,9 @@ _method(
     "source ablations (16 by default, a fractional factorial design), its "
     "weights shrunk toward one iba-deletion step's source scores instead of "
     "toward 0: IBA as "
-    "the surrogate's prior (docs/context.rst; a prompt with sources)",
-    ("ablations", "seed", "internal_batch_size"),
+    "the surrogate's prior, fitted to the outcomes' ranks (docs/context.rst; "
+    "a prompt with sources)",
+    ("ablations", "surrogate_outcome", "seed", "internal_batch_size"),
     reduction="mean",
     models=("causal-lm",),
 )

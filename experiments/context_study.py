@@ -28,8 +28,9 @@ each method scores the sources for that response:
   ``experiments/fit_context_explainer.py`` (under ``--explainer-dir``;
   ``--explainer-objective`` and ``--teacher-steps`` name which), against
   AT2 trained on the same contexts: issue 52;
-* ``iba-surrogate-<k>`` - ``iba-surrogate`` with ``k`` ablations a context
-  (:mod:`~captum_iba.evaluation.surrogate`; ``iba-surrogate`` alone: 16);
+* ``iba-surrogate-<k>[-log-odds]`` - ``iba-surrogate`` with ``k`` ablations
+  a context (:mod:`~captum_iba.evaluation.surrogate`; ``iba-surrogate``
+  alone: 16), fitted to the outcomes' ranks, or to their log-odds;
 * a registered token method (``iba-deletion``, ``ablation``, ``random``,
   ``ig``, ...) on the prompt and response as a
   :class:`~captum_iba.attr.llm_batch.PromptBatch`, its token scores pooled to
@@ -367,14 +368,18 @@ def stepped_scorers(
 
 
 def surrogate_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
-    """Each ``iba-surrogate-<k>`` method's scorer (``model, tok -> scorer``):
-    ``iba-surrogate`` with k ablations a context."""
+    """Each ``iba-surrogate-<k>[-log-odds]`` method's scorer (``model, tok ->
+    scorer``): ``iba-surrogate`` with k ablations a context, fitted to the
+    outcomes' ranks (its default) or to their log-odds."""
     makers: Dict[str, Callable[..., Any]] = {}
     for m in (m for m in methods if m.startswith(SURROGATE)):
-        k = m[len(SURROGATE) :]
-        if not k.isdigit() or int(k) < 2:
-            raise SystemExit(f"{m}: the methods are {SURROGATE}<k>, k >= 2 ablations")
-        makers[m] = _with_options("iba-surrogate", {"ablations": int(k)})
+        k, _, outcome = m[len(SURROGATE) :].partition("-")
+        if not k.isdigit() or int(k) < 2 or outcome not in ("", "log-odds"):
+            raise SystemExit(
+                f"{m}: the methods are {SURROGATE}<k>[-log-odds], k >= 2 ablations"
+            )
+        options = {"ablations": int(k), "surrogate_outcome": outcome or "ranks"}
+        makers[m] = _with_options("iba-surrogate", options)
     return makers
 
 

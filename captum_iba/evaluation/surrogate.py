@@ -27,6 +27,17 @@ over the ablations alone. The outcomes are ContextCite's, per response
 token (its ``outputs / num_output_tokens``), so one :math:`\lambda` serves
 responses of any length; the weights are given back per response.
 
+The LDS that judges the surrogate is a Spearman correlation: it is unchanged
+by any increasing transform of the outcomes, while a least-squares fit is
+not, and a few ablations whose log-odds fall far (the source the answer needs
+left out) pull it. With ``outcome="ranks"`` (the default) the surrogate is
+fitted to the outcomes' mid-ranks, scaled to :math:`(0, 1)`
+(:func:`outcome_ranks`; the rank transform in regression, Iman and Conover,
+*Technometrics* 21(4), 1979), and its weights are scaled by the ratio of the
+log-odds' spread to the ranks' (:func:`rank_ridge`), so a score is still in
+the log-odds' units: the fit is then the same for the outcomes and for any
+increasing transform of them, up to that scale.
+
 :class:`IBASurrogateScorer` runs it on a batch: one deletion step, then
 ``n_ablations`` ablations a prompt (the ablation rule of the context metrics;
 drawn per prompt from ``seed`` and its tokens, never the metrics' held-out
@@ -58,14 +69,18 @@ from captum_iba.evaluation.iba import ONE_STEP_POOLING, one_step_deletion
 from captum_iba.evaluation.source_methods import AblationScorer
 from captum_iba.evaluation.sources import source_scores
 from captum_iba.metrics.context import log_odds
+from captum_iba.registry import SURROGATE_OUTCOMES  # their one home
 
 __all__ = [
     "IBASurrogateScorer",
     "design_generators",
     "distinct_masks",
     "factorial_masks",
+    "outcome_ranks",
     "prior_ridge",
+    "rank_ridge",
 ]
+
 
 #: The probability of keeping a source in an ablation (ContextCite's).
 KEEP_PROB = 0.5
@@ -225,6 +240,47 @@ def prior_ridge(
     return torch.linalg.solve(gram, xc.T @ yc + penalty * alpha * s)
 
 
+def outcome_ranks(outcomes: Tensor) -> Tensor:
+    """The outcomes' mid-ranks (ties share their mean rank), scaled to
+    :math:`(0, 1)`: :math:`(r - 1/2) / A` for rank :math:`r` of :math:`A`.
+
+    Args:
+        outcomes (Tensor): ``(A,)`` the outcome of each ablation.
+
+    Returns:
+        Tensor: ``(A,)`` float64 scaled ranks.
+    """
+    y = outcomes.double().reshape(-1)
+    below = (y[None, :] < y[:, None]).sum(1)
+    tied = (y[None, :] == y[:, None]).sum(1)
+    return (below + (tied + 1) / 2 - 0.5) / len(y)
+
+
+def rank_ridge(
+    keep: Tensor, outcomes: Tensor, prior: Tensor, penalty: float = 1.0
+) -> Tensor:
+    """:func:`prior_ridge` fitted to :func:`outcome_ranks`, the weights scaled
+    by the outcomes' standard deviation over the ranks' (zero when the
+    outcomes are all equal).
+
+    Args:
+        keep (Tensor): ``(A, S)`` bool, the sources kept in each ablation.
+        outcomes (Tensor): ``(A,)`` the outcome of each ablation.
+        prior (Tensor): ``(S,)`` the prior's scores.
+        penalty (float): :math:`\\lambda > 0`. Default 1.
+
+    Returns:
+        Tensor: ``(S,)`` float64 weights.
+
+    Raises:
+        ValueError: As :func:`prior_ridge`.
+    """
+    ranks = outcome_ranks(outcomes)
+    weights = prior_ridge(keep, ranks, prior, penalty)
+    spread = ranks.std()
+    return weights * (outcomes.double().std() / spread) if spread > 0 else weights
+
+
 class IBASurrogateScorer(AblationScorer):
     """ContextCite's linear surrogate with one ``iba-deletion`` step as its
     prior (see the module docstring): a source's score is its weight in the
@@ -239,14 +295,18 @@ class IBASurrogateScorer(AblationScorer):
             token). Default 1.
         seed (int): The ablations of a prompt are drawn from it and the
             prompt's tokens. Default 0.
+        outcome (str): What the surrogate is fitted to: ``"ranks"`` (the
+            outcomes' ranks, :func:`rank_ridge`; the default) or
+            ``"log-odds"`` (:func:`prior_ridge` on the log-odds per token).
         **kwargs: See :class:`~captum_iba.evaluation.source_methods.AblationScorer`.
     """
 
     per_token_note = "it fits one surrogate of the whole response a prompt"
     prompt_meaning = (
         "the weight of the token's source in a linear surrogate of the "
-        "response's logit-probability over source ablations, shrunk toward one "
-        "iba-deletion step's scores, each token of a source holding it"
+        "response's logit-probability (or of its ranks) over source ablations, "
+        "shrunk toward one iba-deletion step's scores, each token of a source "
+        "holding it"
     )
     unit = "logit-probability"
 
@@ -256,6 +316,7 @@ class IBASurrogateScorer(AblationScorer):
         n_ablations: int = 16,
         penalty: float = 1.0,
         seed: int = 0,
+        outcome: str = "ranks",
         internal_batch_size: Optional[int] = None,
         **kwargs: Any,
     ) -> None:
@@ -264,7 +325,12 @@ class IBASurrogateScorer(AblationScorer):
             raise ValueError(f"n_ablations must be >= 2; got {n_ablations!r}")
         if not float(penalty) > 0:
             raise ValueError(f"penalty must be > 0; got {penalty!r}")
+        if outcome not in SURROGATE_OUTCOMES:
+            raise ValueError(
+                f"outcome must be one of {SURROGATE_OUTCOMES}; got {outcome!r}"
+            )
         self.n_ablations, self.penalty, self.seed = int(n_ablations), penalty, seed
+        self.fit = rank_ridge if outcome == "ranks" else prior_ridge
         self.prior = one_step_deletion(self.model, self.tokenizer)
         self.settings.update(
             n_ablations=self.n_ablations,
@@ -272,6 +338,7 @@ class IBASurrogateScorer(AblationScorer):
             seed=seed,
             keep_prob=KEEP_PROB,
             design="factorial",
+            outcome=outcome,
             prior=f"iba-deletion, 1 step, {ONE_STEP_POOLING}",
         )
 
@@ -289,6 +356,6 @@ class IBASurrogateScorer(AblationScorer):
         for b, found in enumerate(self._ablated(batch, keeps)):
             n, tokens = len(batch.spans[b]), len(batch.answer_ids(b))
             outcomes = log_odds(found.clamp_max(-1e-12)) / tokens  # finite at p = 1
-            weights = prior_ridge(keeps[b], outcomes, prior[b, :n], self.penalty)
+            weights = self.fit(keeps[b], outcomes, prior[b, :n], self.penalty)
             out[b, :n] = weights * tokens
         return out, None

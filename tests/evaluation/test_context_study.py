@@ -202,10 +202,14 @@ def test_iba_steps_names_the_record_and_sets_the_steps(study, lm):
 
 def test_iba_surrogate_k_names_its_ablations(study, lm):
     model, tok = lm
-    made = study.surrogate_scorers(["iba-surrogate-5", "random"])
-    assert set(made) == {"iba-surrogate-5"}
-    assert made["iba-surrogate-5"](model, tok).settings["n_ablations"] == 5
-    for bad in ("iba-surrogate-1", "iba-surrogate-x"):
+    made = study.surrogate_scorers(
+        ["iba-surrogate-5", "iba-surrogate-6-log-odds", "random"]
+    )
+    assert set(made) == {"iba-surrogate-5", "iba-surrogate-6-log-odds"}
+    five, six = (made[m](model, tok).settings for m in sorted(made))
+    assert (five["n_ablations"], five["outcome"]) == (5, "ranks")
+    assert (six["n_ablations"], six["outcome"]) == (6, "log-odds")
+    for bad in ("iba-surrogate-1", "iba-surrogate-x", "iba-surrogate-5-ranks"):
         with pytest.raises(SystemExit, match="k >= 2 ablations"):
             study.surrogate_scorers([bad])
 

@@ -15,7 +15,9 @@ from captum_iba.evaluation.surrogate import (
     design_generators,
     distinct_masks,
     factorial_masks,
+    outcome_ranks,
     prior_ridge,
+    rank_ridge,
 )
 from captum_iba.metrics.context import log_odds, pair_log_probs
 from tests.evaluation.test_context_anchors import _batch
@@ -84,6 +86,39 @@ def test_with_every_subset_the_fit_is_each_sources_banzhaf_value():
     outcomes = x[:, 0] * x[:, 1] + 2 * x[:, 2]
     weights = prior_ridge(keep, outcomes, torch.zeros(3), penalty=1e-9)
     assert torch.allclose(weights, torch.tensor([0.5, 0.5, 2.0], dtype=torch.float64))
+
+
+def test_the_ranks_are_mid_ranks_scaled_into_the_unit_interval():
+    """Ties share their mean rank: ranks 4, 1, 2.5, 2.5 of 4, less 1/2, over 4."""
+    found = outcome_ranks(torch.tensor([3.0, 1.0, 2.0, 2.0]))
+    assert torch.equal(
+        found, torch.tensor([0.875, 0.125, 0.5, 0.5], dtype=torch.float64)
+    )
+
+
+def test_the_rank_fit_is_the_same_for_any_increasing_transform_of_the_outcomes():
+    """rank_ridge's weights over the outcomes' spread do not change when the
+    outcomes go through exp or a cube (increasing); prior_ridge's do."""
+    keep = factorial_masks(6, 16, seed=2)
+    prior = torch.tensor([1.0, 0.0, 2.0, 0.5, 0.0, 1.0], dtype=torch.float64)
+    y = keep.double() @ torch.tensor([1.0, -0.5, 2.0, 0.0, 0.3, 1.2]).double()
+    y = y + 0.1 * keep.double()[:, 0] * keep.double()[:, 2]  # no ties, not linear
+    for g in (torch.exp, lambda v: (v - 1) ** 3):
+        ranked, transformed = rank_ridge(keep, y, prior), rank_ridge(keep, g(y), prior)
+        assert torch.allclose(ranked / y.std(), transformed / g(y).std(), atol=1e-12)
+        raw, raw_g = prior_ridge(keep, y, prior), prior_ridge(keep, g(y), prior)
+        assert not torch.allclose(raw / y.std(), raw_g / g(y).std(), atol=1e-3)
+
+
+def test_the_rank_fit_is_the_fit_to_the_ranks_scaled_to_the_outcomes_spread():
+    keep = _ablations(12, 4)
+    y = torch.tensor([3.0, 1.0, 4.0, 1.5, 5.0, 9.0, 2.0, 6.0, 5.5, 3.5, 8.0, 9.5])
+    prior = torch.tensor([0.5, 1.0, 0.0, 2.0], dtype=torch.float64)
+    ranks = outcome_ranks(y)
+    expected = prior_ridge(keep, ranks, prior) * y.double().std() / ranks.std()
+    assert torch.allclose(rank_ridge(keep, y, prior), expected, atol=1e-12)
+    flat = rank_ridge(keep, torch.full((12,), 2.0), prior)
+    assert torch.equal(flat, torch.zeros(4, dtype=torch.float64))
 
 
 @pytest.mark.parametrize("n_sources, n_ablations", [(3, 8), (4, 16), (5, 24), (12, 40)])
@@ -219,13 +254,17 @@ def lm():
     return tiny_causal_lm("llama", layers=2, positions=64), tiny_word_tokenizer()
 
 
-def test_the_scores_are_the_fit_of_its_own_ablations(lm):
-    """Each prompt's scores: prior_ridge over the response's logit-probability
-    (per token) under its ablations, recomputed by hand from the prompts
-    those ablations leave, toward one deletion step's logit-max scores."""
+@pytest.mark.parametrize(
+    "outcome, fit", [("ranks", rank_ridge), ("log-odds", prior_ridge)]
+)
+def test_the_scores_are_the_fit_of_its_own_ablations(lm, outcome, fit):
+    """Each prompt's scores: the fit (to the ranks or to the log-odds) of the
+    response's logit-probability (per token) under its ablations, recomputed
+    by hand from the prompts those ablations leave, toward one deletion
+    step's logit-max scores."""
     model, tok = lm
     batch = _batch(tok)
-    scorer = IBASurrogateScorer(model, n_ablations=6, tokenizer=tok)
+    scorer = IBASurrogateScorer(model, n_ablations=6, outcome=outcome, tokenizer=tok)
     before = {k: v.clone() for k, v in model.state_dict().items()}
     found = scorer.attribute(batch).sources
     assert no_hooks(model)
@@ -240,7 +279,7 @@ def test_the_scores_are_the_fit_of_its_own_ablations(lm):
         lp = pair_log_probs(
             ll, [ids_of(k) for k in keep.tolist()], [answer] * len(keep)
         )
-        expected = prior_ridge(keep, log_odds(lp) / len(answer), prior[b, :n])
+        expected = fit(keep, log_odds(lp) / len(answer), prior[b, :n])
         assert torch.allclose(found[b, :n], expected * len(answer), atol=1e-6)
     assert torch.isnan(found[1, 2])  # the second prompt has two sources
 
@@ -255,7 +294,7 @@ def test_the_ablations_follow_the_seed_and_the_prompt(lm):
     assert not torch.equal(one._keep(batch, 0)[:, :2], one._keep(batch, 1))
 
 
-def test_the_registered_method_takes_its_ablations(lm):
+def test_the_registered_method_takes_its_options(lm):
     model, tok = lm
     scorer = build_scorers(
         ["iba-surrogate"],
@@ -265,13 +304,27 @@ def test_the_registered_method_takes_its_ablations(lm):
     )["iba-surrogate"]
     assert isinstance(scorer, IBASurrogateScorer)
     assert scorer.settings["n_ablations"] == 5
+    assert scorer.settings["outcome"] == "ranks"
+    assert scorer.fit is rank_ridge
+    scorer = build_scorers(
+        ["iba-surrogate"],
+        Resources(model, tok),
+        method_options={"iba-surrogate": {"surrogate_outcome": "log-odds"}},
+        kind="causal-lm",
+    )["iba-surrogate"]
+    assert scorer.settings["outcome"] == "log-odds"
+    assert scorer.fit is prior_ridge
     assert scorer.settings["prior"] == "iba-deletion, 1 step, logit-max"
     assert scorer.settings["design"] == "factorial"
 
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [({"n_ablations": 1}, "n_ablations"), ({"penalty": 0.0}, "penalty")],
+    [
+        ({"n_ablations": 1}, "n_ablations"),
+        ({"penalty": 0.0}, "penalty"),
+        ({"outcome": "logits"}, "outcome must be one of"),
+    ],
 )
 def test_the_scorer_refuses_bad_settings(lm, kwargs, match):
     model, tok = lm
