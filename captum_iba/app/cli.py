@@ -146,7 +146,12 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
         "TASK`) `--methods iba-amortized`",
     )
     _method_options(ex)
-    ex.add_argument("--html", metavar="FILE", help="also write the page to this file")
+    ex.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the page to this file (a causal LM: the page explains "
+        "each output token too, as --per-token: one more IBA instance per token)",
+    )
     ex.add_argument(
         "--pieces",
         action="store_true",
