@@ -84,7 +84,8 @@ def paired_table(table: Dict[str, Dict[str, Any]], extra: Sequence[str] = ()) ->
             raise SystemExit(
                 f"--anchor {row!r}: no such row; the rows: {', '.join(table)}"
             )
-    anchors = [m for m in table if m.startswith(CONTEXTCITE)] + list(extra)
+    found = [m for m in table if m.startswith(CONTEXTCITE)]
+    anchors = list(dict.fromkeys(found + list(extra)))  # each once
     lines = ["| method | anchor | n | d LDS | d top-1 | d top-1 drop |"]
     lines.append("|---|---|---|---|---|---|")
     for ref in anchors:

@@ -295,3 +295,16 @@ def test_a_context_explainer_fits_and_scores_the_sources(study, lm, tmp_path):
         args, ["iba-amortized-ctx-context-facts-2"]
     )
     assert list(explicit) == ["iba-amortized-ctx-context-facts-2"]
+
+
+def test_the_paired_table_takes_each_anchor_once(tables):
+    """ContextCite is an anchor by default; naming it with --anchor too
+    gives its rows once, each difference the method's mean minus the
+    anchor's on the examples both hold."""
+    table = {
+        "contextcite-32": {"lds": [0.8, 0.9], "top1": [1, 1], "drop1": [2.0, 3.0]},
+        "iba-surrogate-16": {"lds": [0.9, 0.9], "top1": [1, 0], "drop1": [2.0, 1.0]},
+    }
+    lines = tables.paired_table(table, ["contextcite-32"]).splitlines()
+    assert len(lines) == 3, lines
+    assert lines[2].startswith("| iba-surrogate-16 | contextcite-32 | 2 | +0.050")
