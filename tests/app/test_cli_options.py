@@ -26,6 +26,7 @@ VALUES = {
     "lime_max_length": ("24", 24),
     "shap_samples": ("5", 5),
     "ablations": ("6", 6),
+    "surrogate_outcome": ("log-odds", "log-odds"),
     "explainer_objective": ("deletion", "deletion"),
 }
 FLAGGED = [n for n in OPTIONS.names() if OPTIONS.entry(n).facts.get("flag")]
