@@ -49,24 +49,22 @@ EXPLAINER_OBJECTIVES: Dict[str, Dict[str, Any]] = {
 }
 
 
-def _explainer_objective(value: object) -> str:
-    if value not in EXPLAINER_OBJECTIVES:
-        names = ", ".join(map(repr, EXPLAINER_OBJECTIVES))
-        raise _v.BadValue(f"must be one of {names}, got {value!r}")
-    return str(value)
+def _one_of(names: Any) -> Any:
+    """The check of a value that must be one of ``names``."""
+
+    def check(value: object) -> str:
+        if value not in names:
+            listed = ", ".join(map(repr, names))
+            raise _v.BadValue(f"must be one of {listed}, got {value!r}")
+        return str(value)
+
+    return check
 
 
 #: What ``iba-surrogate``'s linear surrogate can be fitted to, the default
 #: first: the ablation outcomes' ranks or their log-odds per response token
 #: (:mod:`captum_iba.evaluation.surrogate`).
 SURROGATE_OUTCOMES = ("ranks", "log-odds")
-
-
-def _surrogate_outcome(value: object) -> str:
-    if value not in SURROGATE_OUTCOMES:
-        names = ", ".join(map(repr, SURROGATE_OUTCOMES))
-        raise _v.BadValue(f"must be one of {names}, got {value!r}")
-    return str(value)
 
 
 def _precision(value: object) -> str:
@@ -171,7 +169,7 @@ _option(
 )
 _option(
     "surrogate_outcome",
-    _surrogate_outcome,
+    _one_of(SURROGATE_OUTCOMES),
     "what iba-surrogate's linear surrogate is fitted to: 'ranks' (default: the "
     "ablation outcomes' ranks, what the LDS compares) or 'log-odds' (the "
     "response's log-odds per token, as ContextCite; docs/context.rst)",
@@ -179,7 +177,7 @@ _option(
 )
 _option(
     "explainer_objective",
-    _explainer_objective,
+    _one_of(EXPLAINER_OBJECTIVES),
     "what iba-amortized's explainer is trained on: 'distil' (default: "
     "iba-deletion's masks distilled) or 'deletion' (iba-deletion's own "
     "objective across the corpus, budget 0.3, warm-started by distillation: "

@@ -81,7 +81,6 @@ __all__ = [
     "rank_ridge",
 ]
 
-
 #: The probability of keeping a source in an ablation (ContextCite's).
 KEEP_PROB = 0.5
 
