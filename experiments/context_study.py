@@ -101,7 +101,7 @@ from captum_iba.evaluation.context_loop import (  # noqa: E402
     method_source_scores,
 )
 from captum_iba.metrics.context import TOP_K  # noqa: E402
-from captum_iba.registry import METHODS  # noqa: E402
+from captum_iba.registry import METHODS, SURROGATE_OUTCOMES  # noqa: E402
 
 #: The ablations per training example of the AT2 weights the study reads.
 AT2_ABLATIONS = 32
@@ -373,12 +373,13 @@ def surrogate_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
     outcomes' ranks (its default) or to their log-odds."""
     makers: Dict[str, Callable[..., Any]] = {}
     for m in (m for m in methods if m.startswith(SURROGATE)):
+        default, *others = SURROGATE_OUTCOMES  # the default has no suffix
         k, _, outcome = m[len(SURROGATE) :].partition("-")
-        if not k.isdigit() or int(k) < 2 or outcome not in ("", "log-odds"):
+        if not k.isdigit() or int(k) < 2 or outcome not in ["", *others]:
             raise SystemExit(
                 f"{m}: the methods are {SURROGATE}<k>[-log-odds], k >= 2 ablations"
             )
-        options = {"ablations": int(k), "surrogate_outcome": outcome or "ranks"}
+        options = {"ablations": int(k), "surrogate_outcome": outcome or default}
         makers[m] = _with_options("iba-surrogate", options)
     return makers
 
