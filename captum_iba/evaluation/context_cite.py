@@ -100,6 +100,7 @@ def make_citer(
     seed: int = 0,
     chat: bool = True,
     batch_size: int = 1,
+    least: int = 2,
 ) -> Any:
     """ContextCite's ``ContextCiter`` for ``prompt``'s sources and a given
     response: its prompt ids are
@@ -112,8 +113,8 @@ def make_citer(
         tokenizer: Its tokenizer (with a chat template for ``chat``).
         prompt (str): The prompt (e.g. ContextCite's layout,
             :func:`~captum_iba.app.context_tasks.context_prompt`).
-        spans (Sequence of (int, int)): Its sources' characters (>= 2); the
-            text outside them is always kept.
+        spans (Sequence of (int, int)): Its sources' characters (at least
+            ``least``); the text outside them is always kept.
         response_ids (Sequence[int]): The response to explain (token ids
             after the prompt, no end-of-text token), e.g. the model's greedy
             answer.
@@ -126,13 +127,17 @@ def make_citer(
             package always has it). Default True.
         batch_size (int): Ablations a forward pass (the package pads on the
             left without position ids, so 1, its default, is exact).
+        least (int): The fewest sources taken
+            (:func:`~captum_iba.evaluation.sources.check_sources`): 2, the
+            default, for a context; 1 for a prompt task's content of one
+            word.
 
     Raises:
         ImportError: Without the package (naming the install command).
         ValueError: For bad sources, an empty response, or a response the
             package reads as other tokens.
     """
-    check_sources(spans, len(prompt))
+    check_sources(spans, len(prompt), least=least)
     if len(response_ids) == 0:
         raise ValueError("response_ids is empty: there is no response to explain")
     citer_module, partitioner_module, utils = import_context_cite()
@@ -219,7 +224,8 @@ def context_cite_scores(
         spans (Sequence of (int, int)): Its sources' characters.
         response_ids (Sequence[int]): The response to explain.
         **options: :func:`make_citer`'s ``num_ablations`` (default 32),
-            ``seed`` (0), ``chat`` (True) and ``batch_size`` (1).
+            ``seed`` (0), ``chat`` (True), ``batch_size`` (1) and ``least``
+            (2).
 
     Returns:
         Tensor: ``(S,)`` float64, one score per source (higher = removing it
@@ -282,7 +288,7 @@ class ContextCiteScorer(SourceScorer):
             found = context_cite_scores(
                 self.model, self.tokenizer, batch.prompts[b], batch.spans[b],
                 batch.answer_ids(b), num_ablations=self.num_ablations,
-                seed=self.seed, chat=chat,
+                seed=self.seed, chat=chat, least=1,  # with_sources checked them
             )  # fmt: skip
             out[b, : len(found)] = found
         return out, None

@@ -56,22 +56,25 @@ def scorer_batch(
         chat (bool): Whether ``batch`` wrapped the prompts in the chat
             template.
 
+    A content of one word is one source, scored by the method's own rule
+    (leave-one-source-out's and Shapley's: the effect of leaving it out; a
+    surrogate's: its fit over the two subsets; ``iba-sources``: its one
+    mask weight); its removal order is the same whatever the score.
+
     Raises:
-        ValueError: For such a method, when a prompt's content has fewer
-            than two words.
+        ValueError: For such a method, when a prompt's content has no word.
     """
     if not getattr(scorer, "needs_sources", False):
         return batch
     words = []
     for row, (prompt, (a, b)) in enumerate(zip(batch.prompts, spans)):
         words.append(split_sources(prompt[a:b], "word", offset=a))
-        if len(words[-1]) < 2:
+        if not words[-1]:
             raise ValueError(
                 f"{scorer.name} scores the words of a prompt's content as its "
-                f"sources, and prompt {row}'s content has {len(words[-1])} "
-                "word(s): it needs two or more"
+                f"sources, and prompt {row}'s content has none"
             )
-    return with_sources(tokenizer, batch, words, chat=chat)
+    return with_sources(tokenizer, batch, words, chat=chat, least=1)
 
 
 @dataclass(frozen=True)

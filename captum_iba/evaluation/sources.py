@@ -137,22 +137,30 @@ def split_sources(text: str, by: str = "sentence", offset: int = 0) -> List[Span
     return spans
 
 
-def check_sources(sources: Sequence[Span], length: int, name: str = "sources") -> None:
-    """Refuse sources that cannot be attributed to: fewer than two, an empty
-    or out-of-range span, or two that overlap.
+def check_sources(
+    sources: Sequence[Span], length: int, name: str = "sources", least: int = 2
+) -> None:
+    """Refuse sources that cannot be attributed to: fewer than ``least``, an
+    empty or out-of-range span, or two that overlap.
 
     Args:
         sources (Sequence of (int, int)): Character spans.
         length (int): The prompt's length in characters.
         name (str): What the message calls them. Default ``"sources"``.
+        least (int): The fewest sources taken: 2 (the default) for a
+            context, whose answer is attributed among its sources; 1 for a
+            prompt task's content cut into words, where a content of one
+            word is data (its one source scored by every method's own rule;
+            its removal order is the same for any score).
 
     Raises:
         ValueError: Naming the problem and the spans.
     """
-    if len(sources) < 2:
+    if len(sources) < least:
+        fewest = {1: "one source", 2: "two sources"}.get(least, f"{least} sources")
         raise ValueError(
-            f"{name}: a context needs at least two sources to attribute an "
-            f"answer to; got {len(sources)}"
+            f"{name}: a context needs at least {fewest} to attribute an answer "
+            f"to; got {len(sources)}"
         )
     for a, b in sources:
         if not 0 <= a < b <= length:
@@ -275,6 +283,7 @@ def with_sources(
     batch: PromptBatch,
     sources: Sequence[Sequence[Span]],
     chat: bool = False,
+    least: int = 2,
 ) -> PromptBatch:
     """``batch`` with its prompts' sources: ``sources`` and ``spans`` set,
     and ``scored`` narrowed to the sources' tokens, so that every method
@@ -288,13 +297,15 @@ def with_sources(
             sources' characters (:func:`split_sources`).
         chat (bool): Whether ``batch`` wrapped the prompts in the chat
             template.
+        least (int): The fewest sources a prompt may have
+            (:func:`check_sources`). Default 2.
 
     Raises:
         ValueError: As :func:`check_sources` (per prompt, named) and
             :func:`source_index`.
     """
     for row, (prompt, spans) in enumerate(zip(batch.prompts, sources)):
-        check_sources(spans, len(prompt), name=f"prompt {row}'s sources")
+        check_sources(spans, len(prompt), name=f"prompt {row}'s sources", least=least)
     index = source_index(tokenizer, batch, sources, chat)
     return dataclasses.replace(
         batch,

@@ -184,6 +184,25 @@ def test_the_method_fills_the_source_scores(lm, trained, monkeypatch):
     assert no_hooks(model) and not model.training
 
 
+def test_the_method_scores_a_prompt_task_s_content_of_one_word(
+    lm, trained, monkeypatch
+):
+    """On a prompt task a content of one word is one source (scorer_batch):
+    AT2 scores it, its tokens' scores summing to it."""
+    from captum_iba.evaluation.llm_loop import scorer_batch
+
+    model, tok = lm
+    monkeypatch.setenv(CACHE_ENV_VAR, str(trained[1].parent.parent))
+    scorer = build_scorers(["at2"], Resources(model, tok), kind="causal-lm")["at2"]
+    prompt = "the big cat is"
+    batch = prompt_batch(tok, [prompt], ["the mat"], chat=True)
+    given = scorer_batch(scorer, tok, batch, [(8, 11)], chat=True)
+    found = scorer.attribute(given)
+    assert found.sources.shape == (1, 1) and torch.isfinite(found.sources).all()
+    pooled = pool_sources(found.answer, given.sources, 1, "sum")
+    assert torch.allclose(pooled[0], found.sources[0], atol=1e-5)
+
+
 def test_the_method_refuses_a_batch_without_sources_or_weights(
     lm, trained, monkeypatch, tmp_path
 ):

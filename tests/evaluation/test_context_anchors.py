@@ -298,3 +298,32 @@ def test_every_method_gives_one_score_per_source(name, lm, monkeypatch):
         torch.isfinite(per_source[0]).all() and torch.isfinite(per_source[1, :2]).all()
     )
     assert math.isnan(per_source[1, 2])  # the second prompt has two sources
+
+
+def test_contextcite_scores_a_prompt_task_s_content_of_one_word(lm):
+    """On a prompt task a content of one word is one source (scorer_batch):
+    the package fits its surrogate over it, the score the same as
+    context_cite_scores on that one span (which, called alone, refuses one
+    source unless told least=1), every token of the word holding it."""
+    pytest.importorskip("context_cite")
+    from captum_iba.evaluation.context_cite import context_cite_scores
+    from captum_iba.evaluation.llm_loop import scorer_batch
+
+    model, tok = lm
+    prompt, span = "the big cat is ", (8, 11)
+    batch = prompt_batch(tok, [prompt], [" red"])
+    scorer = _build("contextcite-32", model, tok)
+    given = scorer_batch(scorer, tok, batch, [span])
+    assert given.spans == ((span,),)
+    found = scorer.attribute(given)
+    own = context_cite_scores(
+        model, tok, prompt, [span], batch.answer_ids(0), chat=False, least=1
+    )
+    assert found.sources.shape == (1, 1) and torch.isfinite(found.sources).all()
+    assert torch.equal(found.sources[0], own)
+    inside = found.answer[0][given.sources[0] == 0]
+    assert len(inside) and torch.allclose(
+        inside, inside.new_full(inside.shape, float(own[0]))
+    )
+    with pytest.raises(ValueError, match="at least two sources"):
+        context_cite_scores(model, tok, prompt, [span], batch.answer_ids(0))

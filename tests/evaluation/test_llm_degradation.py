@@ -216,7 +216,7 @@ def test_a_source_method_scores_the_content_s_words(trained):
     PromptJob and the study): every token of a word holds the word's score,
     the instruction none; leaving "cat" out takes the answer away, so it
     ranks first and its removal drops the answer, as feature ablation's
-    does; random's does not. A content of one word is refused, named."""
+    does; random's does not. A content of no word is refused, named."""
     from captum_iba.evaluation.llm_loop import PromptJob, scorer_batch
     from captum_iba.evaluation.loop import run_units
 
@@ -246,6 +246,45 @@ def test_a_source_method_scores_the_content_s_words(trained):
     results = run_units(job)
     source, floor = results["loso"], results["llm-random"]
     assert source.aopc > floor.aopc + 0.1, (source.aopc, floor.aopc)
-    one = prompt_batch(tok, [INSTRUCTION + "cat"], [YES])
-    with pytest.raises(ValueError, match="prompt 0's content has 1 word"):
-        scorer_batch(loso, tok, one, [(len(INSTRUCTION), len(INSTRUCTION) + 3)])
+    empty = prompt_batch(tok, [INSTRUCTION + "cat"], [YES])
+    with pytest.raises(ValueError, match="prompt 0's content has none"):
+        scorer_batch(loso, tok, empty, [(len(INSTRUCTION), len(INSTRUCTION))])
+
+
+@pytest.mark.parametrize("method", ["loso", "shapley-sources", "iba-surrogate"])
+def test_a_content_of_one_word_is_one_source(trained, method):
+    """A prompt task's content of one word (SST-2 has such phrases) is one
+    source, scored beside a prompt of six words: leaving it out is the only
+    ablation, so leave-one-source-out's and Shapley's score is exactly the
+    fall of the answer's log-probability without it, and the surrogate's has
+    its sign; every token of the word holds it. A context of one source is
+    still refused (with_sources' default)."""
+    from captum_iba.evaluation.llm_loop import scorer_batch
+    from captum_iba.evaluation.sources import ablated_prompt, with_sources
+
+    model, tok, batch = trained
+    prompts = [INSTRUCTION + KEY, batch.prompts[0]]
+    spans = [(len(INSTRUCTION), len(p)) for p in prompts]
+    both = prompt_batch(tok, prompts, [YES, YES])
+    scorer = build_scorers([method], Resources(model, tok))[method]
+    given = scorer_batch(scorer, tok, both, spans)
+    assert given.n_sources == 6 and given.spans[0] == (spans[0],)
+    found = scorer.attribute(given)
+    left_out = ablated_prompt(prompts[0], given.spans[0], [False])
+    ll = CausalLMLogLikelihood(model)
+    with torch.no_grad():
+        full, without = (
+            float(ll(**prompt_batch(tok, [p], [YES]).arguments()))
+            for p in (prompts[0], left_out)
+        )
+    assert full - without > 1.0  # the key: leaving it out takes the answer
+    score = float(found.sources[0, 0])
+    assert torch.isnan(found.sources[0, 1:]).all()
+    if method == "iba-surrogate":
+        assert score > 0
+    else:
+        assert score == pytest.approx(full - without, abs=1e-4)
+    key = given.sources[0] == 0
+    assert torch.allclose(found.answer[0][key], torch.tensor(score).float())
+    with pytest.raises(ValueError, match="at least two sources"):
+        with_sources(tok, both, [given.spans[0], given.spans[1]])
