@@ -435,6 +435,10 @@ def main() -> None:
     sub.choices["tables"].add_argument(
         "--docs", help="also write the tables under this docs folder"
     )
+    sub.choices["tables"].help = (
+        "--out may name several folders (commas): their runs pooled, the "
+        "methods all hold on the contexts each run's methods all hold"
+    )
     sub.choices["tables"].add_argument(
         "--first",
         type=int,

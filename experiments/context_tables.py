@@ -100,18 +100,51 @@ def paired_table(table: Dict[str, Dict[str, Any]], extra: Sequence[str] = ()) ->
     return "\n".join(lines)
 
 
-def tables(args: argparse.Namespace) -> None:
-    """The task's table and its paired differences against ContextCite (and
-    each ``--anchor`` row)."""
-    folder = Path(args.out) / args.task / args.split
+def _records(folder: Path, first: Any = None) -> Dict[str, List[Dict[str, Any]]]:
+    """Per method, its records in ``folder`` (only the first ``first``
+    contexts when given); none: an error naming the folder."""
     records = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
-    if args.first is not None:  # every method on the same contexts
+    if first is not None:  # every method on the same contexts
         records = {
-            m: [r for r in rs if r["index"] < args.first] for m, rs in records.items()
+            m: [r for r in rs if r["index"] < first] for m, rs in records.items()
         }
     records = {m: r for m, r in records.items() if r}
     if not records:
         raise SystemExit(f"no results in {folder}")
+    return records
+
+
+def pooled(
+    folders: Sequence[Dict[str, List[Dict[str, Any]]]],
+) -> Dict[str, List[Dict[str, Any]]]:
+    """Several runs' records as one: the methods every run holds, each run's
+    contexts that all of them hold (in the order of their index), the runs
+    one after the other - so that rows pair context by context.
+
+    Raises:
+        SystemExit: When no method is in every run.
+    """
+    common = [m for m in folders[0] if all(m in f for f in folders[1:])]
+    if not common:
+        raise SystemExit("no method is in every --out folder")
+    out: Dict[str, List[Dict[str, Any]]] = {m: [] for m in common}
+    for records in folders:
+        shared = set.intersection(*({r["index"] for r in records[m]} for m in common))
+        for m in common:
+            out[m] += sorted(
+                (r for r in records[m] if r["index"] in shared),
+                key=lambda r: r["index"],
+            )
+    return out
+
+
+def tables(args: argparse.Namespace) -> None:
+    """The task's table and its paired differences against ContextCite (and
+    each ``--anchor`` row); with several ``--out`` folders (commas), their
+    runs pooled (:func:`pooled`)."""
+    folders = [Path(o) / args.task / args.split for o in args.out.split(",")]
+    runs = [_records(folder, args.first) for folder in folders]
+    records = runs[0] if len(runs) == 1 else pooled(runs)
     table = _rows(records)
     means = means_table(table)
     differences = paired_table(table, getattr(args, "anchor", None) or ())

@@ -308,3 +308,25 @@ def test_the_paired_table_takes_each_anchor_once(tables):
     lines = tables.paired_table(table, ["contextcite-32"]).splitlines()
     assert len(lines) == 3, lines
     assert lines[2].startswith("| iba-surrogate-16 | contextcite-32 | 2 | +0.050")
+
+
+def test_pooled_runs_pair_context_by_context(tables):
+    """Several runs pooled: only the methods every run holds, and in each
+    run only the contexts all of them hold, sorted by index, run after run -
+    so a method's i-th row and another's are the same context."""
+
+    def rows(*indices):
+        return [{"index": i, "lds": i / 10} for i in indices]
+
+    one = {
+        "contextcite-32": rows(1, 0, 2),
+        "iba-surrogate-16": rows(0, 1),
+        "x": rows(0),
+    }
+    two = {"contextcite-32": rows(0, 1), "iba-surrogate-16": rows(1, 0)}
+    found = tables.pooled([one, two])
+    assert sorted(found) == ["contextcite-32", "iba-surrogate-16"]
+    for method in found:
+        assert [r["index"] for r in found[method]] == [0, 1, 0, 1]
+    with pytest.raises(SystemExit, match="no method is in every"):
+        tables.pooled([one, {"y": rows(0)}])
