@@ -69,6 +69,10 @@ def plot_cost_faithfulness(
 ) -> Figure:
     """One point per method: cost on a log axis, faithfulness with its interval.
 
+    Each point is labelled with its name; past 14 points (too many names to
+    place without hiding one another) with its number in order of cost, and
+    a key right of the axes names them.
+
     Args:
         points (Mapping): ``name -> (cost, score)`` or ``name -> (cost, score,
             (low, high))``, e.g. mean CPU-seconds per instance and AOPC with
@@ -90,8 +94,9 @@ def plot_cost_faithfulness(
     if not points:
         raise ValueError("no point to plot")
     data = {k: _unpack(k, v) for k, v in points.items()}
+    keyed = len(data) > _ROOMY  # too many for names: numbers and a key
     if ax is None:
-        fig = Figure(figsize=(6.2, 4.2), layout="constrained")
+        fig = Figure(figsize=(9.4 if keyed else 6.2, 4.2), layout="constrained")
         ax = fig.add_subplot(1, 1, 1)
     else:
         fig = ax.get_figure()  # type: ignore[assignment]
@@ -113,16 +118,42 @@ def plot_cost_faithfulness(
     ax.set_xscale("log")
     ax.margins(x=0.1)  # room for the labels of the cheapest and dearest points
     left, right = ax.get_xlim()  # and more on the right: a label reads rightwards
-    ax.set_xlim(left, right * (right / left) ** 0.2)
+    ax.set_xlim(left, right * (right / left) ** (0.05 if keyed else 0.2))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, which="both", alpha=0.25)
     if title:
         ax.set_title(title)
-    _place_labels(ax, data, highlight, min_cost)
+    by_cost = sorted(data, key=lambda k: (data[k][0], k))
+    texts = {k: str(i + 1) if keyed else k for i, k in enumerate(by_cost)}
+    if keyed:  # first: the key narrows the axes the labels are placed in
+        _key(ax, [(texts[k], k, k in highlight) for k in by_cost])
+    _place_labels(ax, data, highlight, min_cost, texts)
     if save_path is not None:
         fig.savefig(os.fspath(save_path), dpi=dpi)
     return fig
+
+
+def _key(ax: Axes, rows: Sequence[Tuple[str, str, bool]]) -> None:
+    """The key of a numbered plot, right of the axes: ``(number, name,
+    highlighted)`` per point, in the numbers' order."""
+    from matplotlib.lines import Line2D
+
+    handles = [
+        Line2D([], [], linestyle="", marker="o", markersize=4,
+               color="tab:red" if mark else "tab:blue")
+        for _, _, mark in rows
+    ]  # fmt: skip
+    ax.legend(
+        handles,
+        [f"{number}  {name}" for number, name, _ in rows],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=6.5,
+        frameon=False,
+        handletextpad=0.3,
+        borderaxespad=0.0,
+    )
 
 
 def _beside(*dys: int) -> list:
@@ -133,6 +164,9 @@ def _beside(*dys: int) -> list:
         for dx in (6, -6)
     ]
 
+
+#: The most points labelled by name; more are numbered, with a key.
+_ROOMY = 14
 
 #: Where a label may go (tried in this order): ``(anchor, dx, dy, ha, va)``,
 #: the offset in points from the point (``"point"``) or from the top or bottom
@@ -146,11 +180,16 @@ _PLACES = [
 
 
 def _place_labels(
-    ax: Axes, data: Mapping[str, Tuple[float, ...]], highlight: Any, min_cost: float
+    ax: Axes,
+    data: Mapping[str, Tuple[float, ...]],
+    highlight: Any,
+    min_cost: float,
+    texts: Mapping[str, str],
 ) -> None:
-    """Labels next to their points, each at the first place where it overlaps
-    no label, point or error bar placed before it and stays inside the axes
-    (if none is free, the place hiding the least of them)."""
+    """Labels (``texts``: each point's) next to their points, each at the
+    first place where it overlaps no label, point or error bar placed before
+    it and stays inside the axes (if none is free, the place hiding the
+    least of them)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     fig = ax.get_figure()
@@ -173,7 +212,7 @@ def _place_labels(
         x = max(cost, min_cost)
         anchors = {"point": (x, score), "high": (x, high), "low": (x, low)}
         text = ax.annotate(
-            name,
+            texts[name],
             (x, score),
             textcoords="offset points",
             xytext=_PLACES[0][1:3],

@@ -90,3 +90,21 @@ def test_a_label_hemmed_in_by_tall_bars_goes_above_its_own():
     label = boxes["llm-iba-deletion (n 100)"]
     top = to_px([(47.0, 0.181)])[0]
     assert label.x0 < top[0] < label.x1 and label.y0 > top[1]  # centred above
+
+
+def test_a_crowded_plot_numbers_its_points_and_keys_them():
+    """Past 14 points (a context study's 24 methods crowded their names) the
+    labels are numbers in order of cost and a key right of the axes names
+    them, each number once; 14 or fewer keep their names."""
+    crowded = {f"m{i}": (10.0 + i % 5, 0.5 + 0.01 * i, (0.4, 0.8)) for i in range(20)}
+    fig = plot_cost_faithfulness(crowded, highlight=["m3"])
+    ax = fig.axes[0]
+    by_cost = sorted(crowded, key=lambda k: (crowded[k][0], k))
+    assert sorted(int(t.get_text()) for t in ax.texts) == list(range(1, 21))
+    key = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert key == [f"{i + 1}  {name}" for i, name in enumerate(by_cost)]
+    fig.draw_without_rendering()
+    assert ax.get_legend().get_window_extent().x0 > ax.get_window_extent().x1
+    few = dict(list(crowded.items())[:14])
+    ax = plot_cost_faithfulness(few).axes[0]
+    assert {t.get_text() for t in ax.texts} == set(few) and ax.get_legend() is None
