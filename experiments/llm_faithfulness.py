@@ -28,6 +28,11 @@ anchors). ``tables --docs docs`` also writes them as
 ``docs/_generated/llm_<task>_<split>.rst`` and the cost-faithfulness plot as
 ``docs/_static/llm_tradeoff_<task>_<split>.png``.
 
+``at2-<n>`` is AT2 with head weights trained by its own code on ``n`` of the
+task's training prompts (``experiments/train_at2.py --task <task> --n <n>``;
+``--at2-task`` another task's, ``--at2-dir`` their folder), the content's
+words its sources.
+
 Tables use the classifier study's statistics (means, 95 % bootstrap
 intervals, paired differences against the anchors).
 
@@ -50,6 +55,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 import faithfulness_study as fs  # noqa: E402
+from context_study import at2_scorers  # noqa: E402
+from context_tables import AT2_PREFIX  # noqa: E402
 from llm_study_tables import (  # noqa: E402
     AMORTIZED,
     TITLES,
@@ -88,6 +95,8 @@ def run(args: argparse.Namespace) -> None:
     """Score and test every method not yet cached."""
     torch.set_num_threads(1)
     cpu = torch.backends.cpu.get_cpu_capability()
+    args.at2_task = args.at2_task or args.task
+    at2 = at2_scorers(args, args.methods.split(","))  # weights checked first
     model, tok = study_lm(args.model, args.tokenizer)
     task = TASKS[args.task]
     examples = task_examples(task, _split(args.task, args.split), tok, args.n)
@@ -99,7 +108,7 @@ def run(args: argparse.Namespace) -> None:
     options = get_preset("fair").test.with_tokenizer(tok)
     choices = answer_token_ids(task, tok)
     for given in args.methods.split(","):
-        name = METHODS.entry(given).name  # a deprecated name warns
+        name = given if given in at2 else METHODS.entry(given).name  # old: warns
         meta = dict(cpu=cpu, model=args.model)
         record = Record(
             Path(args.out) / args.task / args.split / f"{_stem(name, args)}.json",
@@ -110,7 +119,8 @@ def run(args: argparse.Namespace) -> None:
         )
         scorer = None
         for rows in record.batches(args.n, args.batch_size):
-            scorer = scorer or _scorer(name, model, tok, args, meta)
+            made = at2[name](model, tok) if name in at2 else None
+            scorer = scorer or made or _scorer(name, model, tok, args, meta)
             batch = prompt_batch(
                 tok, [examples.prompts[i] for i in rows],
                 [task.answers[chosen[i]] for i in rows], chat=task.chat,
@@ -154,7 +164,11 @@ def _variant(args: argparse.Namespace) -> str:
 def _stem(name: str, args: argparse.Namespace) -> str:
     """The record's file stem: :func:`record_name`; for ``iba-amortized``
     fitted on another task's prompts (``--fit-on``) ``-from-<task>``, then
-    :func:`_variant`."""
+    :func:`_variant`; ``at2-<n>`` as it is (``-from-<task>`` when trained
+    on another task's, ``--at2-task``)."""
+    if name.startswith(AT2_PREFIX):  # at2-<n>: AT2 trained on n prompts
+        trained_on = getattr(args, "at2_task", None) or args.task
+        return name + ("" if trained_on == args.task else f"-from-{trained_on}")
     stem = record_name(name)
     steps = getattr(args, "iba_steps", None)
     if name == "iba-deletion" and steps:
@@ -292,6 +306,15 @@ def main() -> None:
         "iba-amortized-p<K>)",
     )
     sub.choices["run"].add_argument("--tokenizer", help=TOKENIZER_HELP)
+    sub.choices["run"].add_argument(
+        "--at2-dir", help="at2-<n>: AT2's weights folder (default: the cache's)"
+    )
+    sub.choices["run"].add_argument(
+        "--at2-task",
+        help="at2-<n>: the task its weights were trained on (experiments/"
+        "train_at2.py --task; default --task: trained on the task's own "
+        "training prompts)",
+    )
     sub.choices["run"].add_argument(
         "--fit-objective",
         choices=sorted(EXPLAINER_OBJECTIVES),

@@ -22,9 +22,16 @@ the method ``at2-<n>``::
     python experiments/train_at2.py --task context-facts --n 0,8,16 --pool 16 \
         --passages 3-6
 
-A model with a chat template reads the prompts as user turns (AT2's way);
-a base model (Gemma 3 270M) as the study gives them to it: plain text ending
-in ``"\\nAnswer:"`` (``BASE_SUFFIX``), a BOS before it.
+``--task`` may also name a prompt task (``sst2``, ``ag_news``, ``rte``,
+``imdb``): its training split's prompts (a ``--seed`` sample of ``--pool``),
+as the degradation test of prompts makes them, the content's words as the
+sources and the model's one-token answer as the response - AT2 trained "on
+the same prompts" for ``experiments/llm_faithfulness.py run --methods at2``.
+
+A model with a chat template reads a context task's prompts as user turns
+(AT2's way; a prompt task's as the task gives them); a base model (Gemma 3
+270M) as the study gives them to it: plain text ending in ``"\\nAnswer:"``
+(``BASE_SUFFIX``), a BOS before it.
 
 CPU-seconds (one torch thread, ``time.process_time``) and wall-seconds are
 each budget's own: its examples' responses and ablations, then the fit. On a
@@ -41,12 +48,14 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any, Dict
 
 import torch
 
 from captum_iba._utils.io import cache_root
 from captum_iba.app.context_corpus import parse_passages
 from captum_iba.app.context_tasks import BASE_SUFFIX, CONTEXT_TASKS, context_examples
+from captum_iba.app.llm_tasks import TASKS, task_examples
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID
 from captum_iba.attr.llm_batch import uses_chat
 from captum_iba.evaluation.at2 import at2_weights_path, import_at2
@@ -57,12 +66,19 @@ from captum_iba.evaluation.at2_training import (
     train_at2,
     wall_seconds,
 )
+from captum_iba.evaluation.sources import split_sources
 
 
 def parse(argv=None) -> argparse.Namespace:
     """The command line (budgets checked before anything loads)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", choices=CONTEXT_TASKS, default="context-facts")
+    parser.add_argument(
+        "--task",
+        choices=CONTEXT_TASKS + tuple(sorted(TASKS)),
+        default="context-facts",
+        help="a context task, or a prompt task (its training split's prompts, "
+        "the content's words as sources, the answer word as the response)",
+    )
     parser.add_argument(
         "--n",
         default="16",
@@ -153,9 +169,36 @@ def work_folder(args: argparse.Namespace) -> Path:
     name = args.model.rstrip("/").split("/")[-1]
     work = Path(args.work) if args.work else cache_root() / "at2" / "work"
     low, high = args.source_range
+    passages = f"-x{low}-{high}" if args.task in CONTEXT_TASKS else ""
     return work / (
-        f"{name}-{args.task}-s{args.seed}-a{args.ablations}-p{args.pool}-x{low}-{high}"
+        f"{name}-{args.task}-s{args.seed}-a{args.ablations}-p{args.pool}{passages}"
     )
+
+
+def laid_examples(args: argparse.Namespace, tok: Any) -> Dict[str, Any]:
+    """:func:`at2_trainer`'s examples and how to read them (``examples``,
+    ``laid``, ``chat``, ``suffix``, ``max_new_tokens``): a context task's
+    ``(sources, query)`` pairs (its search split), as the context study
+    lays them out; or a prompt task's prompts of its training split
+    (``--seed``'s sample), as the degradation test of prompts gives them,
+    their content's words as sources, answered in one token (the answer
+    word that test explains)."""
+    chat = uses_chat(tok, None)  # a base model: the study's plain-text layout
+    if args.task in CONTEXT_TASKS:
+        options = {"sources": args.source_range} if args.task == "context-facts" else {}
+        examples = context_examples(
+            args.task, "search", args.pool, args.seed, **options
+        )
+        pairs = [(e.sources, e.query) for e in examples]
+        suffix = "" if chat else BASE_SUFFIX
+        return dict(examples=pairs, chat=chat, suffix=suffix, max_new_tokens=24)
+    task = TASKS[args.task]
+    found = task_examples(task, "train", tok, args.pool, seed=args.seed)
+    laid = [
+        (prompt, split_sources(prompt[a:b], "word", offset=a))
+        for prompt, (a, b) in zip(found.prompts, found.spans)
+    ]
+    return dict(examples=laid, laid=True, chat=chat and task.chat, max_new_tokens=1)
 
 
 def main(argv=None) -> None:
@@ -170,18 +213,14 @@ def main(argv=None) -> None:
     import_at2()  # its slow import first: not the training's cost
     from captum_iba.app.causal_lm import load_causal_lm
 
-    options = {"sources": args.source_range} if args.task == "context-facts" else {}
-    examples = context_examples(args.task, "search", args.pool, args.seed, **options)
     model, tok = load_causal_lm(args.model)
     model.to(args.device)
-    pairs = [(e.sources, e.query) for e in examples]
-    chat = uses_chat(tok, None)  # a base model: the study's plain-text layout
+    read = laid_examples(args, tok)
     trainer, seconds = at2_trainer(
         model,
         tok,
-        pairs,
-        work,
-        args.ablations,
+        work_dir=work,
+        ablations=args.ablations,
         plan=AblationPlan(
             limit=0 if args.train_only else args.budgets[-1],
             first=args.first,
@@ -189,8 +228,7 @@ def main(argv=None) -> None:
             ablation_batch=args.ablation_batch,
             stop_after=args.stop_after,
         ),
-        chat=chat,
-        suffix="" if chat else BASE_SUFFIX,
+        **read,
     )
     if args.first:  # a second worker: the first one trains
         print(f"ablated examples {args.first}..{args.budgets[-1] - 1} in {work}")
@@ -213,8 +251,10 @@ def main(argv=None) -> None:
         path = at2_weights_path(args.model, args.task, n, args.ablations, args.out)
         extras = dict(
             model_name=args.model, task=args.task, seed=args.seed,
-            ablations=args.ablations, sources=list(args.source_range),
+            ablations=args.ablations,
         )  # fmt: skip
+        if args.task in CONTEXT_TASKS:
+            extras["sources"] = list(args.source_range)
         with torch.enable_grad():
             train_at2(
                 trainer, n, path, extras, iterations=args.iterations,

@@ -82,6 +82,7 @@ def at2_trainer(
     plan: Optional[AblationPlan] = None,
     chat: bool = True,
     suffix: str = "",
+    laid: bool = False,
 ) -> Tuple[Any, List[float]]:
     """AT2's trainer over ``examples`` with every example's responses
     generated and the ablations of ``plan``'s examples run (resumable: the
@@ -90,7 +91,10 @@ def at2_trainer(
     Args:
         model: A causal LM of a family AT2 knows.
         tokenizer: Its fast tokenizer (with a chat template for ``chat``).
-        examples (sequence): ``(sources, query)`` pairs (:func:`layout`).
+        examples (sequence): ``(sources, query)`` pairs (:func:`layout`),
+            or with ``laid`` ``(prompt, spans)`` pairs: prompts laid out
+            already and their sources' characters (a prompt task's prompt
+            and its content's words).
         work_dir (str or Path): The package's store (generations, features).
         ablations (int): Random ablations per example. Default 32.
         max_new_tokens (int): The longest response (greedy). Default 24.
@@ -102,6 +106,8 @@ def at2_trainer(
             :func:`~captum_iba.evaluation.at2.at2_token_scores` reads them).
             Default True.
         suffix (str): After each prompt (a base model's ``"\\nAnswer:"``).
+        laid (bool): ``examples`` are ``(prompt, spans)`` pairs. Default
+            False.
 
     Raises:
         ValueError: For ``chat`` without a chat template, a model family AT2
@@ -124,13 +130,16 @@ def at2_trainer(
             "this tokenizer has none (a base model: chat=False)"
         )
     at2 = import_at2()
-    laid = [layout(sources, query, suffix) for sources, query in examples]
-    for prompt, _ in laid:  # the longest text: the prompt and a full response
+    if laid:
+        laid_out = [(prompt + suffix, spans) for prompt, spans in examples]
+    else:
+        laid_out = [layout(sources, query, suffix) for sources, query in examples]
+    for prompt, _ in laid_out:  # the longest text: the prompt and a full response
         check_window(model, len(tokenizer(prompt)["input_ids"]) + max_new_tokens)
     layers, heads = model.config.num_hidden_layers, model.config.num_attention_heads
     task_class = _task_class(at2)
     kwargs = dict(at2.tasks.base.DEFAULT_GENERATE_KWARGS, max_new_tokens=max_new_tokens)
-    rows = [{"prompt": p, "spans": [list(s) for s in spans]} for p, spans in laid]
+    rows = [{"prompt": p, "spans": [list(s) for s in spans]} for p, spans in laid_out]
     trainer = at2.AT2Trainer(
         save_path=Path(work_dir),
         dataset=Dataset.from_list(rows),

@@ -245,6 +245,56 @@ def test_the_context_study_runs_at2_from_its_weights(lm, trained, tmp_path):
     assert math.isfinite(row["pooled"]["-"]["lds"])
 
 
+def test_training_on_laid_out_prompts_takes_their_spans(lm, tmp_path):
+    """``laid=True``: the examples are prompts laid out already with their
+    sources' characters (a prompt task's content words), trained on as
+    given; one-token responses."""
+    pytest.importorskip("at2")
+    from captum_iba.evaluation.at2 import layout
+    from captum_iba.evaluation.at2_training import at2_trainer, train_at2
+
+    model, tok = lm
+    laid = [layout(sources, query) for sources, query in EXAMPLES]
+    laid[3] = ("the dog was small", [(4, 7)])  # one source
+    trainer, seconds = at2_trainer(
+        model, tok, laid, tmp_path / "work", ablations=4, max_new_tokens=1, laid=True
+    )
+    assert len(seconds) == 4
+    for i, (prompt, spans) in enumerate(laid):
+        data = trainer.dataset[i]
+        assert data["prompt"] == prompt and data["spans"] == [list(s) for s in spans]
+    estimator = train_at2(trainer, 4, tmp_path / "laid.pt", iterations=5)
+    assert torch.isfinite(estimator.linear.weight).all()
+
+
+def test_the_training_script_lays_out_a_prompt_task(monkeypatch):
+    """``--task sst2``: the task's training prompts (``--seed``'s sample of
+    ``--pool``) with their content's words as sources, laid out already,
+    as the degradation test gives them (no chat for SmolLM2's completion
+    tasks), answered in one token; its store is named without passages."""
+    from captum_iba.app.llm_tasks import TaskExamples
+    from tests.helpers import experiment
+
+    script = experiment("train_at2")
+    args = script.parse(["--task", "sst2", "--n", "2", "--pool", "2", "--work", "w"])
+    assert script.work_folder(args).name == "SmolLM2-135M-Instruct-sst2-s1000-a32-p2"
+    asked = {}
+
+    def examples(task, split, tok, n, seed=0):
+        asked.update(corpus=task.corpus, split=split, n=n, seed=seed)
+        prompts = ["Review: a fine film\nSentiment:", "Review: dull\nSentiment:"]
+        return TaskExamples(prompts, [(8, 19), (8, 12)], ["a", "b"], [1, 0], [0, 1])
+
+    monkeypatch.setattr(script, "task_examples", examples)
+    tok = tiny_word_tokenizer()
+    tok.chat_template = TEMPLATE
+    read = script.laid_examples(args, tok)
+    assert asked == dict(corpus="sst2", split="train", n=2, seed=1000)
+    assert read["laid"] and read["max_new_tokens"] == 1 and read["chat"] is False
+    assert read["examples"][0][1] == [(8, 9), (10, 14), (15, 19)]
+    assert read["examples"][1][1] == [(8, 12)]
+
+
 def test_the_training_script_checks_its_budgets_before_loading(capsys):
     from tests.helpers import experiment
 

@@ -106,6 +106,25 @@ def test_record_stems_name_transfer_and_fit_size(study):
     args = argparse.Namespace(task="sst2", fit_on=None, iba_steps=1)
     assert study._stem("iba-deletion", args) == "llm-iba-deletion-steps1"
     assert study._stem("iba-faithful", args) == "llm-iba-faithful"
+    # AT2 trained on n of the task's prompts, or of another task's
+    args = argparse.Namespace(task="sst2", at2_task="sst2")
+    assert study._stem("at2-128", args) == "at2-128"
+    args.at2_task = "ag_news"
+    assert study._stem("at2-128", args) == "at2-128-from-ag_news"
+
+
+def test_at2_without_weights_is_refused_before_the_model_loads(
+    study, tmp_path, monkeypatch
+):
+    """``--methods at2-<n>`` names the training command for the task's
+    prompts when no weights are in ``--at2-dir``, before any model loads."""
+    monkeypatch.setattr(study, "study_lm", lambda *a: pytest.fail("loaded"))
+    args = argparse.Namespace(
+        task="sst2", at2_task=None, at2_dir=str(tmp_path), methods="random,at2-8",
+        model="tiny",
+    )  # fmt: skip
+    with pytest.raises(SystemExit, match="train_at2.py --model tiny --task sst2 --n 8"):
+        study.run(args)
 
 
 def test_costs_of_two_kinds_of_cpu_are_labelled_not_judged(study, tmp_path, capsys):
