@@ -48,6 +48,11 @@ def scorer_batch(
     :func:`~captum_iba.evaluation.sources.with_sources`), every token of a
     word then holding the word's score.
 
+    A content of one word is one source, scored by the method's own rule
+    (leave-one-source-out's and Shapley's: the effect of leaving it out; a
+    surrogate's: its fit over the two subsets; ``iba-sources``: its one
+    mask weight); its removal order is the same whatever the score.
+
     Args:
         scorer: The method's scorer.
         tokenizer: The tokenizer ``batch`` was made with.
@@ -55,11 +60,6 @@ def scorer_batch(
         spans (Sequence of (int, int)): Per prompt, its content's characters.
         chat (bool): Whether ``batch`` wrapped the prompts in the chat
             template.
-
-    A content of one word is one source, scored by the method's own rule
-    (leave-one-source-out's and Shapley's: the effect of leaving it out; a
-    surrogate's: its fit over the two subsets; ``iba-sources``: its one
-    mask weight); its removal order is the same whatever the score.
 
     Raises:
         ValueError: For such a method, when a prompt's content has no word.
