@@ -119,8 +119,11 @@ def run(args: argparse.Namespace) -> None:
         )
         scorer = None
         for rows in record.batches(args.n, args.batch_size):
-            made = at2[name](model, tok) if name in at2 else None
-            scorer = scorer or made or _scorer(name, model, tok, args, meta)
+            if scorer is None:  # made once, at the first batch left to run
+                made = at2.get(name)
+                scorer = (
+                    made(model, tok) if made else _scorer(name, model, tok, args, meta)
+                )
             batch = prompt_batch(
                 tok, [examples.prompts[i] for i in rows],
                 [task.answers[chosen[i]] for i in rows], chat=task.chat,

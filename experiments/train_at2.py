@@ -26,7 +26,8 @@ the method ``at2-<n>``::
 ``imdb``): its training split's prompts (a ``--seed`` sample of ``--pool``),
 as the degradation test of prompts makes them, the content's words as the
 sources and the model's one-token answer as the response - AT2 trained "on
-the same prompts" for ``experiments/llm_faithfulness.py run --methods at2``.
+the same prompts" for ``experiments/llm_faithfulness.py run --methods
+at2-<n>``.
 
 A model with a chat template reads a context task's prompts as user turns
 (AT2's way; a prompt task's as the task gives them); a base model (Gemma 3
