@@ -67,7 +67,7 @@ from captum_iba.evaluation.at2_training import (
     train_at2,
     wall_seconds,
 )
-from captum_iba.evaluation.sources import split_sources
+from captum_iba.evaluation.llm_loop import content_words
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -195,10 +195,7 @@ def laid_examples(args: argparse.Namespace, tok: Any) -> Dict[str, Any]:
         return dict(examples=pairs, chat=chat, suffix=suffix, max_new_tokens=24)
     task = TASKS[args.task]
     found = task_examples(task, "train", tok, args.pool, seed=args.seed)
-    laid = [
-        (prompt, split_sources(prompt[a:b], "word", offset=a))
-        for prompt, (a, b) in zip(found.prompts, found.spans)
-    ]
+    laid = [(p, content_words(p, span)) for p, span in zip(found.prompts, found.spans)]
     return dict(examples=laid, laid=True, chat=chat and task.chat, max_new_tokens=1)
 
 

@@ -30,7 +30,16 @@ from captum_iba.evaluation.loop import CorpusJob
 from captum_iba.evaluation.sources import split_sources, with_sources
 from captum_iba.metrics import DegradationResult
 
-__all__ = ["PromptJob", "PromptUnit", "scorer_batch"]
+__all__ = ["PromptJob", "PromptUnit", "content_words", "scorer_batch"]
+
+
+def content_words(prompt: str, span: Tuple[int, int]) -> List[Tuple[int, int]]:
+    """A prompt task's sources: the words of its content (characters
+    ``span`` of ``prompt``; runs of non-whitespace,
+    :func:`~captum_iba.evaluation.sources.split_sources` with ``"word"``), as
+    character spans of the prompt."""
+    a, b = span
+    return split_sources(prompt[a:b], "word", offset=a)
 
 
 def scorer_batch(
@@ -44,7 +53,7 @@ def scorer_batch(
     method that needs a context's sources (``contextcite-<A>``, ``loso``,
     ``shapley-sources``, ``at2``, ``iba-sources``: its ``needs_sources``)
     with the words of each prompt's content as its sources
-    (:func:`~captum_iba.evaluation.sources.split_sources`, ``"word"``;
+    (:func:`content_words`;
     :func:`~captum_iba.evaluation.sources.with_sources`), every token of a
     word then holding the word's score.
 
@@ -67,8 +76,8 @@ def scorer_batch(
     if not getattr(scorer, "needs_sources", False):
         return batch
     words = []
-    for row, (prompt, (a, b)) in enumerate(zip(batch.prompts, spans)):
-        words.append(split_sources(prompt[a:b], "word", offset=a))
+    for row, (prompt, span) in enumerate(zip(batch.prompts, spans)):
+        words.append(content_words(prompt, span))
         if not words[-1]:
             raise ValueError(
                 f"{scorer.name} scores the words of a prompt's content as its "
