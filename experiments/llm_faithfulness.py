@@ -44,6 +44,7 @@ tables name each method by its name now.
 """
 
 import argparse
+import json
 import sys
 import time
 from functools import partial
@@ -79,6 +80,7 @@ from captum_iba.app.llm_tasks import (  # noqa: E402
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
 from captum_iba.attr.llm_batch import prompt_batch  # noqa: E402
 from captum_iba.evaluation import Resources, build_scorers, get_preset  # noqa: E402
+from captum_iba.evaluation.at2 import at2_fit_path  # noqa: E402
 from captum_iba.evaluation.llm_degradation import (  # noqa: E402
     content_mask,
     degrade_scores,
@@ -124,6 +126,8 @@ def run(args: argparse.Namespace) -> None:
                 scorer = (
                     made(model, tok) if made else _scorer(name, model, tok, args, meta)
                 )
+                if made:
+                    meta["fit"] = _at2_fit(scorer)
             batch = prompt_batch(
                 tok, [examples.prompts[i] for i in rows],
                 [task.answers[chosen[i]] for i in rows], chat=task.chat,
@@ -250,6 +254,23 @@ def _scorer(
     print(f"{name}: its explainer's fit: {fit}", flush=True)
     meta["fit"] = fit
     return scorer
+
+
+def _at2_fit(scorer: Any) -> Dict[str, Any]:
+    """``at2-<n>`` 's fit, for its record (``fit``): the task and the number
+    of prompts its weights were trained on, its ablations each and, where
+    ``train_at2.py`` wrote them beside the weights (:func:`at2_fit_path`),
+    the training's CPU-s (the ablations and the fit) and its CPU's kind."""
+    settings = scorer.settings
+    fit = dict(
+        task=settings["trained_on"], prompts=settings["trained_examples"],
+        objective="AT2", ablations=settings["ablations"],
+    )  # fmt: skip
+    stats = at2_fit_path(settings["weights"])
+    if stats.is_file():
+        written = json.loads(stats.read_text())
+        fit.update(cpu_seconds=written["cpu_seconds"], cpu=written.get("cpu"))
+    return fit
 
 
 def _line(name: str, done: Dict[str, Any], n: int) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import faithfulness_study as fs  # noqa: E402
+from context_tables import AT2_PREFIX  # noqa: E402
 
 from captum_iba.app.amortized import LLM_OBJECTIVE  # noqa: E402
 from captum_iba.registry import LLM_NAMES, METHODS  # noqa: E402
@@ -173,10 +174,11 @@ def _diff(mine: Dict[str, Any], ref: Dict[str, Any]) -> str:
 
 
 def amortized(args: argparse.Namespace) -> None:
-    """Issue 52's table: every ``iba-amortized`` record of each task (fitted
-    on the task's prompts or another's, on K of them) against
-    ``iba-deletion`` and AttnLRP, with the fit's cost and the target (AOPC at
-    least ``iba-deletion`` 's minus .005, CPU-s a prompt at most AttnLRP's)."""
+    """Issue 52's table: every learned explainer's record of each task -
+    ``iba-amortized`` 's and AT2's (``at2-<n>``), fitted on the task's
+    prompts or another's, on K of them - against ``iba-deletion``, AttnLRP
+    and random, with the fit's cost and the target (AOPC at least
+    ``iba-deletion`` 's minus .005, CPU-s a prompt at most AttnLRP's)."""
     head = "| task | explainer fitted on | fit CPU-s | n | AOPC | CPU-s | "
     head += "d AOPC vs iba-deletion (n) | d AOPC vs AttnLRP (n) | "
     head += "d AOPC vs random (n) | AttnLRP CPU-s | target |"
@@ -185,30 +187,45 @@ def amortized(args: argparse.Namespace) -> None:
         records = _records(args.out, task, args.split)
         deletion, lrp = records.get("iba-deletion"), records.get("AttnLRP")
         floor = records.get("random")
-        for name in sorted(r for r in records if r.startswith(AMORTIZED)):
+        learned = (r for r in records if r.startswith((AMORTIZED, AT2_PREFIX)))
+        for name in sorted(learned):
             mine, fit = records[name], records[name].get("fit", {})
-            cost = np.mean(mine["cpu_seconds"])
-            prompts = fit.get("prompts", fit.get("instances", 0) // 2)  # 2 epochs
-            epochs = fit.get("epochs", 2)
-            how = f"{fit.get('objective', LLM_OBJECTIVE)}, {epochs} epochs"
-            refine = fit.get("refine_steps", 0)
-            steps = "1 deletion step" if refine == 1 else f"{refine} deletion steps"
-            how += f"; {steps} a prompt" if refine else ""
-            cells = [TITLES[task], f"{fit.get('task')}, {prompts} prompts ({how})"]
+            cells = [TITLES[task], _fitted_on(name, fit, task)]
             cells += [f"{fit.get('cpu_seconds', float('nan')):.0f}"]
             cells += [str(len(mine["aopc"])), f"{np.mean(mine['aopc']):.3f}"]
-            cells += [f"{cost:.3f}"]
+            cells += [f"{np.mean(mine['cpu_seconds']):.3f}"]
             cells += [_diff(mine, r) if r else "" for r in (deletion, lrp, floor)]
             met = _verdict(mine, deletion, lrp)
             lrp_cost = f"{np.mean(lrp['cpu_seconds']):.2f} ({lrp.get('cpu')})"
             cells += [lrp_cost if lrp else "", met]
             lines.append("| " + " | ".join(cells) + " |")
     title = (
-        f"SmolLM2, {args.split} splits: iba-amortized (fit CPU-s once per "
-        "model and task; CPU-s a prompt) against iba-deletion and AttnLRP, "
-        "paired AOPC differences (95 % intervals) on the prompts both have"
+        f"SmolLM2, {args.split} splits: the learned explainers (iba-amortized, "
+        "AT2; fit CPU-s once per model and task; CPU-s a prompt) against "
+        "iba-deletion, AttnLRP and random, paired AOPC differences (95 % "
+        "intervals) on the prompts both have"
     )
     _publish(lines, args, f"llm_amortized_{args.split}", title)
+
+
+def _fitted_on(name: str, fit: Dict[str, Any], task: str) -> str:
+    """The table's "explainer fitted on" cell of a learned explainer's
+    record: the task and number of prompts, and how (``iba-amortized``: its
+    objective, epochs and deletion steps a prompt; AT2: its ablations a
+    prompt). An AT2 record written before its ``fit`` was kept is read from
+    its name (``at2-<n>[-from-<task>]``)."""
+    if name.startswith(AT2_PREFIX):
+        n, _, source = name[len(AT2_PREFIX) :].partition("-from-")
+        on, prompts = fit.get("task", source or task), fit.get("prompts", n)
+        ablations = fit.get("ablations")
+        how = f"AT2, {ablations} ablations a prompt" if ablations else "AT2"
+        return f"{on}, {prompts} prompts ({how})"
+    prompts = fit.get("prompts", fit.get("instances", 0) // 2)  # 2 epochs
+    how = f"{fit.get('objective', LLM_OBJECTIVE)}, {fit.get('epochs', 2)} epochs"
+    refine = fit.get("refine_steps", 0)
+    steps = "1 deletion step" if refine == 1 else f"{refine} deletion steps"
+    how += f"; {steps} a prompt" if refine else ""
+    return f"{fit.get('task')}, {prompts} prompts ({how})"
 
 
 def _verdict(mine: Dict[str, Any], deletion: Any, lrp: Any) -> str:

@@ -16,7 +16,9 @@ every head the same weight). Each budget's weights go to ``--out`` as
 ``<model>-<task>-n<n>-a<ablations>.pt``
 (:func:`~captum_iba.evaluation.at2.at2_weights_path`; default folder
 ``~/.cache/captum_iba/at2``), which ``experiments/context_study.py`` reads as
-the method ``at2-<n>``::
+the method ``at2-<n>``, and the budget's CPU- and wall-seconds beside them as
+``<model>-<task>-n<n>-a<ablations>.json``
+(:func:`~captum_iba.evaluation.at2.at2_fit_path`)::
 
     pip install --no-deps at2    # its other dependencies: see docs/context.rst
     python experiments/train_at2.py --task context-facts --n 0,8,16 --pool 16 \
@@ -59,7 +61,7 @@ from captum_iba.app.context_tasks import BASE_SUFFIX, CONTEXT_TASKS, context_exa
 from captum_iba.app.llm_tasks import TASKS, task_examples
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID
 from captum_iba.attr.llm_batch import uses_chat
-from captum_iba.evaluation.at2 import at2_weights_path, import_at2
+from captum_iba.evaluation.at2 import at2_fit_path, at2_weights_path, import_at2
 from captum_iba.evaluation.at2_training import (
     AblationPlan,
     at2_trainer,
@@ -231,6 +233,17 @@ def main(argv=None) -> None:
     if args.first:  # a second worker: the first one trains
         print(f"ablated examples {args.first}..{args.budgets[-1] - 1} in {work}")
         return
+    train_budgets(args, trainer, seconds, work)
+
+
+def train_budgets(
+    args: argparse.Namespace, trainer: Any, seconds: Dict[int, float], work: Path
+) -> None:
+    """Train each budget of ``args`` on the first examples of ``work`` 's
+    store that are ablated (a budget past them refused, or skipped under
+    ``--stop-after``); print each budget's CPU- and wall-seconds (its
+    examples' ablations and its fit) and write them beside its weights
+    (:func:`~captum_iba.evaluation.at2.at2_fit_path`)."""
     ablated = [
         i for i in range(args.pool) if trainer.is_features_and_outputs_completed(i)
     ]
@@ -262,14 +275,16 @@ def main(argv=None) -> None:
         fit_wall = time.perf_counter() - wall
         data = sum(seconds[i] for i in ablated[:n])  # those train_at2 takes
         data_wall = sum(walls[i] for i in ablated[:n])
-        print(json.dumps(dict(
+        stats = dict(
             n=n, ablations=args.ablations, task=args.task, saved=str(path),
-            device=args.device,
+            device=args.device, cpu=torch.backends.cpu.get_cpu_capability(),
             cpu_seconds=round(data + fit, 1), ablation_cpu_seconds=round(data, 1),
             fit_cpu_seconds=round(fit, 1), wall_seconds=round(data_wall + fit_wall, 1),
             ablation_wall_seconds=round(data_wall, 1),
             fit_wall_seconds=round(fit_wall, 1),
-        )), flush=True)  # fmt: skip
+        )  # fmt: skip
+        print(json.dumps(stats), flush=True)
+        at2_fit_path(path).write_text(json.dumps(stats, indent=1) + "\n")
 
 
 if __name__ == "__main__":

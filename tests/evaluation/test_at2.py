@@ -7,6 +7,7 @@ install message."""
 import copy
 import math
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -421,3 +422,37 @@ def test_batched_responses_equal_one_at_a_time_and_a_store_keeps_its_batch(
     with pytest.raises(ValueError, match="another generate_batch") as err:
         at2_trainer(model, tok, EXAMPLES, work, ablations=4, max_new_tokens=3)
     assert str(work) in str(err.value)
+
+
+def test_the_training_script_writes_each_budgets_costs_beside_its_weights(
+    tmp_path, monkeypatch, capsys
+):
+    """Each budget's CPU-seconds are its first ``n`` ablated examples'
+    plus its fit's, printed and written beside its weights (``at2_fit_path``)
+    with the CPU's kind; a budget past the examples ablated is refused."""
+    import json
+
+    from captum_iba.evaluation.at2 import at2_fit_path, at2_weights_path
+    from tests.helpers import experiment
+
+    script = experiment("train_at2")
+    argv = ["--task", "sst2", "--n", "1,2", "--pool", "3", "--out", str(tmp_path)]
+    args = script.parse(argv + ["--work", str(tmp_path / "w")])
+    trainer = SimpleNamespace(is_features_and_outputs_completed=lambda i: i < 2)
+    monkeypatch.setattr(script, "wall_seconds", lambda work, pool: {0: 1.0, 1: 2.0})
+    trained = []
+    monkeypatch.setattr(
+        script, "train_at2", lambda tr, n, path, extras, **kw: trained.append(n)
+    )
+    script.train_budgets(args, trainer, {0: 10.0, 1: 20.0}, tmp_path / "w")
+    assert trained == [1, 2]
+    for n, data in ((1, 10.0), (2, 30.0)):
+        path = at2_fit_path(at2_weights_path(args.model, "sst2", n, 32, tmp_path))
+        stats = json.loads(path.read_text())
+        assert stats["ablation_cpu_seconds"] == data and stats["n"] == n
+        assert data <= stats["cpu_seconds"] < data + 5  # the fit: a fake, no work
+        assert stats["cpu"] == torch.backends.cpu.get_cpu_capability()
+    assert '"n": 2' in capsys.readouterr().out
+    args.budgets = [3]
+    with pytest.raises(SystemExit, match="budget 3: only 2 examples"):
+        script.train_budgets(args, trainer, {0: 10.0, 1: 20.0}, tmp_path / "w")

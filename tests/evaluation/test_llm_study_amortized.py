@@ -162,3 +162,50 @@ def test_costs_of_two_kinds_of_cpu_are_labelled_not_judged(study, tmp_path, caps
     assert "CPU-s on two kinds of CPU, per method" in out
     assert "| AttnLRP (AVX512) |" in out
     assert (tmp_path / "docs" / "_static" / "llm_tradeoff_sst2_report.png").exists()
+
+
+def test_amortized_table_holds_at2_rows(study, tmp_path, capsys):
+    """AT2's records are the table's rows too: the task and prompts its
+    weights were trained on, its ablations and training CPU-s from the
+    record's ``fit``; a record written before ``fit`` was kept is read from
+    its name (``at2-<n>[-from-<task>]``), its fit cost not known."""
+    folder = tmp_path / "sst2" / "report"
+    folder.mkdir(parents=True)
+    _record(folder, "llm-iba-deletion", [0.2, 0.4, 0.3], 5.0)
+    _record(folder, "llm-attnlrp", [0.1, 0.1, 0.1], 0.5)
+    fit = dict(task="ag_news", prompts=32, objective="AT2", ablations=32)
+    _record(
+        folder,
+        "at2-32-from-ag_news",
+        [0.1, 0.3, 0.2],
+        0.2,
+        dict(fit, cpu_seconds=264.0),
+    )
+    _record(folder, "at2-128", [0.2, 0.4, 0.3], 0.3)
+    rows, _ = _rows(study, tmp_path, capsys)
+    assert [r[1] for r in rows] == [
+        "sst2, 128 prompts (AT2)", "ag_news, 32 prompts (AT2, 32 ablations a prompt)"
+    ]  # fmt: skip
+    assert rows[0][2] == "nan" and rows[1][2] == "264"
+    assert rows[0][-1] == "met" and rows[1][-1] == "not met"  # .1 below iba-deletion
+    assert rows[1][6].startswith("-0.100")
+
+
+def test_at2_fit_reads_the_statistics_beside_the_weights(study, tmp_path):
+    """``at2-<n>`` 's record ``fit``: the weights' task, examples and
+    ablations, and the training's CPU-s where train_at2.py wrote them beside
+    the weights (``at2_fit_path``); without that file, no CPU-s."""
+    from captum_iba.evaluation.at2 import at2_fit_path
+
+    weights = tmp_path / "m-sst2-n8-a32.pt"
+    settings = dict(
+        weights=str(weights), trained_on="sst2", trained_examples=8, ablations=32
+    )
+    scorer = argparse.Namespace(settings=settings)
+    assert study._at2_fit(scorer) == dict(
+        task="sst2", prompts=8, objective="AT2", ablations=32
+    )
+    assert at2_fit_path(weights) == tmp_path / "m-sst2-n8-a32.json"
+    at2_fit_path(weights).write_text(json.dumps(dict(cpu_seconds=12.5, cpu="AVX2")))
+    assert study._at2_fit(scorer)["cpu_seconds"] == 12.5
+    assert study._at2_fit(scorer)["cpu"] == "AVX2"
