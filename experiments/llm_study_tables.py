@@ -188,7 +188,7 @@ def amortized(args: argparse.Namespace) -> None:
         deletion, lrp = records.get("iba-deletion"), records.get("AttnLRP")
         floor = records.get("random")
         learned = (r for r in records if r.startswith((AMORTIZED, AT2_PREFIX)))
-        for name in sorted(learned):
+        for name in sorted(learned, key=_row_order):
             mine, fit = records[name], records[name].get("fit", {})
             cells = [TITLES[task], _fitted_on(name, fit, task)]
             cells += [f"{fit.get('cpu_seconds', float('nan')):.0f}"]
@@ -206,6 +206,15 @@ def amortized(args: argparse.Namespace) -> None:
         "intervals) on the prompts both have"
     )
     _publish(lines, args, f"llm_amortized_{args.split}", title)
+
+
+def _row_order(name: str) -> List[Any]:
+    """A learned explainer's row's place: ``iba-amortized`` 's records
+    before AT2's, the task's own before a transfer's (``-from-``), numbers
+    by their value (``at2-32`` before ``at2-128``)."""
+    parts = re.split(r"(\d+)", name)
+    key = [int(p) if p.isdigit() else p for p in parts]
+    return [name.startswith(AT2_PREFIX), "-from-" in name] + key
 
 
 def _fitted_on(name: str, fit: Dict[str, Any], task: str) -> str:

@@ -59,17 +59,18 @@ def test_amortized_table_judges_the_target(study, tmp_path, capsys):
     refined = dict(fit, refine_steps=2)
     _record(folder, "iba-amortized-r2", [0.2, 0.4, 0.3], 0.3, refined)
     rows, rst = _rows(study, tmp_path, capsys)
-    by_name = {r[1].split(" (")[0]: r for r in rows}
-    assert len(rows) == 4
-    assert by_name["sst2, 128 prompts"][1].endswith("2 deletion steps a prompt)")
-    level = rows[0]  # sorted by record name: iba-amortized first
+    # the task's own fits first (numbers by value), then the transfer
+    assert [r[5] for r in rows] == ["0.100", "0.100", "0.300", "0.900"]
+    assert rows[2][1].endswith("2 deletion steps a prompt)")
+    by_name = {r[1].split(" (")[0]: r for r in rows[:2]}
+    level = rows[0]
     assert level[1] == "sst2, 128 prompts (deletion, 2 epochs)" and level[2] == "1500"
     assert level[4] == "0.296" and level[-1] == "met"
     assert level[6].startswith("-0.004") and level[6].endswith("(3)")
     assert level[8].startswith("+0.163")  # against random: (.096 + .196 + .196) / 3
     assert by_name["sst2, 32 prompts"][-1] == "not met"  # .01 below
     assert by_name["sst2, 32 prompts"][6].endswith("(2)")  # the prompts both have
-    assert rows[1][5] == "0.900" and rows[1][-1] == "not met"  # dearer than AttnLRP
+    assert rows[3][-1] == "not met"  # dearer than AttnLRP
     assert "list-table" in rst and "not met" in rst
 
 
