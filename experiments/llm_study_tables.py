@@ -89,9 +89,14 @@ def tables(args: argparse.Namespace) -> None:
 
 def _plotted(records: Dict[str, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
     """The records the plot draws: all but the variants of ``iba-amortized``
-    's fit (another number of prompts, objective, epochs, refinement; their
-    table is ``amortized`` 's), which would crowd it."""
-    return {m: r for m, r in records.items() if not m.startswith(AMORTIZED + "-")}
+    's fit (another number of prompts, objective, epochs, refinement) and
+    the learned explainers trained on another task's prompts (``-from-``);
+    their table is ``amortized`` 's: they would crowd it."""
+    return {
+        m: r
+        for m, r in records.items()
+        if not m.startswith(AMORTIZED + "-") and "-from-" not in m
+    }
 
 
 def _labelled(

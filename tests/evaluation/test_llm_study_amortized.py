@@ -131,7 +131,8 @@ def test_at2_without_weights_is_refused_before_the_model_loads(
 def test_costs_of_two_kinds_of_cpu_are_labelled_not_judged(study, tmp_path, capsys):
     """Records timed on two kinds of CPU: the tables label each method with
     its own and say so in the title; the target judges the AOPC but not the
-    cost; the plot leaves out the amortized fit's variants; a ``-steps`` record
+    cost; the plot leaves out the amortized fit's variants and the
+    transfers (``-from-``); a ``-steps`` record
     is the method's (``iba-deletion-steps1``, drawn as IBA's)."""
     folder = tmp_path / "sst2" / "report"
     folder.mkdir(parents=True)
@@ -142,8 +143,10 @@ def test_costs_of_two_kinds_of_cpu_are_labelled_not_judged(study, tmp_path, caps
     _record(folder, "iba-amortized", [0.2, 0.4, 0.3], 0.1, fit)
     distil = dict(fit, objective="distil", epochs=20)
     _record(folder, "iba-amortized-distil-e20", [0.1, 0.1, 0.1], 0.1, distil)
+    _record(folder, "at2-8-from-rte", [0.1, 0.1, 0.1], 0.1, kind="AVX512")
     rows, _ = _rows(study, tmp_path, capsys)
-    verdicts = {r[1].split(" (")[1].split(",")[0]: r[-1] for r in rows}
+    verdicts = {r[1].split(" (")[1].split(",")[0]: r[-1] for r in rows[:2]}
+    assert rows[2][1] == "rte, 8 prompts (AT2)"
     assert verdicts["deletion"] == "AOPC met; cost on other CPUs (AVX2, AVX512)"
     assert verdicts["distil"] == "not met"  # the AOPC alone decides that
     assert rows[0][-2] == "0.50 (AVX512)"
