@@ -204,6 +204,14 @@ def amortized(args: argparse.Namespace) -> None:
             lrp_cost = f"{np.mean(lrp['cpu_seconds']):.2f} ({lrp.get('cpu')})"
             cells += [lrp_cost if lrp else "", met]
             lines.append("| " + " | ".join(cells) + " |")
+    if len(lines) == 2:
+        folders = ", ".join(
+            str(Path(args.out) / t / args.split) for t in args.tasks.split(",")
+        )
+        raise SystemExit(
+            f"no iba-amortized or at2-<n> records in {folders} (give --out the "
+            "folder llm_faithfulness.py run wrote them to)"
+        )
     title = (
         f"SmolLM2, {args.split} splits: the learned explainers (iba-amortized, "
         "AT2; fit CPU-s once per model and task; CPU-s a prompt) against "

@@ -213,3 +213,21 @@ def test_at2_fit_reads_the_statistics_beside_the_weights(study, tmp_path):
     at2_fit_path(weights).write_text(json.dumps(dict(cpu_seconds=12.5, cpu="AVX2")))
     assert study._at2_fit(scorer)["cpu_seconds"] == 12.5
     assert study._at2_fit(scorer)["cpu"] == "AVX2"
+
+
+def test_amortized_table_without_learned_records_names_the_folders(study, tmp_path):
+    """No ``iba-amortized`` or ``at2-<n>`` record under ``--out`` (a wrong
+    folder): refused, naming the folders read, not an empty table."""
+    folder = tmp_path / "sst2" / "report"
+    folder.mkdir(parents=True)
+    _record(folder, "llm-iba-deletion", [0.2, 0.4, 0.3], 5.0)
+    args = argparse.Namespace(
+        tasks="sst2,rte", split="report", out=str(tmp_path), docs=None
+    )
+    with pytest.raises(
+        SystemExit, match="no iba-amortized or at2-<n> records in"
+    ) as err:
+        study.amortized(args)
+    assert str(folder) in str(err.value) and str(tmp_path / "rte" / "report") in str(
+        err.value
+    )
