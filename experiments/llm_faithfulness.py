@@ -80,7 +80,7 @@ from captum_iba.app.llm_tasks import (  # noqa: E402
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
 from captum_iba.attr.llm_batch import prompt_batch  # noqa: E402
 from captum_iba.evaluation import Resources, build_scorers, get_preset  # noqa: E402
-from captum_iba.evaluation.at2 import at2_fit_path  # noqa: E402
+from captum_iba.evaluation.at2_training import at2_fit_path  # noqa: E402
 from captum_iba.evaluation.llm_degradation import (  # noqa: E402
     content_mask,
     degrade_scores,

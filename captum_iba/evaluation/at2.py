@@ -131,13 +131,6 @@ def at2_weights_path(
     return folder / f"{model_slug(model_name)}-{task}-n{n}-{how}.pt"
 
 
-def at2_fit_path(weights: PathLike) -> Path:
-    """Where ``experiments/train_at2.py`` writes the statistics of the fit
-    that made ``weights`` (its examples, ablations, CPU- and wall-seconds,
-    the CPU's kind): the weights' file with the suffix ``.json``."""
-    return Path(weights).with_suffix(".json")
-
-
 def layout(
     sources: Sequence[str], query: str, suffix: str = ""
 ) -> Tuple[str, List[Tuple[int, int]]]:

@@ -369,6 +369,13 @@ def train_at2(
     return _save(estimator.cpu(), trainer.model, path, dict(extras or {}, n=n))
 
 
+def at2_fit_path(weights: PathLike) -> Path:
+    """Where ``experiments/train_at2.py`` writes the statistics of the fit
+    that made ``weights`` (its examples, ablations, CPU- and wall-seconds,
+    the CPU's kind): the weights' file with the suffix ``.json``."""
+    return Path(weights).with_suffix(".json")
+
+
 def _save(estimator: Any, model: Any, path: PathLike, extras: Dict[str, Any]) -> Any:
     """Save in AT2's format, with the model's fingerprint."""
     meta = dict(extras, model=model_fingerprint(model))

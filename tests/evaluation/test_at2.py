@@ -432,7 +432,8 @@ def test_the_training_script_writes_each_budgets_costs_beside_its_weights(
     with the CPU's kind; a budget past the examples ablated is refused."""
     import json
 
-    from captum_iba.evaluation.at2 import at2_fit_path, at2_weights_path
+    from captum_iba.evaluation.at2 import at2_weights_path
+    from captum_iba.evaluation.at2_training import at2_fit_path
     from tests.helpers import experiment
 
     script = experiment("train_at2")
