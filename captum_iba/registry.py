@@ -54,7 +54,7 @@ implements the hook of every kind its entry declares.
 
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Dict
+from typing import Dict, Tuple
 
 from captum_iba._utils import values as _v
 from captum_iba._utils.registry import Entry, Registry
@@ -75,7 +75,9 @@ __all__ = [
     "SURROGATE_OUTCOMES",
     "Entry",
     "Registry",
+    "explains",
     "method_entry",
+    "method_kinds",
 ]
 
 #: The options of IBA's noise configurations, of its deletion configuration,
@@ -407,11 +409,23 @@ def method_entry(name: str, kind: str = "classifier") -> Entry:
     return _for_kind(METHODS.entry(name, warn=False), kind)
 
 
+def method_kinds(entry: Entry) -> Tuple[str, ...]:
+    """The kinds of model a method's entry explains (its ``models`` fact;
+    a classifier's when it says none)."""
+    return tuple(entry.facts.get("models", ("classifier",)))
+
+
+def explains(method: str, kind: str) -> bool:
+    """Whether the registered ``method`` explains models of ``kind`` (a
+    name of :data:`MODEL_KINDS`), by its entry's ``models`` fact."""
+    return kind in method_kinds(METHODS.entry(method, warn=False))
+
+
 def _for_kind(entry: Entry, kind: str) -> Entry:
-    models = entry.facts.get("models", ("classifier",))
-    if kind not in models:
+    if kind not in method_kinds(entry):
         raise ValueError(
-            f"{entry.name} explains {' and '.join(models)} models, not {kind!r}"
+            f"{entry.name} explains {' and '.join(method_kinds(entry))} models, "
+            f"not {kind!r}"
         )
     return entry
 

@@ -27,7 +27,8 @@ The command line, :func:`captum_iba.explain`,
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from captum_iba.registry import METHODS, MODEL_KINDS, OPTIONS
+from captum_iba.attr.kinds import kind_named, kinds_named
+from captum_iba.registry import METHODS, OPTIONS, explains, method_kinds
 
 __all__ = [
     "MethodRequest",
@@ -215,7 +216,7 @@ def _per_method(
 
 def models_of(method: str) -> Tuple[str, ...]:
     """The kinds of model the registered ``method`` explains."""
-    return tuple(METHODS.entry(method, warn=False).facts.get("models", ("classifier",)))
+    return method_kinds(METHODS.entry(method, warn=False))
 
 
 def check_model_kind(methods: Sequence[str], kind: str, cli: bool = False) -> None:
@@ -223,28 +224,27 @@ def check_model_kind(methods: Sequence[str], kind: str, cli: bool = False) -> No
 
     Args:
         methods (Sequence[str]): Registered method names.
-        kind (str): One of :data:`~captum_iba.registry.MODEL_KINDS`.
+        kind (str or ModelKind): One of
+            :data:`~captum_iba.registry.MODEL_KINDS`, or its object.
         cli (bool): Spell the methods as on the command line.
 
     Raises:
         ValueError: Naming the methods that do not, and those that do.
     """
-    if kind not in MODEL_KINDS:
-        raise ValueError(f"unknown model kind {kind!r}; the kinds are {MODEL_KINDS}")
-    wrong = [m for m in method_names(methods) if kind not in models_of(m)]
+    model = kind_named(kind)
+    wrong = [m for m in method_names(methods) if not explains(m, model.name)]
     if not wrong:
         return
-    fits = [m for m in METHODS.names() if kind in models_of(m)]
+    fits = [m for m in METHODS.names() if explains(m, model.name)]
     spell = (lambda m: m.lower()) if cli else (lambda m: m)
-    plural = {"classifier": "classifiers", "causal-lm": "causal LMs"}
     theirs = " and ".join(
-        plural[k] for k in MODEL_KINDS if any(k in models_of(m) for m in wrong)
+        k.plural for k in kinds_named(n for m in wrong for n in models_of(m))
     )
     verb = "explain" if len(wrong) > 1 else "explains"
     raise ValueError(
         f"{', '.join(spell(m) for m in wrong)} {verb} {theirs}, but the model is "
-        f"{'a causal LM' if kind == 'causal-lm' else 'a classifier'}; the methods "
-        f"for {plural[kind]}: {', '.join(spell(m) for m in fits)}"
+        f"{model.article}; the methods for {model.plural}: "
+        f"{', '.join(spell(m) for m in fits)}"
     )
 
 

@@ -103,14 +103,34 @@ def test_the_registry_of_names_imports_no_layer_and_no_torch():
 
 def test_the_request_check_imports_the_registry_only():
     """``captum_iba.request`` checks options before any model loads: it
-    imports the registry of names and nothing heavy."""
+    imports the registry of names and the model kinds' objects
+    (:mod:`captum_iba.attr.kinds`, whose own imports at its top are the
+    registry and the torch-free kind rule), and nothing heavy."""
     path = PACKAGE / "request.py"
-    assert {t for _, t in _captum_iba_targets(path)} <= {"registry"}
+    modules = {n for _, n in _imports(path) if n.startswith("captum_iba.")}
+    assert {m.split(".")[1] for m in modules} <= {"registry", "attr"}
+    assert {m for m in modules if m.startswith("captum_iba.attr")} <= {
+        "captum_iba.attr.kinds",
+        "captum_iba.attr.kinds.kind_named",
+        "captum_iba.attr.kinds.kinds_named",
+    }
     assert {n.split(".")[0] for _, n in _imports(path)} <= {
         "captum_iba",
         "dataclasses",
         "typing",
     }
+    kinds = ast.parse((PACKAGE / "attr" / "kinds.py").read_text(encoding="utf-8"))
+    top = {
+        node.module
+        for node in kinds.body
+        if isinstance(node, ast.ImportFrom) and node.module
+    } | {
+        a.name
+        for node in kinds.body
+        if isinstance(node, ast.Import)
+        for a in node.names
+    }
+    assert top <= {"typing", "captum_iba._utils.kinds", "captum_iba.registry"}
 
 
 # Captum's private modules (``captum._utils``, ``captum.attr._core``, ...) move

@@ -136,8 +136,9 @@ def layer_kind(config: Any) -> str:
     """``"decoder"`` for a causal LM's configuration, else ``"encoder"``
     (how messages name its layers)."""
     from captum_iba.app.model_kind import model_kind
+    from captum_iba.attr.kinds import kind_named
 
-    return "decoder" if model_kind(config) == "causal-lm" else "encoder"
+    return kind_named(model_kind(config)).layers
 
 
 def check_against_config(

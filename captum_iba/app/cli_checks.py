@@ -15,9 +15,8 @@ from captum_iba.app.data.corpora import DEFAULT_CORPUS, HELDOUT_SPLIT
 from captum_iba.app.errors import CLIError, split_choices
 from captum_iba.app.model_kind import kind_hint
 from captum_iba.app.profiles import CORPORA, PARTS
+from captum_iba.attr.kinds import kind_named
 from captum_iba.registry import (
-    DEFAULT_LLM_METHOD,
-    DEFAULT_METHOD,
     METHODS,
     OPTIONS,
     SETTINGS,
@@ -118,9 +117,8 @@ def check_explain(args: argparse.Namespace) -> None:
         args.methods = method_names(args.compare, "--compare")
     elif args.method is not None:
         args.methods = method_names(args.method, "--method")
-    else:
-        llm = args.model_kind == "causal-lm"
-        args.methods = [DEFAULT_LLM_METHOD if llm else DEFAULT_METHOD]
+    else:  # the default of the kind the name says (a classifier's if none)
+        args.methods = [kind_named(args.model_kind or "classifier").default_method]
     check_options(args, "fair")
 
 

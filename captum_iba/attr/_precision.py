@@ -116,10 +116,10 @@ def auto_precision(device: torch.device) -> str:
     Returns:
         str: ``"float32"`` or ``"bf16"``.
     """
-    kind = torch.device(device).type
-    if kind == "cuda":
+    device_type = torch.device(device).type
+    if device_type == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported() else "float32"
-    if kind != "cpu":
+    if device_type != "cpu":
         return "float32"
     setting = os.environ.get(BF16_ENV_VAR, "auto").strip().lower() or "auto"
     if setting in ("on", "off"):
@@ -127,23 +127,23 @@ def auto_precision(device: torch.device) -> str:
     return "bf16" if native_cpu_bf16() else "float32"
 
 
-def default_precision(options: Any, causal: bool = False) -> str:
-    """A method's default precision: ``"auto"`` for the configuration whose
-    bfloat16 scores were measured as faithful as float32's - the deletion
-    configuration (attention removal with the complement term) on
-    classifiers: AOPC within .001 of float32 on the SST-2 and RTE report
-    splits (docs/faithfulness.rst) - and ``"float32"`` for every other
-    configuration and for causal LMs (not measured in bfloat16).
+def default_precision(options: Any) -> str:
+    """A classifier's default precision: ``"auto"`` for the configuration
+    whose bfloat16 scores were measured as faithful as float32's - the
+    deletion configuration (attention removal with the complement term):
+    AOPC within .001 of float32 on the SST-2 and RTE report splits
+    (docs/faithfulness.rst) - and ``"float32"`` for every other
+    configuration. A causal LM's is ``"float32"`` (not measured in bfloat16;
+    :meth:`~captum_iba.attr.kinds.ModelKind.default_precision`).
 
     Args:
         options (IBAOptions): The run's options.
-        causal (bool): Whether the model is a causal LM.
 
     Returns:
         str: ``"auto"`` or ``"float32"``.
     """
     deletion = options.removal == "attention" and options.complement > 0
-    return "auto" if deletion and not causal else "float32"
+    return "auto" if deletion else "float32"
 
 
 def capability() -> str:
@@ -294,24 +294,24 @@ def resolve_precision(
 
 
 def precision_used(
-    model: Any, precision: Optional[str], options: Any, causal: bool = False
+    model: Any, precision: Optional[str], default: str
 ) -> Tuple[str, str]:
     """The precision a scorer asks for - ``precision``, or for None
-    :func:`default_precision` - and what it resolves to on the model's device
-    now (:func:`resolve_precision`; the attribution resolves it again at each
-    call, on the device the model is on then, and records it in
-    ``last_run``).
+    ``default`` (its model kind's,
+    :meth:`~captum_iba.attr.kinds.ModelKind.default_precision`) - and what
+    it resolves to on the model's device now (:func:`resolve_precision`; the
+    attribution resolves it again at each call, on the device the model is
+    on then, and records it in ``last_run``).
 
     Args:
         model (Any): The model (its first parameter's device).
         precision (str, optional): ``"float32"``, ``"bf16"``, ``"auto"`` or
-            None (the configuration's default).
-        options (IBAOptions): The run's options.
-        causal (bool): Whether the model is a causal LM.
+            None (the default).
+        default (str): The precision for None.
 
     Returns:
         tuple(str, str): The precision asked for, and ``"float32"`` or
         ``"bf16"``.
     """
-    asked = precision or default_precision(options, causal)
+    asked = precision or default
     return asked, resolve_precision(asked, model_device(model))

@@ -28,7 +28,6 @@ scored. The loss is a log-probability in **nats** (objective
 """
 
 import inspect
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 import torch
@@ -38,10 +37,9 @@ from torch import Tensor, nn
 
 from captum_iba.attr._ranking import TIE, no_ranking, say_if_flat
 from captum_iba.attr._user_turn import never_scored_ids
+from captum_iba.attr.batches import IGNORE_INDEX, AnswerScores, PromptBatch
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.llm_batch import (
-    IGNORE_INDEX,
-    PromptBatch,
     check_target,
     position_ids,
     prompt_batch,
@@ -265,38 +263,6 @@ class CausalLMLogLikelihood(nn.Module):
         scored = target != IGNORE_INDEX
         picked = logp.gather(-1, target.clamp_min(0).unsqueeze(-1)).squeeze(-1)
         return (picked * scored).sum(dim=1)
-
-
-@dataclass(frozen=True)
-class AnswerScores:
-    """What :func:`explain_answers` returns: per prompt token, zero at every
-    position that is not scored (padding, the template, special tokens, the
-    answer).
-
-    Attributes:
-        answer (Tensor, optional): ``(B, W)``, the scores for the whole
-            answer (its total log-probability).
-        tokens (Tensor, optional): ``(B, T, W)``, the scores for each output
-            token (``T``: the longest answer; zero rows past an answer's
-            end).
-        unit (str): What a score is (``"nats"`` for the capacity, summed
-            over the features; ``"signal"`` for a mask readout: the share of
-            the token's signal kept, in [0, 1], the features' mean, as for
-            classifiers).
-        flat (Tensor, optional): ``(B,)`` bool: the whole answer's scores of
-            the instance give no ranking (:func:`no_ranking`).
-        sources (Tensor, optional): ``(B, S)`` the whole answer's score of
-            each source of the context, from a method that scores sources
-            as such (IBA's ``mask="source"``, an ablation of whole sources;
-            NaN for a source a prompt does not have); None: pool the token
-            scores (:func:`~captum_iba.evaluation.sources.source_scores`).
-    """
-
-    answer: Optional[Tensor]
-    tokens: Optional[Tensor]
-    unit: str = "nats"
-    flat: Optional[Tensor] = None
-    sources: Optional[Tensor] = None
 
 
 def explain_answers(

@@ -14,14 +14,14 @@ what :class:`~captum_iba.attr.llm.CausalLMLogLikelihood` scores
 (:meth:`PromptBatch.arguments`).
 """
 
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
 
 from captum_iba._utils.common import max_positions, model_device
 from captum_iba.attr._user_turn import never_scored_ids, unknown_words, user_turn
+from captum_iba.attr.batches import IGNORE_INDEX, PromptBatch
 
 __all__ = [
     "IGNORE_INDEX",
@@ -33,103 +33,6 @@ __all__ = [
     "prompt_batch",
     "unknown_words",
 ]
-
-#: Label of positions that are not scored (the Hugging Face convention).
-IGNORE_INDEX = -100
-
-
-@dataclass(frozen=True)
-class PromptBatch:
-    """Prompts and answers, padded on the left to one width ``W``.
-
-    Attributes:
-        input_ids (Tensor): ``(B, W)`` prompt then answer token ids.
-        attention_mask (Tensor): ``(B, W)``, 0 at padding.
-        labels (Tensor): ``(B, W)``: the answer's ids at its positions,
-            :data:`IGNORE_INDEX` elsewhere.
-        scored (Tensor): ``(B, W)`` bool: the prompt tokens explained (not
-            padding, not special, not the chat template's).
-        prompts (tuple of str): The prompts as given (before any template).
-        sources (Tensor, optional): ``(B, W)`` long: the source of the
-            context each position lies in (its index in ``spans``), -1
-            elsewhere; set by
-            :func:`~captum_iba.evaluation.sources.with_sources`, which also
-            narrows ``scored`` to the sources' tokens. None: no sources.
-        spans (tuple): Per prompt, its sources as ``(start, end)``
-            character spans of the prompt (empty without sources).
-    """
-
-    input_ids: Tensor
-    attention_mask: Tensor
-    labels: Tensor
-    scored: Tensor
-    prompts: Tuple[str, ...] = ()
-    sources: Optional[Tensor] = None
-    spans: Tuple[Tuple[Tuple[int, int], ...], ...] = ()
-
-    def __len__(self) -> int:
-        return int(self.input_ids.shape[0])
-
-    @property
-    def answer_mask(self) -> Tensor:
-        """``(B, W)`` bool: the answer's positions."""
-        return self.labels != IGNORE_INDEX
-
-    @property
-    def prompt_mask(self) -> Tensor:
-        """``(B, W)`` bool: the prompt's positions (template included)."""
-        return self.attention_mask.bool() & ~self.answer_mask
-
-    @property
-    def n_sources(self) -> int:
-        """The most sources a prompt has (0 without sources)."""
-        return max((len(s) for s in self.spans), default=0)
-
-    def answer_ids(self, row: int) -> List[int]:
-        """The answer of ``row`` as token ids."""
-        return self.input_ids[row][self.answer_mask[row]].tolist()
-
-    def arguments(self) -> Dict[str, Tensor]:
-        """``input_ids``, ``attention_mask`` and ``labels``: the arguments of
-        :class:`~captum_iba.attr.llm.CausalLMLogLikelihood`. The last column
-        (the answers' last token, which predicts nothing) is left out of the
-        ids and the mask; ``labels`` keeps it, one column longer."""
-        return {
-            "input_ids": self.input_ids[:, :-1],
-            "attention_mask": self.attention_mask[:, :-1],
-            "labels": self.labels,
-        }
-
-    def per_token(self) -> Tuple["PromptBatch", Tensor]:
-        """One row per answer token: row ``(b, k)`` is row ``b`` with only
-        its ``k``-th answer token labelled (the tokens after it cannot change
-        its probability in a causal model).
-
-        Returns:
-            (PromptBatch, Tensor): The rows, and for each its ``(b, k)``.
-        """
-        rows: List[int] = []
-        which: List[Tuple[int, int]] = []
-        labels = []
-        for b in range(len(self)):
-            columns = self.answer_mask[b].nonzero().flatten().tolist()
-            for k, column in enumerate(columns):
-                label = torch.full_like(self.labels[b], IGNORE_INDEX)
-                label[column] = self.labels[b, column]
-                rows.append(b)
-                which.append((b, k))
-                labels.append(label)
-        index = torch.tensor(rows, dtype=torch.long)
-        batch = PromptBatch(
-            self.input_ids[index],
-            self.attention_mask[index],
-            torch.stack(labels),
-            self.scored[index],
-            tuple(self.prompts[b] for b in rows) if self.prompts else (),
-            None if self.sources is None else self.sources[index],
-            tuple(self.spans[b] for b in rows) if self.spans else (),
-        )
-        return batch, torch.tensor(which, dtype=torch.long)
 
 
 def position_ids(attention_mask: Tensor) -> Tensor:

@@ -34,6 +34,7 @@ __all__ = [
     "ConfigLike",
     "IBAOptions",
     "options_doc",
+    "used_options",
 ]
 
 BetaType = Union[float, Literal["auto"]]
@@ -375,3 +376,14 @@ class CallSettings:
     mask_explicit: bool
     precision: str = "float32"
     objective: Optional[Objective] = None
+
+
+def used_options(options: "IBAOptions") -> Dict[str, Any]:
+    """The options as results record them, less those the run does not use:
+    the deletion through attention adds no noise, so it has no prior, beta or
+    noise seed."""
+    record = options.record()
+    if options.removal == "attention":
+        for name in NOISE_ONLY + ("seed",):
+            record.pop(name, None)
+    return record

@@ -17,12 +17,14 @@ from captum_iba.attr.bottleneck import NATS_PER_BIT
 __all__ = [
     "LayerLike",
     "LayerRef",
+    "default_layer",
     "default_layer_index",
     "paper_layer_index",
     "encoder_layers",
     "is_decoder",
     "layer_token_map",
     "resolve_layer",
+    "stack_name",
     "token_attributions",
 ]
 
@@ -173,6 +175,22 @@ def is_decoder(model: Module) -> bool:
     return is_causal(stack[0])
 
 
+def stack_name(model: Module) -> str:
+    """``"decoder"`` when ``model``'s layer stack is causal
+    (:func:`is_decoder`: a causal LM, or a classifier on GPT-2), else
+    ``"encoder"``: how messages name its layers."""
+    return "decoder" if is_decoder(model) else "encoder"
+
+
+def default_layer(model: Module) -> "LayerRef":
+    """IBA's layer when none is named: by the layer stack's structure, the
+    token embeddings of a decoder (:func:`is_decoder`; a causal LM, or a
+    classifier on GPT-2), else :func:`default_layer_index` of an encoder."""
+    if is_decoder(model):
+        return LayerRef(None, embeddings_of(model))
+    return resolve_layer(model, default_layer_index(model))
+
+
 class LayerRef(NamedTuple):
     """A layer resolved once: the module and, for a layer of the model's layer
     stack, its index.
@@ -209,8 +227,7 @@ def resolve_layer(model: Module, layer: LayerLike = None) -> LayerRef:
             below every layer: :func:`~captum_iba._utils.modules.embeddings_of`,
             the same module for every method); a module of the model (its
             index is found when it is in the stack); a ``LayerRef`` (as it
-            is); None: :func:`default_layer_index` of an encoder, the token
-            embeddings of a decoder (a causal LM, :func:`is_decoder`).
+            is); None: :func:`default_layer`.
 
     Returns:
         LayerRef: ``(index, module)``.
@@ -230,19 +247,19 @@ def resolve_layer(model: Module, layer: LayerLike = None) -> LayerRef:
         return LayerRef(
             next((i for i, m in enumerate(stack) if m is layer), None), layer
         )
-    if layer == "embeddings" or (layer is None and is_decoder(model)):
+    if layer is None:
+        return default_layer(model)
+    if layer == "embeddings":
         return LayerRef(None, embeddings_of(model))
-    if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int)):
+    if isinstance(layer, bool) or not isinstance(layer, int):
         raise TypeError(
             "layer must be an index, 'embeddings', a module or a LayerRef; got "
             f"{layer!r}"
         )
     layers = encoder_layers(model)
-    chosen = default_layer_index(model) if layer is None else layer
-    if not 0 <= chosen < len(layers):
+    if not 0 <= layer < len(layers):
         raise ValueError(
-            f"layer index {chosen} is out of range: the model has {len(layers)} "
-            f"{'decoder' if is_decoder(model) else 'encoder'} layers, valid "
-            f"indices are 0..{len(layers) - 1}"
+            f"layer index {layer} is out of range: the model has {len(layers)} "
+            f"{stack_name(model)} layers, valid indices are 0..{len(layers) - 1}"
         )
-    return LayerRef(chosen, layers[chosen])
+    return LayerRef(layer, layers[layer])

@@ -19,16 +19,15 @@ import torch
 from torch import Tensor, nn
 
 from captum_iba._utils.common import model_device
-from captum_iba._utils.kinds import is_causal_lm
 from captum_iba.attr._amortized_pass import unpack
 from captum_iba.attr.amortized import (
     AmortizedExplainer,
     AmortizedInformationBottleneckAttribution,
 )
 from captum_iba.attr.explainer import OBJECTIVE_OPTIONS
+from captum_iba.attr.kinds import kind_of
 from captum_iba.attr.llm import (
     AnswerScores,
-    CausalLMLogLikelihood,
     llm_options,
     no_ranking,
 )
@@ -127,13 +126,10 @@ def fit_amortized(
         options["distil_only"] = False  # a budget or beta instead of the teacher
     if options.get("distil", 0) > 0:
         options.setdefault("teacher", default_teacher(model, layer))
-    if is_causal_lm(model):
-        options = causal_lm_settings(options, tokenizer)
-        model = CausalLMLogLikelihood(model)
-    elif isinstance(options.get("teacher"), (str, IBAOptions)):
-        options["teacher"] = teacher_options(options["teacher"])
+    kind = kind_of(model)
+    options = _FIT_SETTINGS[kind.name](options, tokenizer)
     return AmortizedExplainer.fit(
-        model, layer, data, tokenizer=tokenizer, folder=folder,
+        kind.explained(model), layer, data, tokenizer=tokenizer, folder=folder,
         show_progress=show_progress, **options,
     )  # fmt: skip
 
@@ -160,6 +156,18 @@ def causal_lm_settings(options: Dict[str, Any], tokenizer: Any) -> Dict[str, Any
         out["teacher"] = _log_probability(out["teacher"])
     out.setdefault("pad_token_id", _pad_id(tokenizer))  # the batches' padding
     return out
+
+
+def classifier_settings(options: Dict[str, Any], tokenizer: Any) -> Dict[str, Any]:
+    """A classifier's fit settings from ``options``: a teacher named by a
+    configuration (or given as options) resolved to its options."""
+    if isinstance(options.get("teacher"), (str, IBAOptions)):
+        options["teacher"] = teacher_options(options["teacher"])
+    return options
+
+
+#: The fit settings per kind of model.
+_FIT_SETTINGS = {"classifier": classifier_settings, "causal-lm": causal_lm_settings}
 
 
 def _log_probability(value: Any) -> IBAOptions:
@@ -362,8 +370,7 @@ class IBAAmortizedScorer(TokenScorer):
             objective = {"objective": explainer_objective} if given else {}
             explainer = explainer(ref.module, **objective)
         _check_objective(explainer, explainer_objective)
-        causal = self.kind == "causal-lm"
-        forward = CausalLMLogLikelihood(model) if causal else model
+        forward = self.model_kind.explained(model)
         if self.tokenizer is not None:
             explainer.check(forward, ref.module, self.tokenizer)
         self.aiba = AmortizedInformationBottleneckAttribution(

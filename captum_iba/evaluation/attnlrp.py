@@ -223,8 +223,7 @@ class AttnLRPScorer(TokenScorer):
         self.module_name = lxt_module(model)
         self._copies = _CopyCache()
         self.settings.update(implementation="lxt.efficient (AttnLRP rules)")
-        if self.kind == "causal-lm":
-            self.settings.update(explained="the sum of the answer tokens' logits")
+        self.settings.update(self.model_kind.explained_output())
 
     def _scores(
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor

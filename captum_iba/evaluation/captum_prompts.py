@@ -77,7 +77,8 @@ class CaptumPromptScorer(TokenScorer):
 
     A subclass names :attr:`prompt_method` (and, where they differ from
     Captum's defaults, :attr:`prompt_arguments`); its constructor calls
-    :meth:`_prompt_setup` when the model is a causal LM (``self.kind``).
+    :meth:`_prompt_setup` when the model is a causal LM
+    (:attr:`~captum_iba.attr.kinds.ModelKind.generates`).
     """
 
     #: Captum's class that explains a causal LM's prompts (None: the method
@@ -96,7 +97,7 @@ class CaptumPromptScorer(TokenScorer):
     def _explains_prompts(self) -> bool:
         """Whether this scorer explains a causal LM's prompts (its model is
         one and its method has a Captum class for it)."""
-        return self.kind == "causal-lm" and self.prompt_method is not None
+        return self.model_kind.generates and self.prompt_method is not None
 
     def _prompt_setup(
         self, n_samples: Optional[int] = None, seed: Optional[int] = 0, **given: bool
@@ -126,9 +127,9 @@ class CaptumPromptScorer(TokenScorer):
         self.seed, self.n_samples = seed, n_samples
         method = self._prompt_attribution()
         if isinstance(method, LayerAttribution):
-            self.llm = LLMGradientAttribution(method, self.tokenizer)
+            self.prompt_api = LLMGradientAttribution(method, self.tokenizer)
         else:
-            self.llm = LLMAttribution(method, self.tokenizer)
+            self.prompt_api = LLMAttribution(method, self.tokenizer)
         # without per-token scores, a method linear in its target runs once
         self.summed = (
             SummedLLMGradientAttribution(method, self.tokenizer)
@@ -153,7 +154,7 @@ class CaptumPromptScorer(TokenScorer):
     def _prompt_options(self, length: int) -> Dict[str, Any]:
         """The arguments of Captum's ``attribute`` for a prompt of ``length``
         tokens."""
-        if isinstance(self.llm, LLMGradientAttribution):
+        if isinstance(self.prompt_api, LLMGradientAttribution):
             return {}
         out: Dict[str, Any] = {"forward_in_tokens": False}
         if self.n_samples is not None:
@@ -164,20 +165,15 @@ class CaptumPromptScorer(TokenScorer):
         """Each prompt's scores for its answer and (unless
         :attr:`~captum_iba.evaluation.TokenScorer.per_token_note` says why
         not) for each output token."""
-        if getattr(self, "llm", None) is None:
-            if self.prompt_method is None:
-                return super()._prompt_scores(batch, per_token)
-            raise TypeError(
-                f"this {self.name} scorer was built for a classifier; build it "
-                "with the causal LM to explain a PromptBatch"
-            )
+        if self.prompt_method is None:  # a method for classifiers only
+            return super()._prompt_scores(batch, per_token)
         width = batch.input_ids.shape[1]
         answer = torch.zeros(len(batch), width)
         longest = int(batch.answer_mask.sum(1).max())
         tokens = torch.zeros(len(batch), longest, width)
         device = common.model_device(self.model, batch.input_ids.device)
         has_tokens = per_token and not self.per_token_note
-        llm = self.llm if has_tokens or self.summed is None else self.summed
+        api = self.prompt_api if has_tokens or self.summed is None else self.summed
         for b in range(len(batch)):
             prompt = batch.prompt_mask[b]
             ids = batch.input_ids[b][prompt].unsqueeze(0).to(device)
@@ -188,7 +184,7 @@ class CaptumPromptScorer(TokenScorer):
                 if self.seed is not None:
                     torch.manual_seed(common.instance_seed(self.seed, ids[0]))
                 options = self._prompt_options(ids.shape[1])
-                res = llm.attribute(inp, target=target, **options)
+                res = api.attribute(inp, target=target, **options)
             columns = prompt.nonzero().flatten()[features[0].cpu()]
             answer[b, columns] = res.seq_attr.detach().float().cpu()
             if res.token_attr is not None:

@@ -23,12 +23,10 @@ from captum_iba.attr._precision import precision_used
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.llm import (
     AnswerScores,
-    CausalLMLogLikelihood,
     explain_answers,
-    llm_options,
 )
 from captum_iba.attr.llm_batch import PromptBatch
-from captum_iba.attr.options import NOISE_ONLY, ConfigLike, IBAOptions
+from captum_iba.attr.options import ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
 from captum_iba.attr.text import LayerLike, resolve_layer, token_attributions
 from captum_iba.evaluation.batches import rows_per_pass
@@ -116,47 +114,21 @@ class IBAScorer(TokenScorer):
         if prior is not None:
             knobs["prior"] = prior
         super().__init__(model, **kwargs)
-        causal = self.kind == "causal-lm"
-        if causal:  # one mask weight per token for the configurations that ask
-            knobs = llm_options({**knobs, "config": config})
-            config = knobs.pop("config")
+        kind = self.model_kind
+        knobs = kind.configure({**knobs, "config": config})
+        config = knobs.pop("config")
         ref = resolve_layer(model, layer)
         #: The IBA options every call uses (one object, validated once).
         self.options = IBAOptions.from_config(config, seed=seed, **knobs)
-        precision, used = precision_used(model, precision, self.options, causal)
-        extra: Dict[str, Any] = {}
-        if precision != "float32" or causal:
-            extra["precision"] = precision
-        # the deletion baseline, or the tokens the attention removal may
-        # remove (a causal LM's answer's: its tokens never scored)
-        if (
-            causal
-            or self.options.prior.needs_baseline
-            or self.options.removal == "attention"
-        ):
-            extra.update(
-                pad_token_id=self.pad_token_id,
-                special_token_ids=self.special_token_ids,
-            )
-        explained = CausalLMLogLikelihood(model) if causal else model
+        default = kind.default_precision(self.options)
+        precision, used = precision_used(model, precision, default)
+        extra = kind.iba_arguments(
+            precision, self.options, self.pad_token_id, self.special_token_ids
+        )
         self.iba = (iba_class or InformationBottleneckAttribution)(
-            explained, ref.module, **extra
+            kind.explained(model), ref.module, **extra
         )
-        if causal:  # as 0.3's records hold them
-            self.settings.update(
-                layer_index=ref.index,
-                layer=ref.label if ref.index is not None else "embeddings",
-                options=self.options.record(),
-                precision=used,
-            )
-            return
-        self.settings.update(
-            _used_options(self.options),
-            layer=type(ref.module).__name__,
-            precision=used,
-        )
-        if ref.index is not None:
-            self.settings["layer_index"] = ref.index
+        self.settings.update(kind.iba_settings(ref, self.options, used))
 
     @property
     def needs_sources(self) -> bool:  # type: ignore[override]
@@ -212,11 +184,6 @@ class IBAScorer(TokenScorer):
     def _scores(
         self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
     ) -> Tensor:
-        if self.kind == "causal-lm":
-            raise TypeError(
-                f"{self.name} was built on a causal LM: give it a PromptBatch "
-                "(prompt_batch), not token ids"
-            )
         extra = (mask,) if tt is None else (mask, tt)
         attr = self.iba.attribute(
             ids,
@@ -234,11 +201,6 @@ class IBAScorer(TokenScorer):
         return token_attributions(attr, reduction=self.options.token_reduction)
 
     def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
-        if self.kind != "causal-lm":
-            raise TypeError(
-                f"{self.name} was built on a classifier: a PromptBatch needs it "
-                "built on a causal LM"
-            )
         rows = rows_per_pass(batch.input_ids.shape[1], self.options.internal_batch_size)
         options = self.options.replace(internal_batch_size=rows)
         scores = explain_answers(self.iba, batch, per_token=per_token, config=options)
@@ -256,17 +218,6 @@ class IBAScorer(TokenScorer):
         if run.get("precision"):
             self.settings["precision"] = run["precision"]
         return run
-
-
-def _used_options(options: IBAOptions) -> Dict[str, Any]:
-    """The options as results record them, less those the run does not use:
-    the deletion through attention adds no noise, so it has no prior, beta or
-    noise seed."""
-    record = options.record()
-    if options.removal == "attention":
-        for name in NOISE_ONLY + ("seed",):
-            record.pop(name, None)
-    return record
 
 
 def one_step_deletion(model: Any, tokenizer: Any) -> IBAScorer:

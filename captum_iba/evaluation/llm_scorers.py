@@ -26,6 +26,7 @@ import warnings
 from typing import Any, Optional
 
 from captum_iba._utils.lazy import renamed
+from captum_iba.attr.kinds import CAUSAL_LM, ModelKind
 from captum_iba.attr.llm import AnswerScores
 from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.evaluation.batches import ROW_TOKENS, rows_per_pass
@@ -70,29 +71,8 @@ class LLMScorer(TokenScorer):
     models = ("causal-lm",)
 
     @classmethod
-    def _kind_of(cls, model: Any) -> str:
-        return "causal-lm"  # also a causal LM whose class the rule does not know
-
-    def attribute(self, batch: PromptBatch, per_token: bool = False) -> AnswerScores:  # type: ignore[override]
-        """The scores of ``batch``'s prompt tokens
-        (:meth:`TokenScorer.attribute <captum_iba.evaluation.TokenScorer.attribute>`).
-
-        Args:
-            batch (PromptBatch): Prompts and answers
-                (:func:`~captum_iba.attr.llm_batch.prompt_batch`).
-            per_token (bool): Also score each output token (``tokens``).
-
-        Returns:
-            AnswerScores: ``answer`` ``(B, W)`` and, when asked for and the
-            method gives them, ``tokens`` ``(B, T, W)``; zero wherever
-            ``batch.scored`` is False.
-        """
-        if not isinstance(batch, PromptBatch):
-            raise TypeError(
-                f"batch must be a PromptBatch (prompt_batch builds one); got "
-                f"{type(batch).__name__}"
-            )
-        return super().attribute(batch, per_token=per_token)
+    def _kind_of(cls, model: Any) -> ModelKind:
+        return CAUSAL_LM  # also a causal LM whose class the rule does not know
 
     def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
         return self._scores(batch, per_token)  # type: ignore[call-arg,arg-type]

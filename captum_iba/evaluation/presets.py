@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Dict, Iterator, Mapping, Tuple, Union
 
+from captum_iba.attr.kinds import ModelKind, kind_named
 from captum_iba.metrics import PAPER_LEVELS, DegradationOptions, Deletion
 from captum_iba.registry import SETTINGS as _SETTING_NAMES
 
@@ -85,12 +86,13 @@ class Preset:
     table1: Tuple[str, ...] = ("random", "IG", "LIME")
     own_prior: bool = True
 
-    def scorer_arguments(self, method: str, kind: str = "classifier") -> Dict[str, Any]:
+    def scorer_arguments(
+        self, method: str, kind: Union[str, ModelKind] = "classifier"
+    ) -> Dict[str, Any]:
         """The constructor arguments this preset gives ``method``'s scorer
-        for models of ``kind`` (a copy; none for a causal LM's)."""
-        if kind != "classifier":
-            return {}
-        return dict(self.scorers.get(method, {}))
+        for models of ``kind`` (a copy; none for a causal LM's:
+        :meth:`~captum_iba.attr.kinds.ModelKind.preset_arguments`)."""
+        return kind_named(kind).preset_arguments(self, method)
 
 
 PAPER = Preset(

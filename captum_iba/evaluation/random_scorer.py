@@ -39,7 +39,7 @@ class RandomScorer(TokenScorer):
         super().__init__(model, **kwargs)  # type: ignore[arg-type]
         self.seed = int(seed)
         self.settings.update(distribution="uniform[0, 1)", seed=self.seed)
-        if self.kind == "classifier":
+        if self.model_kind.has_classes:
             self.settings.update(seeding="per instance", explains="n/a")
 
     def _attribute(

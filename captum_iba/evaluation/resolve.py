@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from torch import nn
 
-from captum_iba._utils.kinds import is_causal_lm
+from captum_iba.attr.kinds import kind_of
 from captum_iba.attr.priors import NoisePrior, resolve_prior
 from captum_iba.attr.text import LayerRef, resolve_layer
 from captum_iba.evaluation.corpus import encoded_batches
@@ -201,11 +201,11 @@ def model_kind_of(methods: Sequence[str], model: Any) -> str:
     """The kind of model to build ``methods`` for when no one said it: the
     one kind they all explain when there is one (e.g. 0.2's ``llm-*``
     names: causal LMs), else the model's
-    (:func:`~captum_iba._utils.kinds.is_causal_lm`)."""
+    (:func:`~captum_iba.attr.kinds.kind_of`)."""
     common = [k for k in MODEL_KINDS if all(k in models_of(m) for m in methods)]
     if len(common) == 1:
         return common[0]
-    return "causal-lm" if is_causal_lm(model) else "classifier"
+    return kind_of(model).name
 
 
 def build_scorers(

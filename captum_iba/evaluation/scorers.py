@@ -35,7 +35,19 @@ live in
 import dataclasses
 import time
 import warnings
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Type
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    Union,
+)
 
 import torch
 from captum.log import log_usage
@@ -48,10 +60,15 @@ from captum_iba._utils.common import (
     hf_call,
     model_device,
 )
-from captum_iba._utils.kinds import is_causal_lm
-from captum_iba.attr.llm import AnswerScores
-from captum_iba.attr.llm_batch import PromptBatch
-from captum_iba.evaluation.batches import TokenBatch
+from captum_iba.attr.batches import (
+    BATCH_TYPES,
+    AnswerScores,
+    Batch,
+    PromptBatch,
+    Scores,
+    TokenBatch,
+)
+from captum_iba.attr.kinds import ModelKind, kind_of
 from captum_iba.evaluation.sources import POOLINGS
 from captum_iba.registry import METHODS, SETTINGS
 
@@ -68,9 +85,9 @@ __all__ = [
 
 #: A scorer's ``setting`` outside the registered comparison settings.
 CUSTOM_SETTING = "custom"
-#: What a scorer's ``output`` option explains, in words (for
-#: :attr:`TokenScorer.score_meaning`).
-OUTPUT_WORDS = {"logits": "logit", "probs": "probability", "log_odds": "log-odds"}
+#: The class explained per instance, as Captum's methods take it: an index
+#: for all, one per instance, a ``(B,)`` tensor, or None (the predicted class).
+TargetLike = Union[None, int, Sequence[int], Tensor]
 
 
 def register_scorer(cls: Type["TokenScorer"]) -> Type["TokenScorer"]:
@@ -219,8 +236,10 @@ class TokenScorer(MethodFacts):
         method_name (str): The registered method (e.g. ``"iba-faithful"``).
         name (str): The name shown in results and tables (the method, or a
             variant of it such as ``"IBA (paper)"``).
-        kind (str): The kind of the model: ``"causal-lm"`` for a Hugging Face
-            causal LM, else ``"classifier"``.
+        model_kind (ModelKind): The kind of the model, decided once when the
+            scorer is built (:func:`~captum_iba.attr.kinds.kind_of`): a
+            Hugging Face causal LM's, else a classifier's; ``kind`` is its
+            name.
         settings (dict): Everything that defines the run (setting, target rule,
             steps, samples, seed, ...).
     """
@@ -266,36 +285,36 @@ class TokenScorer(MethodFacts):
                 f"setting must be one of {', '.join(SETTINGS.names())} (or "
                 f"{CUSTOM_SETTING!r}); got {setting!r}"
             )
-        self.kind = self._kind_of(model)
+        #: The kind of the model (:class:`~captum_iba.attr.kinds.ModelKind`),
+        #: decided once here: everything that differs by kind asks it.
+        self.model_kind: ModelKind = self._kind_of(model)
         self.method_name = method_name or registered_name(type(self))
         self.name = name or self.method_name
         self.model = model
         self.tokenizer = tokenizer
         self.special_token_ids = common.special_token_ids(tokenizer, special_token_ids)
-        # A causal LM's tokenizer often has no pad token: its end-of-text then.
-        eos = (
-            getattr(tokenizer, "eos_token_id", None) if self.kind != "classifier" else 0
-        )
-        self.pad_token_id = int(common.pad_token_id(tokenizer, pad_token_id, eos or 0))
+        self.pad_token_id = self.model_kind.pad_token_id(tokenizer, pad_token_id)
         self.target_class = target_class
         self.use_attention_mask = use_attention_mask
         self.settings: Dict[str, Any] = {"method": self.name, "setting": setting}
-        if self.kind == "classifier":
-            self.settings.update(
-                explains="given target"
-                if target_class is None
-                else f"class {target_class}",
-                attention_mask=use_attention_mask,
-            )
+        self.settings.update(
+            self.model_kind.scorer_settings(target_class, use_attention_mask)
+        )
         self.seconds = 0.0
         self.instances = 0
         self._meaning: Optional[str] = None
 
     @classmethod
-    def _kind_of(cls, model: Any) -> str:
-        """The kind ``model`` is explained as: ``"causal-lm"`` for a Hugging
-        Face causal LM (by its class), else ``"classifier"``."""
-        return "causal-lm" if is_causal_lm(model) else "classifier"
+    def _kind_of(cls, model: Any) -> ModelKind:
+        """The kind ``model`` is explained as
+        (:func:`~captum_iba.attr.kinds.kind_of`)."""
+        return kind_of(model)
+
+    @property
+    def kind(self) -> str:
+        """str: The name of the model's kind (``"classifier"`` or
+        ``"causal-lm"``; the object is :attr:`model_kind`)."""
+        return self.model_kind.name
 
     @property
     def score_meaning(self) -> str:
@@ -304,10 +323,7 @@ class TokenScorer(MethodFacts):
         LM's: :attr:`prompt_meaning`), unless set on the instance."""
         if self._meaning is not None:
             return self._meaning
-        if self.kind == "causal-lm":
-            return self.prompt_meaning
-        output = OUTPUT_WORDS.get(getattr(self, "output", None), "score")
-        return self.meaning.format(output=output)
+        return self.model_kind.score_meaning(self)
 
     @score_meaning.setter
     def score_meaning(self, value: str) -> None:
@@ -316,20 +332,22 @@ class TokenScorer(MethodFacts):
     @log_usage()
     def attribute(
         self,
-        batch: Any,
-        target: Any = None,
+        batch: Union[Batch, Tensor],
+        target: TargetLike = None,
         attention_mask: Optional[Tensor] = None,
         token_type_ids: Optional[Tensor] = None,
         per_token: bool = False,
-    ) -> Any:
-        """Per-token scores of one batch, of either kind.
+    ) -> Scores:
+        """Per-token scores of one batch: ``attribute(batch) -> scores``.
 
         Args:
-            batch (TokenBatch, Tensor or PromptBatch): A classifier's batch
-                (:class:`~captum_iba.evaluation.batches.TokenBatch`, or its
-                ``(B, L)`` token ids, with the next three arguments), or a
-                causal LM's prompts and answers
-                (:func:`~captum_iba.attr.llm_batch.prompt_batch`).
+            batch (TokenBatch, PromptBatch or Tensor): A classifier's batch
+                (:class:`~captum_iba.attr.batches.TokenBatch`) or a causal
+                LM's prompts and answers
+                (:class:`~captum_iba.attr.batches.PromptBatch`,
+                :func:`~captum_iba.attr.llm_batch.prompt_batch`); or, written
+                Captum's way, a classifier's ``(B, L)`` token ids with the
+                next three arguments (the same as their ``TokenBatch``).
             target (int, sequence, Tensor or None): With token ids: the class
                 to explain per instance (ignored when the scorer explains a
                 fixed class, as in the paper setting). None: the predicted
@@ -344,36 +362,41 @@ class TokenScorer(MethodFacts):
         Returns:
             Tensor or AnswerScores: A classifier's ``(B, L)`` float scores on
             the CPU, higher = more relevant, zero at padding; a causal LM's
-            :class:`~captum_iba.attr.llm.AnswerScores` (``answer`` ``(B, W)``
-            and, when asked for and the method gives them, ``tokens``
-            ``(B, T, W)``), zero wherever ``batch.scored`` is False.
+            :class:`~captum_iba.attr.batches.AnswerScores` (``answer``
+            ``(B, W)`` and, when asked for and the method gives them,
+            ``tokens`` ``(B, T, W)``), zero wherever ``batch.scored`` is
+            False.
 
         Raises:
-            TypeError: For a batch of neither kind, or of a kind the method
-                does not explain.
+            TypeError: For a batch of neither kind, or not the batch of the
+                scorer's model's kind.
         """
-        if isinstance(batch, PromptBatch):
-            if isinstance(target, bool):  # 0.3's attribute(batch, per_token)
-                per_token = target
-            return self._attribute_prompts(batch, per_token)
-        if isinstance(batch, TokenBatch):
-            batch, target, attention_mask, token_type_ids = (
-                batch.input_ids,
-                batch.target,
-                batch.attention_mask,
-                batch.token_type_ids,
-            )
-        if not isinstance(batch, Tensor):
+        if isinstance(batch, Tensor):  # Captum's form: a classifier's tensors
+            batch = TokenBatch(batch, target, attention_mask, token_type_ids)
+        elif isinstance(target, bool):  # 0.3's attribute(prompt_batch, per_token)
+            per_token = target
+        if not isinstance(batch, BATCH_TYPES):
             raise TypeError(
                 "batch must be a TokenBatch or token ids (a classifier) or a "
                 f"PromptBatch (a causal LM); got {type(batch).__name__}"
             )
-        input_ids = batch
+        expected = self.model_kind.batch_type
+        if self.model is not None and not isinstance(batch, expected):
+            raise TypeError(
+                f"{self.name} was built on {self.model_kind.article}: give it a "
+                f"{expected.__name__}, not a {type(batch).__name__}"
+            )
+        return batch.scored_by(self, per_token)
+
+    def _attribute_tokens(self, batch: TokenBatch) -> Tensor:
+        """A classifier's ``(B, L)`` scores (:meth:`_scores`), zero at
+        padding, the inputs checked."""
+        input_ids = batch.input_ids
         if input_ids.dim() != 2:
             raise ValueError("input_ids must be (B, L)")
         check_length(self.model, input_ids.shape[1], "input_ids")
-        mask = self._mask_of(input_ids, attention_mask)
-        scores = self._attribute(input_ids, target, mask, token_type_ids)
+        mask = self._mask_of(input_ids, batch.attention_mask)
+        scores = self._attribute(input_ids, batch.target, mask, batch.token_type_ids)
         self.instances += input_ids.shape[0]
         return scores.masked_fill(~mask.bool().cpu(), 0.0)
 

@@ -248,7 +248,7 @@ class ShapleySourcesScorer(SourceScorer):
         if n_samples is not None and (isinstance(n_samples, bool) or n_samples < 1):
             raise ValueError(f"n_samples must be >= 1; got {n_samples!r}")
         self.n_samples, self.seed = n_samples, seed
-        self.llm = LLMAttribution(self.prompt_method(self.model), self.tokenizer)
+        self.prompt_api = LLMAttribution(self.prompt_method(self.model), self.tokenizer)
         self.settings.update(
             captum=self.prompt_method.__name__, n_samples=n_samples, seed=seed
         )
@@ -270,7 +270,7 @@ class ShapleySourcesScorer(SourceScorer):
             if self.seed is not None:
                 ids = batch.input_ids[b][batch.prompt_mask[b]]
                 torch.manual_seed(common.instance_seed(self.seed, ids))
-            return self.llm.attribute(
+            return self.prompt_api.attribute(
                 inp, target=target, forward_in_tokens=False, **options
             )
 

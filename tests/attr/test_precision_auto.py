@@ -14,6 +14,7 @@ import torch
 from captum_iba import InformationBottleneckAttribution
 from captum_iba.app import cli
 from captum_iba.attr import _precision, _speed
+from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER
 from captum_iba.attr.options import IBAOptions
 from captum_iba.evaluation.iba import IBAScorer
 from captum_iba.registry import OPTIONS
@@ -120,7 +121,8 @@ def test_the_class_takes_auto_and_records_what_ran(machine, monkeypatch):
 def test_auto_is_the_default_only_where_bf16_was_measured_faithful():
     deletion = IBAOptions.from_config("deletion")
     assert _precision.default_precision(deletion) == "auto"
-    assert _precision.default_precision(deletion, causal=True) == "float32"
+    assert CAUSAL_LM.default_precision(deletion) == "float32"
+    assert CLASSIFIER.default_precision(deletion) == "auto"
     for config in ("paper", "faithful"):
         assert _precision.default_precision(IBAOptions.from_config(config)) == (
             "float32"

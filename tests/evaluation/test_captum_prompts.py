@@ -64,7 +64,7 @@ def test_the_same_class_scores_both_kinds(model, tokenizer, batch):
 
 def test_a_classifier_scorer_refuses_a_prompt_batch(model, tokenizer):
     scorer = IntegratedGradientsScorer(model, tokenizer=tokenizer)
-    with pytest.raises(TypeError, match="built for a classifier"):
+    with pytest.raises(TypeError, match="built on a classifier: give it a TokenBatch"):
         scorer.attribute(_prompts(tiny_word_tokenizer()))
 
 

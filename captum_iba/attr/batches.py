@@ -1,0 +1,240 @@
+"""The two batches a method explains, one per kind of model, and what it
+returns: the one typed contract of every method
+(:meth:`TokenScorer.attribute <captum_iba.evaluation.TokenScorer.attribute>`,
+``attribute(batch) -> scores``).
+
+* :class:`TokenBatch` - a classifier's batch: token ids, the class explained
+  per instance, the attention mask and the segment ids; a method scores each
+  token for the class: a ``(B, L)`` tensor;
+* :class:`PromptBatch` - a causal LM's batch: prompts and their answers
+  (:func:`~captum_iba.attr.llm_batch.prompt_batch` builds it); a method
+  scores each prompt token for the answer: :class:`AnswerScores`.
+
+:data:`Batch` and :data:`Scores` name the pair. A batch knows how a scorer
+scores it (``batch.scored_by(scorer, per_token)``), so a scorer never tests
+which batch it was given; its model's kind
+(:class:`~captum_iba.attr.kinds.ModelKind`) says which batch it takes. A
+causal LM's passes are sized by :func:`rows_per_pass` (rows x tokens within
+:data:`ROW_TOKENS`).
+"""
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "BATCH_TYPES",
+    "IGNORE_INDEX",
+    "ROW_TOKENS",
+    "AnswerScores",
+    "Batch",
+    "PromptBatch",
+    "Scores",
+    "TokenBatch",
+    "rows_per_pass",
+]
+
+#: Label of positions that are not scored (the Hugging Face convention).
+IGNORE_INDEX = -100
+
+
+#: Default bound of one forward and backward pass of IBA's noise copies or
+#: integrated gradients' steps on a causal LM's prompts: rows x tokens. A
+#: decoder keeps far more per token for its backward pass than the small
+#: encoders IBA's own default is set for (SmolLM2-135M: about 1.5 MB per
+#: token), so a long prompt runs one row per pass.
+ROW_TOKENS = 2048
+
+
+def rows_per_pass(width: int, given: Optional[int]) -> int:
+    """``given``, else as many rows of ``width`` tokens as keep rows x tokens
+    within :data:`ROW_TOKENS` (at least 1)."""
+    return given if given is not None else max(1, ROW_TOKENS // max(width, 1))
+
+
+@dataclass(frozen=True)
+class TokenBatch:
+    """A classifier's batch: what one :meth:`TokenScorer.attribute
+    <captum_iba.evaluation.TokenScorer.attribute>` call explains (and the
+    degradation test of its scores tracks).
+
+    Attributes:
+        input_ids (Tensor): ``(B, L)`` token ids.
+        target (Tensor, optional): ``(B,)`` the class explained; None: the
+            predicted class.
+        attention_mask (Tensor, optional): ``(B, L)``, 0 at padding.
+        token_type_ids (Tensor, optional): ``(B, L)`` segment ids.
+    """
+
+    input_ids: Tensor
+    target: Optional[Any] = None
+    attention_mask: Optional[Tensor] = None
+    token_type_ids: Optional[Tensor] = None
+
+    def __len__(self) -> int:
+        return int(self.input_ids.shape[0])
+
+    def scores(self, scorer: Any) -> Tensor:
+        """Tensor: ``(B, L)`` the scores of ``scorer`` for this batch."""
+        return scorer.attribute(self)
+
+    def scored_by(self, scorer: Any, per_token: bool = False) -> Tensor:
+        """``(B, L)`` the scores of ``scorer`` (its classifier's route;
+        ``per_token`` has no meaning for a class and is ignored)."""
+        return scorer._attribute_tokens(self)
+
+    def part(self, instances: slice) -> "TokenBatch":
+        """TokenBatch: The same batch for some ``instances`` only."""
+
+        def cut(t: Any) -> Any:
+            return None if t is None else t[instances]
+
+        return TokenBatch(
+            self.input_ids[instances],
+            cut(self.target),
+            cut(self.attention_mask),
+            cut(self.token_type_ids),
+        )
+
+
+@dataclass(frozen=True)
+class PromptBatch:
+    """Prompts and answers, padded on the left to one width ``W``.
+
+    Attributes:
+        input_ids (Tensor): ``(B, W)`` prompt then answer token ids.
+        attention_mask (Tensor): ``(B, W)``, 0 at padding.
+        labels (Tensor): ``(B, W)``: the answer's ids at its positions,
+            :data:`IGNORE_INDEX` elsewhere.
+        scored (Tensor): ``(B, W)`` bool: the prompt tokens explained (not
+            padding, not special, not the chat template's).
+        prompts (tuple of str): The prompts as given (before any template).
+        sources (Tensor, optional): ``(B, W)`` long: the source of the
+            context each position lies in (its index in ``spans``), -1
+            elsewhere; set by
+            :func:`~captum_iba.evaluation.sources.with_sources`, which also
+            narrows ``scored`` to the sources' tokens. None: no sources.
+        spans (tuple): Per prompt, its sources as ``(start, end)``
+            character spans of the prompt (empty without sources).
+    """
+
+    input_ids: Tensor
+    attention_mask: Tensor
+    labels: Tensor
+    scored: Tensor
+    prompts: Tuple[str, ...] = ()
+    sources: Optional[Tensor] = None
+    spans: Tuple[Tuple[Tuple[int, int], ...], ...] = ()
+
+    def __len__(self) -> int:
+        return int(self.input_ids.shape[0])
+
+    def scored_by(self, scorer: Any, per_token: bool = False) -> "AnswerScores":
+        """The scores of ``scorer`` (its causal LM's route), and with
+        ``per_token`` each output token's too."""
+        return scorer._attribute_prompts(self, per_token)
+
+    @property
+    def answer_mask(self) -> Tensor:
+        """``(B, W)`` bool: the answer's positions."""
+        return self.labels != IGNORE_INDEX
+
+    @property
+    def prompt_mask(self) -> Tensor:
+        """``(B, W)`` bool: the prompt's positions (template included)."""
+        return self.attention_mask.bool() & ~self.answer_mask
+
+    @property
+    def n_sources(self) -> int:
+        """The most sources a prompt has (0 without sources)."""
+        return max((len(s) for s in self.spans), default=0)
+
+    def answer_ids(self, row: int) -> List[int]:
+        """The answer of ``row`` as token ids."""
+        return self.input_ids[row][self.answer_mask[row]].tolist()
+
+    def arguments(self) -> Dict[str, Tensor]:
+        """``input_ids``, ``attention_mask`` and ``labels``: the arguments of
+        :class:`~captum_iba.attr.llm.CausalLMLogLikelihood`. The last column
+        (the answers' last token, which predicts nothing) is left out of the
+        ids and the mask; ``labels`` keeps it, one column longer."""
+        return {
+            "input_ids": self.input_ids[:, :-1],
+            "attention_mask": self.attention_mask[:, :-1],
+            "labels": self.labels,
+        }
+
+    def per_token(self) -> Tuple["PromptBatch", Tensor]:
+        """One row per answer token: row ``(b, k)`` is row ``b`` with only
+        its ``k``-th answer token labelled (the tokens after it cannot change
+        its probability in a causal model).
+
+        Returns:
+            (PromptBatch, Tensor): The rows, and for each its ``(b, k)``.
+        """
+        rows: List[int] = []
+        which: List[Tuple[int, int]] = []
+        labels = []
+        for b in range(len(self)):
+            columns = self.answer_mask[b].nonzero().flatten().tolist()
+            for k, column in enumerate(columns):
+                label = torch.full_like(self.labels[b], IGNORE_INDEX)
+                label[column] = self.labels[b, column]
+                rows.append(b)
+                which.append((b, k))
+                labels.append(label)
+        index = torch.tensor(rows, dtype=torch.long)
+        batch = PromptBatch(
+            self.input_ids[index],
+            self.attention_mask[index],
+            torch.stack(labels),
+            self.scored[index],
+            tuple(self.prompts[b] for b in rows) if self.prompts else (),
+            None if self.sources is None else self.sources[index],
+            tuple(self.spans[b] for b in rows) if self.spans else (),
+        )
+        return batch, torch.tensor(which, dtype=torch.long)
+
+
+@dataclass(frozen=True)
+class AnswerScores:
+    """What a method returns for a causal LM's batch
+    (:func:`~captum_iba.attr.llm.explain_answers` for IBA): per prompt token,
+    zero at every position that is not scored (padding, the template, special
+    tokens, the answer).
+
+    Attributes:
+        answer (Tensor, optional): ``(B, W)``, the scores for the whole
+            answer (its total log-probability).
+        tokens (Tensor, optional): ``(B, T, W)``, the scores for each output
+            token (``T``: the longest answer; zero rows past an answer's
+            end).
+        unit (str): What a score is (``"nats"`` for the capacity, summed
+            over the features; ``"signal"`` for a mask readout: the share of
+            the token's signal kept, in [0, 1], the features' mean, as for
+            classifiers).
+        flat (Tensor, optional): ``(B,)`` bool: the whole answer's scores of
+            the instance give no ranking (:func:`~captum_iba.attr._ranking.no_ranking`).
+        sources (Tensor, optional): ``(B, S)`` the whole answer's score of
+            each source of the context, from a method that scores sources
+            as such (IBA's ``mask="source"``, an ablation of whole sources;
+            NaN for a source a prompt does not have); None: pool the token
+            scores (:func:`~captum_iba.evaluation.sources.source_scores`).
+    """
+
+    answer: Optional[Tensor]
+    tokens: Optional[Tensor]
+    unit: str = "nats"
+    flat: Optional[Tensor] = None
+    sources: Optional[Tensor] = None
+
+
+#: A batch of either kind.
+Batch = Union[TokenBatch, PromptBatch]
+#: Its members, for ``isinstance``.
+BATCH_TYPES = (TokenBatch, PromptBatch)
+#: The scores of a batch: a classifier's ``(B, L)`` tensor, a causal LM's
+#: :class:`AnswerScores`.
+Scores = Union[Tensor, AnswerScores]

@@ -1,0 +1,379 @@
+"""The kind of model a method explains, decided once: one object per kind.
+
+A sequence classifier and a causal LM differ in what is explained (a class's
+logit; an answer's log-probability), in the batch a method takes (a
+:class:`~captum_iba.attr.batches.TokenBatch`; a
+:class:`~captum_iba.attr.batches.PromptBatch`), in IBA's arguments, its
+configuration's per-kind fields, its default precision and what it records,
+in the padding id, the default method and what a score means (IBA's default
+layer follows the layer stack instead,
+:func:`~captum_iba.attr.text.default_layer`: a decoder's token embeddings,
+for a classifier on GPT-2 too). Each difference is a member of
+:class:`ModelKind`, and :func:`kind_of` decides which kind a loaded model
+is, once, at the entry (a scorer's constructor,
+:func:`~captum_iba.evaluation.build_scorers`, the application's routes);
+everything after asks the object and never tests the kind itself.
+:func:`kind_named` gives the object of a kind's name (what the registry's
+``models`` fact and a request hold; the command line decides a name from a
+model's configuration before torch loads, :mod:`captum_iba.app.model_kind`).
+
+The module imports neither torch nor the rest of the package at import (the
+command line's parser reads :attr:`ModelKind.article` before anything heavy
+loads); what a member needs is imported when it runs.
+
+Room for a third kind (an encoder-decoder): a subclass of :class:`ModelKind`
+added to :data:`KINDS` and its name to
+:data:`captum_iba.registry.MODEL_KINDS`.
+"""
+
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+
+from captum_iba._utils.kinds import is_causal_lm, kind_of_class_names
+from captum_iba.registry import DEFAULT_LLM_METHOD, DEFAULT_METHOD, MODEL_KINDS
+
+__all__ = [
+    "CAUSAL_LM",
+    "CLASSIFIER",
+    "KINDS",
+    "OUTPUT_WORDS",
+    "ModelKind",
+    "config_kind",
+    "kind_named",
+    "kind_of",
+    "kind_of_config",
+    "kinds_named",
+]
+
+#: What a classifier scorer's ``output`` option explains, in words (its
+#: :meth:`ModelKind.score_meaning`).
+OUTPUT_WORDS = {"logits": "logit", "probs": "probability", "log_odds": "log-odds"}
+
+
+class ModelKind:
+    """What differs between kinds of model, asked of one object.
+
+    Attributes:
+        name (str): The kind's name, one of
+            :data:`~captum_iba.registry.MODEL_KINDS`.
+        article (str): The kind in a sentence (``"a classifier"``).
+        plural (str): The kind in plural (``"classifiers"``).
+        layers (str): How messages name its layer stack (``"encoder"``).
+        has_classes (bool): Whether it predicts classes (a target is a
+            class index; the comparison presets' arguments apply).
+        generates (bool): Whether it generates text: a method explains its
+            answers to prompts.
+        default_method (str): The method explained when none is named.
+    """
+
+    name = ""
+    article = ""
+    plural = ""
+    layers = "encoder"
+    has_classes = True
+    generates = False
+    default_method = DEFAULT_METHOD
+
+    def __repr__(self) -> str:
+        return f"<model kind {self.name}>"
+
+    @property
+    def batch_type(self) -> type:
+        """type: The batch its methods explain."""
+        raise NotImplementedError
+
+    def explained(self, model: Any) -> Any:
+        """The function IBA's attribution runs: the model itself, or what
+        wraps it so that its output is the quantity explained."""
+        return model
+
+    def configure(self, options: Dict[str, Any]) -> Dict[str, Any]:
+        """IBA's keyword options with this kind's fields of the named
+        configuration (``options["config"]``) added where not given."""
+        return options
+
+    def default_precision(self, options: Any) -> str:
+        """The precision IBA runs in when none is asked for: ``"float32"``
+        unless its bfloat16 scores were measured as faithful."""
+        return "float32"
+
+    def pad_token_id(self, tokenizer: Any, given: Optional[int]) -> int:
+        """The padding id: ``given``, else the tokenizer's, else 0."""
+        from captum_iba._utils.common import pad_token_id
+
+        return int(pad_token_id(tokenizer, given, 0))
+
+    def scorer_settings(
+        self, target_class: Optional[int], use_attention_mask: bool
+    ) -> Dict[str, Any]:
+        """What a scorer records of what it explains (its ``settings``)."""
+        return {}
+
+    def score_meaning(self, scorer: Any) -> str:
+        """What one score of ``scorer`` means, in one sentence."""
+        raise NotImplementedError
+
+    def preset_arguments(self, preset: Any, method: str) -> Dict[str, Any]:
+        """The constructor arguments a comparison preset gives ``method``."""
+        return {}
+
+    def iba_arguments(
+        self,
+        precision: str,
+        options: Any,
+        pad_token_id: int,
+        special_token_ids: Iterable[int],
+    ) -> Dict[str, Any]:
+        """The keyword arguments of
+        :class:`~captum_iba.attr.iba.InformationBottleneckAttribution` a
+        scorer builds it with, beside the model and the layer."""
+        raise NotImplementedError
+
+    def iba_settings(self, layer: Any, options: Any, precision: str) -> Dict[str, Any]:
+        """What an IBA scorer records of its layer, options and precision."""
+        raise NotImplementedError
+
+    def explained_output(self) -> Dict[str, Any]:
+        """What a method that reads the logits records it explains."""
+        return {}
+
+
+class Classifier(ModelKind):
+    """A sequence classifier (``...ForSequenceClassification``): a method
+    explains a class's output for a
+    :class:`~captum_iba.attr.batches.TokenBatch`, ``(B, L)`` scores."""
+
+    name = "classifier"
+    article = "a classifier"
+    plural = "classifiers"
+
+    @property
+    def batch_type(self) -> type:
+        from captum_iba.attr.batches import TokenBatch
+
+        return TokenBatch
+
+    def scorer_settings(
+        self, target_class: Optional[int], use_attention_mask: bool
+    ) -> Dict[str, Any]:
+        explains = "given target" if target_class is None else f"class {target_class}"
+        return {"explains": explains, "attention_mask": use_attention_mask}
+
+    def default_precision(self, options: Any) -> str:
+        from captum_iba.attr._precision import default_precision
+
+        return default_precision(options)
+
+    def score_meaning(self, scorer: Any) -> str:
+        output = OUTPUT_WORDS.get(getattr(scorer, "output", None), "score")
+        return str(scorer.meaning).format(output=output)
+
+    def preset_arguments(self, preset: Any, method: str) -> Dict[str, Any]:
+        return dict(preset.scorers.get(method, {}))
+
+    def iba_arguments(
+        self,
+        precision: str,
+        options: Any,
+        pad_token_id: int,
+        special_token_ids: Iterable[int],
+    ) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        if precision != "float32":
+            out["precision"] = precision
+        # the deletion baseline, or the tokens the attention removal may remove
+        if options.prior.needs_baseline or options.removal == "attention":
+            out.update(pad_token_id=pad_token_id, special_token_ids=special_token_ids)
+        return out
+
+    def iba_settings(self, layer: Any, options: Any, precision: str) -> Dict[str, Any]:
+        from captum_iba.attr.options import used_options
+
+        out: Dict[str, Any] = {
+            **used_options(options),
+            "layer": type(layer.module).__name__,
+        }
+        out["precision"] = precision
+        if layer.index is not None:
+            out["layer_index"] = layer.index
+        return out
+
+
+class CausalLM(ModelKind):
+    """A causal LM (``...ForCausalLM``, ``...LMHeadModel``): a method
+    explains an answer's log-probability for a
+    :class:`~captum_iba.attr.batches.PromptBatch` (prompts and answers),
+    :class:`~captum_iba.attr.batches.AnswerScores`."""
+
+    name = "causal-lm"
+    article = "a causal LM"
+    plural = "causal LMs"
+    layers = "decoder"
+    has_classes = False
+    generates = True
+    default_method = DEFAULT_LLM_METHOD
+
+    @property
+    def batch_type(self) -> type:
+        from captum_iba.attr.batches import PromptBatch
+
+        return PromptBatch
+
+    def explained(self, model: Any) -> Any:
+        from captum_iba.attr.llm import CausalLMLogLikelihood
+
+        return CausalLMLogLikelihood(model)
+
+    def configure(self, options: Dict[str, Any]) -> Dict[str, Any]:
+        from captum_iba.attr.llm import llm_options
+
+        return llm_options(options)
+
+    def pad_token_id(self, tokenizer: Any, given: Optional[int]) -> int:
+        # A causal LM's tokenizer often has no pad token: its end-of-text then.
+        from captum_iba._utils.common import pad_token_id
+
+        eos = getattr(tokenizer, "eos_token_id", None)
+        return int(pad_token_id(tokenizer, given, eos or 0))
+
+    def score_meaning(self, scorer: Any) -> str:
+        return str(scorer.prompt_meaning)
+
+    def iba_arguments(
+        self,
+        precision: str,
+        options: Any,
+        pad_token_id: int,
+        special_token_ids: Iterable[int],
+    ) -> Dict[str, Any]:
+        # the answer's tokens are never scored nor removed: always named
+        return {
+            "precision": precision,
+            "pad_token_id": pad_token_id,
+            "special_token_ids": special_token_ids,
+        }
+
+    def iba_settings(self, layer: Any, options: Any, precision: str) -> Dict[str, Any]:
+        return {  # as 0.3's records hold them
+            "layer_index": layer.index,
+            "layer": layer.label if layer.index is not None else "embeddings",
+            "options": options.record(),
+            "precision": precision,
+        }
+
+    def explained_output(self) -> Dict[str, Any]:
+        return {"explained": "the sum of the answer tokens' logits"}
+
+
+#: The model kinds' objects, by name (in the order of
+#: :data:`~captum_iba.registry.MODEL_KINDS`).
+CLASSIFIER, CAUSAL_LM = Classifier(), CausalLM()
+KINDS: Mapping[str, ModelKind] = {k.name: k for k in (CLASSIFIER, CAUSAL_LM)}
+assert tuple(KINDS) == MODEL_KINDS, "KINDS and registry.MODEL_KINDS differ"
+
+
+def kind_of(model: Any) -> ModelKind:
+    """The kind of a loaded model, decided once by its class: a Hugging Face
+    causal LM (a ``...ForCausalLM`` or ``...LMHeadModel``) is
+    :data:`CAUSAL_LM`; anything else (a sequence classifier, even one on a
+    decoder such as ``GPT2ForSequenceClassification``, or a plain function)
+    is :data:`CLASSIFIER`.
+
+    Args:
+        model (Any): The model, or a :class:`ModelKind` (returned as it is).
+
+    Returns:
+        ModelKind: Its kind's object.
+    """
+    if isinstance(model, ModelKind):
+        return model
+    return CAUSAL_LM if is_causal_lm(model) else CLASSIFIER
+
+
+def _kind_of_model_type(model_type: Any) -> Optional[str]:
+    """A ``model_type``'s kind by transformers' own auto-class tables."""
+    if not isinstance(model_type, str) or not model_type:
+        return None
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+        MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES,
+    )
+
+    encoder = model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and not encoder:
+        return "causal-lm"
+    if model_type in MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES:
+        return "classifier"
+    return None
+
+
+def config_kind(config: Any) -> Optional[str]:
+    """The one decision of a model's kind from its configuration (a
+    ``transformers`` configuration, or ``config.json`` read as a dict).
+
+    The rule, in order:
+
+    1. A GGUF file's configuration (its ``quantization_config``) is a causal
+       LM: transformers reads only language models from GGUF files.
+    2. ``architectures``, the classes the weights were saved from: a
+       ``...ForCausalLM`` / ``...LMHeadModel`` is a causal LM, a
+       ``...ForSequenceClassification`` a classifier. It is the folder's own
+       word, so it wins.
+    3. Else ``model_type`` (a folder saved without ``architectures``): a type
+       with a causal-LM class in transformers
+       (``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``) is a causal LM unless it is an
+       encoder - a type with a masked-LM class
+       (``MODEL_FOR_MASKED_LM_MAPPING_NAMES``: BERT, RoBERTa, ELECTRA, ...,
+       whose causal-LM class is a rarely used variant, so such a folder is
+       far more likely a classifier or a base encoder). Llama, GPT-2, Gemma,
+       Qwen, Mistral have a causal-LM class and no masked-LM class: a Llama
+       folder is never taken for a classifier with a random head. A type
+       with only a sequence-classification class (DistilBERT, ...) is a
+       classifier.
+    4. Else None (unknown: the caller's default, a classifier).
+    """
+    if isinstance(config, dict):
+        get = config.get
+    else:
+
+        def get(key: str) -> Any:
+            return getattr(config, key, None)
+
+    quant = get("quantization_config") or {}
+    if isinstance(quant, dict) and quant.get("quant_method") == "gguf":
+        return "causal-lm"
+    found = kind_of_class_names(get("architectures"))
+    return found or _kind_of_model_type(get("model_type"))
+
+
+def kind_of_config(model_or_config: Any) -> ModelKind:
+    """The kind of a loaded model or of a configuration (a ``transformers``
+    configuration, or ``config.json`` read as a dict): a causal LM by its
+    class (:func:`kind_of`), else as :func:`config_kind` says; a classifier
+    when neither says."""
+    found = kind_of(model_or_config)
+    if found.generates:
+        return found
+    config = getattr(model_or_config, "config", model_or_config)
+    return kind_named(config_kind(config) or CLASSIFIER.name)
+
+
+def kind_named(name: Any) -> ModelKind:
+    """The object of the kind named ``name`` (a :class:`ModelKind` is
+    returned as it is).
+
+    Raises:
+        ValueError: For an unknown name, naming the kinds.
+    """
+    if isinstance(name, ModelKind):
+        return name
+    found = KINDS.get(name) if isinstance(name, str) else None
+    if found is None:
+        raise ValueError(f"unknown model kind {name!r}; the kinds are {MODEL_KINDS}")
+    return found
+
+
+def kinds_named(names: Iterable[str]) -> Tuple[ModelKind, ...]:
+    """The objects of ``names``, in :data:`KINDS`' order."""
+    wanted = set(names)
+    return tuple(k for n, k in KINDS.items() if n in wanted)
