@@ -35,14 +35,14 @@ context-facts`` takes it.
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import torch
 from filelock import FileLock
 
 from captum_iba._utils.digest import weights_digest
-from captum_iba._utils.kinds import is_causal_lm
 from captum_iba.app.context_fit import (
     CONTEXT_FIT,
     CONTEXT_OBJECTIVE,
@@ -55,7 +55,7 @@ from captum_iba.app.errors import CLIError
 from captum_iba.app.finetune.store import default_cache_dir
 from captum_iba.attr.amortized import AmortizedExplainer
 from captum_iba.attr.amortized_store import RECORD
-from captum_iba.attr.llm import CausalLMLogLikelihood
+from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER, kind_of
 from captum_iba.attr.text import LayerRef
 from captum_iba.evaluation.amortized import (
     fit_amortized,
@@ -121,28 +121,26 @@ def explainer_folder(
     where = "embeddings" if layer.index is None else layer.index
     length = "*" if max_length is None else int(max_length)
     digest = settings_digest(
-        objective, causal=is_causal_lm(model), context=corpus in CONTEXT_TASKS
+        objective, kind_of(model).name, context=corpus in CONTEXT_TASKS
     )
     name = f"{corpus}-l{where}-len{length}-s{digest}-{weights_digest(model)}"
     return default_cache_dir() / "explainers" / name
 
 
 def settings_digest(
-    objective: str = "distil", causal: bool = False, context: bool = False
+    objective: str = "distil", kind: str = "classifier", context: bool = False
 ) -> str:
     """8 hexadecimal digits of ``iba-amortized`` 's fit settings for
     ``objective`` (:func:`~captum_iba.evaluation.amortized.objective_settings`:
-    ``AMORTIZED_SETTINGS`` for the default, ``"distil"``); for a ``causal``
-    LM, with the answers it is fitted on (:data:`LLM_ANSWERS`); on a
-    ``context`` task, its settings and data
+    ``AMORTIZED_SETTINGS`` for the default, ``"distil"``) on a model of
+    ``kind``; a causal LM's with the answers it is fitted on
+    (:data:`LLM_ANSWERS`); on a ``context`` task, its settings and data
     (:data:`~captum_iba.app.context_fit.CONTEXT_FIT`, greedy responses)."""
-    settings = objective_settings(objective)
+    settings = dict(objective_settings(objective), **_FITTING[kind].digested)
     if context:
         settings = dict(
             context_fit_settings(objective), data=CONTEXT_FIT, answers="greedy"
         )
-    elif causal:
-        settings = dict(settings, answers=LLM_ANSWERS)
     text = json.dumps(settings, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
@@ -300,22 +298,22 @@ def cached_explainer(
             "iba-amortized: the model's training corpus is not known (use the "
             "default model or one fine-tuned by captum-iba)"
         )
-    causal = is_causal_lm(model)
+    fitting = _FITTING[kind_of(model).name]
     settings = objective_settings(objective)
     if fit:
         folder = explainer_folder(model, layer, corpus, max_length, objective)
     else:
-        preferred = 0 if causal else DEFAULT_MAX_LENGTH
-        folder = _for_explain(model, layer, corpus, objective, preferred)
+        folder = _for_explain(model, layer, corpus, objective, fitting.length)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(folder) + ".lock"):
         try:
             if (folder / RECORD).is_file() or not fit:
-                forward = CausalLMLogLikelihood(model) if causal else model
-                extra = {"tokenizer": tokenizer} if causal else {}  # in its key
-                return AmortizedExplainer.load(folder, forward, layer.module, **extra)
+                forward = kind_of(model).explained(model)
+                key = fitting.key(tokenizer)
+                return AmortizedExplainer.load(folder, forward, layer.module, **key)
         except FileNotFoundError:
-            raise CLIError(_none_fitted(folder, corpus, objective, causal)) from None
+            message = _none_fitted(folder, corpus, objective, fitting.kind)
+            raise CLIError(message) from None
         except ValueError as err:
             raise CLIError(f"{err} Remove the folder to fit it again.") from None
         print(f"[captum_iba] fitting the amortized explainer into {folder}")
@@ -323,15 +321,9 @@ def cached_explainer(
             return fit_on_contexts(
                 model, tokenizer, layer, corpus, folder, data_dir, objective
             )
-        if causal:
-            print(
-                f"[captum_iba] on {len(prompts or ())} training prompts of the "
-                f"{corpus} task with the model's choice among its answer words, "
-                f"objective {objective!r}"
-            )
-            batches = task_batches(model, tokenizer, corpus, list(prompts or ()))
-        else:
-            batches = training_batches(tokenizer, corpus, data_dir, max_length)
+        batches = fitting.batches(
+            model, tokenizer, corpus, objective, prompts, data_dir, max_length
+        )
         return fit_amortized(
             model, layer.module, batches, tokenizer, folder, **settings
         )
@@ -345,22 +337,96 @@ def default_objective(task: Optional[str]) -> str:
     return CONTEXT_OBJECTIVE if task in CONTEXT_TASKS else LLM_OBJECTIVE
 
 
-def _fit_command(corpus: str, objective: str, causal: bool) -> str:
+def _classifier_batches(
+    model: Any,
+    tokenizer: Any,
+    corpus: str,
+    objective: str,
+    prompts: Optional[Sequence[str]],
+    data_dir: Optional[str],
+    max_length: int,
+) -> List[Dict[str, Any]]:
+    """A classifier's training batches: ``corpus`` 's training split."""
+    return training_batches(tokenizer, corpus, data_dir, max_length)
+
+
+def _prompt_batches(
+    model: Any,
+    tokenizer: Any,
+    corpus: str,
+    objective: str,
+    prompts: Optional[Sequence[str]],
+    data_dir: Optional[str],
+    max_length: int,
+) -> List[Any]:
+    """A causal LM's training batches: the prompt task's ``prompts`` with
+    the model's choice among its answer words."""
+    print(
+        f"[captum_iba] on {len(prompts or ())} training prompts of the "
+        f"{corpus} task with the model's choice among its answer words, "
+        f"objective {objective!r}"
+    )
+    return task_batches(model, tokenizer, corpus, list(prompts or ()))
+
+
+@dataclass(frozen=True)
+class _Fitting:
+    """What differs between the kinds of model in their cached explainers.
+
+    Attributes:
+        kind (str): The kind of model.
+        digested (dict): Fit settings the folder's digest adds.
+        length (int): The ``--max-length`` an explainer for ``explain`` is
+            preferably taken with (a causal LM's prompts: not cut, 0).
+        batches (Callable): The training batches of a corpus.
+        default_objective (Callable): A corpus's default objective.
+        with_tokenizer (bool): Whether the explainer's key holds the
+            tokenizer (a causal LM's prompts are laid out by it).
+    """
+
+    kind: str
+    digested: Mapping[str, Any]
+    length: int
+    batches: Callable[..., List[Any]]
+    default_objective: Callable[[Optional[str]], str]
+    with_tokenizer: bool
+
+    def key(self, tokenizer: Any) -> Dict[str, Any]:
+        """The keyword arguments of :meth:`AmortizedExplainer.load` beside
+        the model and the layer."""
+        return {"tokenizer": tokenizer} if self.with_tokenizer else {}
+
+
+#: The cached explainers' settings per kind of model.
+_FITTING = {
+    CLASSIFIER.name: _Fitting(
+        CLASSIFIER.name, {}, DEFAULT_MAX_LENGTH, _classifier_batches,
+        lambda corpus: "distil", False,
+    ),
+    CAUSAL_LM.name: _Fitting(
+        CAUSAL_LM.name, {"answers": LLM_ANSWERS}, 0, _prompt_batches,
+        default_objective, True,
+    ),
+}  # fmt: skip
+
+
+def _fit_command(corpus: str, objective: str, kind: str) -> str:
     """The command that fits the explainer of ``corpus`` (a corpus, a prompt
-    or context task; ``TASK`` for any prompt task) trained on ``objective``,
-    quoted: its ``--explainer-objective`` named unless it is the default."""
-    default = default_objective(corpus) if causal else "distil"
+    or context task; ``TASK`` for any prompt task) trained on ``objective``
+    for a model of ``kind``, quoted: its ``--explainer-objective`` named
+    unless it is the default."""
+    default = _FITTING[kind].default_objective(corpus)
     flag = "" if objective == default else f" --explainer-objective {objective}"
     option = "--task" if corpus in CONTEXT_TASKS else "--dataset"
     return f"`captum-iba evaluate {option} {corpus} --methods iba-amortized{flag}`"
 
 
-def _none_fitted(folder: Path, corpus: str, objective: str, causal: bool) -> str:
+def _none_fitted(folder: Path, corpus: str, objective: str, kind: str) -> str:
     """The message when no explainer is cached in ``folder``: the command
     that fits it."""
     return (
         f"no fitted explainer for this model and layer in {folder}: run "
-        f"{_fit_command(corpus, objective, causal)} (with the same --model) first"
+        f"{_fit_command(corpus, objective, kind)} (with the same --model) first"
     )
 
 
@@ -411,8 +477,8 @@ def cached_lm_explainer(
         raise CLIError(
             f"iba-amortized: no explainer fitted on the {task} task's {what} is "
             f"cached for this causal LM and layer (objective {chosen!r}; --fit-on "
-            f"{task}): fit it with {_fit_command(task, chosen, True)} (with the "
-            "same --model and --layer)"
+            f"{task}): fit it with {_fit_command(task, chosen, CAUSAL_LM.name)} "
+            "(with the same --model and --layer)"
         )
     fitted_chat = uses_chat(tokenizer, None) if context else TASKS[task].chat
     if fitted_chat != chat:
@@ -451,7 +517,7 @@ def _the_cached_task(model: Any, layer: LayerRef, objective: Optional[str]) -> s
         raise CLIError(
             f"no fitted explainer for this causal LM and layer{shown}: fit one on "
             f"a prompt task's training prompts with "
-            f"{_fit_command('TASK', task_objective, True)} (TASK one of "
+            f"{_fit_command('TASK', task_objective, CAUSAL_LM.name)} (TASK one of "
             f"{', '.join(TASKS)}), or on a context task's search contexts with "
             f"`captum-iba evaluate --task TASK --methods iba-amortized` (TASK one "
             f"of {', '.join(CONTEXT_TASKS)}), with the same --model and --layer"

@@ -9,8 +9,9 @@ the harness's resolver and the engine runs the units.
 
 import argparse
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -25,6 +26,7 @@ from captum_iba.app.checks import (
 from captum_iba.app.command_parts import config_and_record
 from captum_iba.app.context_corpus import (
     context_job,
+    on_classifier,
     prepare_contexts,
     write_context_report,
 )
@@ -40,7 +42,12 @@ from captum_iba.app.engine import (
 )
 from captum_iba.app.engine.records import weights_digest
 from captum_iba.app.finetune.recipes import DEFAULT_BASE_MODEL_NAME
-from captum_iba.app.llm_corpus import check_kind, prepare_prompts, prompt_job
+from captum_iba.app.llm_corpus import (
+    check_methods,
+    check_prompt_task,
+    prepare_prompts,
+    prompt_job,
+)
 from captum_iba.app.models import check_request_layers, kind_of
 from captum_iba.attr.text import resolve_layer
 from captum_iba.evaluation import Resources, build_scorers, get_preset
@@ -111,19 +118,83 @@ def _run_settings(args: argparse.Namespace, split: str) -> Dict[str, Any]:
     return dict(settings, command=args.command, split=split)
 
 
+#: What a route's ``prepare`` gives: what the job needs, and a warning.
+_Prepared = Tuple[Any, Optional[str]]
+
+
+@dataclass(frozen=True)
+class _Route:
+    """One question a corpus run answers - a classifier's corpus, a causal
+    LM's prompt task, a context task - as the steps that differ: what is
+    made and checked before any weights load (``prepare``: what the job
+    needs, and a warning or None), and the job on this rank's device."""
+
+    prepare: Callable[[argparse.Namespace, str], _Prepared]
+    job: Callable[[argparse.Namespace, World, str, Any], CorpusJob]
+
+
+def _route(args: argparse.Namespace) -> _Route:
+    """The run's route, decided once from the model's kind and ``--task``;
+    its methods checked against the kind.
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: For methods that do not explain the
+            model's kind, or a context task on a classifier.
+    """
+    kind = kind_of(args.model)
+    question = "context task" if getattr(args, "task", None) else "corpus"
+    route = _ROUTES.get((question, kind))
+    if route is None:
+        raise on_classifier(args)
+    check_methods(args, kind)
+    return route
+
+
+def _prepare_corpus(args: argparse.Namespace, split: str) -> _Prepared:
+    """A classifier's corpus run: ``--max-length``, the layers and the
+    classes checked against the configuration; its warning."""
+    args.max_length = args.max_length or CLASSIFIER_MAX_LENGTH
+    config, record = config_and_record(args.model, args.dataset)
+    check_against_config(config, max_length=args.max_length)
+    check_request_layers(args.request, config)
+    return None, corpus_warning(record, args.dataset)
+
+
+def _prepare_prompts(args: argparse.Namespace, split: str) -> _Prepared:
+    """A causal LM's prompt task: the prompts made and checked."""
+    check_prompt_task(args)
+    return prepare_prompts(args, split), None
+
+
+def _prepare_contexts(
+    args: argparse.Namespace, split: str
+) -> Tuple[Any, Optional[str]]:
+    """A context task: the examples made and fitted (``args.contexts``)."""
+    args.contexts = prepare_contexts(args)
+    return None, None
+
+
+def _prompt_job(
+    args: argparse.Namespace, world: World, split: str, prepared: Any
+) -> CorpusJob:
+    job = prompt_job(args, prepared, _run_settings(args, split))
+    job.model.to(world.device)
+    return job
+
+
+def _context_job(
+    args: argparse.Namespace, world: World, split: str, prepared: Any
+) -> CorpusJob:
+    job = context_job(args, args.contexts, _run_settings(args, split))
+    job.model.to(world.device)
+    return job
+
+
 def _corpus_job(
     args: argparse.Namespace, world: World, split: str, prepared: Any = None
 ) -> CorpusJob:
-    """The model on this rank's device, the scorers and the corpus of a run
-    (a causal LM's prompts ``prepared`` before)."""
-    if args.contexts is not None:
-        job = context_job(args, args.contexts, _run_settings(args, split))
-        job.model.to(world.device)
-        return job
-    if args.llm:
-        job = prompt_job(args, prepared, _run_settings(args, split))
-        job.model.to(world.device)
-        return job
+    """A classifier's corpus run: the model on this rank's device, the
+    scorers and the corpus."""
     if args.model is None and not world.is_main:
         world.barrier()  # rank 0 fine-tunes (or finds) the default model first
     model, tok = command_parts.model_and_tokenizer(args.model, args.dataset)
@@ -150,6 +221,15 @@ def _corpus_job(
     )
 
 
+#: The routes, by question and model kind (a context task on a classifier
+#: has none).
+_ROUTES = {
+    ("corpus", "classifier"): _Route(_prepare_corpus, _corpus_job),
+    ("corpus", "causal-lm"): _Route(_prepare_prompts, _prompt_job),
+    ("context task", "causal-lm"): _Route(_prepare_contexts, _context_job),
+}
+
+
 def _write_degradation(
     out: Path, stem: str, results: Dict, curves: bool, notes: Sequence[str] = ()
 ) -> Tuple[Any, List[str]]:
@@ -173,8 +253,11 @@ def _write_degradation(
     return table, written
 
 
-def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
-    """Run ``args``' corpus job on this process's share; rank 0 gets the merge.
+def _run(
+    args: argparse.Namespace, split: str
+) -> Tuple[Optional[Merged], Optional[str]]:
+    """Run ``args``' corpus job on this process's share; rank 0 gets the
+    merge, and every rank the run's warning (None: none).
 
     The output folder and the model-dependent numbers (a causal LM's prompts
     too) are checked before any model loads; the folder's completion marker
@@ -182,19 +265,9 @@ def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
     folder fails).
     """
     out = output_folder(args.out, "--out")
-    args.llm = kind_of(args.model) == "causal-lm"
-    check_kind(args, args.llm)
-    warning = prepared = args.contexts = None
-    if getattr(args, "task", None):  # the examples made and fitted, no weights
-        args.contexts = prepare_contexts(args)
-    elif args.llm:  # the prompts made and checked before any weights
-        prepared = prepare_prompts(args, split)
-    else:
-        args.max_length = args.max_length or CLASSIFIER_MAX_LENGTH
-        config, record = config_and_record(args.model, args.dataset)
-        check_against_config(config, max_length=args.max_length)
-        check_request_layers(args.request, config)
-        warning = corpus_warning(record, args.dataset)
+    route = _route(args)
+    args.contexts = None
+    prepared, warning = route.prepare(args, split)  # before any weights
     threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)  # CPU rounding depends on it
     world = init_world(args.device)
@@ -217,8 +290,8 @@ def _run(args: argparse.Namespace, split: str) -> Optional[Merged]:
             command_parts.print_notes(args.request)
         if args.contexts is not None and args.contexts.skipped:
             print(_wrap(f"note: {args.contexts.skipped_line()}"), flush=True)
-        job = _corpus_job(args, world, split, prepared)
-        return run_corpus_job(job, args.out, world)
+        job = route.job(args, world, split, prepared)
+        return run_corpus_job(job, args.out, world), warning
     except BaseException:
         if finished is not None and not marker.exists():
             # a finished folder's re-run (same settings: every unit was
@@ -235,7 +308,7 @@ def evaluate(args: argparse.Namespace) -> int:
     the corpus engine (resumable; one process or ``torchrun``); a context
     task's metrics with ``--task``."""
     task = getattr(args, "task", None)
-    merged = _run(args, args.split if task else HELDOUT_SPLIT[args.dataset])
+    merged, warning = _run(args, args.split if task else HELDOUT_SPLIT[args.dataset])
     if merged is None:
         return 0
     out = Path(args.out)
@@ -259,10 +332,6 @@ def evaluate(args: argparse.Namespace) -> int:
         f"done: {merged.run_line(n, len(merged.results))}; model accuracy on them "
         f"{100 * accuracy:.1f} %; results in {out}/"
     )
-    warning = None
-    if not args.llm:
-        record = config_and_record(args.model, args.dataset)[1]
-        warning = corpus_warning(record, args.dataset)
     if warning:  # said at the start too; the accuracy above is read here
         print(_wrap(f"warning: {warning}"))
     return 0
@@ -309,7 +378,7 @@ def attribute(args: argparse.Namespace) -> int:
     """``captum-iba attribute``: token scores of a whole corpus as JSON lines
     (and the degradation test's summary with ``--degradation``)."""
     split = HELDOUT_SPLIT[args.dataset] if args.split is None else args.split
-    merged = _run(args, canonical_split(args.dataset, split))
+    merged = _run(args, canonical_split(args.dataset, split))[0]
     if merged is None:
         return 0
     out = Path(args.out)

@@ -11,7 +11,7 @@ every method once and scores the text.
 """
 
 import argparse
-from typing import Any
+from typing import Any, Sequence, Tuple
 
 from captum_iba._utils.io import atomic_write_text
 from captum_iba.app import command_parts
@@ -36,15 +36,8 @@ def run(args: argparse.Namespace) -> int:
     docstring); returns the exit code."""
     prompt = _prompt(args)  # the text, or a query and its context: checked
     html = output_file(args.html, "--html")
-    if kind_of(args.model) == "causal-lm":
-        result = _explain_causal_lm(args, html is not None, prompt)
-    elif args.context is not None:
-        raise CLIError(
-            "--context is for a causal LM (a generative model): give --model "
-            "<causal LM> (a folder, a GGUF file or a hub id)"
-        )
-    else:
-        result = _explain_classifier(args)
+    route = _ROUTES[kind_of(args.model)]  # the model's kind, decided once
+    result = route(args, html is not None, prompt)
     print(result.to_text(args.top, args.pieces))
     if html is not None:
         atomic_write_text(html, result.to_html(args.pieces))
@@ -89,9 +82,16 @@ def _prompt(args: argparse.Namespace) -> Any:
         raise CLIError(f"--context{hint}: {err}") from None
 
 
-def _explain_classifier(args: argparse.Namespace) -> Explanation:
+def _explain_classifier(
+    args: argparse.Namespace, page: bool, prompt: Any
+) -> Explanation:
     """``explain`` of a classifier: the checks of its flags, its class and
     layers against its configuration, then its explanation."""
+    if args.context is not None:
+        raise CLIError(
+            "--context is for a causal LM (a generative model): give --model "
+            "<causal LM> (a folder, a GGUF file or a hub id)"
+        )
     llm_only = (
         ("--max-new-tokens", args.max_new_tokens),
         ("--chat" if args.chat else "--no-chat", args.chat),
@@ -196,21 +196,31 @@ def _check_fit_on(args: argparse.Namespace, kind: str) -> None:
             f"the methods chosen are {', '.join(args.request.methods)}: give "
             "--method iba-amortized (or --compare with it), or leave --fit-on out"
         )
-    if kind == "causal-lm":
-        from captum_iba.app.context_tasks import CONTEXT_TASKS
-        from captum_iba.app.llm_tasks import TASKS
-
-        names = (*TASKS, *CONTEXT_TASKS)
-        what = (
-            "prompt or context task (a causal LM's explainer is fitted on its "
-            "prompts or search contexts)"
-        )
-    else:
-        from captum_iba.app.cli_checks import DATASETS as names
-
-        what = "corpus (a classifier's explainer is fitted on its training split)"
+    names, what = _FIT_ON[kind]()
     args.fit_on = args.fit_on.strip().lower()
     if args.fit_on not in names:
         raise CLIError(
             f"--fit-on {args.fit_on}: not a {what}; choose from {', '.join(names)}"
         )
+
+
+def _corpora() -> Tuple[Sequence[str], str]:
+    from captum_iba.app.cli_checks import DATASETS
+
+    return DATASETS, "corpus (a classifier's explainer is fitted on its training split)"
+
+
+def _prompt_tasks() -> Tuple[Sequence[str], str]:
+    from captum_iba.app.context_tasks import CONTEXT_TASKS
+    from captum_iba.app.llm_tasks import TASKS
+
+    what = (
+        "prompt or context task (a causal LM's explainer is fitted on its "
+        "prompts or search contexts)"
+    )
+    return (*TASKS, *CONTEXT_TASKS), what
+
+
+#: ``explain``'s route per kind of model, and what ``--fit-on`` names for it.
+_ROUTES = {"classifier": _explain_classifier, "causal-lm": _explain_causal_lm}
+_FIT_ON = {"classifier": _corpora, "causal-lm": _prompt_tasks}

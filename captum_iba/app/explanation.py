@@ -157,16 +157,52 @@ def explain(
     prior_data = options.pop("prior_data", None)
     prompt = _context(text, context, options.pop("sources", None))
     check_values(options)  # a bad value is named before the model is looked up
-    if kind_of(model) == "causal-lm":
-        if pair is not None:
-            raise ValueError("pair is for a classifier; a causal LM explains a prompt")
-        from captum_iba.app.llm_explanation import explain_answer
+    route = _ROUTES[kind_of(model)]  # the model's kind, decided once
+    return route(
+        prompt, model, method, tokenizer=tokenizer, pair=pair, target=target,
+        method_options=method_options, model_name=model_name,
+        context=context, resources=(explainer, prior_data), **options,
+    )  # fmt: skip
 
-        return explain_answer(
-            prompt, model, method, tokenizer=tokenizer,
-            target=None if target is None else str(target),
-            method_options=method_options, model_name=model_name, **options,
-        )  # fmt: skip
+
+def _explain_answer(
+    prompt: Any,
+    model: Any,
+    method: Any,
+    *,
+    pair: Optional[str],
+    target: Union[None, int, str],
+    context: Any,
+    resources: Any,
+    **options: Any,
+) -> Explanation:
+    """:func:`explain` of a causal LM: its answer to ``prompt``
+    (:func:`~captum_iba.app.llm_explanation.explain_answer`)."""
+    if pair is not None:
+        raise ValueError("pair is for a classifier; a causal LM explains a prompt")
+    from captum_iba.app.llm_explanation import explain_answer
+
+    return explain_answer(
+        prompt, model, method, target=None if target is None else str(target),
+        **options,
+    )  # fmt: skip
+
+
+def _explain_prediction(
+    text: str,
+    model: Any,
+    method: Any,
+    *,
+    tokenizer: Any,
+    pair: Optional[str],
+    target: Union[None, int, str],
+    method_options: Optional[Mapping[str, Mapping[str, Any]]],
+    model_name: Optional[str],
+    context: Any,
+    resources: Any,
+    **options: Any,
+) -> Explanation:
+    """:func:`explain` of a classifier: its prediction of ``text``."""
     if context is not None:
         raise ValueError(
             "context= is for a causal LM (a generative model): a classifier "
@@ -185,11 +221,16 @@ def explain(
         )
     model, tokenizer, described = load(model, tokenizer, request)
     warn_if_training(model)
+    explainer, prior_data = resources
     with evaluation_mode(model, []):  # dropout off; every flag put back after
         return _explain(
             text, pair, target, request, model, tokenizer,
             model_name or described, explainer, prior_data,
         )  # fmt: skip
+
+
+#: :func:`explain`'s route per kind of model.
+_ROUTES = {"classifier": _explain_prediction, "causal-lm": _explain_answer}
 
 
 def _context(text: str, context: Any, sources: Any) -> Any:

@@ -27,7 +27,8 @@ from captum_iba.registry import (
 __all__ = [
     "DEFAULT_METHODS",
     "PreparedPrompts",
-    "check_kind",
+    "check_methods",
+    "check_prompt_task",
     "default_methods",
     "prepare_prompts",
     "prompt_job",
@@ -46,7 +47,7 @@ DEFAULT_METHODS = {
 def default_methods(command: str, model: Optional[str]) -> List[str]:
     """What ``command`` runs when no method is named: for a model whose name
     says it is a causal LM, the methods for causal LMs."""
-    kind = "causal-lm" if kind_hint(model) == "causal-lm" else "classifier"
+    kind = kind_hint(model) or "classifier"
     return [m.lower() for m in DEFAULT_METHODS[(command, kind)]]
 
 
@@ -101,7 +102,7 @@ def prepare_prompts(args: argparse.Namespace, split: str) -> PreparedPrompts:
         prompt_content,
     )
 
-    task = TASKS[args.dataset]  # (check_kind said it is there)
+    task = TASKS[args.dataset]  # (check_prompt_task said it is there)
     config = lm_config(args.model)
     check_lm_request(args.request, config, explainer=True)
     check_against_config(config, max_length=args.max_length)
@@ -210,30 +211,31 @@ def prompt_job(
     )
 
 
-def check_kind(args: argparse.Namespace, llm: bool) -> None:
-    """The methods explain the model's kind, and a causal LM's corpus has a
-    prompt task.
+def check_methods(args: argparse.Namespace, kind: str) -> None:
+    """The methods explain the model's ``kind``.
 
     Raises:
         ~captum_iba.app.errors.CLIError: Naming the methods that do not fit
-            (and those that do), or the tasks.
+            (and those that do).
     """
     from captum_iba.request import check_model_kind
 
-    kind = "causal-lm" if llm else "classifier"
-    if getattr(args, "task", None) and not llm:
-        from captum_iba.app.context_corpus import on_classifier
-
-        raise on_classifier(args)
     try:
         check_model_kind(args.request.methods, kind, cli=True)
     except ValueError as err:
         raise CLIError(f"--methods: {err}") from None
-    if llm and getattr(args, "task", None) is None:
-        from captum_iba.app.llm_tasks import TASKS
 
-        if args.dataset not in TASKS:
-            raise CLIError(
-                f"--dataset {args.dataset}: no prompt task for a causal LM; the "
-                f"tasks are {', '.join(sorted(TASKS))}"
-            )
+
+def check_prompt_task(args: argparse.Namespace) -> None:
+    """A causal LM's corpus has a prompt task.
+
+    Raises:
+        ~captum_iba.app.errors.CLIError: Naming the tasks.
+    """
+    from captum_iba.app.llm_tasks import TASKS
+
+    if args.dataset not in TASKS:
+        raise CLIError(
+            f"--dataset {args.dataset}: no prompt task for a causal LM; the "
+            f"tasks are {', '.join(sorted(TASKS))}"
+        )

@@ -40,7 +40,7 @@ from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 from captum_iba._utils.ranking import check_finite, flat_reason
 from captum_iba.app.context_explain import ContextPrompt
 from captum_iba.app.llm_odds import answer_odds
-from captum_iba.app.model_kind import kind_hint, model_kind
+from captum_iba.app.model_kind import refuse_classifier
 from captum_iba.app.page import Explanation, MethodScores
 from captum_iba.app.subjects import ContextSubject, PromptSubject
 from captum_iba.app.words import prompt_words, token_labels
@@ -86,11 +86,7 @@ def _load(
         check_lm_request(request, lm_config(name), cli=False, explainer=explainer)
         tok = load_lm_tokenizer(name) if tokenizer is None else tokenizer
         return tok, lambda: load_causal_lm(name, tok)[0], name, lm_config(name)
-    if model_kind(model) != "causal-lm":
-        raise ValueError(
-            f"model is a {type(model).__name__}, not a causal LM (a ...ForCausalLM): "
-            "explain a classifier's prediction with its own methods"
-        )
+    refuse_classifier(model)
     if tokenizer is None:
         raise ValueError("a model given as an object needs its tokenizer=")
     check_lm_request(request, model.config, cli=False, explainer=explainer)
@@ -183,11 +179,8 @@ def explain_answer(
             method_options,
             model_kind="causal-lm",
         )
-    if isinstance(model, (str, Path)) and kind_hint(str(model)) == "classifier":
-        raise ValueError(
-            f"model {model!s} is a sequence classifier, not a causal LM: explain "
-            "its predictions with captum_iba.explain and a classifier's method"
-        )
+    if isinstance(model, (str, Path)):  # where its name says it, before loading
+        refuse_classifier(model)
     context = prompt if isinstance(prompt, ContextPrompt) else None
     prompt = prompt if context is None else context.text
     _check_context(request, context)

@@ -69,7 +69,7 @@ def test_evaluate_fits_on_the_task_s_training_prompts_then_every_run_loads_it(
     assert "objective 'deletion'" in out
     (folder,) = [f for f in small_fit.glob("sst2-lembeddings-len0-*") if f.is_dir()]
     # the folder names the answers fitted on: a fit on other answers is not taken
-    digest = app_amortized.settings_digest("deletion", causal=True)
+    digest = app_amortized.settings_digest("deletion", "causal-lm")
     assert f"-s{digest}-" in folder.name
     assert digest != app_amortized.settings_digest("deletion")
     record = json.loads((folder / "explainer.json").read_text())
