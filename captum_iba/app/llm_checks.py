@@ -49,14 +49,14 @@ def _read(f: BinaryIO, fmt: str) -> Any:
     return struct.unpack(fmt, data)[0]
 
 
-def _value(f: BinaryIO, kind: int) -> Any:
-    """One value of type ``kind`` (an array's items are skipped: None)."""
-    if kind in _SCALARS:
-        return _read(f, _SCALARS[kind])
-    if kind == 8:
+def _value(f: BinaryIO, value_type: int) -> Any:
+    """One value of GGUF type ``value_type`` (an array's items are skipped: None)."""
+    if value_type in _SCALARS:
+        return _read(f, _SCALARS[value_type])
+    if value_type == 8:
         return f.read(_read(f, "<Q")).decode("utf-8", "replace")
-    if kind != 9:
-        raise ValueError(f"unknown value type {kind}")
+    if value_type != 9:
+        raise ValueError(f"unknown value type {value_type}")
     item, n = _read(f, "<I"), _read(f, "<Q")
     if item in _SCALARS:
         f.seek(n * struct.calcsize(_SCALARS[item]), 1)

@@ -274,7 +274,7 @@ def check_last_layer(request: MethodRequest, config: Any, cli: bool = True) -> N
     from captum_iba.request import options_of
 
     n = n_encoder_layers(config)
-    kind = getattr(config, "model_type", None)
+    model_type = getattr(config, "model_type", None)
     for method in request.methods if n else ():
         layer = request.values(method).get("layer")
         if "layer" not in options_of(method) or layer != n - 1:
@@ -282,7 +282,7 @@ def check_last_layer(request: MethodRequest, config: Any, cli: bool = True) -> N
         if isinstance(layer, bool) or not isinstance(layer, int):
             continue
         deletion = METHODS.entry(method).defaults.get("config") == "deletion"
-        if not deletion and kind not in FIRST_TOKEN_HEADS:
+        if not deletion and model_type not in FIRST_TOKEN_HEADS:
             continue  # a head that reads every token: IBA checks it itself
         own = (
             method in request.method_options
@@ -301,7 +301,7 @@ def check_last_layer(request: MethodRequest, config: Any, cli: bool = True) -> N
         )
         raise CLIError(
             f"{option} {layer} is the last {layer_kind(config)} layer of this "
-            f"{kind} model "
+            f"{model_type} model "
             f"(0..{n - 1}): {method} there ranks nothing ({why}); choose "
             + ("'embeddings'" if n < 2 else f"'embeddings' or a layer in 0..{n - 2}")
         )

@@ -62,6 +62,8 @@ def _holds_work(folder: Path) -> bool:
     """Whether a results folder holds finished work: a scored instance in a
     shard of the corpus engine, or a file outside its bookkeeping (the
     settings, locks, hidden temporary files)."""
+    from captum_iba.app.engine.records import record_type  # (torch: not at import)
+
     for path in folder.rglob("*"):
         if not path.is_file() or path.name.startswith("."):
             continue
@@ -71,7 +73,7 @@ def _holds_work(folder: Path) -> bool:
             with open(path, "rb") as fh:
                 for line in fh:
                     try:
-                        if json.loads(line).get("kind") == "row":
+                        if record_type(json.loads(line)) == "row":
                             return True
                     except (ValueError, AttributeError):
                         continue

@@ -274,13 +274,13 @@ class Path(NamedTuple):
     """How ``T`` replaces the site.
 
     Attributes:
-        kind (str): ``"stack"`` (the stack replay), ``"embeddings"`` (the
+        route (str): ``"stack"`` (the stack replay), ``"embeddings"`` (the
             replay at the model's embeddings, every layer above them) or
             ``"hooks"``.
         cuts (bool): Whether the replay uses the exact cuts.
     """
 
-    kind: str
+    route: str
     cuts: bool = False
 
 
@@ -458,12 +458,12 @@ class Seam:
     def _substitute(self, path: Path) -> Substitute:
         """The context that puts ``value()`` in the site's place along ``path``."""
         site, device_ids = self.site, self.device_ids
-        if path.kind == "stack":
+        if path.route == "stack":
             assert self.stack is not None
             return _speed.stack_replay(
                 self.model, self.stack, self.clean.template, path.cuts, site.position
             )
-        if path.kind == "embeddings":
+        if path.route == "embeddings":
             above = stack_above(self.model, site)
             return _speed.embeddings_replay(self.model, site.layer, above, path.cuts)
         if site.on_input:

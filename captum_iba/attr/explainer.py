@@ -58,8 +58,8 @@ OptionsLike = Union[IBAOptions, str, Dict[str, Any]]
 
 
 def _positive(name: str, value: Any, integer: bool = False) -> None:
-    kind = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:
+    number_type = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, number_type) or not value > 0:
         what = "an int" if integer else "a number"
         raise ValueError(f"{name} must be {what} > 0, got {value!r}.")
 

@@ -472,7 +472,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                 layer, seam, task, options, run.seed, rows_per_pass=per_pass,
                 pair_terms=self.cuts,
             )  # fmt: skip
-        info = dict(info, path=seam.path.kind, cuts=seam.path.cuts, no_ranking=unread)
+        info = dict(info, path=seam.path.route, cuts=seam.path.cuts, no_ranking=unread)
         known = _tokens.known_removable(
             self.forward_func, self.special_token_ids, inputs[0], token_mask
         )

@@ -76,13 +76,13 @@ def model_type_of(model: Any) -> str:
     Raises:
         ValueError: For a family AT2 does not know.
     """
-    kind = str(getattr(model.config, "model_type", ""))
-    if kind not in AT2_TYPES:
+    family = str(getattr(model.config, "model_type", ""))
+    if family not in AT2_TYPES:
         raise ValueError(
             f"AT2 recomputes the attention of {MODEL_TYPES} models only; this "
-            f"model is {kind!r}"
+            f"model is {family!r}"
         )
-    return AT2_TYPES[kind]
+    return AT2_TYPES[family]
 
 
 class _Delegate:

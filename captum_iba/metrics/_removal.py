@@ -344,7 +344,7 @@ class Runner:
             None if t is None else t[instances]
             for t in (b.input_ids, b.attention_mask, b.token_type_ids)
         ]
-        tensors += [a[instances] for kind, a in b.extra if kind == "token"]
+        tensors += [a[instances] for scope, a in b.extra if scope == "token"]
         if self.removal.deletes:
             fills = [self.removal.pad_id] + [0] * (len(tensors) - 1)
             tensors, lengths = delete_tokens(
@@ -362,11 +362,11 @@ class Runner:
         for g, w in zip(groups, widths):
             args = [t[g, :w] for t in tensors[:3] if t is not None]
             token_extra = iter(tensors[3:])
-            for kind, a in self.batch.extra:
-                if kind == "token":
+            for scope, a in self.batch.extra:
+                if scope == "token":
                     args.append(next(token_extra)[g, :w])  # type: ignore[index]
                 else:
-                    args.append(a[instances[g]] if kind == "row" else a)
+                    args.append(a[instances[g]] if scope == "row" else a)
             args = [x.to(self.device) if isinstance(x, Tensor) else x for x in args]
             logits = checked_logits(self.forward_func(*args))
             if logits.shape[0] != len(g):

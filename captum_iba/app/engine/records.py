@@ -26,6 +26,7 @@ from typing import (
     Iterator,
     List,
     Mapping,
+    Optional,
     Sequence,
     Tuple,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "complete_rows",
     "fingerprint",
     "read_lines",
+    "record_type",
     "shard_path",
     "weights_digest",
 ]
@@ -125,7 +127,7 @@ def check_settings(out: Path, settings: Mapping[str, Any], write: bool = True) -
         rec
         for shard in sorted(folder.glob("rank-*.jsonl"))
         for rec in read_lines(shard)
-        if rec.get("kind") == "start" and rec.get("fingerprint") != fingerprint(mine)
+        if record_type(rec) == "start" and rec.get("fingerprint") != fingerprint(mine)
     ]
     if started:
         raise CLIError(
@@ -133,6 +135,13 @@ def check_settings(out: Path, settings: Mapping[str, Any], write: bool = True) -
             "use another --out, or delete the folder"
         )
     atomic_write_text(path, json.dumps(mine, indent=1, sort_keys=True) + "\n")
+
+
+def record_type(record: Dict[str, Any]) -> Optional[str]:
+    """What a shard's record is: ``"start"`` (a process began, with its
+    settings' fingerprint) or ``"row"`` (one instance's scores by one
+    method); the field ``kind`` of the JSON line."""
+    return record.get("kind")
 
 
 def complete_rows(out: Path, unit_sizes: Sequence[int]) -> UnitRows:
@@ -149,7 +158,7 @@ def complete_rows(out: Path, unit_sizes: Sequence[int]) -> UnitRows:
     found: Dict[Tuple[int, str], Dict[int, Dict[str, Any]]] = {}
     for shard in sorted((out / "shards").glob("rank-*.jsonl")):
         for rec in read_lines(shard):
-            if rec.get("kind") == "row":
+            if record_type(rec) == "row":
                 found.setdefault((rec["unit"], rec["method"]), {})[rec["index"]] = rec
     return {
         key: list(rows.values())

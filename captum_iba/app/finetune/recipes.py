@@ -277,29 +277,29 @@ def reproduce_overrides(corpus: str) -> Dict[str, Any]:
     return overrides
 
 
-def env_number(name: str, kind: type) -> Optional[Any]:
+def env_number(name: str, number_type: type) -> Optional[Any]:
     """A positive number read from the environment variable ``name``.
 
     Args:
         name (str): The variable.
-        kind (type): ``int`` or ``float``.
+        number_type (type): ``int`` or ``float``.
 
     Returns:
         The number, or None when the variable is unset or empty.
 
     Raises:
         ValueError: Naming the variable, when its value is not a positive
-            number of that kind.
+            number of that type.
     """
     raw = os.environ.get(name, "").strip()
     if not raw:
         return None
     try:
-        value = kind(raw)
+        value = number_type(raw)
     except ValueError:
         value = None
     if value is None or not value > 0 or value == float("inf"):
-        what = "integer" if kind is int else "number"
+        what = "integer" if number_type is int else "number"
         raise ValueError(f"{name}={raw!r}: expected a positive {what}.")
     return value
 
