@@ -65,13 +65,15 @@ def test_every_option_is_described_with_its_default(command):
 def test_methods_and_priors_are_listed_from_the_registry(command):
     """Every command lists the methods of both kinds of model in one list
     (evaluate and attribute take a causal LM too), a method for one kind
-    only marked, and 0.2's deprecated names."""
+    only marked, and the deprecated names (since 0.3; removed in 0.4)."""
     text = " ".join(_subparsers(cli._parser())[command].format_help().split())
     for name, summary in METHODS.items():
         assert f"{name.lower()} {summary}" in text, name
     assert "methods for classifiers and causal LMs" in text
     assert "lime-text LIME on words" in text and "(classifiers only)" in text
-    assert "llm-iba-deletion" in text and "until 0.4 (deprecated" in text
+    assert (
+        "llm-iba-deletion" in text and "(deprecated since 0.3; removed in 0.4)" in text
+    )
     for name, summary in PRIORS.items():
         assert summary in text, name
 
