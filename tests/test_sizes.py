@@ -1,5 +1,22 @@
-"""The house sizes, read from the source (no import): every public function
-and method takes at most 10 parameters, every module has at most 500 lines.
+"""The sizes of the package's modules, functions and public signatures: a
+report that names the outliers, and two hard ceilings.
+
+The soft sizes - a module of at most 500 lines, a function of at most 80, a
+public signature of at most 10 parameters - prompt a reviewer's look; they
+are not rules to pass. Code past one is named in the size report, printed at
+the end of the test session whenever this module runs (pytest's summary, the
+section "report", through the ``session_report`` fixture of
+``tests/conftest.py``) and by ``python benchmarks/size_report.py``. Nothing
+fails for it. A cohesive module of 600 lines stays whole, and a signature of
+12 parameters stays readable: splitting a module or pushing parameters into
+``**options`` only to pass a count makes the code worse (issue 76, part 4:
+the limits had become targets, 20 modules at 450-499 lines and 20 signatures
+at exactly 10).
+
+The test fails only past the hard ceilings, clearly beyond any cohesive
+module or usable signature: :data:`HARD_LINES` (1,000 lines) and
+:data:`HARD_PARAMETERS` (16 parameters). They are a backstop, not a target:
+code near them needs a reason, not a move.
 
 A parameter is each name a caller can pass: positional-only, ordinary and
 keyword-only parameters, ``*args`` as one and ``**kwargs`` as one; a method's
@@ -8,23 +25,27 @@ Public: a function or method whose name does not start with ``_`` (dunder
 methods such as ``__init__`` are public), defined at the top of a module, or
 in a class whose name does not start with ``_``, of a module none of whose
 dotted parts starts with ``_`` (``__init__.py`` is its package's module).
+A function's lines run from its ``def`` to its last line (decorators left
+out; docstring, comments and blank lines in), for every function and method
+at the top of a module or a class (a nested function counts in its
+parent's). Everything is read from the source, with no import.
 """
 
 import ast
 from pathlib import Path
-from typing import Dict, Iterator, Tuple
+from typing import Dict, Iterator, List, Tuple
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "captum_iba"
-MAX_PARAMETERS = 10
-MAX_LINES = 500
 
-#: Public callables over the limit whose fix is another change in flight
-#: (issue 50): each must still be over it, so that a fix removes its entry.
-PENDING_PARAMETERS: Dict[str, str] = {}
-#: Modules over the limit whose split is another change in flight (issue 50).
-PENDING_LINES: Dict[str, str] = {}
+#: Soft sizes: past one, the code is named in the report (no failure).
+MAX_LINES = 500
+MAX_FUNCTION_LINES = 80
+MAX_PARAMETERS = 10
+#: Hard ceilings: past one, the test fails.
+HARD_LINES = 1000
+HARD_PARAMETERS = 16
 
 
 def parameter_count(node: ast.AST, method: bool) -> int:
@@ -58,6 +79,20 @@ def public_callables(tree: ast.Module) -> Iterator[Tuple[str, int]]:
     return walk(tree.body, "", False)
 
 
+def function_lengths(tree: ast.Module) -> Iterator[Tuple[str, int]]:
+    """``(qualified name, lines)`` of each function and method, public or
+    not, at the top of a module or a class (see the module)."""
+
+    def walk(body, prefix: str) -> Iterator[Tuple[str, int]]:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                yield from walk(node.body, f"{prefix}{node.name}.")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield prefix + node.name, node.end_lineno - node.lineno + 1
+
+    return walk(tree.body, "")
+
+
 def _public_module(path: Path) -> bool:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return not any(_private(p) for p in parts)
@@ -73,47 +108,121 @@ def _rel(path: Path) -> str:
     return path.relative_to(PACKAGE.parent).as_posix()
 
 
-def oversized_signatures() -> Dict[str, int]:
-    """``"path::name"`` -> parameter count of every public callable over
-    :data:`MAX_PARAMETERS`."""
+def module_sizes() -> Dict[str, int]:
+    """Path -> line count of every module."""
+    return {
+        _rel(p): len(p.read_text(encoding="utf-8").splitlines()) for p in _modules()
+    }
+
+
+def function_sizes() -> Dict[str, int]:
+    """``"path::name"`` -> lines of every function and method."""
+    found = {}
+    for path in _modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for name, n in function_lengths(tree):
+            found[f"{_rel(path)}::{name}"] = n
+    return found
+
+
+def signature_sizes() -> Dict[str, int]:
+    """``"path::name"`` -> parameter count of every public callable."""
     found = {}
     for path in _modules():
         if not _public_module(path):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for name, n in public_callables(tree):
-            if n > MAX_PARAMETERS:
-                found[f"{_rel(path)}::{name}"] = n
+            found[f"{_rel(path)}::{name}"] = n
     return found
 
 
-def long_modules() -> Dict[str, int]:
-    """Path -> line count of every module over :data:`MAX_LINES`."""
-    found = {}
-    for path in _modules():
-        n = len(path.read_text(encoding="utf-8").splitlines())
-        if n > MAX_LINES:
-            found[_rel(path)] = n
-    return found
-
-
-def test_public_signatures_have_at_most_10_parameters():
-    found = oversized_signatures()
-    bad = {k: n for k, n in found.items() if k not in PENDING_PARAMETERS}
-    assert not bad, (
-        f"public signatures over {MAX_PARAMETERS} parameters (group the "
-        f"rarely used ones in an options object): {bad}"
+def over_limit(sizes: Dict[str, int], limit: int) -> List[Tuple[str, int]]:
+    """The entries over ``limit``, largest first."""
+    return sorted(
+        ((k, n) for k, n in sizes.items() if n > limit), key=lambda kv: (-kv[1], kv[0])
     )
-    fixed = sorted(set(PENDING_PARAMETERS) - set(found))
-    assert not fixed, f"now within the limit, remove from PENDING_PARAMETERS: {fixed}"
 
 
-def test_modules_have_at_most_500_lines():
-    found = long_modules()
-    bad = {k: n for k, n in found.items() if k not in PENDING_LINES}
-    assert not bad, f"modules over {MAX_LINES} lines: {bad}"
-    fixed = sorted(set(PENDING_LINES) - set(found))
-    assert not fixed, f"now within the limit, remove from PENDING_LINES: {fixed}"
+def report_lines(
+    modules: Dict[str, int],
+    functions: Dict[str, int],
+    signatures: Dict[str, int],
+    limits: Tuple[int, int, int] = (MAX_LINES, MAX_FUNCTION_LINES, MAX_PARAMETERS),
+) -> List[str]:
+    """The size report: each kind of size, its soft limit, how many are
+    measured and the largest, then every outlier, largest first."""
+    kinds = [
+        ("modules", "lines", modules, limits[0]),
+        ("functions and methods", "lines", functions, limits[1]),
+        ("public signatures", "parameters", signatures, limits[2]),
+    ]
+    lines = []
+    for what, unit, sizes, limit in kinds:
+        over = over_limit(sizes, limit)
+        largest = max(sizes.values(), default=0)
+        lines.append(
+            f"{what} over {limit} {unit}: {len(over)} of {len(sizes)} "
+            f"(the largest: {largest})"
+        )
+        lines += [f"  {n:5d}  {name}" for name, n in over]
+    return lines
+
+
+def size_report(
+    limits: Tuple[int, int, int] = (MAX_LINES, MAX_FUNCTION_LINES, MAX_PARAMETERS),
+) -> List[str]:
+    """The report of the package as it is now (``benchmarks/size_report.py``
+    prints it)."""
+    return report_lines(module_sizes(), function_sizes(), signature_sizes(), limits)
+
+
+def test_size_report_names_the_outliers(session_report):
+    """The report (printed in the session's summary): every module, function
+    and signature past a soft size named, with its size; never a failure."""
+    modules, functions = module_sizes(), function_sizes()
+    signatures = signature_sizes()
+    lines = report_lines(modules, functions, signatures)
+    session_report.extend(["size report (soft sizes: a look, not a rule)", *lines])
+    for sizes, limit in (
+        (modules, MAX_LINES),
+        (functions, MAX_FUNCTION_LINES),
+        (signatures, MAX_PARAMETERS),
+    ):
+        for name, n in over_limit(sizes, limit):
+            assert f"  {n:5d}  {name}" in lines
+
+
+def test_no_module_past_the_hard_ceiling():
+    found = dict(over_limit(module_sizes(), HARD_LINES))
+    assert not found, (
+        f"modules over {HARD_LINES} lines, past any cohesive module: split each "
+        f"along a seam of its own (not only to pass this count): {found}"
+    )
+
+
+def test_no_public_signature_past_the_hard_ceiling():
+    found = dict(over_limit(signature_sizes(), HARD_PARAMETERS))
+    assert not found, (
+        f"public signatures over {HARD_PARAMETERS} parameters: group the ones "
+        f"that belong together in a typed options object (not **options): {found}"
+    )
+
+
+def test_the_report_names_outliers_largest_first():
+    lines = report_lines(
+        {"a.py": 20, "b.py": 700, "c.py": 501},
+        {"a.py::f": 81, "a.py::g": 80},
+        {"a.py::f": 3},
+    )
+    assert lines == [
+        "modules over 500 lines: 2 of 3 (the largest: 700)",
+        "    700  b.py",
+        "    501  c.py",
+        "functions and methods over 80 lines: 1 of 2 (the largest: 81)",
+        "     81  a.py::f",
+        "public signatures over 10 parameters: 0 of 1 (the largest: 3)",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -135,3 +244,12 @@ def test_the_count(source, expected):
     assert dict(public_callables(ast.parse(source))) == expected
     assert not _public_module(PACKAGE / "metrics" / "_compat.py")
     assert _public_module(PACKAGE / "metrics" / "__init__.py")
+
+
+def test_the_function_length_count():
+    source = (
+        "@decorator\ndef f(a):\n    '''doc'''\n\n    def inner():\n"
+        "        pass\n    return a\n"
+        "class _C:\n    def m(self):\n        pass\n"
+    )
+    assert dict(function_lengths(ast.parse(source))) == {"f": 6, "_C.m": 2}

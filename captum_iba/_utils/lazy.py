@@ -52,7 +52,8 @@ def renamed(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         path, new = names[name].split(":")
         warnings.warn(
-            f"{module}.{name} is deprecated (it goes in 0.4): use {path}.{new}, "
+            f"{module}.{name} is deprecated since 0.3; removed in 0.4: "
+            f"use {path}.{new}, "
             "the method's one class for a classifier or a causal LM",
             DeprecationWarning,
             stacklevel=2,

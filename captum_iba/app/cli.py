@@ -65,6 +65,7 @@ from captum_iba.registry import (
     PRIORS,
     SETTINGS,
 )
+from captum_iba.version import __version__
 
 __all__ = [
     "CLIError",
@@ -409,6 +410,12 @@ def _parser() -> argparse.ArgumentParser:
         prog="captum-iba",
         description=DESCRIPTION,
         formatter_class=HelpFormatter,
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"captum-iba {__version__}",
+        help="print the version and exit",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _explain_parser(sub)

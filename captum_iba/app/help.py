@@ -78,8 +78,8 @@ def methods_listing(kinds: Sequence[str] = MODEL_KINDS) -> str:
     )
     old = sorted(METHODS.aliases(deprecated=True))
     note = (
-        f"0.2's names {', '.join(old)} still work until 0.4 (deprecated, with a "
-        "note): write the name without 'llm-' (llm-ablation: ablation)"
+        f"The names {', '.join(old)} still work, with a note (deprecated since "
+        "0.3; removed in 0.4): write the name without 'llm-' (llm-ablation: ablation)"
     )
     wrapped = "\n".join(textwrap.wrap(note, 78, break_on_hyphens=False))
     return listing(title, items) + (f"\n\n{wrapped}" if old else "")

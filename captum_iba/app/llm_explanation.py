@@ -353,8 +353,8 @@ def __getattr__(name: str) -> Any:
     if name in _DEPRECATED:
         new = _DEPRECATED[name].__name__
         warnings.warn(
-            f"captum_iba.app.llm_explanation.{name} is deprecated and will be "
-            f"removed in 0.4: use captum_iba.app.explanation.{new}, which "
+            f"captum_iba.app.llm_explanation.{name} is deprecated since 0.3; removed "
+            f"in 0.4: use captum_iba.app.explanation.{new}, which "
             "explains a classifier or a causal LM alike",
             DeprecationWarning,
             stacklevel=2,

@@ -237,7 +237,8 @@ def one_step_deletion(model: Any, tokenizer: Any) -> IBAScorer:
 def __getattr__(name: str) -> Any:
     if name in ("FAITHFUL_OPTIONS", "IBAFaithfulScorer"):
         warnings.warn(
-            f"captum_iba.evaluation.iba.{name} is replaced by the configuration "
+            f"captum_iba.evaluation.iba.{name} is deprecated since 0.2; removed in "
+            "0.4: use the configuration "
             "'faithful' (captum_iba.attr.options.CONFIGS): IBAScorer(model, "
             "layer, config='faithful') or build_scorer('iba-faithful', ...).",
             DeprecationWarning,

@@ -147,7 +147,8 @@ class CaptumLLMScorer:
             }
         )
         warnings.warn(
-            f"CaptumLLMScorer(captum={captum!r}) is deprecated (it goes in 0.4): "
+            f"CaptumLLMScorer(captum={captum!r}) is deprecated since 0.3; removed in "
+            "0.4: "
             f"write build_scorer({name!r}, model, ...) or "
             f"{entry.target.rsplit(':', 1)[-1]}(model, ...), one class for a "
             "classifier and a causal LM",

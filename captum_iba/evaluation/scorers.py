@@ -165,7 +165,8 @@ def registered_name(cls: type) -> str:
 def __getattr__(name: str) -> Any:
     if name == "SCORERS":
         warnings.warn(
-            "captum_iba.evaluation.SCORERS is replaced by the registry "
+            "captum_iba.evaluation.SCORERS is deprecated since 0.2; removed in 0.4: "
+            "use the registry "
             "captum_iba.registry.METHODS (scorer_class(name) loads a class).",
             DeprecationWarning,
             stacklevel=2,

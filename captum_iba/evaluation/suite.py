@@ -59,7 +59,8 @@ def _legacy(
     old = sorted(k for k in kwargs if k in _LEGACY or k in _NESTED)
     if old:
         warnings.warn(
-            f"{', '.join(old)}: use the options layer=, prior= and "
+            f"{', '.join(old)}: deprecated since 0.2; removed in 0.4: use the options "
+            "layer=, prior= and "
             "method_options={name: {option: value}} instead (see make_scorers).",
             DeprecationWarning,
             stacklevel=3,
@@ -212,7 +213,8 @@ def _test_options(options: Dict[str, Any]) -> Dict[str, Any]:
     if old is None:
         return options
     warnings.warn(
-        "run_degradation_suite's test_kwargs= is deprecated: pass the "
+        "run_degradation_suite's test_kwargs= is deprecated since 0.3; removed in "
+        "0.4: pass the "
         "DegradationOptions fields as keywords, e.g. "
         "run_degradation_suite(..., levels=[1, 2], level_unit='count')",
         DeprecationWarning,

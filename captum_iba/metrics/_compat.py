@@ -126,7 +126,8 @@ def _convert(kwargs: Dict[str, Any]) -> Dict[str, Any]:
         }
         new.append("metadata={'method': ..., 'seed': ..., 'attribution': {...}}")
     warnings.warn(
-        f"degradation_test's keyword argument(s) {used} are deprecated: pass "
+        f"degradation_test's keyword argument(s) {used} are deprecated since 0.2; "
+        "removed in 0.4: pass "
         f"{' and '.join(new)} (see captum_iba.metrics.DegradationOptions)",
         DeprecationWarning,
         stacklevel=4,
@@ -143,7 +144,8 @@ def _fold_progress(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Any, 
     by keyword or position (a bar shows when either asks for one)."""
     show = kwargs.pop("show_progress")
     warnings.warn(
-        "degradation_test's keyword argument show_progress is deprecated: pass "
+        "degradation_test's keyword argument show_progress is deprecated since 0.3; "
+        "removed in 0.4: pass "
         "options=DegradationOptions(..., show_progress=True)",
         DeprecationWarning,
         stacklevel=4,
@@ -197,7 +199,8 @@ def randomization_options(
     spelled = ", ".join(f"{k}=..." for k in sorted(old))
     warnings.warn(
         f"cascading_randomization's keyword argument(s) {sorted(old)} are "
-        f"deprecated: pass options=RandomizationOptions({spelled})",
+        f"deprecated since 0.3; removed in 0.4: pass "
+        f"options=RandomizationOptions({spelled})",
         DeprecationWarning,
         stacklevel=4,  # the caller of log_usage's wrapper
     )

@@ -86,7 +86,8 @@ class LayerMapLayout:
         spelled = ", ".join(f"{k}=..." for k in old)
         warnings.warn(
             f"layer_token_heatmap's keyword argument(s) {list(old)} are "
-            f"deprecated: pass layout=LayerMapLayout({spelled})",
+            "deprecated since 0.3; removed in 0.4: pass "
+            f"layout=LayerMapLayout({spelled})",
             DeprecationWarning,
             stacklevel=3,
         )

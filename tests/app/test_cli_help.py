@@ -46,6 +46,40 @@ def test_help_imports_no_heavy_module():
     assert "LOADED []" in proc.stdout, proc.stdout[-500:]
 
 
+def test_version_prints_the_release_from_any_folder_without_torch(tmp_path):
+    """``captum-iba --version`` (the console entry, ``main``) run in a
+    subprocess from an empty folder: ``captum-iba <version>``, exit code 0,
+    and neither torch nor the heavy stack loaded."""
+    from captum_iba.version import __version__
+
+    code = textwrap.dedent(
+        """
+        import sys
+        from captum_iba.app.cli import main
+        try:
+            main(["--version"])
+        except SystemExit as exc:
+            assert exc.code == 0, exc.code
+        else:
+            raise AssertionError("--version did not exit")
+        heavy = ("torch", "transformers", "captum", "numpy", "captum_iba.app.commands")
+        print("LOADED", [m for m in heavy if m in sys.modules])
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"captum-iba {__version__}", proc.stdout
+    assert lines[-1] == "LOADED []", proc.stdout
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_option_is_described_with_its_default(command):
     sub = _subparsers(cli._parser())[command]
@@ -65,13 +99,15 @@ def test_every_option_is_described_with_its_default(command):
 def test_methods_and_priors_are_listed_from_the_registry(command):
     """Every command lists the methods of both kinds of model in one list
     (evaluate and attribute take a causal LM too), a method for one kind
-    only marked, and 0.2's deprecated names."""
+    only marked, and the deprecated names (since 0.3; removed in 0.4)."""
     text = " ".join(_subparsers(cli._parser())[command].format_help().split())
     for name, summary in METHODS.items():
         assert f"{name.lower()} {summary}" in text, name
     assert "methods for classifiers and causal LMs" in text
     assert "lime-text LIME on words" in text and "(classifiers only)" in text
-    assert "llm-iba-deletion" in text and "until 0.4 (deprecated" in text
+    assert (
+        "llm-iba-deletion" in text and "(deprecated since 0.3; removed in 0.4)" in text
+    )
     for name, summary in PRIORS.items():
         assert summary in text, name
 

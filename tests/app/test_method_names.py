@@ -42,7 +42,10 @@ def test_an_old_name_warns_and_scores_as_its_new_name(old):
     model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
     batch = prompt_batch(tok, ["the cat sat on the mat", "a dog"], [" ran", " sat"])
     resources = Resources(model, tok, options=light_options(new))
-    with pytest.warns(DeprecationWarning, match=f"'{old}' is deprecated.*'{new}'"):
+    with pytest.warns(
+        DeprecationWarning,
+        match=f"'{old}' is deprecated since 0.3; removed in 0.4: .*'{new}'",
+    ):
         before = build_scorers([old], resources)[old]  # shown as it was
     shown = METHODS.entry(new).name
     after = build_scorers([new], resources, kind="causal-lm")[shown]
@@ -193,7 +196,10 @@ def test_a_merged_class_s_old_name_warns_and_is_the_one_class(module, old, new):
     home, cls = new.split(":")
     ev = "captum_iba.evaluation"
     one = getattr(importlib.import_module(f"{ev}.{home}"), cls)
-    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated.*{cls}"):
+    with pytest.warns(
+        DeprecationWarning,
+        match=f"{old} is deprecated since 0.3; removed in 0.4: .*{cls}",
+    ):
         found = getattr(importlib.import_module(f"{ev}.{module}"), old)
     assert found is one
 

@@ -78,7 +78,10 @@ def test_method_scores_are_flat_when_they_rank_nothing():
 def test_the_names_of_0_2_warn_and_give_the_one_class(old, new):
     from captum_iba.app import llm_explanation
 
-    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated.*{new.__name__}"):
+    with pytest.warns(
+        DeprecationWarning,
+        match=f"{old} is deprecated since 0.3; removed in 0.4: .*{new.__name__}",
+    ):
         assert getattr(llm_explanation, old) is new
     with pytest.raises(AttributeError, match="no attribute 'AnswerNothing'"):
         llm_explanation.AnswerNothing  # noqa: B018

@@ -349,8 +349,8 @@ def resolve_options(
         else:
             instead = f"FineTuneOptions.recipe({recipe!r}, {given})"
         warnings.warn(
-            f"{caller}(..., {given}): settings as keywords are deprecated since "
-            f"captum-iba 0.2; pass options={instead}.",
+            f"{caller}(..., {given}): settings as keywords are deprecated since 0.2; "
+            f"removed in 0.4: pass options={instead}.",
             DeprecationWarning,
             stacklevel=3,
         )
