@@ -7,6 +7,7 @@ import argparse
 import textwrap
 from typing import List, Sequence, Tuple
 
+from captum_iba.method_notes import EXPERIMENTAL
 from captum_iba.registry import METHODS, MODEL_KINDS, OPTIONS, PRIORS
 
 __all__ = [
@@ -53,8 +54,10 @@ def _flag(option: str) -> str:
 
 def methods_listing(kinds: Sequence[str] = MODEL_KINDS) -> str:
     """The registered methods that explain models of ``kinds``, each with
-    its summary, the options it takes, its other names and, where it
-    explains one kind of model only, that kind; then 0.2's deprecated
+    its summary, the options it takes, its other names, where it explains
+    one kind of model only, that kind, and where it is experimental on a
+    kind of ``kinds``, its measured figure
+    (:data:`~captum_iba.method_notes.EXPERIMENTAL`); then 0.2's deprecated
     names. One listing: a name is the same for every kind it explains."""
     plural = {"classifier": "classifiers", "causal-lm": "causal LMs"}
     items = []
@@ -69,6 +72,9 @@ def methods_listing(kinds: Sequence[str] = MODEL_KINDS) -> str:
         text += f" (also: {', '.join(others)})" if others else ""
         if len(kinds) > 1 and len(models) == 1:
             text += f" ({plural[models[0]]} only)"
+        for kind, note in EXPERIMENTAL.get(name, {}).items():
+            if kind in kinds:
+                text += f" [experimental on {plural[kind]}: {note}]"
         items.append((name.lower(), text))
     both = "; each explains both, unless marked" if len(kinds) > 1 else ""
     title = (
