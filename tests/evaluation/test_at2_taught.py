@@ -247,3 +247,28 @@ def test_without_the_package_the_method_names_the_install(monkeypatch, lm):
     monkeypatch.setitem(sys.modules, "at2", None)
     with pytest.raises(ImportError, match="pip install at2"):
         build_scorers(["iba-heads"], Resources(model, tok), kind="causal-lm")
+
+
+def test_the_weights_are_saved_with_the_model_s_fingerprint(lm, tmp_path):
+    """``save_at2_weights`` (what the command line's ``iba-heads`` and the
+    study's ``train_at2`` save with; no AT2 package needed): the estimator's
+    own save, with the extras, the model's fingerprint and its name."""
+    from captum_iba.evaluation.at2 import model_fingerprint
+    from captum_iba.evaluation.at2_taught import save_at2_weights
+
+    saved = []
+
+    class Estimator:
+        def save(self, path, extras):
+            saved.append((path, extras))
+
+    model = lm[0]
+    estimator = Estimator()
+    path = str(tmp_path / "w.pt")
+    assert save_at2_weights(estimator, model, path, {"n": 2}) is estimator
+    ((where, extras),) = saved
+    assert where == tmp_path / "w.pt"
+    assert extras["n"] == 2 and extras["model"] == model_fingerprint(model)
+    assert extras["model_name"] == str(getattr(model, "name_or_path", ""))
+    save_at2_weights(estimator, model, path, {"model_name": "org/tiny"})
+    assert saved[-1][1]["model_name"] == "org/tiny"
