@@ -122,9 +122,9 @@ def test_both_parsers_take_their_context_options():
 def test_a_method_at_random_s_level_is_marked_experimental(command):
     """Issue 76: a learned method measured at random's level on a kind of
     model says so in the help, with its measured figure
-    (``captum_iba.method_notes.EXPERIMENTAL``): iba-amortized and AT2 on
+    (``captum_iba.app.help.EXPERIMENTAL``): iba-amortized and AT2 on
     causal LMs, each a registered name and a kind it explains."""
-    from captum_iba.method_notes import EXPERIMENTAL
+    from captum_iba.app.help import EXPERIMENTAL
 
     assert {"iba-amortized", "at2"} <= set(EXPERIMENTAL)
     text = " ".join(_subparsers(cli._parser())[command].format_help().split())
