@@ -82,7 +82,7 @@ stage1)
         nvidia-smi -L
         lscpu | grep -E "Model name|^CPU\(s\)"
         python3 -c "import torch, transformers; print(torch.__version__, transformers.__version__, torch.backends.cpu.get_cpu_capability(), torch.cuda.is_available())"
-        python3 -c "import at2.tasks, gguf, datasets; import captum_iba.evaluation.at2_training; print('imports: ok', datasets.__file__)"
+        PYTHONPATH=$PWD/experiments:$PYTHONPATH python3 -c "import at2.tasks, gguf, datasets; import studylib.at2_training; print('imports: ok', datasets.__file__)"
     } 2>&1 | tee "$OUT/stage1.txt"
     ls -la "$W"
     ;;

@@ -68,6 +68,7 @@ from llm_study_tables import (  # noqa: E402
 )
 from study_lm import TOKENIZER_HELP, study_lm  # noqa: E402
 from study_parts import Record  # noqa: E402
+from studylib.at2_training import at2_fit_path  # noqa: E402
 
 from captum_iba.app.amortized import LLM_OBJECTIVE, LLM_TRAIN_PROMPTS  # noqa: E402
 from captum_iba.app.data import HELDOUT_SPLIT  # noqa: E402
@@ -80,7 +81,6 @@ from captum_iba.app.llm_tasks import (  # noqa: E402
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
 from captum_iba.attr.llm_batch import prompt_batch  # noqa: E402
 from captum_iba.evaluation import Resources, build_scorers, get_preset  # noqa: E402
-from captum_iba.evaluation.at2_training import at2_fit_path  # noqa: E402
 from captum_iba.evaluation.llm_degradation import (  # noqa: E402
     content_mask,
     degrade_scores,

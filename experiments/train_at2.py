@@ -18,7 +18,7 @@ every head the same weight). Each budget's weights go to ``--out`` as
 ``~/.cache/captum_iba/at2``), which ``experiments/context_study.py`` reads as
 the method ``at2-<n>``, and the budget's CPU- and wall-seconds beside them as
 ``<model>-<task>-n<n>-a<ablations>.json``
-(:func:`~captum_iba.evaluation.at2_training.at2_fit_path`)::
+(:func:`studylib.at2_training.at2_fit_path`)::
 
     pip install --no-deps at2    # its other dependencies: see docs/context.rst
     python experiments/train_at2.py --task context-facts --n 0,8,16 --pool 16 \
@@ -55,14 +55,8 @@ from typing import Any, Dict
 
 import torch
 
-from captum_iba._utils.io import cache_root
-from captum_iba.app.context_corpus import parse_passages
-from captum_iba.app.context_tasks import BASE_SUFFIX, CONTEXT_TASKS, context_examples
-from captum_iba.app.llm_tasks import TASKS, task_examples
-from captum_iba.app.model_kind import SMOLLM2_HUB_ID
-from captum_iba.attr.llm_batch import uses_chat
-from captum_iba.evaluation.at2 import at2_weights_path, import_at2
-from captum_iba.evaluation.at2_training import (
+sys.path.insert(0, str(Path(__file__).parent))
+from studylib.at2_training import (  # noqa: E402
     AblationPlan,
     at2_fit_path,
     at2_trainer,
@@ -70,6 +64,14 @@ from captum_iba.evaluation.at2_training import (
     train_at2,
     wall_seconds,
 )
+
+from captum_iba._utils.io import cache_root
+from captum_iba.app.context_corpus import parse_passages
+from captum_iba.app.context_tasks import BASE_SUFFIX, CONTEXT_TASKS, context_examples
+from captum_iba.app.llm_tasks import TASKS, task_examples
+from captum_iba.app.model_kind import SMOLLM2_HUB_ID
+from captum_iba.attr.llm_batch import uses_chat
+from captum_iba.evaluation.at2 import at2_weights_path, import_at2
 from captum_iba.evaluation.llm_loop import content_words
 
 
@@ -244,7 +246,7 @@ def train_budgets(
     store that are ablated (a budget past them refused, or skipped under
     ``--stop-after``); print each budget's CPU- and wall-seconds (its
     examples' ablations and its fit) and write them beside its weights
-    (:func:`~captum_iba.evaluation.at2_training.at2_fit_path`)."""
+    (:func:`studylib.at2_training.at2_fit_path`)."""
     ablated = [
         i for i in range(args.pool) if trainer.is_features_and_outputs_completed(i)
     ]

@@ -20,6 +20,15 @@ def experiment(name: str) -> types.ModuleType:
     return module
 
 
+def study_module(name: str) -> types.ModuleType:
+    """The studies' module ``experiments/studylib/<name>.py``, imported as the
+    scripts import it (``studylib.<name>``, their folder on ``sys.path``)."""
+    folder = str(Path(__file__).resolve().parents[1] / "experiments")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(f"studylib.{name}")
+
+
 def no_hooks(model: nn.Module) -> bool:
     """True when no forward (pre-)hook is registered on any module of ``model``."""
     return all(

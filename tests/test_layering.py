@@ -79,6 +79,59 @@ def test_the_check_sees_an_application_import(tmp_path):
     assert {"app", "finetune"} <= targets
 
 
+EXPERIMENTS = PACKAGE.parent / "experiments"
+
+
+def _study_names() -> Set[str]:
+    """The top-level names the studies' code imports as: ``experiments``,
+    its package ``studylib`` and each script's module (``train_at2``, ...)."""
+    names = {"experiments"}
+    names |= {p.stem for p in EXPERIMENTS.glob("*.py")}
+    names |= {p.name for p in EXPERIMENTS.iterdir() if (p / "__init__.py").exists()}
+    return names
+
+
+def _study_imports(path: Path, names: Set[str]) -> Iterator[Tuple[int, str]]:
+    return ((line, n) for line, n in _imports(path) if n.split(".")[0] in names)
+
+
+def test_the_package_never_imports_the_studies():
+    """``experiments/`` (its scripts and ``studylib``, the studies' machinery)
+    imports ``captum_iba``, never the reverse: no module of the package
+    imports a study's module, nor puts the studies' folder on ``sys.path``."""
+    names = _study_names()
+    assert {"studylib", "train_at2"} <= names
+    files = sorted(PACKAGE.rglob("*.py"))
+    bad = [
+        f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+        for path in files
+        for line, name in _study_imports(path, names)
+    ]
+    bad += [
+        f"{path.relative_to(PACKAGE.parent)} puts experiments/ on sys.path"
+        for path in files
+        if any(
+            "sys.path" in line and "experiments" in line
+            for line in path.read_text(encoding="utf-8").splitlines()
+        )
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_check_sees_a_study_import(tmp_path):
+    module = tmp_path / "bad.py"
+    module.write_text(
+        "def f():\n    from studylib.at2_training import train_at2\n"
+        "import experiments.study_parts\nfrom captum_iba import attr\n"
+    )
+    found = {name for _, name in _study_imports(module, _study_names())}
+    assert found == {
+        "studylib.at2_training",
+        "studylib.at2_training.train_at2",
+        "experiments.study_parts",
+    }
+
+
 def test_the_registry_of_names_imports_no_layer_and_no_torch():
     """``captum_iba.registry`` lists names (for ``--help``): it imports only
     the registry class and the options' declarations (which import only the

@@ -128,8 +128,12 @@ def fit_taught_budgets(
         contexts' responses, teacher steps and features, then the fit).
     """
     from captum_iba.evaluation.at2 import at2_weights_path
-    from captum_iba.evaluation.at2_taught import TEACHER, feature_extractor, fit_taught
-    from captum_iba.evaluation.at2_training import _save
+    from captum_iba.evaluation.at2_taught import (
+        TEACHER,
+        feature_extractor,
+        fit_taught,
+        save_at2_weights,
+    )
 
     kept, skipped = kept_contexts(work, pool)
     print(f"[captum_iba] {len(kept)} contexts kept, {skipped} skipped", flush=True)
@@ -149,7 +153,9 @@ def fit_taught_budgets(
             extras["model_name"], extras["task"], n, 0, out, TEACHER
         )
         path.parent.mkdir(parents=True, exist_ok=True)
-        _save(estimator.cpu(), model, path, dict(extras, n=n, teacher=TEACHER))
+        save_at2_weights(
+            estimator.cpu(), model, path, dict(extras, n=n, teacher=TEACHER)
+        )
         done.append(dict(
             n=n, task=extras["task"], saved=str(path),
             cpu_seconds=round(float(data.sum()) + fit, 1),

@@ -12,7 +12,7 @@ The weights are fitted by the package's own trainer
 the scores of the kept sources correlate (Pearson) with the response's
 logit-probability.
 
-:mod:`~captum_iba.evaluation.at2_training` runs that trainer on given
+The study's ``experiments/studylib/at2_training.py`` runs that trainer on given
 contexts (``experiments/train_at2.py``: our corpora's search split) and
 saves the weights with the model's fingerprint (:func:`load_at2` refuses
 them for another model); here :func:`at2_scores` scores *our* sources for

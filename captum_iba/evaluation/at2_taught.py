@@ -26,6 +26,7 @@ format, so :class:`~captum_iba.evaluation.at2.AT2Scorer` explains with them
 at AT2's cost (``experiments/teach_at2.py``, docs/amortized.rst).
 """
 
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Sequence, Tuple, Union
 
 import numpy as np
@@ -38,6 +39,7 @@ from captum_iba.evaluation.at2 import (
     AT2Scorer,
     find_at2_weights,
     import_at2,
+    model_fingerprint,
     read_task,
 )
 from captum_iba.evaluation.at2_model import model_as_found, model_type_of
@@ -49,6 +51,7 @@ __all__ = [
     "TaughtHeadsScorer",
     "feature_extractor",
     "fit_taught",
+    "save_at2_weights",
     "source_features",
     "taught_outcomes",
     "teacher_scorer",
@@ -60,6 +63,18 @@ TEACHER = "iba-deletion-steps1"
 TEACHER_POOLING = ONE_STEP_POOLING
 #: The teacher: one ``iba-deletion`` step.
 teacher_scorer = one_step_deletion
+
+
+def save_at2_weights(
+    estimator: Any, model: Any, path: PathLike, extras: Dict[str, Any]
+) -> Any:
+    """Save AT2's head weights (``estimator``) in AT2's format, with the
+    model's fingerprint (which :func:`~captum_iba.evaluation.at2.load_at2`
+    checks) and ``extras``; returns ``estimator``."""
+    meta = dict(extras, model=model_fingerprint(model))
+    meta.setdefault("model_name", str(getattr(model, "name_or_path", "")))
+    estimator.save(Path(path), extras=meta)
+    return estimator
 
 
 def source_features(

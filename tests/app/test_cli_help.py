@@ -16,6 +16,7 @@ from captum_iba.registry import METHODS, PRIORS, SETTINGS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COMMANDS = ["explain", "evaluate", "attribute", "reproduce"]
+PLURAL = {"classifier": "classifiers", "causal-lm": "causal LMs"}
 
 
 def _subparsers(parser):
@@ -151,3 +152,35 @@ def test_both_parsers_take_their_context_options():
     for command, absent in (("explain", "--task"), ("evaluate", "--query")):
         with pytest.raises(SystemExit):
             parser.parse_args([command, absent, "x"])
+
+
+@pytest.mark.parametrize("command", ["explain", "evaluate"])
+def test_a_method_at_random_s_level_is_marked_experimental(command):
+    """Issue 76: a learned method measured at random's level on a kind of
+    model says so in the help, with its measured figure
+    (``captum_iba.app.help.EXPERIMENTAL``): iba-amortized and AT2 on
+    causal LMs, each a registered name and a kind it explains."""
+    from captum_iba.app.help import EXPERIMENTAL
+
+    assert {"iba-amortized", "at2"} <= set(EXPERIMENTAL)
+    text = " ".join(_subparsers(cli._parser())[command].format_help().split())
+    summaries = dict(METHODS.items())
+    for name, notes in EXPERIMENTAL.items():
+        assert name == METHODS.entry(name).name  # as registered
+        assert set(notes) <= set(METHODS.entry(name).facts["models"])
+        listed = text.index(f"{name} {' '.join(summaries[name].split())}")
+        for kind, note in notes.items():
+            shown = f"[experimental on {PLURAL[kind]}: {' '.join(note.split())}]"
+            assert text.index(shown) > listed, name  # beside its summary
+    assert "SST-2 AOPC .081 vs random's .091" in text
+    assert "SST-2 AOPC .100 vs random's .091" in text
+    assert text.count("[experimental on ") == len(EXPERIMENTAL)  # no other
+
+
+def test_a_listing_of_classifiers_shows_no_causal_lm_note():
+    """iba-amortized is a real method on classifiers (docs/amortized.rst):
+    the causal-LM note is not in a listing of classifiers' methods."""
+    from captum_iba.app.help import methods_listing
+
+    assert "experimental" not in methods_listing(("classifier",))
+    assert "experimental on causal LMs" in methods_listing(("causal-lm",))

@@ -16,7 +16,7 @@ from captum_iba._utils.io import CACHE_ENV_VAR
 from captum_iba.attr.llm_batch import prompt_batch
 from captum_iba.evaluation import Resources, build_scorers
 from captum_iba.evaluation.sources import pool_sources, with_sources
-from tests.helpers import no_hooks, tiny_causal_lm, tiny_word_tokenizer
+from tests.helpers import no_hooks, study_module, tiny_causal_lm, tiny_word_tokenizer
 
 #: A chat template of known words (the reply's opener ends with a space).
 TEMPLATE = (
@@ -44,7 +44,8 @@ def trained(lm, tmp_path_factory):
     """AT2's weights trained on the tiny Llama: 4 examples x 4 ablations,
     saved in ``<a cache>/at2`` (where the method ``at2`` looks)."""
     pytest.importorskip("at2")
-    from captum_iba.evaluation.at2_training import at2_trainer, train_at2
+    training = study_module("at2_training")
+    at2_trainer, train_at2 = training.at2_trainer, training.train_at2
 
     model, tok = lm
     folder = tmp_path_factory.mktemp("cache") / "at2"
@@ -84,7 +85,7 @@ def test_training_runs_and_saves_the_weights(lm, trained, tmp_path):
     assert loaded.kwargs["extras"]["n"] == 4
     assert loaded.kwargs["extras"]["task"] == "toy"
     # budget 0: the package's starting point, every head the same weight
-    from captum_iba.evaluation.at2_training import train_at2
+    train_at2 = study_module("at2_training").train_at2
 
     untrained = train_at2(trainer, 0, tmp_path / "zero.pt")
     assert torch.allclose(untrained.linear.weight, torch.full((1, 4), 0.25))
@@ -143,7 +144,7 @@ def test_a_response_read_as_other_tokens_is_refused(lm, trained):
 
 def test_an_unknown_model_family_is_refused_before_any_work(lm, tmp_path):
     pytest.importorskip("at2")
-    from captum_iba.evaluation.at2_training import at2_trainer
+    at2_trainer = study_module("at2_training").at2_trainer
 
     tok = lm[1]
     with pytest.raises(ValueError, match="gpt2"):
@@ -252,7 +253,9 @@ def test_training_on_laid_out_prompts_takes_their_spans(lm, tmp_path):
     given; one-token responses."""
     pytest.importorskip("at2")
     from captum_iba.evaluation.at2 import layout
-    from captum_iba.evaluation.at2_training import at2_trainer, train_at2
+
+    training = study_module("at2_training")
+    at2_trainer, train_at2 = training.at2_trainer, training.train_at2
 
     model, tok = lm
     laid = [layout(sources, query) for sources, query in EXAMPLES]
@@ -367,7 +370,7 @@ def test_the_cpu_seconds_of_two_workers_merge(tmp_path):
     hides the call that did the work."""
     import json
 
-    from captum_iba.evaluation.at2_training import _Seconds
+    _Seconds = study_module("at2_training")._Seconds
 
     first, second = _Seconds(tmp_path, 3), _Seconds(tmp_path, 3, first=2)
     first.add(0, "response", 4.0)
@@ -396,11 +399,9 @@ def test_batched_responses_equal_one_at_a_time_and_a_store_keeps_its_batch(
     batch's does): the same responses as one at a time; the tokenizer's
     padding side is restored; a store begun with another batch is refused;
     ``stop_after=0`` ablates nothing; the wall-seconds are recorded."""
-    from captum_iba.evaluation.at2_training import (
-        AblationPlan,
-        at2_trainer,
-        wall_seconds,
-    )
+    training = study_module("at2_training")
+    AblationPlan, at2_trainer = training.AblationPlan, training.at2_trainer
+    wall_seconds = training.wall_seconds
 
     model, tok = lm
     one = trained[3]
@@ -433,9 +434,9 @@ def test_the_training_script_writes_each_budgets_costs_beside_its_weights(
     import json
 
     from captum_iba.evaluation.at2 import at2_weights_path
-    from captum_iba.evaluation.at2_training import at2_fit_path
     from tests.helpers import experiment
 
+    at2_fit_path = study_module("at2_training").at2_fit_path
     script = experiment("train_at2")
     argv = ["--task", "sst2", "--n", "1,2", "--pool", "3", "--out", str(tmp_path)]
     args = script.parse(argv + ["--work", str(tmp_path / "w")])

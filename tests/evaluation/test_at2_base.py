@@ -11,7 +11,13 @@ import torch
 
 from captum_iba.attr.llm_batch import prompt_batch
 from captum_iba.evaluation.sources import pool_sources, with_sources
-from tests.helpers import TINY_WORDS, no_hooks, tiny_causal_lm, tiny_word_tokenizer
+from tests.helpers import (
+    TINY_WORDS,
+    no_hooks,
+    study_module,
+    tiny_causal_lm,
+    tiny_word_tokenizer,
+)
 
 SOURCES = ("the cat sat on the mat", "a dog ran in the park", "the big red cat")
 EXAMPLES = [
@@ -50,7 +56,9 @@ def test_the_trainer_and_the_scores_read_a_base_model_s_plain_text(base, tmp_pat
     them, its source scores the sums of its token scores over our sources."""
     from captum_iba.evaluation import Resources, build_scorers
     from captum_iba.evaluation.at2 import at2_scores, at2_token_scores, layout
-    from captum_iba.evaluation.at2_training import at2_trainer, train_at2
+
+    training = study_module("at2_training")
+    at2_trainer, train_at2 = training.at2_trainer, training.train_at2
 
     model, tok = base
     with pytest.raises(ValueError, match="chat=True.*none.*chat=False"):

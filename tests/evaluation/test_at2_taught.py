@@ -98,8 +98,11 @@ def test_features_times_the_weights_are_at2s_source_scores(lm, tmp_path):
     without hooks."""
     pytest.importorskip("at2")
     from captum_iba.evaluation.at2 import AT2Scorer
-    from captum_iba.evaluation.at2_taught import fit_taught, source_features
-    from captum_iba.evaluation.at2_training import _save
+    from captum_iba.evaluation.at2_taught import (
+        fit_taught,
+        save_at2_weights,
+        source_features,
+    )
 
     model, tok = lm
     batch = _sourced_batch(tok)
@@ -110,7 +113,7 @@ def test_features_times_the_weights_are_at2s_source_scores(lm, tmp_path):
         [f.numpy() for f in feats], [np.arange(3.0), np.ones(2)], _heads(), iterations=5
     )
     path = tmp_path / "taught.pt"
-    _save(estimator, model, path, {"n": 2, "teacher": "toy"})
+    save_at2_weights(estimator, model, path, {"n": 2, "teacher": "toy"})
     found = AT2Scorer(model, weights=path, tokenizer=tok, method_name="at2").attribute(
         batch
     )
@@ -144,17 +147,16 @@ def test_the_study_refuses_a_bad_or_missing_taught_method_before_any_model():
 def test_taught_weights_are_never_taken_for_at2s(lm, tmp_path):
     pytest.importorskip("at2")
     from captum_iba.evaluation.at2 import at2_weights_path, find_at2_weights
-    from captum_iba.evaluation.at2_taught import TEACHER, fit_taught
-    from captum_iba.evaluation.at2_training import _save
+    from captum_iba.evaluation.at2_taught import TEACHER, fit_taught, save_at2_weights
 
     model, _ = lm
     taught = at2_weights_path("org/tiny", "context-facts", 2, 0, tmp_path, TEACHER)
     own = at2_weights_path("org/tiny", "context-facts", 1, 32, tmp_path)
     estimator = fit_taught([np.ones((2, 4))], [np.arange(2.0)], _heads(), iterations=2)
-    _save(estimator, model, taught, {"n": 2, "teacher": TEACHER})
+    save_at2_weights(estimator, model, taught, {"n": 2, "teacher": TEACHER})
     with pytest.raises(FileNotFoundError, match="no AT2 weights"):
         find_at2_weights(model, tmp_path)
-    _save(estimator, model, own, {"n": 1, "ablations": 32})
+    save_at2_weights(estimator, model, own, {"n": 1, "ablations": 32})
     assert find_at2_weights(model, tmp_path) == own
 
 
@@ -202,8 +204,12 @@ def test_the_method_takes_taught_weights_only(lm, tmp_path, monkeypatch):
     from captum_iba._utils.io import CACHE_ENV_VAR
     from captum_iba.attr.llm_batch import prompt_batch
     from captum_iba.evaluation import Resources, build_scorers
-    from captum_iba.evaluation.at2_taught import TEACHER, TaughtHeadsScorer, fit_taught
-    from captum_iba.evaluation.at2_training import _save
+    from captum_iba.evaluation.at2_taught import (
+        TEACHER,
+        TaughtHeadsScorer,
+        fit_taught,
+        save_at2_weights,
+    )
 
     model, tok = lm
     monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path))
@@ -212,11 +218,13 @@ def test_the_method_takes_taught_weights_only(lm, tmp_path, monkeypatch):
     estimator = fit_taught([np.ones((2, 4))], [np.arange(2.0)], _heads(), iterations=2)
     own = tmp_path / "at2" / "own.pt"
     own.parent.mkdir()
-    _save(estimator, model, own, {"n": 9, "ablations": 32})
+    save_at2_weights(estimator, model, own, {"n": 9, "ablations": 32})
     with pytest.raises(ValueError, match="not taught by iba-deletion-steps1"):
         TaughtHeadsScorer(model, heads=own, tokenizer=tok)
     taught = tmp_path / "at2" / "taught.pt"
-    _save(estimator, model, taught, {"n": 1, "teacher": TEACHER, "task": "toy"})
+    save_at2_weights(
+        estimator, model, taught, {"n": 1, "teacher": TEACHER, "task": "toy"}
+    )
     scorer = build_scorers(["iba-heads"], Resources(model, tok), kind="causal-lm")
     scorer = scorer["iba-heads"]
     assert scorer.settings["weights"] == str(taught)
@@ -239,3 +247,28 @@ def test_without_the_package_the_method_names_the_install(monkeypatch, lm):
     monkeypatch.setitem(sys.modules, "at2", None)
     with pytest.raises(ImportError, match="pip install at2"):
         build_scorers(["iba-heads"], Resources(model, tok), kind="causal-lm")
+
+
+def test_the_weights_are_saved_with_the_model_s_fingerprint(lm, tmp_path):
+    """``save_at2_weights`` (what the command line's ``iba-heads`` and the
+    study's ``train_at2`` save with; no AT2 package needed): the estimator's
+    own save, with the extras, the model's fingerprint and its name."""
+    from captum_iba.evaluation.at2 import model_fingerprint
+    from captum_iba.evaluation.at2_taught import save_at2_weights
+
+    saved = []
+
+    class Estimator:
+        def save(self, path, extras):
+            saved.append((path, extras))
+
+    model = lm[0]
+    estimator = Estimator()
+    path = str(tmp_path / "w.pt")
+    assert save_at2_weights(estimator, model, path, {"n": 2}) is estimator
+    ((where, extras),) = saved
+    assert where == tmp_path / "w.pt"
+    assert extras["n"] == 2 and extras["model"] == model_fingerprint(model)
+    assert extras["model_name"] == str(getattr(model, "name_or_path", ""))
+    save_at2_weights(estimator, model, path, {"model_name": "org/tiny"})
+    assert saved[-1][1]["model_name"] == "org/tiny"

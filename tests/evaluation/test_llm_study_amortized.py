@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.helpers import experiment
+from tests.helpers import experiment, study_module
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +199,7 @@ def test_at2_fit_reads_the_statistics_beside_the_weights(study, tmp_path):
     """``at2-<n>`` 's record ``fit``: the weights' task, examples and
     ablations, and the training's CPU-s where train_at2.py wrote them beside
     the weights (``at2_fit_path``); without that file, no CPU-s."""
-    from captum_iba.evaluation.at2_training import at2_fit_path
+    at2_fit_path = study_module("at2_training").at2_fit_path
 
     weights = tmp_path / "m-sst2-n8-a32.pt"
     settings = dict(

@@ -13,6 +13,10 @@ package's format with the model's fingerprint
 (:func:`~captum_iba.evaluation.at2.load_at2` checks it). The response is one
 target (``split_target_by=None``: the package's sentence splitter needs an
 NLTK download, which fails offline).
+
+Study machinery (``experiments/train_at2.py`` runs it; the package only
+reads the weights it saves), so it lives beside the studies, not in
+``captum_iba``.
 """
 
 import json
@@ -31,7 +35,6 @@ from captum_iba.evaluation.at2 import (
     _task_class,
     import_at2,
     layout,
-    model_fingerprint,
 )
 from captum_iba.evaluation.at2_model import (
     at2_model,
@@ -39,6 +42,7 @@ from captum_iba.evaluation.at2_model import (
     model_as_found,
     model_type_of,
 )
+from captum_iba.evaluation.at2_taught import save_at2_weights
 
 __all__ = ["AblationPlan", "at2_trainer", "check_store", "train_at2", "wall_seconds"]
 
@@ -343,7 +347,7 @@ def train_at2(
         at2 = import_at2()
         estimator = at2.AT2ScoreEstimator(trainer.feature_extractor)
         estimator.finalize_parameters()  # 1 / heads each, as training starts
-        return _save(estimator, trainer.model, path, dict(extras or {}, n=0))
+        return save_at2_weights(estimator, trainer.model, path, dict(extras or {}, n=0))
     done = [
         i
         for i in range(len(trainer.dataset))
@@ -366,7 +370,9 @@ def train_at2(
         device=device,
         print_every=iterations,
     )
-    return _save(estimator.cpu(), trainer.model, path, dict(extras or {}, n=n))
+    return save_at2_weights(
+        estimator.cpu(), trainer.model, path, dict(extras or {}, n=n)
+    )
 
 
 def at2_fit_path(weights: PathLike) -> Path:
@@ -374,11 +380,3 @@ def at2_fit_path(weights: PathLike) -> Path:
     that made ``weights`` (its examples, ablations, CPU- and wall-seconds,
     the CPU's kind): the weights' file with the suffix ``.json``."""
     return Path(weights).with_suffix(".json")
-
-
-def _save(estimator: Any, model: Any, path: PathLike, extras: Dict[str, Any]) -> Any:
-    """Save in AT2's format, with the model's fingerprint."""
-    meta = dict(extras, model=model_fingerprint(model))
-    meta.setdefault("model_name", str(getattr(model, "name_or_path", "")))
-    estimator.save(Path(path), extras=meta)
-    return estimator
