@@ -101,9 +101,12 @@ def methods_listing(kinds: Sequence[str] = MODEL_KINDS) -> str:
         text += f" (also: {', '.join(others)})" if others else ""
         if len(kinds) > 1 and len(models) == 1:
             text += f" ({plural[models[0]]} only)"
-        for kind, note in EXPERIMENTAL.get(name, {}).items():
-            if kind in kinds:
-                text += f" [experimental on {plural[kind]}: {note}]"
+        marks = EXPERIMENTAL.get(name, {}).items()
+        text += "".join(
+            f" [experimental on {plural[k]}: {note}]"
+            for k, note in marks
+            if k in plural
+        )
         items.append((name.lower(), text))
     both = "; each explains both, unless marked" if len(kinds) > 1 else ""
     title = (
