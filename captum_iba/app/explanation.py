@@ -75,6 +75,9 @@ def explain(
     method_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
     model_name: Optional[str] = None,
     context: Union[None, str, Sequence[str]] = None,
+    sources: Any = None,
+    explainer: Any = None,
+    prior_data: Any = None,
     **options: Any,
 ) -> Explanation:
     """Explain one prediction, word by word, by one method or several; for a
@@ -114,21 +117,24 @@ def explain(
             result's :meth:`~captum_iba.app.page.Explanation.sources` and
             :meth:`~captum_iba.app.page.Explanation.source_scores` give one
             score per source (docs/context.rst). A list: one source per
-            item; a text: cut by ``sources=`` (an option here):
-            ``"sentence"`` (default), ``"documents"`` (separated by blank
-            lines), ``"lines"``, ``"turns"`` (a line opening with a
-            speaker's label, ``User:``), or the sources' character spans of
-            the text.
+            item; a text: cut by ``sources``.
+        sources (str or Sequence[tuple[int, int]], optional): How a text
+            ``context`` is cut into sources: ``"sentence"`` (default),
+            ``"documents"`` (separated by blank lines), ``"lines"``,
+            ``"turns"`` (a line opening with a speaker's label, ``User:``),
+            or the sources' character spans of the text.
+        explainer (optional): A classifier's ``iba-amortized``'s fitted
+            explainer (see :func:`captum_iba.app.amortized.cached_explainer`),
+            or a function of the layer module returning one: a resource its
+            methods share.
+        prior_data (optional): Training data for a prior fitted on data
+            (``prior="dataset"``), a classifier's methods' shared resource.
         **options: Options for every method that takes them
             (:data:`captum_iba.registry.OPTIONS`), e.g. ``layer`` (the layer
             of the bottleneck: an encoder layer index or ``"embeddings"``),
             ``seed``, ``beta``, ``steps``, ``prior``, ``ig_steps``. Default:
             each method's own. An option no chosen method takes is an error,
-            never ignored. Also the shared resources of a classifier's
-            methods: ``explainer`` (``iba-amortized``'s fitted explainer, see
-            :func:`captum_iba.app.amortized.cached_explainer`, or a function
-            of the layer module returning one) and ``prior_data`` (training
-            data for a prior fitted on data, ``prior="dataset"``).
+            never ignored.
 
     A model in training mode is explained in eval mode (dropout off, so the
     prediction and the scores are not random), with a warning; its flags are
@@ -153,9 +159,7 @@ def explain(
             not installed (with several, it is left out and named in
             :attr:`~captum_iba.app.page.Explanation.skipped`).
     """
-    explainer = options.pop("explainer", None)  # resources, not options
-    prior_data = options.pop("prior_data", None)
-    prompt = _context(text, context, options.pop("sources", None))
+    prompt = _context(text, context, sources)
     check_values(options)  # a bad value is named before the model is looked up
     route = _ROUTES[kind_of(model)]  # the model's kind, decided once
     return route(

@@ -105,6 +105,9 @@ def explain_answer(
     max_new_tokens: int = 20,
     per_token: bool = True,
     method_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
+    model_name: Optional[str] = None,
+    explainer: Any = None,
+    max_new_option: str = "max_new_tokens=",
     **options: Any,
 ) -> Explanation:
     """Explain a causal LM's answer to a prompt, word by word.
@@ -132,16 +135,18 @@ def explain_answer(
         per_token (bool): Also score each output token (the page's matrix;
             one more IBA instance per token). Default True.
         method_options (Mapping, optional): Options per method.
-        **options: Options for every method that takes them (``layer``,
-            ``steps``, ``seed``, ``ig_steps``, ...); also ``model_name`` (how
-            the page names the model) and ``max_new_option`` (how
-            ``max_new_tokens`` was given, for the warning when the model's
-            positions leave less room; default ``"max_new_tokens="``) and
-            ``explainer``: a function of the loaded model, its tokenizer and
-            the chat choice giving ``iba-amortized`` 's explainer resource
+        model_name (str, optional): How the page names the model.
+        explainer (Callable, optional): A function of the loaded model, its
+            tokenizer and the chat choice giving ``iba-amortized`` 's
+            explainer resource
             (:class:`~captum_iba.evaluation.resolve.Resources`; the command
             line's takes the cached one; without it ``iba-amortized`` is
             refused before the weights load).
+        max_new_option (str): How ``max_new_tokens`` was given, for the
+            warning when the model's positions leave less room. Default
+            ``"max_new_tokens="``.
+        **options: Options for every method that takes them (``layer``,
+            ``steps``, ``seed``, ``ig_steps``, ...).
 
     Returns:
         Explanation: The answer and every method's scores.
@@ -163,9 +168,6 @@ def explain_answer(
     from captum_iba.attr.llm_batch import prompt_batch, uses_chat
     from captum_iba.evaluation import Resources, build_scorers
 
-    model_name = options.pop("model_name", None)  # the page's, not options
-    max_new_option = options.pop("max_new_option", "max_new_tokens=")
-    explainer = options.pop("explainer", None)  # a resource, not an option
     given = {k: v for k, v in options.items() if v is not None}
     if isinstance(method, MethodRequest):
         if given or method_options:
