@@ -278,6 +278,7 @@ def build_scorers(
                 resources.model,
                 name=name,
                 method_name=entry.name,
+                model_kind=kind,
                 **built,
                 **_common(resources, preset),
             )

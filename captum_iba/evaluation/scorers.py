@@ -68,7 +68,7 @@ from captum_iba.attr.batches import (
     Scores,
     TokenBatch,
 )
-from captum_iba.attr.kinds import ModelKind, kind_of
+from captum_iba.attr.kinds import ModelKind, kind_named, kind_of
 from captum_iba.evaluation.sources import POOLINGS
 from captum_iba.registry import METHODS, SETTINGS
 
@@ -237,9 +237,11 @@ class TokenScorer(MethodFacts):
         method_name (str): The registered method (e.g. ``"iba-faithful"``).
         name (str): The name shown in results and tables (the method, or a
             variant of it such as ``"IBA (paper)"``).
-        model_kind (ModelKind): The kind of the model, decided once when the
-            scorer is built (:func:`~captum_iba.attr.kinds.kind_of`): a
-            Hugging Face causal LM's, else a classifier's; ``kind`` is its
+        model_kind (ModelKind): The kind of the model: as the entry decided
+            it (the constructor's ``model_kind``, which
+            :func:`~captum_iba.evaluation.build_scorers` passes), else decided
+            once when the scorer is built (:func:`~captum_iba.attr.kinds.kind_of`:
+            a Hugging Face causal LM's, else a classifier's); ``kind`` is its
             name.
         settings (dict): Everything that defines the run (setting, target rule,
             steps, samples, seed, ...).
@@ -280,15 +282,19 @@ class TokenScorer(MethodFacts):
         name: Optional[str] = None,
         setting: str = "fair",
         method_name: Optional[str] = None,
+        model_kind: Union[None, str, ModelKind] = None,
     ) -> None:
         if setting != CUSTOM_SETTING and setting not in SETTINGS:
             raise ValueError(
                 f"setting must be one of {', '.join(SETTINGS.names())} (or "
                 f"{CUSTOM_SETTING!r}); got {setting!r}"
             )
-        #: The kind of the model (:class:`~captum_iba.attr.kinds.ModelKind`),
-        #: decided once here: everything that differs by kind asks it.
-        self.model_kind: ModelKind = self._kind_of(model)
+        #: The kind of the model (:class:`~captum_iba.attr.kinds.ModelKind`):
+        #: as the entry decided it (``model_kind``), else decided here once;
+        #: everything that differs by kind asks it.
+        self.model_kind: ModelKind = (
+            self._kind_of(model) if model_kind is None else kind_named(model_kind)
+        )
         self.method_name = method_name or registered_name(type(self))
         self.name = name or self.method_name
         self.model = model
