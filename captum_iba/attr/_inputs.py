@@ -44,7 +44,6 @@ __all__ = [
     "check_token_inputs",
     "check_feature_mask",
     "check_token_mask",
-    "concat_chunks",
     "copies_failed",
     "expand_rows",
     "forward_signature",
@@ -440,10 +439,3 @@ def slice_rows(
         t[rows] if i not in constant and _per_instance(t, batch) else t
         for i, t in enumerate(extra)
     )
-
-
-def concat_chunks(parts: Tuple[Any, ...]) -> Any:
-    """Chunks joined along the batch (a tuple per layer output tensor)."""
-    if isinstance(parts[0], tuple):
-        return tuple(torch.cat(p) for p in zip(*parts))
-    return torch.cat(parts)

@@ -1,11 +1,10 @@
 """Which tokens of a prompt are the user's: the user turn of a chat template
-found by construction (:func:`user_turn`), the special ids never scored
-(:func:`never_scored_ids`) and the words a tokenizer does not know
-(:func:`unknown_words`), for :mod:`captum_iba.attr.llm_batch`."""
+found by construction (:func:`user_turn`) and the special ids never scored
+(:func:`never_scored_ids`), for :mod:`captum_iba.attr.llm_batch`."""
 
-from typing import Any, List, Tuple
+from typing import Any, Tuple
 
-__all__ = ["never_scored_ids", "unknown_words", "user_turn"]
+__all__ = ["never_scored_ids", "user_turn"]
 
 
 #: Stands for the user's text when the chat template is rendered to find the
@@ -69,29 +68,3 @@ def never_scored_ids(tokenizer: Any) -> set:
     if unk not in roles:
         special.discard(unk)
     return special
-
-
-def unknown_words(tokenizer: Any, text: str) -> List[str]:
-    """The parts of ``text`` that the tokenizer turns into its unknown token
-    (as written, with a fast tokenizer; else the unknown token): the one
-    check of answer words, for a given target and a corpus task's answers.
-
-    Args:
-        tokenizer: A Hugging Face tokenizer.
-        text (str): The text, tokenised without special tokens.
-
-    Returns:
-        list of str: The unknown parts, in order (empty when none).
-    """
-    unk = getattr(tokenizer, "unk_token_id", None)
-    if unk is None:
-        return []
-    fast = bool(getattr(tokenizer, "is_fast", False))
-    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=fast)
-    ids = list(enc["input_ids"])
-    spans = enc["offset_mapping"] if fast else [None] * len(ids)
-    return [
-        text[span[0] : span[1]] if span else str(tokenizer.unk_token)
-        for i, span in zip(ids, spans)
-        if i == unk
-    ]

@@ -248,9 +248,14 @@ class AmortizedExplainer:
 
     def length_warning(self, length: int) -> Optional[str]:
         """The warning for an input of ``length`` tokens longer than the
-        longest this explainer (of a causal LM) was fitted on, else None: it
-        is explained all the same, an extrapolation (the network reads no
-        position index, :class:`~captum_iba.attr.explainer.MaskExplainer`)."""
+        longest this explainer (of a causal LM) was fitted on, else None.
+
+        Such an input is explained all the same: the network reads each
+        token's states and the last position's, never a position index
+        (:class:`~captum_iba.attr.explainer.MaskExplainer`), so it applies to
+        any length the model takes; its masks there are an extrapolation
+        (measured on the copy model: ``tests/evaluation/test_amortized_llm.py``).
+        """
         limit = self.key.get("max_tokens")
         if limit is None or length <= int(limit):
             return None

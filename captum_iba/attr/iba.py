@@ -10,6 +10,7 @@ site, reads the layer's output, prepares the prior's statistics and calls
 the loop.
 """
 
+from dataclasses import dataclass
 from typing import (
     Any,
     Callable,
@@ -40,7 +41,8 @@ from captum_iba._utils.common import format_target, logits_of, model_device
 from captum_iba._utils.hooks import LayerRecord, evaluation_mode, recorded
 from captum_iba.attr import _inputs, _loop, _ranking, _seam, _speed, _tokens
 from captum_iba.attr._precision import resolve_precision
-from captum_iba.attr.options import CallSettings, ConfigLike, IBAOptions, options_doc
+from captum_iba.attr.objectives import Objective
+from captum_iba.attr.options import ConfigLike, IBAOptions, options_doc
 
 __all__ = ["IBAOptions", "InformationBottleneckAttribution"]
 
@@ -286,7 +288,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         chunks: List[List[Any]] = []
         self.last_run = [{} for _ in self._layers]
         device = model_device(self.forward_func, inputs_t[0].device)
-        run = CallSettings(
+        run = _AttributeCall(
             opts, run_seed, mask_explicit, resolve_precision(self.precision, device)
         )
         starts = range(0, batch, per_chunk)
@@ -315,7 +317,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
                     reasons[k] = reasons[k] or info.get("no_ranking", "")
         _ranking.record(self.forward_func, self._layers, self.last_run, reasons,
                         flats, batch)  # fmt: skip
-        results = [_inputs.concat_chunks(parts) for parts in zip(*chunks)]
+        results = [_concat(parts) for parts in zip(*chunks)]
         return results if isinstance(self.layer, list) else results[0]
 
     # ------------------------------------------------------------------ #
@@ -326,7 +328,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         extra: Tuple[Any, ...],
         target: Optional[Tensor],
         token_mask: Optional[Tensor],
-        run: "CallSettings",
+        run: "_AttributeCall",
         groups: Optional[Tensor] = None,
     ) -> List[Any]:
         options = run.options
@@ -375,7 +377,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         inputs: Tuple[Tensor, ...],
         extra: Tuple[Any, ...],
         target: Optional[Tensor],
-        run: "CallSettings",
+        run: "_AttributeCall",
     ) -> Tuple[Dict[Module, LayerRecord], Optional[Tensor], "_loop.Task"]:
         """The layers' records on the clean inputs, the clean output and the
         task; the output is None where a later call needs only the records
@@ -430,7 +432,7 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
         call: Tuple[Tensor, Tuple[Tensor, ...], Tuple[Any, ...], Any],
         token_mask: Optional[Tensor],
         task: "_loop.Task",
-        run: "CallSettings",
+        run: "_AttributeCall",
         baseline: Optional[Tensor] = None,
         tokens: Tuple[Optional[Tensor], Optional[Tensor]] = (None, None),
     ) -> Tuple[Tensor, Dict[str, Any]]:
@@ -486,6 +488,25 @@ class InformationBottleneckAttribution(LayerAttribution, GradientAttribution):
     def _device_ids(self) -> Optional[List[int]]:
         """``device_ids``, or those of a ``DataParallel`` forward_func."""
         return self.device_ids or getattr(self.forward_func, "device_ids", None)
+
+
+@dataclass
+class _AttributeCall:
+    """What stays fixed over one ``attribute`` call's chunks (the objective
+    is resolved on the first chunk's output)."""
+
+    options: IBAOptions
+    seed: int
+    mask_explicit: bool
+    precision: str = "float32"
+    objective: Optional[Objective] = None
+
+
+def _concat(parts: Tuple[Any, ...]) -> Any:
+    """Chunks joined along the batch (a tuple per layer output tensor)."""
+    if isinstance(parts[0], tuple):
+        return tuple(torch.cat(p) for p in zip(*parts))
+    return torch.cat(parts)
 
 
 InformationBottleneckAttribution.attribute.__doc__ = (

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from captum_iba._utils.common import max_positions, model_device
-from captum_iba.attr._user_turn import never_scored_ids, unknown_words, user_turn
+from captum_iba.attr._user_turn import never_scored_ids, user_turn
 from captum_iba.attr.batches import IGNORE_INDEX, PromptBatch
 
 __all__ = [
@@ -322,6 +322,32 @@ def _encode_target(tokenizer: Any, target: str) -> List[int]:
         )
     _refuse_unknown(tokenizer, target)
     return ids
+
+
+def unknown_words(tokenizer: Any, text: str) -> List[str]:
+    """The parts of ``text`` that the tokenizer turns into its unknown token
+    (as written, with a fast tokenizer; else the unknown token): the one
+    check of answer words, for a given target and a corpus task's answers.
+
+    Args:
+        tokenizer: A Hugging Face tokenizer.
+        text (str): The text, tokenised without special tokens.
+
+    Returns:
+        list of str: The unknown parts, in order (empty when none).
+    """
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is None:
+        return []
+    fast = bool(getattr(tokenizer, "is_fast", False))
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=fast)
+    ids = list(enc["input_ids"])
+    spans = enc["offset_mapping"] if fast else [None] * len(ids)
+    return [
+        text[span[0] : span[1]] if span else str(tokenizer.unk_token)
+        for i, span in zip(ids, spans)
+        if i == unk
+    ]
 
 
 def _refuse_unknown(tokenizer: Any, target: str) -> None:

@@ -366,18 +366,6 @@ CONFIGS.add(
 )
 
 
-@dataclass
-class CallSettings:
-    """What stays fixed over one ``attribute`` call's chunks (the objective
-    is resolved on the first chunk's output)."""
-
-    options: IBAOptions
-    seed: int
-    mask_explicit: bool
-    precision: str = "float32"
-    objective: Optional[Objective] = None
-
-
 def used_options(options: "IBAOptions") -> Dict[str, Any]:
     """The options as results record them, less those the run does not use:
     the deletion through attention adds no noise, so it has no prior, beta or
