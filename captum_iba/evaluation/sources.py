@@ -10,7 +10,7 @@ character span of the prompt; a prompt's sources do not overlap.
   uses NLTK's Punkt, which needs a download this package does not make);
 * :func:`check_sources` - sources checked before any model loads;
 * :func:`source_index` - which source each prompt token of a
-  :class:`~captum_iba.attr.llm_batch.PromptBatch` lies in (a fast
+  :class:`~captum_iba.attr.batches.PromptBatch` lies in (a fast
   tokenizer's offsets; a token straddling two sources goes to the one it
   starts in);
 * :func:`with_sources` - a batch given its sources: every method then
