@@ -16,8 +16,8 @@
   help texts, the pages, the resolver and the scorers' own ``signed`` and
   ``word_reduction``. :func:`method_entry` gives a name's entry for a kind
   of model, refusing a kind the method does not explain before anything
-  loads; 0.2's ``llm-*`` names are deprecated other names
-  (:data:`LLM_NAMES`);
+  loads; the ``llm-*`` names (added after 0.2.0, deprecated since 0.3,
+  removed in 0.4) are deprecated other names (:data:`LLM_NAMES`);
 * :data:`PRIORS` - IBA's noise priors (``prior="paper"``, ``--prior``);
 * :data:`SETTINGS` - the comparison settings of the degradation test
   (``setting="fair"``, ``--setting``; their presets in
@@ -430,7 +430,8 @@ def _for_kind(entry: Entry, kind: str) -> Entry:
     return entry
 
 
-#: The names of 0.2's methods for causal LMs -> the name to write now: the
+#: The ``llm-*`` names of the methods for causal LMs (added after 0.2.0,
+#: deprecated since 0.3) -> the name to write now: the
 #: same method, class and arguments on a causal LM (shown under the old name,
 #: so that records keep it). They work until 0.4, with a
 #: ``DeprecationWarning``.
