@@ -461,7 +461,7 @@ for _old, _new in LLM_NAMES.items():
 
 #: What ``explain`` and ``attribute`` run when no method is named, on a
 #: classifier or a causal LM: the most faithful IBA measured
-#: (docs/faithfulness.rst, second round; docs/llm.rst).
+#: (docs/studies/faithfulness_round2.rst; docs/llm.rst).
 DEFAULT_METHOD = "iba-deletion"
 #: The same (earlier releases had a name per kind).
 DEFAULT_LLM_METHOD = DEFAULT_METHOD

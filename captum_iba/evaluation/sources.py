@@ -71,7 +71,8 @@ POOLINGS = ("sum", "mean", "max")
 #: log-odds of the source's largest, ``log(m / (1 - m))`` - the mask's own
 #: parameter alpha, 0 where a deletion step starts (lambda = 1/2), so that
 #: a source the answer does not need adds nothing to the LDS's sum of kept
-#: sources (docs/context.rst, "The mask's log-odds").
+#: sources (docs/studies/context_logodds.rst,
+#: "The mask's log-odds").
 MASK_POOLINGS = POOLINGS + ("logit-max",)
 #: Each pooling in words, as a page and the listing say it.
 POOLING_WORDS = {
