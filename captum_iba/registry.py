@@ -16,8 +16,8 @@
   help texts, the pages, the resolver and the scorers' own ``signed`` and
   ``word_reduction``. :func:`method_entry` gives a name's entry for a kind
   of model, refusing a kind the method does not explain before anything
-  loads; 0.2's ``llm-*`` names are deprecated other names
-  (:data:`LLM_NAMES`);
+  loads; the ``llm-*`` names (added after 0.2.0, deprecated since 0.3,
+  removed in 0.4) are deprecated other names (:data:`LLM_NAMES`);
 * :data:`PRIORS` - IBA's noise priors (``prior="paper"``, ``--prior``);
 * :data:`SETTINGS` - the comparison settings of the degradation test
   (``setting="fair"``, ``--setting``; their presets in
@@ -222,7 +222,7 @@ _method(
     _IBA,  # a causal LM: one mask weight per token (attr.llm.LLM_MASKS)
     "IBA with noise at a layer, a true information bottleneck (how much of each "
     "token's signal passes): the most faithful of IBA's noise configurations "
-    "(docs/faithfulness.rst; a causal LM: one mask weight per token)",
+    "measured (a causal LM: one mask weight per token)",
     _IBA_NOISE,
     signed=False,
     reduction="mean",
@@ -234,8 +234,7 @@ _method(
     "amortized:IBAAmortizedScorer",
     "amortized IBA: an explainer taught by iba-deletion once per model, then one "
     "forward pass per attribution (a causal LM: fitted on a prompt task's "
-    "prompts or a context task's contexts, the whole answer only; "
-    "docs/amortized.rst)",
+    "prompts or a context task's contexts, the whole answer only)",
     ("layer", "explainer_objective"),
     signed=False,
     reduction="mean",
@@ -246,10 +245,11 @@ _method(
 _method(
     "iba-deletion",
     _IBA,
-    "IBA's mask deleting tokens through the attention of every layer "
-    "(bidirectional or causal), with the complement term: no noise, so no "
-    "information is measured, but the most faithful configuration measured "
-    "(docs/faithfulness.rst, docs/llm.rst)",
+    "IBA's mask that deletes tokens through the attention of every layer, "
+    "fitted so that the tokens it keeps suffice for the prediction and those "
+    "it deletes, alone, do not: a token's score is the share of it the prediction "
+    "needs (0 to 1), not information in nats, as no noise is added; the most "
+    "faithful configuration measured",
     _IBA_RUN,
     signed=False,
     reduction="mean",
@@ -262,7 +262,7 @@ _method(
     _IBA,
     "iba-deletion with one mask weight per source of a context (a sentence, "
     "a passage, a chat turn), shared by its tokens: which sources the answer "
-    "needs (docs/context.rst; a prompt with sources)",
+    "needs (a prompt with sources)",
     _IBA_RUN,
     signed=False,
     reduction="mean",
@@ -276,8 +276,8 @@ _method(
     "at2:AT2Scorer",
     "AT2 (Cohen-Wang et al. 2025): the answer's attention to each source, "
     "weighted per head by weights learned once per model from source ablations "
-    "(its package at2, weights from experiments/train_at2.py; a prompt with "
-    "sources, in the chat template; Llama, Qwen2, Phi-3, Gemma 3)",
+    "by AT2's own trainer (its package at2; a prompt with sources, in the chat "
+    "template; Llama, Qwen2, Phi-3, Gemma 3)",
     models=("causal-lm",),
 )
 _method(
@@ -286,8 +286,8 @@ _method(
     "amortized IBA reading the answer's attention: AT2's head-weighted "
     "attention to each source, its head weights taught by one iba-deletion "
     "step on a context task's search contexts instead of ablations (its "
-    "package at2; fitted by evaluate --task context-...; a prompt with sources; "
-    "docs/amortized.rst)",
+    "package at2; fitted by evaluate --task context-...; a prompt with "
+    "sources)",
     uses=("heads",),
     models=("causal-lm",),
 )
@@ -295,8 +295,8 @@ _method(
     "loso",
     "source_methods:LeaveOneSourceOutScorer",
     "leave one source out: how much the response's log-probability falls when "
-    "one source of the context alone is left out of the prompt (docs/context.rst; "
-    "a prompt with sources; on a prompt task its content's words)",
+    "one source of the context alone is left out of the prompt (a prompt with "
+    "sources; on a prompt task its content's words)",
     ("internal_batch_size",),
     reduction="mean",
     models=("causal-lm",),
@@ -317,8 +317,8 @@ _method(
     "source ablations (16 by default, a fractional factorial design), its "
     "weights shrunk toward one iba-deletion step's source scores instead of "
     "toward 0: IBA as "
-    "the surrogate's prior, fitted to the outcomes' ranks (docs/context.rst; "
-    "a prompt with sources)",
+    "the surrogate's prior, fitted to the outcomes' ranks (a prompt with "
+    "sources)",
     ("ablations", "surrogate_outcome", "seed", "internal_batch_size"),
     reduction="mean",
     models=("causal-lm",),
@@ -329,8 +329,8 @@ for _ablations in (32, 256):
         "context_cite:ContextCiteScorer",
         f"ContextCite with {_ablations} ablations, from its own package (pip "
         "install context-cite): a sparse linear surrogate of the response's "
-        "logit-probability over the sources (docs/context.rst; a prompt with "
-        "sources; on a prompt task its content's words)",
+        "logit-probability over the sources (a prompt with sources; on a "
+        "prompt task its content's words)",
         ("seed",),
         reduction="mean",
         models=("causal-lm",),
@@ -430,7 +430,8 @@ def _for_kind(entry: Entry, kind: str) -> Entry:
     return entry
 
 
-#: The names of 0.2's methods for causal LMs -> the name to write now: the
+#: The ``llm-*`` names of the methods for causal LMs (added after 0.2.0,
+#: deprecated since 0.3) -> the name to write now: the
 #: same method, class and arguments on a causal LM (shown under the old name,
 #: so that records keep it). They work until 0.4, with a
 #: ``DeprecationWarning``.
@@ -460,7 +461,7 @@ for _old, _new in LLM_NAMES.items():
 
 #: What ``explain`` and ``attribute`` run when no method is named, on a
 #: classifier or a causal LM: the most faithful IBA measured
-#: (docs/faithfulness.rst, second round; docs/llm.rst).
+#: (docs/studies/faithfulness_round2.rst; docs/llm.rst).
 DEFAULT_METHOD = "iba-deletion"
 #: The same (earlier releases had a name per kind).
 DEFAULT_LLM_METHOD = DEFAULT_METHOD

@@ -79,7 +79,7 @@ def option_for(method: str, key: str) -> Optional[str]:
 
 def method_names(names: Sequence[str]) -> Tuple[str, ...]:
     """Method names (any case, or another name of a method) as registered
-    names, in order, once each; a deprecated name (0.2's ``llm-*``) warns
+    names, in order, once each; a deprecated name (an ``llm-*`` one) warns
     with a ``DeprecationWarning`` naming the new one.
 
     Raises:

@@ -1,5 +1,6 @@
 """The LDS of a context study's records under other readouts of IBA's scores
-(a diagnostic of docs/context.rst, "Centring one step's mask").
+(a diagnostic of docs/studies/context_report.rst, "Centring one step's
+mask").
 
 For each example of a ``context_study.py run`` record folder, the example's
 unit is made again as the study made it (its greedy response and held-out

@@ -1,5 +1,6 @@
 """IBA's first deletion step taken from random starts instead of lambda = 1/2,
-averaged (an exploration of docs/context.rst, "Random starts").
+averaged (an exploration of docs/studies/context_logodds.rst, "Random
+starts").
 
 One deletion step reads the gradient of the response's log-probability with
 respect to each token's log-weight :math:`\\ln \\bar\\lambda_t` (Eq. R2,

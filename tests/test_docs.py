@@ -79,3 +79,51 @@ class TestDocs(BaseTest):
             "line in docs/api/<layer>.rst (docs/extending.rst: a new module needs "
             "it, and its line in the README's Layout table)",
         )
+
+
+#: Runs docs/extending.rst's method for both kinds on tests/helpers.py's tiny
+#: models, in its own process (``register_scorer`` adds the name for good).
+_EXTENDING_EXAMPLE = r"""
+import ast, re, sys
+sys.path.insert(0, "tests")
+from helpers import bert_tokenizer, tiny_bert, tiny_causal_lm, tiny_word_tokenizer
+
+page = open("docs/extending.rst", encoding="utf-8").read()
+section = page.split("Adding a method for both kinds")[1].split("Register a method")[0]
+blocks = [re.sub(r"^    ", "", b, flags=re.M)
+          for b in re.findall(r"::\n\n((?:    .*\n|\n)+)", section)]
+assert len(blocks) == 2, len(blocks)
+words = "[PAD] [UNK] [CLS] [SEP] [MASK] a good film dull".split()
+lm_words = "<pad> <eos> <unk> The capital of France is Paris".split()
+scope = dict(
+    tok=bert_tokenizer(words), classifier=tiny_bert(len(words)),
+    lm_tok=tiny_word_tokenizer(lm_words), causal_lm=tiny_causal_lm("llama"),
+)
+exec(blocks[0], scope)
+values = []
+for node in ast.parse(blocks[1]).body:
+    if isinstance(node, ast.Expr):
+        values.append(eval(compile(ast.Expression(node.value), "doc", "eval"), scope))
+    else:
+        exec(compile(ast.Module([node], []), "doc", "exec"), scope)
+sentence, answer, tokens, prompts = values
+assert len(sentence.scores("embedding-norm")) == 3
+assert len(answer.scores("embedding-norm")) == 5
+assert tuple(tokens.shape) == (2, 5)
+assert prompts.answer.shape[0] == 1 and prompts.unit == "norm"
+print("ran")
+"""
+
+
+def test_the_extending_page_s_method_for_both_kinds_runs() -> None:
+    """docs/extending.rst's example, one class for a classifier and a causal
+    LM, runs as written: by name through ``explain`` and through the contract
+    ``attribute(batch)`` with each kind's batch."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _EXTENDING_EXAMPLE],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0 and "ran" in proc.stdout, proc.stdout + proc.stderr

@@ -109,7 +109,7 @@ def spread_said(what: str = "token") -> str:
 #: gives a review prompt's tokens 3.38e3 to 3.8e3 (issue 53) or 3.53e3 to
 #: 4.0e3 (12 %: every token keeps most of the capacity it started with, the
 #: order comes from small moves), the deletion configuration spreads the same
-#: tokens over 97 % of the largest (docs/llm.rst, "A second family").
+#: tokens over 97 % of the largest (docs/studies/llm_cost.rst, "A second family").
 NEAR_RTOL = 0.15
 
 

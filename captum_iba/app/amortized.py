@@ -78,8 +78,9 @@ __all__ = [
 ]
 
 #: Training instances an explainer is fitted on (the study's fits on RTE, AG
-#: News and SST-2's deletion-taught explainer; docs/amortized.rst: faithfulness
-#: does not grow measurably past 250-500).
+#: News and SST-2's deletion-taught explainer;
+#: docs/studies/amortized_training.rst: faithfulness does not grow measurably
+#: past 250-500).
 TRAIN_INSTANCES = 500
 
 

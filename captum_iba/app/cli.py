@@ -107,10 +107,13 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
     choose = ex.add_mutually_exclusive_group()
     choose.add_argument(
         "--method",
-        help="the attribution method (see the lists below); default: the most "
-        f"faithful IBA measured, {DEFAULT_METHOD} for a classifier "
-        f"(docs/faithfulness.rst), {DEFAULT_LLM_METHOD} for a causal LM "
-        "(docs/llm.rst)",
+        help="the attribution method (see the lists below); default: "
+        f"{DEFAULT_METHOD}, the most faithful IBA measured"
+        + (
+            ", for a classifier or a causal LM"
+            if DEFAULT_LLM_METHOD == DEFAULT_METHOD
+            else f" ({DEFAULT_LLM_METHOD} for a causal LM)"
+        ),
     )
     choose.add_argument(
         "--compare",

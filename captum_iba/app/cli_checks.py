@@ -46,8 +46,8 @@ REPRODUCE_SETTINGS = tuple(SETTINGS.names())
 
 def method_names(text: str, option: str) -> List[str]:
     """Comma-separated method names (or other names of methods) as
-    registered names (unknown ones refused); a deprecated name (0.2's
-    ``llm-*``) works (:func:`deprecation_notes`)."""
+    registered names (unknown ones refused); a deprecated name (an
+    ``llm-*`` one) works (:func:`deprecation_notes`)."""
     known = [m.lower() for m in METHODS.names()] + list(METHODS.aliases())
     chosen = [v.strip() for v in text.lower().split(",") if v.strip()]
     if not chosen:
@@ -60,8 +60,8 @@ def method_names(text: str, option: str) -> List[str]:
 
 def deprecation_notes(args: argparse.Namespace) -> List[str]:
     """What the command line says, in one line each on stderr after a run,
-    of the deprecated method names it was given (0.2's ``llm-*``: the new
-    name to write)."""
+    of the deprecated method names it was given (the ``llm-*`` ones: the
+    new name to write)."""
     given = list(getattr(args, "methods", None) or [])
     given += [m.partition(":")[0].strip() for m in getattr(args, "set", None) or []]
     notes = [METHODS.deprecation(m) for m in dict.fromkeys(given)]

@@ -2,8 +2,9 @@
 context task (issue 52; ``captum-iba evaluate --task context-facts --methods
 iba-amortized``): the task's search contexts - AG News's training part,
 never the report split - with the model's greedy responses, their sources
-marked, distilled from one ``iba-deletion`` step's masks (docs/amortized.rst,
-"Fitted on contexts": the settings measured there against AT2).
+marked, distilled from one ``iba-deletion`` step's masks
+(docs/studies/amortized_llm_contexts.rst, "Fitted on contexts": the settings
+measured there against AT2).
 
 The explainer is cached as every other (:func:`~captum_iba.app.amortized.
 explainer_folder`, the task's name as its corpus); these settings are part of

@@ -1,7 +1,7 @@
 """How the command line teaches ``iba-heads`` (AT2's head weights taught by
 one ``iba-deletion`` step, :mod:`captum_iba.evaluation.at2_taught`) on a
-context task's search contexts, and caches them (issue 52; docs/amortized.rst,
-"Reading the response's attention").
+context task's search contexts, and caches them (issue 52;
+docs/studies/amortized_llm_contexts.rst, "Reading the response's attention").
 
 ``captum-iba evaluate --task context-facts --methods iba-heads`` teaches the
 model's weights on :data:`HEADS_FIT` 's search contexts of the run's task -

@@ -86,8 +86,8 @@ def methods_listing(kinds: Sequence[str] = MODEL_KINDS) -> str:
     its summary, the options it takes, its other names, where it explains
     one kind of model only, that kind, and where it is experimental on a
     kind of ``kinds``, its measured figure
-    (:data:`EXPERIMENTAL`); then 0.2's deprecated
-    names. One listing: a name is the same for every kind it explains."""
+    (:data:`EXPERIMENTAL`); then the deprecated
+    ``llm-*`` names. One listing: a name is the same for every kind it explains."""
     plural = {k.name: k.plural for k in kinds_named(kinds)}
     items = []
     for name, summary in METHODS.items():

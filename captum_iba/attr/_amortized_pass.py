@@ -65,7 +65,7 @@ class Batch:
 def unpack(batch: Any, device: torch.device) -> Batch:
     """A loader's batch as a :class:`Batch`, on ``device``.
 
-    Accepts a causal LM's :class:`~captum_iba.attr.llm_batch.PromptBatch`
+    Accepts a causal LM's :class:`~captum_iba.attr.batches.PromptBatch`
     (the arguments of :class:`~captum_iba.attr.llm.CausalLMLogLikelihood`,
     its ``scored`` tokens the explained ones, as
     :func:`~captum_iba.attr.llm.explain_answers` explains them), a dict

@@ -115,7 +115,7 @@ class AmortizedExplainer:
                 ``labels``, or tuples in that order (e.g. a ``DataLoader``);
                 for a causal LM (``model`` a
                 :class:`~captum_iba.attr.llm.CausalLMLogLikelihood`),
-                :class:`~captum_iba.attr.llm_batch.PromptBatch` es.
+                :class:`~captum_iba.attr.batches.PromptBatch` es.
             settings (ExplainerSettings, optional): The fit's settings; its
                 fields may also be given as keywords (``options``).
             readout (sequence of Module, optional): The layers the explainer

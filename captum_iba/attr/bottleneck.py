@@ -159,7 +159,7 @@ def empirical_beta(
 
 # ---------------------------------------------------------------------------
 # Not in the paper: deletion as the removal, and the complement term
-# (docs/method.rst, "iba-deletion"; docs/faithfulness.rst, second round).
+# (docs/method.rst, "iba-deletion"; docs/studies/faithfulness_round2.rst).
 # ---------------------------------------------------------------------------
 
 

@@ -264,9 +264,10 @@ class CausalLM(ModelKind):
         return {"explained": "the sum of the answer tokens' logits"}
 
 
+#: The model kinds' objects.
+CLASSIFIER, CAUSAL_LM = Classifier(), CausalLM()
 #: The model kinds' objects, by name (in the order of
 #: :data:`~captum_iba.registry.MODEL_KINDS`).
-CLASSIFIER, CAUSAL_LM = Classifier(), CausalLM()
 KINDS: Mapping[str, ModelKind] = {k.name: k for k in (CLASSIFIER, CAUSAL_LM)}
 assert tuple(KINDS) == MODEL_KINDS, "KINDS and registry.MODEL_KINDS differ"
 

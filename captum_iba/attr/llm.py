@@ -204,7 +204,7 @@ class CausalLMLogLikelihood(nn.Module):
     from the positions before it. ``labels`` may be one column longer than
     ``input_ids``: its last column is then predicted by the last input
     position (an answer's last token need not be read,
-    :meth:`~captum_iba.attr.llm_batch.PromptBatch.arguments`). Position ids are
+    :meth:`~captum_iba.attr.batches.PromptBatch.arguments`). Position ids are
     counted over real tokens, so a sequence gives the same result padded
     left, right or not at all. The logits are computed only from the first
     labelled position on (``logits_to_keep`` of Hugging Face causal LMs), so

@@ -37,7 +37,7 @@ class CausalLMChoice(nn.Module):
 
     The answer starts at each row's first ``answer_mask`` position (its
     answer token is then part of the ids, as in a
-    :class:`~captum_iba.attr.llm_batch.PromptBatch`) or, without
+    :class:`~captum_iba.attr.batches.PromptBatch`) or, without
     ``answer_mask``, after the row's last real token (the ids are the prompt
     alone). Position ids are counted over real tokens, so padding on either
     side gives the same numbers. Only the positions read are projected to the

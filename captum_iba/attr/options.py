@@ -330,7 +330,8 @@ FAITHFUL = IBAOptions(
     readout="mask_mean",
 )
 
-#: The second round's configuration (``iba-deletion``, docs/faithfulness.rst):
+#: The second round's configuration (``iba-deletion``,
+#: docs/studies/faithfulness_round2.rst):
 #: the mask acts by deletion relaxed through attention in every layer above
 #: the bottleneck (put it after the embeddings for every depth) instead of
 #: noise, and the loss adds the complement term (Eq. R3); alpha from 0 moved by
@@ -339,7 +340,7 @@ FAITHFUL = IBAOptions(
 #: no noise, no capacity. 7 steps of lr 4 (10 of lr 3, then 8 of lr 4, before):
 #: the cheapest schedule within .005 AOPC of 10 x 3 on the SST-2 search split,
 #: checked on the SST-2 and RTE report splits (AOPC -.004 and -.001, 0.6x the
-#: CPU-s; docs/faithfulness.rst, "The default's schedule"). The last step
+#: CPU-s; docs/studies/faithfulness_round2.rst, "The default's schedule"). The last step
 #: leaves the complement term out (one set of rows instead of two there):
 #: AOPC -.001 / -.000 on the SST-2 search / report split (issue 54; causal LMs
 #: keep it at every step, :data:`~captum_iba.attr.llm.LLM_OVERRIDES`).

@@ -9,7 +9,7 @@ chosen by the faithfulness study. A causal LM's explainer predicts the mask
 of the answer's log-probability (:class:`~captum_iba.attr.llm.
 CausalLMLogLikelihood`) over the prompt's scored tokens, one forward pass per
 batch of prompts; it is fitted on
-:class:`~captum_iba.attr.llm_batch.PromptBatch` es (:func:`prompt_batches`:
+:class:`~captum_iba.attr.batches.PromptBatch` es (:func:`prompt_batches`:
 the model's greedy answers, as the causal-LM route explains them).
 """
 
@@ -104,7 +104,7 @@ def fit_amortized(
         layer (nn.Module): The bottlenecked layer.
         data (Iterable): Training batches (see
             :meth:`~captum_iba.attr.amortized.AmortizedExplainer.fit`; a
-            causal LM's: :class:`~captum_iba.attr.llm_batch.PromptBatch` es,
+            causal LM's: :class:`~captum_iba.attr.batches.PromptBatch` es,
             :func:`prompt_batches`).
         tokenizer (optional): Gives the [PAD] and special ids; its digest
             is kept with the explainer (another tokenizer is refused). A
@@ -300,7 +300,7 @@ class IBAAmortizedScorer(TokenScorer):
     """Amortized IBA: a fitted explainer's mask per token (one forward pass),
     optionally refined by a few per-sample steps.
 
-    A causal LM's scores (a :class:`~captum_iba.attr.llm_batch.PromptBatch`)
+    A causal LM's scores (a :class:`~captum_iba.attr.batches.PromptBatch`)
     are the mask of the whole answer over the prompt's scored tokens, from an
     explainer fitted on prompts (:func:`fit_amortized`); there are no
     per-output-token scores.

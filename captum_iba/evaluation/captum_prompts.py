@@ -6,7 +6,7 @@ Each of Captum's methods the package registers for both kinds of model -
 ``saliency``, ``input-x-gradient`` - is one class, a
 :class:`CaptumPromptScorer`: it explains a classifier its own way
 (:meth:`~captum_iba.evaluation.TokenScorer._scores`) and a causal LM's
-:class:`~captum_iba.attr.llm_batch.PromptBatch` here. The class names the
+:class:`~captum_iba.attr.batches.PromptBatch` here. The class names the
 Captum class it runs for a causal LM (:attr:`CaptumPromptScorer.prompt_method`),
 and the route follows from it:
 

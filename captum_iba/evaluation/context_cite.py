@@ -15,7 +15,7 @@ generation), and checks that the package re-tokenises that response to the
 same ids, so that it explains the very response the metrics score. Its
 ablations, forward passes and surrogate are the package's own.
 :class:`ContextCiteScorer` runs it on every row of a
-:class:`~captum_iba.attr.llm_batch.PromptBatch` with sources (the registered
+:class:`~captum_iba.attr.batches.PromptBatch` with sources (the registered
 ``contextcite-32`` and ``contextcite-256``).
 """
 

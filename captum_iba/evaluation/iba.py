@@ -36,7 +36,8 @@ from captum_iba.evaluation.sources import MASK_POOLINGS, POOLINGS, pool_sources
 __all__ = ["ONE_STEP_POOLING", "IBAScorer", "one_step_deletion"]
 
 #: How one deletion step's token masks pool to source scores: the log-odds of
-#: a source's largest mask weight (docs/context.rst, "The mask's log-odds").
+#: a source's largest mask weight (docs/studies/context_logodds.rst,
+#: "The mask's log-odds").
 ONE_STEP_POOLING = "logit-max"
 
 
@@ -92,8 +93,8 @@ class IBAScorer(TokenScorer):
         a sum would rank long sources first; the max was the most faithful
         pooling on the context study's search split, and the log-odds of the
         max (``"logit-max"``: 0 at a deletion step's start, lambda = 1/2) above
-        it on both tasks' fresh report contexts (docs/context.rst, "The
-        mask's log-odds"): ``"logit-max"`` for a mask starting at 1/2
+        it on both tasks' fresh report contexts (docs/studies/context_logodds.rst,
+        "The mask's log-odds"): ``"logit-max"`` for a mask starting at 1/2
         (``init_alpha=0``: ``iba-deletion``, ``iba-faithful``), else
         ``"max"`` (the paper's capacity, or another start)."""
         o = self.options

@@ -2,7 +2,7 @@
 
 :func:`content_mask` finds a prompt's content (the review, the article, the
 premise and hypothesis) among its tokens from the content's characters; then
-:func:`degrade_answers` scores a :class:`~captum_iba.attr.llm_batch.PromptBatch`
+:func:`degrade_answers` scores a :class:`~captum_iba.attr.batches.PromptBatch`
 with any method that explains causal LMs (``scorer.attribute(batch)``)
 and runs :func:`~captum_iba.metrics.prompt_degradation_test` on its answers,
 the content removed in the method's order, the instruction, the chat

@@ -2,7 +2,7 @@
 answer the model's choice among the task's answer words (or the gold word).
 
 :class:`PromptJob` is a :class:`~captum_iba.evaluation.loop.CorpusJob` whose
-units are :class:`~captum_iba.attr.llm_batch.PromptBatch` es; it differs from
+units are :class:`~captum_iba.attr.batches.PromptBatch` es; it differs from
 a classifier's job only by its task's hooks (a unit, its batch, the scores
 read from the answer, the test, a row), the method loop being
 :func:`~captum_iba.evaluation.loop.score_unit`'s: the corpus

@@ -2,8 +2,8 @@
 
 Every method is now one class for a classifier and a causal LM alike
 (:class:`~captum_iba.evaluation.TokenScorer`: ``scorer.attribute(batch)``
-takes a classifier's :class:`~captum_iba.evaluation.batches.TokenBatch` or a
-causal LM's :class:`~captum_iba.attr.llm_batch.PromptBatch`). This module
+takes a classifier's :class:`~captum_iba.attr.batches.TokenBatch` or a
+causal LM's :class:`~captum_iba.attr.batches.PromptBatch`). This module
 keeps what users of 0.3 import from it, until 0.4:
 
 * :class:`LLMScorer` - 0.3's base class of a method for causal LMs only

@@ -6,7 +6,7 @@ method (and degradation-tested), the units' results merged.
   on which process computes it or on the rest of the corpus;
 * :func:`unit_tensors` - a unit's tensors (:class:`UnitTensors`): the
   arguments of a scorer call (a
-  :class:`~captum_iba.evaluation.batches.TokenBatch`: token ids, the explained
+  :class:`~captum_iba.attr.batches.TokenBatch`: token ids, the explained
   class, mask, segment ids) and the original logits, computed once;
 * :func:`score_unit` - one unit with every method: the scores and (when
   asked) the degradation test of the unit, each test given the unit's
@@ -131,7 +131,7 @@ class CorpusJob:
 
     def batch_of(self, unit: Any, scorer: Any = None) -> Any:
         """The batch ``scorer`` explains for ``unit``: a classifier's
-        :class:`~captum_iba.evaluation.batches.TokenBatch`, the same for
+        :class:`~captum_iba.attr.batches.TokenBatch`, the same for
         every scorer."""
         return unit.call
 

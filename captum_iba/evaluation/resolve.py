@@ -199,8 +199,8 @@ def _common(resources: Resources, preset: Preset) -> Dict[str, Any]:
 
 def model_kind_of(methods: Sequence[str], model: Any) -> str:
     """The kind of model to build ``methods`` for when no one said it: the
-    one kind they all explain when there is one (e.g. 0.2's ``llm-*``
-    names: causal LMs), else the model's
+    one kind they all explain when there is one (e.g. the deprecated
+    ``llm-*`` names: causal LMs), else the model's
     (:func:`~captum_iba.attr.kinds.kind_of`)."""
     common = [k for k in MODEL_KINDS if all(k in models_of(m) for m in methods)]
     if len(common) == 1:

@@ -5,14 +5,14 @@ call (:mod:`~captum_iba.evaluation.batches`)::
 
     scores = scorer.attribute(batch)
 
-* a classifier's :class:`~captum_iba.evaluation.batches.TokenBatch` (token
+* a classifier's :class:`~captum_iba.attr.batches.TokenBatch` (token
   ids, the class explained, mask, segment ids) gives ``(B, L)`` scores
   aligned with ``input_ids`` (zero at padding); the same call written
   Captum's way, ``scorer.attribute(input_ids, target=labels,
   attention_mask=attention_mask, token_type_ids=token_type_ids)``, is that
   batch;
-* a causal LM's :class:`~captum_iba.attr.llm_batch.PromptBatch` (prompts and
-  their answers) gives an :class:`~captum_iba.attr.llm.AnswerScores`: the
+* a causal LM's :class:`~captum_iba.attr.batches.PromptBatch` (prompts and
+  their answers) gives an :class:`~captum_iba.attr.batches.AnswerScores`: the
   prompt tokens' scores for the whole answer (``answer``, ``(B, W)``) and,
   with ``per_token=True``, for each output token (``tokens``).
 
@@ -213,14 +213,14 @@ class TokenScorer(MethodFacts):
     """Base class of every method: per-token scores of a batch of either kind.
 
     :meth:`attribute` takes a classifier's
-    :class:`~captum_iba.evaluation.batches.TokenBatch` (or its tensors, as
+    :class:`~captum_iba.attr.batches.TokenBatch` (or its tensors, as
     Captum's methods take them) or a causal LM's
-    :class:`~captum_iba.attr.llm_batch.PromptBatch`; a subclass implements a
+    :class:`~captum_iba.attr.batches.PromptBatch`; a subclass implements a
     hook per kind it explains: :meth:`_scores` (a classifier's ``(B, L)``
     scores of the class explained, the base class validating the inputs,
     moving them to the model's device, zeroing padding and recording the
     time spent) and :meth:`_prompt_scores` (a causal LM's
-    :class:`~captum_iba.attr.llm.AnswerScores` of the prompt tokens for the
+    :class:`~captum_iba.attr.batches.AnswerScores` of the prompt tokens for the
     answers, zeroed outside ``batch.scored``).
 
     What a method takes and what its scores are is said once, by its registry
@@ -289,9 +289,9 @@ class TokenScorer(MethodFacts):
                 f"setting must be one of {', '.join(SETTINGS.names())} (or "
                 f"{CUSTOM_SETTING!r}); got {setting!r}"
             )
-        #: The kind of the model (:class:`~captum_iba.attr.kinds.ModelKind`):
-        #: as the entry decided it (``model_kind``), else decided here once;
-        #: everything that differs by kind asks it.
+        # The kind of the model (:class:`~captum_iba.attr.kinds.ModelKind`):
+        # as the entry decided it (``model_kind``), else decided here once;
+        # everything that differs by kind asks it.
         self.model_kind: ModelKind = (
             self._kind_of(model) if model_kind is None else kind_named(model_kind)
         )

@@ -2,7 +2,7 @@
 whole, by the one ablation rule
 (:func:`~captum_iba.evaluation.sources.ablated_prompt`, what the context
 metrics remove too), on a causal LM's
-:class:`~captum_iba.attr.llm_batch.PromptBatch` with sources
+:class:`~captum_iba.attr.batches.PromptBatch` with sources
 (:func:`~captum_iba.evaluation.sources.with_sources`).
 
 * ``loso`` (:class:`LeaveOneSourceOutScorer`) - leave one source out: a
@@ -15,7 +15,7 @@ metrics remove too), on a causal LM's
 * ``contextcite-<A>`` -
   :class:`~captum_iba.evaluation.context_cite.ContextCiteScorer`.
 
-Each fills :attr:`AnswerScores.sources <captum_iba.attr.llm.AnswerScores>`
+Each fills :attr:`AnswerScores.sources <captum_iba.attr.batches.AnswerScores>`
 (``(B, S)``, NaN where a prompt has fewer sources) and gives every token of
 a source its source's score in ``answer`` (so its ``source_pooling`` is
 ``"mean"``).
@@ -84,7 +84,7 @@ class SourceScorer(TokenScorer):
         "the response's log-probability the token's source adds (+) or takes "
         "away (-), each token of a source holding the source's score"
     )
-    #: What a score is (:attr:`~captum_iba.attr.llm.AnswerScores.unit`).
+    #: What a score is (:attr:`~captum_iba.attr.batches.AnswerScores.unit`).
     unit = "nats"
 
     def __init__(self, model: Any, **kwargs: Any) -> None:

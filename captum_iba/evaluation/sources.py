@@ -10,7 +10,7 @@ character span of the prompt; a prompt's sources do not overlap.
   uses NLTK's Punkt, which needs a download this package does not make);
 * :func:`check_sources` - sources checked before any model loads;
 * :func:`source_index` - which source each prompt token of a
-  :class:`~captum_iba.attr.llm_batch.PromptBatch` lies in (a fast
+  :class:`~captum_iba.attr.batches.PromptBatch` lies in (a fast
   tokenizer's offsets; a token straddling two sources goes to the one it
   starts in);
 * :func:`with_sources` - a batch given its sources: every method then
@@ -71,7 +71,8 @@ POOLINGS = ("sum", "mean", "max")
 #: log-odds of the source's largest, ``log(m / (1 - m))`` - the mask's own
 #: parameter alpha, 0 where a deletion step starts (lambda = 1/2), so that
 #: a source the answer does not need adds nothing to the LDS's sum of kept
-#: sources (docs/context.rst, "The mask's log-odds").
+#: sources (docs/studies/context_logodds.rst,
+#: "The mask's log-odds").
 MASK_POOLINGS = POOLINGS + ("logit-max",)
 #: Each pooling in words, as a page and the listing say it.
 POOLING_WORDS = {

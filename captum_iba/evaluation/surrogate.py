@@ -5,7 +5,8 @@ response's logit-probability over random ablations of a context's sources,
 :math:`y_v \approx b + \sum_i w_i v_i` (:math:`v \in \{0, 1\}^S`, each
 source kept with probability 1/2), by the Lasso: a prior that most weights
 are zero, which needs 32 or more ablations to find the few that are not
-(docs/context.rst: 8 ablations leave its LDS well below 32's). One
+(docs/studies/context_surrogate.rst: 8 ablations leave its LDS well below
+32's). One
 ``iba-deletion`` step costs about one forward and backward of the prompt and
 already ranks the sources the answer needs (its mask's log-odds, pooled by
 the max: ``logit-max``); it is the better prior.
@@ -54,8 +55,9 @@ interaction (resolution IV). When the sources have no more than
 (:func:`distinct_masks`: the surrogate is then the least-squares fit over the
 whole distribution the LDS samples, each source's Banzhaf value, at
 :math:`2^S` ablations, not more). It spends ablations as
-ContextCite does, so it is not a one-pass method; docs/context.rst measures
-it against ContextCite at equal CPU time.
+ContextCite does, so it is not a one-pass method;
+docs/studies/context_surrogate.rst measures it against ContextCite at equal
+CPU time, docs/studies/context_surrogate_fresh.rst on fresh contexts.
 """
 
 from typing import Any, List, Optional, Tuple

@@ -109,7 +109,7 @@ def prompt_degradation_test(
     Face's convention), made again from the degraded ids at every level.
     Per-token arguments ``(B, L, ...)`` follow the tokens. With
     :class:`~captum_iba.attr.llm.CausalLMLogLikelihood` and a
-    :class:`~captum_iba.attr.llm_batch.PromptBatch` ``b``::
+    :class:`~captum_iba.attr.batches.PromptBatch` ``b``::
 
         prompt_degradation_test(
             CausalLMLogLikelihood(model), b.input_ids, scores, b.answer_mask,

@@ -92,8 +92,8 @@ def test_a_text_is_cut_by_sentence_and_token_scores_pool(lm):
 
 def test_iba_deletion_pools_a_source_by_its_masks_log_odds(lm):
     """iba-deletion's token scores are a mask in [0, 1] that starts at 1/2: a
-    source's score is the log-odds of its largest (docs/context.rst, "The
-    mask's log-odds"); the paper's IBA (its capacity) keeps the max."""
+    source's score is the log-odds of its largest (docs/studies/context_logodds.rst,
+    "The mask's log-odds"); the paper's IBA (its capacity) keeps the max."""
     text = "the cat sat on the mat. a dog ran in the park! the big dog"
     result = _explain(lm, text, "iba-deletion", steps=2)
     found = result.methods["iba-deletion"]

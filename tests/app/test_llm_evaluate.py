@@ -61,7 +61,7 @@ def test_the_names_of_a_classifier_s_methods_run_on_a_causal_lm(
     tiny_llm_dir, tmp_path, capsys
 ):
     """``evaluate --model <causal LM> --methods iba-deletion,ig,ablation``
-    runs (one name per method); 0.2's llm- names give the same scores, with
+    runs (one name per method); the deprecated llm- names give the same scores, with
     a note naming the new name."""
     new, old = tmp_path / "new", tmp_path / "old"
     fast = ["--steps", "2", "--ig-steps", "3"]
@@ -106,7 +106,7 @@ def test_methods_of_the_other_kind_and_corpora_without_a_task_are_refused(
     )
     assert "lime-text explains classifiers, but the model is a causal LM" in err
     assert "iba-deletion" in err and "llm-" not in err  # the methods that fit
-    err = _fails(  # 0.2's name: the error alone (the note comes after a run)
+    err = _fails(  # a deprecated name: the error alone (the note comes after a run)
         _argv(tiny_model_dir, tmp_path, tmp_path / "b", "--methods", "llm-random"),
         capsys,
     )

@@ -1,9 +1,10 @@
 """One name per method (issue 50): a name explains a classifier and a causal
-LM alike (``captum_iba.explain``, the corpus loop, the resolver); 0.2's
-``llm-*`` names still work, with a ``DeprecationWarning``, and give the same
-scores; a method that cannot explain the model's kind is refused before any
-model loads; what a method is (its kinds, signed scores, word reduction) is
-stated once, in its registry entry."""
+LM alike (``captum_iba.explain``, the corpus loop, the resolver); the
+``llm-*`` names (deprecated since 0.3) still work, with a
+``DeprecationWarning``, and give the same scores; a method that cannot
+explain the model's kind is refused before any model loads; what a method
+is (its kinds, signed scores, word reduction) is stated once, in its
+registry entry."""
 
 import pytest
 import torch

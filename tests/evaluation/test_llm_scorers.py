@@ -49,8 +49,8 @@ def _batch(tok):
 
 
 def test_one_name_per_method_for_both_kinds():
-    """The methods explain a classifier and a causal LM under one name; 0.2's
-    llm- names are those methods for causal LMs only; a method for one kind
+    """The methods explain a classifier and a causal LM under one name; the
+    deprecated llm- names are those methods for causal LMs only; a method for one kind
     is refused on the other, naming those that fit."""
     assert {"IBA", "iba-faithful", "iba-deletion", "IG", "LOO", "random"} <= set(
         LLM_METHODS
