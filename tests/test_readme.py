@@ -132,3 +132,26 @@ def test_the_layout_names_every_module():
     assert len(modules) > 100
     missing = [m for m in modules if not _named(m, rows)]
     assert not missing, f"name these in the README's Layout table: {missing}"
+
+
+def test_the_front_door_stays_a_front_door():
+    """The README is a front door (at most 300 lines, a command in its first
+    40), every docs page a guide or one study report (at most 400 lines),
+    and a release's CHANGELOG section says what changed for a user (at most
+    200 lines): study logs go to docs/studies/."""
+    lines = README.splitlines()
+    assert len(lines) <= 300, len(lines)
+    assert any(ln.startswith(("pip ", "captum-iba ", "python ")) for ln in lines[:40])
+    pages = [  # the pages, not the generated tables they include
+        p for p in sorted((ROOT / "docs").rglob("*.rst")) if p.parent.name[0] != "_"
+    ]
+    assert len(pages) > 10
+    long = {
+        p.relative_to(ROOT).as_posix(): n
+        for p in pages
+        if (n := len(p.read_text("utf-8").splitlines())) > 400
+    }
+    assert not long, f"docs pages over 400 lines: {long}"
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    release = changelog.split("\n## ")[1]
+    assert len(release.splitlines()) <= 200, len(release.splitlines())
