@@ -22,7 +22,6 @@ from typing import Callable, Set, Tuple
 
 import torch
 
-
 #: The functions that decide a model's kind (before and after issue 76): how
 #: many times one explain asks them is printed too.
 DECIDERS = {
