@@ -135,6 +135,8 @@ def test_bad_combinations_are_refused_before_any_model_loads(
         (["--max-length", "64"], "--max-length 64: a context task's prompts"),
         (["--passages", "5-3"], "--passages 5-3: give MIN-MAX"),
         (["--passages", "x"], "--passages x: give MIN-MAX"),
+        (["--passages", "3-"], "--passages 3-: give MIN-MAX"),
+        (["--passages", "-5"], "--passages -5: give MIN-MAX"),
         (["--task", "context-topics", "--passages", "3-5"],
          "--passages 3-5: context-topics has one passage per topic"),
     ]  # fmt: skip
