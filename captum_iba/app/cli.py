@@ -36,7 +36,7 @@ same ``--out`` resumes.
 import argparse
 import os
 import sys
-from typing import Any, NoReturn, Optional, Sequence
+from typing import Any, Dict, NoReturn, Optional, Sequence
 
 from captum_iba.app.checks import positive_int, removed_on_failure, thread_count
 from captum_iba.app.cli_checks import (
@@ -273,6 +273,36 @@ _CORPUS_NUMBERS = (
 )
 
 
+class _OneValue(argparse.Action):
+    """Stores an option's value given by its flag or by its alias
+    (``--precision float32``, ``--bf16``): two that disagree are an error
+    naming both, not the last one silently winning.
+
+    Args:
+        given (dict): Shared by the option's flag and alias: the ``words``
+            and the ``value`` the parse at hand last gave the option.
+    """
+
+    def __init__(self, *args: Any, given: Dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.given = given
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: Optional[str] = None,
+    ) -> None:
+        value = self.const if self.nargs == 0 else values
+        words = option_string if self.nargs == 0 else f"{option_string} {values}"
+        before, was = self.given.get("words"), self.given.get("value")
+        if was is not None and getattr(namespace, self.dest, None) == was != value:
+            parser.error(f"{before} and {words} contradict each other; give one")
+        self.given.update(words=words, value=value)
+        setattr(namespace, self.dest, value)
+
+
 def _method_options(p: argparse.ArgumentParser) -> None:
     """The methods' options, one flag each as declared in
     :data:`captum_iba.registry.OPTIONS` (its help says which methods take it),
@@ -286,17 +316,19 @@ def _method_options(p: argparse.ArgumentParser) -> None:
         if not facts.get("flag"):
             continue
         flags = [facts["flag"]] + (["--priors"] if name == "prior" else [])
-        kwargs = dict(dest=name, help=option_help(name))
+        kwargs: Dict[str, Any] = dict(dest=name, help=option_help(name))
         if "const" in facts:
             kwargs.update(action="store_const", const=facts["const"])
         else:
             kwargs.update(type=OPTIONS.load(name), metavar=facts.get("metavar"))
+        if "alias" in facts:  # the flag and its alias: one value
+            kwargs.update(action=_OneValue, given={})
         group.add_argument(*flags, **kwargs)
         if "alias" in facts:
             alias, const = facts["alias"]
             group.add_argument(
-                alias, dest=name, action="store_const", const=const,
-                help=f"the same as {flags[0]} {const}",
+                alias, dest=name, action=_OneValue, given=kwargs["given"],
+                nargs=0, const=const, help=f"the same as {flags[0]} {const}",
             )  # fmt: skip
     group.add_argument(
         "--set",
