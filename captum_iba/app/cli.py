@@ -38,6 +38,7 @@ import os
 import sys
 from typing import Any, Dict, NoReturn, Optional, Sequence
 
+from captum_iba._utils.values import cpu_bf16_setting
 from captum_iba.app.checks import positive_int, removed_on_failure, thread_count
 from captum_iba.app.cli_checks import (
     CHECKS,
@@ -482,6 +483,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     debug = os.environ.get("CAPTUM_IBA_DEBUG", "").strip() not in ("", "0")
     try:
+        cpu_bf16_setting()  # the environment's, before anything loads
         CHECKS[args.command](args)
         from captum_iba.app import commands  # the heavy stack, only now
 

@@ -294,6 +294,18 @@ def test_too_many_threads_fail_before_any_model_loads(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("precision", ["auto", "bf16", "float32"])
+def test_an_unknown_cpu_bf16_variable_fails_before_any_model_loads(
+    precision, tiny_model_dir, monkeypatch, capsys, no_weights
+):
+    """Issue 79 item 6: CAPTUM_IBA_CPU_BF16=garbage was refused only when
+    the method ran in bf16, and taken as auto with --precision auto."""
+    monkeypatch.setenv("CAPTUM_IBA_CPU_BF16", "garbage")
+    argv = ["explain", "x", "--model", tiny_model_dir, "--precision", precision]
+    err = _fails(argv, capsys)
+    assert "CAPTUM_IBA_CPU_BF16='garbage': use 'on', 'off' or 'auto'" in err, err
+
+
 def test_empty_pair_is_named(tiny_model_dir, capsys, no_weights):
     """Item 11: --pair "" is not "the text to explain is empty"."""
     err = _fails(["explain", "a film", "--pair", " ", "--model", tiny_model_dir],
