@@ -12,7 +12,7 @@ import pytest
 
 import captum_iba
 from captum_iba.app.cli import main
-from captum_iba.app.context_explain import context_prompt_of
+from captum_iba.app.context_explain import context_prompt_of, read_context
 from captum_iba.app.context_tasks import LAYOUT
 from tests.helpers import hide_lxt, tiny_causal_lm, tiny_word_tokenizer
 
@@ -222,7 +222,16 @@ def _refused(argv, capsys):
         (["the cat", "--query", "x"], "--query goes with --context"),
         (["the cat", "--sources", "lines"], "--sources goes with --context"),
         ([], "give the text to explain"),
-        (["--context", "/no/such/notes.txt"], "no file of that name"),
+        (
+            ["--context", "/no/such/notes.txt"],
+            "--context /no/such/notes.txt: file not found",
+        ),
+        (
+            ["--context", "no such. notes. v2.md"],
+            "--context no such. notes. v2.md: "
+            "file not found (a text is taken as the context itself only when",
+        ),
+        (["--context", "a.b/c.d"], "--context a.b/c.d: file not found"),
     ],
 )
 def test_cli_refusals_before_the_weights(lm_dir, no_weights, extra, message, capsys):
@@ -230,6 +239,22 @@ def test_cli_refusals_before_the_weights(lm_dir, no_weights, extra, message, cap
     if "--query" not in extra and extra[:1] == ["--context"] and "a b" not in extra[1]:
         argv += ["--query", QUERY]
     assert message in _refused(argv, capsys)
+
+
+def test_cli_context_folder_is_refused_and_text_with_a_slash_kept(
+    lm_dir, tmp_path, no_weights, capsys
+):
+    """Issue 79 item 2: a folder was read as the context's text (its path
+    split into two sources); a text that only holds a slash is still a text."""
+    folder = tmp_path / "a. b"
+    folder.mkdir()
+    argv = ["explain", "--context", str(folder), "--query", QUERY, "--model", lm_dir]
+    assert f"--context {folder}: a folder; give a text file" in _refused(argv, capsys)
+    for text in ("the cat and/or the dog. It sat.", "I like Node.js", "notes"):
+        assert read_context(text) == text
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the cat sat. a dog ran.", encoding="utf-8")
+    assert read_context(str(notes)) == "the cat sat. a dog ran."
 
 
 def test_cli_context_past_the_positions_and_for_a_classifier(
