@@ -10,8 +10,10 @@
   which options it takes (``options``), which shared resources it uses
   (``uses``), whether its scores are ``signed``, how a word's score is made
   from its pieces' (``reduction``), the kinds of model it explains
-  (``models``: ``"classifier"``, ``"causal-lm"``, see :data:`MODEL_KINDS`)
-  and its one class, which explains every kind of ``models`` through the one
+  (``models``: ``"classifier"``, ``"causal-lm"``, see :data:`MODEL_KINDS`),
+  whether it scores a context's sources, so needs them (``sources``: a
+  prompt without a context is refused before anything loads) and its one
+  class, which explains every kind of ``models`` through the one
   contract ``scorer.attribute(batch)`` - stated once, here, and read by the
   help texts, the pages, the resolver and the scorers' own ``signed`` and
   ``word_reduction``. :func:`method_entry` gives a name's entry for a kind
@@ -135,6 +137,7 @@ def method_facts(cls: type) -> tuple:
         signed=bool(_class_fact(cls, "signed", True)),
         reduction=str(_class_fact(cls, "word_reduction", "sum")),
         models=models,
+        sources=bool(_class_fact(cls, "needs_sources", False)),
     )
     return (cls.__doc__ or "").strip().split("\n")[0], facts
 
@@ -149,16 +152,18 @@ def _method(
     uses: tuple = (),
     also: tuple = (),
     models: tuple = ("classifier",),
+    sources: bool = False,
     **fixed: object,
 ) -> None:
     """Register a method: ``target`` is its one class (``"module:Class"`` in
     :mod:`captum_iba.evaluation`), which explains each kind of model of
     ``models``; ``fixed`` are the arguments it always gets, whatever the
     kind; ``also`` its other names. The rest are the method's facts, the
-    same for every kind."""
+    same for every kind (``sources``: it scores a context's sources)."""
     facts = dict(
-        options=options, signed=signed, reduction=reduction, uses=uses, models=models
-    )
+        options=options, signed=signed, reduction=reduction, uses=uses,
+        models=models, sources=sources,
+    )  # fmt: skip
     entry = METHODS.add(name, f"{_EV}.{target}", summary, facts=facts, **fixed)
     for other in also:
         METHODS.alias(other, entry)
@@ -270,6 +275,7 @@ _method(
     layer="embeddings",
     mask="source",
     models=("causal-lm",),
+    sources=True,
 )
 _method(
     "at2",
@@ -279,6 +285,7 @@ _method(
     "(its package at2, weights from experiments/train_at2.py; a prompt with "
     "sources, in the chat template; Llama, Qwen2, Phi-3, Gemma 3)",
     models=("causal-lm",),
+    sources=True,
 )
 _method(
     "iba-heads",
@@ -290,6 +297,7 @@ _method(
     "docs/amortized.rst)",
     uses=("heads",),
     models=("causal-lm",),
+    sources=True,
 )
 _method(
     "loso",
@@ -300,6 +308,7 @@ _method(
     ("internal_batch_size",),
     reduction="mean",
     models=("causal-lm",),
+    sources=True,
 )
 _method(
     "shapley-sources",
@@ -309,6 +318,7 @@ _method(
     ("shap_samples", "seed"),
     reduction="mean",
     models=("causal-lm",),
+    sources=True,
 )
 _method(
     "iba-surrogate",
@@ -322,6 +332,7 @@ _method(
     ("ablations", "surrogate_outcome", "seed", "internal_batch_size"),
     reduction="mean",
     models=("causal-lm",),
+    sources=True,
 )
 for _ablations in (32, 256):
     _method(
@@ -334,6 +345,7 @@ for _ablations in (32, 256):
         ("seed",),
         reduction="mean",
         models=("causal-lm",),
+        sources=True,
         num_ablations=_ablations,
     )
 _method(

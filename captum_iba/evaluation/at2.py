@@ -444,7 +444,6 @@ class AT2Scorer(TokenScorer):
     """
 
     models = ("causal-lm",)
-    needs_sources = True
     prompt_meaning = (
         "the response's attention to the token through AT2's learned head "
         "weights (a source's score: the sum over its tokens)"
