@@ -12,14 +12,15 @@
   from its pieces' (``reduction``), the kinds of model it explains
   (``models``: ``"classifier"``, ``"causal-lm"``, see :data:`MODEL_KINDS`),
   whether it scores a context's sources, so needs them (``sources``: a
-  prompt without a context is refused before anything loads) and its one
-  class, which explains every kind of ``models`` through the one
-  contract ``scorer.attribute(batch)`` - stated once, here, and read by the
-  help texts, the pages, the resolver and the scorers' own ``signed`` and
-  ``word_reduction``. :func:`method_entry` gives a name's entry for a kind
-  of model, refusing a kind the method does not explain before anything
-  loads; 0.2's ``llm-*`` names are deprecated other names
-  (:data:`LLM_NAMES`);
+  prompt without a context is refused before anything loads), the optional
+  package it needs (``package``: its module and install command, checked
+  before the weights load) and its one class, which explains every kind of
+  ``models`` through the one contract ``scorer.attribute(batch)`` - stated
+  once, here, and read by the help texts, the pages, the resolver and the
+  scorers' own ``signed``, ``word_reduction`` and ``needs_sources``.
+  :func:`method_entry` gives a name's entry for a kind of model, refusing
+  a kind the method does not explain before anything loads; 0.2's
+  ``llm-*`` names are deprecated other names (:data:`LLM_NAMES`);
 * :data:`PRIORS` - IBA's noise priors (``prior="paper"``, ``--prior``);
 * :data:`SETTINGS` - the comparison settings of the degradation test
   (``setting="fair"``, ``--setting``; their presets in
@@ -56,7 +57,7 @@ implements the hook of every kind its entry declares.
 
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 from captum_iba._utils import values as _v
 from captum_iba._utils.registry import Entry, Registry
@@ -88,6 +89,9 @@ _IBA_RUN = ("layer", "steps", "precision", "internal_batch_size")
 _IBA_NOISE = _IBA_RUN + ("prior", "beta", "n_samples", "seed")
 
 _EV = "captum_iba.evaluation"
+#: The install command of the context methods' optional packages (AT2's,
+#: ContextCite's: the ``context`` extra).
+_CONTEXT_EXTRA = "pip install {} (or pip install captum-iba[context])"
 #: The shared resources a method may use besides its options.
 RESOURCES = ("explainer", "heads")
 #: The kinds of model a method explains (its entry's ``models`` fact): a
@@ -153,17 +157,22 @@ def _method(
     also: tuple = (),
     models: tuple = ("classifier",),
     sources: bool = False,
+    package: Optional[Tuple[str, str]] = None,
     **fixed: object,
 ) -> None:
     """Register a method: ``target`` is its one class (``"module:Class"`` in
     :mod:`captum_iba.evaluation`), which explains each kind of model of
     ``models``; ``fixed`` are the arguments it always gets, whatever the
     kind; ``also`` its other names. The rest are the method's facts, the
-    same for every kind (``sources``: it scores a context's sources)."""
+    same for every kind (``sources``: it scores a context's sources;
+    ``package``: the module and install command of the optional package it
+    needs)."""
     facts = dict(
         options=options, signed=signed, reduction=reduction, uses=uses,
         models=models, sources=sources,
     )  # fmt: skip
+    if package is not None:
+        facts["package"] = package
     entry = METHODS.add(name, f"{_EV}.{target}", summary, facts=facts, **fixed)
     for other in also:
         METHODS.alias(other, entry)
@@ -286,6 +295,7 @@ _method(
     "sources, in the chat template; Llama, Qwen2, Phi-3, Gemma 3)",
     models=("causal-lm",),
     sources=True,
+    package=("at2", _CONTEXT_EXTRA.format("at2")),
 )
 _method(
     "iba-heads",
@@ -298,6 +308,7 @@ _method(
     uses=("heads",),
     models=("causal-lm",),
     sources=True,
+    package=("at2", _CONTEXT_EXTRA.format("at2")),
 )
 _method(
     "loso",
@@ -346,6 +357,7 @@ for _ablations in (32, 256):
         reduction="mean",
         models=("causal-lm",),
         sources=True,
+        package=("context_cite", _CONTEXT_EXTRA.format("context-cite")),
         num_ablations=_ablations,
     )
 _method(

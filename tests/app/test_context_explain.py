@@ -307,3 +307,42 @@ def test_cli_attnlrp_without_lxt_before_the_weights(
     err = capsys.readouterr().err
     assert exc.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert "AttnLRP needs the optional package lxt, which is not installed" in err
+
+
+class _Missing:
+    """A finder that says the packages it names are not installed."""
+
+    def __init__(self, *names):
+        self.names = names
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+@pytest.mark.parametrize(
+    "method, package",
+    [("contextcite-32", "context_cite"), ("contextcite-256", "context_cite"),
+     ("at2", "at2"), ("iba-heads", "at2")],
+)  # fmt: skip
+def test_cli_context_method_without_its_package_before_the_weights(
+    lm_dir, no_weights, monkeypatch, capsys, method, package
+):
+    """Issue 79 item 4: ContextCite and AT2 without their package were
+    refused after the model loaded (~23 CPU-s); now, like AttnLRP without
+    lxt, before the weights, naming the package and its install command."""
+    import sys
+
+    for name in [m for m in sys.modules if m.partition(".")[0] == package]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [_Missing(package), *sys.meta_path])
+    argv = ["explain", "--context", "a b. c d.", "--query", QUERY, "--model",
+            lm_dir, "--method", method]  # fmt: skip
+    err = _refused(argv, capsys)
+    assert len(err.strip().splitlines()) == 1, err
+    install = "context-cite" if package == "context_cite" else "at2"
+    assert (
+        f"{method} needs its package {package}, which is not installed: "
+        f"pip install {install} (or pip install captum-iba[context])"
+    ) in err, err
