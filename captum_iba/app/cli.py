@@ -36,6 +36,7 @@ same ``--out`` resumes.
 import argparse
 import os
 import sys
+import warnings
 from typing import Any, Dict, NoReturn, Optional, Sequence
 
 from captum_iba._utils.values import cpu_bf16_setting
@@ -469,6 +470,19 @@ def _one_line(err: BaseException) -> str:
     return next(ln.strip() for ln in text.splitlines() if ln.strip())
 
 
+def _warning_line(
+    message: Any,
+    category: type,
+    filename: str,
+    lineno: int,
+    line: Optional[str] = None,
+) -> str:
+    """A warning as the command prints it (:func:`warnings.formatwarning`
+    while :func:`main` runs): one plain line, without the file, line number
+    and source line of the code that warned."""
+    return f"captum-iba: warning: {' '.join(str(message).split())}\n"
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``captum-iba`` command.
 
@@ -482,6 +496,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     debug = os.environ.get("CAPTUM_IBA_DEBUG", "").strip() not in ("", "0")
+    formatted = warnings.formatwarning
+    warnings.formatwarning = _warning_line  # the command's warnings, plain
     try:
         cpu_bf16_setting()  # the environment's, before anything loads
         CHECKS[args.command](args)
@@ -506,6 +522,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             f"captum-iba: unexpected error: {type(err).__name__}: {_one_line(err)} "
             "(set CAPTUM_IBA_DEBUG=1 to see the traceback)\n",
         )
+    finally:
+        warnings.formatwarning = formatted
     return 0
 
 

@@ -440,3 +440,43 @@ def test_a_data_dir_without_the_corpus_names_every_spelling(tmp_path):
         load_dataset("sst2", "dev", data_dir=tmp_path)
     message = str(caught.value)
     assert "--data-dir on the command line, data_dir= in Python" in message
+
+
+def test_warnings_are_one_plain_line_while_a_command_runs(
+    tiny_model_dir, monkeypatch, capsys
+):
+    """Issue 79 item 13: the CLI printed Python's warnings raw, with the
+    package's file path and a source line; now one line each, without
+    them, while the command runs (Python's own format restored after)."""
+    import warnings
+
+    before = warnings.formatwarning
+    shown = []
+
+    def command(args):
+        shown.append(
+            warnings.formatwarning(
+                "iba: nearly flat -\n  read it with care",
+                UserWarning,
+                "/site-packages/captum_iba/app/explain_command.py",
+                172,
+                "return explain_answer(",
+            )
+        )
+        return 0
+
+    monkeypatch.setitem(commands.COMMANDS, "explain", command)
+    assert main(["explain", "x", "--model", tiny_model_dir]) == 0
+    assert shown == ["captum-iba: warning: iba: nearly flat - read it with care\n"]
+    assert warnings.formatwarning is before
+
+
+def test_the_nearly_flat_warning_suggests_no_method_by_name():
+    """Issue 79 item 13: it told an iba-deletion user to 'compare
+    iba-deletion'; it names no method, so never the one used."""
+    from captum_iba.app.llm_explain_text import near_flat_said
+    from captum_iba.registry import METHODS
+
+    said = near_flat_said([0.5, 0.51, 0.52])
+    assert "beside another method's ranking (--compare" in said
+    assert not [m for m in METHODS.names() if f"compare {m.lower()}" in said.lower()]
