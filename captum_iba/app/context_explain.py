@@ -287,7 +287,8 @@ def context_text(result: Any, top: int = 5, pieces: bool = False) -> str:
 
 def source_rows(result: Any) -> List[Any]:
     """The page's rows of the sources: per method, every source coloured by
-    its score (the page's scale), ranked."""
+    its score (the page's scale), ranked; the legend says how a source's
+    score is made and what the method's score is (its meaning)."""
     from captum_iba.visualization.page import ScoreRow
 
     texts, rows = result.sources(), []
@@ -300,7 +301,8 @@ def source_rows(result: Any) -> List[Any]:
                 scores=scores,
                 # a mask's log-odds ("logit-max") are signed though the mask is not
                 signed=m.signed or min(scores, default=0.0) < 0,
-                meaning=f"one per source, {m.source_pooling}",
+                meaning=f"one per source, {m.source_pooling}, where a "
+                f"token's score is {m.meaning}",
                 details=result.details(name),
             )
         )

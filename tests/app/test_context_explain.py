@@ -257,6 +257,18 @@ def test_cli_context_folder_is_refused_and_text_with_a_slash_kept(
     assert read_context(str(notes)) == "the cat sat. a dog ran."
 
 
+def test_the_page_s_source_legend_says_what_the_score_is(lm):
+    """Issue 79 item 17: the legend 'Score: one per source, its own score of
+    each source.' said nothing; it says what the method's score is."""
+    from captum_iba.app.context_explain import source_rows
+
+    result = _explain(lm, SOURCES, "loso")
+    (row,) = source_rows(result)
+    assert row.meaning.startswith("one per source, its own score of each source, ")
+    assert "where a token's score is the response's log-probability" in row.meaning
+    assert result.methods["loso"].meaning in row.meaning
+
+
 def test_cli_context_past_the_positions_and_for_a_classifier(
     lm_dir, tiny_model_dir, no_weights, capsys
 ):
