@@ -10,14 +10,18 @@
   which options it takes (``options``), which shared resources it uses
   (``uses``), whether its scores are ``signed``, how a word's score is made
   from its pieces' (``reduction``), the kinds of model it explains
-  (``models``: ``"classifier"``, ``"causal-lm"``, see :data:`MODEL_KINDS`)
-  and its one class, which explains every kind of ``models`` through the one
-  contract ``scorer.attribute(batch)`` - stated once, here, and read by the
-  help texts, the pages, the resolver and the scorers' own ``signed`` and
-  ``word_reduction``. :func:`method_entry` gives a name's entry for a kind
-  of model, refusing a kind the method does not explain before anything
-  loads; the ``llm-*`` names (added after 0.2.0, deprecated since 0.3,
-  removed in 0.4) are deprecated other names (:data:`LLM_NAMES`);
+  (``models``: ``"classifier"``, ``"causal-lm"``, see :data:`MODEL_KINDS`),
+  whether it scores a context's sources, so needs them (``sources``: a
+  prompt without a context is refused before anything loads), the optional
+  package it needs (``package``: its module and install command, checked
+  before the weights load) and its one class, which explains every kind of
+  ``models`` through the one contract ``scorer.attribute(batch)`` - stated
+  once, here, and read by the help texts, the pages, the resolver and the
+  scorers' own ``signed``, ``word_reduction`` and ``needs_sources``.
+  :func:`method_entry` gives a name's entry for a kind of model, refusing
+  a kind the method does not explain before anything loads; the ``llm-*``
+  names (added after 0.2.0, deprecated since 0.3, removed in 0.4) are
+  deprecated other names (:data:`LLM_NAMES`);
 * :data:`PRIORS` - IBA's noise priors (``prior="paper"``, ``--prior``);
 * :data:`SETTINGS` - the comparison settings of the degradation test
   (``setting="fair"``, ``--setting``; their presets in
@@ -54,7 +58,7 @@ implements the hook of every kind its entry declares.
 
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 from captum_iba._utils import values as _v
 from captum_iba._utils.registry import Entry, Registry
@@ -86,6 +90,9 @@ _IBA_RUN = ("layer", "steps", "precision", "internal_batch_size")
 _IBA_NOISE = _IBA_RUN + ("prior", "beta", "n_samples", "seed")
 
 _EV = "captum_iba.evaluation"
+#: The install command of the context methods' optional packages (AT2's,
+#: ContextCite's: the ``context`` extra).
+_CONTEXT_EXTRA = "pip install {} (or pip install captum-iba[context])"
 #: The shared resources a method may use besides its options.
 RESOURCES = ("explainer", "heads")
 #: The kinds of model a method explains (its entry's ``models`` fact): a
@@ -135,6 +142,7 @@ def method_facts(cls: type) -> tuple:
         signed=bool(_class_fact(cls, "signed", True)),
         reduction=str(_class_fact(cls, "word_reduction", "sum")),
         models=models,
+        sources=bool(_class_fact(cls, "needs_sources", False)),
     )
     return (cls.__doc__ or "").strip().split("\n")[0], facts
 
@@ -149,16 +157,23 @@ def _method(
     uses: tuple = (),
     also: tuple = (),
     models: tuple = ("classifier",),
+    sources: bool = False,
+    package: Optional[Tuple[str, str]] = None,
     **fixed: object,
 ) -> None:
     """Register a method: ``target`` is its one class (``"module:Class"`` in
     :mod:`captum_iba.evaluation`), which explains each kind of model of
     ``models``; ``fixed`` are the arguments it always gets, whatever the
     kind; ``also`` its other names. The rest are the method's facts, the
-    same for every kind."""
+    same for every kind (``sources``: it scores a context's sources;
+    ``package``: the module and install command of the optional package it
+    needs)."""
     facts = dict(
-        options=options, signed=signed, reduction=reduction, uses=uses, models=models
-    )
+        options=options, signed=signed, reduction=reduction, uses=uses,
+        models=models, sources=sources,
+    )  # fmt: skip
+    if package is not None:
+        facts["package"] = package
     entry = METHODS.add(name, f"{_EV}.{target}", summary, facts=facts, **fixed)
     for other in also:
         METHODS.alias(other, entry)
@@ -270,6 +285,7 @@ _method(
     layer="embeddings",
     mask="source",
     models=("causal-lm",),
+    sources=True,
 )
 _method(
     "at2",
@@ -279,6 +295,8 @@ _method(
     "by AT2's own trainer (its package at2; a prompt with sources, in the chat "
     "template; Llama, Qwen2, Phi-3, Gemma 3)",
     models=("causal-lm",),
+    sources=True,
+    package=("at2", _CONTEXT_EXTRA.format("at2")),
 )
 _method(
     "iba-heads",
@@ -290,6 +308,8 @@ _method(
     "sources)",
     uses=("heads",),
     models=("causal-lm",),
+    sources=True,
+    package=("at2", _CONTEXT_EXTRA.format("at2")),
 )
 _method(
     "loso",
@@ -300,6 +320,7 @@ _method(
     ("internal_batch_size",),
     reduction="mean",
     models=("causal-lm",),
+    sources=True,
 )
 _method(
     "shapley-sources",
@@ -309,6 +330,7 @@ _method(
     ("shap_samples", "seed"),
     reduction="mean",
     models=("causal-lm",),
+    sources=True,
 )
 _method(
     "iba-surrogate",
@@ -322,6 +344,7 @@ _method(
     ("ablations", "surrogate_outcome", "seed", "internal_batch_size"),
     reduction="mean",
     models=("causal-lm",),
+    sources=True,
 )
 for _ablations in (32, 256):
     _method(
@@ -334,6 +357,8 @@ for _ablations in (32, 256):
         ("seed",),
         reduction="mean",
         models=("causal-lm",),
+        sources=True,
+        package=("context_cite", _CONTEXT_EXTRA.format("context-cite")),
         num_ablations=_ablations,
     )
 _method(

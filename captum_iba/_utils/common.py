@@ -19,8 +19,10 @@
 import contextlib
 import hashlib
 import importlib
+import importlib.util
 import numbers
 import random
+import sys
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import torch
@@ -35,6 +37,7 @@ __all__ = [
     "instance_seed",
     "logits_of",
     "max_positions",
+    "module_found",
     "model_device",
     "pad_token_id",
     "removable_mask",
@@ -407,6 +410,17 @@ def kept_random_state(device: Optional[torch.device] = None) -> Iterator[None]:
     finally:
         random.setstate(python)
         np.random.set_state(numpy)
+
+
+def module_found(name: str) -> bool:
+    """Whether the module ``name`` is installed (imported already, or found
+    by :func:`importlib.util.find_spec`), without importing it."""
+    if name in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a finder that refuses it
+        return False
 
 
 def import_optional(modules: Sequence[str], needs: str, install: str) -> List[Any]:

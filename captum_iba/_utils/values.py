@@ -10,11 +10,14 @@ parser, which then prints the message after the option's name.
 import argparse
 import math
 import numbers
+import os
 from typing import Any, List, Optional, Union
 
 __all__ = [
+    "BF16_ENV_VAR",
     "BadValue",
     "beta_value",
+    "cpu_bf16_setting",
     "int_in",
     "layer_value",
     "nonnegative_float",
@@ -25,6 +28,27 @@ __all__ = [
 
 class BadValue(ValueError, argparse.ArgumentTypeError):
     """A value an option does not take (the message says what it takes)."""
+
+
+#: ``on``, ``off`` or ``auto``: bf16 on a CPU always, never, or when measured
+#: faster than float32 (:mod:`captum_iba.attr._precision`).
+BF16_ENV_VAR = "CAPTUM_IBA_CPU_BF16"
+
+
+def cpu_bf16_setting() -> str:
+    """``CAPTUM_IBA_CPU_BF16``'s setting: ``"on"``, ``"off"`` or ``"auto"``
+    (unset or empty: ``"auto"``; any case, spaces around ignored).
+
+    Raises:
+        BadValue: For any other value, naming the variable and its values
+            (the command line asks before any model loads).
+    """
+    setting = os.environ.get(BF16_ENV_VAR, "auto").strip().lower() or "auto"
+    if setting not in ("on", "off", "auto"):
+        raise BadValue(
+            f"{BF16_ENV_VAR}={setting!r}: use 'on', 'off' or 'auto' (the default)"
+        )
+    return setting
 
 
 def int_in(value: Any, low: int, high: Optional[int] = None) -> int:

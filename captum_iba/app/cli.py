@@ -36,8 +36,10 @@ same ``--out`` resumes.
 import argparse
 import os
 import sys
-from typing import Any, NoReturn, Optional, Sequence
+import warnings
+from typing import Any, Dict, NoReturn, Optional, Sequence
 
+from captum_iba._utils.values import cpu_bf16_setting
 from captum_iba.app.checks import positive_int, removed_on_failure, thread_count
 from captum_iba.app.cli_checks import (
     CHECKS,
@@ -276,6 +278,36 @@ _CORPUS_NUMBERS = (
 )
 
 
+class _OneValue(argparse.Action):
+    """Stores an option's value given by its flag or by its alias
+    (``--precision float32``, ``--bf16``): two that disagree are an error
+    naming both, not the last one silently winning.
+
+    Args:
+        given (dict): Shared by the option's flag and alias: the ``words``
+            and the ``value`` the parse at hand last gave the option.
+    """
+
+    def __init__(self, *args: Any, given: Dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.given = given
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: Optional[str] = None,
+    ) -> None:
+        value = self.const if self.nargs == 0 else values
+        words = option_string if self.nargs == 0 else f"{option_string} {values}"
+        before, was = self.given.get("words"), self.given.get("value")
+        if was is not None and getattr(namespace, self.dest, None) == was != value:
+            parser.error(f"{before} and {words} contradict each other; give one")
+        self.given.update(words=words, value=value)
+        setattr(namespace, self.dest, value)
+
+
 def _method_options(p: argparse.ArgumentParser) -> None:
     """The methods' options, one flag each as declared in
     :data:`captum_iba.registry.OPTIONS` (its help says which methods take it),
@@ -289,17 +321,19 @@ def _method_options(p: argparse.ArgumentParser) -> None:
         if not facts.get("flag"):
             continue
         flags = [facts["flag"]] + (["--priors"] if name == "prior" else [])
-        kwargs = dict(dest=name, help=option_help(name))
+        kwargs: Dict[str, Any] = dict(dest=name, help=option_help(name))
         if "const" in facts:
             kwargs.update(action="store_const", const=facts["const"])
         else:
             kwargs.update(type=OPTIONS.load(name), metavar=facts.get("metavar"))
+        if "alias" in facts:  # the flag and its alias: one value
+            kwargs.update(action=_OneValue, given={})
         group.add_argument(*flags, **kwargs)
         if "alias" in facts:
             alias, const = facts["alias"]
             group.add_argument(
-                alias, dest=name, action="store_const", const=const,
-                help=f"the same as {flags[0]} {const}",
+                alias, dest=name, action=_OneValue, given=kwargs["given"],
+                nargs=0, const=const, help=f"the same as {flags[0]} {const}",
             )  # fmt: skip
     group.add_argument(
         "--set",
@@ -439,6 +473,19 @@ def _one_line(err: BaseException) -> str:
     return next(ln.strip() for ln in text.splitlines() if ln.strip())
 
 
+def _warning_line(
+    message: Any,
+    category: type,
+    filename: str,
+    lineno: int,
+    line: Optional[str] = None,
+) -> str:
+    """A warning as the command prints it (:func:`warnings.formatwarning`
+    while :func:`main` runs): one plain line, without the file, line number
+    and source line of the code that warned."""
+    return f"captum-iba: warning: {' '.join(str(message).split())}\n"
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``captum-iba`` command.
 
@@ -452,7 +499,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     debug = os.environ.get("CAPTUM_IBA_DEBUG", "").strip() not in ("", "0")
+    formatted = warnings.formatwarning
+    warnings.formatwarning = _warning_line  # the command's warnings, plain
     try:
+        cpu_bf16_setting()  # the environment's, before anything loads
         CHECKS[args.command](args)
         from captum_iba.app import commands  # the heavy stack, only now
 
@@ -475,6 +525,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             f"captum-iba: unexpected error: {type(err).__name__}: {_one_line(err)} "
             "(set CAPTUM_IBA_DEBUG=1 to see the traceback)\n",
         )
+    finally:
+        warnings.formatwarning = formatted
     return 0
 
 

@@ -20,9 +20,11 @@ def add_explain_context(p: argparse.ArgumentParser) -> None:
         "--context",
         metavar="FILE_OR_TEXT",
         help="a causal LM: a context whose sources the answer may use (a file "
-        "that exists is read, else the text itself), laid out with --query as "
-        "ContextCite does ('Context: ...\\n\\nQuery: ...'); the listing ranks "
-        "the sources by how much the answer used them (docs/context.rst)",
+        "that exists is read, else the text itself; a folder, or a name that "
+        "looks like a file's path and names none, is refused), laid out with "
+        "--query as ContextCite does ('Context: ...\\n\\nQuery: ...'); the "
+        "listing ranks the sources by how much the answer used them "
+        "(docs/context.rst)",
     )
     p.add_argument("--query", help="the question about --context")
     p.add_argument(

@@ -47,9 +47,9 @@ def parse_passages(text: str) -> Tuple[int, int]:
     Raises:
         ~captum_iba.app.errors.CLIError: Naming the option.
     """
-    low, _, high = str(text).partition("-")
-    try:
-        got = (int(low), int(high or low))
+    low, dash, high = str(text).partition("-")
+    try:  # "3-" is a bound left out, not 3-3: int("") refuses it
+        got = (int(low), int(high if dash else low))
     except ValueError:
         got = (0, -1)
     if not 2 <= got[0] <= got[1]:

@@ -12,13 +12,15 @@ token scores:
   needs no model made (at least two sources, none empty, none overlapping, a
   query that holds text);
 * :func:`read_context` - ``--context``: a file's text when the argument
-  names a file, else the argument itself;
+  names a file, else the argument itself (a folder, or a path-like name
+  that names nothing, refused);
 * :func:`context_text` and :func:`source_rows` - the terminal listing (each
   method's sources ranked, with their text) and the page's rows (the
   sources coloured by score), read through the explanation's public
   methods.
 """
 
+import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,18 +171,55 @@ _HOW = {
 }
 
 
+#: A file extension at the end of a name (letters first, up to 5 characters).
+_EXTENSION = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,4})$")
+#: The extensions of a text file: a name ending in one reads as a path even
+#: with spaces in it (``my notes.txt``).
+_TEXT_FILES = ("txt", "md", "rst", "json", "jsonl", "csv", "tsv", "html", "xml",
+               "yaml", "yml", "log", "text")  # fmt: skip
+
+
+def _looks_like_a_path(value: str) -> bool:
+    """Whether a single-line ``--context`` that names no file reads as a
+    path rather than a text: a text file's extension at its end
+    (:data:`_TEXT_FILES`); without spaces, any file extension or a path
+    separator (``/``, ``\\``); or a start such as ``./``, ``../``, ``~``."""
+    if "\n" in value:
+        return False
+    one = value.strip()
+    ext = _EXTENSION.search(one)
+    if ext and ext.group(1).lower() in _TEXT_FILES:
+        return True
+    if one.startswith(("./", "../", "~", ".\\", "..\\")):
+        return True
+    return not any(c.isspace() for c in one) and bool(ext or set("/\\") & set(one))
+
+
 def read_context(value: str) -> str:
-    """``--context``: the text of the file it names, else itself.
+    """``--context``: the text of the file it names, else itself - unless it
+    names a folder, or looks like a path (:func:`_looks_like_a_path`) and
+    names nothing: both refused, not explained as a text.
 
     Raises:
-        ~captum_iba.app.errors.CLIError: For a file that cannot be read as
-            UTF-8 text.
+        ~captum_iba.app.errors.CLIError: For a folder, a path-like name that
+            names no file, or a file that cannot be read as UTF-8 text.
     """
-    path = Path(value)
+    path = Path(value).expanduser()
     try:
-        is_file = len(value) < 4096 and "\n" not in value and path.is_file()
+        short = len(value) < 4096 and "\n" not in value
+        is_file, is_dir = short and path.is_file(), short and path.is_dir()
     except OSError:  # a name too long for the file system: a text
-        is_file = False
+        is_file = is_dir = False
+    if is_dir:
+        raise CLIError(
+            f"--context {value}: a folder; give a text file, or the context's "
+            "text itself"
+        )
+    if not is_file and _looks_like_a_path(value):
+        raise CLIError(
+            f"--context {value}: file not found (a text is taken as the "
+            "context itself only when it does not look like a file's path)"
+        )
     if not is_file:
         return value
     try:
@@ -248,7 +287,8 @@ def context_text(result: Any, top: int = 5, pieces: bool = False) -> str:
 
 def source_rows(result: Any) -> List[Any]:
     """The page's rows of the sources: per method, every source coloured by
-    its score (the page's scale), ranked."""
+    its score (the page's scale), ranked; the legend says how a source's
+    score is made and what the method's score is (its meaning)."""
     from captum_iba.visualization.page import ScoreRow
 
     texts, rows = result.sources(), []
@@ -261,7 +301,8 @@ def source_rows(result: Any) -> List[Any]:
                 scores=scores,
                 # a mask's log-odds ("logit-max") are signed though the mask is not
                 signed=m.signed or min(scores, default=0.0) < 0,
-                meaning=f"one per source, {m.source_pooling}",
+                meaning=f"one per source, {m.source_pooling}, where a "
+                f"token's score is {m.meaning}",
                 details=result.details(name),
             )
         )

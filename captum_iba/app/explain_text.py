@@ -48,17 +48,32 @@ def _wrapped(text: str, indent: str = "  ") -> List[str]:
     )
 
 
+#: What a relative score is (:func:`_relative`), signed or not.
+_RELATIVE = {
+    True: "score / largest |score|",
+    False: "min-max within the text, 1 = the highest",
+}
+
+
 def _scale_words(signed: bool, label: str) -> str:
     if signed:
-        return f"+ for {label}, - against it; relative: score / largest |score|"
-    return "no direction; relative: min-max within the text, 1 = the highest"
+        return f"+ for {label}, - against it; relative: {_RELATIVE[True]}"
+    return f"no direction; relative: {_RELATIVE[False]}"
+
+
+def _score(value: float) -> str:
+    """A score with 4 significant digits, trailing zeros kept (``0.6750``
+    beside ``0.6751``, not ``0.675``)."""
+    text = f"{value:#.4g}"
+    return text[:-1] if text.endswith(".") else text
 
 
 def _top_lines(
     result: Any, name: str, k: int, pieces: bool, rel: np.ndarray
 ) -> List[str]:
-    """The top ``k`` words (relative scores in brackets); for a signed method
-    also the ``k`` most against the class (negative scores only)."""
+    """The top ``k`` words (relative scores in brackets, said so: the
+    table's scores are the method's own); for a signed method also the
+    ``k`` most against the class (negative scores only)."""
     tokens = result.tokens(pieces)
     method = result.methods[name]
     if method.no_ranking:
@@ -72,7 +87,8 @@ def _top_lines(
         return ", ".join(f"{tokens[i]} ({rel[i]:{fmt}})" for i in indices)
 
     top = order[:k]
-    lines = [f"  top {len(top)} {what}: {listed(top)}"]
+    said = f"in brackets: relative, {_RELATIVE[signed]}"
+    lines = [f"  top {len(top)} {what}: {listed(top)}; {said}"]
     against = [i for i in reversed(order) if rel[i] < 0][:k]
     if signed and against:
         lines.append(f"  most against: {listed(against)}")
@@ -97,7 +113,7 @@ def _table(result: Any, name: str, pieces: bool) -> List[str]:
             lines.append(f"  {'':>4}  {'| (second text)':<{width}}")
         shown = tok if len(tok) <= width else tok[: width - 1] + "~"
         bar = _bar(rel[i], method.signed)
-        lines.append(f"  {rank[i]:>4}  {shown:<{width}}  {x:>9.4g}  {bar}")
+        lines.append(f"  {rank[i]:>4}  {shown:<{width}}  {_score(x):>9}  {bar}")
     return lines
 
 

@@ -131,14 +131,17 @@ def check_lm_request(
     """The request's layers against the configuration
     (:func:`~captum_iba.app.models.check_request_layers`: the range, and
     ``iba-deletion`` at the last layer), ``attnlrp`` where ``lxt``
-    does not import, a prior fitted on data (there is no corpus to fit
-    it on) and, unless the caller gives one (``explainer``: a prompt task's
-    corpus run, or ``explain`` from the cache), a method that needs a fitted
-    explainer - all before any weights load.
+    does not import, a method whose optional package (its registry entry's
+    ``package``: at2, context_cite) is not installed, a prior fitted on data
+    (there is no corpus to fit it on) and, unless the caller gives one
+    (``explainer``: a prompt task's corpus run, or ``explain`` from the
+    cache), a method that needs a fitted explainer - all before any weights
+    load.
 
     Raises:
         ~captum_iba.app.errors.CLIError: Naming the option or the method.
     """
+    from captum_iba._utils.common import module_found
     from captum_iba.app.command_parts import _priors_named
     from captum_iba.app.models import check_request_layers
     from captum_iba.registry import PRIORS, method_entry
@@ -153,6 +156,12 @@ def check_lm_request(
                 f"{method}` with the model (then `captum-iba explain --method "
                 f"{method}` uses it), or fit one in Python (captum_iba.evaluation."
                 "amortized.fit_amortized with prompt_batches; docs/amortized.rst)"
+            )
+        package, install = entry.facts.get("package", (None, ""))
+        if package is not None and not module_found(package):
+            raise CLIError(
+                f"{method} needs its package {package}, which is not installed: "
+                f"{install}"
             )
         module = str(entry.target).partition(":")[0]
         if module.endswith(".attnlrp"):

@@ -93,5 +93,6 @@ def near_flat_said(values: Sequence[float]) -> str:
         f"nearly flat - every token's score is within {100 * NEAR_RTOL:g} % "
         f"of the largest ({min(values):.3g} to {max(values):.3g}): a ranking "
         "by small differences (for IBA, the mask barely moved from where it "
-        "started); read it with care and compare iba-deletion (docs/llm.rst)"
+        "started); read it with care, beside another method's ranking "
+        "(--compare; docs/llm.rst)"
     )

@@ -237,12 +237,13 @@ def explain_answer(
 
 
 def _check_context(request: MethodRequest, context: Any) -> None:
-    """Refuses a method that scores a context's sources (``iba-sources``)
-    without a context."""
+    """Refuses a method that scores a context's sources (its registry entry's
+    ``sources`` fact: ``iba-sources``, ``loso``, ``at2``, ...) without a
+    context."""
     if context is not None:
         return
     for name in request.methods:
-        if METHODS.entry(name, warn=False).defaults.get("mask") == "source":
+        if METHODS.entry(name, warn=False).facts.get("sources"):
             raise ValueError(
                 f"{name} scores the sources of a context: give one (context= in "
                 "Python, --context and --query on the command line)"

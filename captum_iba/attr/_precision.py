@@ -26,7 +26,6 @@ as faithful as float32's (:func:`default_precision`).
 """
 
 import json
-import os
 import platform
 import statistics
 import time
@@ -39,6 +38,7 @@ import torch
 
 from captum_iba._utils.common import model_device
 from captum_iba._utils.io import atomic_write_text, cache_root
+from captum_iba._utils.values import BF16_ENV_VAR, cpu_bf16_setting
 
 __all__ = [
     "BF16_ENV_VAR",
@@ -55,9 +55,6 @@ __all__ = [
     "resolve_precision",
 ]
 
-#: ``on``, ``off`` or ``auto``: bf16 on a CPU always, never, or when measured
-#: faster than float32.
-BF16_ENV_VAR = "CAPTUM_IBA_CPU_BF16"
 #: The file, in the cache root, that keeps the measured ratios.
 CACHE_FILE = "cpu_bf16.json"
 #: bf16 is used on a CPU whose measured time ratio bf16 / float32 is below this.
@@ -115,13 +112,18 @@ def auto_precision(device: torch.device) -> str:
 
     Returns:
         str: ``"float32"`` or ``"bf16"``.
+
+    Raises:
+        ValueError: ``CAPTUM_IBA_CPU_BF16`` set to another value than
+            ``on``, ``off``, ``auto``
+            (:func:`~captum_iba._utils.values.cpu_bf16_setting`).
     """
     device_type = torch.device(device).type
     if device_type == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported() else "float32"
     if device_type != "cpu":
         return "float32"
-    setting = os.environ.get(BF16_ENV_VAR, "auto").strip().lower() or "auto"
+    setting = cpu_bf16_setting()
     if setting in ("on", "off"):
         return "bf16" if setting == "on" else "float32"
     return "bf16" if native_cpu_bf16() else "float32"
@@ -230,12 +232,12 @@ def cpu_bf16(measure: Optional[Callable[[], float]] = None) -> CpuBf16:
 
     Returns:
         CpuBf16: The decision, its reason and the measured ratio.
+
+    Raises:
+        ValueError: ``CAPTUM_IBA_CPU_BF16`` set to another value than
+            ``on``, ``off``, ``auto``.
     """
-    setting = os.environ.get(BF16_ENV_VAR, "auto").strip().lower() or "auto"
-    if setting not in ("on", "off", "auto"):
-        raise ValueError(
-            f"{BF16_ENV_VAR}={setting!r}: use 'on', 'off' or 'auto' (the default)"
-        )
+    setting = cpu_bf16_setting()
     if setting != "auto":
         return CpuBf16(setting == "on", f"{BF16_ENV_VAR}={setting}")
     key = machine_key()

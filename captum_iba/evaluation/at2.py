@@ -51,6 +51,7 @@ from captum_iba.evaluation.at2_model import (
 )
 from captum_iba.evaluation.scorers import TokenScorer
 from captum_iba.evaluation.sources import plain_text, row_chat
+from captum_iba.registry import METHODS
 
 __all__ = [
     "AT2Scorer",
@@ -66,8 +67,8 @@ __all__ = [
     "read_task",
 ]
 
-#: The install command named when the package is missing.
-INSTALL = "pip install at2 (or pip install captum-iba[context])"
+#: The install command named when the package is missing (the registry's).
+INSTALL = METHODS.entry("at2").facts["package"][1]
 #: The command that trains weights (named when a file is missing).
 TRAIN_COMMAND = (
     "python experiments/train_at2.py --model MODEL --task TASK --n {n} "
@@ -444,7 +445,6 @@ class AT2Scorer(TokenScorer):
     """
 
     models = ("causal-lm",)
-    needs_sources = True
     prompt_meaning = (
         "the response's attention to the token through AT2's learned head "
         "weights (a source's score: the sum over its tokens)"

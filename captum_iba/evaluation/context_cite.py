@@ -36,6 +36,7 @@ from captum_iba.evaluation.sources import (
     plain_text,
     row_chat,
 )
+from captum_iba.registry import METHODS
 
 __all__ = [
     "ContextCiteScorer",
@@ -44,8 +45,8 @@ __all__ = [
     "make_citer",
 ]
 
-#: The install command named when the package is missing.
-INSTALL = "pip install context-cite (or pip install captum-iba[context])"
+#: The install command named when the package is missing (the registry's).
+INSTALL = METHODS.entry("contextcite-32").facts["package"][1]
 
 
 def import_context_cite() -> Any:

@@ -132,12 +132,6 @@ class IBAScorer(TokenScorer):
         self.settings.update(kind.iba_settings(ref, self.options, used))
 
     @property
-    def needs_sources(self) -> bool:  # type: ignore[override]
-        """bool: One mask weight per source (``mask="source"``,
-        ``iba-sources``) needs the prompts' sources."""
-        return self.options.mask == "source"
-
-    @property
     def meaning(self) -> str:  # type: ignore[override]
         """str: What a classifier's score means under this configuration's
         readout."""

@@ -208,6 +208,15 @@ class MethodFacts:
         ``"mean"`` (scores that do not add up over pieces)."""
         return str(self.facts.get("reduction", "sum"))
 
+    @property
+    def needs_sources(self) -> bool:
+        """bool: Whether it explains a causal LM's prompts only with their
+        sources (:func:`~captum_iba.evaluation.sources.with_sources`; the
+        registry's ``sources`` fact, a user's class's ``needs_sources``); on
+        a prompt task the content's words are its sources
+        (:func:`~captum_iba.evaluation.llm_loop.scorer_batch`)."""
+        return bool(self.facts.get("sources", False))
+
 
 class TokenScorer(MethodFacts):
     """Base class of every method: per-token scores of a batch of either kind.
@@ -231,7 +240,7 @@ class TokenScorer(MethodFacts):
     pieces' (:attr:`word_reduction`). A user's class registered with
     :func:`register_scorer` says the same with the class attributes ``name``,
     ``models`` (the kinds: default ``("classifier",)``), ``needs`` (the
-    options it takes), ``signed`` and ``word_reduction``.
+    options it takes), ``signed``, ``word_reduction`` and ``needs_sources``.
 
     Attributes:
         method_name (str): The registered method (e.g. ``"iba-faithful"``).
@@ -264,11 +273,6 @@ class TokenScorer(MethodFacts):
     #: :data:`~captum_iba.evaluation.sources.POOLINGS`, and for a mask's
     #: scores in [0, 1] ``"logit-max"`` too.
     source_poolings: Tuple[str, ...] = POOLINGS
-    #: Whether it explains a causal LM's prompts only with their sources
-    #: (:func:`~captum_iba.evaluation.sources.with_sources`); on a prompt
-    #: task the content's words are its sources
-    #: (:func:`~captum_iba.evaluation.llm_loop.scorer_batch`).
-    needs_sources: bool = False
 
     def __init__(
         self,

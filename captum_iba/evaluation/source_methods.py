@@ -78,7 +78,6 @@ class SourceScorer(TokenScorer):
 
     #: Every token of a source holds the source's score.
     source_pooling = "mean"
-    needs_sources = True
     per_token_note = "it scores each source for the whole response only"
     prompt_meaning = (
         "the response's log-probability the token's source adds (+) or takes "

@@ -294,6 +294,18 @@ def test_too_many_threads_fail_before_any_model_loads(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("precision", ["auto", "bf16", "float32"])
+def test_an_unknown_cpu_bf16_variable_fails_before_any_model_loads(
+    precision, tiny_model_dir, monkeypatch, capsys, no_weights
+):
+    """Issue 79 item 6: CAPTUM_IBA_CPU_BF16=garbage was refused only when
+    the method ran in bf16, and taken as auto with --precision auto."""
+    monkeypatch.setenv("CAPTUM_IBA_CPU_BF16", "garbage")
+    argv = ["explain", "x", "--model", tiny_model_dir, "--precision", precision]
+    err = _fails(argv, capsys)
+    assert "CAPTUM_IBA_CPU_BF16='garbage': use 'on', 'off' or 'auto'" in err, err
+
+
 def test_empty_pair_is_named(tiny_model_dir, capsys, no_weights):
     """Item 11: --pair "" is not "the text to explain is empty"."""
     err = _fails(["explain", "a film", "--pair", " ", "--model", tiny_model_dir],
@@ -428,3 +440,43 @@ def test_a_data_dir_without_the_corpus_names_every_spelling(tmp_path):
         load_dataset("sst2", "dev", data_dir=tmp_path)
     message = str(caught.value)
     assert "--data-dir on the command line, data_dir= in Python" in message
+
+
+def test_warnings_are_one_plain_line_while_a_command_runs(
+    tiny_model_dir, monkeypatch, capsys
+):
+    """Issue 79 item 13: the CLI printed Python's warnings raw, with the
+    package's file path and a source line; now one line each, without
+    them, while the command runs (Python's own format restored after)."""
+    import warnings
+
+    before = warnings.formatwarning
+    shown = []
+
+    def command(args):
+        shown.append(
+            warnings.formatwarning(
+                "iba: nearly flat -\n  read it with care",
+                UserWarning,
+                "/site-packages/captum_iba/app/explain_command.py",
+                172,
+                "return explain_answer(",
+            )
+        )
+        return 0
+
+    monkeypatch.setitem(commands.COMMANDS, "explain", command)
+    assert main(["explain", "x", "--model", tiny_model_dir]) == 0
+    assert shown == ["captum-iba: warning: iba: nearly flat - read it with care\n"]
+    assert warnings.formatwarning is before
+
+
+def test_the_nearly_flat_warning_suggests_no_method_by_name():
+    """Issue 79 item 13: it told an iba-deletion user to 'compare
+    iba-deletion'; it names no method, so never the one used."""
+    from captum_iba.app.llm_explain_text import near_flat_said
+    from captum_iba.registry import METHODS
+
+    said = near_flat_said([0.5, 0.51, 0.52])
+    assert "beside another method's ranking (--compare" in said
+    assert not [m for m in METHODS.names() if f"compare {m.lower()}" in said.lower()]

@@ -198,6 +198,27 @@ def test_bad_values_are_refused_by_the_parser(capsys):
         assert argv[-2] in capsys.readouterr().err
 
 
+def test_a_flag_and_its_alias_that_disagree_are_refused(monkeypatch, capsys):
+    """``--precision float32 --bf16`` ran in bf16 (issue 79 item 7)."""
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a model was loaded before the options were checked")
+
+    monkeypatch.setattr(command_parts, "model_and_tokenizer", forbidden)
+    monkeypatch.setattr(command_parts, "load_classifier", forbidden)
+    for given, says in (
+        (["--precision", "float32", "--bf16"], "--precision float32 and --bf16"),
+        (["--bf16", "--precision", "auto"], "--bf16 and --precision auto"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["explain", "x", "--method", "iba-deletion", *given])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and says + " contradict each other" in err, err
+        assert len(err.strip().splitlines()) == 1
+    agree = ["explain", "x", "--bf16", "--precision", "bf16"]
+    assert cli._parser().parse_args(agree).precision == "bf16"
+
+
 def test_help_says_which_methods_take_each_option():
     text = " ".join(cli._parser().format_help().split())
     sub = [a for a in cli._parser()._actions if a.dest == "command"][0]

@@ -135,6 +135,8 @@ def test_bad_combinations_are_refused_before_any_model_loads(
         (["--max-length", "64"], "--max-length 64: a context task's prompts"),
         (["--passages", "5-3"], "--passages 5-3: give MIN-MAX"),
         (["--passages", "x"], "--passages x: give MIN-MAX"),
+        (["--passages", "3-"], "--passages 3-: give MIN-MAX"),
+        (["--passages", "-5"], "--passages -5: give MIN-MAX"),
         (["--task", "context-topics", "--passages", "3-5"],
          "--passages 3-5: context-topics has one passage per topic"),
     ]  # fmt: skip
@@ -173,16 +175,21 @@ def test_examples_past_the_model_s_positions_are_skipped_and_counted(tmp_path, c
 
 
 def test_examples_past_a_sliding_window_are_skipped_where_at2_s_features_run(
-    tmp_path,
+    tmp_path, monkeypatch
 ):
     """AT2's features (at2, iba-heads) cannot read past a sliding window
     (Gemma 3's 512 tokens): with those methods an example past it is skipped
     and counted before the weights load, as one past the positions is; with
     other methods it is kept."""
     import argparse
+    import sys
+    import types
 
     from captum_iba.app.context_corpus import prepare_contexts
     from captum_iba.request import check_request
+
+    # iba-heads needs the package at2 (checked first): found, installed or not
+    monkeypatch.setitem(sys.modules, "at2", types.ModuleType("at2"))
 
     folder = tmp_path / "llama-1000"
     _llama_dir(tmp_path, 1000)

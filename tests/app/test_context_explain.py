@@ -12,7 +12,7 @@ import pytest
 
 import captum_iba
 from captum_iba.app.cli import main
-from captum_iba.app.context_explain import context_prompt_of
+from captum_iba.app.context_explain import context_prompt_of, read_context
 from captum_iba.app.context_tasks import LAYOUT
 from tests.helpers import hide_lxt, tiny_causal_lm, tiny_word_tokenizer
 
@@ -222,7 +222,16 @@ def _refused(argv, capsys):
         (["the cat", "--query", "x"], "--query goes with --context"),
         (["the cat", "--sources", "lines"], "--sources goes with --context"),
         ([], "give the text to explain"),
-        (["--context", "/no/such/notes.txt"], "no file of that name"),
+        (
+            ["--context", "/no/such/notes.txt"],
+            "--context /no/such/notes.txt: file not found",
+        ),
+        (
+            ["--context", "no such. notes. v2.md"],
+            "--context no such. notes. v2.md: "
+            "file not found (a text is taken as the context itself only when",
+        ),
+        (["--context", "a.b/c.d"], "--context a.b/c.d: file not found"),
     ],
 )
 def test_cli_refusals_before_the_weights(lm_dir, no_weights, extra, message, capsys):
@@ -230,6 +239,34 @@ def test_cli_refusals_before_the_weights(lm_dir, no_weights, extra, message, cap
     if "--query" not in extra and extra[:1] == ["--context"] and "a b" not in extra[1]:
         argv += ["--query", QUERY]
     assert message in _refused(argv, capsys)
+
+
+def test_cli_context_folder_is_refused_and_text_with_a_slash_kept(
+    lm_dir, tmp_path, no_weights, capsys
+):
+    """Issue 79 item 2: a folder was read as the context's text (its path
+    split into two sources); a text that only holds a slash is still a text."""
+    folder = tmp_path / "a. b"
+    folder.mkdir()
+    argv = ["explain", "--context", str(folder), "--query", QUERY, "--model", lm_dir]
+    assert f"--context {folder}: a folder; give a text file" in _refused(argv, capsys)
+    for text in ("the cat and/or the dog. It sat.", "I like Node.js", "notes"):
+        assert read_context(text) == text
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the cat sat. a dog ran.", encoding="utf-8")
+    assert read_context(str(notes)) == "the cat sat. a dog ran."
+
+
+def test_the_page_s_source_legend_says_what_the_score_is(lm):
+    """Issue 79 item 17: the legend 'Score: one per source, its own score of
+    each source.' said nothing; it says what the method's score is."""
+    from captum_iba.app.context_explain import source_rows
+
+    result = _explain(lm, SOURCES, "loso")
+    (row,) = source_rows(result)
+    assert row.meaning.startswith("one per source, its own score of each source, ")
+    assert "where a token's score is the response's log-probability" in row.meaning
+    assert result.methods["loso"].meaning in row.meaning
 
 
 def test_cli_context_past_the_positions_and_for_a_classifier(
@@ -282,3 +319,42 @@ def test_cli_attnlrp_without_lxt_before_the_weights(
     err = capsys.readouterr().err
     assert exc.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert "AttnLRP needs the optional package lxt, which is not installed" in err
+
+
+class _Missing:
+    """A finder that says the packages it names are not installed."""
+
+    def __init__(self, *names):
+        self.names = names
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+@pytest.mark.parametrize(
+    "method, package",
+    [("contextcite-32", "context_cite"), ("contextcite-256", "context_cite"),
+     ("at2", "at2"), ("iba-heads", "at2")],
+)  # fmt: skip
+def test_cli_context_method_without_its_package_before_the_weights(
+    lm_dir, no_weights, monkeypatch, capsys, method, package
+):
+    """Issue 79 item 4: ContextCite and AT2 without their package were
+    refused after the model loaded (~23 CPU-s); now, like AttnLRP without
+    lxt, before the weights, naming the package and its install command."""
+    import sys
+
+    for name in [m for m in sys.modules if m.partition(".")[0] == package]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [_Missing(package), *sys.meta_path])
+    argv = ["explain", "--context", "a b. c d.", "--query", QUERY, "--model",
+            lm_dir, "--method", method]  # fmt: skip
+    err = _refused(argv, capsys)
+    assert len(err.strip().splitlines()) == 1, err
+    install = "context-cite" if package == "context_cite" else "at2"
+    assert (
+        f"{method} needs its package {package}, which is not installed: "
+        f"pip install {install} (or pip install captum-iba[context])"
+    ) in err, err

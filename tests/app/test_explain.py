@@ -42,6 +42,26 @@ def test_default_is_the_most_faithful_iba_with_words_and_their_meaning(
     assert "min-max within this row" in page and "unbelievably" in page
 
 
+def test_the_top_words_say_their_brackets_are_relative_and_scores_keep_4_digits(
+    tiny_model_dir, capsys
+):
+    """Issue 79 item 14: 'top 5 words: ... film (0.63)' beside the table's
+    'film 0.6751' did not say the brackets are rescaled, and one score was
+    printed with three digits ('0.675') where the others had four."""
+    from captum_iba.app.explain_text import _score
+
+    out = _run(["explain", TEXT, "--model", tiny_model_dir], capsys)
+    top = [ln for ln in out.splitlines() if "top 5 words:" in ln]
+    assert len(top) == 1
+    assert top[0].endswith("; in brackets: relative, min-max within the text, 1 = "
+                           "the highest"), top[0]  # fmt: skip
+    rows = [ln.split() for ln in out.splitlines() if re.match(r"\s+\d+\s+\S", ln)]
+    digits = [r[2].split("e")[0].lstrip("-").replace(".", "").lstrip("0") for r in rows]
+    assert digits and all(len(d) == 4 for d in digits), rows  # significant ones
+    assert [_score(x) for x in (0.675, 0.6751, 191.8, 1234.5)] == [
+        "0.6750", "0.6751", "191.8", "1234"]  # fmt: skip
+
+
 def test_pieces_show_the_tokenizer_tokens(tiny_model_dir, capsys):
     out = _run(["explain", TEXT, "--model", tiny_model_dir, "--pieces"], capsys)
     assert "##bel" in out and "top 5 pieces" in out

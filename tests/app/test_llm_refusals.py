@@ -136,6 +136,30 @@ def test_iba_amortized_without_an_explainer_before_the_weights(lm_dir, no_weight
         explain_answer("the cat", lm_dir, "iba-amortized")
 
 
+def test_every_source_method_without_a_context_before_the_weights(
+    lm_dir, no_weights, monkeypatch, capsys
+):
+    """Issue 79 item 5: loso (and the other methods that score a context's
+    sources) on a plain prompt was refused after loading and generating,
+    with an internal message; iba-sources before loading. Every method
+    whose registry entry has the ``sources`` fact is refused alike."""
+    import sys
+    import types
+
+    from captum_iba.registry import METHODS
+
+    for package in ("at2", "context_cite"):  # installed or not: found
+        monkeypatch.setitem(sys.modules, package, types.ModuleType(package))
+    named = ["iba-sources", "loso", "shapley-sources", "iba-surrogate", "at2",
+             "contextcite-32", "contextcite-256", "iba-heads"]  # fmt: skip
+    facts = [n for n in METHODS.names() if METHODS.entry(n).facts.get("sources")]
+    assert sorted(facts) == sorted(named)
+    for name in named:
+        argv = ["explain", "the cat", "--model", lm_dir, "--method", name]
+        err = _refused(argv, capsys)
+        assert f"{name} scores the sources of a context: give one" in err, err
+
+
 def test_a_prompt_past_the_positions_before_the_weights(lm_dir, no_weights, capsys):
     long = " ".join(["the cat sat"] * 12)  # 36 tokens, 32 positions
     err = _refused(["explain", long, "--model", lm_dir], capsys)

@@ -84,6 +84,13 @@ def test_auto_obeys_the_cpu_variable(machine, monkeypatch):
     assert _precision.auto_precision(CPU) == "bf16"
 
 
+def test_auto_refuses_an_unknown_cpu_variable(machine, monkeypatch):
+    """``CAPTUM_IBA_CPU_BF16=garbage`` was taken as ``auto`` (issue 79 item 6)."""
+    monkeypatch.setenv(_precision.BF16_ENV_VAR, "garbage")
+    with pytest.raises(ValueError, match="CAPTUM_IBA_CPU_BF16='garbage': use 'on'"):
+        _precision.auto_precision(CPU)
+
+
 @pytest.mark.parametrize("supported, expected", [(True, "bf16"), (False, "float32")])
 def test_auto_on_a_gpu_asks_cuda(machine, monkeypatch, supported, expected):
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: supported)
