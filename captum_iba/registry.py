@@ -261,10 +261,10 @@ _method(
     "iba-deletion",
     _IBA,
     "IBA's mask that deletes tokens through the attention of every layer, "
-    "fitted so that the tokens it keeps suffice for the prediction and those "
-    "it deletes, alone, do not: a token's score is the share of it the prediction "
-    "needs (0 to 1), not information in nats, as no noise is added; the most "
-    "faithful configuration measured",
+    "fitted so that the tokens it keeps suffice for the output explained (a "
+    "class, an answer) and those it deletes, alone, do not: a token's score is "
+    "the share of it the output needs (0 to 1), not information in nats, as no "
+    "noise is added; the most faithful configuration measured",
     _IBA_RUN,
     signed=False,
     reduction="mean",
