@@ -270,8 +270,9 @@ def context_text(result: Any, top: int = 5, pieces: bool = False) -> str:
                 f"[{i + 1:>{width}}] {_short(texts[i])}"
             )
         if m.no_ranking:
+            level = "sources" if m.by_source else "words"
             lines += textwrap.wrap(
-                f"no ranking of the words: {m.no_ranking}",
+                f"no ranking of the {level}: {m.no_ranking}",
                 88,
                 initial_indent="  ",
                 subsequent_indent="    ",

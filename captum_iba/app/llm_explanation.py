@@ -37,7 +37,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
-from captum_iba._utils.ranking import check_finite, flat_reason
+from captum_iba._utils.ranking import check_finite, flat_reason, is_flat, spread_said
 from captum_iba.app.context_explain import ContextPrompt
 from captum_iba.app.llm_odds import answer_odds
 from captum_iba.app.model_kind import refuse_classifier
@@ -281,9 +281,10 @@ def _scored(
         own = source_scores(found, batch, pooling)[0]
         check_finite(own, f"{name}'s source scores")
         scores.sources = own.tolist()
+        scores.by_source = found.sources is not None
         scores.source_pooling = (
             "its own score of each source"
-            if found.sources is not None
+            if scores.by_source
             else POOLING_WORDS[pooling]
         )
     return scores, bool(found.flat is not None and found.flat[0])
@@ -292,8 +293,21 @@ def _scored(
 def _say_no_ranking(result: Explanation, name: str, tied: bool) -> None:
     """Sets why a method's scores rank no word: the one check of every method
     (:func:`~captum_iba._utils.ranking.flat_reason`), or IBA's own finding
-    that most tokens tie with the median (``tied``, which IBA warned)."""
+    that most tokens tie with the median (``tied``, which IBA warned).
+
+    A method that scores each source as such (``by_source``: its words tie
+    within a source, so a word-level verdict would contradict its source
+    ranking) is judged by its sources' scores alone."""
     found = result.methods[name]
+    if found.by_source:
+        values = found.sources or []
+        if is_flat(values):
+            found.no_ranking = (
+                f"{spread_said('source')} ({min(values):.4g} to "
+                f"{max(values):.4g}), so none ranks above another: {_TRY}"
+            )
+            warnings.warn(f"{name}: no ranking: {found.no_ranking}", UserWarning, 3)
+        return
     flat = flat_reason(result.scores(name, pieces=True), result.scores(name))
     if flat:
         found.no_ranking = f"{flat}: {_TRY}"

@@ -106,6 +106,11 @@ class MethodScores:
             context (None without one): the method's own, or its token
             scores pooled (:func:`~captum_iba.evaluation.sources.source_scores`).
         source_pooling (str): How :attr:`sources` were made, in words.
+        by_source (bool): The method scores each source as such (``iba-sources``,
+            ``loso``, ``at2``, ...): every token of a source holds the source's
+            score, so its words tie within a source and rank nothing among
+            themselves; its ranking is :attr:`sources`' (``no_ranking`` judges
+            the sources, not the words).
     """
 
     method: str
@@ -122,6 +127,7 @@ class MethodScores:
     per_token_note: str = ""
     sources: Optional[List[float]] = None
     source_pooling: str = ""
+    by_source: bool = False
 
     @property
     def flat(self) -> bool:

@@ -228,9 +228,11 @@ def say_if_flat(flat: Tensor, iba: Any, options: Any) -> None:
         else "bottleneck the token embeddings (layer='embeddings', the default) "
         "or use config='deletion' (docs/llm.rst)"
     )
+    # mask="source": one weight per source, judged one per source
+    what = "sources" if options.mask == "source" else "prompt tokens"
     warnings.warn(
-        f"IBA at {layer} gives no ranking for instance(s) {rows}: most prompt "
-        "tokens have the same score (within 0.1 % of the median), so their "
+        f"IBA at {layer} gives no ranking for instance(s) {rows}: most {what} "
+        "have the same score (within 0.1 % of the median), so their "
         f"order is noise. On a decoder, {advice}.",
         UserWarning,
         stacklevel=3,

@@ -358,3 +358,35 @@ def test_cli_context_method_without_its_package_before_the_weights(
         f"{method} needs its package {package}, which is not installed: "
         f"pip install {install} (or pip install captum-iba[context])"
     ) in err, err
+
+
+def test_a_source_method_gives_no_word_level_verdict(lm, monkeypatch):
+    """Issue 79 item 11: iba-sources printed a clear source ranking, then 'no
+    ranking of the words ... found nothing that changes the answer' (its
+    words tie within a source): a method that scores sources as such is
+    judged by its sources only."""
+    import captum_iba.app.llm_explanation as le
+    from captum_iba.app.context_explain import context_text
+
+    scored = le._scored
+    monkeypatch.setattr(le, "_scored", lambda *a: (scored(*a)[0], True))
+    result = _explain(lm, SOURCES, "iba-sources", steps=2)
+    assert result.methods["iba-sources"].by_source
+    assert result.methods["iba-sources"].no_ranking == ""
+    assert "no ranking" not in context_text(result)
+
+
+def test_a_source_method_whose_sources_tie_says_so_of_the_sources(lm, monkeypatch):
+    import torch
+
+    from captum_iba.app.context_explain import context_text
+    from captum_iba.evaluation.source_methods import LeaveOneSourceOutScorer
+
+    def tied(self, batch, per_token):
+        return torch.full((len(batch), batch.n_sources), 0.5, dtype=torch.float64), None
+
+    monkeypatch.setattr(LeaveOneSourceOutScorer, "_source_scores", tied)
+    with pytest.warns(UserWarning, match="every source's score is within"):
+        result = _explain(lm, SOURCES, "loso")
+    assert "every source's score" in result.methods["loso"].no_ranking
+    assert "no ranking of the sources: every source's" in context_text(result)
