@@ -236,7 +236,8 @@ def _short(text: str) -> str:
 def context_text(result: Any, top: int = 5, pieces: bool = False) -> str:
     """The listing printed by ``captum-iba explain --context``: the query,
     the answer, then per method its sources ranked by score (with their
-    text, shortened) and its top words.
+    text, shortened) and its top words - none for a method that scores
+    sources as such (its words tie within a source).
 
     Args:
         result (Explanation): An explanation of an answer to a context.
@@ -276,6 +277,11 @@ def context_text(result: Any, top: int = 5, pieces: bool = False) -> str:
                 88,
                 initial_indent="  ",
                 subsequent_indent="    ",
+            )
+        elif m.by_source:  # its words tie within a source: no word ranking
+            lines.append(
+                "  words: the words of one source share its score; see the "
+                "source ranking"
             )
         else:
             best = ", ".join(

@@ -173,9 +173,9 @@ def _words(row: ScoreRow, top: int) -> str:
     scaled = scale_scores(scores, "max" if row.signed else "minmax")
     if row.no_ranking:  # colours would rank what is no ranking
         scaled = np.zeros_like(scaled)
-    order = np.argsort(-scores, kind="stable")
-    rank = np.empty(len(order), dtype=int)
-    rank[order] = np.arange(1, len(order) + 1)
+    # tied scores share a rank (1, 1, 3: a source's words hold its one score)
+    ascending = np.sort(scores)
+    rank = len(scores) - np.searchsorted(ascending, scores, side="right") + 1
     unit = f" {row.unit}" if row.unit else ""
     cells: List[str] = []
     for i, (word, raw, v) in enumerate(zip(row.words, scores, scaled)):

@@ -376,6 +376,20 @@ def test_a_source_method_gives_no_word_level_verdict(lm, monkeypatch):
     assert "no ranking" not in context_text(result)
 
 
+def test_a_source_method_lists_no_top_words(lm):
+    """Issue 79 item 15: 'top words: The (39.4), city (39.4), ...' was a
+    source's tie shown as a word ranking; a source method lists its sources
+    and says its words share their source's score; a token method keeps its
+    top words."""
+    from captum_iba.app.context_explain import context_text
+
+    listing = context_text(_explain(lm, SOURCES, ["loso", "ig"]))
+    loso, ig = listing.split("\nIG: ")
+    assert "top words" not in loso
+    assert "words: the words of one source share its score; see the source" in loso
+    assert "top words: " in ig
+
+
 def test_a_source_method_whose_sources_tie_says_so_of_the_sources(lm, monkeypatch):
     import torch
 

@@ -75,3 +75,13 @@ def test_pair_separator_and_bad_rows():
         explanation_html([ScoreRow("m", ["a"], [float("nan")], signed=True)])
     with pytest.raises(ValueError, match="at least one row"):
         explanation_html([])
+
+
+def test_tied_scores_share_a_rank():
+    """Issue 79 item 15: a source's words (one score) were ranked 1, 2, 3."""
+    row = ScoreRow("loso", WORDS, [0.5, 0.5, 0.5, 0.1, 0.7], signed=True, meaning="m")
+    page = explanation_html([row], text="a good film")
+    assert page.count('title="rank 2 of 5, score 0.5"') == 3
+    assert 'title="rank 1 of 5, score 0.7"' in page
+    assert 'title="rank 5 of 5, score 0.1"' in page
+    assert "rank 3 of 5" not in page and "rank 4 of 5" not in page
