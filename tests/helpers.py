@@ -332,3 +332,24 @@ def light_options(method: str) -> dict:
 
     taken = METHODS.entry(method, warn=False).facts.get("options", ())
     return {k: v for k, v in LIGHT_OPTIONS.items() if k in taken}
+
+
+def byte_level_tokenizer(text: str = "the cat sat"):
+    """A byte-level BPE tokenizer (GPT-2's kind: an emoji or a CJK character
+    is several byte pieces) trained on ``text``, with ``<pad>`` and ``<eos>``
+    (no download)."""
+    import transformers as tf
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=["<pad>", "<eos>"],
+    )
+    tk.train_from_iterator([text], trainer)
+    return tf.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>"
+    )

@@ -18,6 +18,8 @@ from typing import Any, List, Tuple
 
 import torch
 
+from captum_iba.app.words import token_labels
+
 __all__ = ["READING_NOTE", "TOP_ALTERNATIVES", "AnswerProbability", "answer_odds"]
 
 #: What the answer's probability tells a reader of the explanation (a note
@@ -38,7 +40,8 @@ class AnswerProbability:
     """The probabilities of an answer under the model that gave it.
 
     Attributes:
-        tokens (list of str): The answer's tokens, as decoded.
+        tokens (list of str): The answer's tokens, as decoded (a byte piece
+            labelled with its character: :func:`~captum_iba.app.words.token_labels`).
         log_probs (list of float): Each token's log-probability (nats) given
             the prompt and the answer before it.
         alternatives (list of (str, float)): The model's most probable tokens
@@ -119,10 +122,10 @@ def answer_odds(
     first = logp[0]
     top = first.topk(min(k, first.numel()))
     return AnswerProbability(
-        tokens=[tokenizer.decode([t]) for t in answer],
+        tokens=token_labels(tokenizer, answer),
         log_probs=picked,
         alternatives=[
-            (tokenizer.decode([int(i)]), math.exp(float(v)))
+            (token_labels(tokenizer, [int(i)])[0], math.exp(float(v)))
             for v, i in zip(top.values, top.indices)
         ],
         first_rank=int((first > first[answer[0]]).sum()) + 1,

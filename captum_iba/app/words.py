@@ -184,7 +184,10 @@ def prompt_words(
     it starts with a space or after a gap (a piece without a span, from a
     slow tokenizer, is a word of its own); a piece of only spaces or line
     breaks is no word of its own: it joins the word before it (the first
-    word, when it comes before any).
+    word, when it comes before any); a byte piece that shares a character
+    with the piece before it (its span starts before that one's end: an
+    emoji or a CJK character written over several byte-level tokens) is part
+    of that piece's word.
 
     Args:
         prompt (str): The prompt.
@@ -201,13 +204,16 @@ def prompt_words(
     first: Optional[int] = None
     for span, piece in zip(spans, pieces):
         space = span is not None and prompt[span[0] : span[1]].isspace()
+        # a byte piece: part of a character the piece before began (an emoji,
+        # a CJK character written over several byte-level tokens)
+        inside = span is not None and last_end is not None and span[0] < last_end
         starts = (
             span is None
             or last_end is None
             or span[0] > last_end
             or prompt[span[0] : span[0] + 1].isspace()
             or prompt[max(span[0] - 1, 0) : span[0]].isspace()
-        ) and not (words and (space or blank(words[-1])))
+        ) and not (words and (space or inside or blank(words[-1])))
         if starts:
             words.append("")
             first = None if span is None else span[0]

@@ -96,3 +96,38 @@ def test_contractions_are_one_word_not_their_pieces():
     pieces = tok.convert_ids_to_tokens(enc["input_ids"][0])
     dont = [p for p, w in zip(pieces, of_piece) if w == 1]
     assert dont == ["don", "'", "t"]
+
+
+def test_byte_pieces_of_an_emoji_or_a_cjk_character_are_part_of_their_word():
+    """Issue 79 item 10: the byte pieces of '🐱' were words of their own
+    ('🐱' twice beside '🐱🐶')."""
+    from captum_iba.app.words import prompt_words
+    from tests.helpers import byte_level_tokenizer
+
+    tok = byte_level_tokenizer()
+    text = "the 🐱🐶 cat 猫 sat"
+    enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+    pieces = tok.convert_ids_to_tokens(enc["input_ids"])
+    assert len(pieces) > 10  # the emoji and the character: byte pieces
+    words, _ = prompt_words(text, enc["offset_mapping"], pieces)
+    assert words == ["the", "🐱🐶", "cat", "猫", "sat"]
+
+
+def test_an_answer_s_byte_pieces_are_labelled_in_its_odds():
+    """Issue 79 item 10: the answer's probability per token showed a byte
+    piece as '\\ufffd'."""
+    import captum_iba
+    from tests.helpers import byte_level_tokenizer, tiny_causal_lm
+
+    tok = byte_level_tokenizer()
+    model = tiny_causal_lm("gpt2")
+    model.resize_token_embeddings(len(tok), mean_resizing=False)
+    result = captum_iba.explain(
+        "the 🐱🐶 cat 🐱 sat", model=model, tokenizer=tok, target=" 猫", method="LOO"
+    )
+    assert result.words == ["the", "🐱🐶", "cat", "🐱", "sat"]
+    assert [w for w, _ in result.top(5)].count("🐱") == 1
+    odds = result.subject.odds
+    assert odds.tokens[1:] == [f"猫 (byte {k}/3)" for k in (1, 2, 3)]
+    listing = result.to_text()
+    assert "\ufffd" not in listing and "猫 (byte 1/3)" in listing
