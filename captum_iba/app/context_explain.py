@@ -22,13 +22,14 @@ token scores:
 
 import re
 import textwrap
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, List, Sequence, Tuple, Union
 
 from captum_iba.app.context_tasks import JOIN, LAYOUT
 from captum_iba.app.errors import CLIError
-from captum_iba.app.words import shown
+from captum_iba.app.words import blank, shown
 from captum_iba.evaluation.sources import check_sources, split_sources
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "context_text",
     "read_context",
     "source_rows",
+    "warn_cut_tokens",
 ]
 
 Span = Tuple[int, int]
@@ -124,11 +126,12 @@ def context_prompt_of(
                 "source per item"
             )
         bad = [i for i, s in enumerate(context) if not isinstance(s, str)]
-        if bad or any(not s.strip() for s in context):
+        bad = bad or [i for i, s in enumerate(context) if blank(s)]
+        if bad:
             raise ValueError(
                 "every source of context must be a text that holds words; "
-                f"source {bad[0] if bad else [s.strip() for s in context].index('')}"
-                " is not"
+                f"source {bad[0]} ({context[bad[0]]!r}) is not (only spaces or "
+                "invisible characters such as zero-width spaces, or not a text)"
             )
         spans, pos, split = [], len(head), "list"
         for i, source in enumerate(context):
@@ -150,6 +153,13 @@ def _cut(text: str, sources: Any, option: str) -> Tuple[List[Span], str]:
                 "the sources' character spans"
             )
         spans = split_sources(text, SOURCE_SPLITS[sources])
+        for k, (a, b) in enumerate(spans, 1):
+            if blank(text[a:b]):
+                raise ValueError(
+                    f"source {k} by {option} {sources} holds no words "
+                    f"({text[a:b]!r}: only invisible characters such as "
+                    "zero-width spaces); remove it from the context"
+                )
         if len(spans) < 2:
             raise ValueError(
                 f"the context has {len(spans)} source by {option} {sources} "
@@ -159,7 +169,47 @@ def _cut(text: str, sources: Any, option: str) -> Tuple[List[Span], str]:
         return spans, sources
     spans = [(int(a), int(b)) for a, b in sources]
     check_sources(spans, len(text), name=f"{option} (spans of the context)")
+    for a, b in spans:
+        if blank(text[a:b]):
+            raise ValueError(
+                f"{option} (spans of the context): the span ({a}, {b}) holds "
+                f"no words ({text[a:b]!r}: only spaces or invisible characters "
+                "such as zero-width spaces); every source must hold words"
+            )
     return spans, "spans"
+
+
+def warn_cut_tokens(tokenizer: Any, context: ContextPrompt, chat: bool) -> None:
+    """One warning when a source's span begins or ends inside a token (not
+    at its leading or trailing spaces): that token is scored, and removed,
+    with one source only (the first it overlaps), so the sources are not
+    the spans given.
+
+    Args:
+        tokenizer: The model's tokenizer (a fast one: its offsets).
+        context (ContextPrompt): The query and its sources.
+        chat (bool): Whether the prompt is wrapped as a user turn.
+    """
+    from captum_iba.attr.llm_batch import encode_prompt
+
+    text = context.text
+    _, own, where = encode_prompt(tokenizer, text, chat)
+    for mine, w in zip(own, where):
+        if not mine or w is None:
+            continue
+        piece = text[w[0] : w[1]]
+        start = w[0] + len(piece) - len(piece.lstrip())
+        end = w[1] - len(piece) + len(piece.rstrip())
+        for k, (a, b) in enumerate(context.spans, 1):
+            if start < a < end or start < b < end:
+                warnings.warn(
+                    f"source {k} ({_short(text[a:b])!r}) cuts the token "
+                    f"{shown(piece)!r} in two: the token is scored with one "
+                    "source only; give spans that begin and end between words",
+                    UserWarning,
+                    stacklevel=3,
+                )
+                return
 
 
 _HOW = {

@@ -38,7 +38,7 @@ from types import SimpleNamespace
 from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
 from captum_iba._utils.ranking import check_finite, flat_reason, is_flat, spread_said
-from captum_iba.app.context_explain import ContextPrompt
+from captum_iba.app.context_explain import ContextPrompt, warn_cut_tokens
 from captum_iba.app.llm_odds import answer_odds
 from captum_iba.app.model_kind import refuse_classifier
 from captum_iba.app.page import Explanation, MethodScores
@@ -207,6 +207,8 @@ def explain_answer(
         None if given is None else int(given.answer_mask.sum()),
         option=max_new_option,
     )
+    if context is not None:
+        warn_cut_tokens(tokenizer, context, wrap)
     model = weights()  # the weights, only now
     batch = (
         given

@@ -140,7 +140,20 @@ def test_an_explanation_without_a_context_has_no_sources(lm):
         ),
         (QUERY, "the cat sat on the mat", {}, "1 source by sources= sentence"),
         ("  ", SOURCES, {}, "the query is empty"),
-        (QUERY, ["the cat", " "], {}, "source 1 is not"),
+        (QUERY, ["the cat", " "], {}, r"source 1 \(' '\) is not \(only spaces"),
+        (QUERY, ["the cat", "\u200b"], {}, r"source 1 \('\\u200b'\) is not"),
+        (
+            QUERY,
+            "the cat sat on the mat  a dog ran",
+            {"sources": [(0, 22), (22, 23), (24, 33)]},
+            r"sources= \(spans of the context\): the span \(22, 23\) holds no words",
+        ),
+        (
+            QUERY,
+            "the cat sat\n\u200b\na dog ran",
+            {"sources": "lines"},
+            "source 2 by sources= lines holds no words",
+        ),
         (QUERY, "the cat sat on the mat", {"sources": [(0, 7), (4, 12)]}, "overlap"),
         (QUERY, "the cat sat", {"sources": [(0, 3), (4, 99)]}, "outside"),
         (QUERY, "a b. c d.", {"sources": "words"}, "'words': one of sentence"),
@@ -404,3 +417,21 @@ def test_a_source_method_whose_sources_tie_says_so_of_the_sources(lm, monkeypatc
         result = _explain(lm, SOURCES, "loso")
     assert "every source's score" in result.methods["loso"].no_ranking
     assert "no ranking of the sources: every source's" in context_text(result)
+
+
+def test_a_span_that_cuts_a_token_is_warned_before_the_weights(lm_dir, no_weights):
+    """Issue 79 item 9: spans that cut a token in two ran without a word."""
+    context = "the cat sat on the mat"
+    with pytest.warns(UserWarning, match=r"source 1 \('the c'\) cuts the token 'cat'"):
+        with pytest.raises(Exception, match="the weights were loaded"):
+            captum_iba.explain(
+                QUERY, model=lm_dir, context=context, sources=[(0, 5), (5, 22)],
+                method="loso",
+            )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # spans between words: no warning
+        with pytest.raises(Exception, match="the weights were loaded"):
+            captum_iba.explain(
+                QUERY, model=lm_dir, context=context, sources=[(0, 7), (8, 22)],
+                method="loso",
+            )  # fmt: skip
