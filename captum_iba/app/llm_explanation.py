@@ -43,7 +43,7 @@ from captum_iba.app.llm_odds import answer_odds
 from captum_iba.app.model_kind import refuse_classifier
 from captum_iba.app.page import Explanation, MethodScores
 from captum_iba.app.subjects import ContextSubject, PromptSubject
-from captum_iba.app.words import prompt_words, token_labels
+from captum_iba.app.words import blank, prompt_words, token_labels
 from captum_iba.registry import DEFAULT_LLM_METHOD, METHODS
 from captum_iba.request import MethodRequest, check_request
 
@@ -209,6 +209,8 @@ def explain_answer(
     )
     if context is not None:
         warn_cut_tokens(tokenizer, context, wrap)
+    if given is not None:
+        _check_answer_text(request, tokenizer, given)
     model = weights()  # the weights, only now
     batch = (
         given
@@ -217,6 +219,7 @@ def explain_answer(
             tokenizer, [prompt], None, model=model, chat=wrap, max_new_tokens=budget
         )
     )
+    _check_answer_text(request, tokenizer, batch)  # a greedy one too
     if context is not None:  # every method scores and removes the sources only
         from captum_iba.evaluation.sources import with_sources
 
@@ -249,6 +252,24 @@ def _check_context(request: MethodRequest, context: Any) -> None:
             raise ValueError(
                 f"{name} scores the sources of a context: give one (context= in "
                 "Python, --context and --query on the command line)"
+            )
+
+
+def _check_answer_text(request: MethodRequest, tokenizer: Any, batch: Any) -> None:
+    """Refuses an answer of only whitespace (``'\\n\\n'``) for a method that
+    re-reads the answer as text (its scorer's ``reads_answer_text``: AT2,
+    ContextCite), which would re-encode it as other tokens - before the
+    method's work."""
+    answer = tokenizer.decode(batch.answer_ids(0))
+    if not blank(answer):
+        return
+    for name in request.methods:
+        if getattr(METHODS.entry(name, warn=False).load(), "reads_answer_text", False):
+            raise ValueError(
+                f"{name} cannot explain the answer {answer!r}: it holds only "
+                "whitespace, which the method re-reads as text and so as other "
+                "tokens; give an answer with words (target= in Python, --target "
+                "on the command line), or use another method"
             )
 
 

@@ -273,6 +273,10 @@ class TokenScorer(MethodFacts):
     #: :data:`~captum_iba.evaluation.sources.POOLINGS`, and for a mask's
     #: scores in [0, 1] ``"logit-max"`` too.
     source_poolings: Tuple[str, ...] = POOLINGS
+    #: Whether it re-reads a causal LM's answer as text (AT2, ContextCite:
+    #: their packages re-encode it), so that an answer of only whitespace,
+    #: which re-encodes as other tokens, is refused before it runs.
+    reads_answer_text: bool = False
 
     def __init__(
         self,

@@ -435,3 +435,27 @@ def test_a_span_that_cuts_a_token_is_warned_before_the_weights(lm_dir, no_weight
                 QUERY, model=lm_dir, context=context, sources=[(0, 7), (8, 22)],
                 method="loso",
             )  # fmt: skip
+
+
+@pytest.mark.parametrize("method", ["at2", "contextcite-32"])
+def test_an_answer_of_only_whitespace_is_refused_before_at2_or_contextcite(
+    method, monkeypatch
+):
+    """Issue 79 item 8: AT2 and ContextCite on the answer '\\n\\n' were refused
+    after their work ('reads the prompt as other tokens ([] ... for [198,
+    198])'); refused before the weights, naming the answer."""
+    from captum_iba._utils import common
+    from tests.helpers import byte_level_tokenizer, tiny_causal_lm
+
+    monkeypatch.setattr(common, "module_found", lambda name: True)  # as installed
+    tok = byte_level_tokenizer()
+    model = tiny_causal_lm("gpt2", positions=128)
+    model.resize_token_embeddings(len(tok), mean_resizing=False)
+    with pytest.raises(
+        ValueError,
+        match=rf"{method} cannot explain the answer '\\n\\n': it holds only whitespace",
+    ):
+        captum_iba.explain(
+            QUERY, model=model, tokenizer=tok, context=SOURCES, method=method,
+            target="\n\n",
+        )  # fmt: skip
