@@ -43,7 +43,7 @@ def answer_text(result: Any, top: int = 5, pieces: bool = False) -> str:
         f"answer ({how}, {subject.length()}): {subject.answer!r}",
     ]
     if subject.odds is not None:
-        lines += [f"{what.lower()}: {text}" for what, text in subject.odds.said()]
+        lines += subject.odds.listed()
     for name, m in result.methods.items():
         values = result.scores(name, pieces)
         lines.append("")

@@ -13,6 +13,7 @@ in the listing (docs/llm.rst, "Reading a result").
 """
 
 import math
+import textwrap
 from dataclasses import dataclass
 from typing import Any, List, Tuple
 
@@ -20,7 +21,13 @@ import torch
 
 from captum_iba.app.words import token_labels
 
-__all__ = ["READING_NOTE", "TOP_ALTERNATIVES", "AnswerProbability", "answer_odds"]
+__all__ = [
+    "LOW_PROBABILITY",
+    "READING_NOTE",
+    "TOP_ALTERNATIVES",
+    "AnswerProbability",
+    "answer_odds",
+]
 
 #: What the answer's probability tells a reader of the explanation (a note
 #: of the page; docs/llm.rst, "Reading a result").
@@ -33,6 +40,11 @@ READING_NOTE = (
 
 #: How many of the model's strongest next tokens are shown.
 TOP_ALTERNATIVES = 5
+
+#: A whole answer's probability below which the terminal's listing prints
+#: :data:`READING_NOTE` too (the page always shows it): 1e-3, a model that
+#: barely wants its answer (an answer that ignores the query was at 5e-5).
+LOW_PROBABILITY = 1e-3
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,20 @@ class AnswerProbability:
     def prob(self) -> float:
         """The whole answer's probability."""
         return math.exp(self.log_prob)
+
+    @property
+    def low(self) -> bool:
+        """Whether the model barely wants the answer: its probability is
+        below :data:`LOW_PROBABILITY`, or another first token is preferred."""
+        return self.prob < LOW_PROBABILITY or self.first_rank > 1
+
+    def listed(self) -> List[str]:
+        """The terminal's lines: :meth:`said`, and for a :attr:`low` answer
+        the page's :data:`READING_NOTE` (wrapped)."""
+        lines = [f"{what.lower()}: {text}" for what, text in self.said()]
+        if self.low:
+            lines += textwrap.wrap(f"note: {READING_NOTE}", 88, subsequent_indent="  ")
+        return lines
 
     def said(self) -> List[Tuple[str, str]]:
         """Two facts for the page and the listing: the answer's probability

@@ -441,3 +441,31 @@ def test_byte_pieces_of_the_answer_are_labelled():
     assert labels[6:10] == [f"🙂 (byte {k}/4)" for k in range(1, 5)]
     assert labels[-1] == " cat" and "\ufffd" not in "".join(labels)
     assert token_labels(tok, ids[:4])[3].endswith("(a byte piece)")
+
+
+def test_an_answer_the_model_barely_wants_is_noted_in_the_listing():
+    """Issue 79 item 16: an answer at p = 5e-5 (ignoring the query) was
+    flagged only by the page's note; the listing prints it too."""
+    from captum_iba.app.llm_odds import READING_NOTE, AnswerProbability
+
+    def odds(log_probs, rank=1):
+        return AnswerProbability(["a", "b"], log_probs, [("a", 0.5)], rank)
+
+    wanted = odds([-0.1, -0.2])
+    assert not wanted.low and not any("note" in line for line in wanted.listed())
+    for weak in (odds([-5.0, -5.0]), odds([-0.1, -0.2], rank=3)):
+        assert weak.low
+        listed = " ".join(weak.listed())
+        assert "note: The answer's probability says how much the model" in listed
+        assert " ".join(READING_NOTE.split()) in " ".join(listed.split())
+
+
+def test_the_listing_notes_a_weak_answer():
+    import captum_iba
+
+    model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
+    result = captum_iba.explain(
+        "the cat sat", model=model, tokenizer=tok, target=" dog dog dog", method="LOO"
+    )
+    assert result.subject.odds.prob < 1e-3  # a random model: three weak tokens
+    assert "note: The answer's probability says" in result.to_text()
