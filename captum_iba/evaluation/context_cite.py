@@ -19,7 +19,10 @@ ablations, forward passes and surrogate are the package's own.
 ``contextcite-32`` and ``contextcite-256``).
 """
 
-from typing import Any, List, Optional, Sequence, Tuple
+import contextlib
+import io
+import warnings
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -49,20 +52,44 @@ __all__ = [
 INSTALL = METHODS.entry("contextcite-32").facts["package"][1]
 
 
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The package's own noise kept from the user's terminal, where the
+    adapter calls it: what it prints (offline, NLTK's ``[nltk_data] Error
+    loading punkt_tab``: its sentence splitter, which the given sources
+    replace) and its FutureWarnings and UserWarnings (its dependencies'
+    deprecations and notes). An error still raises, with what was printed
+    added to its message."""
+    said = io.StringIO()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.simplefilter("ignore", UserWarning)
+            with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+                yield
+    except Exception as err:
+        printed = " ".join(said.getvalue().split())
+        if printed:
+            err.args = (f"{err.args[0] if err.args else err} (it printed: {printed})",)
+        raise
+
+
 def import_context_cite() -> Any:
     """ContextCite's modules (``context_citer``, ``context_partitioner``,
     ``utils``), imported (slowly: spaCy, NLTK; offline, NLTK prints a failed
-    download, which is harmless here).
+    download, which is harmless here and kept from the terminal:
+    :func:`_quiet`).
 
     Raises:
         ImportError: Without the package, naming the install command.
     """
     names = ("context_citer", "context_partitioner", "utils")
-    found = import_optional(  # the package first: its submodules may be cached
-        ["context_cite"] + [f"context_cite.{n}" for n in names],
-        "ContextCite's scores",
-        INSTALL,
-    )
+    with _quiet():
+        found = import_optional(  # the package first: its submodules may be cached
+            ["context_cite"] + [f"context_cite.{n}" for n in names],
+            "ContextCite's scores",
+            INSTALL,
+        )
     return tuple(found[1:])
 
 
@@ -146,16 +173,17 @@ def make_citer(
         partitioner_module.BaseContextPartitioner, prompt, list(spans)
     )
     given = _citer_class(citer_module.ContextCiter, utils, tokenizer, prompt, spans)
-    citer = given(
-        model,
-        tokenizer,
-        prompt,
-        "",
-        num_ablations=num_ablations,
-        batch_size=batch_size,
-        prompt_template="{context}",
-        partitioner=partitioner,
-    )
+    with _quiet():  # the package's constructor: its dependencies' warnings
+        citer = given(
+            model,
+            tokenizer,
+            prompt,
+            "",
+            num_ablations=num_ablations,
+            batch_size=batch_size,
+            prompt_template="{context}",
+            partitioner=partitioner,
+        )
     citer.chat, citer.seed = chat, seed
     # the response given, not generated: the package's cached output is the
     # prompt's text followed by the response's
@@ -238,9 +266,10 @@ def context_cite_scores(
             empty response, or a response the package reads as other tokens.
     """
     citer = make_citer(model, tokenizer, prompt, spans, response_ids, **options)
-    with torch.no_grad():
+    with torch.no_grad(), _quiet():
         scores = citer.get_attributions(verbose=False)
-    return torch.as_tensor(np.asarray(scores), dtype=torch.float64)
+    # + 0.0: its surrogate's -0.0 (a source it gives no weight) shown as 0
+    return torch.as_tensor(np.asarray(scores), dtype=torch.float64) + 0.0
 
 
 class ContextCiteScorer(SourceScorer):

@@ -459,3 +459,73 @@ def test_an_answer_of_only_whitespace_is_refused_before_at2_or_contextcite(
             QUERY, model=model, tokenizer=tok, context=SOURCES, method=method,
             target="\n\n",
         )  # fmt: skip
+
+
+_FAKE_CONTEXT_CITE = {
+    "__init__.py": (
+        "import sys, warnings\n"
+        "print('[nltk_data] Error loading punkt_tab', file=sys.stderr)\n"
+        "warnings.warn('a dependency moves', FutureWarning)\n"
+    ),
+    "context_partitioner.py": (
+        "class BaseContextPartitioner:\n"
+        "    def __init__(self, context):\n"
+        "        self.context = context\n"
+    ),
+    "utils.py": "",
+    "context_citer.py": (
+        "import warnings\n"
+        "import numpy as np\n"
+        "class ContextCiter:\n"
+        "    def __init__(self, model, tokenizer, context, query, partitioner=None,"
+        " **kw):\n"
+        "        warnings.warn('a dependency notes', UserWarning)\n"
+        "        self.tokenizer, self.partitioner, self._cache = tokenizer, "
+        "partitioner, {}\n"
+        "    @property\n"
+        "    def _response_ids(self):\n"
+        "        _, prompt = self._get_prompt_ids(return_prompt=True)\n"
+        "        rest = self._cache['output'][len(prompt):]\n"
+        "        return self.tokenizer(rest, add_special_tokens=False).input_ids\n"
+        "    def get_attributions(self, verbose=True):\n"
+        "        warnings.warn('an argument is deprecated', FutureWarning)\n"
+        "        print('[nltk_data] Error loading punkt_tab')\n"
+        "        n = self.partitioner.num_sources\n"
+        "        return np.array([-0.0] + [0.5 * (k + 1) for k in range(n - 1)])\n"
+    ),
+}
+
+
+@pytest.fixture
+def fake_context_cite(tmp_path, monkeypatch):
+    """A stand-in for the context_cite package that prints NLTK's failed
+    download and warns as the real one does offline."""
+    import sys
+
+    folder = tmp_path / "fake" / "context_cite"
+    folder.mkdir(parents=True)
+    for name, text in _FAKE_CONTEXT_CITE.items():
+        (folder / name).write_text(text)
+    monkeypatch.syspath_prepend(str(folder.parent))
+    yield
+    for name in [n for n in sys.modules if n.split(".")[0] == "context_cite"]:
+        del sys.modules[name]
+
+
+def test_contextcite_s_noise_is_kept_from_the_terminal(lm, fake_context_cite, capsys):
+    """Issue 79 item 19: ContextCite's adapter let '[nltk_data] Error loading
+    punkt_tab', a FutureWarning and a UserWarning through, and showed a zero
+    score as '-0'."""
+    from captum_iba.app.context_explain import context_text
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = _explain(lm, SOURCES, "contextcite-32")
+    printed = capsys.readouterr()
+    assert "nltk_data" not in printed.out + printed.err
+    assert not [w for w in caught if "dependency" in str(w.message)]
+    assert not [w for w in caught if "deprecated" in str(w.message)]
+    scores = result.source_scores("contextcite-32")
+    assert scores == [0.0, 0.5, 1.0] and str(scores[0]) == "0.0"
+    listing = context_text(result)
+    assert "-0 " not in listing and "        0  [1] the cat sat" in listing
