@@ -22,8 +22,7 @@ def _run(tiny_base, out, options=OPTIONS, **kw):
         output_dir=out,
         options=options,
         eval_dataset=synthetic_sentiment(24, 1),
-        progress=False,
-        **kw,
+        **{"progress": False, **kw},
     )
 
 
@@ -310,3 +309,14 @@ def test_real_sst2_minilm_quick(tmp_path):
     )
     assert res.n_eval == 872
     assert res.accuracy > 0.75
+
+
+def test_progress_logged_to_a_file_is_plain_lines(tiny_base, tmp_path, capsys):
+    """Issue 79 item 18: a fine-tune logged to a file wrote tqdm's
+    carriage-return frames; without a terminal it writes plain lines."""
+    _run(tiny_base, tmp_path / "run", progress=True)
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    steps = [line for line in err.splitlines() if "fine-tuning on" in line]
+    assert steps and steps[-1].startswith("[captum_iba] fine-tuning on ")
+    assert steps[-1].endswith(tuple("0123456789")) and "step 18 of 18" in steps[-1]

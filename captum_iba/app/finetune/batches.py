@@ -1,12 +1,22 @@
 """Tokenised features, padded batches, length buckets, and the accuracy loop."""
 
 import random
+import sys
 from typing import Any, Dict, List, Sequence
 
 import torch
 from tqdm.auto import tqdm
 
 from captum_iba.app.data import TextClassificationData
+
+
+def on_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (a tqdm bar's carriage-return frames
+    read well there only; a file or a pipe gets plain lines)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 def encode(
@@ -89,7 +99,7 @@ def evaluate_accuracy(
         data (TextClassificationData): The split to score.
         max_length (int, optional): Truncation length in tokens.
         batch_size (int, optional): Batch size.
-        progress (bool, optional): Show a tqdm bar.
+        progress (bool, optional): Show a tqdm bar (on a terminal only).
 
     Returns:
         float: Accuracy in ``[0, 1]`` (``nan`` for an empty split).
@@ -106,7 +116,7 @@ def evaluate_accuracy(
         batches,
         desc=f"accuracy on {data.name} {data.split}",
         unit="batch",
-        disable=not progress,
+        disable=not progress or not on_terminal(sys.stderr),  # no frames in a log
     ):
         batch = collate([feats[i] for i in idx], pad_id)
         labels = batch.pop("labels")

@@ -11,6 +11,7 @@ with :class:`FineTuneTimeoutError` past a time guard, never silently.
 
 import math
 import random
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
@@ -18,7 +19,7 @@ from typing import Any, Dict, List, Optional
 import torch
 from tqdm.auto import tqdm
 
-from captum_iba.app.finetune.batches import bucketed_batches, collate
+from captum_iba.app.finetune.batches import bucketed_batches, collate, on_terminal
 from captum_iba.app.finetune.recipes import FineTuneOptions
 
 __all__ = [
@@ -280,7 +281,8 @@ def train_steps(
         rng (random.Random): The seeded batch order.
         options (FineTuneOptions): The run's settings.
         name (str): The corpus, for the bar and messages.
-        progress (bool): Show the bar and the time estimate.
+        progress (bool): Show the bar and the time estimate (plain lines,
+            one each tenth of the steps, when stderr is no terminal).
         max_seconds (float, optional): The time guard.
 
     Returns:
@@ -295,12 +297,15 @@ def train_steps(
     scheduler = _lr_schedule(optimizer, options.warmup_ratio, run.planned)
     model.train()
     train_start = time.time()
+    # a bar on a terminal; logged to a file, plain lines (no carriage returns)
+    lines = progress and not on_terminal(sys.stderr)
+    every = max(1, run.planned // 10)
     bar = tqdm(
         total=run.planned,
         desc=f"fine-tuning on {name} (once)",
         unit="step",
         smoothing=0.05,  # the ETA follows the mean speed, not the last step
-        disable=not progress,
+        disable=not progress or lines,
     )
     step_seconds: List[float] = []
     estimate: Optional[Estimate] = None
@@ -315,6 +320,13 @@ def train_steps(
             step_seconds.append(time.perf_counter() - started)
             run.steps += 1
             bar.update(1)
+            if lines and (run.steps % every == 0 or run.steps == run.planned):
+                print(
+                    f"[captum_iba] fine-tuning on {name}: step {run.steps} of "
+                    f"{run.planned}, loss {loss.item():.3f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
             if progress and run.steps == min(ESTIMATE_AFTER, run.planned - 1):
                 bar.write(estimate_line(step_seconds, run.planned))
                 estimate = Estimate.first(step_seconds)
