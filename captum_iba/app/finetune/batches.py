@@ -112,6 +112,13 @@ def evaluate_accuracy(
     pad_id = tokenizer.pad_token_id or 0
     correct = 0
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    if progress and not on_terminal(sys.stderr):  # the bar's label, one line
+        print(
+            f"[captum_iba] accuracy on {data.name} {data.split}: "
+            f"{len(batches)} batch(es)",
+            file=sys.stderr,
+            flush=True,
+        )
     for idx in tqdm(
         batches,
         desc=f"accuracy on {data.name} {data.split}",

@@ -322,7 +322,7 @@ def train_steps(
             bar.update(1)
             if lines and (run.steps % every == 0 or run.steps == run.planned):
                 print(
-                    f"[captum_iba] fine-tuning on {name}: step {run.steps} of "
+                    f"[captum_iba] fine-tuning on {name} (once): step {run.steps} of "
                     f"{run.planned}, loss {loss.item():.3f}",
                     file=sys.stderr,
                     flush=True,
