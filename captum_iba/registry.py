@@ -143,6 +143,7 @@ def method_facts(cls: type) -> tuple:
         reduction=str(_class_fact(cls, "word_reduction", "sum")),
         models=models,
         sources=bool(_class_fact(cls, "needs_sources", False)),
+        reads_answer=bool(_class_fact(cls, "reads_answer_text", False)),
     )
     return (cls.__doc__ or "").strip().split("\n")[0], facts
 
@@ -159,6 +160,7 @@ def _method(
     models: tuple = ("classifier",),
     sources: bool = False,
     package: Optional[Tuple[str, str]] = None,
+    reads_answer: bool = False,
     **fixed: object,
 ) -> None:
     """Register a method: ``target`` is its one class (``"module:Class"`` in
@@ -167,10 +169,11 @@ def _method(
     kind; ``also`` its other names. The rest are the method's facts, the
     same for every kind (``sources``: it scores a context's sources;
     ``package``: the module and install command of the optional package it
-    needs)."""
+    needs; ``reads_answer``: it re-reads a causal LM's answer as text, as
+    AT2's and ContextCite's packages do)."""
     facts = dict(
         options=options, signed=signed, reduction=reduction, uses=uses,
-        models=models, sources=sources,
+        models=models, sources=sources, reads_answer=reads_answer,
     )  # fmt: skip
     if package is not None:
         facts["package"] = package
@@ -297,6 +300,7 @@ _method(
     models=("causal-lm",),
     sources=True,
     package=("at2", _CONTEXT_EXTRA.format("at2")),
+    reads_answer=True,
 )
 _method(
     "iba-heads",
@@ -310,6 +314,7 @@ _method(
     models=("causal-lm",),
     sources=True,
     package=("at2", _CONTEXT_EXTRA.format("at2")),
+    reads_answer=True,
 )
 _method(
     "loso",
@@ -359,6 +364,7 @@ for _ablations in (32, 256):
         models=("causal-lm",),
         sources=True,
         package=("context_cite", _CONTEXT_EXTRA.format("context-cite")),
+        reads_answer=True,
         num_ablations=_ablations,
     )
 _method(

@@ -219,7 +219,8 @@ def explain_answer(
             tokenizer, [prompt], None, model=model, chat=wrap, max_new_tokens=budget
         )
     )
-    _check_answer_text(request, tokenizer, batch)  # a greedy one too
+    if given is None:  # a greedy answer, known only now
+        _check_answer_text(request, tokenizer, batch)
     if context is not None:  # every method scores and removes the sources only
         from captum_iba.evaluation.sources import with_sources
 
@@ -257,14 +258,14 @@ def _check_context(request: MethodRequest, context: Any) -> None:
 
 def _check_answer_text(request: MethodRequest, tokenizer: Any, batch: Any) -> None:
     """Refuses an answer of only whitespace (``'\\n\\n'``) for a method that
-    re-reads the answer as text (its scorer's ``reads_answer_text``: AT2,
-    ContextCite), which would re-encode it as other tokens - before the
+    re-reads the answer as text (its registry entry's ``reads_answer`` fact:
+    AT2, ContextCite), which would re-encode it as other tokens - before the
     method's work."""
     answer = tokenizer.decode(batch.answer_ids(0))
     if not blank(answer):
         return
     for name in request.methods:
-        if getattr(METHODS.entry(name, warn=False).load(), "reads_answer_text", False):
+        if METHODS.entry(name, warn=False).facts.get("reads_answer"):
             raise ValueError(
                 f"{name} cannot explain the answer {answer!r}: it holds only "
                 "whitespace, which the method re-reads as text and so as other "

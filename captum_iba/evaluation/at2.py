@@ -445,9 +445,6 @@ class AT2Scorer(TokenScorer):
     """
 
     models = ("causal-lm",)
-    #: It re-reads the response as text (the package re-encodes it): an
-    #: answer of only whitespace is refused before it runs.
-    reads_answer_text = True
     prompt_meaning = (
         "the response's attention to the token through AT2's learned head "
         "weights (a source's score: the sum over its tokens)"

@@ -298,9 +298,6 @@ class ContextCiteScorer(SourceScorer):
         "response's logit-probability), each token of a source holding it"
     )
     unit = "logit-probability"
-    #: It re-reads the response as text (the package re-encodes it): an
-    #: answer of only whitespace is refused before it runs.
-    reads_answer_text = True
 
     def __init__(
         self, model: Any, num_ablations: int = 32, seed: int = 0, **kwargs: Any

@@ -217,6 +217,15 @@ class MethodFacts:
         (:func:`~captum_iba.evaluation.llm_loop.scorer_batch`)."""
         return bool(self.facts.get("sources", False))
 
+    @property
+    def reads_answer_text(self) -> bool:
+        """bool: Whether it re-reads a causal LM's answer as text (the
+        registry's ``reads_answer`` fact, a user's class's
+        ``reads_answer_text``: AT2, ContextCite, whose packages re-encode it),
+        so that an answer of only whitespace, which re-encodes as other
+        tokens, is refused before it runs."""
+        return bool(self.facts.get("reads_answer", False))
+
 
 class TokenScorer(MethodFacts):
     """Base class of every method: per-token scores of a batch of either kind.
@@ -240,7 +249,8 @@ class TokenScorer(MethodFacts):
     pieces' (:attr:`word_reduction`). A user's class registered with
     :func:`register_scorer` says the same with the class attributes ``name``,
     ``models`` (the kinds: default ``("classifier",)``), ``needs`` (the
-    options it takes), ``signed``, ``word_reduction`` and ``needs_sources``.
+    options it takes), ``signed``, ``word_reduction``, ``needs_sources`` and
+    ``reads_answer_text``.
 
     Attributes:
         method_name (str): The registered method (e.g. ``"iba-faithful"``).
@@ -273,10 +283,6 @@ class TokenScorer(MethodFacts):
     #: :data:`~captum_iba.evaluation.sources.POOLINGS`, and for a mask's
     #: scores in [0, 1] ``"logit-max"`` too.
     source_poolings: Tuple[str, ...] = POOLINGS
-    #: Whether it re-reads a causal LM's answer as text (AT2, ContextCite:
-    #: their packages re-encode it), so that an answer of only whitespace,
-    #: which re-encodes as other tokens, is refused before it runs.
-    reads_answer_text: bool = False
 
     def __init__(
         self,
