@@ -44,6 +44,7 @@ tables name each method by its name now.
 """
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -178,8 +179,9 @@ def _stem(name: str, args: argparse.Namespace) -> str:
         return name + ("" if trained_on == args.task else f"-from-{trained_on}")
     stem = record_name(name)
     steps = getattr(args, "iba_steps", None)
-    if name == "iba-deletion" and steps:
-        return f"{stem}-steps{steps}"
+    if name == "iba-deletion" and (steps or getattr(args, "iba_option", None)):
+        extra = "".join(f"-{k}{v}" for k, v in _iba_options(args).items())
+        return stem + (f"-steps{steps}" if steps else "") + extra
     if name != AMORTIZED:
         return stem
     if args.fit_on not in (None, args.task):
@@ -242,6 +244,10 @@ def _scorer(
         [name], Resources(model, tok, explainer=explainer),
         method_options=options, kind="causal-lm",
     )[name]  # fmt: skip
+    if name == "iba-deletion" and _iba_options(args):
+        fields = _iba_options(args)  # study options no request takes
+        scorer.options = dataclasses.replace(scorer.options, **fields)
+        scorer.settings.update(fields)
     if not is_amortized:
         return scorer
     epochs = scorer.settings["explainer"]["epochs"]
@@ -254,6 +260,17 @@ def _scorer(
     print(f"{name}: its explainer's fit: {fit}", flush=True)
     meta["fit"] = fit
     return scorer
+
+
+def _iba_options(args: argparse.Namespace) -> Dict[str, Any]:
+    """``--iba-option KEY=VALUE`` as IBAOptions fields (numbers parsed), in the
+    order given: iba-deletion's options that no request takes (``init_alpha``,
+    ``lr``, ``complement_skip``, ...), recorded in the record's stem."""
+    fields = {}
+    for given in getattr(args, "iba_option", None) or []:
+        key, _, value = given.partition("=")
+        fields[key] = json.loads(value)
+    return fields
 
 
 def _at2_fit(scorer: Any) -> Dict[str, Any]:
@@ -358,6 +375,14 @@ def main() -> None:
         help="iba-deletion: its optimisation steps (default its configuration's, "
         "7; given: recorded as llm-iba-deletion-steps<K>), e.g. the control of "
         "--refine-steps: as many steps from no explainer",
+    )
+    sub.choices["run"].add_argument(
+        "--iba-option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="iba-deletion: an IBAOptions field no request takes (init_alpha=2, "
+        "complement_skip=1, lr=8; a JSON value), recorded as "
+        "llm-iba-deletion[-steps<K>]-<KEY><VALUE>",
     )
     sub.choices["run"].add_argument(
         "--refine-steps",

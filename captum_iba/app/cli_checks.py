@@ -118,7 +118,8 @@ def check_explain(args: argparse.Namespace) -> None:
     elif args.method is not None:
         args.methods = method_names(args.method, "--method")
     else:  # the default of the kind the name says (a classifier's if none)
-        args.methods = [kind_named(args.model_kind or "classifier").default_method]
+        kind = kind_named(args.model_kind or "classifier")
+        args.methods = [kind.default_for(args.context is not None)]
     check_options(args, "fair")
 
 

@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 #: What ``evaluate --task`` compares when no method is named.
-CONTEXT_METHODS = ("iba-sources", "iba-deletion", "random")
+CONTEXT_METHODS = ("iba-surrogate", "loso", "random")
 #: The split a context task reads when none is given.
 DEFAULT_SPLIT = "report"
 #: Examples a unit holds when ``--batch-size`` is not given (each has its own

@@ -22,7 +22,7 @@ from captum_iba.app.errors import CLIError
 from captum_iba.app.explanation import Explanation, explain
 from captum_iba.app.models import check_request_layers, kind_of
 from captum_iba.app.words import blank
-from captum_iba.registry import DEFAULT_LLM_METHOD
+from captum_iba.attr.kinds import CAUSAL_LM
 from captum_iba.request import check_model_kind
 
 __all__ = ["run"]
@@ -152,7 +152,7 @@ def _explain_causal_lm(
     if args.pair is not None:
         raise CLIError("--pair is for a classifier; a causal LM explains one prompt")
     if not args.method_given:  # the kind was found only now: its default
-        args.methods = [DEFAULT_LLM_METHOD]
+        args.methods = [CAUSAL_LM.default_for(args.context is not None)]
     check_options(args, "fair", "causal-lm")
     check_lm_request(args.request, lm_config(args.model), explainer=True)
     _check_fit_on(args, "causal-lm")
@@ -176,7 +176,7 @@ def _explain_causal_lm(
         target=args.target,
         chat=args.chat,
         max_new_tokens=args.max_new_tokens or 20,
-        per_token=page or args.per_token,
+        per_token=args.per_token,
         model_name=args.model,
         max_new_option="--max-new-tokens",
         explainer=explainer,

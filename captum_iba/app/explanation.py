@@ -80,7 +80,9 @@ def explain(
     """Explain one prediction, word by word, by one method or several; for a
     causal LM (a generative model), its answer to ``text``
     (:func:`~captum_iba.app.llm_explanation.explain_answer`, which also takes
-    ``chat`` and ``max_new_tokens``).
+    ``chat``, ``max_new_tokens`` and ``per_token``: the whole answer is
+    explained unless ``per_token=True`` asks for each output token too, at
+    about N + 1 times the cost for an answer of N tokens).
 
     Args:
         text (str): The text to classify and explain.
@@ -95,7 +97,10 @@ def explain(
             :func:`~captum_iba.request.check_request` (then no options are
             given here); the same names explain a classifier or a causal LM.
             Default (None): ``"iba-deletion"``, the most faithful IBA
-            measured (docs/faithfulness.rst; for a causal LM docs/llm.rst).
+            measured (docs/faithfulness.rst; for a causal LM docs/llm.rst);
+            with a ``context``, ``"iba-surrogate"``, the most faithful
+            attribution to sources measured at the lowest cost
+            (docs/context.rst).
         tokenizer (optional): The tokenizer of a model given as an object,
             or one to use instead of a model folder's own (it must fit the
             model's vocabulary).

@@ -44,7 +44,8 @@ from captum_iba.app.model_kind import refuse_classifier
 from captum_iba.app.page import Explanation, MethodScores
 from captum_iba.app.subjects import ContextSubject, PromptSubject
 from captum_iba.app.words import blank, prompt_words, token_labels
-from captum_iba.registry import DEFAULT_LLM_METHOD, METHODS
+from captum_iba.attr.kinds import CAUSAL_LM
+from captum_iba.registry import METHODS
 from captum_iba.request import MethodRequest, check_request
 
 __all__ = ["explain_answer"]
@@ -103,7 +104,7 @@ def explain_answer(
     target: Optional[str] = None,
     chat: Optional[bool] = None,
     max_new_tokens: int = 20,
-    per_token: bool = True,
+    per_token: bool = False,
     method_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
     model_name: Optional[str] = None,
     explainer: Any = None,
@@ -124,16 +125,24 @@ def explain_answer(
         method (str, Sequence[str] or MethodRequest, optional): Registered
             methods that explain causal LMs (``iba-deletion``, ``ig``,
             ``ablation``, ...: the same names as for a classifier), or a
-            checked request. Default
-            :data:`~captum_iba.registry.DEFAULT_METHOD`.
+            checked request. Default:
+            :data:`~captum_iba.registry.DEFAULT_METHOD` (``iba-deletion``, 7
+            steps: about 13 forward + backward passes of the prompt), and for
+            a query about a context
+            :data:`~captum_iba.registry.DEFAULT_CONTEXT_METHOD`
+            (``iba-surrogate``: 16 forward passes of ablated contexts and one
+            forward + backward; docs/context.rst).
         tokenizer (optional): The tokenizer of a model given as an object.
         target (str, optional): The answer to explain (e.g. ``" positive"``);
             default: the model's greedy answer.
         chat (bool, optional): Wrap the prompt as a user turn of the chat
             template; None: when the tokenizer has one.
         max_new_tokens (int): The longest greedy answer. Default 20.
-        per_token (bool): Also score each output token (the page's matrix;
-            one more IBA instance per token). Default True.
+        per_token (bool): Also score each output token (the page's matrix
+            of output tokens x words): one more attribution per output token,
+            so an answer of N tokens costs about N + 1 times the whole
+            answer's. Default False (the whole answer, as the command line's
+            default; ``--per-token`` there).
         method_options (Mapping, optional): Options per method.
         model_name (str, optional): How the page names the model.
         explainer (Callable, optional): A function of the loaded model, its
@@ -176,7 +185,7 @@ def explain_answer(
         check_request(request.methods, model_kind="causal-lm")
     else:
         request = check_request(
-            method or DEFAULT_LLM_METHOD,
+            method or CAUSAL_LM.default_for(isinstance(prompt, ContextPrompt)),
             given,
             method_options,
             model_kind="causal-lm",

@@ -29,7 +29,12 @@ added to :data:`KINDS` and its name to
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
 from captum_iba._utils.kinds import is_causal_lm, kind_of_class_names
-from captum_iba.registry import DEFAULT_LLM_METHOD, DEFAULT_METHOD, MODEL_KINDS
+from captum_iba.registry import (
+    DEFAULT_CONTEXT_METHOD,
+    DEFAULT_LLM_METHOD,
+    DEFAULT_METHOD,
+    MODEL_KINDS,
+)
 
 __all__ = [
     "CAUSAL_LM",
@@ -63,6 +68,9 @@ class ModelKind:
         generates (bool): Whether it generates text: a method explains its
             answers to prompts.
         default_method (str): The method explained when none is named.
+        context_method (str, optional): The method that attributes an answer
+            to the sources of a context when none is named (None: the kind
+            takes no context).
     """
 
     name = ""
@@ -72,6 +80,15 @@ class ModelKind:
     has_classes = True
     generates = False
     default_method = DEFAULT_METHOD
+    context_method: Optional[str] = None
+
+    def default_for(self, context: bool) -> str:
+        """The method run when none is named: :attr:`context_method` for a
+        question about a context (when the kind takes one), else
+        :attr:`default_method`."""
+        if context and self.context_method:
+            return self.context_method
+        return self.default_method
 
     def __repr__(self) -> str:
         return f"<model kind {self.name}>"
@@ -211,6 +228,7 @@ class CausalLM(ModelKind):
     has_classes = False
     generates = True
     default_method = DEFAULT_LLM_METHOD
+    context_method = DEFAULT_CONTEXT_METHOD
 
     @property
     def batch_type(self) -> type:

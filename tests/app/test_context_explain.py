@@ -206,10 +206,39 @@ def test_cli_context_file_by_documents_lists_and_pages(lm_dir, tmp_path, capsys)
         assert f">{source}<sup>" in page or f">{source}</span>" in page
 
 
+def test_a_context_without_a_method_gets_the_context_default(lm, lm_dir, capsys):
+    """A context's default is the study's best at the lowest cost
+    (iba-surrogate), from Python and the command line alike; a plain prompt
+    keeps iba-deletion; both explain the whole answer unless asked."""
+    from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER
+
+    assert CAUSAL_LM.default_for(True) == "iba-surrogate"
+    assert CAUSAL_LM.default_for(False) == CLASSIFIER.default_for(True)
+    assert CLASSIFIER.default_for(False) == "iba-deletion"
+    model, tok = lm
+    result = captum_iba.explain(QUERY, model=model, tokenizer=tok, context=SOURCES)
+    assert list(result.methods) == ["iba-surrogate"]
+    assert len(result.source_scores()) == 3
+    assert not result.subject.per_token and result.matrix() is None
+    argv = ["explain", "--context", "; ".join(SOURCES), "--query", QUERY]
+    argv += ["--model", lm_dir, "--sources", "lines", "--max-new-tokens", "2"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit):  # one line: one source, refused
+        main(argv)
+    argv[2] = "\n".join(SOURCES)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "\niba-surrogate: " in out and "\niba-deletion: " not in out
+    assert "per output token" not in out
+    plain = captum_iba.explain(QUERY, model=model, tokenizer=tok, target=" the mat")
+    assert list(plain.methods) == ["iba-deletion"] and plain.matrix() is None
+
+
 def test_cli_turns_from_the_text_itself(lm_dir, capsys):
     chat = "User: the cat sat\nAssistant: a dog ran\nUser: the big dog"
     argv = ["explain", "--context", chat, "--query", QUERY, "--model", lm_dir]
-    assert main(argv + ["--sources", "turns", "--steps", "2"]) == 0
+    argv += ["--method", "iba-deletion", "--steps", "2"]
+    assert main(argv + ["--sources", "turns"]) == 0
     out = capsys.readouterr().out
     assert "context: 3 sources (turns)" in out
     assert "] Assistant: a dog ran" in out

@@ -42,11 +42,16 @@ def test_kind_from_the_name_and_the_model(lm_dir, tiny_model_dir):
 def test_explain_prints_the_answer_and_writes_the_page(lm_dir, tmp_path, capsys):
     html = tmp_path / "answer.html"
     argv = ["explain", "the cat sat on the mat", "--model", lm_dir]
-    code = main(argv + ["--max-new-tokens", "2", "--html", str(html)] + FAST)
+    argv += ["--max-new-tokens", "2", "--html", str(html)] + FAST
+    assert main(argv) == 0
     out = capsys.readouterr().out
-    assert code == 0
     assert "answer (greedy, 2 tokens)" in out and "\niba-deletion: " in out
-    assert "per output token" in out  # the page asks for them: printed too
+    # the whole answer, as from Python: the page asks for no more
+    assert "per output token" not in out
+    assert "did the answer need" in html.read_text()
+    assert 'table class="m"' not in html.read_text()
+    assert main(argv + ["--per-token"]) == 0
+    assert "per output token" in capsys.readouterr().out
     page = html.read_text()
     assert 'table class="m"' in page and "did the answer need" in page
 
@@ -326,7 +331,7 @@ def test_every_method_is_checked_for_a_ranking(capsys):
     with pytest.warns(UserWarning, match="llm-lime: no ranking"):
         result = explain_answer(
             "the cat sat on the mat", model, methods, tokenizer=tok,
-            target=" ran in", lime_samples=1, shap_samples=1,
+            target=" ran in", lime_samples=1, shap_samples=1, per_token=True,
         )  # fmt: skip
     for name in ("llm-lime", "llm-kernel-shap"):
         found = result.methods[name]

@@ -19,7 +19,9 @@ def both(tiny_model_dir):
     """A classifier's explanation and a causal LM's, by the same method."""
     text = explain("a fine film", tiny_model_dir, "random")
     model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
-    answer = explain("the cat sat", model, "random", tokenizer=tok, target=" ran in")
+    answer = explain(
+        "the cat sat", model, "random", tokenizer=tok, target=" ran in", per_token=True
+    )
     return text, answer
 
 
