@@ -34,6 +34,7 @@ through a view) and left as found.
 """
 
 import hashlib
+import warnings
 import weakref
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -248,6 +249,12 @@ def read_extras(path: PathLike) -> Optional[Dict[str, Any]]:
     data = torch.load(Path(path), map_location="cpu", weights_only=True)
     extras = data.get("extras") if isinstance(data, dict) else None
     return extras if isinstance(extras, dict) else None
+
+
+def _one_line(err: BaseException) -> str:
+    """An error's first line, after its kind."""
+    text = str(err).strip()
+    return type(err).__name__ + (f": {text.splitlines()[0]}" if text else "")
 
 
 def at2_weights_path(
@@ -490,22 +497,31 @@ def find_at2_weights(
     (:mod:`~captum_iba.evaluation.at2_taught`); with ``task``, only those
     trained on that task.
 
-    Files saved by an older version for this model's shape and first
-    embedding values (:data:`FINGERPRINT_MARK`) are never taken: that check
-    could not tell a fine-tune from its parent.
+    Each ``.pt`` file that cannot be read (:func:`read_extras`: damaged,
+    truncated) is warned of, in one line naming it and the error, and
+    skipped; one that torch reads but that is not AT2's (no ``"extras"``) is
+    skipped without a word. Files saved by an older version for this model's
+    shape and first embedding values (:data:`FINGERPRINT_MARK`) are never
+    taken: that check could not tell a fine-tune from its parent.
 
     Raises:
         FileNotFoundError: When none was trained for it (naming the folder,
-            the files of an older version for this model, and the command
-            that trains them).
+            the files of an older version for this model, the files that
+            cannot be read, and the command that trains them).
     """
     folder = cache_root() / "at2" if folder is None else Path(folder)
     wanted, older_form = model_fingerprint(model), _older_fingerprint(model)
-    found, older = [], []
+    found, older, damaged = [], [], []
     for path in sorted(folder.glob("*.pt")) if folder.is_dir() else []:
         try:
             extras = read_extras(path)
-        except Exception:  # noqa: BLE001 - another file: not a candidate
+        except Exception as err:  # noqa: BLE001 - whatever torch says of it
+            damaged.append(str(path))
+            warnings.warn(
+                f"the AT2 weights file {path} cannot be read ({_one_line(err)}); "
+                "skipped",
+                stacklevel=2,
+            )
             continue
         if (
             extras is None
@@ -524,7 +540,9 @@ def find_at2_weights(
         said = ""
         if older:
             said += f"; {', '.join(older)}: {_OLDER}"
-        again = " (again)" if older else ""
+        if damaged:
+            said += f"; {', '.join(damaged)}: cannot be read"
+        again = " (again)" if older or damaged else ""
         if teacher is not None:
             raise FileNotFoundError(
                 f"no weights taught by {teacher}{on} for this model (fingerprint "
@@ -544,9 +562,9 @@ def load_at2(path: PathLike, model: Any) -> Any:
 
     Raises:
         FileNotFoundError: For a missing file (naming the training command).
-        ValueError: For a file that is not AT2's weights, weights trained
-            for another model, or saved by an older version whose check could
-            not tell a fine-tune from its parent.
+        ValueError: For a file that cannot be read or is not AT2's weights,
+            weights trained for another model, or saved by an older version
+            whose check could not tell a fine-tune from its parent.
     """
     path = Path(path)
     if not path.is_file():
@@ -554,7 +572,14 @@ def load_at2(path: PathLike, model: Any) -> Any:
             f"no AT2 weights at {path}: train them with "
             + TRAIN_COMMAND.format(n="N", a="A", folder=path.parent)
         )
-    extras = read_extras(path)
+    try:
+        extras = read_extras(path)
+    except Exception as err:  # noqa: BLE001 - whatever torch says of it
+        raise ValueError(
+            f"the AT2 weights file {path} cannot be read ({_one_line(err)}): "
+            "train them again with "
+            + TRAIN_COMMAND.format(n="N", a="A", folder=path.parent)
+        ) from None
     if extras is None:
         raise ValueError(
             f"{path} is not a file of AT2's weights (it records no extras): train "

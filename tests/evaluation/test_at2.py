@@ -579,3 +579,38 @@ def test_weights_saved_with_the_older_fingerprint_are_refused(
     SavedHeads().save(tmp_path / "bare.pt", {"n": 1})  # no fingerprint at all
     with pytest.raises(ValueError, match="record no model's fingerprint"):
         load_at2(tmp_path / "bare.pt", model)
+
+
+def test_a_damaged_weights_file_is_warned_of_and_named(lm, tmp_path, monkeypatch):
+    """Issue 79 item 3: a damaged file was skipped without a word (another
+    budget's weights used), and when it was the only one the message said
+    "no AT2 weights for this model" without naming it. Each damaged file is
+    warned of in one line; a file torch reads that is not AT2's is skipped
+    without a word; the loader names a damaged file."""
+    from captum_iba.evaluation.at2 import find_at2_weights, load_at2
+    from captum_iba.evaluation.at2_taught import save_at2_weights
+
+    stub_at2(monkeypatch)
+    model = lm[0]
+    small, large = tmp_path / "n4.pt", tmp_path / "n16.pt"
+    save_at2_weights(SavedHeads(), model, small, {"n": 4, "ablations": 32})
+    save_at2_weights(SavedHeads(), model, large, {"n": 16, "ablations": 32})
+    large.write_bytes(large.read_bytes()[:100])  # cut short
+    torch.save({"weight": torch.ones(2)}, tmp_path / "other.pt")  # not AT2's
+    with pytest.warns(UserWarning) as caught:
+        assert find_at2_weights(model, tmp_path) == small
+    (said,) = [str(w.message) for w in caught]
+    assert said.startswith(f"the AT2 weights file {large} cannot be read (")
+    assert said.endswith("); skipped") and "\n" not in said
+    small.unlink()
+    with pytest.warns(UserWarning, match="cannot be read"):
+        with pytest.raises(FileNotFoundError) as err:
+            find_at2_weights(model, tmp_path)
+    said = str(err.value)
+    assert said.startswith("no AT2 weights for this model")
+    assert f"; {large}: cannot be read: train them (again) with" in said
+    assert "other.pt" not in said
+    with pytest.raises(ValueError, match=f"the AT2 weights file {large} cannot be"):
+        load_at2(large, model)
+    with pytest.raises(ValueError, match="is not a file of AT2's weights"):
+        load_at2(tmp_path / "other.pt", model)
