@@ -313,7 +313,8 @@ class Explanation(Page):
         return notes + [f"{m} left out: {why}" for m, why in self.skipped.items()]
 
     def details(self, method: str) -> str:
-        """One line on how ``method`` ran (configuration, layer, time)."""
+        """One line on how ``method`` ran (configuration, layer, the file of
+        its learned weights, time)."""
         m = self._method(method)
         where = self.subject.where(m)
         parts = [m.summary] if m.summary else []
@@ -323,6 +324,8 @@ class Explanation(Page):
             parts.append(f"{steps} step" + ("" if steps == 1 else "s"))
         if "precision" in m.settings:
             parts.append(str(m.settings["precision"]))
+        if "weights" in m.settings:  # a learned method's file (AT2's heads)
+            parts.append(f"weights {m.settings['weights']}")
         parts.append(f"{m.seconds:.1f} {self.subject.seconds_unit}")
         return "; ".join(parts)
 

@@ -34,13 +34,16 @@ through a view) and left as found.
 """
 
 import hashlib
+import warnings
+import weakref
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
 
 from captum_iba._utils.common import import_optional
+from captum_iba._utils.digest import weights_digest
 from captum_iba._utils.io import cache_root, model_slug
 from captum_iba.attr.llm import AnswerScores
 from captum_iba.attr.llm_batch import PromptBatch
@@ -55,15 +58,18 @@ from captum_iba.registry import METHODS
 
 __all__ = [
     "AT2Scorer",
+    "FINGERPRINT_MARK",
     "TRAIN_COMMAND",
     "at2_scores",
     "at2_token_scores",
     "at2_weights_path",
+    "check_fingerprint",
     "find_at2_weights",
     "import_at2",
     "layout",
     "load_at2",
     "model_fingerprint",
+    "read_extras",
     "read_task",
 ]
 
@@ -79,6 +85,10 @@ TEACH_COMMAND = (
     "captum-iba evaluate --task context-facts --model MODEL --methods iba-heads "
     "(or --task context-topics)"
 )
+#: What begins a fingerprint of all the model's weights (:func:`model_fingerprint`);
+#: a file without it was saved by a version that fingerprinted the model's shape
+#: and first embedding values only (which a fine-tune can keep).
+FINGERPRINT_MARK = "weights-"
 #: AT2's (and ContextCite's) prompt layout.
 LAYOUT = "Context: {context}\n\nQuery: {query}"
 #: What joins two sources in it.
@@ -96,21 +106,155 @@ def import_at2() -> Any:
     return import_optional(("at2", "at2.tasks"), "AT2's scores", INSTALL)[0]
 
 
-def model_fingerprint(model: Any) -> str:
-    """What a trained file must match: the model's family, shape and first
-    embedding weights (exact bytes), hashed."""
+#: Values of each tensor read by the cheap check of a cached fingerprint.
+_SAMPLED = 64
+#: Each model's last fingerprint, with the state of its tensors it was of.
+_FINGERPRINTS: "weakref.WeakKeyDictionary[Any, Tuple[Any, str]]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _shape(model: Any) -> Tuple[str, int, int, int, int]:
+    """The model's family and shape, from its config."""
     cfg = model.config
-    shape = (
+    return (
         str(cfg.model_type),
         int(cfg.num_hidden_layers),
         int(cfg.num_attention_heads),
         int(cfg.hidden_size),
         int(cfg.vocab_size),
     )
+
+
+def _tensors_state(model: Any) -> Tuple[Any, ...]:
+    """A cheap check (milliseconds) that the model's tensors are those last
+    fingerprinted: each one's name, storage, shape, dtype, version (which an
+    optimizer's step, ``load_state_dict`` and any in-place write through
+    autograd advance) and :data:`_SAMPLED` of its values, evenly spaced."""
+    state = []
+    for name, tensor in list(model.named_parameters()) + list(model.named_buffers()):
+        flat = tensor.detach().reshape(-1)
+        sample = flat[:: max(1, flat.numel() // _SAMPLED)].contiguous()
+        try:
+            version: Optional[int] = tensor._version
+        except RuntimeError:  # an inference tensor keeps none
+            version = None
+        state.append(
+            (name, tensor.data_ptr(), tuple(tensor.shape), str(tensor.dtype))
+            + (version, sample.view(torch.uint8).cpu().numpy().tobytes())
+        )
+    return tuple(state)
+
+
+def model_fingerprint(model: Any) -> str:
+    """What a trained file must match: the model's family and shape and the
+    digest of all its weights (every parameter and buffer, their bytes as
+    they are: :func:`~captum_iba._utils.digest.weights_digest`), hashed,
+    after :data:`FINGERPRINT_MARK`. A fine-tune differs from its parent even
+    where it kept (or froze) its embeddings; the same model in another dtype
+    differs too (the command line loads every model in float32).
+
+    Hashing every weight takes about a second per 135M float32 parameters
+    (SmolLM2-135M: 0.85 s on one CPU core), so a model's fingerprint is kept
+    while the model lives and recomputed only when its tensors change: one
+    replaced, written in place (its version), or any of the values sampled
+    from each (:data:`_SAMPLED`) changed.
+
+    Returns:
+        str: :data:`FINGERPRINT_MARK` and 24 hexadecimal digits.
+    """
+    state = _tensors_state(model)
+    try:
+        kept = _FINGERPRINTS.get(model)
+    except TypeError:  # not weakly referable: computed each time
+        kept = None
+    if kept is not None and kept[0] == state:
+        return kept[1]
+    digest = hashlib.sha256(repr(_shape(model)).encode())
+    digest.update(weights_digest(model).encode())
+    fingerprint = FINGERPRINT_MARK + digest.hexdigest()[:24]
+    try:
+        _FINGERPRINTS[model] = (state, fingerprint)
+    except TypeError:
+        pass
+    return fingerprint
+
+
+def _older_fingerprint(model: Any) -> str:
+    """The fingerprint files saved before :data:`FINGERPRINT_MARK` hold: the
+    model's family, shape and first 4 x 16 embedding values, hashed (the
+    same for a fine-tune that kept its embeddings; only to recognise them)."""
     weights = model.get_input_embeddings().weight[:4, :16].detach()
-    digest = hashlib.sha256(repr(shape).encode())
+    digest = hashlib.sha256(repr(_shape(model)).encode())
     digest.update(weights.to(torch.float32).cpu().numpy().tobytes())
     return digest.hexdigest()[:16]
+
+
+def _again(extras: Dict[str, Any], folder: Path, how: str = "again") -> str:
+    """How to make a file's weights again (``how``: "again", "for it"): the
+    training command (its budget filled in), or for weights taught by a
+    teacher the teaching command."""
+    if extras.get("teacher") is not None:
+        return f"teach them {how} with " + TEACH_COMMAND
+    n, a = extras.get("n", "N"), extras.get("ablations", "A")
+    return f"train them {how} with " + TRAIN_COMMAND.format(n=n, a=a, folder=folder)
+
+
+#: What a file whose fingerprint lacks :data:`FINGERPRINT_MARK` is.
+_OLDER = (
+    "saved by an older version of captum-iba, whose check of the model (its "
+    "shape and first embedding values) could not tell a fine-tune from its parent"
+)
+
+
+def check_fingerprint(path: PathLike, extras: Dict[str, Any], model: Any) -> None:
+    """Refuse weights (``extras`` read from ``path``) that were not trained
+    for ``model``: another model's, or a file of an older version's
+    fingerprint (:data:`FINGERPRINT_MARK`), even if it was this model's.
+
+    Raises:
+        ValueError: Naming the file and the command that trains (or teaches)
+            the weights again.
+    """
+    path, found = Path(path), extras.get("model")
+    wanted = model_fingerprint(model)
+    if found == wanted:
+        return
+    if found is None:
+        raise ValueError(
+            f"the AT2 weights {path} record no model's fingerprint (not saved by "
+            f"captum-iba): {_again(extras, path.parent, 'for it')}"
+        )
+    if not str(found).startswith(FINGERPRINT_MARK):
+        raise ValueError(
+            f"the AT2 weights {path} were {_OLDER}: {_again(extras, path.parent)}"
+        )
+    raise ValueError(
+        f"the AT2 weights {path} were trained for another model (fingerprint "
+        f"{found}, {extras.get('model_name', '?')}; this model's is "
+        f"{wanted}): {_again(extras, path.parent, 'for it')}"
+    )
+
+
+def read_extras(path: PathLike) -> Optional[Dict[str, Any]]:
+    """What a file of AT2's weights records beside them (``"extras"``: the
+    model's fingerprint, its name, the budget, the task, a teacher), without
+    AT2's package; None for a file that torch reads but that is not AT2's
+    (no ``"extras"``).
+
+    Raises:
+        Exception: ``torch.load`` 's error for a file it cannot read (a
+            damaged or truncated one, or not torch's).
+    """
+    data = torch.load(Path(path), map_location="cpu", weights_only=True)
+    extras = data.get("extras") if isinstance(data, dict) else None
+    return extras if isinstance(extras, dict) else None
+
+
+def _one_line(err: BaseException) -> str:
+    """An error's first line, after its kind."""
+    text = str(err).strip()
+    return type(err).__name__ + (f": {text.splitlines()[0]}" if text else "")
 
 
 def at2_weights_path(
@@ -353,45 +497,74 @@ def find_at2_weights(
     (:mod:`~captum_iba.evaluation.at2_taught`); with ``task``, only those
     trained on that task.
 
+    Each ``.pt`` file that cannot be read (:func:`read_extras`: damaged,
+    truncated) is warned of, in one line naming it and the error, and
+    skipped; one that torch reads but that is not AT2's (no ``"extras"``) is
+    skipped without a word. Files saved by an older version for this model's
+    shape and first embedding values (:data:`FINGERPRINT_MARK`) are never
+    taken: that check could not tell a fine-tune from its parent.
+
     Raises:
-        FileNotFoundError: When none was trained for it (naming the folder
-            and the training command).
+        FileNotFoundError: When none was trained for it (naming the folder,
+            the files of an older version for this model, the files that
+            cannot be read, and the command that trains them).
     """
     folder = cache_root() / "at2" if folder is None else Path(folder)
-    wanted, found = model_fingerprint(model), []
+    wanted, older_form = model_fingerprint(model), _older_fingerprint(model)
+    found, older, damaged = [], [], []
     for path in sorted(folder.glob("*.pt")) if folder.is_dir() else []:
-        try:  # AT2's format: a dict of tensors, numbers and strings
-            extras = torch.load(path, map_location="cpu", weights_only=True)["extras"]
-        except Exception:  # noqa: BLE001 - another file: not a candidate
+        try:
+            extras = read_extras(path)
+        except Exception as err:  # noqa: BLE001 - whatever torch says of it
+            damaged.append(str(path))
+            warnings.warn(
+                f"the AT2 weights file {path} cannot be read ({_one_line(err)}); "
+                "skipped",
+                stacklevel=2,
+            )
             continue
         if (
-            extras.get("model") == wanted
-            and extras.get("teacher") == teacher
-            and task in (None, extras.get("task"))
+            extras is None
+            or extras.get("teacher") != teacher
+            or task not in (None, extras.get("task"))
         ):
+            continue
+        if extras.get("model") == wanted:
             found.append(
                 (int(extras.get("n", 0)), int(extras.get("ablations", 0)), path)
             )
+        elif extras.get("model") == older_form:
+            older.append(str(path))
     if not found:
         on = f" on {task}" if task else ""
+        said = ""
+        if older:
+            said += f"; {', '.join(older)}: {_OLDER}"
+        if damaged:
+            said += f"; {', '.join(damaged)}: cannot be read"
+        again = " (again)" if older or damaged else ""
         if teacher is not None:
             raise FileNotFoundError(
                 f"no weights taught by {teacher}{on} for this model (fingerprint "
-                f"{wanted}) in {folder}: teach them with " + TEACH_COMMAND
+                f"{wanted}) in {folder}{said}: teach them{again} with " + TEACH_COMMAND
             )
         raise FileNotFoundError(
-            f"no AT2 weights{on} for this model (fingerprint {wanted}) in {folder}: "
-            "train them with " + TRAIN_COMMAND.format(n="N", a="A", folder=folder)
+            f"no AT2 weights{on} for this model (fingerprint {wanted}) in {folder}"
+            f"{said}: train them{again} with "
+            + TRAIN_COMMAND.format(n="N", a="A", folder=folder)
         )
     return max(found)[2]
 
 
 def load_at2(path: PathLike, model: Any) -> Any:
-    """AT2's trained weights from ``path``, checked against ``model``.
+    """AT2's trained weights from ``path``, checked against ``model``
+    (:func:`check_fingerprint`) before AT2's package loads them.
 
     Raises:
         FileNotFoundError: For a missing file (naming the training command).
-        ValueError: For weights trained for another model.
+        ValueError: For a file that cannot be read or is not AT2's weights,
+            weights trained for another model, or saved by an older version
+            whose check could not tell a fine-tune from its parent.
     """
     path = Path(path)
     if not path.is_file():
@@ -399,18 +572,21 @@ def load_at2(path: PathLike, model: Any) -> Any:
             f"no AT2 weights at {path}: train them with "
             + TRAIN_COMMAND.format(n="N", a="A", folder=path.parent)
         )
-    at2 = import_at2()
-    estimator = at2.AT2ScoreEstimator.load(path, device="cpu")
-    extras = estimator.kwargs.get("extras", {})
-    found, wanted = extras.get("model"), model_fingerprint(model)
-    if found != wanted:
+    try:
+        extras = read_extras(path)
+    except Exception as err:  # noqa: BLE001 - whatever torch says of it
         raise ValueError(
-            f"the AT2 weights {path} were trained for another model (fingerprint "
-            f"{found}, {extras.get('model_name', '?')}; this model's is "
-            f"{wanted}): train them for it with "
+            f"the AT2 weights file {path} cannot be read ({_one_line(err)}): "
+            "train them again with "
             + TRAIN_COMMAND.format(n="N", a="A", folder=path.parent)
+        ) from None
+    if extras is None:
+        raise ValueError(
+            f"{path} is not a file of AT2's weights (it records no extras): train "
+            "them with " + TRAIN_COMMAND.format(n="N", a="A", folder=path.parent)
         )
-    return estimator
+    check_fingerprint(path, extras, model)
+    return import_at2().AT2ScoreEstimator.load(path, device="cpu")
 
 
 class AT2Scorer(TokenScorer):

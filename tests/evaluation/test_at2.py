@@ -458,3 +458,159 @@ def test_the_training_script_writes_each_budgets_costs_beside_its_weights(
     args.budgets = [3]
     with pytest.raises(SystemExit, match="budget 3: only 2 examples"):
         script.train_budgets(args, trainer, {0: 10.0, 1: 20.0}, tmp_path / "w")
+
+
+def stub_at2(monkeypatch):
+    """A stand-in for AT2's package where only its loader is needed: its
+    ``AT2ScoreEstimator.load`` reads a file's extras as the package keeps
+    them (``estimator.kwargs["extras"]``)."""
+    import types
+
+    class AT2ScoreEstimator:
+        def __init__(self, extras):
+            self.kwargs = {"extras": extras}
+
+        @classmethod
+        def load(cls, path, device="cpu"):
+            return cls(torch.load(path, map_location=device)["extras"])
+
+    at2 = types.ModuleType("at2")
+    at2.tasks = types.ModuleType("at2.tasks")
+    at2.AT2ScoreEstimator = AT2ScoreEstimator
+    monkeypatch.setitem(sys.modules, "at2", at2)
+    monkeypatch.setitem(sys.modules, "at2.tasks", at2.tasks)
+    return at2
+
+
+class SavedHeads:
+    """AT2's estimator as far as saving goes: its format, a dict of tensors,
+    numbers and strings with the extras beside the weights."""
+
+    def save(self, path, extras):
+        torch.save({"weight": torch.full((1, 4), 0.25), "extras": extras}, path)
+
+
+def _fine_tune(model):
+    """A fine-tune of ``model`` that kept (froze) its embeddings: one layer's
+    weights moved."""
+    tuned = copy.deepcopy(model)
+    with torch.no_grad():
+        tuned.model.layers[1].mlp.up_proj.weight.add_(0.01)
+    return tuned
+
+
+def test_the_fingerprint_covers_every_weight(lm):
+    """Issue 79 item 1: the fingerprint hashed the shape and the first 4 x 16
+    embedding values, so a fine-tune that kept its embeddings matched its
+    parent; now every weight counts (computed once while the model is
+    unchanged)."""
+    from captum_iba.evaluation.at2 import FINGERPRINT_MARK, model_fingerprint
+
+    model = lm[0]
+    tuned = _fine_tune(model)
+    other = tiny_causal_lm("llama", layers=2, positions=128, seed=1)
+    with torch.no_grad():  # another model with the same embeddings
+        other.model.embed_tokens.weight.copy_(model.model.embed_tokens.weight)
+    mine = model_fingerprint(model)
+    assert mine.startswith(FINGERPRINT_MARK)
+    assert model_fingerprint(copy.deepcopy(model)) == mine  # the same weights
+    assert len({mine, model_fingerprint(tuned), model_fingerprint(other)}) == 3
+    before = model_fingerprint(tuned)
+    with torch.no_grad():  # trained further in place: recomputed
+        tuned.model.layers[0].self_attn.q_proj.weight.mul_(1.5)
+    assert model_fingerprint(tuned) not in (before, mine)
+
+
+def test_weights_of_a_model_are_refused_for_its_fine_tune(lm, tmp_path, monkeypatch):
+    """Issue 79 item 1: weights saved for a model were found and loaded for a
+    fine-tune that kept its embeddings (its parent's head weights, without a
+    word); both the search and the loader refuse them now."""
+    from captum_iba.evaluation.at2 import find_at2_weights, load_at2
+    from captum_iba.evaluation.at2_taught import save_at2_weights
+
+    stub_at2(monkeypatch)
+    model = lm[0]
+    tuned = _fine_tune(model)
+    path = tmp_path / "parent.pt"
+    save_at2_weights(SavedHeads(), model, path, {"n": 4, "ablations": 8})
+    assert find_at2_weights(model, tmp_path) == path
+    assert load_at2(path, model).kwargs["extras"]["n"] == 4
+    with pytest.raises(FileNotFoundError, match="no AT2 weights for this model"):
+        find_at2_weights(tuned, tmp_path)
+    with pytest.raises(ValueError, match="trained for another model") as err:
+        load_at2(path, tuned)
+    said = str(err.value)
+    assert "train_at2.py --model MODEL --task TASK --n 4 --ablations 8" in said
+
+
+def test_weights_saved_with_the_older_fingerprint_are_refused(
+    lm, tmp_path, monkeypatch
+):
+    """Issue 79 item 1: a file of the older fingerprint (shape and first
+    embedding values, which a fine-tune shares with its parent) never
+    matches: refused, saying why and how to train (or teach) it again."""
+    from captum_iba.evaluation.at2 import (
+        _older_fingerprint,
+        find_at2_weights,
+        load_at2,
+    )
+
+    stub_at2(monkeypatch)
+    model = lm[0]
+    older = _older_fingerprint(model)
+    assert older == _older_fingerprint(_fine_tune(model))  # why it was replaced
+    own, taught = tmp_path / "own.pt", tmp_path / "taught.pt"
+    SavedHeads().save(own, {"model": older, "n": 16, "ablations": 32})
+    SavedHeads().save(taught, {"model": older, "n": 2, "teacher": "iba-x"})
+    with pytest.raises(ValueError, match="saved by an older version") as err:
+        load_at2(own, model)
+    said = str(err.value)
+    assert str(own) in said and "could not tell a fine-tune from its parent" in said
+    assert "train them again with python experiments/train_at2.py" in said
+    assert "--n 16 --ablations 32" in said
+    with pytest.raises(ValueError, match="teach them again with captum-iba evaluate"):
+        load_at2(taught, model)
+    with pytest.raises(FileNotFoundError, match="saved by an older version") as err:
+        find_at2_weights(model, tmp_path)
+    assert str(own) in str(err.value) and str(taught) not in str(err.value)
+    assert "train them (again) with" in str(err.value)
+    with pytest.raises(FileNotFoundError, match=f"{taught}: saved by an older"):
+        find_at2_weights(model, tmp_path, teacher="iba-x")
+    SavedHeads().save(tmp_path / "bare.pt", {"n": 1})  # no fingerprint at all
+    with pytest.raises(ValueError, match="record no model's fingerprint"):
+        load_at2(tmp_path / "bare.pt", model)
+
+
+def test_a_damaged_weights_file_is_warned_of_and_named(lm, tmp_path, monkeypatch):
+    """Issue 79 item 3: a damaged file was skipped without a word (another
+    budget's weights used), and when it was the only one the message said
+    "no AT2 weights for this model" without naming it. Each damaged file is
+    warned of in one line; a file torch reads that is not AT2's is skipped
+    without a word; the loader names a damaged file."""
+    from captum_iba.evaluation.at2 import find_at2_weights, load_at2
+    from captum_iba.evaluation.at2_taught import save_at2_weights
+
+    stub_at2(monkeypatch)
+    model = lm[0]
+    small, large = tmp_path / "n4.pt", tmp_path / "n16.pt"
+    save_at2_weights(SavedHeads(), model, small, {"n": 4, "ablations": 32})
+    save_at2_weights(SavedHeads(), model, large, {"n": 16, "ablations": 32})
+    large.write_bytes(large.read_bytes()[:100])  # cut short
+    torch.save({"weight": torch.ones(2)}, tmp_path / "other.pt")  # not AT2's
+    with pytest.warns(UserWarning) as caught:
+        assert find_at2_weights(model, tmp_path) == small
+    (said,) = [str(w.message) for w in caught]
+    assert said.startswith(f"the AT2 weights file {large} cannot be read (")
+    assert said.endswith("); skipped") and "\n" not in said
+    small.unlink()
+    with pytest.warns(UserWarning, match="cannot be read"):
+        with pytest.raises(FileNotFoundError) as err:
+            find_at2_weights(model, tmp_path)
+    said = str(err.value)
+    assert said.startswith("no AT2 weights for this model")
+    assert f"; {large}: cannot be read: train them (again) with" in said
+    assert "other.pt" not in said
+    with pytest.raises(ValueError, match=f"the AT2 weights file {large} cannot be"):
+        load_at2(large, model)
+    with pytest.raises(ValueError, match="is not a file of AT2's weights"):
+        load_at2(tmp_path / "other.pt", model)
