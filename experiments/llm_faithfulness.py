@@ -48,6 +48,7 @@ import dataclasses
 import json
 import sys
 import time
+from dataclasses import fields
 from functools import partial
 from pathlib import Path
 from typing import Any, Dict, List
@@ -75,6 +76,7 @@ from captum_iba.app.amortized import LLM_OBJECTIVE, LLM_TRAIN_PROMPTS  # noqa: E
 from captum_iba.app.data import HELDOUT_SPLIT  # noqa: E402
 from captum_iba.app.llm_tasks import (  # noqa: E402
     TASKS,
+    TaskExamples,
     answer_token_ids,
     label_choice,
     task_examples,
@@ -102,7 +104,13 @@ def run(args: argparse.Namespace) -> None:
     at2 = at2_scorers(args, args.methods.split(","))  # weights checked first
     model, tok = study_lm(args.model, args.tokenizer)
     task = TASKS[args.task]
-    examples = task_examples(task, _split(args.task, args.split), tok, args.n)
+    examples = task_examples(
+        task, _split(args.task, args.split), tok, args.offset + args.n
+    )
+    if args.offset:  # a sample after the first --offset prompts of the order
+        examples = TaskExamples(
+            *(getattr(examples, f.name)[args.offset :] for f in fields(examples))
+        )
     chosen = label_choice(model, tok, examples.prompts, task)
     accuracy = _accuracy(chosen, examples.labels)
     print(f"{args.task} {args.split}: n {args.n}, accuracy {accuracy:.3f}, "
@@ -114,7 +122,7 @@ def run(args: argparse.Namespace) -> None:
         name = given if given in at2 else METHODS.entry(given).name  # old: warns
         meta = dict(cpu=cpu, model=args.model)
         record = Record(
-            Path(args.out) / args.task / args.split / f"{_stem(name, args)}.json",
+            Path(args.out) / args.task / _folder(args) / f"{_stem(name, args)}.json",
             examples.indices,
             lambda done, meta=meta: dict(
                 meta, accuracy=_accuracy(chosen[:done], examples.labels[:done])
@@ -157,6 +165,12 @@ def run(args: argparse.Namespace) -> None:
             print(_line(name, done, args.n), flush=True)
 
 
+def _folder(args: argparse.Namespace) -> str:
+    """The records' folder of a split: ``<split>``, or with ``--offset K``
+    ``<split>-after<K>`` (another sample of the same split)."""
+    return args.split + (f"-after{args.offset}" if args.offset else "")
+
+
 def _variant(args: argparse.Namespace) -> str:
     """How ``iba-amortized`` 's fit differs from the command line's: ``-p<K>``
     for another number of prompts (``--fit-prompts``), ``-<objective>`` for
@@ -179,8 +193,12 @@ def _stem(name: str, args: argparse.Namespace) -> str:
         return name + ("" if trained_on == args.task else f"-from-{trained_on}")
     stem = record_name(name)
     steps = getattr(args, "iba_steps", None)
-    if name == "iba-deletion" and (steps or getattr(args, "iba_option", None)):
+    if name == "iba-deletion" and (
+        steps or getattr(args, "iba_option", None) or getattr(args, "second", None)
+    ):
         extra = "".join(f"-{k}{v}" for k, v in _iba_options(args).items())
+        second = getattr(args, "second", None)
+        extra += f"-{second.replace(':', '')}" if second else ""
         return stem + (f"-steps{steps}" if steps else "") + extra
     if name != AMORTIZED:
         return stem
@@ -248,6 +266,11 @@ def _scorer(
         fields = _iba_options(args)  # study options no request takes
         scorer.options = dataclasses.replace(scorer.options, **fields)
         scorer.settings.update(fields)
+    if name == "iba-deletion" and args.second:
+        from studylib.kept_step import KeptStep
+
+        mode, _, share = args.second.partition(":")
+        return KeptStep(scorer, float(share), mode)
     if not is_amortized:
         return scorer
     epochs = scorer.settings["explainer"]["epochs"]
@@ -327,6 +350,13 @@ def main() -> None:
         "default SmolLM2, whose files have no tag)",
     )
     sub.choices["run"].add_argument("--n", type=int, default=200)
+    sub.choices["run"].add_argument(
+        "--offset",
+        type=int,
+        default=0,
+        help="skip the first K prompts of the split's seeded order: a sample no "
+        "record of the split holds (recorded under <split>-after<K>)",
+    )
     sub.choices["run"].add_argument("--methods", default="random,iba-deletion")
     sub.choices["run"].add_argument("--batch-size", type=int, default=4)
     sub.choices["run"].add_argument("--model", default=SMOLLM2_HUB_ID)
@@ -375,6 +405,13 @@ def main() -> None:
         help="iba-deletion: its optimisation steps (default its configuration's, "
         "7; given: recorded as llm-iba-deletion-steps<K>), e.g. the control of "
         "--refine-steps: as many steps from no explainer",
+    )
+    sub.choices["run"].add_argument(
+        "--second",
+        metavar="MODE:SHARE",
+        help="iba-deletion: a second step on a shorter prompt (kept:0.5: the "
+        "top half the first kept; rest:0.25: the top quarter deleted), "
+        "studylib.kept_step; recorded as llm-iba-deletion-...-<MODE><SHARE>",
     )
     sub.choices["run"].add_argument(
         "--iba-option",
