@@ -121,11 +121,11 @@ stage_a() {
     PYTHONPATH=$P4 CAPTUM_IBA_CACHE=/tmp/cache78_t4 timeout $T1 $B --model "$MODEL4" \
         --methods attnlrp "$DEFAULT_SPEC" "$SEVEN" \
         --json "$OUT/p1_t4.jsonl" >"$OUT/p1_t4.txt" 2>&1
-    echo "part 1 (4.53) exit $? (124: stopped at its $T1 s limit)" >>"$OUT/p1_t4.txt"
+    echo "part 1 (4.53) exit $? (124: stopped at its limit, $T1 s)" >>"$OUT/p1_t4.txt"
     echo "== part 1: the default under the machine's transformers"
     CAPTUM_IBA_CACHE=/tmp/cache78_t5 timeout $T1B $B --model "$MODEL5" \
         --methods "$DEFAULT_SPEC" --json "$OUT/p1_t5.jsonl" >"$OUT/p1_t5.txt" 2>&1
-    echo "part 1 (machine's) exit $? (124: stopped at its $T1B s limit)" >>"$OUT/p1_t5.txt"
+    echo "part 1 (machine's) exit $? (124: stopped at its limit, $T1B s)" >>"$OUT/p1_t5.txt"
     touch "$OUT/p1_t4.jsonl" "$OUT/p1_t5.jsonl"
     sed 's/"method": "iba-deletion\([^"]*\)"/"method": "iba-deletion\1 tf4"/' "$OUT/p1_t4.jsonl" \
         | cat - "$OUT/p1_t5.jsonl" >"$OUT/p1_both.jsonl"
@@ -135,9 +135,10 @@ stage_a() {
     timeout $T2 python3 benchmarks/bench_released.py --device $DEVICE --lengths \
         --throughput --default-only --throughput-lengths $LENGTHS --batches $BATCHES \
         --reps $REPS --bf16 $BF16 >"$OUT/p2_throughput.txt" 2>&1
-    echo "part 2 exit $? (124: stopped at its $T2 s limit)" >>"$OUT/p2_throughput.txt"
+    echo "part 2 exit $? (124: stopped at its limit, $T2 s)" >>"$OUT/p2_throughput.txt"
     grep -h -v "it/s\]\|batch/s\]\|warn(\|zennit" "$OUT"/machine_a.txt "$OUT"/p1_t4.txt \
-        "$OUT"/p1_t5.txt "$OUT"/p1_table.txt "$OUT"/p2_throughput.txt | tail -n 120
+        "$OUT"/p1_t5.txt "$OUT"/p1_table.txt "$OUT"/p2_throughput.txt | grep -v "^Flags" \
+        | tail -n 120
 }
 
 stage_b() {
@@ -168,8 +169,9 @@ stage_b() {
         --max-length 512 $REVIEWS --budget $BUDGET --deadline $DEADLINE \
         --methods iba-deletion iba-amortized iba-deletion:precision=float32 \
         --json "$OUT/p3.jsonl" >"$OUT/p3_imdb.txt" 2>&1
-    echo "part 3 exit $? (124: stopped at its $T3 s limit)" >>"$OUT/p3_imdb.txt"
-    grep -h -v "it/s\]\|batch/s\]" "$OUT"/machine_b.txt "$OUT"/p3_imdb.txt | tail -n 40
+    echo "part 3 exit $? (124: stopped at its limit, $T3 s)" >>"$OUT/p3_imdb.txt"
+    grep -h -v "it/s\]\|batch/s\]\|^Flags" "$OUT"/machine_b.txt "$OUT"/p3_imdb.txt \
+        | tail -n 40
 }
 
 case "$STAGE" in

@@ -44,6 +44,7 @@ Downloads about 16 MB of wheels (once; kept in ``.gpu78/a``).
 """
 
 import argparse
+import copy
 import gzip
 import json
 import shutil
@@ -52,7 +53,7 @@ import sys
 import tempfile
 from inspect import getsource
 from pathlib import Path
-from typing import List
+from typing import Any, Dict, List, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = 64 * 2**20  # what one call to the GPU machine carries
@@ -228,55 +229,72 @@ def imdb_data(b: Path, data: Path) -> None:
     )
 
 
-def imdb_model(b: Path) -> bool:
-    """The cache's fine-tuned IMDB classifier in float16 (False: none)."""
-    import torch
-
+def imdb_model(b: Path, folder: Optional[Path] = None) -> bool:
+    """The cache's fine-tuned IMDB classifier (or ``folder``, a classifier
+    fine-tuned by captum-iba) in float16 (False: none)."""
     from captum_iba.app.finetune import cached_model_dir
     from captum_iba.app.finetune.cache import cache_problem
     from captum_iba.app.finetune.recipes import FineTuneOptions
-    from captum_iba.app.finetune.store import read_record
+    from captum_iba.app.finetune.store import check_folder, read_record
 
-    folder = cached_model_dir("imdb")
-    problem = cache_problem(folder, "imdb", FineTuneOptions.recipe("imdb").as_dict())
+    if folder is None:
+        folder = cached_model_dir("imdb")
+        recipe = FineTuneOptions.recipe("imdb").as_dict()
+        problem = cache_problem(folder, "imdb", recipe)
+    else:
+        problem = check_folder(folder, read_record(folder))
     if problem:
         print(f"no usable fine-tuned IMDB classifier in the cache ({folder}: "
               f"{problem}). Make it here first:\n  {MAKE_IMDB}\nthen run this "
               "again; until then stage b runs only as a dry run (a tiny model).",
               flush=True)  # fmt: skip
         return False
+    record = read_record(folder)
+    if record.get("dataset") != "imdb":
+        print(f"warning: {folder} was fine-tuned on {record.get('dataset')!r}, "
+              "not IMDB: stage b's figures would not be the headline's")  # fmt: skip
+    half_copy(folder, b / "model", record)
+    return True
+
+
+def half_copy(folder: Path, out: Path, record: Dict[str, Any]) -> None:
+    """The classifier of ``folder`` saved in ``out`` with float16 weights
+    (safetensors), its tokenizer and a note of where it came from
+    (``captum_iba_source.json``: its record's corpus, settings and accuracy;
+    no manifest, which the float16 files would not match)."""
+    import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    out = b / "model"
-    model = AutoModelForSequenceClassification.from_pretrained(
-        folder, dtype=torch.float32
-    )
+    auto = AutoModelForSequenceClassification
+    model = auto.from_pretrained(folder, dtype=torch.float32)
     biggest = max(float(p.abs().max()) for p in model.parameters())
     if biggest > 6e4:
         raise SystemExit(f"a weight of {biggest:g} does not fit in float16")
-    half = AutoModelForSequenceClassification.from_pretrained(
-        folder, dtype=torch.float16
-    )
-    half.save_pretrained(out, safe_serialization=True)
+    shutil.rmtree(out, ignore_errors=True)
+    copy.deepcopy(model).half().save_pretrained(out, safe_serialization=True)
     AutoTokenizer.from_pretrained(folder).save_pretrained(out)
-    record = read_record(folder)
+    kept = ("dataset", "settings", "heldout_split", "heldout_accuracy", "created")
+    accuracy = record.get("heldout_accuracy", float("nan"))
     note = dict(
-        what=f"captum-iba's fine-tuned MiniLM-L6 on IMDB ({folder.name}), weights "
-        "in float16 for the carry, run in float32",
+        what=f"captum-iba's MiniLM-L6 fine-tuned on {record.get('dataset')} "
+        f"({folder.name}; held-out accuracy {accuracy:.3f}), weights carried "
+        "in float16, run in float32",
         source=folder.name,
-        **{k: record[k] for k in ("dataset", "settings", "metrics") if k in record},
+        **{k: record[k] for k in kept if k in record},
     )
     (out / "captum_iba_source.json").write_text(json.dumps(note, indent=1))
-    back = AutoModelForSequenceClassification.from_pretrained(out, dtype=torch.float32)
+    back = auto.from_pretrained(out, dtype=torch.float32)
     worst = max(
         float((p - q).abs().max())
         for p, q in zip(model.parameters(), back.parameters())
     )
-    print(
-        f"{out}: float16 copy of {folder} (largest weight {biggest:.2f}, "
-        f"largest rounding {worst:.2e})"
-    )
-    return True
+    seeded = torch.Generator().manual_seed(0)
+    ids = torch.randint(1000, 29000, (4, 64), generator=seeded)
+    with torch.no_grad():
+        same = bool((model(ids).logits.argmax(-1) == back(ids).logits.argmax(-1)).all())
+    print(f"{out}: float16 copy of {folder} ({size(out) / 2**20:.1f} MiB; largest "
+          f"weight {biggest:.2f}, largest rounding {worst:.1e}; the same classes "
+          f"on 4 random inputs: {same})")  # fmt: skip
 
 
 def tiny_classifier(out: Path) -> None:
@@ -306,10 +324,13 @@ def size(path: Path) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / ".gpu78")
-    parser.add_argument("--data-dir", type=Path, help="default: the corpora's folder")
+    parser.add_argument("--data-dir", type=Path, help="default: the corpora's")
+    parser.add_argument("--tiny-classifier", type=Path, help="make only this")
     parser.add_argument(
-        "--tiny-classifier", type=Path, help="only make this, then stop"
-    )
+        "--classifier", type=Path,
+        help="a classifier folder fine-tuned by captum-iba, instead of the cache's "
+        "IMDB one (its record's corpus is said)",
+    )  # fmt: skip
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     if args.tiny_classifier:
@@ -326,7 +347,7 @@ def main() -> None:
     for wheel in (a / "whl").glob("*.whl"):
         shutil.copyfile(wheel, b / "whl" / wheel.name)
     imdb_data(b, data)
-    made = imdb_model(b)
+    made = imdb_model(b, args.classifier)
     for part in (a, b):
         mib = size(part) / 2**20
         fits = "fits" if size(part) <= LIMIT else "DOES NOT FIT"
