@@ -4,7 +4,7 @@
 # weights). Each stage writes its parts' text under $OUT (default /tmp/issue78)
 # as it goes, each part under its own time limit, and prints them at the end.
 #
-#   stage a (about 5 min; carry .gpu78/a):
+#   stage a (about 4-5.5 min; carry .gpu78/a):
 #     1. the four prompt tasks (SST-2, AG News, RTE, IMDB: the first 16 report
 #        prompts with the model's answers), SmolLM2-135M's configuration with
 #        seeded random weights (the weights do not travel; every method here
@@ -86,7 +86,7 @@ else
     DEVICE=cuda N=16 SIZES="4 16 1" TASKS=sst2,ag_news,rte,imdb
     LENGTHS="128 512" BATCHES="1 8 32 128" REPS=3 BF16=auto
     REVIEWS="--batch-size 64" BUDGET=60 DEADLINE=200
-    T1=160 T1B=55 T2=70 T3=225
+    T1=190 T1B=50 T2=65 T3=225
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TQDM_DISABLE=1
 
