@@ -57,7 +57,7 @@
 # stack, nor the weights, nor the corpora, nor the internet: captum from
 # .gpu78/?/whl (benchmarks/device_setup.sh); transformers 4.53.3, tokenizers
 # 0.21.4, huggingface_hub 0.36.2 and lxt 2.1 from .gpu78/a/whl4, installed to
-# /tmp/site4 and first on PYTHONPATH for the AttnLRP process only (requests from
+# /tmp/site4_78 and first on PYTHONPATH for the AttnLRP process only (requests from
 # whl4/req where missing; a torchvision stand-in, whl4/stub, where none imports),
 # as bench_llm_attnlrp_device.sh does.
 set -u
