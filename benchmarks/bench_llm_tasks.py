@@ -4,7 +4,8 @@ run.
 
 The study's prompts (``experiments/llm_faithfulness.py``): the first ``--n``
 prompts of each task's report split, the model's answers among the task's
-words, in batches of ``--batch-size`` (the study's 4) explained by the
+words, in batches of ``--batch-size`` (the study's 4; several sizes, e.g.
+``--batch-size 1 4 16``, run one after the other in one process) explained by the
 scorers the study and the command line build
 (:func:`captum_iba.evaluation.build_scorers`). A method is a registry name,
 with options after a colon (``iba-deletion:steps=1``). Per batch: the
@@ -14,9 +15,10 @@ environments (AttnLRP needs ``lxt`` under transformers 4.x,
 docs/llm.rst) compare by their ratios as well as their seconds on one
 machine. Medians over the batches, after one untimed batch per method;
 ``torch.backends.cpu.get_cpu_capability()`` printed with the figures.
-``--json FILE`` adds the rows to FILE (one JSON object a line);
-``--table FILE`` prints every method of FILE against ``--reference``,
-task by task, paired by batch.
+``--json FILE`` adds the rows to FILE (one JSON object a line), each
+method's as it finishes (a run stopped by a time limit keeps what it
+measured); ``--table FILE`` prints every method of FILE against
+``--reference``, task by task and batch size, paired by batch.
 
 On a GPU (``--device cuda``) the seconds are wall-clock, synchronised, and
 a machine without the weights takes ``--random-weights``: the ``--model``
@@ -56,6 +58,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_llm import forward_backward  # noqa: E402
 
 TASKS = ("sst2", "ag_news", "rte", "imdb")
+#: The explainers this process fitted, by (task, training prompts, module).
+_FITTED: Dict[Tuple[str, int, Any], Any] = {}
 
 
 def method_of(spec: str) -> Tuple[str, Dict[str, Any]]:
@@ -133,6 +137,8 @@ def fitted(model: Any, tok: Any, task: str, k: int, rows: List[Dict[str, Any]]) 
     from captum_iba.attr.text import resolve_layer
 
     def fit(module: Any) -> Any:
+        if (task, k, module) in _FITTED:  # another batch size's: fitted once
+            return _FITTED[task, k, module]
         limit = model.config.max_position_embeddings
         prompts = training_prompts(task, tok, None, limit, cut=False, count=k)
         ref, made = resolve_layer(model, module), []
@@ -161,6 +167,7 @@ def fitted(model: Any, tok: Any, task: str, k: int, rows: List[Dict[str, Any]]) 
         rows.append(row)
         print(f"{task:<8} {'iba-amortized fit':<24} {seconds:>7.1f} s on "
               f"{len(prompts)} training prompts", flush=True)  # fmt: skip
+        _FITTED[task, k, module] = made[0]
         return made[0]
 
     return fit
@@ -204,16 +211,27 @@ def measure(args: argparse.Namespace) -> List[Dict[str, Any]]:
     load = os.getloadavg()[0]
     print(f"CPU capability {cpu}; torch {torch.__version__}; transformers "
           f"{__version__}; load average {load:.1f}{gpu}", flush=True)  # fmt: skip
-    rows: List[Dict[str, Any]] = []
-    for task in args.tasks.split(","):
-        work = batches(task, model, tok, args.n, args.batch_size)
-        for spec in args.methods:
-            try:
-                rows += method_rows(spec, model, tok, task, work, args, rows)
-            except Exception:  # reported; the other methods and tasks go on
-                traceback.print_exc()
-                print(f"{task:<8} {spec:<24} FAILED (above)", flush=True)
+    rows: List[Dict[str, Any]] = []  # the fits' rows too, as they are made
+    done = 0  # rows in --json
+    for size in args.batch_size:
+        for task in args.tasks.split(","):
+            work = batches(task, model, tok, args.n, size)
+            for spec in args.methods:
+                try:
+                    rows += method_rows(spec, model, tok, task, work, args, rows)
+                except Exception:  # reported; the other methods and tasks go on
+                    traceback.print_exc()
+                    print(f"{task:<8} {spec:<24} FAILED (above)", flush=True)
+                write_rows(args.json, rows[done:])
+                done = len(rows)
     return rows
+
+
+def write_rows(path: Optional[str], rows: List[Dict[str, Any]]) -> None:
+    """Adds ``rows`` to the JSON-lines file ``path`` (None: nowhere)."""
+    if path and rows:
+        with open(path, "a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
 
 
 def method_rows(
@@ -242,14 +260,14 @@ def method_rows(
         unit = timed(forward_backward(model, batch), device)
         seconds = timed(lambda s=scorer, b=batch: s.attribute(b), device)
         mine.append(dict(
-            task=task, method=spec, batch=k, prompts=len(batch),
+            task=task, method=spec, batch=k, prompts=len(batch), size=len(work[0]),
             cpu=cpu or str(device),
             seconds=seconds / len(batch), unit=unit / len(batch),
         ))  # fmt: skip
     clock = "CPU-s" if device.type == "cpu" else "s"
     precision = scorer.settings.get("precision", "float32")
-    print(f"{task:<8} {spec:<24} {_median(mine, 'seconds'):>7.3f} {clock} a "
-          f"prompt, {_median(mine, 'ratio'):>5.2f} x forward+backward "
+    print(f"{task:<8} {spec:<24} b={len(work[0]):<3} {_median(mine, 'seconds'):>7.3f} "
+          f"{clock} a prompt, {_median(mine, 'ratio'):>5.2f} x forward+backward "
           f"({precision})", flush=True)  # fmt: skip
     return mine
 
@@ -268,17 +286,19 @@ def table(path: str, reference: str) -> None:
         print(f"{fit['task']:<8} iba-amortized fit: {fit['seconds']:.1f} s on "
               f"{fit['prompts']} training prompts")  # fmt: skip
     rows = [r for r in rows if r["method"] != "fit"]
-    print(f"{'task':<8} {'method':<24} {'CPU':<7} {'s':>7} {'x F+B':>6} "
+    print(f"{'task':<8} {'b':>3} {'method':<24} {'CPU':<7} {'s':>7} {'x F+B':>6} "
           f"{'x ' + reference:>14}")  # fmt: skip
-    for task in dict.fromkeys(r["task"] for r in rows):
-        mine = [r for r in rows if r["task"] == task]
+    # rows written before batch sizes were recorded: the study's batches of 4
+    keys = dict.fromkeys((r["task"], r.get("size", 4)) for r in rows)
+    for task, size in keys:
+        mine = [r for r in rows if (r["task"], r.get("size", 4)) == (task, size)]
         ref = {r["batch"]: r for r in mine if r["method"] == reference}
         for method in dict.fromkeys(r["method"] for r in mine):
             cells = [r for r in mine if r["method"] == method]
             paired = [r["seconds"] / ref[r["batch"]]["seconds"] for r in cells
                       if r["batch"] in ref]  # fmt: skip
             quotient = f"{statistics.median(paired):.2f}" if paired else "-"
-            print(f"{task:<8} {method:<24} {cells[0]['cpu']:<7} "
+            print(f"{task:<8} {size:>3} {method:<24} {cells[0]['cpu']:<7} "
                   f"{_median(cells, 'seconds'):>7.3f} {_median(cells, 'ratio'):>6.2f} "
                   f"{quotient:>14}")  # fmt: skip
 
@@ -288,7 +308,10 @@ def main() -> None:
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--methods", nargs="+", default=["iba-deletion"])
     parser.add_argument("--n", type=int, default=16)
-    parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument(
+        "--batch-size", type=int, nargs="+", default=[4],
+        help="prompts a batch (several: each in turn, one process)",
+    )  # fmt: skip
     parser.add_argument("--model", default="HuggingFaceTB/SmolLM2-135M-Instruct")
     parser.add_argument("--tokenizer", help="another tokenizer folder (lxt's env)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
@@ -312,10 +335,7 @@ def main() -> None:
         from captum_iba.app.amortized import LLM_TRAIN_PROMPTS
 
         args.fit_prompts = LLM_TRAIN_PROMPTS
-    rows = measure(args)
-    if args.json:
-        with open(args.json, "a") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
+    measure(args)  # --json: written as each method finishes
 
 
 if __name__ == "__main__":

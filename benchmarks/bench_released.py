@@ -52,6 +52,8 @@ Usage::
     python benchmarks/bench_released.py                  # fetches the archive
     python benchmarks/bench_released.py --released-src /tmp/released
     python benchmarks/bench_released.py --released-src DIR --llm --bf16 on
+    python benchmarks/bench_released.py --device cuda --lengths --throughput \
+        --default-only --throughput-lengths 128 512    # the default's instances/s
 """
 
 import argparse
@@ -213,7 +215,11 @@ def classifier_rows(args: argparse.Namespace, methods: Any, bf16: bool) -> None:
 
 
 def throughput_rows(args: argparse.Namespace, bf16: bool) -> None:
-    """Instances per second of ours per batch size (128 tokens)."""
+    """Instances per second of ours per batch size, one table per
+    ``--throughput-lengths`` (default 128 tokens); ``--default-only``: the
+    default (``iba-deletion``) alone, float32 and bf16. A batch that does not
+    fit in the GPU's memory is said (OOM) and the table goes on."""
+    import torch
     from bench_iba import load_model, make_inputs
 
     from captum_iba import InformationBottleneckAttribution, encoder_layers
@@ -225,24 +231,30 @@ def throughput_rows(args: argparse.Namespace, bf16: bool) -> None:
     calls = {"iba-deletion": (embeddings, "deletion", "float32")}
     if bf16:
         calls["iba-deletion bf16"] = (embeddings, "deletion", "bf16")
-    calls["iba-faithful"] = (layer, "faithful", "float32")
-    calls["iba"] = (layer, "paper", "float32")
+    if not args.default_only:
+        calls["iba-faithful"] = (layer, "faithful", "float32")
+        calls["iba"] = (layer, "paper", "float32")
     measure = timer(args.device, args.reps)
-    print(f"\n| batch (128 tokens) | {' | '.join(calls)} |  (instances/s)")
-    print("|---:|" + "---:|" * len(calls))
-    for batch in args.batches:
-        ids, mask = make_inputs(batch, 128, args.device)
-        cells = []
-        for module, config, precision in calls.values():
-            iba = InformationBottleneckAttribution(
-                model, module, special_token_ids=SPECIALS, precision=precision
-            )
-            run = partial(
-                iba.attribute, ids, target=0, additional_forward_args=(mask,),
-                config=config,
-            )  # fmt: skip
-            cells.append(f"{batch / measure(run):.1f}")
-        print(f"| {batch} | " + " | ".join(cells) + " |", flush=True)
+    for length in args.throughput_lengths:
+        print(f"\n| batch ({length} tokens) | {' | '.join(calls)} |  (instances/s)")
+        print("|---:|" + "---:|" * len(calls))
+        for batch in args.batches:
+            ids, mask = make_inputs(batch, length, args.device)
+            cells = []
+            for module, config, precision in calls.values():
+                iba = InformationBottleneckAttribution(
+                    model, module, special_token_ids=SPECIALS, precision=precision
+                )
+                run = partial(
+                    iba.attribute, ids, target=0, additional_forward_args=(mask,),
+                    config=config,
+                )  # fmt: skip
+                try:
+                    cells.append(f"{batch / measure(run):.1f}")
+                except torch.cuda.OutOfMemoryError:
+                    cells.append("OOM")
+                    torch.cuda.empty_cache()
+            print(f"| {batch} | " + " | ".join(cells) + " |", flush=True)
 
 
 def smollm2(device: str) -> Tuple[Any, str]:
@@ -344,6 +356,14 @@ def main(argv: Optional[List[str]] = None) -> None:
         "--throughput", action="store_true", help="instances/s at --batches"
     )
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32, 128])
+    parser.add_argument(
+        "--throughput-lengths", type=int, nargs="+", default=[128],
+        help="--throughput: tokens of the inputs, one table each",
+    )  # fmt: skip
+    parser.add_argument(
+        "--default-only", action="store_true",
+        help="--throughput: the default (iba-deletion) alone, float32 and bf16",
+    )  # fmt: skip
     parser.add_argument(
         "--bf16",
         choices=("auto", "on", "off"),

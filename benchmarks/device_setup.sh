@@ -1,12 +1,12 @@
 # Sourced from the repository root by the GPU machine's benchmarks
-# (bench_device.sh, bench_llm_device.sh), with OUT set: captum from the wheel
-# in .whl/ where the machine lacks it (installed to /tmp/site), the package on
-# PYTHONPATH, unbuffered output, one thread a process; $OUT/machine.txt: the
-# GPU, the CPU and the versions.
+# (bench_device.sh, bench_llm_device.sh, issue78_device.sh), with OUT set:
+# captum from the wheel in $WHL (default .whl/) where the machine lacks it
+# (installed to /tmp/site), the package on PYTHONPATH, unbuffered output, one
+# thread a process; $OUT/machine.txt: the GPU, the CPU and the versions.
 mkdir -p "$OUT"
 if ! python3 -c "import captum" 2>/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
-        .whl/*.whl || exit 1
+        "${WHL:-.whl}"/*.whl || exit 1
     export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
