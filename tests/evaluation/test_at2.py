@@ -472,7 +472,9 @@ def stub_at2(monkeypatch):
 
         @classmethod
         def load(cls, path, device="cpu"):
-            return cls(torch.load(path, map_location=device, weights_only=True)["extras"])
+            return cls(
+                torch.load(path, map_location=device, weights_only=True)["extras"]
+            )
 
     at2 = types.ModuleType("at2")
     at2.tasks = types.ModuleType("at2.tasks")
