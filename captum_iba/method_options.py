@@ -104,6 +104,13 @@ _option(
     "IBA's optimisation steps; default: the configuration's, 10",
 )
 _option(
+    "rest_share",
+    _v.share_value,
+    "iba-fast: the share of the prompt's tokens its first step ranks highest "
+    "that its second step deletes, to find which of the rest still carry the "
+    "answer (default 0.25; 0: one step only)",
+)
+_option(
     "n_samples",
     _v.positive_int,
     "IBA's noise samples per step; default: the configuration's (iba: 10, "

@@ -225,6 +225,9 @@ _method(
     reduction="mean",  # every piece carries its word's weight
 )
 _IBA = "iba:IBAScorer"
+#: The share of the prompt's tokens ``iba-fast``'s second step deletes
+#: (docs/studies/llm_default.rst: chosen on the IMDB search split).
+REST_SHARE = 0.25
 _method(
     "IBA",
     _IBA,
@@ -275,6 +278,22 @@ _method(
     config="deletion",
     layer="embeddings",
     models=MODEL_KINDS,
+)
+_method(
+    "iba-fast",
+    _IBA,
+    "iba-deletion in two steps at about AttnLRP's cost: one step from every "
+    "token half kept, then one more on the prompt with the tokens that step "
+    "ranks highest deleted for real, which finds the tokens that still carry "
+    "the answer without them (a causal LM's default; docs/llm.rst)",
+    _IBA_RUN + ("rest_share",),
+    signed=False,
+    reduction="mean",
+    config="deletion",
+    layer="embeddings",
+    steps=1,
+    rest_share=REST_SHARE,
+    models=("causal-lm",),
 )
 _method(
     "iba-sources",

@@ -91,6 +91,14 @@ def nonnegative_float(value: Any) -> float:
     return number
 
 
+def share_value(value: Any) -> float:
+    """A share in [0, 1)."""
+    number = nonnegative_float(value)
+    if number >= 1:
+        raise BadValue(f"must be below 1 (a share of the tokens), got {value!r}")
+    return number
+
+
 def beta_value(value: Any) -> Union[float, str]:
     """IBA's beta: a finite number >= 0, or ``"auto"`` (Appendix A's rule)."""
     if isinstance(value, str) and value.strip().lower() == "auto":

@@ -322,6 +322,9 @@ class Explanation(Page):
         steps = m.settings.get("steps", (m.settings.get("options") or {}).get("steps"))
         if steps is not None:  # IBA's optimisation, as run
             parts.append(f"{steps} step" + ("" if steps == 1 else "s"))
+        if m.settings.get("rest_share"):  # and one more on what it leaves
+            share = m.settings["rest_share"]
+            parts.append(f"then 1 with its top {share:.0%} of the tokens deleted")
         if "precision" in m.settings:
             parts.append(str(m.settings["precision"]))
         if "weights" in m.settings:  # a learned method's file (AT2's heads)

@@ -197,6 +197,69 @@ class PromptBatch:
         )
         return batch, torch.tensor(which, dtype=torch.long)
 
+    def rows(self, index: Tensor) -> "PromptBatch":
+        """The batch of the rows ``index`` (a ``(R,)`` long tensor), in its
+        order."""
+        index = index.to(self.input_ids.device)
+        at = index.tolist()
+        return PromptBatch(
+            self.input_ids[index],
+            self.attention_mask[index],
+            self.labels[index],
+            self.scored[index],
+            tuple(self.prompts[b] for b in at) if self.prompts else (),
+            None if self.sources is None else self.sources[index],
+            tuple(self.spans[b] for b in at) if self.spans else (),
+        )
+
+    def without(self, drop: Tensor, pad_token_id: int) -> Tuple["PromptBatch", Tensor]:
+        """The batch with the positions in ``drop`` deleted, as the
+        degradation test deletes tokens: each row's other positions keep
+        their order and move to the right (the padding stays on the left, the
+        answers end together), the batch as narrow as its longest row.
+
+        Args:
+            drop (Tensor): ``(B, W)`` bool, the prompt positions to delete
+                (never an answer's).
+            pad_token_id (int): The id the freed positions hold.
+
+        Returns:
+            (PromptBatch, Tensor): The shorter batch, and ``(B, W')`` the
+            column of the original each of its positions comes from (-1 at
+            new padding).
+
+        Raises:
+            ValueError: For a ``drop`` of another shape, or one that deletes
+                an answer's position.
+        """
+        if tuple(drop.shape) != tuple(self.input_ids.shape):
+            raise ValueError(
+                f"drop must be (B, W) like the batch {tuple(self.input_ids.shape)}, "
+                f"got {tuple(drop.shape)}"
+            )
+        drop = drop.bool().to(self.input_ids.device)
+        if bool((drop & self.answer_mask).any()):
+            raise ValueError("drop deletes an answer's position; only a prompt's")
+        keep = self.attention_mask.bool() & ~drop
+        width = int(keep.sum(1).max())
+        order = torch.sort(keep.to(torch.uint8), dim=1, stable=True).indices
+        cols = order[:, order.shape[1] - width :]
+        held = keep.gather(1, cols)
+
+        def take(t: Optional[Tensor], fill: Any) -> Optional[Tensor]:
+            return None if t is None else t.gather(1, cols).masked_fill(~held, fill)
+
+        batch = PromptBatch(
+            take(self.input_ids, pad_token_id),
+            take(self.attention_mask, 0),
+            take(self.labels, IGNORE_INDEX),
+            take(self.scored, False),
+            self.prompts,
+            take(self.sources, -1),
+            self.spans,
+        )
+        return batch, cols.masked_fill(~held, -1)
+
 
 @dataclass(frozen=True)
 class AnswerScores:

@@ -17,6 +17,7 @@ import dataclasses
 import warnings
 from typing import Any, Callable, Dict, Optional, Tuple
 
+import torch
 from torch import Tensor
 
 from captum_iba.attr._precision import precision_used
@@ -33,12 +34,23 @@ from captum_iba.evaluation.batches import rows_per_pass
 from captum_iba.evaluation.scorers import TokenScorer
 from captum_iba.evaluation.sources import MASK_POOLINGS, POOLINGS, pool_sources
 
-__all__ = ["ONE_STEP_POOLING", "IBAScorer", "one_step_deletion"]
+__all__ = [
+    "ONE_STEP_POOLING",
+    "REST_FROM",
+    "IBAScorer",
+    "one_step_deletion",
+    "top_share",
+]
 
 #: How one deletion step's token masks pool to source scores: the log-odds of
 #: a source's largest mask weight (docs/studies/context_logodds.rst,
 #: "The mask's log-odds").
 ONE_STEP_POOLING = "logit-max"
+#: The fewest scored tokens of a prompt that takes ``rest_share``'s step: on
+#: shorter prompts one deletion step was level with seven (SST-2, AG News,
+#: RTE; docs/studies/amortized_llm.rst), on IMDB's reviews of 256-512 tokens
+#: behind them (docs/studies/llm_default.rst).
+REST_FROM = 128
 
 
 class IBAScorer(TokenScorer):
@@ -73,6 +85,15 @@ class IBAScorer(TokenScorer):
             device.
         iba_class (type, optional): The attribution class (default
             ``captum_iba.InformationBottleneckAttribution``), for tests.
+        rest_share (float): A causal LM's deletion configuration only: after
+            its steps, one step more on the prompt with the share of its
+            scored tokens they rank highest deleted for real (as the
+            degradation test deletes them) - which of the rest still carry
+            the answer (:meth:`_rest_step`), on prompts of at least
+            ``rest_from`` scored tokens. 0 (default): none.
+        rest_from (int): The fewest scored tokens of a prompt that takes
+            that step (shorter prompts keep the first steps' scores).
+            Default :data:`REST_FROM`.
         **kwargs: Further fields of :class:`~captum_iba.attr.options.IBAOptions`
             (``beta``, ``steps``, ``internal_batch_size``: on a causal LM by
             default as many noise rows per pass as keep rows x tokens within
@@ -109,8 +130,16 @@ class IBAScorer(TokenScorer):
         seed: Optional[int] = 0,
         precision: Optional[str] = None,
         iba_class: Optional[type] = None,
+        rest_share: float = 0.0,
+        rest_from: int = REST_FROM,
         **kwargs: Any,
     ) -> None:
+        if not 0 <= rest_share < 1:
+            raise ValueError(f"rest_share must be in [0, 1), got {rest_share!r}")
+        #: The share of the tokens the last step deletes (0: no such step).
+        self.rest_share = float(rest_share)
+        #: The fewest scored tokens of a prompt that takes that step.
+        self.rest_from = int(rest_from)
         knobs = {k: kwargs.pop(k) for k in list(kwargs) if k in IBAOptions.names()}
         if prior is not None:
             knobs["prior"] = prior
@@ -130,6 +159,13 @@ class IBAScorer(TokenScorer):
             kind.explained(model), ref.module, **extra
         )
         self.settings.update(kind.iba_settings(ref, self.options, used))
+        if self.rest_share:
+            if self.options.removal != "attention":
+                raise ValueError(
+                    "rest_share is a step of the deletion configuration "
+                    "(removal='attention') on a causal LM's prompts"
+                )
+            self.settings.update(rest_share=self.rest_share, rest_from=self.rest_from)
 
     @property
     def meaning(self) -> str:  # type: ignore[override]
@@ -200,11 +236,43 @@ class IBAScorer(TokenScorer):
         options = self.options.replace(internal_batch_size=rows)
         scores = explain_answers(self.iba, batch, per_token=per_token, config=options)
         self._last_run()
+        if self.rest_share and scores.answer is not None:
+            scores = self._rest_step(batch, scores, options)
         if options.mask == "source" and scores.answer is not None:
             # one weight per source: every token of a source holds it
             own = pool_sources(scores.answer, batch.sources, batch.n_sources, "mean")
             scores = dataclasses.replace(scores, sources=own)
         return scores
+
+    def _rest_step(
+        self, batch: PromptBatch, scores: AnswerScores, options: IBAOptions
+    ) -> AnswerScores:
+        """One step more, on the prompts without the top :attr:`rest_share`
+        of their scored tokens by the whole answer's ``scores`` (deleted for
+        real: :meth:`~captum_iba.attr.batches.PromptBatch.without`), from
+        lambda = 1/2: which of the remaining tokens the answer still needs.
+        A token's score stays its mask averaged over the steps: the deleted
+        tokens count as kept (1) in the last, the others hold its mask. The
+        per-token rows keep the first steps' scores, and so do the prompts of
+        fewer than :attr:`rest_from` scored tokens."""
+        long = (batch.scored.sum(1) >= self.rest_from).nonzero().flatten()
+        if len(long) == 0:
+            return scores
+        part, first = batch.rows(long), scores.answer[long]
+        scored = part.scored.bool()
+        top = top_share(first, scored, self.rest_share)
+        rest, columns = part.without(top, self.pad_token_id)
+        one = options.replace(steps=1)
+        last = explain_answers(self.iba, rest, per_token=False, config=one).answer
+        held = columns >= 0
+        back = torch.zeros_like(first).scatter_(
+            1, columns.clamp(min=0), torch.where(held, last, torch.zeros_like(last))
+        )
+        back = torch.where(top, torch.ones_like(back), back)
+        steps = options.steps
+        answer = scores.answer.clone()
+        answer[long] = torch.where(scored, (steps * first + back) / (steps + 1), first)
+        return dataclasses.replace(scores, answer=answer)
 
     def _last_run(self) -> Dict[str, Any]:
         """The attribution's last run's record; the precision that ran (on
@@ -213,6 +281,19 @@ class IBAScorer(TokenScorer):
         if run.get("precision"):
             self.settings["precision"] = run["precision"]
         return run
+
+
+def top_share(scores: Tensor, scored: Tensor, share: float) -> Tensor:
+    """``(B, W)`` bool: per row, the ``share`` of its ``scored`` positions
+    with the highest ``scores`` (at least one; ties by position)."""
+    n = scored.sum(1)
+    k = torch.clamp((n.float() * share).round().long(), min=1)
+    ranked = scores.masked_fill(~scored, float("-inf"))
+    order = torch.argsort(ranked, dim=1, descending=True, stable=True)
+    rank = torch.empty_like(order).scatter_(
+        1, order, torch.arange(order.shape[1], device=order.device).expand_as(order)
+    )
+    return scored & (rank < k[:, None])
 
 
 def one_step_deletion(model: Any, tokenizer: Any) -> IBAScorer:
