@@ -17,7 +17,10 @@ token scores:
 * :func:`context_text` and :func:`source_rows` - the terminal listing (each
   method's sources ranked, with their text) and the page's rows (the
   sources coloured by score), read through the explanation's public
-  methods.
+  methods;
+* :func:`cited_answers` - with parts of the answer explained
+  (``answer_span``), the page's cited paragraphs (the listing's are in
+  :func:`context_text`): each part followed by the sources it cites.
 """
 
 import re

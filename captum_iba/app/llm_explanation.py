@@ -17,7 +17,9 @@ tokenizer has a chat template (``chat``), takes the answer as given
 (``target``) or the model's greedy answer, builds every method once through
 :func:`~captum_iba.evaluation.build_scorers`, and scores the prompt's own
 tokens (never the template nor a special token) for the whole answer and,
-with ``per_token``, for each output token. It returns the one
+with ``per_token``, for each output token; with a context and
+``answer_span``, also for each part of the answer (a sentence: its
+log-probability alone, :mod:`~captum_iba.app.answer_spans`). It returns the one
 :class:`~captum_iba.app.page.Explanation` of both kinds of model, whose
 :class:`~captum_iba.app.subjects.PromptSubject` holds the prompt and the
 answer: it renders as the terminal listing

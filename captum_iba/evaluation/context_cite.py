@@ -13,7 +13,10 @@ layout exactly the kept sources re-joined, as its own prompt builder does)
 and *our* response (the given token ids, decoded, instead of its own
 generation), and checks that the package re-tokenises that response to the
 same ids, so that it explains the very response the metrics score. Its
-ablations, forward passes and surrogate are the package's own.
+ablations, forward passes and surrogate are the package's own; a part of
+the response (a batch's explained tokens, ``answer_span``) is given to its
+``get_attributions(start_idx=, end_idx=)`` as the characters of its
+response (:func:`citer_scores`), the citer's ablations serving every part.
 :class:`ContextCiteScorer` runs it on every row of a
 :class:`~captum_iba.attr.batches.PromptBatch` with sources (the registered
 ``contextcite-32`` and ``contextcite-256``).

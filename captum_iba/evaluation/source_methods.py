@@ -18,7 +18,10 @@ metrics remove too), on a causal LM's
 Each fills :attr:`AnswerScores.sources <captum_iba.attr.batches.AnswerScores>`
 (``(B, S)``, NaN where a prompt has fewer sources) and gives every token of
 a source its source's score in ``answer`` (so its ``source_pooling`` is
-``"mean"``).
+``"mean"``). Each scores the batch's explained tokens (the whole response,
+or a part of it: :attr:`~captum_iba.attr.batches.PromptBatch.explained`),
+their log-probability after the ablated prompt and the response's tokens
+before them; a part costs what the whole response costs.
 """
 
 from typing import Any, Callable, List, Optional, Sequence, Tuple

@@ -392,8 +392,10 @@ def top_k_drop(
     ``k`` highest-scored sources are left out.
 
     Args:
-        log_likelihood, prompt_ids, response_ids, batch_size, pad_token_id,
-            span: As :func:`response_log_probs`.
+        log_likelihood, prompt_ids, response_ids, batch_size, pad_token_id:
+            As :func:`response_log_probs`.
+        span (tuple of int, optional): As :func:`response_log_probs`'s: a
+            part of the response, measured as the whole is.
         source_scores (Tensor): ``(S,)`` or ``(M, S)`` one score per source.
         ks (Sequence[int]): The k's. Default (1, 3, 5).
 
@@ -457,8 +459,10 @@ def context_test(
     as the whole response's is: its log-probability under each ablation).
 
     Args:
-        log_likelihood, prompt_ids, response_ids, batch_size, pad_token_id,
-            span: As :func:`response_log_probs`.
+        log_likelihood, prompt_ids, response_ids, batch_size, pad_token_id:
+            As :func:`response_log_probs`.
+        span (tuple of int, optional): As :func:`response_log_probs`'s: a
+            part of the response, measured as the whole is.
         source_scores (Mapping[str, Tensor]): Method -> ``(S,)`` scores.
         ks (Sequence[int]): The top-k drop's k's. Default (1, 3, 5).
         ablations (SourceAblations, optional): The LDS's ablations, drawn
