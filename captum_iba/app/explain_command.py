@@ -111,7 +111,6 @@ def _explain_classifier(
         ("--max-new-tokens", args.max_new_tokens),
         ("--chat" if args.chat else "--no-chat", args.chat),
         ("--per-token", args.per_token or None),
-        (_span_flag(args), _span_flag(args) or None),
     )
     for flag, value in llm_only:
         if value is not None:
