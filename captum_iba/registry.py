@@ -12,7 +12,9 @@
   from its pieces' (``reduction``), the kinds of model it explains
   (``models``: ``"classifier"``, ``"causal-lm"``, see :data:`MODEL_KINDS`),
   whether it scores a context's sources, so needs them (``sources``: a
-  prompt without a context is refused before anything loads), the optional
+  prompt without a context is refused before anything loads), whether it
+  explains a part of a causal LM's answer (``spans``: ``answer_span=``,
+  ``--answer-sentences``; refused before anything loads where not), the optional
   package it needs (``package``: its module and install command, checked
   before the weights load) and its one class, which explains every kind of
   ``models`` through the one contract ``scorer.attribute(batch)`` - stated
@@ -145,6 +147,7 @@ def method_facts(cls: type) -> tuple:
         models=models,
         sources=bool(_class_fact(cls, "needs_sources", False)),
         reads_answer=bool(_class_fact(cls, "reads_answer_text", False)),
+        spans=bool(_class_fact(cls, "explains_spans", False)),
     )
     return (cls.__doc__ or "").strip().split("\n")[0], facts
 
@@ -162,6 +165,7 @@ def _method(
     sources: bool = False,
     package: Optional[Tuple[str, str]] = None,
     reads_answer: bool = False,
+    spans: bool = True,
     **fixed: object,
 ) -> None:
     """Register a method: ``target`` is its one class (``"module:Class"`` in
@@ -171,10 +175,15 @@ def _method(
     same for every kind (``sources``: it scores a context's sources;
     ``package``: the module and install command of the optional package it
     needs; ``reads_answer``: it re-reads a causal LM's answer as text, as
-    AT2's and ContextCite's packages do)."""
+    AT2's and ContextCite's packages do; ``spans``: it explains a part of a
+    causal LM's answer - the log-probability of some of its tokens, those
+    before read as given - as it explains the whole, through the batch's
+    explained tokens, :attr:`~captum_iba.attr.batches.PromptBatch.explained`;
+    a method fitted for the whole answer, or whose package reads only the
+    whole, does not)."""
     facts = dict(
         options=options, signed=signed, reduction=reduction, uses=uses,
-        models=models, sources=sources, reads_answer=reads_answer,
+        models=models, sources=sources, reads_answer=reads_answer, spans=spans,
     )  # fmt: skip
     if package is not None:
         facts["package"] = package
@@ -263,6 +272,7 @@ _method(
     uses=("explainer",),
     layer="embeddings",
     models=MODEL_KINDS,
+    spans=False,  # its explainer is fitted for the whole answer
 )
 _method(
     "iba-deletion",
@@ -321,6 +331,7 @@ _method(
     sources=True,
     package=("at2", _CONTEXT_EXTRA.format("at2")),
     reads_answer=True,
+    spans=False,  # its adapter reads the whole response's attention
 )
 _method(
     "iba-heads",
@@ -335,6 +346,7 @@ _method(
     sources=True,
     package=("at2", _CONTEXT_EXTRA.format("at2")),
     reads_answer=True,
+    spans=False,  # as at2's
 )
 _method(
     "loso",

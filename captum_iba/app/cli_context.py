@@ -6,12 +6,15 @@ which source of a prompt a causal LM's answer used.
 """
 
 import argparse
+from typing import Tuple
 
 __all__ = ["add_context_tasks", "add_explain_context"]
 
 
 def add_explain_context(p: argparse.ArgumentParser) -> None:
-    """Add ``explain``'s ``--context``, ``--query`` and ``--sources``.
+    """Add ``explain``'s ``--context``, ``--query``, ``--sources`` and the
+    parts of the answer to attribute (``--answer-sentences``,
+    ``--answer-span``).
 
     Args:
         p (argparse.ArgumentParser): The ``explain`` parser.
@@ -34,6 +37,33 @@ def add_explain_context(p: argparse.ArgumentParser) -> None:
         "(separated by blank lines), lines, turns (a line opening with a "
         "speaker's label such as 'User:' starts one)",
     )
+    parts = p.add_mutually_exclusive_group()
+    parts.add_argument(
+        "--answer-sentences",
+        action="store_true",
+        help="with --context: also attribute each sentence of the answer to the "
+        "sources, one attribution per sentence (each method runs once more, "
+        "on all the sentences at once); the listing and the page show the "
+        "answer as a cited paragraph",
+    )
+    parts.add_argument(
+        "--answer-span",
+        metavar="START:END",
+        type=_answer_span,
+        help="with --context: also attribute the answer's characters "
+        "START:END (rounded outward to whole tokens) to the sources",
+    )
+
+
+def _answer_span(text: str) -> Tuple[int, int]:
+    """``--answer-span``'s value
+    (:func:`~captum_iba.app.answer_spans.parse_answer_span`)."""
+    from captum_iba.app.answer_spans import parse_answer_span
+
+    try:
+        return parse_answer_span(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def add_context_tasks(p: argparse.ArgumentParser) -> None:

@@ -17,7 +17,10 @@ token scores:
 * :func:`context_text` and :func:`source_rows` - the terminal listing (each
   method's sources ranked, with their text) and the page's rows (the
   sources coloured by score), read through the explanation's public
-  methods.
+  methods;
+* :func:`cited_answers` - with parts of the answer explained
+  (``answer_span``), the page's cited paragraphs (the listing's are in
+  :func:`context_text`): each part followed by the sources it cites.
 """
 
 import re
@@ -33,8 +36,10 @@ from captum_iba.app.words import blank, shown
 from captum_iba.evaluation.sources import check_sources, split_sources
 
 __all__ = [
+    "CITED",
     "SOURCE_SPLITS",
     "ContextPrompt",
+    "cited_answers",
     "context_prompt_of",
     "context_text",
     "read_context",
@@ -338,8 +343,47 @@ def context_text(result: Any, top: int = 5, pieces: bool = False) -> str:
                 f"{shown(w)} ({v:.3g})" for w, v in result.top(top, name, pieces)
             )
             lines.append(f"  top words: {best}")
+        lines += _cited_lines(result, name)
     lines += [f"note: {m} left out: {why}" for m, why in result.skipped.items()]
     return "\n".join(lines)
+
+
+#: The most sources a part of the answer cites in the listing and the page.
+CITED = 3
+
+
+def _cited_lines(result: Any, method: str) -> List[str]:
+    """A method's cited answer, when parts of the answer were explained
+    (``answer_span``): the answer with each part's citation marks, each
+    part's cited sources with their scores, then the sources cited with
+    their text."""
+    if not result.spans():
+        return []
+    from captum_iba.app.answer_spans import cited_paragraph
+
+    cited = result.citations(CITED, method)
+    lines = textwrap.wrap(
+        f"cited answer ({len(cited)} part{'s' if len(cited) != 1 else ''}, "
+        f"{result._method(method).span_seconds:.1f} "
+        f"{result.subject.seconds_unit}; a part cites up to {CITED} sources, "
+        "each scoring above 0 and at least a quarter of its best):",
+        88,
+        initial_indent="  ",
+        subsequent_indent="    ",
+    )
+    lines += textwrap.wrap(
+        cited_paragraph(result.subject.answer, cited),
+        88,
+        initial_indent="    ",
+        subsequent_indent="    ",
+    )
+    for k, c in enumerate(cited, 1):
+        marks = ", ".join(f"[{i + 1}] {v:.4g}" for i, _, v in c.sources) or "none"
+        lines.append(f"    part {k} {_short(c.span.text)!r}: {marks}")
+    used = sorted({i for c in cited for i, _, _ in c.sources})
+    texts = result.sources()
+    lines += [f"    [{i + 1}] {_short(texts[i])}" for i in used]
+    return lines
 
 
 def source_rows(result: Any) -> List[Any]:
@@ -364,3 +408,40 @@ def source_rows(result: Any) -> List[Any]:
             )
         )
     return rows
+
+
+def cited_answers(result: Any) -> List[Any]:
+    """The page's cited paragraphs, when parts of the answer were explained
+    (``answer_span``): per method, the answer with each part's citation
+    marks and the sources it cites (:meth:`Explanation.citations
+    <captum_iba.app.page.Explanation.citations>`, at most :data:`CITED` a
+    part)."""
+    from captum_iba.visualization.page import CitedAnswer
+
+    if not result.spans():
+        return []
+    blocks = []
+    for name, m in result.methods.items():
+        cited = result.citations(CITED, name)
+        parts = [
+            (c.span.start, c.span.end, [(i + 1, v) for i, _, v in c.sources])
+            for c in cited
+        ]
+        used = sorted({i for c in cited for i, _, _ in c.sources})
+        seconds = f"{m.span_seconds:.1f} {result.subject.seconds_unit}"
+        blocks.append(
+            CitedAnswer(
+                method=f"{name}: cited answer",
+                text=result.subject.answer,
+                parts=parts,
+                sources=[(i + 1, result.sources()[i]) for i in used],
+                details=f"{len(cited)} part{'s' if len(cited) != 1 else ''} "
+                f"of the answer, each explained alone ({seconds})",
+                meaning=f"Each part of the answer is followed by the sources it "
+                f"cites: up to {CITED}, each scoring above 0 and at least a "
+                f"quarter of the part's best; a score is {m.source_pooling}, "
+                f"where a token's score is {m.meaning}. Hover a part or a mark "
+                "for its scores; [-]: no source scores above 0.",
+            )
+        )
+    return blocks

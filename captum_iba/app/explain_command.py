@@ -53,6 +53,12 @@ def _prompt(args: argparse.Namespace) -> Any:
         for flag, value in (("--query", args.query), ("--sources", args.sources)):
             if value is not None:
                 raise CLIError(f"{flag} goes with --context: give the context too")
+        flag = _span_flag(args)
+        if flag:
+            raise CLIError(
+                f"{flag} attributes parts of the answer to the sources of a "
+                "context: give --context and --query"
+            )
         if args.text is None:
             raise CLIError("give the text to explain (or --context and --query)")
         if blank(args.text):
@@ -80,6 +86,15 @@ def _prompt(args: argparse.Namespace) -> Any:
         named = text is args.context and not any(c.isspace() for c in text)
         hint = " (no file of that name: it was read as the text)" if named else ""
         raise CLIError(f"--context{hint}: {err}") from None
+
+
+def _span_flag(args: argparse.Namespace) -> str:
+    """The option that asks for parts of the answer ("" for none)."""
+    if getattr(args, "answer_sentences", False):
+        return "--answer-sentences"
+    if getattr(args, "answer_span", None) is not None:
+        return "--answer-span"
+    return ""
 
 
 def _explain_classifier(
@@ -144,7 +159,8 @@ def _explain_causal_lm(
     ``prompt`` (the text, or a query and its context), the prompt's words
     (a context's: its sources' and the sources) with their scores for the
     whole answer; for the page (``page``: --html) or --per-token, each
-    output token's too."""
+    output token's too; with --answer-sentences or --answer-span, each part
+    of the answer's source scores as well."""
     from captum_iba.app.cli_checks import check_options
     from captum_iba.app.llm_checks import check_lm_request, lm_config
     from captum_iba.app.llm_explanation import explain_answer
@@ -169,6 +185,7 @@ def _explain_causal_lm(
 
         return for_layer
 
+    flag = _span_flag(args)
     return explain_answer(
         prompt,
         args.model,
@@ -180,6 +197,8 @@ def _explain_causal_lm(
         model_name=args.model,
         max_new_option="--max-new-tokens",
         explainer=explainer,
+        answer_span="sentences" if args.answer_sentences else args.answer_span,
+        span_option=flag or "answer_span=",
     )
 
 

@@ -75,6 +75,7 @@ def explain(
     sources: Any = None,
     explainer: Any = None,
     prior_data: Any = None,
+    answer_span: Union[None, str, Tuple[int, int]] = None,
     **options: Any,
 ) -> Explanation:
     """Explain one prediction, word by word, by one method or several; for a
@@ -131,6 +132,21 @@ def explain(
             methods share.
         prior_data (optional): Training data for a prior fitted on data
             (``prior="dataset"``), a classifier's methods' shared resource.
+        answer_span (str or (int, int), optional): With a ``context``, also
+            attribute parts of the answer to its sources, one attribution
+            per part: ``"sentences"`` (each sentence of the answer) or
+            ``(start, end)``, characters of the answer (``result.answer``;
+            offsets that cut a token are rounded outward to whole tokens,
+            with a warning). The answer is generated (or given) whole and a
+            part's log-probability is explained, the answer before it read
+            as given; the whole answer is explained as well.
+            :meth:`~captum_iba.app.page.Explanation.spans`,
+            :meth:`~captum_iba.app.page.Explanation.source_scores`
+            ``(method, span=i)`` and
+            :meth:`~captum_iba.app.page.Explanation.citations` give them;
+            the page and the listing show the answer as a cited paragraph
+            (docs/context.rst, "Citations for each sentence of an answer").
+            Each method runs once more, on all the parts at once.
         **options: Options for every method that takes them
             (:data:`captum_iba.registry.OPTIONS`), e.g. ``layer`` (the layer
             of the bottleneck: an encoder layer index or ``"embeddings"``),
@@ -154,7 +170,9 @@ def explain(
             for a classifier, with fewer than two sources, an empty one or
             sources that overlap, an empty query, or a query and context
             longer than the model's positions (the message says how many
-            tokens).
+            tokens); an ``answer_span`` without a context, of a bad form,
+            for a method that explains the whole answer only, or outside a
+            given target (a greedy answer's: once it is generated).
         ~captum_iba.app.errors.CLIError: For an unknown class, an empty text,
             or a tokenizer without its vocabulary.
         ImportError: When the only method asked for needs a package that is
@@ -167,7 +185,8 @@ def explain(
     return route(
         prompt, model, method, tokenizer=tokenizer, pair=pair, target=target,
         method_options=method_options, model_name=model_name,
-        context=context, resources=(explainer, prior_data), **options,
+        context=context, resources=(explainer, prior_data),
+        answer_span=answer_span, **options,
     )  # fmt: skip
 
 
@@ -180,6 +199,7 @@ def _explain_answer(
     target: Union[None, int, str],
     context: Any,
     resources: Any,
+    answer_span: Any,
     **options: Any,
 ) -> Explanation:
     """:func:`explain` of a causal LM: its answer to ``prompt``
@@ -190,7 +210,7 @@ def _explain_answer(
 
     return explain_answer(
         prompt, model, method, target=None if target is None else str(target),
-        **options,
+        answer_span=answer_span, **options,
     )  # fmt: skip
 
 
@@ -206,6 +226,7 @@ def _explain_prediction(
     model_name: Optional[str],
     context: Any,
     resources: Any,
+    answer_span: Any,
     **options: Any,
 ) -> Explanation:
     """:func:`explain` of a classifier: its prediction of ``text``."""
@@ -213,6 +234,11 @@ def _explain_prediction(
         raise ValueError(
             "context= is for a causal LM (a generative model): a classifier "
             "explains its prediction of text"
+        )
+    if answer_span is not None:
+        raise ValueError(
+            "answer_span= is for a causal LM's answer to a context= (a "
+            "classifier explains its prediction of text)"
         )
     method = DEFAULT_METHOD if method is None else method
     given = {k: v for k, v in options.items() if v is not None}

@@ -17,7 +17,9 @@ tokenizer has a chat template (``chat``), takes the answer as given
 (``target``) or the model's greedy answer, builds every method once through
 :func:`~captum_iba.evaluation.build_scorers`, and scores the prompt's own
 tokens (never the template nor a special token) for the whole answer and,
-with ``per_token``, for each output token. It returns the one
+with ``per_token``, for each output token; with a context and
+``answer_span``, also for each part of the answer (a sentence: its
+log-probability alone, :mod:`~captum_iba.app.answer_spans`). It returns the one
 :class:`~captum_iba.app.page.Explanation` of both kinds of model, whose
 :class:`~captum_iba.app.subjects.PromptSubject` holds the prompt and the
 answer: it renders as the terminal listing
@@ -35,13 +37,14 @@ import time
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from captum_iba._utils.ranking import check_finite, flat_reason, is_flat, spread_said
+from captum_iba.app.answer_spans import AnswerSpan, answer_spans, check_answer_span
 from captum_iba.app.context_explain import ContextPrompt, warn_cut_tokens
 from captum_iba.app.llm_odds import answer_odds
 from captum_iba.app.model_kind import refuse_classifier
-from captum_iba.app.page import Explanation, MethodScores
+from captum_iba.app.page import Explanation, MethodScores, SpanScores
 from captum_iba.app.subjects import ContextSubject, PromptSubject
 from captum_iba.app.words import blank, prompt_words, token_labels
 from captum_iba.attr.kinds import CAUSAL_LM
@@ -109,6 +112,8 @@ def explain_answer(
     model_name: Optional[str] = None,
     explainer: Any = None,
     max_new_option: str = "max_new_tokens=",
+    answer_span: Union[None, str, Tuple[int, int]] = None,
+    span_option: str = "answer_span=",
     **options: Any,
 ) -> Explanation:
     """Explain a causal LM's answer to a prompt, word by word.
@@ -154,6 +159,22 @@ def explain_answer(
         max_new_option (str): How ``max_new_tokens`` was given, for the
             warning when the model's positions leave less room. Default
             ``"max_new_tokens="``.
+        answer_span (str or (int, int), optional): With a context, also
+            attribute parts of the answer to its sources: ``"sentences"``
+            (one part per sentence of the answer) or ``(start, end)``,
+            characters of the answer (``result.answer``, the greedy answer or
+            the given ``target`` as the tokenizer decodes it; offsets that
+            cut a token are rounded outward to whole tokens, with a
+            warning). The answer is generated (or given) and read whole; a
+            part's log-probability is what is explained, the answer's tokens
+            before it read as given. Each method runs once more for the parts
+            (all parts in one batch; a part that is the whole answer reuses
+            its scores): :meth:`Explanation.spans`,
+            :meth:`Explanation.source_scores` ``(method, span=i)`` and
+            :meth:`Explanation.citations` give them (docs/context.rst,
+            "Citations for each sentence of an answer").
+        span_option (str): How ``answer_span`` was given, for the messages.
+            Default ``"answer_span="``.
         **options: Options for every method that takes them (``layer``,
             ``steps``, ``seed``, ``ig_steps``, ...).
 
@@ -169,8 +190,12 @@ def explain_answer(
             model's positions (a longer greedy answer than they leave room
             for is cut, with a warning), a classifier given as the model, a
             target with a word the tokenizer does not know, a prompt of
-            unknown words only; then: NaN or infinite log-probabilities or
-            scores; a source that holds no token of its own.
+            unknown words only, an ``answer_span`` without a context, of a
+            bad form, for a method that explains the whole answer only
+            (``iba-amortized``, ``at2``, ``iba-heads``), or (a given target)
+            outside the answer; then: an ``answer_span`` outside the greedy
+            answer, NaN or infinite log-probabilities or scores; a source
+            that holds no token of its own.
     """
     from captum_iba._utils.common import max_positions
     from captum_iba.app.llm_checks import answer_budget, prompt_lengths
@@ -195,6 +220,7 @@ def explain_answer(
     context = prompt if isinstance(prompt, ContextPrompt) else None
     prompt = prompt if context is None else context.text
     _check_context(request, context)
+    span_request = _check_span_request(request, context, answer_span, span_option)
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError(f"the prompt is empty ({prompt!r}): give the text to explain")
     if target == "":
@@ -218,8 +244,13 @@ def explain_answer(
     )
     if context is not None:
         warn_cut_tokens(tokenizer, context, wrap)
+    parts: List[AnswerSpan] = []
     if given is not None:
         _check_answer_text(request, tokenizer, given)
+        if span_request is not None:  # a given answer's parts: before the weights
+            parts = answer_spans(
+                span_request, tokenizer, given.answer_ids(0), span_option
+            )
     model = weights()  # the weights, only now
     batch = (
         given
@@ -230,6 +261,10 @@ def explain_answer(
     )
     if given is None:  # a greedy answer, known only now
         _check_answer_text(request, tokenizer, batch)
+        if span_request is not None:
+            parts = answer_spans(
+                span_request, tokenizer, batch.answer_ids(0), span_option
+            )
     if context is not None:  # every method scores and removes the sources only
         from captum_iba.evaluation.sources import with_sources
 
@@ -243,9 +278,13 @@ def explain_answer(
     result.model_name = model_name or described
     result.subject.odds = odds
     result.subject.per_token = per_token
+    if parts:
+        result.subject.answer_spans = parts
     for name, scorer in scorers.items():
         result.methods[name], tied = _scored(name, scorer, batch, per_token)
         _say_no_ranking(result, name, tied)
+        if parts:
+            _scored_parts(result.methods[name], scorer, batch, parts)
     for name in result.near_flat_methods():
         warnings.warn(f"{name}: {result.near_flat(name)}", UserWarning, stacklevel=2)
     return result
@@ -263,6 +302,70 @@ def _check_context(request: MethodRequest, context: Any) -> None:
                 f"{name} scores the sources of a context: give one (context= in "
                 "Python, --context and --query on the command line)"
             )
+
+
+def _check_span_request(
+    request: MethodRequest, context: Any, answer_span: Any, option: str
+) -> Any:
+    """``answer_span`` checked before anything loads
+    (:func:`~captum_iba.app.answer_spans.check_answer_span`): it attributes
+    parts of the answer to a context's sources, so it needs a context, and
+    methods that explain a part of an answer (their registry entry's
+    ``spans`` fact)."""
+    found = check_answer_span(answer_span, option)
+    if found is None:
+        return None
+    if context is None:
+        raise ValueError(
+            f"{option} attributes parts of the answer to the sources of a "
+            "context: give one (context= in Python, --context and --query on the "
+            "command line)"
+        )
+    for name in request.methods:
+        if not METHODS.entry(name, warn=False).facts.get("spans"):
+            raise ValueError(
+                f"{name} explains the whole answer only (its explainer or package "
+                f"reads the whole response), so it cannot attribute {option}; "
+                "leave it out, or use another method (iba-surrogate, loso, "
+                "iba-deletion, contextcite-32, ...)"
+            )
+    return found
+
+
+def _scored_parts(
+    scores: MethodScores, scorer: Any, batch: Any, parts: Sequence[AnswerSpan]
+) -> None:
+    """One method's scores of each part of the answer (``scores.spans``):
+    every part not the whole answer in one batch of the prompt's row
+    repeated, each row explaining its part
+    (:meth:`~captum_iba.attr.batches.PromptBatch.explaining`); a part that
+    is the whole answer takes the whole answer's scores."""
+    n = len(batch.answer_ids(0))
+    todo = [k for k, p in enumerate(parts) if p.tokens != (0, n)]
+    found: Dict[int, SpanScores] = {
+        k: SpanScores(list(scores.scores), list(scores.sources or []))
+        for k, p in enumerate(parts)
+        if k not in todo
+    }
+    start = time.process_time()
+    if todo:
+        rows = batch.rows([0] * len(todo)).explaining([parts[k].tokens for k in todo])
+        done = scorer.attribute(rows, per_token=False)
+        keep = rows.scored[0]
+        check_finite(done.answer[:, keep], f"{scores.method}'s scores of the parts")
+        own = None
+        if rows.sources is not None:
+            from captum_iba.evaluation.sources import source_scores
+
+            own = source_scores(done, rows, scorer.source_pooling)
+            check_finite(own, f"{scores.method}'s source scores of the parts")
+        for row, k in enumerate(todo):
+            found[k] = SpanScores(
+                done.answer[row][keep].tolist(),
+                [] if own is None else own[row].tolist(),
+            )
+    scores.spans = [found[k] for k in range(len(parts))]
+    scores.span_seconds = time.process_time() - start
 
 
 def _check_answer_text(request: MethodRequest, tokenizer: Any, batch: Any) -> None:

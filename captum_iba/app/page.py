@@ -21,7 +21,7 @@ from captum_iba.app.llm_explain_text import near_flat_said
 from captum_iba.app.subjects import Subject
 from captum_iba.app.words import to_words
 
-__all__ = ["Explanation", "MethodScores", "Page"]
+__all__ = ["Explanation", "MethodScores", "Page", "SpanScores"]
 
 
 class Page:
@@ -71,6 +71,22 @@ class Page:
 
 
 @dataclass
+class SpanScores:
+    """One method's scores for one part of a causal LM's answer
+    (``answer_span=``, :meth:`Explanation.spans`).
+
+    Attributes:
+        scores (list[float]): One per word piece, as
+            :attr:`MethodScores.scores`, for the part's log-probability.
+        sources (list[float]): One per source of the context, as
+            :attr:`MethodScores.sources`.
+    """
+
+    scores: List[float]
+    sources: List[float]
+
+
+@dataclass
 class MethodScores:
     """One method's scores of the word pieces explained, for a classifier or
     a causal LM.
@@ -111,6 +127,11 @@ class MethodScores:
             score, so its words tie within a source and rank nothing among
             themselves; its ranking is :attr:`sources`' (``no_ranking`` judges
             the sources, not the words).
+        spans (list of SpanScores): Per part of the answer explained
+            (``answer_span=``; :meth:`Explanation.spans`), its scores; empty
+            without parts.
+        span_seconds (float): The time the parts took (beside
+            :attr:`seconds`, the whole answer's).
     """
 
     method: str
@@ -128,6 +149,8 @@ class MethodScores:
     sources: Optional[List[float]] = None
     source_pooling: str = ""
     by_source: bool = False
+    spans: List[SpanScores] = field(default_factory=list)
+    span_seconds: float = 0.0
 
     @property
     def flat(self) -> bool:
@@ -256,17 +279,97 @@ class Explanation(Page):
         """
         return self.subject.source_texts()
 
-    def source_scores(self, method: Optional[str] = None) -> List[float]:
+    def source_scores(
+        self, method: Optional[str] = None, span: Optional[int] = None
+    ) -> List[float]:
         """One method's score of each of :meth:`sources` (default: the first
         method; higher = more used by the answer): its own score of a source
         (``iba-sources``: one mask weight per source), or its token scores
-        pooled by its ``source_pooling`` (docs/context.rst).
+        pooled by its ``source_pooling`` (docs/context.rst); with ``span``,
+        for that part of the answer (:meth:`spans`) instead of the whole.
+
+        Raises:
+            ValueError: For an explanation without a context, or a ``span``
+                that is not the index of a part explained.
+        """
+        self.subject.source_texts()  # refuses an explanation without sources
+        found = self._method(method)
+        if span is None:
+            return list(found.sources or [])
+        self._check_span(span)
+        return list(found.spans[span].sources)
+
+    def spans(self) -> List[Any]:
+        """The parts of the answer explained (``answer_span=``, in the
+        answer's order): each an
+        :class:`~captum_iba.app.answer_spans.AnswerSpan` (its characters of
+        :attr:`answer`, its text, its tokens); empty when none was asked.
 
         Raises:
             ValueError: For an explanation without a context.
         """
         self.subject.source_texts()  # refuses an explanation without sources
-        return list(self._method(method).sources or [])
+        return list(self.subject.answer_spans)
+
+    def _check_span(self, span: int) -> None:
+        """Refuses a ``span`` that indexes no part explained."""
+        n = len(self.subject.answer_spans)
+        if isinstance(span, bool) or not isinstance(span, int) or not 0 <= span < n:
+            said = (
+                f"the parts are 0..{n - 1}"
+                if n
+                else "no part of the answer was explained (give answer_span=)"
+            )
+            raise ValueError(f"span={span!r}: {said}")
+
+    def citations(
+        self, k: int = 3, method: Optional[str] = None, share: float = 0.25
+    ) -> List[Any]:
+        """Each part of the answer (:meth:`spans`) with its top ``k``
+        sources by one method (default: the first), as a cited paragraph
+        reads: a source is cited when its score is above 0 (a source whose
+        removal would not lower the part, or that a mask left out, is not)
+        and at least ``share`` of the part's best score (so that a part
+        cites what it used, not every source a hair above 0).
+
+        Args:
+            k (int): The most sources a part cites. Default 3.
+            method (str, optional): The method (default: the first).
+            share (float): The least score cited, as a share of the part's
+                best, in [0, 1]. Default 0.25.
+
+        Returns:
+            list of Citation: One
+            :class:`~captum_iba.app.answer_spans.Citation` per part: the
+            part, and its sources as ``(index, text, score)``, best first.
+
+        Raises:
+            ValueError: For an explanation without a context or without
+                parts explained, ``k`` below 1 or ``share`` outside [0, 1].
+        """
+        from captum_iba.app.answer_spans import Citation
+
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be a positive integer; got {k!r}")
+        if isinstance(share, bool) or not 0.0 <= float(share) <= 1.0:
+            raise ValueError(f"share must be in [0, 1]; got {share!r}")
+        texts, parts = self.sources(), self.spans()
+        if not parts:
+            raise ValueError(
+                "no part of the answer was explained: give answer_span= "
+                "('sentences', or (start, end) characters of the answer)"
+            )
+        found = self._method(method)
+        out = []
+        for part, scores in zip(parts, found.spans):
+            values = scores.sources
+            order = sorted(range(len(texts)), key=lambda i: -values[i])
+            top = max(values[order[0]], 0.0) if order else 0.0
+            best = [i for i in order if values[i] > 0 and values[i] >= share * top]
+            best = best[:k]
+            cited = [(i, texts[i], scores.sources[i]) for i in best]
+            out.append(Citation(part, cited))
+        return out
 
     def breaks(self, pieces: bool = False) -> List[int]:
         """Positions in :meth:`tokens` where the pair's second text starts."""
@@ -335,7 +438,8 @@ class Explanation(Page):
     def to_html(self, pieces: bool = False, full_page: bool = True) -> str:
         """The page: the facts, then one row per method (own scale each); for
         a causal LM, under each row its output-token x word matrix; for a
-        context, first each method's row of sources."""
+        context, first each method's row of sources, and before them, when
+        parts of the answer were explained, each method's cited answer."""
         from captum_iba.visualization.page import explanation_html
 
         rows = list(self.subject.source_rows(self))
@@ -358,6 +462,7 @@ class Explanation(Page):
             facts=self.facts(),
             notes=self.notes(pieces),
             full_page=full_page,
+            cited=self.subject.cited_answers(self),
         )
 
     def to_text(self, top: int = 5, pieces: bool = False) -> str:

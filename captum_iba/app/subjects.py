@@ -97,6 +97,11 @@ class Subject:
         """The page's rows of the sources, before the words' (none here)."""
         return []
 
+    def cited_answers(self, result: Any) -> List[Any]:
+        """The page's cited paragraphs of the answer's parts
+        (:class:`~captum_iba.visualization.page.CitedAnswer`; none here)."""
+        return []
+
     def listing(self, result: Any, top: int, pieces: bool) -> str:
         """The terminal listing of ``result``."""
         raise NotImplementedError
@@ -300,6 +305,10 @@ class ContextSubject(PromptSubject):
         spans (list of (int, int)): Where each lies in ``prompt``.
         split (str): How the sources were made (``"list"``, ``"spans"``,
             ``"sentence"``, ``"documents"``, ``"lines"``, ``"turns"``).
+        answer_spans (list of AnswerSpan): The parts of the answer also
+            explained (``answer_span=``;
+            :class:`~captum_iba.app.answer_spans.AnswerSpan`), empty when
+            none.
     """
 
     what: ClassVar[str] = "a causal LM's answer to a context"
@@ -308,6 +317,7 @@ class ContextSubject(PromptSubject):
     sources: List[str] = field(default_factory=list)
     spans: List[Tuple[int, int]] = field(default_factory=list)
     split: str = "list"
+    answer_spans: List[Any] = field(default_factory=list)
 
     def heading(self) -> Dict[str, str]:
         return {
@@ -339,6 +349,12 @@ class ContextSubject(PromptSubject):
         from captum_iba.app.context_explain import source_rows
 
         return source_rows(result)
+
+    def cited_answers(self, result: Any) -> List[Any]:
+        """:func:`~captum_iba.app.context_explain.cited_answers`."""
+        from captum_iba.app.context_explain import cited_answers
+
+        return cited_answers(result)
 
     def listing(self, result: Any, top: int, pieces: bool) -> str:
         """:func:`~captum_iba.app.context_explain.context_text`."""

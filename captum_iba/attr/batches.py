@@ -18,8 +18,9 @@ causal LM's passes are sized by :func:`rows_per_pass` (rows x tokens within
 :data:`ROW_TOKENS`).
 """
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -118,6 +119,14 @@ class PromptBatch:
             narrows ``scored`` to the sources' tokens. None: no sources.
         spans (tuple): Per prompt, its sources as ``(start, end)``
             character spans of the prompt (empty without sources).
+        explained (Tensor, optional): ``(B, W)`` bool: the answer positions
+            whose log-probability is explained - a span of each answer (a
+            sentence of it), set by :meth:`explaining`; the answer's tokens
+            before the span are read as given, as the prompt is, and those
+            after it are read by nothing explained. None (the default): the
+            whole answer. Every method's objective reads it through
+            :meth:`arguments` (the labels), :meth:`explained_ids`,
+            :meth:`explained_range` and :attr:`lead_mask`.
     """
 
     input_ids: Tensor
@@ -127,6 +136,7 @@ class PromptBatch:
     prompts: Tuple[str, ...] = ()
     sources: Optional[Tensor] = None
     spans: Tuple[Tuple[Tuple[int, int], ...], ...] = ()
+    explained: Optional[Tensor] = None
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
@@ -147,6 +157,25 @@ class PromptBatch:
         return self.attention_mask.bool() & ~self.answer_mask
 
     @property
+    def explained_mask(self) -> Tensor:
+        """``(B, W)`` bool: the answer's positions whose log-probability is
+        explained (:attr:`explained`; the whole answer when None)."""
+        if self.explained is None:
+            return self.answer_mask
+        return self.answer_mask & self.explained.to(self.answer_mask.device)
+
+    @property
+    def lead_mask(self) -> Tensor:
+        """``(B, W)`` bool: what is read as given before the explained
+        tokens: the prompt (template included) and the answer's tokens before
+        its explained span (:attr:`prompt_mask` when the whole answer is
+        explained)."""
+        if self.explained is None:
+            return self.prompt_mask
+        first = self.explained_mask.long().cumsum(1) == 0
+        return self.attention_mask.bool() & first
+
+    @property
     def n_sources(self) -> int:
         """The most sources a prompt has (0 without sources)."""
         return max((len(s) for s in self.spans), default=0)
@@ -155,21 +184,89 @@ class PromptBatch:
         """The answer of ``row`` as token ids."""
         return self.input_ids[row][self.answer_mask[row]].tolist()
 
+    def explained_ids(self, row: int) -> List[int]:
+        """The explained tokens of ``row``'s answer (all of them unless
+        :attr:`explained` narrows them) as token ids."""
+        return self.input_ids[row][self.explained_mask[row]].tolist()
+
+    def explained_range(self, row: int) -> Tuple[int, int]:
+        """``(start, end)``: where ``row``'s explained tokens lie among its
+        answer's tokens (``(0, len(answer_ids(row)))`` for the whole
+        answer)."""
+        inside = self.explained_mask[row][self.answer_mask[row]].nonzero()
+        return int(inside[0]), int(inside[-1]) + 1
+
+    def explaining(self, ranges: Sequence[Tuple[int, int]]) -> "PromptBatch":
+        """The same batch explaining a span of each answer: row ``b``'s
+        answer tokens ``ranges[b]`` (``(start, end)`` among its answer's
+        tokens), whose log-probability every method then explains; its
+        tokens before them are read as given.
+
+        Args:
+            ranges (Sequence of (int, int)): One ``(start, end)`` per row,
+                ``0 <= start < end <=`` the row's answer tokens.
+
+        Returns:
+            PromptBatch: The batch with :attr:`explained` set.
+
+        Raises:
+            ValueError: For a count other than the rows, or an empty range
+                or one outside a row's answer.
+        """
+        if len(ranges) != len(self):
+            raise ValueError(f"{len(ranges)} ranges for {len(self)} rows")
+        explained = torch.zeros_like(self.answer_mask)
+        for b, (start, end) in enumerate(ranges):
+            columns = self.answer_mask[b].nonzero().flatten()
+            if not 0 <= int(start) < int(end) <= len(columns):
+                raise ValueError(
+                    f"row {b}: the answer tokens ({start}, {end}) are empty or "
+                    f"outside its {len(columns)} answer tokens"
+                )
+            explained[b, columns[int(start) : int(end)]] = True
+        return dataclasses.replace(self, explained=explained)
+
     def arguments(self) -> Dict[str, Tensor]:
         """``input_ids``, ``attention_mask`` and ``labels``: the arguments of
-        :class:`~captum_iba.attr.llm.CausalLMLogLikelihood`. The last column
-        (the answers' last token, which predicts nothing) is left out of the
-        ids and the mask; ``labels`` keeps it, one column longer."""
+        :class:`~captum_iba.attr.llm.CausalLMLogLikelihood`, whose sum over
+        the labelled positions is the objective every log-likelihood method
+        explains: ``labels`` holds the explained tokens' ids
+        (:attr:`explained_mask`, the whole answer by default) and
+        :data:`IGNORE_INDEX` elsewhere. The last column (the answers' last
+        token, which predicts nothing) is left out of the ids and the mask;
+        ``labels`` keeps it, one column longer."""
+        labels = self.labels
+        if self.explained is not None:
+            labels = labels.masked_fill(~self.explained_mask, IGNORE_INDEX)
         return {
             "input_ids": self.input_ids[:, :-1],
             "attention_mask": self.attention_mask[:, :-1],
-            "labels": self.labels,
+            "labels": labels,
         }
+
+    def rows(self, index: Sequence[int]) -> "PromptBatch":
+        """The batch of rows ``index`` (in that order; a row may repeat)."""
+        at = torch.tensor(list(index), dtype=torch.long)
+
+        def pick(t: Optional[Tensor]) -> Optional[Tensor]:
+            return None if t is None else t[at]
+
+        return PromptBatch(
+            self.input_ids[at],
+            self.attention_mask[at],
+            self.labels[at],
+            self.scored[at],
+            tuple(self.prompts[b] for b in index) if self.prompts else (),
+            pick(self.sources),
+            tuple(self.spans[b] for b in index) if self.spans else (),
+            pick(self.explained),
+        )
 
     def per_token(self) -> Tuple["PromptBatch", Tensor]:
         """One row per answer token: row ``(b, k)`` is row ``b`` with only
         its ``k``-th answer token labelled (the tokens after it cannot change
-        its probability in a causal model).
+        its probability in a causal model). Every token of the answer, a
+        span explained or not: each row explains its one token.
 
         Returns:
             (PromptBatch, Tensor): The rows, and for each its ``(b, k)``.

@@ -401,11 +401,13 @@ def _concat(parts: Sequence[PromptBatch]) -> PromptBatch:
     if len(parts) == 1:
         return parts[0]
     sources = [p.sources for p in parts]
+    spans = any(p.explained is not None for p in parts)  # a part of an answer
     return PromptBatch(
         *(torch.cat([getattr(p, f) for p in parts]) for f in _TENSORS),
         tuple(x for p in parts for x in p.prompts),
         None if any(s is None for s in sources) else torch.cat(sources),
         tuple(x for p in parts for x in p.spans),
+        torch.cat([p.explained_mask for p in parts]) if spans else None,
     )
 
 

@@ -169,16 +169,18 @@ class CaptumPromptScorer(TokenScorer):
             return super()._prompt_scores(batch, per_token)
         width = batch.input_ids.shape[1]
         answer = torch.zeros(len(batch), width)
-        longest = int(batch.answer_mask.sum(1).max())
+        longest = int(batch.explained_mask.sum(1).max())
         tokens = torch.zeros(len(batch), longest, width)
         device = common.model_device(self.model, batch.input_ids.device)
         has_tokens = per_token and not self.per_token_note
         api = self.prompt_api if has_tokens or self.summed is None else self.summed
         for b in range(len(batch)):
-            prompt = batch.prompt_mask[b]
+            # the prompt (and the answer before its explained tokens, read as
+            # given) then the explained tokens as Captum's target
+            prompt = batch.lead_mask[b]
             ids = batch.input_ids[b][prompt].unsqueeze(0).to(device)
             features = batch.scored[b][prompt].unsqueeze(0).to(device)
-            target = torch.tensor(batch.answer_ids(b), device=device)
+            target = torch.tensor(batch.explained_ids(b), device=device)
             inp = _PromptIds(ids, features, self.tokenizer, self.pad_token_id)
             with common.kept_random_state(device):  # the caller's state kept
                 if self.seed is not None:

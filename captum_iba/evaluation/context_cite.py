@@ -13,7 +13,10 @@ layout exactly the kept sources re-joined, as its own prompt builder does)
 and *our* response (the given token ids, decoded, instead of its own
 generation), and checks that the package re-tokenises that response to the
 same ids, so that it explains the very response the metrics score. Its
-ablations, forward passes and surrogate are the package's own.
+ablations, forward passes and surrogate are the package's own; a part of
+the response (a batch's explained tokens, ``answer_span``) is given to its
+``get_attributions(start_idx=, end_idx=)`` as the characters of its
+response (:func:`citer_scores`), the citer's ablations serving every part.
 :class:`ContextCiteScorer` runs it on every row of a
 :class:`~captum_iba.attr.batches.PromptBatch` with sources (the registered
 ``contextcite-32`` and ``contextcite-256``).
@@ -22,7 +25,7 @@ ablations, forward passes and surrogate are the package's own.
 import contextlib
 import io
 import warnings
-from typing import Any, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -43,6 +46,7 @@ from captum_iba.registry import METHODS
 
 __all__ = [
     "ContextCiteScorer",
+    "citer_scores",
     "context_cite_scores",
     "import_context_cite",
     "make_citer",
@@ -242,6 +246,7 @@ def context_cite_scores(
     prompt: str,
     spans: Sequence[Tuple[int, int]],
     response_ids: Sequence[int],
+    part: Optional[Tuple[int, int]] = None,
     **options: Any,
 ) -> Tensor:
     """ContextCite's score of each source of a prompt for a given response.
@@ -252,6 +257,9 @@ def context_cite_scores(
         prompt (str): The prompt.
         spans (Sequence of (int, int)): Its sources' characters.
         response_ids (Sequence[int]): The response to explain.
+        part (tuple of int, optional): A part of the response to attribute:
+            its tokens ``[start, end)`` (:func:`citer_scores`). Default None:
+            the whole response.
         **options: :func:`make_citer`'s ``num_ablations`` (default 32),
             ``seed`` (0), ``chat`` (True), ``batch_size`` (1) and ``least``
             (2).
@@ -266,10 +274,52 @@ def context_cite_scores(
             empty response, or a response the package reads as other tokens.
     """
     citer = make_citer(model, tokenizer, prompt, spans, response_ids, **options)
+    return citer_scores(citer, part)
+
+
+def citer_scores(citer: Any, part: Optional[Tuple[int, int]] = None) -> Tensor:
+    """A ``ContextCiter``'s score of each source for its response, or for a
+    part of it: the tokens ``part = (start, end)`` of the response, given to
+    the package as the characters of its ``response`` they span (its
+    ``get_attributions(start_idx=, end_idx=)``, which fits its surrogate to
+    that part's logit-probability over the same ablations: a citer's
+    ablated forward passes serve every part).
+
+    Raises:
+        ValueError: When the package reads the part's characters as other
+            tokens.
+    """
+    where: Dict[str, int] = {}
+    if part is not None:
+        where = _part_characters(citer, part)
     with torch.no_grad(), _quiet():
-        scores = citer.get_attributions(verbose=False)
+        scores = citer.get_attributions(verbose=False, **where)
     # + 0.0: its surrogate's -0.0 (a source it gives no weight) shown as 0
     return torch.as_tensor(np.asarray(scores), dtype=torch.float64) + 0.0
+
+
+def _part_characters(citer: Any, part: Tuple[int, int]) -> Dict[str, int]:
+    """``start_idx`` and ``end_idx``: the characters of the citer's
+    ``response`` that its tokens ``part`` span (from the first token's start
+    to the next token's start, or the response's end), checked to read back
+    as those tokens."""
+    tokens, first = citer._output_tokens, citer._response_start
+    offset = tokens.token_to_chars(first).start
+    start, end = part
+    a = tokens.token_to_chars(first + start).start - offset
+    last = len(citer._response_ids)
+    b = (
+        len(citer.response)
+        if end >= last
+        else tokens.token_to_chars(first + end).start - offset
+    )
+    read = tuple(citer._indices_to_token_indices(a, b))
+    if read != (start, end):
+        raise ValueError(
+            f"ContextCite reads the response's characters {a}-{b} as its tokens "
+            f"{read}, not {part}: it would attribute another part of the answer"
+        )
+    return {"start_idx": a, "end_idx": b}
 
 
 class ContextCiteScorer(SourceScorer):
@@ -313,12 +363,17 @@ class ContextCiteScorer(SourceScorer):
         self, batch: PromptBatch, per_token: bool
     ) -> Tuple[Tensor, Optional[Tensor]]:
         out = self._empty(batch)
+        citers: Dict[Any, Any] = {}  # rows of one prompt and response share one
         for b in range(len(batch)):
             chat = row_chat(self.tokenizer, batch, b)
-            found = context_cite_scores(
-                self.model, self.tokenizer, batch.prompts[b], batch.spans[b],
-                batch.answer_ids(b), num_ablations=self.num_ablations,
-                seed=self.seed, chat=chat, least=1,  # with_sources checked them
-            )  # fmt: skip
+            key = (batch.prompts[b], batch.spans[b], tuple(batch.answer_ids(b)), chat)
+            if key not in citers:
+                citers[key] = make_citer(
+                    self.model, self.tokenizer, batch.prompts[b], batch.spans[b],
+                    batch.answer_ids(b), num_ablations=self.num_ablations,
+                    seed=self.seed, chat=chat, least=1,  # with_sources checked them
+                )  # fmt: skip
+            part = None if batch.explained is None else batch.explained_range(b)
+            found = citer_scores(citers[key], part)
             out[b, : len(found)] = found
         return out, None

@@ -226,6 +226,14 @@ class MethodFacts:
         tokens, is refused before it runs."""
         return bool(self.facts.get("reads_answer", False))
 
+    @property
+    def explains_spans(self) -> bool:
+        """bool: Whether it explains a part of a causal LM's answer (a batch
+        whose :attr:`~captum_iba.attr.batches.PromptBatch.explained` is set:
+        the registry's ``spans`` fact, a user's class's ``explains_spans``,
+        False unless it says so)."""
+        return bool(self.facts.get("spans", False))
+
 
 class TokenScorer(MethodFacts):
     """Base class of every method: per-token scores of a batch of either kind.
@@ -424,6 +432,8 @@ class TokenScorer(MethodFacts):
     def _attribute_prompts(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
         """A causal LM's scores (:meth:`_prompt_scores`), zero outside
         ``batch.scored``, the CPU seconds recorded."""
+        if batch.explained is not None:
+            self._check_span(per_token)
         start = time.process_time()
         found = self._prompt_scores(batch, per_token)
         self.settings["cpu_seconds"] = time.process_time() - start
@@ -433,6 +443,23 @@ class TokenScorer(MethodFacts):
         answer = None if found.answer is None else found.answer * keep
         tokens = None if found.tokens is None else found.tokens * keep[:, None]
         return dataclasses.replace(found, answer=answer, tokens=tokens)
+
+    def _check_span(self, per_token: bool) -> None:
+        """Refuses a batch that explains a part of each answer for a method
+        that explains the whole answer only (:attr:`explains_spans`), or
+        with per-token scores (each output token's are the whole answer's
+        tokens, whatever part is explained)."""
+        if not self.explains_spans:
+            raise ValueError(
+                f"{self.name} explains the whole answer only: it cannot explain "
+                "a part of it (the batch's explained tokens); leave it out, or "
+                "explain the whole answer"
+            )
+        if per_token:
+            raise ValueError(
+                "per_token scores each output token of the whole answer: explain "
+                "a part of the answer without per_token"
+            )
 
     def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
         """A causal LM's scores of ``batch``'s prompt tokens (a subclass that

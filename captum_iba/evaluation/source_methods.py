@@ -18,7 +18,10 @@ metrics remove too), on a causal LM's
 Each fills :attr:`AnswerScores.sources <captum_iba.attr.batches.AnswerScores>`
 (``(B, S)``, NaN where a prompt has fewer sources) and gives every token of
 a source its source's score in ``answer`` (so its ``source_pooling`` is
-``"mean"``).
+``"mean"``). Each scores the batch's explained tokens (the whole response,
+or a part of it: :attr:`~captum_iba.attr.batches.PromptBatch.explained`),
+their log-probability after the ablated prompt and the response's tokens
+before them; a part costs what the whole response costs.
 """
 
 from typing import Any, Callable, List, Optional, Sequence, Tuple
@@ -159,15 +162,19 @@ class AblationScorer(SourceScorer):
         return on_device
 
     def _ablated(self, batch: PromptBatch, keeps: Sequence[Tensor]) -> List[Tensor]:
-        """Per row ``b`` of ``batch``, the response's log-probability
-        (``(A_b,)`` float64) given each row of ``keeps[b]`` (``(A_b, S_b)``
+        """Per row ``b`` of ``batch``, the log-probability of its explained
+        tokens (the whole response, or a span of it:
+        :meth:`~captum_iba.attr.batches.PromptBatch.explained_range`),
+        ``(A_b,)`` float64, given each row of ``keeps[b]`` (``(A_b, S_b)``
         bool, True = kept) of its sources."""
         prompts: List[Sequence[int]] = []
         responses: List[Sequence[int]] = []
+        spans: List[Tuple[int, int]] = []
         for b, keep in enumerate(keeps):
             ids_of = row_ablation(self.tokenizer, batch, b)
             prompts += [ids_of(k) for k in keep.tolist()]
             responses += [batch.answer_ids(b)] * len(keep)
+            spans += [batch.explained_range(b)] * len(keep)
         width = max(len(p) + len(r) for p, r in zip(prompts, responses))
         found = pair_log_probs(
             self._log_likelihood(),
@@ -175,6 +182,7 @@ class AblationScorer(SourceScorer):
             responses,
             rows_per_pass(width, self.internal_batch_size),
             self.pad_token_id,
+            spans,
         )
         return list(found.split([len(k) for k in keeps]))
 
@@ -253,16 +261,19 @@ class ShapleySourcesScorer(SourceScorer):
         )
 
     def _row(self, batch: PromptBatch, b: int) -> Any:
-        """Captum's ``LLMAttributionResult`` of row ``b``."""
+        """Captum's ``LLMAttributionResult`` of row ``b``: of its explained
+        tokens, the answer's tokens before them read as given after the
+        ablated prompt."""
         ids_of = row_ablation(self.tokenizer, batch, b)
         prompt = batch.prompts[b]
         texts = [prompt[start:end] for start, end in batch.spans[b]]
+        lead = batch.answer_ids(b)[: batch.explained_range(b)[0]]
 
         def template(*values: str) -> Tensor:  # a slot at "" is left out
-            return torch.tensor([ids_of([v != "" for v in values])])
+            return torch.tensor([ids_of([v != "" for v in values]) + lead])
 
         inp = TextTemplateInput(template, texts, baselines=[""] * len(texts))
-        target = torch.tensor(batch.answer_ids(b))
+        target = torch.tensor(batch.explained_ids(b))
         options = {} if self.n_samples is None else {"n_samples": self.n_samples}
         device = common.model_device(self.model)
         with common.kept_random_state(device):
@@ -276,7 +287,7 @@ class ShapleySourcesScorer(SourceScorer):
     def _source_scores(
         self, batch: PromptBatch, per_token: bool
     ) -> Tuple[Tensor, Optional[Tensor]]:
-        longest = int(batch.answer_mask.sum(1).max())
+        longest = int(batch.explained_mask.sum(1).max())
         out, tokens = self._empty(batch), self._empty(batch, longest)
         for b in range(len(batch)):
             res = self._row(batch, b)

@@ -355,7 +355,7 @@ class IBASurrogateScorer(AblationScorer):
         keeps = [self._keep(batch, b) for b in range(len(batch))]
         out = self._empty(batch)
         for b, found in enumerate(self._ablated(batch, keeps)):
-            n, tokens = len(batch.spans[b]), len(batch.answer_ids(b))
+            n, tokens = len(batch.spans[b]), len(batch.explained_ids(b))
             outcomes = log_odds(found.clamp_max(-1e-12)) / tokens  # finite at p = 1
             weights = self.fit(keeps[b], outcomes, prior[b, :n], self.penalty)
             out[b, :n] = weights * tokens

@@ -31,10 +31,16 @@ labelled tokens, such as :class:`~captum_iba.attr.llm.CausalLMLogLikelihood`
 Rows are padded on the left; a row's labels are the response's ids at its
 positions and :data:`IGNORE_INDEX` elsewhere. :func:`context_test` runs both
 metrics for several methods on one example.
+
+A part of the response - a sentence, whose attribution
+``explain(..., answer_span=...)`` gives - is measured the same way: with
+``span=(start, end)`` (its tokens among the response's) every function's
+outcome is that part's log-probability under each ablation, the response's
+tokens before it read as given (labelled only at the span's positions).
 """
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Mapping, Optional, Sequence
+from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import torch
 from captum.log import log_usage
@@ -63,6 +69,7 @@ IGNORE_INDEX = -100
 TOP_K = (1, 3, 5)
 
 PromptIds = Callable[[Sequence[bool]], Sequence[int]]
+Span = Tuple[int, int]
 LogLikelihood = Callable[[Tensor, Tensor, Tensor], Tensor]
 
 
@@ -98,20 +105,40 @@ def ablation_masks(
 
 
 def _rows(
-    prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], pad_id: int
+    prompts: Sequence[Sequence[int]],
+    responses: Sequence[Sequence[int]],
+    pad_id: int,
+    spans: Sequence[Optional[Span]],
 ) -> Dict[str, Tensor]:
     """Prompts each followed by its response, padded on the left, with the
-    responses' labels."""
+    labels of each response's span (the whole response where None): the one
+    place the outcome's tokens are chosen."""
     width = max(len(p) + len(r) for p, r in zip(prompts, responses))
     ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
     mask = torch.zeros_like(ids)
     labels = torch.full_like(ids, IGNORE_INDEX)
-    for i, (prompt, response) in enumerate(zip(prompts, responses)):
+    for i, (prompt, response, span) in enumerate(zip(prompts, responses, spans)):
         row = list(prompt) + list(response)
         ids[i, width - len(row) :] = torch.tensor(row, dtype=torch.long)
         mask[i, width - len(row) :] = 1
-        labels[i, width - len(response) :] = torch.tensor(list(response))
+        start, end = (0, len(response)) if span is None else span
+        at = width - len(response)
+        labels[i, at + start : at + end] = torch.tensor(list(response[start:end]))
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+def _check_span(span: Optional[Span], response: Sequence[int], name: str) -> None:
+    """Refuses a span that is not ``(start, end)`` tokens of ``response``
+    with ``0 <= start < end <= len(response)``."""
+    if span is None:
+        return
+    ok = isinstance(span, (tuple, list)) and len(span) == 2
+    ok = ok and all(isinstance(x, int) and not isinstance(x, bool) for x in span)
+    if not ok or not 0 <= span[0] < span[1] <= len(response):
+        raise ValueError(
+            f"{name} must be (start, end) tokens of the response with 0 <= start "
+            f"< end <= {len(response)}; got {span!r}"
+        )
 
 
 @torch.no_grad()
@@ -121,6 +148,7 @@ def pair_log_probs(
     responses: Sequence[Sequence[int]],
     batch_size: int = 8,
     pad_token_id: int = 0,
+    spans: Optional[Sequence[Optional[Span]]] = None,
 ) -> Tensor:
     """Each response's log-probability after its prompt (rows padded on the
     left, ``batch_size`` a call): what :func:`response_log_probs` computes
@@ -132,22 +160,34 @@ def pair_log_probs(
         responses (Sequence of Sequence of int): One response per prompt.
         batch_size (int): Rows per call. Default 8.
         pad_token_id (int): The padding id (masked out). Default 0.
+        spans (Sequence, optional): Per pair, the ``(start, end)`` tokens of
+            its response whose log-probability is taken (the response's
+            tokens before them are read as given; None: the whole
+            response). Default None: every response whole.
 
     Returns:
         Tensor: ``(N,)`` float64 log-probabilities (nats, <= 0).
 
     Raises:
-        ValueError: For counts that differ, an empty response, or a
-            non-finite log-probability.
+        ValueError: For counts that differ, an empty response, a span that
+            is empty or outside its response, or a non-finite
+            log-probability.
     """
     if len(prompts) != len(responses):
         raise ValueError(f"{len(prompts)} prompts for {len(responses)} responses")
     if any(len(r) == 0 for r in responses):
         raise ValueError("a response is empty: there is no response to score")
+    spans = [None] * len(prompts) if spans is None else list(spans)
+    if len(spans) != len(prompts):
+        raise ValueError(f"{len(spans)} spans for {len(prompts)} responses")
+    for span, response in zip(spans, responses):
+        _check_span(span, response, "a span")
     out = []
     for start in range(0, len(prompts), batch_size):
         stop = start + batch_size
-        call = _rows(prompts[start:stop], responses[start:stop], pad_token_id)
+        call = _rows(
+            prompts[start:stop], responses[start:stop], pad_token_id, spans[start:stop]
+        )
         found = log_likelihood(
             call["input_ids"], call["attention_mask"], call["labels"]
         )
@@ -166,6 +206,7 @@ def response_log_probs(
     keep: Tensor,
     batch_size: int = 8,
     pad_token_id: int = 0,
+    span: Optional[Span] = None,
 ) -> Tensor:
     """The response's log-probability given each subset of the sources.
 
@@ -178,14 +219,24 @@ def response_log_probs(
         keep (Tensor): ``(A, S)`` bool, the sources kept in each row.
         batch_size (int): Rows per call. Default 8.
         pad_token_id (int): The padding id (masked out). Default 0.
+        span (tuple of int, optional): A part of the response: its tokens
+            ``[start, end)``, whose log-probability is then the outcome (a
+            sentence of the response; its tokens before the span are read
+            as given, those after it read by nothing). Default None: the
+            whole response.
 
     Returns:
         Tensor: ``(A,)`` float64 log-probabilities (nats, <= 0).
+
+    Raises:
+        ValueError: For an empty response, ``keep`` not ``(A, S)`` bool, or
+            a ``span`` that is empty or outside the response.
     """
     if len(response_ids) == 0:
         raise ValueError("response_ids is empty: there is no response to score")
     if keep.dim() != 2 or keep.dtype != torch.bool:
         raise ValueError(f"keep must be (A, S) bool; got {tuple(keep.shape)}")
+    _check_span(span, response_ids, "span")
     prompts = [prompt_ids(k.tolist()) for k in keep]
     return pair_log_probs(
         log_likelihood,
@@ -193,7 +244,13 @@ def response_log_probs(
         [response_ids] * len(prompts),
         batch_size,
         pad_token_id,
+        [span] * len(prompts),
     )
+
+
+def _span(span: Optional[Span]) -> Optional[Span]:
+    """A span as a tuple of ints (None stays None)."""
+    return None if span is None else (int(span[0]), int(span[1]))
 
 
 def log_odds(log_probs: Tensor) -> Tensor:
@@ -213,12 +270,16 @@ class SourceAblations:
         log_probs (Tensor): ``(A,)`` float64 the response's log-probability.
         keep_prob (float): The probability of keeping a source.
         seed (int): The seed the ablations were drawn with.
+        span (tuple of int, optional): The response's tokens ``[start,
+            end)`` whose log-probability the outcomes are (None: the whole
+            response).
     """
 
     keep: Tensor
     log_probs: Tensor
     keep_prob: float = 0.5
     seed: int = 0
+    span: Optional[Span] = None
 
     @property
     def log_odds(self) -> Tensor:
@@ -237,19 +298,23 @@ def ablate_sources(
     seed: int = 0,
     batch_size: int = 8,
     pad_token_id: int = 0,
+    span: Optional[Span] = None,
 ) -> SourceAblations:
     """The LDS's held-out ablations of one example: random subsets of the
     sources (:func:`ablation_masks`) and the response's log-probability given
-    each (:func:`response_log_probs`; see those for the arguments).
+    each (:func:`response_log_probs`; see those for the arguments) - of a
+    part of the response with ``span`` (its tokens ``[start, end)``: the
+    LDS of a sentence's attribution).
 
     Returns:
         SourceAblations: The ablations and their outcomes.
     """
     keep = ablation_masks(n_sources, n_ablations, keep_prob, seed)
     found = response_log_probs(
-        log_likelihood, prompt_ids, response_ids, keep, batch_size, pad_token_id
-    )
-    return SourceAblations(keep, found, keep_prob, seed)
+        log_likelihood, prompt_ids, response_ids, keep, batch_size, pad_token_id,
+        span,
+    )  # fmt: skip
+    return SourceAblations(keep, found, keep_prob, seed, _span(span))
 
 
 def _scores_2d(source_scores: Tensor, n_sources: Optional[int] = None) -> Tensor:
@@ -320,14 +385,17 @@ def top_k_drop(
     ks: Sequence[int] = TOP_K,
     batch_size: int = 8,
     pad_token_id: int = 0,
+    span: Optional[Span] = None,
 ) -> Tensor:
     """ContextCite's top-k log-probability drop: how much the response's
-    log-probability falls when each method's ``k`` highest-scored sources are
-    left out.
+    log-probability (or, with ``span``, a part's) falls when each method's
+    ``k`` highest-scored sources are left out.
 
     Args:
         log_likelihood, prompt_ids, response_ids, batch_size, pad_token_id:
             As :func:`response_log_probs`.
+        span (tuple of int, optional): As :func:`response_log_probs`'s: a
+            part of the response, measured as the whole is.
         source_scores (Tensor): ``(S,)`` or ``(M, S)`` one score per source.
         ks (Sequence[int]): The k's. Default (1, 3, 5).
 
@@ -344,8 +412,9 @@ def top_k_drop(
     cut = [(i, _top_k_keep(scores, int(k))) for i, k in enumerate(ks) if k < s]
     keep = torch.cat([full] + [c for _, c in cut])
     found = response_log_probs(
-        log_likelihood, prompt_ids, response_ids, keep, batch_size, pad_token_id
-    )
+        log_likelihood, prompt_ids, response_ids, keep, batch_size, pad_token_id,
+        span,
+    )  # fmt: skip
     out = torch.full((m, len(ks)), float("nan"), dtype=torch.float64)
     for j, (i, _) in enumerate(cut):
         out[:, i] = found[0] - found[1 + j * m : 1 + (j + 1) * m]
@@ -381,24 +450,38 @@ def context_test(
     ablations: Optional[SourceAblations] = None,
     batch_size: int = 8,
     pad_token_id: int = 0,
+    span: Optional[Span] = None,
 ) -> Dict[str, ContextResult]:
     """Both metrics for every method's source scores on one example, the
     LDS's ablations shared (drawn with :func:`ablate_sources`'s defaults -
-    32 ablations, keep probability 0.5, seed 0 - unless given).
+    32 ablations, keep probability 0.5, seed 0 - unless given). With
+    ``span``, of a part of the response (a sentence's attribution, measured
+    as the whole response's is: its log-probability under each ablation).
 
     Args:
         log_likelihood, prompt_ids, response_ids, batch_size, pad_token_id:
             As :func:`response_log_probs`.
+        span (tuple of int, optional): As :func:`response_log_probs`'s: a
+            part of the response, measured as the whole is.
         source_scores (Mapping[str, Tensor]): Method -> ``(S,)`` scores.
         ks (Sequence[int]): The top-k drop's k's. Default (1, 3, 5).
         ablations (SourceAblations, optional): The LDS's ablations, drawn
-            once for the example.
+            once for the example (of the same ``span``).
 
     Returns:
         dict[str, ContextResult]: Method -> its metrics.
+
+    Raises:
+        ValueError: For no method, or ``ablations`` of another span.
     """
     if not source_scores:
         raise ValueError("source_scores names no method")
+    if ablations is not None and ablations.span != _span(span):
+        raise ValueError(
+            f"the ablations' outcomes are of the response's tokens "
+            f"{ablations.span or 'all'}, not of span {span!r}: draw them with "
+            "the same span (ablate_sources(..., span=))"
+        )
     names = list(source_scores)
     scores = torch.stack([torch.as_tensor(source_scores[m]) for m in names])
     if ablations is None:
@@ -409,11 +492,13 @@ def context_test(
             scores.shape[1],
             batch_size=batch_size,
             pad_token_id=pad_token_id,
+            span=span,
         )
     lds = linear_datamodeling_score(scores, ablations)
     drops = top_k_drop(
-        log_likelihood, prompt_ids, response_ids, scores, ks, batch_size, pad_token_id
-    )
+        log_likelihood, prompt_ids, response_ids, scores, ks, batch_size,
+        pad_token_id, span,
+    )  # fmt: skip
     return {
         m: ContextResult(
             m,

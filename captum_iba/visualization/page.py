@@ -20,7 +20,7 @@ import numpy as np
 
 from captum_iba.visualization._inputs import as_array, scale_scores
 
-__all__ = ["ScoreRow", "explanation_html", "score_colors"]
+__all__ = ["CitedAnswer", "ScoreRow", "explanation_html", "score_colors"]
 
 #: Hue of scores without a direction (a purple that is neither "for" nor
 #: "against"), and of the signed scale's two ends.
@@ -92,6 +92,34 @@ class ScoreRow:
     matrix_labels: Sequence[str] = ()
 
 
+@dataclass(frozen=True)
+class CitedAnswer:
+    """One method's citations of a causal LM's answer, part by part: the
+    answer as a cited paragraph (each part followed by its citation marks)
+    and the sources it cites, listed below with their text.
+
+    Attributes:
+        method (str): The method's name, as the block's heading.
+        text (str): The answer, unescaped.
+        parts (Sequence of (int, int, Sequence of (int, float))): Each part
+            of the answer explained: its ``start`` and ``end`` characters in
+            ``text`` and its cited sources as ``(number, score)`` (numbered
+            from 1, best first; none: the part cites no source).
+        sources (Sequence of (int, str)): Each source cited, ``(number,
+            text)``.
+        details (str): A line under the method's name.
+        meaning (str): What a score is and which sources a part cites, for
+            the legend.
+    """
+
+    method: str
+    text: str
+    parts: Sequence[Tuple[int, int, Sequence[Tuple[int, float]]]]
+    sources: Sequence[Tuple[int, str]]
+    details: str = ""
+    meaning: str = ""
+
+
 _STYLE = """
 .ciba{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#111;
 max-width:1100px;line-height:1.4}
@@ -124,6 +152,15 @@ border-radius:2px}
 text-align:left;max-height:9em}
 .ciba table.m tbody th{text-align:right}
 .ciba table.m td{min-width:1.2em;height:1.2em;border:1px solid #fff}
+.ciba .cited{display:grid;grid-template-columns:190px 1fr;gap:.2em 1em;
+padding:.6em 0;border-top:1px solid #ddd}
+.ciba .cited .method{grid-row:span 3}
+.ciba .para{font-size:1.1em;margin:0;padding:.3em .6em;background:#fbfaf4;
+border-left:3px solid #b59b3b}
+.ciba .part{border-bottom:1px dotted #888}
+.ciba .mark{font-size:.75em;color:#5b3fa8;margin-left:.1em;font-weight:600}
+.ciba ol.refs{margin:.2em 0 0;padding-left:2.2em;font-size:.9em}
+.ciba ol.refs .sc{color:#555;margin-left:.6em;font-size:.9em}
 """
 
 
@@ -224,6 +261,48 @@ def _matrix(row: ScoreRow) -> str:
     )
 
 
+def _cited(block: CitedAnswer) -> str:
+    """A method's cited paragraph: the answer, each part followed by its
+    citation marks (a mark's tooltip: the source's score and text), and the
+    cited sources listed below (each with its score for every part that
+    cites it)."""
+    texts = dict(block.sources)
+    scored: dict = {}
+    cells, at = [], 0
+    for k, (start, end, cites) in enumerate(sorted(block.parts, key=lambda p: p[1])):
+        start, end = max(start, at), max(end, at)
+        cells.append(html.escape(block.text[at:start]))
+        said = ", ".join(f"[{n}] {v:.4g}" for n, v in cites) or "no source"
+        cells.append(
+            f'<span class="part" title="{html.escape(f"part {k + 1}: {said}")}">'
+            f"{html.escape(block.text[start:end])}</span>"
+        )
+        for n, v in cites:
+            scored.setdefault(n, []).append(f"part {k + 1}: {v:.4g}")
+            tip = html.escape(f"score {v:.4g}: {texts.get(n, '')}")
+            cells.append(f'<sup class="mark" title="{tip}">[{n}]</sup>')
+        if not cites:
+            cells.append('<sup class="mark" title="no source cited">[-]</sup>')
+        at = end
+    cells.append(html.escape(block.text[at:]))
+    refs = "".join(
+        f'<li value="{n}">{html.escape(text)}'
+        f'<span class="sc">({html.escape("; ".join(scored.get(n, [])))})</span></li>'
+        for n, text in sorted(block.sources)
+    )
+    details = f"<small>{html.escape(block.details)}</small>" if block.details else ""
+    legend = (
+        f'<div class="legend"><span>{html.escape(block.meaning)}</span></div>'
+        if block.meaning
+        else ""
+    )
+    return (
+        f'<div class="cited"><div class="method">{html.escape(block.method)}'
+        f'{details}</div><p class="para">{"".join(cells)}</p>'
+        f'<ol class="refs">{refs}</ol>{legend}</div>'
+    )
+
+
 def _row(row: ScoreRow, top: int) -> str:
     details = f"<small>{html.escape(row.details)}</small>" if row.details else ""
     return (
@@ -241,6 +320,7 @@ def explanation_html(
     notes: Sequence[str] = (),
     top: int = 3,
     full_page: bool = True,
+    cited: Sequence[CitedAnswer] = (),
 ) -> str:
     """The explanation page: facts, then one row of word colours per method.
 
@@ -257,6 +337,9 @@ def explanation_html(
         full_page (bool): A complete HTML document (with ``<meta
             charset="utf-8">``); False gives a fragment for a notebook.
             Default True.
+        cited (Sequence[CitedAnswer]): A causal LM's answer as a cited
+            paragraph, one block per method, shown after the facts (parts of
+            the answer attributed to a context's sources).
 
     Returns:
         str: The HTML; every word, label and note is escaped.
@@ -277,6 +360,7 @@ def explanation_html(
             for k, v in facts
         )
         parts.append(f'<table class="facts">{cells}</table>')
+    parts.extend(_cited(c) for c in cited)
     parts.extend(_row(r, top) for r in rows)
     if notes:
         parts.append(

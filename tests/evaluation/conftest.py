@@ -1,12 +1,13 @@
 """Fixtures of the evaluation tests: a tiny vocabulary, a tiny random BERT,
 batches (single sentences and pairs), an exactly linear bag-of-words model
-and the tiny Llama trained to copy a value from its prompt."""
+and the tiny Llamas trained to copy a value from their prompt (one fact, or
+two facts into two sentences)."""
 
 import pytest
 import torch
 from torch import nn
 
-from tests.copy_model import train_copy_model
+from tests.copy_model import train_copy_model, train_two_fact_model
 from tests.helpers import bert_tokenizer, tiny_bert
 
 WORDS = [
@@ -20,6 +21,13 @@ def copy_model():
     """The copy model trained from seed 0 and its tokenizer (shared by the
     context and the amortized explainer's tests: trained once a session)."""
     return train_copy_model(0)
+
+
+@pytest.fixture(scope="session")
+def two_fact_model():
+    """The model trained (seed 0) to copy two facts into two sentences, and
+    its tokenizer (trained once a session)."""
+    return train_two_fact_model(0)
 
 
 @pytest.fixture(scope="session")

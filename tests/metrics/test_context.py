@@ -127,3 +127,88 @@ def test_left_padding_on_a_causal_lm_changes_nothing():
     together = response_log_probs(model, ids_of, [14, 15], keep, batch_size=6)
     alone = response_log_probs(model, ids_of, [14, 15], keep, batch_size=1)
     torch.testing.assert_close(together, alone, rtol=1e-5, atol=1e-5)
+
+
+# A part of the response (issue 77, item 3): a response of two tokens, 5
+# then 6, each with its own known log-odds over the sources kept; a span's
+# outcome is its tokens' log-probability, the tokens before it given.
+W6 = torch.tensor([-1.0, 2.5, 0.0, 1.0, -2.0, 0.5])
+
+
+def two_token_log_likelihood(ids, mask, labels):
+    """log p(token 5) = logsigmoid(BIAS + W . kept), log p(token 6) =
+    logsigmoid(W6 . kept), summed over the labelled ones (the response is
+    [5, 6], at the row's end)."""
+    present = torch.stack([((ids == 10 + i) & (mask == 1)).any(1) for i in range(6)])
+    z5 = BIAS + (W[:, None] * present.double()).sum(0)
+    z6 = (W6[:, None] * present.double()).sum(0)
+    assert (ids[:, -2:] == torch.tensor([5, 6])).all()
+    five, six = labels[:, -2] == 5, labels[:, -1] == 6
+    assert (labels[:, :-2] == IGNORE_INDEX).all()
+    return F.logsigmoid(z5) * five + F.logsigmoid(z6) * six
+
+
+@pytest.mark.parametrize("span, truth", [((0, 1), W), ((1, 2), W6)])
+def test_a_span_s_outcome_is_its_own_tokens_log_probability(span, truth):
+    ablations = ablate_sources(
+        two_token_log_likelihood, prompt_ids, [5, 6], 6, 32, seed=0, span=span
+    )
+    assert ablations.span == span
+    bias = BIAS if span == (0, 1) else 0.0
+    z = bias + ablations.keep.double() @ truth.double()
+    torch.testing.assert_close(ablations.log_odds, z)  # its log-odds, exactly
+    other = W6 if truth is W else W
+    lds = linear_datamodeling_score(torch.stack([truth, other]), ablations)
+    assert lds[0] == pytest.approx(1.0) and lds[1] < 0.5
+    # the top-k drop of the span, by hand: source 1 is W6's best (2.5)
+    drops = top_k_drop(
+        two_token_log_likelihood, prompt_ids, [5, 6], truth, ks=(1,), span=span
+    )
+    z0 = bias + float(truth.sum())
+    best = int(torch.argmax(truth))
+    expected = F.logsigmoid(torch.tensor(z0)) - F.logsigmoid(
+        torch.tensor(z0 - float(truth[best]))
+    )
+    assert float(drops[0, 0]) == pytest.approx(float(expected))
+    out = context_test(
+        two_token_log_likelihood, prompt_ids, [5, 6], {"truth": truth}, ks=(1,),
+        ablations=ablations, span=span,
+    )  # fmt: skip
+    assert out["truth"].lds == pytest.approx(1.0)
+
+
+def test_the_spans_of_a_response_add_up_to_it():
+    """The whole response's log-probability is its parts' sum: the outcome
+    of the whole (no span) is that of the span (0, 2), and of (0, 1) plus
+    (1, 2)."""
+    keep = ablation_masks(6, 8, seed=3)
+    whole = response_log_probs(two_token_log_likelihood, prompt_ids, [5, 6], keep)
+    both = response_log_probs(
+        two_token_log_likelihood, prompt_ids, [5, 6], keep, span=(0, 2)
+    )
+    parts = [
+        response_log_probs(two_token_log_likelihood, prompt_ids, [5, 6], keep, span=s)
+        for s in ((0, 1), (1, 2))
+    ]
+    torch.testing.assert_close(whole, both)
+    torch.testing.assert_close(whole, parts[0] + parts[1])
+
+
+@pytest.mark.parametrize("span", [(0, 0), (1, 3), (-1, 1), (True, 2), (0,)])
+def test_a_span_outside_the_response_is_refused(span):
+    keep = ablation_masks(6, 4, seed=0)
+    with pytest.raises(ValueError, match="span must be"):
+        response_log_probs(
+            two_token_log_likelihood, prompt_ids, [5, 6], keep, span=span
+        )
+
+
+def test_ablations_of_another_span_are_refused():
+    ablations = ablate_sources(
+        two_token_log_likelihood, prompt_ids, [5, 6], 6, 8, span=(0, 1)
+    )
+    with pytest.raises(ValueError, match=r"tokens \(0, 1\), not of span \(1, 2\)"):
+        context_test(
+            two_token_log_likelihood, prompt_ids, [5, 6], {"w": W}, ks=(1,),
+            ablations=ablations, span=(1, 2),
+        )  # fmt: skip
