@@ -307,6 +307,7 @@ class PromptBatch:
             tuple(self.prompts[b] for b in at) if self.prompts else (),
             None if self.sources is None else self.sources[index],
             tuple(self.spans[b] for b in at) if self.spans else (),
+            None if self.explained is None else self.explained[index],
         )
 
     def without(self, drop: Tensor, pad_token_id: int) -> Tuple["PromptBatch", Tensor]:
@@ -354,6 +355,7 @@ class PromptBatch:
             self.prompts,
             take(self.sources, -1),
             self.spans,
+            take(self.explained, False),
         )
         return batch, cols.masked_fill(~held, -1)
 
