@@ -294,22 +294,6 @@ class PromptBatch:
         )
         return batch, torch.tensor(which, dtype=torch.long)
 
-    def rows(self, index: Tensor) -> "PromptBatch":
-        """The batch of the rows ``index`` (a ``(R,)`` long tensor), in its
-        order."""
-        index = index.to(self.input_ids.device)
-        at = index.tolist()
-        return PromptBatch(
-            self.input_ids[index],
-            self.attention_mask[index],
-            self.labels[index],
-            self.scored[index],
-            tuple(self.prompts[b] for b in at) if self.prompts else (),
-            None if self.sources is None else self.sources[index],
-            tuple(self.spans[b] for b in at) if self.spans else (),
-            None if self.explained is None else self.explained[index],
-        )
-
     def without(self, drop: Tensor, pad_token_id: int) -> Tuple["PromptBatch", Tensor]:
         """The batch with the positions in ``drop`` deleted, as the
         degradation test deletes tokens: each row's other positions keep

@@ -258,7 +258,7 @@ class IBAScorer(TokenScorer):
         long = (batch.scored.sum(1) >= self.rest_from).nonzero().flatten()
         if len(long) == 0:
             return scores
-        part, first = batch.rows(long), scores.answer[long]
+        part, first = batch.rows(long.tolist()), scores.answer[long]
         scored = part.scored.bool()
         top = top_share(first, scored, self.rest_share)
         rest, columns = part.without(top, self.pad_token_id)

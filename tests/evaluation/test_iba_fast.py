@@ -81,7 +81,7 @@ def test_a_short_prompt_gets_one_step_a_long_one_the_rest_step_too(lm):
     fast.rest_from = 4  # the first prompt (8 tokens) takes the step, not the second
     got = fast.attribute(batch).answer
     assert torch.equal(got[1], first[1])
-    row = batch.rows(torch.tensor([0]))
+    row = batch.rows([0])
     top = top_share(first[:1], row.scored.bool(), 0.25)
     assert top.sum() == 2  # round(8 * 0.25)
     short, columns = row.without(top, one.pad_token_id)
