@@ -18,6 +18,7 @@ VALUES = {
     "prior": ("reference", ["reference"]),
     "beta": ("0.001", 0.001),
     "steps": ("3", 3),
+    "rest_share": ("0.5", 0.5),
     "n_samples": ("2", 2),
     "seed": ("7", 7),
     "precision": ("bf16", "bf16"),
