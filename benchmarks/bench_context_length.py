@@ -121,14 +121,6 @@ def long_context(
     return tuple(sources), query, key
 
 
-def _status(key: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    raise KeyError(key)
-
-
 def measure(fn: Any) -> Dict[str, Any]:
     """CPU-s, wall-s and peak memory of ``fn()`` (see the module's text)."""
     try:

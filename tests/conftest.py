@@ -59,6 +59,17 @@ def tiny_model_dir(tmp_path):
     return str(tmp_path)
 
 
+@pytest.fixture
+def no_lm_weights(monkeypatch):
+    """Fails a test that loads a causal LM's weights."""
+    import transformers
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the weights were loaded")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
+
+
 @pytest.fixture(scope="module")
 def at2_package():
     """AT2's package (skipped without it), imported outside any test's

@@ -61,17 +61,6 @@ def lm_dir(tmp_path_factory, lm):
     return str(folder)
 
 
-@pytest.fixture
-def no_weights(monkeypatch):
-    """Fails a test that loads a causal LM's weights."""
-    import transformers
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the weights were loaded")
-
-    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
-
-
 def _explain(lm, method="loso", **options):
     model, tok = lm
     return captum_iba.explain(
@@ -143,14 +132,14 @@ def test_offsets_that_cut_a_token_are_rounded_outward_with_one_warning(lm):
     ],
 )
 def test_bad_answer_spans_are_refused_before_the_weights(
-    lm_dir, no_weights, value, message
+    lm_dir, no_lm_weights, value, message
 ):
     with pytest.raises(ValueError, match=message):
         captum_iba.explain(QUERY, model=lm_dir, context=SOURCES, answer_span=value)
 
 
 def test_a_span_outside_a_given_answer_is_refused_before_the_weights(
-    lm_dir, no_weights
+    lm_dir, no_lm_weights
 ):
     with pytest.raises(
         ValueError, match=r"answer_span=\(20, 40\) lies outside the answer's 24"
@@ -168,7 +157,7 @@ def test_a_span_outside_the_greedy_answer_is_refused_after_generation(lm):
 
 
 def test_refused_without_a_context_for_a_classifier_and_for_whole_answer_methods(
-    lm_dir, tiny_model_dir, no_weights
+    lm_dir, tiny_model_dir, no_lm_weights
 ):
     with pytest.raises(ValueError, match="answer_span= attributes parts of the answer"):
         captum_iba.explain(QUERY, model=lm_dir, answer_span="sentences")
@@ -286,7 +275,7 @@ def test_cli_answer_sentences_lists_and_pages_a_cited_paragraph(
         ),
     ],
 )
-def test_cli_refusals_before_the_weights(lm_dir, no_weights, extra, message, capsys):
+def test_cli_refusals_before_the_weights(lm_dir, no_lm_weights, extra, message, capsys):
     argv = ["explain", "--model", lm_dir] + extra
     if extra[0] != "the cat":
         argv += ["--context", "a b. c d.", "--query", QUERY]

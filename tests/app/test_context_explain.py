@@ -36,17 +36,6 @@ def lm_dir(tmp_path_factory, lm):
     return str(folder)
 
 
-@pytest.fixture
-def no_weights(monkeypatch):
-    """Fails a test that loads a causal LM's weights."""
-    import transformers
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the weights were loaded")
-
-    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
-
-
 def _explain(lm, context, method, **options):
     model, tok = lm
     kw = dict(FAST, **options)
@@ -168,12 +157,12 @@ def test_bad_contexts_are_refused_before_the_model(query, context, options, mess
         context_prompt_of(query, context, options.get("sources", "sentence"))
 
 
-def test_iba_sources_without_a_context_before_the_weights(lm_dir, no_weights):
+def test_iba_sources_without_a_context_before_the_weights(lm_dir, no_lm_weights):
     with pytest.raises(ValueError, match="iba-sources scores the sources of a"):
         captum_iba.explain(QUERY, model=lm_dir, method="iba-sources")
 
 
-def test_a_context_past_the_positions_before_the_weights(lm_dir, no_weights):
+def test_a_context_past_the_positions_before_the_weights(lm_dir, no_lm_weights):
     long = [" ".join(["the cat sat"] * 8)] * 2  # 48 words and the layout
     with pytest.raises(ValueError, match=r"has \d+ tokens, more than the model's 48"):
         captum_iba.explain(QUERY, model=lm_dir, context=long)
@@ -276,7 +265,7 @@ def _refused(argv, capsys):
         (["--context", "a.b/c.d"], "--context a.b/c.d: file not found"),
     ],
 )
-def test_cli_refusals_before_the_weights(lm_dir, no_weights, extra, message, capsys):
+def test_cli_refusals_before_the_weights(lm_dir, no_lm_weights, extra, message, capsys):
     argv = ["explain", "--model", lm_dir] + extra
     if "--query" not in extra and extra[:1] == ["--context"] and "a b" not in extra[1]:
         argv += ["--query", QUERY]
@@ -284,7 +273,7 @@ def test_cli_refusals_before_the_weights(lm_dir, no_weights, extra, message, cap
 
 
 def test_cli_context_folder_is_refused_and_text_with_a_slash_kept(
-    lm_dir, tmp_path, no_weights, capsys
+    lm_dir, tmp_path, no_lm_weights, capsys
 ):
     """Issue 79 item 2: a folder was read as the context's text (its path
     split into two sources); a text that only holds a slash is still a text."""
@@ -312,7 +301,7 @@ def test_the_page_s_source_legend_says_what_the_score_is(lm):
 
 
 def test_cli_context_past_the_positions_and_for_a_classifier(
-    lm_dir, tiny_model_dir, no_weights, capsys
+    lm_dir, tiny_model_dir, no_lm_weights, capsys
 ):
     long = ". ".join(["the cat sat on the mat"] * 8)
     argv = ["explain", "--context", long, "--query", QUERY, "--model", lm_dir]
@@ -349,7 +338,7 @@ def test_turns_keep_a_turns_lines_and_the_text_before_the_first_label():
 
 
 def test_cli_attnlrp_without_lxt_before_the_weights(
-    lm_dir, no_weights, monkeypatch, capsys
+    lm_dir, no_lm_weights, monkeypatch, capsys
 ):
     """AttnLRP pooled to the sources, where lxt is missing: the cause in one
     line, before the weights load."""
@@ -381,7 +370,7 @@ class _Missing:
      ("at2", "at2"), ("iba-heads", "at2")],
 )  # fmt: skip
 def test_cli_context_method_without_its_package_before_the_weights(
-    lm_dir, no_weights, monkeypatch, capsys, method, package
+    lm_dir, no_lm_weights, monkeypatch, capsys, method, package
 ):
     """Issue 79 item 4: ContextCite and AT2 without their package were
     refused after the model loaded (~23 CPU-s); now, like AttnLRP without
@@ -448,7 +437,7 @@ def test_a_source_method_whose_sources_tie_says_so_of_the_sources(lm, monkeypatc
     assert "no ranking of the sources: every source's" in context_text(result)
 
 
-def test_a_span_that_cuts_a_token_is_warned_before_the_weights(lm_dir, no_weights):
+def test_a_span_that_cuts_a_token_is_warned_before_the_weights(lm_dir, no_lm_weights):
     """Issue 79 item 9: spans that cut a token in two ran without a word."""
     context = "the cat sat on the mat"
     with pytest.warns(UserWarning, match=r"source 1 \('the c'\) cuts the token 'cat'"):
