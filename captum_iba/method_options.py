@@ -13,7 +13,12 @@ from typing import Any, Dict
 from captum_iba._utils import values as _v
 from captum_iba._utils.registry import Registry
 
-__all__ = ["EXPLAINER_OBJECTIVES", "OPTIONS", "SURROGATE_OUTCOMES"]
+__all__ = [
+    "EXPLAINER_OBJECTIVES",
+    "OPTIONS",
+    "SURROGATE_DESIGNS",
+    "SURROGATE_OUTCOMES",
+]
 
 #: The options of the methods, by name. An entry's object is the check of a
 #: value (a string from the command line, or a Python value); its facts:
@@ -65,6 +70,12 @@ def _one_of(names: Any) -> Any:
 #: first: the ablation outcomes' ranks or their log-odds per response token
 #: (:mod:`captum_iba.evaluation.surrogate`).
 SURROGATE_OUTCOMES = ("ranks", "log-odds")
+#: How ``iba-surrogate`` draws its ablations, the default first: where the
+#: sources outnumber what a factorial design separates, the design over the
+#: prior's top sources (:func:`captum_iba.evaluation.surrogate.focused_masks`;
+#: the factorial design below that), or a factorial design over every source
+#: where one fits, at random where none does.
+SURROGATE_DESIGNS = ("focused", "factorial")
 
 
 def _precision(value: object) -> str:
@@ -181,6 +192,17 @@ _option(
     "ablation outcomes' ranks, what the LDS compares) or 'log-odds' (the "
     "response's log-odds per token, as ContextCite; docs/context.rst)",
     kwarg="outcome",
+)
+_option(
+    "surrogate_design",
+    _one_of(SURROGATE_DESIGNS),
+    "how iba-surrogate draws its ablations: 'focused' (default: a fractional "
+    "factorial design over every source where one fits; where the sources "
+    "outnumber what it separates - 16 or more at 16 ablations - the design "
+    "over the 8 sources one deletion step ranks highest, the others at "
+    "random; docs/studies/context_long.rst) or 'factorial' (the design where "
+    "one fits, else every source at random: the default before 0.4)",
+    kwarg="design",
 )
 _option(
     "explainer_objective",

@@ -64,7 +64,12 @@ from typing import Dict, Optional, Tuple
 
 from captum_iba._utils import values as _v
 from captum_iba._utils.registry import Entry, Registry
-from captum_iba.method_options import EXPLAINER_OBJECTIVES, OPTIONS, SURROGATE_OUTCOMES
+from captum_iba.method_options import (
+    EXPLAINER_OBJECTIVES,
+    OPTIONS,
+    SURROGATE_DESIGNS,
+    SURROGATE_OUTCOMES,
+)
 
 __all__ = [
     "DEFAULT_COMPARISON",
@@ -79,6 +84,7 @@ __all__ = [
     "OPTIONS",
     "PRIORS",
     "SETTINGS",
+    "SURROGATE_DESIGNS",
     "SURROGATE_OUTCOMES",
     "Entry",
     "Registry",
@@ -373,12 +379,19 @@ _method(
     "iba-surrogate",
     "surrogate:IBASurrogateScorer",
     "ContextCite's linear surrogate of the response's logit-probability over "
-    "source ablations (16 by default, a fractional factorial design), its "
+    "source ablations (16 by default, a fractional factorial design; over the "
+    "top sources of the prior where the sources outnumber it), its "
     "weights shrunk toward one iba-deletion step's source scores instead of "
     "toward 0: IBA as "
     "the surrogate's prior, fitted to the outcomes' ranks (a prompt with "
     "sources)",
-    ("ablations", "surrogate_outcome", "seed", "internal_batch_size"),
+    (
+        "ablations",
+        "surrogate_outcome",
+        "surrogate_design",
+        "seed",
+        "internal_batch_size",
+    ),
     reduction="mean",
     models=("causal-lm",),
     sources=True,

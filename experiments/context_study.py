@@ -149,7 +149,11 @@ def study_examples(args: argparse.Namespace) -> List[ContextExample]:
     """The examples of a run's ``--task``, ``--split``, ``--n``, ``--seed``
     and (``context-facts``) ``--passages`` (LOW-HIGH, checked)."""
     passages = parse_passages(args.passages)
-    extra = {"sources": passages} if args.task == "context-facts" else {}
+    extra = (
+        {"sources": passages, "words": getattr(args, "passage_words", None)}
+        if args.task == "context-facts"
+        else {}
+    )
     return context_examples(args.task, args.split, args.n, seed=args.seed, **extra)
 
 
@@ -368,19 +372,45 @@ def stepped_scorers(
 
 
 def surrogate_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
-    """Each ``iba-surrogate-<k>[-log-odds]`` method's scorer (``model, tok ->
-    scorer``): ``iba-surrogate`` with k ablations a context, fitted to the
-    outcomes' ranks (its default) or to their log-odds."""
+    """Each ``iba-surrogate-<k>[-log-odds][-focused][-p<penalty>]`` method's
+    scorer (``model, tok -> scorer``): ``iba-surrogate`` with k ablations a
+    context, fitted to the outcomes' ranks (its default) or to their log-odds,
+    its design the factorial one over every source (what the records without
+    ``-focused`` ran: ``iba-surrogate`` 's default before issue 77's long
+    contexts) or ``focused`` on the prior's top sources (its default since;
+    the two are the same below 16 sources at 16 ablations), the prior's
+    weight ``penalty`` (default 1). The variants of
+    one run share their ablations and prior where they are the same
+    (:class:`studylib.shared_ablations.Shared`)."""
+    from studylib.shared_ablations import Shared
+
+    from captum_iba.evaluation.surrogate import IBASurrogateScorer
+
+    shared = Shared()
     makers: Dict[str, Callable[..., Any]] = {}
     for m in (m for m in methods if m.startswith(SURROGATE)):
-        default, *others = SURROGATE_OUTCOMES  # the default has no suffix
-        k, _, outcome = m[len(SURROGATE) :].partition("-")
-        if not k.isdigit() or int(k) < 2 or outcome not in ["", *others]:
+        k, *parts = m[len(SURROGATE) :].replace("log-odds", "log_odds").split("-")
+        options: Dict[str, Any] = {
+            "outcome": SURROGATE_OUTCOMES[0],
+            "design": "factorial",  # the records' name without -focused
+        }
+        for part in parts:
+            if part == "log_odds":
+                options["outcome"] = "log-odds"
+            elif part == "focused":
+                options["design"] = "focused"
+            elif part[:1] == "p" and part[1:].replace(".", "", 1).isdigit():
+                options["penalty"] = float(part[1:])
+            else:
+                k = ""  # refused below
+        if not k.isdigit() or int(k) < 2:
             raise SystemExit(
-                f"{m}: the methods are {SURROGATE}<k>[-log-odds], k >= 2 ablations"
+                f"{m}: the methods are {SURROGATE}<k>[-log-odds][-focused]"
+                "[-p<penalty>], k >= 2 ablations"
             )
-        options = {"ablations": int(k), "surrogate_outcome": outcome or default}
-        makers[m] = _with_options("iba-surrogate", options)
+        makers[m] = lambda model, tok, k=int(k), options=options: shared.attach(
+            IBASurrogateScorer(model, n_ablations=k, tokenizer=tok, **options)
+        )
     return makers
 
 
@@ -488,6 +518,11 @@ def main() -> None:
     run_p.add_argument(
         "--passages", default="3-20",
         help="context-facts: the passages per context, LOW-HIGH (the fact one of them)",
+    )  # fmt: skip
+    run_p.add_argument(
+        "--passage-words", type=int,
+        help="context-facts: the distractor passages clipped to their first N "
+        "words (many short chunks; default: whole articles)",
     )  # fmt: skip
     args = parser.parse_args()
     {"run": run, "tables": tables}[args.command](args)

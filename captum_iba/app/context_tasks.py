@@ -34,6 +34,7 @@ __all__ = [
     "ContextExample",
     "FactTemplate",
     "clean_passage",
+    "clip_words",
     "context_examples",
     "context_prompt",
     "fact_examples",
@@ -190,20 +191,36 @@ def clean_passage(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def _passages(texts: Sequence[str], rng: random.Random, n: int) -> List[str]:
-    return [clean_passage(texts[i]) for i in rng.sample(range(len(texts)), n)]
+def clip_words(text: str, words: Optional[int]) -> str:
+    """``text``'s first ``words`` words (all of it for None)."""
+    return text if words is None else " ".join(text.split()[:words])
+
+
+def _passages(
+    texts: Sequence[str], rng: random.Random, n: int, words: Optional[int] = None
+) -> List[str]:
+    picked = rng.sample(range(len(texts)), n)
+    return [clip_words(clean_passage(texts[i]), words) for i in picked]
 
 
 def fact_examples(
-    texts: Sequence[str], n: int, seed: int = 0, sources: Tuple[int, int] = (3, 20)
+    texts: Sequence[str],
+    n: int,
+    seed: int = 0,
+    sources: Tuple[int, int] = (3, 20),
+    words: Optional[int] = None,
 ) -> List[ContextExample]:
     """``n`` planted facts among distractor passages ``texts``: per example
     a template of :data:`FACTS`, a number of sources drawn from ``sources``
-    (inclusive) and the fact's position, at random.
+    (inclusive) and the fact's position, at random. ``words`` clips each
+    distractor to its first so many words (many short chunks, as a retriever
+    returns them; None: whole articles); the draws do not depend on it.
 
     Raises:
-        ValueError: For too few passages or a bad range.
+        ValueError: For too few passages, a bad range or ``words`` below 1.
     """
+    if words is not None and (isinstance(words, bool) or int(words) < 1):
+        raise ValueError(f"words must be None or >= 1; got {words!r}")
     low, high = sources
     if not 2 <= low <= high or len(texts) < high:
         raise ValueError(
@@ -216,7 +233,7 @@ def fact_examples(
         template = FACTS[rng.randrange(len(FACTS))]
         statement, query, answer = template.fill(rng)
         count = rng.randint(low, high)
-        context = _passages(texts, rng, count - 1)
+        context = _passages(texts, rng, count - 1, words)
         key = rng.randrange(count)
         context.insert(key, statement)
         out.append(ContextExample(tuple(context), query, key, answer, "context-facts"))
@@ -276,7 +293,8 @@ def context_examples(
         seed (int): Their seed. Default 0.
         data_dir (str, optional): The corpora's folder (default: as
             :func:`captum_iba.app.data.load_dataset`).
-        **options: ``sources=(low, high)`` for ``context-facts``.
+        **options: ``sources=(low, high)`` and ``words`` (the distractors
+            clipped) for ``context-facts``.
 
     Raises:
         ValueError: For an unknown task or split.

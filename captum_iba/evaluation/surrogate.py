@@ -54,7 +54,12 @@ interaction (resolution IV). When the sources have no more than
 ``n_ablations`` subsets (:math:`2^S`) it takes every one once
 (:func:`distinct_masks`: the surrogate is then the least-squares fit over the
 whole distribution the LDS samples, each source's Banzhaf value, at
-:math:`2^S` ablations, not more). It spends ablations as
+:math:`2^S` ablations, not more). Where the sources outnumber what the
+design separates (:math:`S \ge 2^m`: 16 or more sources at 16 ablations),
+:func:`focused_masks` gives the design to the :math:`2^{m-1}` sources the
+prior ranks highest and draws the others at random: on 32- and 64-source
+contexts that beat drawing every source at random
+(docs/studies/context_long.rst). It spends ablations as
 ContextCite does, so it is not a one-pass method;
 docs/studies/context_surrogate.rst measures it against ContextCite at equal
 CPU time, docs/studies/context_surrogate_fresh.rst on fresh contexts.
@@ -71,13 +76,14 @@ from captum_iba.evaluation.iba import ONE_STEP_POOLING, one_step_deletion
 from captum_iba.evaluation.source_methods import AblationScorer
 from captum_iba.evaluation.sources import source_scores
 from captum_iba.metrics.context import log_odds
-from captum_iba.registry import SURROGATE_OUTCOMES  # their one home
+from captum_iba.registry import SURROGATE_DESIGNS, SURROGATE_OUTCOMES  # their home
 
 __all__ = [
     "IBASurrogateScorer",
     "design_generators",
     "distinct_masks",
     "factorial_masks",
+    "focused_masks",
     "outcome_ranks",
     "prior_ridge",
     "rank_ridge",
@@ -205,6 +211,43 @@ def factorial_masks(n_sources: int, n_ablations: int, seed: int = 0) -> Tensor:
     return _more_distinct(kept, n_ablations, gen)
 
 
+def focused_masks(prior: Tensor, n_ablations: int, seed: int = 0) -> Tensor:
+    r"""Ablations for more sources than a design of ``n_ablations`` runs
+    separates: :func:`factorial_masks` over the :math:`F = 2^{m-1}` sources
+    the prior ranks highest (:math:`2^m` the largest power of two up to
+    ``n_ablations``: resolution IV among them, each of their effects fitted
+    apart from the others'), the other sources kept or left out at random
+    (probability 1/2 each), so the surrogate still sees every source. Where
+    the factorial design already separates every source (:math:`S < 2^m`)
+    or the sources have no more than ``n_ablations`` subsets, it is
+    :func:`factorial_masks`.
+
+    Args:
+        prior (Tensor): ``(S,)`` the prior's scores (higher: more important).
+        n_ablations (int): Ablations wanted, >= 1.
+        seed (int): Seed of their own generator. Default 0.
+
+    Returns:
+        Tensor: ``(min(n_ablations, 2 ** S), S)`` bool, True = kept, no two
+        rows equal.
+
+    Raises:
+        ValueError: For no sources or no ablations.
+    """
+    n_sources = int(prior.numel())
+    n_base = max(int(n_ablations), 1).bit_length() - 1
+    if n_base < 2 or n_sources < 2**n_base or 2**n_sources <= n_ablations:
+        return factorial_masks(n_sources, n_ablations, seed)  # and its errors
+    top = torch.argsort(prior.double(), descending=True, stable=True)[
+        : 2 ** (n_base - 1)
+    ]
+    gen = torch.Generator().manual_seed(int(seed) + 1)  # the rest's own draws
+    design = factorial_masks(len(top), n_ablations, seed)  # distinct rows
+    kept = torch.rand(len(design), n_sources, generator=gen) < KEEP_PROB
+    kept[:, top] = design
+    return _more_distinct(kept, n_ablations, gen)
+
+
 def prior_ridge(
     keep: Tensor, outcomes: Tensor, prior: Tensor, penalty: float = 1.0
 ) -> Tensor:
@@ -290,8 +333,9 @@ class IBASurrogateScorer(AblationScorer):
     Args:
         model: A Hugging Face causal LM.
         n_ablations (int): Ablations a prompt: a fractional factorial design
-            where one fits, none twice (at most :math:`2^S` for S sources:
-            :func:`factorial_masks`). Default 16.
+            where one fits (over the prior's top sources where the sources
+            outnumber it: ``design``), none twice (at most :math:`2^S` for S
+            sources). Default 16.
         penalty (float): The prior's weight :math:`\\lambda` (per response
             token). Default 1.
         seed (int): The ablations of a prompt are drawn from it and the
@@ -299,6 +343,11 @@ class IBASurrogateScorer(AblationScorer):
         outcome (str): What the surrogate is fitted to: ``"ranks"`` (the
             outcomes' ranks, :func:`rank_ridge`; the default) or
             ``"log-odds"`` (:func:`prior_ridge` on the log-odds per token).
+        design (str): ``"focused"`` (:func:`focused_masks`; the default:
+            where the sources outnumber what a factorial design separates,
+            the design over the prior's top sources, else the factorial
+            design) or ``"factorial"`` (:func:`factorial_masks`: at random
+            where no design holds the sources).
         **kwargs: See :class:`~captum_iba.evaluation.source_methods.AblationScorer`.
     """
 
@@ -318,6 +367,7 @@ class IBASurrogateScorer(AblationScorer):
         penalty: float = 1.0,
         seed: int = 0,
         outcome: str = "ranks",
+        design: str = "focused",
         internal_batch_size: Optional[int] = None,
         **kwargs: Any,
     ) -> None:
@@ -330,7 +380,12 @@ class IBASurrogateScorer(AblationScorer):
             raise ValueError(
                 f"outcome must be one of {SURROGATE_OUTCOMES}; got {outcome!r}"
             )
+        if design not in SURROGATE_DESIGNS:
+            raise ValueError(
+                f"design must be one of {SURROGATE_DESIGNS}; got {design!r}"
+            )
         self.n_ablations, self.penalty, self.seed = int(n_ablations), penalty, seed
+        self.design = design
         self.fit = rank_ridge if outcome == "ranks" else prior_ridge
         self.prior = one_step_deletion(self.model, self.tokenizer)
         self.settings.update(
@@ -338,21 +393,26 @@ class IBASurrogateScorer(AblationScorer):
             penalty=float(penalty),
             seed=seed,
             keep_prob=KEEP_PROB,
-            design="factorial",
+            design=design,
             outcome=outcome,
             prior=f"iba-deletion, 1 step, {ONE_STEP_POOLING}",
         )
 
-    def _keep(self, batch: PromptBatch, b: int) -> Tensor:
+    def _keep(self, batch: PromptBatch, b: int, prior: Tensor) -> Tensor:
         ids = batch.input_ids[b][batch.prompt_mask[b]]
         seed = common.instance_seed(int(self.seed), ids)
-        return factorial_masks(len(batch.spans[b]), self.n_ablations, seed)
+        if self.design == "focused":
+            return focused_masks(prior, self.n_ablations, seed)
+        return factorial_masks(len(prior), self.n_ablations, seed)
 
     def _source_scores(
         self, batch: PromptBatch, per_token: bool
     ) -> Tuple[Tensor, Optional[Tensor]]:
         prior = source_scores(self.prior.attribute(batch), batch, ONE_STEP_POOLING)
-        keeps = [self._keep(batch, b) for b in range(len(batch))]
+        keeps = [
+            self._keep(batch, b, prior[b, : len(batch.spans[b])])
+            for b in range(len(batch))
+        ]
         out = self._empty(batch)
         for b, found in enumerate(self._ablated(batch, keeps)):
             n, tokens = len(batch.spans[b]), len(batch.explained_ids(b))

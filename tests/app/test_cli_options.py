@@ -28,6 +28,7 @@ VALUES = {
     "shap_samples": ("5", 5),
     "ablations": ("6", 6),
     "surrogate_outcome": ("log-odds", "log-odds"),
+    "surrogate_design": ("factorial", "factorial"),
     "explainer_objective": ("deletion", "deletion"),
 }
 FLAGGED = [n for n in OPTIONS.names() if OPTIONS.entry(n).facts.get("flag")]

@@ -53,6 +53,20 @@ def test_a_planted_fact_is_the_key_and_answers_the_query():
         fact_examples(PASSAGES, 1, sources=(3, 40))
 
 
+@pytest.mark.parametrize("words", [1, 3])
+def test_clipped_distractors_are_their_first_words_and_the_draws_the_same(words):
+    whole = fact_examples(PASSAGES, 12, seed=3, sources=(4, 9))
+    clipped = fact_examples(PASSAGES, 12, seed=3, sources=(4, 9), words=words)
+    for a, b in zip(whole, clipped):
+        assert (a.key, a.query, a.answer) == (b.key, b.query, b.answer)
+        assert b.sources[b.key] == a.sources[a.key]  # the fact stays whole
+        for i, (full, cut) in enumerate(zip(a.sources, b.sources)):
+            if i != a.key:
+                assert cut == " ".join(full.split()[:words])
+    with pytest.raises(ValueError, match="words must be None or >= 1; got 0"):
+        fact_examples(PASSAGES, 1, words=0)
+
+
 def test_a_topic_query_names_the_key_articles_topic():
     labels = [i % 4 for i in range(len(PASSAGES))]
     examples = topic_examples(PASSAGES, labels, 20, seed=0)

@@ -15,6 +15,7 @@ from captum_iba.evaluation.surrogate import (
     design_generators,
     distinct_masks,
     factorial_masks,
+    focused_masks,
     outcome_ranks,
     prior_ridge,
     rank_ridge,
@@ -216,6 +217,53 @@ def test_without_a_design_the_ablations_are_the_distinct_ones(n_sources, n_ablat
     )
 
 
+@pytest.mark.parametrize("n_sources, n_ablations", [(16, 16), (64, 16), (40, 32)])
+def test_the_focused_design_separates_the_priors_top_sources(n_sources, n_ablations):
+    """Over the prior's top 2^(m-1) sources (a permutation of them scored
+    highest) the runs are a resolution IV design: balanced, orthogonal, no
+    source confounded with two; the others are drawn, every row distinct."""
+    prior = torch.randperm(n_sources, generator=torch.Generator().manual_seed(3))
+    keep = focused_masks(prior.double(), n_ablations, seed=4)
+    assert keep.shape == (n_ablations, n_sources)
+    assert len({tuple(row) for row in keep.tolist()}) == n_ablations
+    runs = 2 ** (n_ablations.bit_length() - 1)
+    top = prior >= n_sources - runs // 2
+    z = _signs(keep[:runs, top])
+    assert torch.equal(z.T @ z, runs * torch.eye(runs // 2, dtype=torch.float64))
+    pairs = _two_source_products(z)
+    assert torch.equal(z.T @ pairs, torch.zeros(runs // 2, pairs.shape[1]).double())
+    rest = keep[:, ~top].double().mean()
+    assert 0.35 < float(rest) < 0.65  # the others kept about half the time
+    assert torch.equal(keep, focused_masks(prior.double(), n_ablations, seed=4))
+
+
+@pytest.mark.parametrize("n_sources, n_ablations", [(5, 16), (15, 16), (3, 16)])
+def test_where_the_design_separates_every_source_focused_is_factorial(
+    n_sources, n_ablations
+):
+    prior = torch.arange(n_sources).double()
+    assert torch.equal(
+        focused_masks(prior, n_ablations, seed=2),
+        factorial_masks(n_sources, n_ablations, seed=2),
+    )
+
+
+def test_on_many_sources_the_focused_design_recovers_the_top_sources_effects():
+    """64 sources, 16 runs, outcomes 3 v_a + v_b (a, b among the prior's top
+    8): least squares on the focused design gives a and b their effects and
+    the other top sources none, each fitted apart from the rest."""
+    prior = torch.zeros(64, dtype=torch.float64)
+    prior[[5, 9, 17, 30, 41, 50, 60, 63]] = torch.arange(8, 0, -1).double()
+    keep = focused_masks(prior, 16, seed=0)
+    x = keep.double()
+    outcomes = 3 * x[:, 9] + x[:, 41]
+    top = [5, 9, 17, 30, 41, 50, 60, 63]
+    xt = torch.cat([torch.ones(16, 1, dtype=torch.float64), x[:, top]], 1)
+    fitted = torch.linalg.lstsq(xt, outcomes[:, None]).solution[1:, 0]
+    expected = torch.tensor([0, 3, 0, 0, 1, 0, 0, 0], dtype=torch.float64)
+    assert torch.allclose(fitted, expected, atol=1e-9)
+
+
 @pytest.mark.parametrize("n_base, n_sources", [(4, 4), (4, 16), (3, 2)])
 def test_the_generators_refuse_a_size_with_no_design(n_base, n_sources):
     with pytest.raises(ValueError, match="n_sources"):
@@ -273,7 +321,7 @@ def test_the_scores_are_the_fit_of_its_own_ablations(lm, outcome, fit):
     ll = CausalLMLogLikelihood(model)
     for b in range(len(batch)):
         n, answer = len(batch.spans[b]), batch.answer_ids(b)
-        keep = scorer._keep(batch, b)
+        keep = scorer._keep(batch, b, prior[b, :n])
         assert keep.shape == (min(6, 2**n), n)
         ids_of = row_ablation(tok, batch, b)
         lp = pair_log_probs(
@@ -288,10 +336,12 @@ def test_the_ablations_follow_the_seed_and_the_prompt(lm):
     model, tok = lm
     batch = _batch(tok)
     one = IBASurrogateScorer(model, n_ablations=8, tokenizer=tok)
-    assert torch.equal(one._keep(batch, 0), one._keep(batch, 0))
+    prior = torch.zeros(3)
+    assert torch.equal(one._keep(batch, 0, prior), one._keep(batch, 0, prior))
     other = IBASurrogateScorer(model, n_ablations=8, seed=1, tokenizer=tok)
-    assert not torch.equal(one._keep(batch, 0), other._keep(batch, 0))
-    assert not torch.equal(one._keep(batch, 0)[:, :2], one._keep(batch, 1))
+    assert not torch.equal(one._keep(batch, 0, prior), other._keep(batch, 0, prior))
+    second = one._keep(batch, 1, prior[:2])
+    assert not torch.equal(one._keep(batch, 0, prior)[:, :2], second)
 
 
 def test_the_registered_method_takes_its_options(lm):
@@ -315,6 +365,13 @@ def test_the_registered_method_takes_its_options(lm):
     assert scorer.settings["outcome"] == "log-odds"
     assert scorer.fit is prior_ridge
     assert scorer.settings["prior"] == "iba-deletion, 1 step, logit-max"
+    assert scorer.settings["design"] == "focused"
+    scorer = build_scorers(
+        ["iba-surrogate"],
+        Resources(model, tok),
+        method_options={"iba-surrogate": {"surrogate_design": "factorial"}},
+        kind="causal-lm",
+    )["iba-surrogate"]
     assert scorer.settings["design"] == "factorial"
 
 
@@ -324,6 +381,7 @@ def test_the_registered_method_takes_its_options(lm):
         ({"n_ablations": 1}, "n_ablations"),
         ({"penalty": 0.0}, "penalty"),
         ({"outcome": "logits"}, "outcome must be one of"),
+        ({"design": "random"}, "design must be one of"),
     ],
 )
 def test_the_scorer_refuses_bad_settings(lm, kwargs, match):
