@@ -79,27 +79,35 @@ def _batch(tok, examples, answer_ids=None):
     return dict(input_ids=ids, attention_mask=mask, labels=labels)
 
 
-def train_copy_model(seed, steps=100, batch=32):
-    """The copy model, trained from ``seed`` (its examples' seed apart from
-    the held-out ones'); loss on the answer and the end-of-text token."""
-    tok = copy_tokenizer()
+def _trained(tok, seed, data, batch, tied, answer_ids=None):
+    """A one-layer Llama over ``tok``'s words (its weights drawn from
+    ``seed``, its output embeddings ``tied`` to its input's or not), trained
+    on ``data`` in batches of ``batch``; loss on the answer (``answer_ids``
+    of an example; default: its one answer word) and the end-of-text token."""
     torch.manual_seed(seed)
     config = tf.LlamaConfig(
         vocab_size=len(tok), hidden_size=32, intermediate_size=64,
         num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=4,
-        max_position_embeddings=128, tie_word_embeddings=True, pad_token_id=0,
+        max_position_embeddings=128, tie_word_embeddings=tied, pad_token_id=0,
         eos_token_id=1, bos_token_id=1,
     )  # fmt: skip
     model = tf.LlamaForCausalLM(config)
-    data = copy_examples(steps * batch, seed + 1000)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
     model.train()
-    for step in range(steps):
-        loss = model(**_batch(tok, data[step * batch : (step + 1) * batch])).loss
+    for step in range(len(data) // batch):
+        part = data[step * batch : (step + 1) * batch]
+        loss = model(**_batch(tok, part, answer_ids)).loss
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
     return model.eval(), tok
+
+
+def train_copy_model(seed, steps=100, batch=32):
+    """The copy model, trained from ``seed`` (its examples' seed apart from
+    the held-out ones'); loss on the answer and the end-of-text token."""
+    data = copy_examples(steps * batch, seed + 1000)
+    return _trained(copy_tokenizer(), seed, data, batch, tied=True)
 
 
 # Two facts copied into two sentences (issue 77, item 3: citations per
@@ -157,21 +165,12 @@ def train_two_fact_model(seed, steps=300, batch=64):
     of 64 (of 32, some seeds stayed at chance for 500 steps); measured on
     seeds 0-2, it answers all 12 held-out contexts right."""
     tok = two_fact_tokenizer()
-    torch.manual_seed(seed)
-    config = tf.LlamaConfig(
-        vocab_size=len(tok), hidden_size=32, intermediate_size=64,
-        num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=4,
-        max_position_embeddings=128, tie_word_embeddings=False, pad_token_id=0,
-        eos_token_id=1, bos_token_id=1,
-    )  # fmt: skip
-    model = tf.LlamaForCausalLM(config)
     data = [ex for ex, _ in two_fact_examples(steps * batch, seed + 1000, absent=0.1)]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
-    model.train()
-    for step in range(steps):
-        part = data[step * batch : (step + 1) * batch]
-        loss = model(**_batch(tok, part, lambda ex: tok(ex.answer).input_ids)).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    return model.eval(), tok
+    return _trained(
+        tok,
+        seed,
+        data,
+        batch,
+        tied=False,
+        answer_ids=lambda ex: tok(ex.answer).input_ids,
+    )

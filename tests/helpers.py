@@ -282,6 +282,15 @@ def tiny_causal_lm(
     raise ValueError(kind)
 
 
+def saved_lm(folder, model: nn.Module, tokenizer) -> str:
+    """``model`` and ``tokenizer`` saved in ``folder`` as a causal LM's
+    folder (its ``config.json`` naming the model's class); the folder's path."""
+    model.config.architectures = [type(model).__name__]
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
 def causal_lm_layers(model):
     """The decoder blocks of a tiny GPT-2 or Llama."""
     return model.transformer.h if hasattr(model, "transformer") else model.model.layers

@@ -14,7 +14,7 @@ import captum_iba
 from captum_iba.app.cli import main
 from captum_iba.app.context_explain import context_prompt_of, read_context
 from captum_iba.app.context_tasks import LAYOUT
-from tests.helpers import hide_lxt, tiny_causal_lm, tiny_word_tokenizer
+from tests.helpers import hide_lxt, saved_lm, tiny_causal_lm, tiny_word_tokenizer
 
 FAST = {"max_new_tokens": 2}
 SOURCES = ["the cat sat on the mat", "a dog ran in the park", "the big red dog"]
@@ -28,12 +28,7 @@ def lm():
 
 @pytest.fixture(scope="module")
 def lm_dir(tmp_path_factory, lm):
-    folder = tmp_path_factory.mktemp("tiny-llama-48")
-    model, tok = lm
-    model.config.architectures = [type(model).__name__]
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
+    return saved_lm(tmp_path_factory.mktemp("tiny-llama-48"), *lm)
 
 
 def _explain(lm, context, method, **options):

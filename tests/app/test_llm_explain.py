@@ -10,7 +10,7 @@ import pytest
 from captum_iba.app.cli import main
 from captum_iba.app.llm_explanation import explain_answer
 from captum_iba.app.model_kind import kind_hint, model_kind
-from tests.helpers import no_hooks, tiny_causal_lm, tiny_word_tokenizer
+from tests.helpers import no_hooks, saved_lm, tiny_causal_lm, tiny_word_tokenizer
 
 FAST = ["--steps", "2"]
 #: A chat template over the tiny vocabulary: "very" opens the user turn,
@@ -24,11 +24,7 @@ TEMPLATE = (
 @pytest.fixture(scope="module", params=["llama", "gpt2"])
 def lm_dir(request, tmp_path_factory):
     folder = tmp_path_factory.mktemp(f"tiny-{request.param}")
-    model = tiny_causal_lm(request.param)
-    model.config.architectures = [type(model).__name__]
-    model.save_pretrained(folder)
-    tiny_word_tokenizer().save_pretrained(folder)
-    return str(folder)
+    return saved_lm(folder, tiny_causal_lm(request.param), tiny_word_tokenizer())
 
 
 def test_kind_from_the_name_and_the_model(lm_dir, tiny_model_dir):

@@ -20,13 +20,17 @@ from captum_iba.app.model_kind import (
     kind_hint,
 )
 from captum_iba.app.models import kind_of
-from tests.helpers import bert_tokenizer, tiny_bert, tiny_causal_lm, tiny_word_tokenizer
+from tests.helpers import (
+    bert_tokenizer,
+    saved_lm,
+    tiny_bert,
+    tiny_causal_lm,
+    tiny_word_tokenizer,
+)
 
 
 def _save_lm(folder, kind="llama", architectures=True):
-    model = tiny_causal_lm(kind)  # 3 layers, 32 positions
-    model.save_pretrained(folder)
-    tiny_word_tokenizer().save_pretrained(folder)
+    saved_lm(folder, tiny_causal_lm(kind), tiny_word_tokenizer())  # 3 layers, 32 pos.
     if not architectures:
         config = json.loads((folder / "config.json").read_text())
         config.pop("architectures", None)
@@ -37,17 +41,6 @@ def _save_lm(folder, kind="llama", architectures=True):
 @pytest.fixture(scope="module")
 def lm_dir(tmp_path_factory):
     return _save_lm(tmp_path_factory.mktemp("tiny-llama"))
-
-
-@pytest.fixture
-def no_weights(monkeypatch):
-    """Fails any test that loads a causal LM's weights."""
-    import transformers
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the weights were loaded")
-
-    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
 
 
 def _refused(argv, capsys):
@@ -117,13 +110,13 @@ def test_a_classifier_whose_head_would_be_random_is_refused(tmp_path, capsys):
         (["--target", " ran" * 40], r"answer given \(40 tokens\).*32"),
     ],
 )  # fmt: skip
-def test_refused_before_the_weights_load(lm_dir, extra, message, no_weights, capsys):
+def test_refused_before_the_weights_load(lm_dir, extra, message, no_lm_weights, capsys):
     err = _refused(["explain", "the cat", "--model", lm_dir] + extra, capsys)
     assert re.search(message, err.strip()), err
     assert "base_model.embeddings" not in err  # (a BERT's path, not this model's)
 
 
-def test_iba_amortized_without_an_explainer_before_the_weights(lm_dir, no_weights):
+def test_iba_amortized_without_an_explainer_before_the_weights(lm_dir, no_lm_weights):
     """Issue 52: the command line fits a causal LM's explainer on a prompt
     task (tests/app/test_amortized_llm_cli.py); the Python route, given none,
     is refused before the weights, naming how to fit one."""
@@ -137,7 +130,7 @@ def test_iba_amortized_without_an_explainer_before_the_weights(lm_dir, no_weight
 
 
 def test_every_source_method_without_a_context_before_the_weights(
-    lm_dir, no_weights, monkeypatch, capsys
+    lm_dir, no_lm_weights, monkeypatch, capsys
 ):
     """Issue 79 item 5: loso (and the other methods that score a context's
     sources) on a plain prompt was refused after loading and generating,
@@ -160,7 +153,7 @@ def test_every_source_method_without_a_context_before_the_weights(
         assert f"{name} scores the sources of a context: give one" in err, err
 
 
-def test_a_prompt_past_the_positions_before_the_weights(lm_dir, no_weights, capsys):
+def test_a_prompt_past_the_positions_before_the_weights(lm_dir, no_lm_weights, capsys):
     long = " ".join(["the cat sat"] * 12)  # 36 tokens, 32 positions
     err = _refused(["explain", long, "--model", lm_dir], capsys)
     assert "36 tokens, more than the model's 32 positions" in err, err
@@ -169,7 +162,7 @@ def test_a_prompt_past_the_positions_before_the_weights(lm_dir, no_weights, caps
 @pytest.mark.skipif(
     importlib.util.find_spec("lxt") is not None, reason="lxt is installed here"
 )
-def test_attnlrp_without_lxt_before_the_weights(lm_dir, no_weights, capsys):
+def test_attnlrp_without_lxt_before_the_weights(lm_dir, no_lm_weights, capsys):
     err = _refused(
         ["explain", "the cat", "--model", lm_dir, "--method", "llm-attnlrp"], capsys
     )
