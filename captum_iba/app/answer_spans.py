@@ -27,6 +27,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
+from captum_iba._utils.common import user_stacklevel
+
 __all__ = [
     "SENTENCES",
     "AnswerSpan",
@@ -254,7 +256,7 @@ def answer_spans(
             "the part is rounded outward to whole tokens (a token's "
             "log-probability cannot be split)",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return spans
 

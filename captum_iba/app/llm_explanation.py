@@ -39,6 +39,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from captum_iba._utils.common import user_stacklevel
 from captum_iba._utils.ranking import check_finite, flat_reason, is_flat, spread_said
 from captum_iba.app.answer_spans import AnswerSpan, answer_spans, check_answer_span
 from captum_iba.app.context_explain import ContextPrompt, warn_cut_tokens
@@ -286,7 +287,9 @@ def explain_answer(
         if parts:
             _scored_parts(result.methods[name], scorer, batch, parts)
     for name in result.near_flat_methods():
-        warnings.warn(f"{name}: {result.near_flat(name)}", UserWarning, stacklevel=2)
+        warnings.warn(
+            f"{name}: {result.near_flat(name)}", UserWarning, user_stacklevel()
+        )
     return result
 
 
@@ -296,12 +299,21 @@ def _check_context(request: MethodRequest, context: Any) -> None:
     context."""
     if context is not None:
         return
-    for name in request.methods:
-        if METHODS.entry(name, warn=False).facts.get("sources"):
-            raise ValueError(
-                f"{name} scores the sources of a context: give one (context= in "
-                "Python, --context and --query on the command line)"
-            )
+    for name in _methods_with(request, "sources"):
+        raise ValueError(
+            f"{name} scores the sources of a context: give one (context= in "
+            "Python, --context and --query on the command line)"
+        )
+
+
+def _methods_with(request: MethodRequest, fact: str, has: bool = True) -> List[str]:
+    """The request's methods whose registry entry has (or, with ``has``
+    False, lacks) the ``fact``, in the request's order."""
+    return [
+        name
+        for name in request.methods
+        if bool(METHODS.entry(name, warn=False).facts.get(fact)) == has
+    ]
 
 
 def _check_span_request(
@@ -321,14 +333,13 @@ def _check_span_request(
             "context: give one (context= in Python, --context and --query on the "
             "command line)"
         )
-    for name in request.methods:
-        if not METHODS.entry(name, warn=False).facts.get("spans"):
-            raise ValueError(
-                f"{name} explains the whole answer only (its explainer or package "
-                f"reads the whole response), so it cannot attribute {option}; "
-                "leave it out, or use another method (iba-surrogate, loso, "
-                "iba-deletion, contextcite-32, ...)"
-            )
+    for name in _methods_with(request, "spans", has=False):
+        raise ValueError(
+            f"{name} explains the whole answer only (its explainer or package "
+            f"reads the whole response), so it cannot attribute {option}; "
+            "leave it out, or use another method (iba-surrogate, loso, "
+            "iba-deletion, contextcite-32, ...)"
+        )
     return found
 
 
@@ -376,14 +387,13 @@ def _check_answer_text(request: MethodRequest, tokenizer: Any, batch: Any) -> No
     answer = tokenizer.decode(batch.answer_ids(0))
     if not blank(answer):
         return
-    for name in request.methods:
-        if METHODS.entry(name, warn=False).facts.get("reads_answer"):
-            raise ValueError(
-                f"{name} cannot explain the answer {answer!r}: it holds only "
-                "whitespace, which the method re-reads as text and so as other "
-                "tokens; give an answer with words (target= in Python, --target "
-                "on the command line), or use another method"
-            )
+    for name in _methods_with(request, "reads_answer"):
+        raise ValueError(
+            f"{name} cannot explain the answer {answer!r}: it holds only "
+            "whitespace, which the method re-reads as text and so as other "
+            "tokens; give an answer with words (target= in Python, --target "
+            "on the command line), or use another method"
+        )
 
 
 def _scored(
@@ -442,12 +452,18 @@ def _say_no_ranking(result: Explanation, name: str, tied: bool) -> None:
                 f"{spread_said('source')} ({min(values):.4g} to "
                 f"{max(values):.4g}), so none ranks above another: {_TRY}"
             )
-            warnings.warn(f"{name}: no ranking: {found.no_ranking}", UserWarning, 3)
+            warnings.warn(
+                f"{name}: no ranking: {found.no_ranking}",
+                UserWarning,
+                user_stacklevel(),
+            )
         return
     flat = flat_reason(result.scores(name, pieces=True), result.scores(name))
     if flat:
         found.no_ranking = f"{flat}: {_TRY}"
-        warnings.warn(f"{name}: no ranking: {found.no_ranking}", UserWarning, 3)
+        warnings.warn(
+            f"{name}: no ranking: {found.no_ranking}", UserWarning, user_stacklevel()
+        )
     elif tied:
         found.no_ranking = f"{_FLAT}: {_TRY}"
 

@@ -110,8 +110,9 @@ def test_a_part_that_is_the_whole_answer_takes_its_scores(lm):
 
 
 def test_offsets_that_cut_a_token_are_rounded_outward_with_one_warning(lm):
-    with pytest.warns(UserWarning, match=r"\(6, 14\) cuts the answer's token"):
+    with pytest.warns(UserWarning, match=r"\(6, 14\) cuts the answer's token") as got:
         result = _explain(lm, target=ANSWER, answer_span=(6, 14))
+    assert [w.filename for w in got] == [__file__]  # the caller's line, not ours
     (span,) = result.spans()  # "pha . do" -> "alpha . door"
     assert span == AnswerSpan(4, 16, "alpha . door", (1, 4))
     with warnings.catch_warnings():
