@@ -194,11 +194,15 @@ def _stem(name: str, args: argparse.Namespace) -> str:
     stem = record_name(name)
     steps = getattr(args, "iba_steps", None)
     if name == "iba-deletion" and (
-        steps or getattr(args, "iba_option", None) or getattr(args, "second", None)
+        steps
+        or getattr(args, "iba_option", None)
+        or getattr(args, "second", None)
+        or getattr(args, "norm_rule", False)
     ):
         extra = "".join(f"-{k}{v}" for k, v in _iba_options(args).items())
         second = getattr(args, "second", None)
         extra += f"-{second.replace(':', '')}" if second else ""
+        extra += "-normrule" if getattr(args, "norm_rule", False) else ""
         return stem + (f"-steps{steps}" if steps else "") + extra
     if name != AMORTIZED:
         return stem
@@ -266,6 +270,10 @@ def _scorer(
         fields = _iba_options(args)  # study options no request takes
         scorer.options = dataclasses.replace(scorer.options, **fields)
         scorer.settings.update(fields)
+    if name == "iba-deletion" and getattr(args, "norm_rule", False):
+        from studylib.norm_rule import NormRule
+
+        scorer = NormRule(scorer)
     if name == "iba-deletion" and args.second:
         from studylib.kept_step import KeptStep
 
@@ -412,6 +420,13 @@ def main() -> None:
         help="iba-deletion: a second step on a shorter prompt (kept:0.5: the "
         "top half the first kept; rest:0.25: the top quarter deleted), "
         "studylib.kept_step; recorded as llm-iba-deletion-...-<MODE><SHARE>",
+    )
+    sub.choices["run"].add_argument(
+        "--norm-rule",
+        action="store_true",
+        help="iba-deletion: its gradient through the RMS norms as through fixed "
+        "scales (AttnLRP's rule; studylib.norm_rule), recorded as "
+        "llm-iba-deletion-...-normrule",
     )
     sub.choices["run"].add_argument(
         "--iba-option",
