@@ -151,8 +151,10 @@ def pair_log_probs(
     spans: Optional[Sequence[Optional[Span]]] = None,
 ) -> Tensor:
     """Each response's log-probability after its prompt (rows padded on the
-    left, ``batch_size`` a call): what :func:`response_log_probs` computes
-    for one response, for pairs of any prompts and responses.
+    left, ``batch_size`` a call, the rows taken in order of length so that a
+    call pads little; the results in the pairs' order): what
+    :func:`response_log_probs` computes for one response, for pairs of any
+    prompts and responses.
 
     Args:
         log_likelihood (Callable): As :func:`response_log_probs`'s.
@@ -182,17 +184,23 @@ def pair_log_probs(
         raise ValueError(f"{len(spans)} spans for {len(prompts)} responses")
     for span, response in zip(spans, responses):
         _check_span(span, response, "a span")
-    out = []
+    # by length, so that the rows of a call are padded little
+    order = sorted(
+        range(len(prompts)), key=lambda i: len(prompts[i]) + len(responses[i])
+    )
+    scores = torch.empty(len(prompts), dtype=torch.float64)
     for start in range(0, len(prompts), batch_size):
-        stop = start + batch_size
+        rows = order[start : start + batch_size]
         call = _rows(
-            prompts[start:stop], responses[start:stop], pad_token_id, spans[start:stop]
+            [prompts[i] for i in rows],
+            [responses[i] for i in rows],
+            pad_token_id,
+            [spans[i] for i in rows],
         )
         found = log_likelihood(
             call["input_ids"], call["attention_mask"], call["labels"]
         )
-        out.append(found.detach().double().cpu().reshape(-1))
-    scores = torch.cat(out)
+        scores[rows] = found.detach().double().cpu().reshape(-1)
     if not torch.isfinite(scores).all():
         raise ValueError("the log-likelihood gave a non-finite value")
     return scores

@@ -14,6 +14,7 @@ from captum_iba.metrics.context import (
     ablation_masks,
     context_test,
     linear_datamodeling_score,
+    pair_log_probs,
     response_log_probs,
     top_k_drop,
 )
@@ -127,6 +128,25 @@ def test_left_padding_on_a_causal_lm_changes_nothing():
     together = response_log_probs(model, ids_of, [14, 15], keep, batch_size=6)
     alone = response_log_probs(model, ids_of, [14, 15], keep, batch_size=1)
     torch.testing.assert_close(together, alone, rtol=1e-5, atol=1e-5)
+
+
+def test_the_calls_take_rows_of_like_length_and_give_them_back_in_order():
+    """Rows of 3-9 tokens in calls of 2: the calls take them in order of
+    length (each holds neighbours, so it pads little), and each pair's
+    outcome is its own, in the pairs' order."""
+    keeps = [[k == j for k in range(6)] for j in (3, 0, 5, 1)]
+    keeps += [[True] * 6, [False] * 6, [True, False] * 3]
+    prompts = [prompt_ids(keep) for keep in keeps]
+    widths = []
+
+    def recording(ids, mask, labels):
+        widths.append(sorted(mask.sum(1).tolist()))
+        return toy_log_likelihood(ids, mask, labels)
+
+    found = pair_log_probs(recording, prompts, [[5]] * len(prompts), batch_size=2)
+    alone = torch.cat([pair_log_probs(toy_log_likelihood, [p], [[5]]) for p in prompts])
+    assert torch.equal(found, alone)
+    assert [w for call in widths for w in call] == sorted(len(p) + 1 for p in prompts)
 
 
 # A part of the response (issue 77, item 3): a response of two tokens, 5
