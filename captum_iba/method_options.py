@@ -181,9 +181,8 @@ _option(
     "ablations",
     lambda value: _v.int_in(value, 2),
     "iba-surrogate's source ablations a prompt: a two-level fractional "
-    "factorial design where one fits, none twice (default 16, or 28 from 16 "
-    "sources on; at least 2; at most 2^S for S sources: then every subset "
-    "once)",
+    "factorial design where one fits, none twice (default 16; at least 2; at "
+    "most 2^S for S sources: then every subset once)",
     kwarg="n_ablations",
 )
 _option(

@@ -379,9 +379,8 @@ _method(
     "iba-surrogate",
     "surrogate:IBASurrogateScorer",
     "ContextCite's linear surrogate of the response's logit-probability over "
-    "source ablations (by default 16, or 28 from 16 sources on; a fractional "
-    "factorial design, over the top sources of the prior where the sources "
-    "outnumber it), its "
+    "source ablations (16 by default, a fractional factorial design; over the "
+    "top sources of the prior where the sources outnumber it), its "
     "weights shrunk toward one iba-deletion step's source scores instead of "
     "toward 0: IBA as "
     "the surrogate's prior, fitted to the outcomes' ranks (a prompt with "
@@ -544,11 +543,10 @@ DEFAULT_METHOD = "iba-deletion"
 DEFAULT_LLM_METHOD = DEFAULT_METHOD
 #: What ``explain`` runs for a causal LM's answer to a query about a context
 #: when no method is named: ContextCite's surrogate with one deletion step as
-#: its prior, 16 ablations (28 from 16 sources on) - level with
-#: ContextCite-32's LDS and top-1 on contexts the project never saw, at about
-#: 0.6x its CPU time (docs/studies/context_surrogate_fresh.rst; at 32 and 64
-#: sources docs/studies/context_long.rst); ``iba-deletion`` cost 18x as much
-#: there for a lower LDS.
+#: its prior, 16 ablations - level with ContextCite-32's LDS and top-1 on
+#: contexts the project never saw, at about 0.6x its CPU time
+#: (docs/studies/context_surrogate_fresh.rst); ``iba-deletion`` cost 18x as
+#: much there for a lower LDS.
 DEFAULT_CONTEXT_METHOD = "iba-surrogate"
 #: What ``evaluate`` compares when no method is named.
 DEFAULT_COMPARISON = ("iba-deletion", "iba-faithful", "IG", "LIME", "random")

@@ -117,9 +117,8 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
             if DEFAULT_LLM_METHOD == DEFAULT_METHOD
             else f" ({DEFAULT_LLM_METHOD} for a causal LM)"
         )
-        + f"; with --context, {DEFAULT_CONTEXT_METHOD} (16 ablations, 28 from "
-        "16 sources on, and one deletion step: level with ContextCite-32 at "
-        "about 0.6x its cost on few sources)",
+        + f"; with --context, {DEFAULT_CONTEXT_METHOD} (16 ablations and one "
+        "deletion step: level with ContextCite-32 at about 0.6x its cost)",
     )
     choose.add_argument(
         "--compare",

@@ -59,10 +59,7 @@ design separates (:math:`S \ge 2^m`: 16 or more sources at 16 ablations),
 :func:`focused_masks` gives the design to the :math:`2^{m-1}` sources the
 prior ranks highest and draws the others at random: on 32- and 64-source
 contexts that beat drawing every source at random
-(docs/studies/context_long.rst). Where the sources are that many the
-default draws more ablations, 28 instead of 16 (:func:`default_ablations`),
-still below ContextCite-32's forward passes with the prior's step. It
-spends ablations as
+(docs/studies/context_long.rst). It spends ablations as
 ContextCite does, so it is not a one-pass method;
 docs/studies/context_surrogate.rst measures it against ContextCite at equal
 CPU time, docs/studies/context_surrogate_fresh.rst on fresh contexts.
@@ -83,7 +80,6 @@ from captum_iba.registry import SURROGATE_DESIGNS, SURROGATE_OUTCOMES  # their h
 
 __all__ = [
     "IBASurrogateScorer",
-    "default_ablations",
     "design_generators",
     "distinct_masks",
     "factorial_masks",
@@ -95,32 +91,6 @@ __all__ = [
 
 #: The probability of keeping a source in an ablation (ContextCite's).
 KEEP_PROB = 0.5
-
-#: ``iba-surrogate``'s ablations a prompt of few sources: a 16-run design
-#: separates up to 15 (docs/studies/context_surrogate_fresh.rst).
-FEW_SOURCES_ABLATIONS = 16
-#: From this many sources on, 16 runs no longer separate them ...
-MANY_SOURCES = 16
-#: ... and ``iba-surrogate`` draws this many by default: about what
-#: ContextCite-32's CPU time holds beside the prior's step, chosen on search
-#: draws of 32 and 64 sources (docs/studies/context_long.rst, second round).
-MANY_SOURCES_ABLATIONS = 28
-
-
-def default_ablations(n_sources: int) -> int:
-    """``iba-surrogate``'s ablations for a prompt of ``n_sources`` sources
-    when none are asked for: :data:`FEW_SOURCES_ABLATIONS` below
-    :data:`MANY_SOURCES` sources, :data:`MANY_SOURCES_ABLATIONS` from there.
-
-    Args:
-        n_sources (int): The prompt's sources.
-
-    Returns:
-        int: The ablations to draw (before the cap of :math:`2^S` subsets).
-    """
-    if n_sources >= MANY_SOURCES:
-        return MANY_SOURCES_ABLATIONS
-    return FEW_SOURCES_ABLATIONS
 
 
 def distinct_masks(n_sources: int, n_ablations: int, seed: int = 0) -> Tensor:
@@ -362,11 +332,10 @@ class IBASurrogateScorer(AblationScorer):
 
     Args:
         model: A Hugging Face causal LM.
-        n_ablations (int, optional): Ablations a prompt: a fractional
-            factorial design where one fits (over the prior's top sources
-            where the sources outnumber it: ``design``), none twice (at most
-            :math:`2^S` for S sources). Default None: :func:`default_ablations`
-            of each prompt's sources (16 below 16 sources, 28 from there).
+        n_ablations (int): Ablations a prompt: a fractional factorial design
+            where one fits (over the prior's top sources where the sources
+            outnumber it: ``design``), none twice (at most :math:`2^S` for S
+            sources). Default 16.
         penalty (float): The prior's weight :math:`\\lambda` (per response
             token). Default 1.
         seed (int): The ablations of a prompt are drawn from it and the
@@ -394,7 +363,7 @@ class IBASurrogateScorer(AblationScorer):
     def __init__(
         self,
         model: Any,
-        n_ablations: Optional[int] = None,
+        n_ablations: int = 16,
         penalty: float = 1.0,
         seed: int = 0,
         outcome: str = "ranks",
@@ -403,9 +372,7 @@ class IBASurrogateScorer(AblationScorer):
         **kwargs: Any,
     ) -> None:
         super().__init__(model, internal_batch_size, **kwargs)
-        if n_ablations is not None and (
-            isinstance(n_ablations, bool) or int(n_ablations) < 2
-        ):
+        if isinstance(n_ablations, bool) or int(n_ablations) < 2:
             raise ValueError(f"n_ablations must be >= 2; got {n_ablations!r}")
         if not float(penalty) > 0:
             raise ValueError(f"penalty must be > 0; got {penalty!r}")
@@ -417,17 +384,12 @@ class IBASurrogateScorer(AblationScorer):
             raise ValueError(
                 f"design must be one of {SURROGATE_DESIGNS}; got {design!r}"
             )
-        self.n_ablations = None if n_ablations is None else int(n_ablations)
-        self.penalty, self.seed = penalty, seed
+        self.n_ablations, self.penalty, self.seed = int(n_ablations), penalty, seed
         self.design = design
         self.fit = rank_ridge if outcome == "ranks" else prior_ridge
         self.prior = one_step_deletion(self.model, self.tokenizer)
         self.settings.update(
-            n_ablations=self.n_ablations
-            or (
-                f"{FEW_SOURCES_ABLATIONS} below {MANY_SOURCES} sources, "
-                f"{MANY_SOURCES_ABLATIONS} from there"
-            ),
+            n_ablations=self.n_ablations,
             penalty=float(penalty),
             seed=seed,
             keep_prob=KEEP_PROB,
@@ -439,10 +401,9 @@ class IBASurrogateScorer(AblationScorer):
     def _keep(self, batch: PromptBatch, b: int, prior: Tensor) -> Tensor:
         ids = batch.input_ids[b][batch.prompt_mask[b]]
         seed = common.instance_seed(int(self.seed), ids)
-        count = self.n_ablations or default_ablations(len(prior))
         if self.design == "focused":
-            return focused_masks(prior, count, seed)
-        return factorial_masks(len(prior), count, seed)
+            return focused_masks(prior, self.n_ablations, seed)
+        return factorial_masks(len(prior), self.n_ablations, seed)
 
     def _source_scores(
         self, batch: PromptBatch, per_token: bool

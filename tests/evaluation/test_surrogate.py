@@ -12,7 +12,6 @@ from captum_iba.evaluation.iba import ONE_STEP_POOLING
 from captum_iba.evaluation.sources import row_ablation, source_scores
 from captum_iba.evaluation.surrogate import (
     IBASurrogateScorer,
-    default_ablations,
     design_generators,
     distinct_masks,
     factorial_masks,
@@ -343,24 +342,6 @@ def test_the_ablations_follow_the_seed_and_the_prompt(lm):
     assert not torch.equal(one._keep(batch, 0, prior), other._keep(batch, 0, prior))
     second = one._keep(batch, 1, prior[:2])
     assert not torch.equal(one._keep(batch, 0, prior)[:, :2], second)
-
-
-@pytest.mark.parametrize(
-    "n_sources, drawn", [(3, 8), (5, 16), (15, 16), (16, 28), (64, 28)]
-)
-def test_by_default_the_ablations_grow_where_the_sources_are_many(lm, n_sources, drawn):
-    """16 ablations (every subset of 3 sources: 8) below 16 sources, where a
-    16-run design separates them; 28 from 16 sources on, the design still
-    over the prior's top 8."""
-    model, tok = lm
-    batch, prior = _batch(tok), torch.linspace(1, 0, n_sources).double()
-    assert default_ablations(n_sources) == max(drawn, 16)
-    keep = IBASurrogateScorer(model, tokenizer=tok)._keep(batch, 0, prior)
-    assert keep.shape == (drawn, n_sources)
-    asked = IBASurrogateScorer(model, n_ablations=max(drawn, 16), tokenizer=tok)
-    assert torch.equal(keep, asked._keep(batch, 0, prior))
-    fixed = IBASurrogateScorer(model, n_ablations=16, tokenizer=tok)
-    assert len(fixed._keep(batch, 0, prior)) == min(16, 2**n_sources)
 
 
 def test_the_registered_method_takes_its_options(lm):
