@@ -7,13 +7,14 @@ et al. (ICML 2022) treat a LayerNorm's or RMSNorm's division by the spread
 of its input as a constant when they propagate relevance: the gradient
 through :math:`y = w \\odot x / \\mathrm{rms}(x)` then is
 :math:`w / \\mathrm{rms}(x)` alone, without the term through
-:math:`\\mathrm{rms}(x)` that makes the plain gradient of a long prompt
-noisy. :class:`NormRule` runs a scorer (``iba-deletion`` with one step) with
-every RMS normalisation of the model so linearised in the backward pass: its
-output is :math:`x \\odot c`, :math:`c = y / x` detached, which is the same
-value (the forward pass, the answer and the cost unchanged) with that
-gradient. The deletion's mask still acts through attention's logits (Eq. R2),
-which keep their softmax.
+:math:`\\mathrm{rms}(x)` (the candidate's guess: that term blurs the
+plain gradient of a long prompt; on IMDB's search split the rule lost,
+docs/studies/llm_default.rst). :class:`NormRule` runs a scorer
+(``iba-deletion`` with one step) with every RMS normalisation of the model
+so linearised in the backward pass: its output is :math:`x \\odot c`,
+:math:`c = y / x` detached, which is the same value (the forward pass, the
+answer and the cost unchanged) with that gradient. The deletion's mask
+still acts through attention's logits (Eq. R2), which keep their softmax.
 
 Study code: RMS normalisations only (Llama's, SmolLM2's); a LayerNorm's
 centring and bias would need their own rule.
