@@ -92,6 +92,7 @@ from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
 from captum_iba.attr.llm import CausalLMLogLikelihood  # noqa: E402
 from captum_iba.attr.llm_batch import _pad_id, uses_chat  # noqa: E402
 from captum_iba.evaluation import Resources, build_scorers  # noqa: E402
+from captum_iba.evaluation.context_cite import ResponseMismatch  # noqa: E402
 from captum_iba.evaluation.context_loop import (  # noqa: E402
     MAX_NEW_TOKENS,
     OWN,
@@ -119,6 +120,8 @@ CTX_AMORTIZED = "iba-amortized-ctx-"
 STEPPED = ("iba-deletion", "iba-sources")
 #: ``iba-surrogate-<k>``: ``iba-surrogate`` with k ablations a context.
 SURROGATE = "iba-surrogate-"
+#: A run folder's contexts left out for every method, with why.
+SKIPPED = "_skipped.json"
 #: The methods named by a prefix, not registered names.
 ANCHORS = (CONTEXTCITE, AT2_PREFIX, CTX_AMORTIZED, AMORTIZED, SURROGATE)
 
@@ -436,15 +439,50 @@ def run(args: argparse.Namespace) -> None:
         import_context_cite()  # its slow import (spaCy, NLTK) is not ContextCite's cost
     model, tok = study_lm(args.model, args.tokenizer)
     built: Dict[str, Any] = {m: {m: make(model, tok)} for m, make in made.items()}
-    for i, example in enumerate(examples):
-        todo = [m for m in methods if len(_record(out, m)) == i]
-        if not todo:
-            continue
+
+    def score(i: int, example: ContextExample, todo: List[str]) -> Dict[str, Any]:
         for m in todo:
             if m not in built and not m.startswith(CONTEXTCITE):
                 built[m] = build_scorers([m], Resources(model, tok), kind="causal-lm")
         scorers = {m: built[m][m] if m in built else None for m in todo}
-        rows = study_example(model, tok, example, scorers, i)
+        return study_example(model, tok, example, scorers, i)
+
+    run_examples(out, methods, examples, score)
+
+
+def left_out(out: Path) -> Dict[str, str]:
+    """The contexts a run's folder leaves out for every method, ``{index:
+    why}`` (:data:`SKIPPED`)."""
+    path = out / SKIPPED
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def run_examples(
+    out: Path,
+    methods: Sequence[str],
+    examples: Sequence[ContextExample],
+    score: Callable[[int, ContextExample, List[str]], Dict[str, Any]],
+) -> None:
+    """Each example's methods that its records in ``out`` do not hold yet,
+    scored by ``score(index, example, methods) -> {method: row}``, each row
+    written as it comes (a run resumes). A context whose response
+    ContextCite's package reads as other tokens
+    (:class:`~captum_iba.evaluation.context_cite.ResponseMismatch`) is left
+    out for every method, with why, in :data:`SKIPPED`: the anchor cannot
+    explain it, and the comparison holds only contexts all can."""
+    for i, example in enumerate(examples):
+        if str(i) in left_out(out):
+            continue
+        todo = [m for m in methods if i not in {r["index"] for r in _record(out, m)}]
+        if not todo:
+            continue
+        try:
+            rows = score(i, example, todo)
+        except ResponseMismatch as err:
+            skipped = dict(left_out(out), **{str(i): str(err)})
+            atomic_write_text(out / SKIPPED, json.dumps(skipped, indent=1))
+            print(f"{i}: left out for every method: {err}", flush=True)
+            continue
         for m, row in rows.items():
             record = _record(out, m) + [dict(row, index=i)]
             atomic_write_text(out / f"{m}.json", json.dumps(record))

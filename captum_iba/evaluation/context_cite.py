@@ -46,6 +46,7 @@ from captum_iba.registry import METHODS
 
 __all__ = [
     "ContextCiteScorer",
+    "ResponseMismatch",
     "citer_scores",
     "context_cite_scores",
     "import_context_cite",
@@ -54,6 +55,12 @@ __all__ = [
 
 #: The install command named when the package is missing (the registry's).
 INSTALL = METHODS.entry("contextcite-32").facts["package"][1]
+
+
+class ResponseMismatch(ValueError):
+    """ContextCite's package reads the response's text back as other tokens
+    (it tokenises the decoded text again: a byte-level merge can differ),
+    so it would explain another response than the one given."""
 
 
 @contextlib.contextmanager
@@ -166,8 +173,9 @@ def make_citer(
 
     Raises:
         ImportError: Without the package (naming the install command).
-        ValueError: For bad sources, an empty response, or a response the
-            package reads as other tokens.
+        ValueError: For bad sources or an empty response.
+        ResponseMismatch: For a response the package reads as other tokens
+            (a ``ValueError``).
     """
     check_sources(spans, len(prompt), least=least)
     if len(response_ids) == 0:
@@ -195,7 +203,7 @@ def make_citer(
     citer._cache["output"] = text + tokenizer.decode(list(response_ids))
     read: List[int] = list(citer._response_ids)
     if read != list(response_ids):
-        raise ValueError(
+        raise ResponseMismatch(
             f"ContextCite reads the response as other tokens ({read[:8]}... for "
             f"{list(response_ids)[:8]}...): it would explain another response"
         )

@@ -330,3 +330,40 @@ def test_pooled_runs_pair_context_by_context(tables):
         assert [r["index"] for r in found[method]] == [0, 1, 0, 1]
     with pytest.raises(SystemExit, match="no method is in every"):
         tables.pooled([one, {"y": rows(0)}])
+
+
+def test_a_context_contextcite_cannot_read_is_left_out_for_every_method(
+    study, tables, tmp_path, capsys
+):
+    """run_examples resumes by index, leaves out (for every method, saying
+    why, in _skipped.json) a context whose response ContextCite reads as
+    other tokens, never scores it again, and the tables pair the others."""
+    from captum_iba.evaluation.context_cite import ResponseMismatch
+
+    calls = []
+
+    def score(i, example, todo):
+        calls.append((i, tuple(todo)))
+        if i == 1:
+            raise ResponseMismatch("ContextCite reads the response as other tokens")
+        row = dict(pooled={"-": dict(lds=0.5 + i / 10, top1=True, drops={})},
+                   cpu_seconds=1.0, n_sources=3, response="r")  # fmt: skip
+        return {m: row for m in todo}
+
+    out = tmp_path / "context-facts" / "report"
+    out.mkdir(parents=True)
+    examples = [EXAMPLE] * 3
+    study.run_examples(out, ["a", "b"], examples, score)
+    assert calls == [(0, ("a", "b")), (1, ("a", "b")), (2, ("a", "b"))]
+    assert "0: left out" not in capsys.readouterr().out
+    assert list(study.left_out(out)) == ["1"]
+    assert "other tokens" in study.left_out(out)["1"]
+    for m in "ab":
+        rows = json.loads((out / f"{m}.json").read_text())
+        assert [r["index"] for r in rows] == [0, 2]
+    # a method added later runs on the contexts left, never the one left out
+    calls.clear()
+    study.run_examples(out, ["a", "b", "c"], examples, score)
+    assert calls == [(0, ("c",)), (2, ("c",))]
+    # the tables read the methods' records, not the run's own file
+    assert set(tables._records(out)) == {"a", "b", "c"}
