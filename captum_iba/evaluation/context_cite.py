@@ -59,8 +59,10 @@ INSTALL = METHODS.entry("contextcite-32").facts["package"][1]
 
 class ResponseMismatch(ValueError):
     """ContextCite's package reads the response's text back as other tokens
-    (it tokenises the decoded text again: a byte-level merge can differ),
-    so it would explain another response than the one given."""
+    (it tokenises the decoded text again: a model's greedy tokens need not be
+    the tokeniser's own reading of their text), so a part of the response,
+    given to it as characters, would be another part. The whole response is
+    fitted on its given ids and is not refused."""
 
 
 @contextlib.contextmanager
@@ -145,7 +147,10 @@ def make_citer(
     response: its prompt ids are
     :func:`~captum_iba.evaluation.sources.ablated_prompt_ids`' (with ``chat``,
     those its own prompt builder makes from the partitioner's context as a
-    user turn), its ablations seeded from ``seed``, the response checked.
+    user turn), its ablations seeded from ``seed``; its ablated passes
+    score ``response_ids`` as given (the package would score its own reading
+    of their text, which can be other tokens; then ``citer.misread`` holds
+    both, and only a part of the response is refused, :func:`citer_scores`).
 
     Args:
         model: A Hugging Face causal LM.
@@ -174,8 +179,6 @@ def make_citer(
     Raises:
         ImportError: Without the package (naming the install command).
         ValueError: For bad sources or an empty response.
-        ResponseMismatch: For a response the package reads as other tokens
-            (a ``ValueError``).
     """
     check_sources(spans, len(prompt), least=least)
     if len(response_ids) == 0:
@@ -198,15 +201,12 @@ def make_citer(
         )
     citer.chat, citer.seed = chat, seed
     # the response given, not generated: the package's cached output is the
-    # prompt's text followed by the response's
+    # prompt's text followed by the response's (its characters, for parts)
     _, text = citer._get_prompt_ids(return_prompt=True)
     citer._cache["output"] = text + tokenizer.decode(list(response_ids))
-    read: List[int] = list(citer._response_ids)
-    if read != list(response_ids):
-        raise ResponseMismatch(
-            f"ContextCite reads the response as other tokens ({read[:8]}... for "
-            f"{list(response_ids)[:8]}...): it would explain another response"
-        )
+    read: List[int] = list(citer._response_ids)  # the package's reading of it
+    citer.given = list(response_ids)  # fitted on these ids, whatever the text
+    citer.misread = None if read == citer.given else (read, citer.given)
     return citer
 
 
@@ -223,6 +223,21 @@ def _citer_class(
 
     class GivenCiter(base):  # type: ignore[misc, valid-type]
         chat, seed = True, 0
+        #: The response's ids as given (None: the package's reading of its
+        #: text); where its text reads back as other tokens, ``misread``.
+        given: Optional[List[int]] = None
+        misread: Optional[Tuple[List[int], List[int]]] = None
+
+        @property
+        def _response_ids(self) -> List[int]:  # the ablations score these
+            return super()._response_ids if self.given is None else self.given
+
+        def _indices_to_token_indices(
+            self, start_index: Optional[int] = None, end_index: Optional[int] = None
+        ) -> Tuple[int, int]:  # the whole response: every given token
+            if start_index is None and end_index is None and self.given is not None:
+                return 0, len(self.given)
+            return super()._indices_to_token_indices(start_index, end_index)
 
         def _get_prompt_ids(
             self, mask: Optional[np.ndarray] = None, return_prompt: bool = False
@@ -278,8 +293,9 @@ def context_cite_scores(
 
     Raises:
         ImportError: Without the package (naming the install command).
-        ValueError: For bad sources (fewer than two, empty, overlapping), an
-            empty response, or a response the package reads as other tokens.
+        ValueError: For bad sources (fewer than two, empty, overlapping) or
+            an empty response; :class:`ResponseMismatch` for a ``part`` of a
+            response whose text the package reads as other tokens.
     """
     citer = make_citer(model, tokenizer, prompt, spans, response_ids, **options)
     return citer_scores(citer, part)
@@ -294,11 +310,20 @@ def citer_scores(citer: Any, part: Optional[Tuple[int, int]] = None) -> Tensor:
     ablated forward passes serve every part).
 
     Raises:
+        ResponseMismatch: For a part of a response whose text the package
+            reads as other tokens (a ``ValueError``).
         ValueError: When the package reads the part's characters as other
             tokens.
     """
     where: Dict[str, int] = {}
     if part is not None:
+        if getattr(citer, "misread", None):
+            read, given = citer.misread
+            raise ResponseMismatch(
+                f"ContextCite reads the response's text as other tokens "
+                f"({read[:8]}... for {given[:8]}...): a part of it cannot be "
+                "given to the package as characters (the whole response can)"
+            )
         where = _part_characters(citer, part)
     with torch.no_grad(), _quiet():
         scores = citer.get_attributions(verbose=False, **where)

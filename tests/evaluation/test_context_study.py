@@ -148,15 +148,31 @@ def test_context_cite_without_its_package_names_the_install(monkeypatch, lm):
 
 def test_context_cite_explains_the_given_response(lm):
     pytest.importorskip("context_cite")
-    from captum_iba.evaluation.context_cite import context_cite_scores
+    from captum_iba.evaluation.context_cite import (
+        ResponseMismatch,
+        citer_scores,
+        context_cite_scores,
+        make_citer,
+    )
 
     model, tok = lm
     response = tok.encode("the mat", add_special_tokens=False)
     prompt, spans = EXAMPLE.prompt()
     # the template's reply opener "was" runs into the response's text ("wasthe
-    # mat"): the package would read another response, and is refused
-    with pytest.raises(ValueError, match="reads the response as other tokens"):
-        context_cite_scores(model, tok, prompt, spans, response)
+    # mat"): the package reads other tokens, yet scores the response as given
+    citer = make_citer(model, tok, prompt, spans, response, num_ablations=8)
+    assert citer.misread is not None and citer._response_ids == response
+    logit_probs = citer._logit_probs  # its ablated passes: given tokens, each
+    assert logit_probs.shape == (8, len(response))
+    keep = torch.as_tensor(citer._masks[0].astype(bool))
+    ll = CausalLMLogLikelihood(model)
+    ids = prompt_ids_of(tok, prompt, spans, True)
+    (total,) = response_log_probs(ll, ids, response, keep[None])
+    found = torch.nn.functional.logsigmoid(torch.as_tensor(logit_probs[0])).sum()
+    assert float(found) == pytest.approx(float(total), abs=1e-4)  # its log p
+    assert torch.isfinite(citer_scores(citer)).all()
+    with pytest.raises(ResponseMismatch, match="a part of it cannot be given"):
+        citer_scores(citer, (0, 1))
     tok = copy.deepcopy(tok)
     tok.chat_template = TEMPLATE.replace("was{%", "was {%")
     scores = context_cite_scores(model, tok, prompt, spans, response, num_ablations=8)
