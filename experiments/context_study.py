@@ -465,11 +465,12 @@ def run_examples(
 ) -> None:
     """Each example's methods that its records in ``out`` do not hold yet,
     scored by ``score(index, example, methods) -> {method: row}``, each row
-    written as it comes (a run resumes). A context whose response
-    ContextCite's package reads as other tokens
-    (:class:`~captum_iba.evaluation.context_cite.ResponseMismatch`) is left
-    out for every method, with why, in :data:`SKIPPED`: the anchor cannot
-    explain it, and the comparison holds only contexts all can."""
+    written as it comes (a run resumes). A context ContextCite refuses
+    (:class:`~captum_iba.evaluation.context_cite.ResponseMismatch`: until
+    the package was given the response's ids, any response whose text it
+    read back as other tokens; now a part of one) is left out for every
+    method, with why, in :data:`SKIPPED`: the comparison holds only contexts
+    every method explains."""
     for i, example in enumerate(examples):
         if str(i) in left_out(out):
             continue
