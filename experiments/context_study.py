@@ -447,7 +447,7 @@ def run(args: argparse.Namespace) -> None:
         scorers = {m: built[m][m] if m in built else None for m in todo}
         return study_example(model, tok, example, scorers, i)
 
-    run_examples(out, methods, examples, score)
+    run_examples(out, methods, examples, score, args.start)
 
 
 def left_out(out: Path) -> Dict[str, str]:
@@ -462,6 +462,7 @@ def run_examples(
     methods: Sequence[str],
     examples: Sequence[ContextExample],
     score: Callable[[int, ContextExample, List[str]], Dict[str, Any]],
+    start: int = 0,
 ) -> None:
     """Each example's methods that its records in ``out`` do not hold yet,
     scored by ``score(index, example, methods) -> {method: row}``, each row
@@ -470,9 +471,10 @@ def run_examples(
     the package was given the response's ids, any response whose text it
     read back as other tokens; now a part of one) is left out for every
     method, with why, in :data:`SKIPPED`: the comparison holds only contexts
-    every method explains."""
+    every method explains. ``start``: the first example's index (a second
+    process on the later examples, into a folder of its own)."""
     for i, example in enumerate(examples):
-        if str(i) in left_out(out):
+        if i < start or str(i) in left_out(out):
             continue
         todo = [m for m in methods if i not in {r["index"] for r in _record(out, m)}]
         if not todo:
@@ -524,6 +526,13 @@ def main() -> None:
     run_p = sub.choices["run"]
     run_p.add_argument("--n", type=int, default=12)
     run_p.add_argument("--seed", type=int, default=0, help="the examples' seed")
+    run_p.add_argument(
+        "--start",
+        type=int,
+        default=0,
+        help="the first example's index (a second process on the later examples, "
+        "into another --out; merge the records after)",
+    )
     run_p.add_argument("--methods", default="contextcite-32,iba-deletion,random")
     run_p.add_argument("--model", default=SMOLLM2_HUB_ID)
     run_p.add_argument("--tokenizer", help=TOKENIZER_HELP)

@@ -381,5 +381,9 @@ def test_a_context_contextcite_cannot_read_is_left_out_for_every_method(
     calls.clear()
     study.run_examples(out, ["a", "b", "c"], examples, score)
     assert calls == [(0, ("c",)), (2, ("c",))]
+    # --start: a second process on the later examples only
+    calls.clear()
+    study.run_examples(out, ["d"], examples, score, start=2)
+    assert calls == [(2, ("d",))]
     # the tables read the methods' records, not the run's own file
-    assert set(tables._records(out)) == {"a", "b", "c"}
+    assert set(tables._records(out)) == {"a", "b", "c", "d"}
