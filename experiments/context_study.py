@@ -92,7 +92,6 @@ from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
 from captum_iba.attr.llm import CausalLMLogLikelihood  # noqa: E402
 from captum_iba.attr.llm_batch import _pad_id, uses_chat  # noqa: E402
 from captum_iba.evaluation import Resources, build_scorers  # noqa: E402
-from captum_iba.evaluation.context_cite import ResponseMismatch  # noqa: E402
 from captum_iba.evaluation.context_loop import (  # noqa: E402
     MAX_NEW_TOKENS,
     OWN,
@@ -120,8 +119,6 @@ CTX_AMORTIZED = "iba-amortized-ctx-"
 STEPPED = ("iba-deletion", "iba-sources")
 #: ``iba-surrogate-<k>``: ``iba-surrogate`` with k ablations a context.
 SURROGATE = "iba-surrogate-"
-#: A run folder's contexts left out for every method, with why.
-SKIPPED = "_skipped.json"
 #: The methods named by a prefix, not registered names.
 ANCHORS = (CONTEXTCITE, AT2_PREFIX, CTX_AMORTIZED, AMORTIZED, SURROGATE)
 
@@ -450,13 +447,6 @@ def run(args: argparse.Namespace) -> None:
     run_examples(out, methods, examples, score, args.start)
 
 
-def left_out(out: Path) -> Dict[str, str]:
-    """The contexts a run's folder leaves out for every method, ``{index:
-    why}`` (:data:`SKIPPED`)."""
-    path = out / SKIPPED
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
 def run_examples(
     out: Path,
     methods: Sequence[str],
@@ -466,26 +456,16 @@ def run_examples(
 ) -> None:
     """Each example's methods that its records in ``out`` do not hold yet,
     scored by ``score(index, example, methods) -> {method: row}``, each row
-    written as it comes (a run resumes). A context ContextCite refuses
-    (:class:`~captum_iba.evaluation.context_cite.ResponseMismatch`: until
-    the package was given the response's ids, any response whose text it
-    read back as other tokens; now a part of one) is left out for every
-    method, with why, in :data:`SKIPPED`: the comparison holds only contexts
-    every method explains. ``start``: the first example's index (a second
-    process on the later examples, into a folder of its own)."""
+    written as it comes (a run resumes, by index). ``start``: the first
+    example's index (a second process on the later examples, into a folder
+    of its own)."""
     for i, example in enumerate(examples):
-        if i < start or str(i) in left_out(out):
+        if i < start:
             continue
         todo = [m for m in methods if i not in {r["index"] for r in _record(out, m)}]
         if not todo:
             continue
-        try:
-            rows = score(i, example, todo)
-        except ResponseMismatch as err:
-            skipped = dict(left_out(out), **{str(i): str(err)})
-            atomic_write_text(out / SKIPPED, json.dumps(skipped, indent=1))
-            print(f"{i}: left out for every method: {err}", flush=True)
-            continue
+        rows = score(i, example, todo)
         for m, row in rows.items():
             record = _record(out, m) + [dict(row, index=i)]
             atomic_write_text(out / f"{m}.json", json.dumps(record))

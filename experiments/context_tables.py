@@ -103,11 +103,7 @@ def paired_table(table: Dict[str, Dict[str, Any]], extra: Sequence[str] = ()) ->
 def _records(folder: Path, first: Any = None) -> Dict[str, List[Dict[str, Any]]]:
     """Per method, its records in ``folder`` (only the first ``first``
     contexts when given); none: an error naming the folder."""
-    records = {
-        p.stem: json.loads(p.read_text())
-        for p in sorted(folder.glob("*.json"))
-        if not p.stem.startswith("_")  # the run's own files (_skipped.json)
-    }
+    records = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
     if first is not None:  # every method on the same contexts
         records = {
             m: [r for r in rs if r["index"] < first] for m, rs in records.items()

@@ -348,20 +348,14 @@ def test_pooled_runs_pair_context_by_context(tables):
         tables.pooled([one, {"y": rows(0)}])
 
 
-def test_a_context_contextcite_cannot_read_is_left_out_for_every_method(
-    study, tables, tmp_path, capsys
-):
-    """run_examples resumes by index, leaves out (for every method, saying
-    why, in _skipped.json) a context whose response ContextCite reads as
-    other tokens, never scores it again, and the tables pair the others."""
-    from captum_iba.evaluation.context_cite import ResponseMismatch
-
+def test_runs_resume_by_index_and_start_where_asked(study, tmp_path):
+    """run_examples scores each example's methods its records lack (by
+    index: a method added later runs on every example, none twice), and
+    --start leaves the earlier examples to another process."""
     calls = []
 
     def score(i, example, todo):
         calls.append((i, tuple(todo)))
-        if i == 1:
-            raise ResponseMismatch("ContextCite reads the response as other tokens")
         row = dict(pooled={"-": dict(lds=0.5 + i / 10, top1=True, drops={})},
                    cpu_seconds=1.0, n_sources=3, response="r")  # fmt: skip
         return {m: row for m in todo}
@@ -369,21 +363,14 @@ def test_a_context_contextcite_cannot_read_is_left_out_for_every_method(
     out = tmp_path / "context-facts" / "report"
     out.mkdir(parents=True)
     examples = [EXAMPLE] * 3
-    study.run_examples(out, ["a", "b"], examples, score)
-    assert calls == [(0, ("a", "b")), (1, ("a", "b")), (2, ("a", "b"))]
-    assert "0: left out" not in capsys.readouterr().out
-    assert list(study.left_out(out)) == ["1"]
-    assert "other tokens" in study.left_out(out)["1"]
-    for m in "ab":
-        rows = json.loads((out / f"{m}.json").read_text())
-        assert [r["index"] for r in rows] == [0, 2]
-    # a method added later runs on the contexts left, never the one left out
+    study.run_examples(out, ["a", "b"], examples[:2], score)
+    assert calls == [(0, ("a", "b")), (1, ("a", "b"))]
     calls.clear()
     study.run_examples(out, ["a", "b", "c"], examples, score)
-    assert calls == [(0, ("c",)), (2, ("c",))]
-    # --start: a second process on the later examples only
+    assert calls == [(0, ("c",)), (1, ("c",)), (2, ("a", "b", "c"))]
+    for m in "abc":
+        rows = json.loads((out / f"{m}.json").read_text())
+        assert [r["index"] for r in rows] == [0, 1, 2]
     calls.clear()
     study.run_examples(out, ["d"], examples, score, start=2)
     assert calls == [(2, ("d",))]
-    # the tables read the methods' records, not the run's own file
-    assert set(tables._records(out)) == {"a", "b", "c", "d"}
