@@ -372,14 +372,15 @@ def stepped_scorers(
 
 
 def surrogate_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
-    """Each ``iba-surrogate-<k>[-log-odds][-focused][-p<penalty>]`` method's
-    scorer (``model, tok -> scorer``): ``iba-surrogate`` with k ablations a
+    """Each ``iba-surrogate-<k>[-log-odds][-focused][-p<penalty>][-t<shrink>]``
+    method's scorer (``model, tok -> scorer``): ``iba-surrogate`` with k ablations a
     context, fitted to the outcomes' ranks (its default) or to their log-odds,
     its design the factorial one over every source (what the records without
     ``-focused`` ran: ``iba-surrogate`` 's default before issue 77's long
     contexts) or ``focused`` on the prior's top sources (its default since;
     the two are the same below 16 sources at 16 ablations), the prior's
-    weight ``penalty`` (default 1). The variants of
+    weight ``penalty`` (default 1), the weights soft-thresholded at ``shrink``
+    times their spread (default 0: not). The variants of
     one run share their ablations and prior where they are the same
     (:class:`studylib.shared_ablations.Shared`)."""
     from studylib.shared_ablations import Shared
@@ -401,12 +402,14 @@ def surrogate_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
                 options["design"] = "focused"
             elif part[:1] == "p" and part[1:].replace(".", "", 1).isdigit():
                 options["penalty"] = float(part[1:])
+            elif part[:1] == "t" and part[1:].replace(".", "", 1).isdigit():
+                options["shrink"] = float(part[1:])
             else:
                 k = ""  # refused below
         if not k.isdigit() or int(k) < 2:
             raise SystemExit(
                 f"{m}: the methods are {SURROGATE}<k>[-log-odds][-focused]"
-                "[-p<penalty>], k >= 2 ablations"
+                "[-p<penalty>][-t<shrink>], k >= 2 ablations"
             )
         makers[m] = lambda model, tok, k=int(k), options=options: shared.attach(
             IBASurrogateScorer(model, n_ablations=k, tokenizer=tok, **options)

@@ -201,7 +201,7 @@ def _stem(name: str, args: argparse.Namespace) -> str:
     ):
         extra = "".join(f"-{k}{v}" for k, v in _iba_options(args).items())
         second = getattr(args, "second", None)
-        extra += f"-{second.replace(':', '')}" if second else ""
+        extra += f"-{_passes_stem(second)}" if second else ""
         extra += "-normrule" if getattr(args, "norm_rule", False) else ""
         return stem + (f"-steps{steps}" if steps else "") + extra
     if name != AMORTIZED:
@@ -275,10 +275,9 @@ def _scorer(
 
         scorer = NormRule(scorer)
     if name == "iba-deletion" and args.second:
-        from studylib.kept_step import KeptStep
+        from studylib.kept_step import KeptStep, parse_passes
 
-        mode, _, share = args.second.partition(":")
-        return KeptStep(scorer, float(share), mode)
+        return KeptStep(scorer, parse_passes(args.second))
     if not is_amortized:
         return scorer
     epochs = scorer.settings["explainer"]["epochs"]
@@ -291,6 +290,13 @@ def _scorer(
     print(f"{name}: its explainer's fit: {fit}", flush=True)
     meta["fit"] = fit
     return scorer
+
+
+def _passes_stem(given: str) -> str:
+    """``--second`` 's passes as a record's stem (studylib.kept_step)."""
+    from studylib.kept_step import parse_passes
+
+    return "-".join(p.stem for p in parse_passes(given))
 
 
 def _iba_options(args: argparse.Namespace) -> Dict[str, Any]:
@@ -416,10 +422,11 @@ def main() -> None:
     )
     sub.choices["run"].add_argument(
         "--second",
-        metavar="MODE:SHARE",
-        help="iba-deletion: a second step on a shorter prompt (kept:0.5: the "
-        "top half the first kept; rest:0.25: the top quarter deleted), "
-        "studylib.kept_step; recorded as llm-iba-deletion-...-<MODE><SHARE>",
+        metavar="MODE:SHARE[:TRIM][+...]",
+        help="iba-deletion: more steps on shorter prompts (kept:0.5: the top "
+        "half the first kept; rest:0.25: the top quarter deleted; rest:0.25:0.3 "
+        "also the bottom 30 %%; '+' for a third pass), studylib.kept_step; "
+        "recorded as llm-iba-deletion-...-<MODE><SHARE>[-trim<TRIM>]",
     )
     sub.choices["run"].add_argument(
         "--norm-rule",

@@ -1,25 +1,67 @@
 """Study candidates for a causal LM's default at AttnLRP's cost (issue 78):
-one deletion step, then a second on a shorter prompt.
+one deletion step, then more steps on shorter prompts.
 
 :class:`KeptStep` wraps ``iba-deletion`` with one step (a scorer built by the
-study) and runs it twice: first on the whole prompt (from lambda = 1/2, the
-first step of ``iba-deletion``), then on the prompt with the scored tokens the
-first step ranked low deleted for real (``mode="kept"``: the top ``share``
-kept) or with those it ranked high deleted (``mode="rest"``: the top
-``share`` deleted). A token's score is its mask averaged over the two steps
-(``iba-deletion``'s readout), a deleted token's second mask being 0 (kept
-mode) - or, in rest mode, 1 for the tokens taken out (they are the ones the
-answer needs) and the second step's mask for the rest.
+study) and runs it on the whole prompt (from lambda = 1/2, the first step of
+``iba-deletion``), then once per :class:`Pass` on the prompt with some of the
+scored tokens deleted for real, chosen by the scores so far: those ranked low
+(``mode="kept"``: the top ``share`` kept) or those ranked high
+(``mode="rest"``: the top ``share`` deleted), and in rest mode also the
+bottom ``trim`` (the tokens the scores so far rank lowest: the pass reads
+fewer tokens and costs less). A token's score is its mask averaged over the
+passes; a token a pass deleted counts as kept (1) there when it was deleted
+as one of the top (rest mode: the answer needs it), else as deleted (0).
 
-The second pass runs on fewer tokens, so it costs less than a full step.
+Each later pass runs on fewer tokens, so it costs less than a full step.
 """
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, List
 
 import torch
 
 from captum_iba.attr.batches import AnswerScores, PromptBatch
 from captum_iba.attr.llm_batch import IGNORE_INDEX
+from captum_iba.evaluation.iba import top_share
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One pass after the first: what it deletes (module docstring)."""
+
+    mode: str = "rest"
+    share: float = 0.25
+    trim: float = 0.0
+    #: ``"mean"``: the masks averaged over the passes; ``"last"`` (rest mode):
+    #: the tokens the pass reads ranked by its mask alone, below those it
+    #: deleted as the top and above those it trimmed.
+    combine: str = "mean"
+
+    @property
+    def stem(self) -> str:
+        """How the pass names a record: ``rest0.25`` (as before trims),
+        ``rest0.25-trim0.3``, ``rest0.25-last``."""
+        trim = f"-trim{self.trim:g}" if self.trim else ""
+        last = "-last" if self.combine == "last" else ""
+        return f"{self.mode}{self.share:g}{trim}{last}"
+
+
+def parse_passes(given: str) -> List[Pass]:
+    """``MODE:SHARE[:TRIM][+MODE:SHARE[:TRIM]...]`` as passes, e.g.
+    ``rest:0.25:0.3+rest:0.5:0.3``."""
+    passes = []
+    for part in given.split("+"):
+        mode, share, *more = part.split(":")
+        trim = float(more[0]) if more and more[0] else 0.0
+        combine = more[1] if len(more) > 1 else "mean"
+        if mode not in ("kept", "rest") or len(more) > 2:
+            raise ValueError(f"--second: MODE:SHARE[:TRIM[:COMBINE]]; got {part!r}")
+        if (trim or combine != "mean") and mode != "rest":
+            raise ValueError(f"--second: trims and combines are rest's; got {part!r}")
+        if combine not in ("mean", "last"):
+            raise ValueError(f"--second: COMBINE is mean or last; got {part!r}")
+        passes.append(Pass(mode, float(share), trim, combine))
+    return passes
 
 
 def _right_compacted(batch: PromptBatch, keep: torch.Tensor, pad: int) -> Any:
@@ -47,32 +89,44 @@ def _right_compacted(batch: PromptBatch, keep: torch.Tensor, pad: int) -> Any:
 
 
 class KeptStep:
-    """Two deletion steps, the second on a shorter prompt (module docstring)."""
+    """One deletion step, then one per pass on a shorter prompt (module
+    docstring)."""
 
-    def __init__(self, one_step: Any, share: float = 0.5, mode: str = "kept") -> None:
-        self.one_step, self.share, self.mode = one_step, share, mode
-        self.settings = dict(one_step.settings, second=mode, share=share)
+    def __init__(self, one_step: Any, passes: List[Pass]) -> None:
+        self.one_step, self.passes = one_step, list(passes)
+        self.settings = dict(
+            one_step.settings, second="+".join(p.stem for p in self.passes)
+        )
 
     def __getattr__(self, name: str) -> Any:  # the wrapped scorer's facts
         return getattr(self.__dict__["one_step"], name)
 
-    def attribute(self, batch: PromptBatch) -> AnswerScores:
-        first = self.one_step.attribute(batch).answer.detach()
+    def _pass(self, batch: PromptBatch, now: torch.Tensor, p: Pass) -> Any:
+        """The pass's masks (deleted tokens 1 or 0), the top and the trimmed."""
         scored = batch.scored.bool()
-        n = scored.sum(1)
-        k = torch.clamp((n.float() * self.share).round().long(), min=1)
-        ranked = first.masked_fill(~scored, float("-inf"))
-        rank = torch.argsort(torch.argsort(ranked, dim=1, descending=True), dim=1)
-        top = scored & (rank < k[:, None])
-        out = self.mode == "rest"
+        top = top_share(now, scored, p.share)
+        out = p.mode == "rest"
         drop = top if out else scored & ~top
+        low = top_share(-now, scored, p.trim) if out and p.trim else top & False
+        drop = drop | low
         keep = batch.attention_mask.bool() & ~drop
         pad = int(getattr(self.one_step, "pad_token_id", 0) or 0)
         small, cols, held = _right_compacted(batch, keep, pad)
-        second_small = self.one_step.attribute(small).answer.detach()
-        second = torch.zeros_like(first)
-        second.scatter_(1, cols, torch.where(held, second_small, 0.0))
-        if out:
-            second = torch.where(drop, torch.ones_like(second), second)
-        scores = torch.where(scored, (first + second) / 2, first)
-        return AnswerScores(answer=scores, tokens=None)
+        found = self.one_step.attribute(small).answer.detach()
+        mask = torch.zeros_like(now)
+        mask.scatter_(1, cols, torch.where(held, found, 0.0))
+        mask = torch.where(top, torch.ones_like(mask), mask) if out else mask
+        return mask, top, low
+
+    def attribute(self, batch: PromptBatch) -> AnswerScores:
+        first = self.one_step.attribute(batch).answer.detach()
+        scored = batch.scored.bool()
+        total, now = first.clone(), first
+        for i, p in enumerate(self.passes, start=2):
+            mask, top, low = self._pass(batch, now, p)
+            total = total + mask
+            if p.combine == "last":  # its own order between the top and the low
+                total = torch.where(top, 2 + now, torch.where(low, now - 2, mask))
+                total = total * i  # so that total / i is that order
+            now = total / i
+        return AnswerScores(answer=torch.where(scored, now, first), tokens=None)
