@@ -202,6 +202,8 @@ def _stem(name: str, args: argparse.Namespace) -> str:
         extra = "".join(f"-{k}{v}" for k, v in _iba_options(args).items())
         second = getattr(args, "second", None)
         extra += f"-{_passes_stem(second)}" if second else ""
+        rest_from = getattr(args, "rest_from", None)
+        extra += f"-from{rest_from}" if second and rest_from else ""
         extra += "-normrule" if getattr(args, "norm_rule", False) else ""
         return stem + (f"-steps{steps}" if steps else "") + extra
     if name != AMORTIZED:
@@ -277,7 +279,7 @@ def _scorer(
     if name == "iba-deletion" and args.second:
         from studylib.kept_step import KeptStep, parse_passes
 
-        return KeptStep(scorer, parse_passes(args.second))
+        return KeptStep(scorer, parse_passes(args.second), args.rest_from or 0)
     if not is_amortized:
         return scorer
     epochs = scorer.settings["explainer"]["epochs"]
@@ -427,6 +429,12 @@ def main() -> None:
         "half the first kept; rest:0.25: the top quarter deleted; rest:0.25:0.3 "
         "also the bottom 30 %%; '+' for a third pass), studylib.kept_step; "
         "recorded as llm-iba-deletion-...-<MODE><SHARE>[-trim<TRIM>]",
+    )
+    sub.choices["run"].add_argument(
+        "--rest-from",
+        type=int,
+        help="with --second: the fewest scored tokens of a prompt that takes "
+        "the passes (iba-fast's rule: 128; default all), recorded as ...-from<N>",
     )
     sub.choices["run"].add_argument(
         "--norm-rule",

@@ -92,10 +92,15 @@ class KeptStep:
     """One deletion step, then one per pass on a shorter prompt (module
     docstring)."""
 
-    def __init__(self, one_step: Any, passes: List[Pass]) -> None:
+    def __init__(self, one_step: Any, passes: List[Pass], rest_from: int = 0) -> None:
         self.one_step, self.passes = one_step, list(passes)
+        #: The fewest scored tokens of a prompt that takes the passes (0: all;
+        #: ``iba-fast`` 's rule: 128).
+        self.rest_from = int(rest_from)
         self.settings = dict(
-            one_step.settings, second="+".join(p.stem for p in self.passes)
+            one_step.settings,
+            second="+".join(p.stem for p in self.passes),
+            **({"rest_from": self.rest_from} if self.rest_from else {}),
         )
 
     def __getattr__(self, name: str) -> Any:  # the wrapped scorer's facts
@@ -120,6 +125,16 @@ class KeptStep:
 
     def attribute(self, batch: PromptBatch) -> AnswerScores:
         first = self.one_step.attribute(batch).answer.detach()
+        long = (batch.scored.sum(1) >= self.rest_from).nonzero().flatten()
+        if len(long) == 0:
+            return AnswerScores(answer=first, tokens=None)
+        if len(long) < len(first):  # the passes on the long prompts alone
+            out = first.clone()
+            out[long] = self._passes(batch.rows(long.tolist()), first[long])
+            return AnswerScores(answer=out, tokens=None)
+        return AnswerScores(answer=self._passes(batch, first), tokens=None)
+
+    def _passes(self, batch: PromptBatch, first: torch.Tensor) -> torch.Tensor:
         scored = batch.scored.bool()
         total, now = first.clone(), first
         for i, p in enumerate(self.passes, start=2):
@@ -129,4 +144,4 @@ class KeptStep:
                 total = torch.where(top, 2 + now, torch.where(low, now - 2, mask))
                 total = total * i  # so that total / i is that order
             now = total / i
-        return AnswerScores(answer=torch.where(scored, now, first), tokens=None)
+        return torch.where(scored, now, first)
