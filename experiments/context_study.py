@@ -385,8 +385,6 @@ def surrogate_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
     (:class:`studylib.shared_ablations.Shared`)."""
     from studylib.shared_ablations import Shared
 
-    from captum_iba.evaluation.surrogate import IBASurrogateScorer
-
     shared = Shared()
     makers: Dict[str, Callable[..., Any]] = {}
     for m in (m for m in methods if m.startswith(SURROGATE)):
@@ -412,9 +410,21 @@ def surrogate_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
                 "[-p<penalty>][-t<shrink>], k >= 2 ablations"
             )
         makers[m] = lambda model, tok, k=int(k), options=options: shared.attach(
-            IBASurrogateScorer(model, n_ablations=k, tokenizer=tok, **options)
+            _surrogate(model, tok, k, dict(options))
         )
     return makers
+
+
+def _surrogate(model: Any, tok: Any, k: int, options: Dict[str, Any]) -> Any:
+    """``iba-surrogate`` with ``k`` ablations and ``options``; ``shrink``
+    (``-t<k>``) put after its fit (``studylib.shrunk_fit``)."""
+    from studylib.shrunk_fit import shrunk
+
+    from captum_iba.evaluation.surrogate import IBASurrogateScorer
+
+    shrink = options.pop("shrink", 0.0)
+    scorer = IBASurrogateScorer(model, n_ablations=k, tokenizer=tok, **options)
+    return shrunk(scorer, shrink) if shrink else scorer
 
 
 def run(args: argparse.Namespace) -> None:

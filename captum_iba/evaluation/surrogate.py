@@ -87,7 +87,6 @@ __all__ = [
     "outcome_ranks",
     "prior_ridge",
     "rank_ridge",
-    "soft_threshold",
 ]
 
 #: The probability of keeping a source in an ablation (ContextCite's).
@@ -326,29 +325,6 @@ def rank_ridge(
     return weights * (outcomes.double().std() / spread) if spread > 0 else weights
 
 
-def soft_threshold(weights: Tensor, shrink: float) -> Tensor:
-    r"""The weights pulled toward zero by :math:`\tau = k \hat\sigma`, those
-    within it set to zero (the Lasso's proximal step, Donoho and Johnstone,
-    *Biometrika* 81(3), 1994): :math:`w \leftarrow \operatorname{sign}(w)
-    \max(|w| - \tau, 0)`, :math:`\hat\sigma` the weights' median absolute
-    deviation over 0.6745 (a spread that the few sources an answer needs do
-    not move). Where the sources outnumber the ablations, most weights are
-    the noise of the fit; ContextCite's Lasso sets them to zero.
-
-    Args:
-        weights (Tensor): ``(S,)`` the surrogate's weights.
-        shrink (float): :math:`k \ge 0`; 0 gives the weights back.
-
-    Returns:
-        Tensor: ``(S,)`` the shrunk weights (float64).
-    """
-    w = weights.double()
-    if not shrink:
-        return w
-    spread = (w - w.median()).abs().median() / 0.6745
-    return w.sign() * (w.abs() - shrink * spread).clamp_min(0.0)
-
-
 class IBASurrogateScorer(AblationScorer):
     """ContextCite's linear surrogate with one ``iba-deletion`` step as its
     prior (see the module docstring): a source's score is its weight in the
@@ -372,8 +348,6 @@ class IBASurrogateScorer(AblationScorer):
             the design over the prior's top sources, else the factorial
             design) or ``"factorial"`` (:func:`factorial_masks`: at random
             where no design holds the sources).
-        shrink (float): :func:`soft_threshold` 's :math:`k` on the fitted
-            weights (0: none; the default).
         **kwargs: See :class:`~captum_iba.evaluation.source_methods.AblationScorer`.
     """
 
@@ -395,7 +369,6 @@ class IBASurrogateScorer(AblationScorer):
         outcome: str = "ranks",
         design: str = "focused",
         internal_batch_size: Optional[int] = None,
-        shrink: float = 0.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(model, internal_batch_size, **kwargs)
@@ -412,9 +385,7 @@ class IBASurrogateScorer(AblationScorer):
                 f"design must be one of {SURROGATE_DESIGNS}; got {design!r}"
             )
         self.n_ablations, self.penalty, self.seed = int(n_ablations), penalty, seed
-        if not float(shrink) >= 0:
-            raise ValueError(f"shrink must be >= 0; got {shrink!r}")
-        self.design, self.shrink = design, float(shrink)
+        self.design = design
         self.fit = rank_ridge if outcome == "ranks" else prior_ridge
         self.prior = one_step_deletion(self.model, self.tokenizer)
         self.settings.update(
@@ -424,7 +395,6 @@ class IBASurrogateScorer(AblationScorer):
             keep_prob=KEEP_PROB,
             design=design,
             outcome=outcome,
-            **({"shrink": self.shrink} if self.shrink else {}),
             prior=f"iba-deletion, 1 step, {ONE_STEP_POOLING}",
         )
 
@@ -448,5 +418,5 @@ class IBASurrogateScorer(AblationScorer):
             n, tokens = len(batch.spans[b]), len(batch.explained_ids(b))
             outcomes = log_odds(found.clamp_max(-1e-12)) / tokens  # finite at p = 1
             weights = self.fit(keeps[b], outcomes, prior[b, :n], self.penalty)
-            out[b, :n] = soft_threshold(weights, self.shrink) * tokens
+            out[b, :n] = weights * tokens
         return out, None

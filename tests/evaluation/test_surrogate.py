@@ -19,7 +19,6 @@ from captum_iba.evaluation.surrogate import (
     outcome_ranks,
     prior_ridge,
     rank_ridge,
-    soft_threshold,
 )
 from captum_iba.metrics.context import log_odds, pair_log_probs
 from tests.evaluation.test_context_anchors import _batch
@@ -376,35 +375,9 @@ def test_the_registered_method_takes_its_options(lm):
     assert scorer.settings["design"] == "factorial"
 
 
-def test_the_soft_threshold_subtracts_k_spreads_and_zeroes_the_rest():
-    """Median 0 and absolute deviations {0, 1, 1, 1, 1, 2, 2, 9}: median 1,
-    spread 1 / 0.6745; k = 0.6745 subtracts exactly 1."""
-    w = torch.tensor([0.0, 1.0, -1.0, 1.0, -1.0, 2.0, -2.0, 9.0])
-    got = soft_threshold(w, 0.6745)
-    expected = torch.tensor([0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0, 8.0], dtype=got.dtype)
-    assert torch.allclose(got, expected)
-    assert torch.equal(soft_threshold(w, 0.0), w.double())
-    assert torch.equal(soft_threshold(w, 100.0), torch.zeros(8, dtype=got.dtype))
-
-
-def test_the_shrink_is_the_soft_threshold_of_the_fit(lm):
-    model, tok = lm
-    batch = _batch(tok)
-    plain = IBASurrogateScorer(model, n_ablations=6, tokenizer=tok)
-    shrunk = IBASurrogateScorer(model, n_ablations=6, tokenizer=tok, shrink=1.0)
-    assert shrunk.settings["shrink"] == 1.0 and "shrink" not in plain.settings
-    a, b = plain.attribute(batch).sources, shrunk.attribute(batch).sources
-    for row in range(len(batch)):
-        n = len(batch.spans[row])
-        tokens = len(batch.explained_ids(row))
-        expected = soft_threshold(a[row, :n] / tokens, 1.0) * tokens
-        assert torch.allclose(b[row, :n], expected, atol=1e-9)
-
-
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"shrink": -1.0}, "shrink"),
         ({"n_ablations": 1}, "n_ablations"),
         ({"penalty": 0.0}, "penalty"),
         ({"outcome": "logits"}, "outcome must be one of"),
