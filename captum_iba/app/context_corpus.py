@@ -352,9 +352,10 @@ def write_context_report(
         for record in result["records"]
     ]
     table = context_summary(context_columns(rows))
-    note = prepared.skipped_line()
+    notes = [prepared.skipped_line()] if prepared.skipped_line() else []
+    notes += merged.left_out_notes()
     atomic_write_text(
-        out / f"{stem}.md", table + "\n" + (f"\n{note}\n" if note else "")
+        out / f"{stem}.md", table + "\n" + "".join(f"\n{n}\n" for n in notes)
     )
     written = [f"{stem}.md"]
     for method, result in merged.results.items():

@@ -316,7 +316,7 @@ def evaluate(args: argparse.Namespace) -> int:
         return _context_report(args, merged)
     stem = f"{args.dataset}_{args.setting}"
     n = len({row["index"] for row in merged.rows})  # methods may be several IBAs
-    notes = merged.ranking_notes(n)
+    notes = merged.ranking_notes(n) + merged.left_out_notes()
     table, written = _write_degradation(
         out, stem, merged.results, curves=True, notes=notes
     )
@@ -359,6 +359,8 @@ def _context_report(args: argparse.Namespace, merged: Merged) -> int:
     note = args.contexts.skipped_line()
     if note:
         print(_wrap(f"note: {note}"))
+    for refused in merged.left_out_notes():
+        print(_wrap(refused))
     print(f"done: {merged.run_line(n, len(merged.results))}; results in {args.out}/")
     return 0
 
@@ -384,7 +386,7 @@ def attribute(args: argparse.Namespace) -> int:
     out = Path(args.out)
     written = list(ENGINE_FILES)
     n = len({row["index"] for row in merged.rows})
-    notes = merged.ranking_notes(n)
+    notes = merged.ranking_notes(n) + merged.left_out_notes()
     if merged.results:
         table, files = _write_degradation(
             out, "degradation", merged.results, curves=False, notes=notes

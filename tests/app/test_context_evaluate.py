@@ -107,6 +107,38 @@ def test_a_context_task_records_every_method_s_metrics_and_resumes(
     assert "3 were recorded before" in capsys.readouterr().out
 
 
+def test_an_example_a_method_refuses_is_left_out_and_the_rest_scored(
+    tiny_llm, tmp_path, capsys, monkeypatch
+):
+    """The first example random sees is refused (a ValueError, as a scorer
+    refuses an input it cannot explain): the run finishes on the other two
+    for every method, says so, and its re-run does not stop at it."""
+    from captum_iba.evaluation.random_scorer import RandomScorer
+
+    original, first = RandomScorer._prompt_scores, []
+
+    def refusing(self, batch, per_token):
+        first[:] = first or [batch.prompts[0]]
+        if first[0] in batch.prompts:
+            raise ValueError("reads the response as other tokens")
+        return original(self, batch, per_token)
+
+    monkeypatch.setattr(RandomScorer, "_prompt_scores", refusing)
+    out = tmp_path / "out"
+    argv = _argv(tiny_llm, tmp_path, out, "--passages", "3-4", "--methods",
+                 "iba-sources,random", "--steps", "1")  # fmt: skip
+    assert main(argv) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "(n=2)" in said and "| random (max) | 2 |" in said
+    assert "3 instances x 2 method(s): 3 scored now" in said and "1 left out" in said
+    assert "left out of every method's results: random refused it" in said
+    rows = [json.loads(line) for line in (out / "attributions.jsonl").open()]
+    assert len(rows) == 4 and len({r["index"] for r in rows}) == 2
+    assert "random refused it" in (out / "context_facts_report.md").read_text()
+    assert main(argv) == 0
+    assert "3 were recorded before" in capsys.readouterr().out
+
+
 def test_methods_share_the_held_out_ablations_of_each_example(tiny_llm, tmp_path):
     """The LDS's ablations are drawn once per example (seeded by its number),
     apart from the methods: a method's LDS is the same whichever other

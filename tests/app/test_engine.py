@@ -274,6 +274,66 @@ def test_attribute_writes_rows_resumes_and_refuses_another_run(
     assert "Loading" not in err  # refused before any work
 
 
+def _refuse(monkeypatch, refused):
+    """The random scorer refuses (a ValueError) any batch holding a text's
+    ids in ``refused`` (``"*"``: every batch)."""
+    from captum_iba.evaluation.random_scorer import RandomScorer
+
+    original = RandomScorer._attribute
+
+    def refusing(self, input_ids, target, mask, tt):
+        texts = [
+            " ".join(self.tokenizer.convert_ids_to_tokens(row)) for row in input_ids
+        ]
+        if refused == "*" or any(f" {refused} " in t for t in texts):
+            raise ValueError(f"cannot explain {refused!r}")
+        return original(self, input_ids, target, mask, tt)
+
+    monkeypatch.setattr(RandomScorer, "_attribute", refusing)
+
+
+def test_an_instance_a_method_refuses_is_left_out_and_the_rest_scored(
+    tiny_model_dir, corpus, tmp_path, capsys, monkeypatch
+):
+    """A scorer's ValueError on one instance: its unit's other instance is
+    scored alone, the refused one is recorded, left out of every method's
+    rows and results, said in a note, and a re-run does not try it again."""
+    _refuse(monkeypatch, "dull")
+    out = tmp_path / "out"
+    argv = _argv(tiny_model_dir, corpus, out, extra=["--degradation"])
+    assert main(argv) == 0
+    printed = " ".join(capsys.readouterr().out.split())  # lines wrapped
+    note = "instance 1 is left out of every method's results: random refused it"
+    assert note in printed and "cannot explain 'dull'" in printed
+    rows = _rows(out)
+    kept = [i for i in range(len(SENTENCES)) if i != 1]
+    assert [(r["index"], r["method"]) for r in rows] == [
+        (i, m) for i in kept for m in ("IBA", "random")
+    ]
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["left_out"] == [
+        {"index": 1, "method": "random", "error": "cannot explain 'dull'"}
+    ]
+    assert (
+        "(n=11)" in (out / "degradation.md").read_text()
+        or note in (out / "degradation.md").read_text()
+    )
+    assert main(argv) == 0
+    again = capsys.readouterr().out
+    assert "0 scored now" in again and note in again  # recorded, not retried
+
+
+def test_every_instance_refused_is_an_error(
+    tiny_model_dir, corpus, tmp_path, capsys, monkeypatch
+):
+    _refuse(monkeypatch, "*")
+    with pytest.raises(SystemExit) as exc:
+        main(_argv(tiny_model_dir, corpus, tmp_path / "out", methods="random"))
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "every instance was refused by a method" in err and "random" in err
+
+
 def test_pandas_reads_the_rows(tiny_model_dir, corpus, tmp_path):
     pd = pytest.importorskip("pandas")
     out = tmp_path / "out"

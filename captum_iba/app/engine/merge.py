@@ -106,6 +106,9 @@ class Merged:
             says so (IBA after a layer whose first token alone is read).
         layers (dict): Method -> where its layer is, for IBA (``"after encoder
             layer 5"``).
+        left_out (list[dict]): The instances a method refused (``index``,
+            ``method``, ``error``), left out of every method's rows and
+            results so that the methods are compared on the same instances.
     """
 
     rows: List[Dict[str, Any]]
@@ -117,6 +120,16 @@ class Merged:
     flat: Dict[str, int] = field(default_factory=dict)
     no_ranking: Dict[str, str] = field(default_factory=dict)
     layers: Dict[str, str] = field(default_factory=dict)
+    left_out: List[Dict[str, Any]] = field(default_factory=list)
+
+    def left_out_notes(self) -> List[str]:
+        """One note per instance a method refused: left out of every
+        method's results, and why."""
+        return [
+            f"note: instance {r['index']} is left out of every method's results: "
+            f"{r['method']} refused it ({_first_line(r['error'])})"
+            for r in self.left_out
+        ]
 
     def ranking_notes(self, instances: int) -> List[str]:
         """One warning per method that ranks nothing on some instances (its
@@ -142,21 +155,31 @@ class Merged:
         return notes
 
     def run_line(self, instances: int, methods: int) -> str:
-        """What this run did, for the one summary line of a command."""
+        """What this run did, for the one summary line of a command
+        (``instances``: those in the results; the left out are added)."""
+        out = len({r["index"] for r in self.left_out})
+        instances += out
         rate = self.scored_now / self.seconds if self.seconds > 0 else 0.0
-        before = instances - self.scored_now
+        before = max(instances - self.scored_now, 0.0)
         plural = "es" if self.processes != 1 else ""
         return (
             f"{instances} instances x {methods} method(s): {self.scored_now:.0f} "
             f"scored now in {self.seconds:.0f} s ({rate:.2f} instances/s, "
             f"{self.processes} process{plural}), {before:.0f} were recorded before"
+            + (f", {out} left out (see the note)" if out else "")
         )
 
 
-def _result(job: "CorpusJob", rows: List[Dict[str, Any]], seconds: float) -> Any:
-    """One method's test over the corpus, from its instance rows (a
-    :class:`~captum_iba.metrics.DegradationResult`, or the job's own)."""
-    first = next(r["test_settings"] for r in rows if "test_settings" in r)
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
+
+
+def _result(
+    job: "CorpusJob", rows: List[Dict[str, Any]], seconds: float, first: Any
+) -> Any:
+    """One method's test over the corpus, from its instance rows and the
+    test settings a unit recorded (``first``): a
+    :class:`~captum_iba.metrics.DegradationResult`, or the job's own."""
     return job.merge_tests([r[job.test_field] for r in rows], first, seconds)
 
 
@@ -215,9 +238,28 @@ def merge_shards(
             f"{len(missing)} unit(s) are not recorded in {out} (e.g. unit "
             f"{missing[0][0]} of {missing[0][1]}): run the same command again"
         )
+    refused = [
+        {k: r[k] for k in ("index", "method", "error")}
+        for u in range(len(sizes))
+        for m in methods
+        for r in found[(u, m)]
+        if r.get("kind") == "failed"
+    ]
+    skip = {r["index"] for r in refused}
+    if len(skip) == len(job.data):
+        first = refused[0]
+        raise CLIError(
+            f"every instance was refused by a method, e.g. instance {first['index']} "
+            f"by {first['method']}: {_first_line(first['error'])}"
+        )
     per_method = {
         m: sorted(
-            (r for u in range(len(sizes)) for r in found[(u, m)]),
+            (
+                r
+                for u in range(len(sizes))
+                for r in found[(u, m)]
+                if r["index"] not in skip
+            ),
             key=lambda r: r["index"],
         )
         for m in methods
@@ -225,7 +267,7 @@ def merge_shards(
     seconds = {
         m: sum(r["seconds"] for r in rows) / len(rows) for m, rows in per_method.items()
     }
-    merged = Merged(rows=[], seconds_per_instance=seconds)
+    merged = Merged(rows=[], seconds_per_instance=seconds, left_out=refused)
     merged.flat = {
         m: sum(_flat(r, job.scorers[m]) for r in per_method[m]) for m in methods
     }
@@ -235,12 +277,23 @@ def merge_shards(
         if job.scorers[m].settings.get("no_ranking")
     }
     merged.layers = {m: _layer(job.scorers[m].settings) for m in methods}
-    for i in range(len(job.data)):
+    for i in range(len(job.data) - len(skip)):
         for m in methods:
             row = per_method[m][i]
             merged.rows.append({k: v for k, v in row.items() if k not in _INTERNAL})
     if job.degradation:
-        merged.results = {m: _result(job, per_method[m], seconds[m]) for m in methods}
+        first = {  # a unit's test settings (its first row's, left out or not)
+            m: next(
+                r["test_settings"]
+                for u in range(len(sizes))
+                for r in found[(u, m)]
+                if "test_settings" in r
+            )
+            for m in methods
+        }
+        merged.results = {
+            m: _result(job, per_method[m], seconds[m], first[m]) for m in methods
+        }
     atomic_write_text(
         out / "attributions.jsonl",
         (json.dumps(r, ensure_ascii=False) + "\n" for r in merged.rows),
@@ -253,6 +306,7 @@ def merge_shards(
         seconds_per_instance=seconds,
         fields=row_fields(job),
         scores={m: _meaning(job.scorers[m], merged.flat[m]) for m in methods},
+        left_out=refused,
     )
     text = json.dumps(settings, indent=1, sort_keys=True, default=repr)
     atomic_write_text(out / "settings.json", text + "\n")

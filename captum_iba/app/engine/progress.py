@@ -27,7 +27,9 @@ from captum_iba.app.engine.dist import World
 
 __all__ = ["LINE_EVERY", "Progress"]
 
-_ROW = b'"kind": "row"'
+#: A shard's record of a scored instance, and of one a method refused (done
+#: too), as the shard writes them.
+_ROW, _FAILED = b'"kind": "row"', b'"kind": "failed"'
 #: Seconds between two plain progress lines (output that is no terminal), and
 #: at most between two signs of life while a unit runs.
 LINE_EVERY = 10.0
@@ -122,7 +124,7 @@ class Progress:
                 fh.seek(start)
                 data = fh.read()
             end = data.rfind(b"\n") + 1
-            found += data[:end].count(_ROW)
+            found += data[:end].count(_ROW) + data[:end].count(_FAILED)
             self._offsets[path] = start + end
         self._new += found
         return found

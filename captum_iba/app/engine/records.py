@@ -139,8 +139,9 @@ def check_settings(out: Path, settings: Mapping[str, Any], write: bool = True) -
 
 def record_type(record: Dict[str, Any]) -> Optional[str]:
     """What a shard's record is: ``"start"`` (a process began, with its
-    settings' fingerprint) or ``"row"`` (one instance's scores by one
-    method); the field ``kind`` of the JSON line."""
+    settings' fingerprint), ``"row"`` (one instance's scores by one
+    method) or ``"failed"`` (an instance the method refused, its error); the
+    field ``kind`` of the JSON line."""
     return record.get("kind")
 
 
@@ -153,12 +154,13 @@ def complete_rows(out: Path, unit_sizes: Sequence[int]) -> UnitRows:
 
     Returns:
         dict: ``(unit, method)`` -> its rows (one per instance, each instance
-        once), for the units whose every instance is recorded.
+        once: its scores, or that the method refused it), for the units whose
+        every instance is recorded.
     """
     found: Dict[Tuple[int, str], Dict[int, Dict[str, Any]]] = {}
     for shard in sorted((out / "shards").glob("rank-*.jsonl")):
         for rec in read_lines(shard):
-            if record_type(rec) == "row":
+            if record_type(rec) in ("row", "failed"):
                 found.setdefault((rec["unit"], rec["method"]), {})[rec["index"]] = rec
     return {
         key: list(rows.values())

@@ -90,6 +90,38 @@ def _check(job: CorpusJob, out: Path, world: World) -> None:
         raise CLIError(error)
 
 
+def _method_rows(
+    job: CorpusJob, unit_number: int, unit: Any, method: str
+) -> List[Dict[str, Any]]:
+    """One method's rows of one unit (the loop's :func:`score_unit`)."""
+    (done,) = job.score_unit(unit, [method])
+    tests: List[Optional[Dict[str, Any]]] = [None] * len(unit.indices)
+    if done.result is not None:
+        tests, settings = job.test_records(done.result)
+    rows = []
+    for j in range(len(unit.indices)):
+        row = dict(
+            kind="row", unit=unit_number, method=done.method, seconds=done.seconds
+        )
+        row.update(job.instance_row(unit, j, done.scores))
+        if tests[j] is not None:
+            row[job.test_field] = tests[j]
+        if j == 0 and done.result is not None:
+            row["test_settings"] = settings
+        rows.append(row)
+    return rows
+
+
+def _left_out(
+    unit_number: int, index: int, method: str, err: ValueError
+) -> Dict[str, Any]:
+    """The record of an instance a method refused (``kind`` ``"failed"``):
+    the unit counts as done, the merge leaves the instance out."""
+    return dict(
+        kind="failed", unit=unit_number, method=method, index=index, error=str(err)
+    )
+
+
 def _unit_rows(
     job: CorpusJob,
     unit_number: int,
@@ -98,26 +130,39 @@ def _unit_rows(
     progress: Progress,
 ) -> Iterator[List[Dict[str, Any]]]:
     """The rows of one unit, one method at a time as each finishes (the
-    loop's :func:`score_unit`; the progress says which runs)."""
+    loop's :func:`score_unit`; the progress says which runs). A method that
+    refuses the unit (a ``ValueError``: an input it cannot explain, said in
+    its message) runs again on each of its instances alone; each instance it
+    still refuses is recorded as left out (:func:`_left_out`), so a re-run
+    does not stop at it again."""
     unit = job.unit_tensors(indices)
     for method in methods:
         progress.working(unit_number, method)
-        (done,) = job.score_unit(unit, [method])
-        tests: List[Optional[Dict[str, Any]]] = [None] * len(indices)
-        if done.result is not None:
-            tests, settings = job.test_records(done.result)
-        rows = []
-        for j in range(len(indices)):
-            row = dict(
-                kind="row", unit=unit_number, method=done.method, seconds=done.seconds
-            )
-            row.update(job.instance_row(unit, j, done.scores))
-            if tests[j] is not None:
-                row[job.test_field] = tests[j]
-            if j == 0 and done.result is not None:
-                row["test_settings"] = settings
-            rows.append(row)
+        try:
+            rows = _method_rows(job, unit_number, unit, method)
+        except ValueError as err:
+            rows = _one_by_one(job, unit_number, indices, method, err)
         yield rows
+
+
+def _one_by_one(
+    job: CorpusJob,
+    unit_number: int,
+    indices: Sequence[int],
+    method: str,
+    err: ValueError,
+) -> List[Dict[str, Any]]:
+    """A refused unit's rows, its instances scored one at a time (``err``:
+    the unit's refusal, the instance's own when it is alone)."""
+    if len(indices) == 1:
+        return [_left_out(unit_number, indices[0], method, err)]
+    rows: List[Dict[str, Any]] = []
+    for index in indices:
+        try:
+            rows += _method_rows(job, unit_number, job.unit_tensors([index]), method)
+        except ValueError as own:
+            rows.append(_left_out(unit_number, index, method, own))
+    return rows
 
 
 def run_corpus_job(
