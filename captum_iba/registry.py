@@ -301,7 +301,8 @@ _method(
     "iba-deletion in two steps at about AttnLRP's cost: one step from every "
     "token half kept, then one more on the prompt with the tokens that step "
     "ranks highest deleted for real, which finds the tokens that still carry "
-    "the answer without them (a causal LM's default; docs/llm.rst)",
+    "the answer without them (on prompts of 128 scored tokens or more; "
+    "behind seven steps on long prompts, offered for a budget: docs/llm.rst)",
     _IBA_RUN + ("rest_share",),
     signed=False,
     reduction="mean",
