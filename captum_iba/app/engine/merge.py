@@ -10,8 +10,10 @@
   (``pd.read_json(path, lines=True)``) and Hugging Face ``datasets``
   (``load_dataset("json", data_files=path)``) read it as it is.
 * ``settings.json`` - the run's settings and every method's own, what each
-  field of ``attributions.jsonl`` holds (``fields``: :data:`ROW_FIELDS`) and
-  what each method's scores mean (``scores``: meaning and direction).
+  field of ``attributions.jsonl`` holds (``fields``: :data:`ROW_FIELDS`),
+  what each method's scores mean (``scores``: meaning and direction) and the
+  instances a method refused (``left_out``: index, method, error), which both
+  files leave out for every method.
 
 Both are written to a temporary name and renamed. The merged numbers do not
 depend on the number of processes (see :mod:`~captum_iba.app.engine.units`).
