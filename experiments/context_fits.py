@@ -88,7 +88,7 @@ def main() -> None:
         "pool:64/ridge,pool:64/lasso",
     )
     args = parser.parse_args()
-    dumps = [torch.load(f) for f in sorted(args.files)]
+    dumps = [torch.load(f, weights_only=True) for f in sorted(args.files)]
     fits = [f.split("/") for f in args.fits.split(",")]
     table = np.array([[lds(d, w, s) for w, s in fits] for d in dumps])
     base = table[:, 0]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Sequence
 
 from captum_iba._utils.io import atomic_write_text
 from captum_iba._utils.ranking import is_flat, spread_said
-from captum_iba.app.engine.records import complete_rows
+from captum_iba.app.engine.records import complete_rows, record_type
 from captum_iba.app.errors import CLIError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -245,7 +245,7 @@ def merge_shards(
         for u in range(len(sizes))
         for m in methods
         for r in found[(u, m)]
-        if r.get("kind") == "failed"
+        if record_type(r) == "failed"
     ]
     skip = {r["index"] for r in refused}
     if len(skip) == len(job.data):
