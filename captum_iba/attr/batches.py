@@ -35,6 +35,7 @@ __all__ = [
     "Scores",
     "TokenBatch",
     "rows_per_pass",
+    "scatter_back",
 ]
 
 #: Label of positions that are not scored (the Hugging Face convention).
@@ -342,6 +343,27 @@ class PromptBatch:
             take(self.explained, False),
         )
         return batch, cols.masked_fill(~held, -1)
+
+
+def scatter_back(values: Tensor, columns: Tensor, width: int) -> Tensor:
+    """Per-position ``values`` of a shorter batch
+    (:meth:`PromptBatch.without`) put back at the original batch's columns:
+    ``(B, width)``, 0 at the positions the shorter batch does not hold (its
+    new padding, ``columns`` -1, writes nowhere: never over a kept column).
+
+    Args:
+        values (Tensor): ``(B, W')`` one value per position of the shorter
+            batch.
+        columns (Tensor): ``(B, W')`` the original column of each (-1 at new
+            padding), as :meth:`PromptBatch.without` returns them.
+        width (int): The original batch's width ``W``.
+
+    Returns:
+        Tensor: ``(B, W)``, ``values`` ' dtype and device.
+    """
+    spare = torch.where(columns >= 0, columns, torch.full_like(columns, width))
+    out = values.new_zeros(values.shape[0], width + 1)
+    return out.scatter_(1, spare, values)[:, :width]
 
 
 @dataclass(frozen=True)

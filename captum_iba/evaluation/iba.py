@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from captum_iba.attr._precision import precision_used
+from captum_iba.attr.batches import scatter_back
 from captum_iba.attr.iba import InformationBottleneckAttribution
 from captum_iba.attr.llm import (
     AnswerScores,
@@ -264,10 +265,7 @@ class IBAScorer(TokenScorer):
         rest, columns = part.without(top, self.pad_token_id)
         one = options.replace(steps=1)
         last = explain_answers(self.iba, rest, per_token=False, config=one).answer
-        held = columns >= 0
-        back = torch.zeros_like(first).scatter_(
-            1, columns.clamp(min=0), torch.where(held, last, torch.zeros_like(last))
-        )
+        back = scatter_back(last, columns, first.shape[1])
         back = torch.where(top, torch.ones_like(back), back)
         steps = options.steps
         answer = scores.answer.clone()

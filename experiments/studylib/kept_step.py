@@ -20,8 +20,7 @@ from typing import Any, List
 
 import torch
 
-from captum_iba.attr.batches import AnswerScores, PromptBatch
-from captum_iba.attr.llm_batch import IGNORE_INDEX
+from captum_iba.attr.batches import AnswerScores, PromptBatch, scatter_back
 from captum_iba.evaluation.iba import top_share
 
 
@@ -64,30 +63,6 @@ def parse_passes(given: str) -> List[Pass]:
     return passes
 
 
-def _right_compacted(batch: PromptBatch, keep: torch.Tensor, pad: int) -> Any:
-    """``batch`` with the positions not in ``keep`` deleted, each row's kept
-    positions moved to the right end (left padding, as ``prompt_batch``)."""
-    order = torch.sort(keep.to(torch.uint8), dim=1, stable=True).indices
-    width = int(keep.sum(1).max())
-    cols = order[:, -width:]
-    held = keep.gather(1, cols)
-
-    def take(t: torch.Tensor, fill: Any) -> torch.Tensor:
-        return t.gather(1, cols).masked_fill(~held, fill)
-
-    return (
-        PromptBatch(
-            input_ids=take(batch.input_ids, pad),
-            attention_mask=take(batch.attention_mask, 0),
-            labels=take(batch.labels, IGNORE_INDEX),
-            scored=take(batch.scored, False),
-            prompts=batch.prompts,
-        ),
-        cols,
-        held,
-    )
-
-
 class KeptStep:
     """One deletion step, then one per pass on a shorter prompt (module
     docstring)."""
@@ -114,12 +89,10 @@ class KeptStep:
         drop = top if out else scored & ~top
         low = top_share(-now, scored, p.trim) if out and p.trim else top & False
         drop = drop | low
-        keep = batch.attention_mask.bool() & ~drop
         pad = int(getattr(self.one_step, "pad_token_id", 0) or 0)
-        small, cols, held = _right_compacted(batch, keep, pad)
+        small, cols = batch.without(drop, pad)  # as the degradation test deletes
         found = self.one_step.attribute(small).answer.detach()
-        mask = torch.zeros_like(now)
-        mask.scatter_(1, cols, torch.where(held, found, 0.0))
+        mask = scatter_back(found, cols, now.shape[1])
         mask = torch.where(top, torch.ones_like(mask), mask) if out else mask
         return mask, top, low
 

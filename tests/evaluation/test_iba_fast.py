@@ -4,6 +4,7 @@ share of its tokens deleted for real (long prompts only)."""
 import pytest
 import torch
 
+from captum_iba.attr.batches import scatter_back
 from captum_iba.attr.llm import CausalLMLogLikelihood
 from captum_iba.attr.llm_batch import prompt_batch
 from captum_iba.evaluation import Resources, build_scorers
@@ -65,6 +66,17 @@ def test_without_is_the_prompt_with_those_tokens_deleted(lm):
         batch.without(batch.answer_mask, pad_token_id=0)
     with pytest.raises(ValueError, match="drop must be"):
         batch.without(drop[:, :3], pad_token_id=0)
+
+
+def test_scatter_back_puts_each_value_at_its_column_and_padding_nowhere():
+    """Column 0 is kept in the first row while its new padding (-1) comes
+    first: the padding writes nowhere, so column 0 keeps its value."""
+    columns = torch.tensor([[-1, 0, 2, 3], [1, 2, 3, 4]])
+    values = torch.tensor([[9.0, 1.0, 2.0, 3.0], [5.0, 6.0, 7.0, 8.0]])
+    assert scatter_back(values, columns, 5).tolist() == [
+        [1.0, 0.0, 2.0, 3.0, 0.0],
+        [0.0, 5.0, 6.0, 7.0, 8.0],
+    ]
 
 
 def test_a_short_prompt_gets_one_step_a_long_one_the_rest_step_too(lm):
