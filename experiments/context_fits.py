@@ -22,16 +22,16 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from captum_iba.evaluation.surrogate import prior_ridge, rank_ridge
+from captum_iba.evaluation.surrogate import (
+    per_token_log_odds,
+    prior_ridge,
+    prior_scale,
+    rank_ridge,
+)
 from captum_iba.metrics.context import (
     SourceAblations,
     linear_datamodeling_score,
-    log_odds,
 )
-
-
-def _outcomes(lp: Tensor, tokens: int) -> Tensor:
-    return log_odds(lp.double().clamp_max(-1e-12)) / tokens
 
 
 def _lasso(x: Tensor, y: Tensor, alpha: float = 0.01) -> Tensor:
@@ -43,10 +43,9 @@ def _lasso(x: Tensor, y: Tensor, alpha: float = 0.01) -> Tensor:
 
 
 def _lasso_res(x: Tensor, y: Tensor, s: Tensor) -> Tensor:
-    xc, yc = x.double() - x.double().mean(0), y - y.mean()
-    z = xc @ s
-    a = max(float(z @ yc / (z @ z)), 0.0) if float(z @ z) > 0 else 0.0
-    return a * s + _lasso(x, y - a * (x.double() @ s))
+    x = x.double()
+    a = float(prior_scale(x - x.mean(0), y - y.mean(), s))
+    return a * s + _lasso(x, y - a * (x @ s))
 
 
 SOLVERS: Dict[str, Callable[[Tensor, Tensor, Tensor], Tensor]] = {
@@ -72,7 +71,8 @@ def ablations(d: Dict[str, Any], which: str) -> Tuple[Tensor, Tensor]:
 
 def lds(d: Dict[str, Any], which: str, solver: str) -> float:
     keep, lp = ablations(d, which)
-    w = SOLVERS[solver](keep, _outcomes(lp, d["tokens"]), d["prior"].double())
+    y = per_token_log_odds(lp.double(), d["tokens"])
+    w = SOLVERS[solver](keep, y, d["prior"].double())
     held = SourceAblations(d["heldout_keep"], d["heldout_log_probs"].double())
     return float(linear_datamodeling_score(w * d["tokens"], held)[0])
 

@@ -424,11 +424,12 @@ def main() -> None:
     )
     sub.choices["run"].add_argument(
         "--second",
-        metavar="MODE:SHARE[:TRIM][+...]",
+        metavar="MODE:SHARE[:TRIM[:COMBINE]][+...]",
         help="iba-deletion: more steps on shorter prompts (kept:0.5: the top "
         "half the first kept; rest:0.25: the top quarter deleted; rest:0.25:0.3 "
-        "also the bottom 30 %%; '+' for a third pass), studylib.kept_step; "
-        "recorded as llm-iba-deletion-...-<MODE><SHARE>[-trim<TRIM>]",
+        "also the bottom 30 %%; rest:0.33::last: the rest ranked by that step "
+        "alone; '+' for a third pass), studylib.kept_step; recorded as "
+        "llm-iba-deletion-...-<MODE><SHARE>[-trim<TRIM>][-last]",
     )
     sub.choices["run"].add_argument(
         "--rest-from",

@@ -85,7 +85,9 @@ __all__ = [
     "factorial_masks",
     "focused_masks",
     "outcome_ranks",
+    "per_token_log_odds",
     "prior_ridge",
+    "prior_scale",
     "rank_ridge",
 ]
 
@@ -248,6 +250,39 @@ def focused_masks(prior: Tensor, n_ablations: int, seed: int = 0) -> Tensor:
     return _more_distinct(kept, n_ablations, gen)
 
 
+def per_token_log_odds(log_probs: Tensor, tokens: int) -> Tensor:
+    """The ablations' outcomes as the surrogate fits them: the response's
+    logit-probability per response token (ContextCite's ``outputs /
+    num_output_tokens``), finite where :math:`p = 1`.
+
+    Args:
+        log_probs (Tensor): ``(A,)`` the response's log-probability per
+            ablation.
+        tokens (int): The response's tokens.
+
+    Returns:
+        Tensor: ``(A,)``.
+    """
+    return log_odds(log_probs.clamp_max(-1e-12)) / tokens
+
+
+def prior_scale(xc: Tensor, yc: Tensor, prior: Tensor) -> Tensor:
+    r""":math:`\alpha \ge 0`, the least-squares scale of the prior's
+    predictions :math:`X_c s` to the centred outcomes :math:`y_c` (0 where the
+    prior predicts nothing).
+
+    Args:
+        xc (Tensor): ``(A, S)`` the ablations, centred (float64).
+        yc (Tensor): ``(A,)`` the outcomes, centred.
+        prior (Tensor): ``(S,)`` the prior's scores.
+
+    Returns:
+        Tensor: A 0-d tensor.
+    """
+    z = xc @ prior
+    return (z @ yc / (z @ z)).clamp_min(0.0) if float(z @ z) > 0 else z.new_zeros(())
+
+
 def prior_ridge(
     keep: Tensor, outcomes: Tensor, prior: Tensor, penalty: float = 1.0
 ) -> Tensor:
@@ -278,8 +313,7 @@ def prior_ridge(
     if not (torch.isfinite(y).all() and torch.isfinite(s).all()):
         raise ValueError("outcomes and prior must be finite")
     xc, yc = x - x.mean(0), y - y.mean()
-    z = xc @ s
-    alpha = (z @ yc / (z @ z)).clamp_min(0.0) if float(z @ z) > 0 else z.new_zeros(())
+    alpha = prior_scale(xc, yc, s)
     gram = xc.T @ xc + penalty * torch.eye(x.shape[1], dtype=x.dtype)
     return torch.linalg.solve(gram, xc.T @ yc + penalty * alpha * s)
 
@@ -416,7 +450,7 @@ class IBASurrogateScorer(AblationScorer):
         out = self._empty(batch)
         for b, found in enumerate(self._ablated(batch, keeps)):
             n, tokens = len(batch.spans[b]), len(batch.explained_ids(b))
-            outcomes = log_odds(found.clamp_max(-1e-12)) / tokens  # finite at p = 1
+            outcomes = per_token_log_odds(found, tokens)
             weights = self.fit(keeps[b], outcomes, prior[b, :n], self.penalty)
             out[b, :n] = weights * tokens
         return out, None

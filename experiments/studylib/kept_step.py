@@ -10,7 +10,9 @@ scored tokens deleted for real, chosen by the scores so far: those ranked low
 bottom ``trim`` (the tokens the scores so far rank lowest: the pass reads
 fewer tokens and costs less). A token's score is its mask averaged over the
 passes; a token a pass deleted counts as kept (1) there when it was deleted
-as one of the top (rest mode: the answer needs it), else as deleted (0).
+as one of the top (rest mode: the answer needs it), else as deleted (0). A
+rest pass with ``combine="last"`` ranks the tokens it reads by its own mask
+alone, between the top it deleted and the bottom it trimmed.
 
 Each later pass runs on fewer tokens, so it costs less than a full step.
 """
