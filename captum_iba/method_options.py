@@ -73,9 +73,10 @@ SURROGATE_OUTCOMES = ("ranks", "log-odds")
 #: How ``iba-surrogate`` draws its ablations, the default first: where the
 #: sources outnumber what a factorial design separates, the design over the
 #: prior's top sources (:func:`captum_iba.evaluation.surrogate.focused_masks`;
-#: the factorial design below that), or a factorial design over every source
-#: where one fits, at random where none does.
-SURROGATE_DESIGNS = ("focused", "factorial")
+#: the factorial design below that), a factorial design over every source
+#: where one fits, at random where none does, or every source at random, kept
+#: with probability 0.3 (:func:`captum_iba.evaluation.surrogate.sparse_masks`).
+SURROGATE_DESIGNS = ("focused", "factorial", "sparse")
 
 
 def _precision(value: object) -> str:
@@ -200,8 +201,10 @@ _option(
     "factorial design over every source where one fits; where the sources "
     "outnumber what it separates - 16 or more at 16 ablations - the design "
     "over the 8 sources one deletion step ranks highest, the others at "
-    "random; docs/studies/context_long.rst) or 'factorial' (the design where "
-    "one fits, else every source at random: the default before 0.4)",
+    "random; docs/studies/context_long.rst), 'factorial' (the design where "
+    "one fits, else every source at random: the default before 0.4) or "
+    "'sparse' (every source at random, kept with probability 0.3: shorter "
+    "ablated prompts; docs/studies/context_long_fifth.rst)",
     kwarg="design",
 )
 _option(

@@ -9,8 +9,12 @@ the response's log-probability under each (the LDS's), one ``iba-deletion``
 step's source scores (``iba-surrogate`` 's prior), the 16 ablations of
 ``iba-surrogate`` 's default design and a pool of ``--pool`` random ones
 (each source kept with probability 1/2, none twice; ContextCite's
-distribution), each with its outcome, and the response's token count. A run
-resumes (an example whose file exists is skipped)::
+distribution), each with its outcome, and the response's token count;
+with ``--pool2 A --keep2 P`` a second pool of ``A`` random ablations each
+keeping a source with probability ``P`` (``pool2_keep``, ``pool2_log_probs``;
+cheaper rows when ``P < 1/2``), each pool's CPU-s apart (``pool_seconds``,
+``pool2_seconds``). A run resumes (an example whose file exists is
+skipped; one without the second pool asked for gets it added)::
 
     python experiments/context_dump.py --task context-facts --split search \\
         --seed 0 --n 8 --passages 32-32 --passage-words 20 --pool 64 --out R
@@ -36,15 +40,49 @@ from captum_iba.evaluation.surrogate import (  # noqa: E402
     IBASurrogateScorer,
     distinct_masks,
 )
+from captum_iba.metrics.context import ablation_masks  # noqa: E402
 
 #: The pool's seed offset (apart from the held-out ablations' and the design's).
 POOL_SEED = 7_000
+#: The second pool's.
+POOL2_SEED = 9_000
 
 
-def dump_example(model: Any, tok: Any, example: Any, number: int, pool: int) -> dict:
-    """One example's numbers (module docstring)."""
+def _timed_pool(scorer: Any, batch: Any, keep: Any) -> tuple:
+    """The log-probabilities of ``keep`` 's ablations and their CPU-s."""
     began = time.process_time()
-    unit = example_unit(model, tok, example, number)
+    (found,) = scorer._ablated(batch, [keep])
+    return found, time.process_time() - began
+
+
+def second_pool(
+    model: Any, tok: Any, batch: Any, n: int, number: int, size: int, keep: float
+) -> dict:
+    """The second pool of example ``number`` (``n`` sources): its ablations,
+    outcomes and CPU-s (module docstring)."""
+    scorer = IBASurrogateScorer(model, tokenizer=tok)
+    drawn = ablation_masks(n, size, keep, POOL2_SEED + number)
+    found, seconds = _timed_pool(scorer, batch, drawn)
+    return dict(
+        pool2_keep=drawn,
+        pool2_log_probs=found,
+        pool2_seconds=seconds,
+        keep2=keep,
+    )
+
+
+def dump_example(
+    model: Any,
+    tok: Any,
+    example: Any,
+    unit: Any,
+    spent: float,
+    pool: int,
+    number: int,
+) -> dict:
+    """One example's numbers (module docstring) from its ``unit``
+    (:func:`example_unit`, which took ``spent`` CPU-s)."""
+    began = time.process_time() - spent
     batch, held = unit.batch, unit.ablations[0]
     scorer = IBASurrogateScorer(model, tokenizer=tok)
     n = len(example.sources)
@@ -53,7 +91,7 @@ def dump_example(model: Any, tok: Any, example: Any, number: int, pool: int) -> 
     design = scorer._keep(batch, 0, prior)
     drawn = distinct_masks(n, pool, POOL_SEED + number)
     (design_lp,) = scorer._ablated(batch, [design])
-    (pool_lp,) = scorer._ablated(batch, [drawn])
+    pool_lp, pool_seconds = _timed_pool(scorer, batch, drawn)
     return dict(
         n_sources=n,
         key=example.key,
@@ -66,6 +104,7 @@ def dump_example(model: Any, tok: Any, example: Any, number: int, pool: int) -> 
         design_log_probs=design_lp,
         pool_keep=drawn,
         pool_log_probs=pool_lp,
+        pool_seconds=pool_seconds,
         cpu_seconds=time.process_time() - began,
     )
 
@@ -80,6 +119,8 @@ def main() -> None:
     parser.add_argument("--passages", default="32-32")
     parser.add_argument("--passage-words", type=int, default=20)
     parser.add_argument("--pool", type=int, default=64)
+    parser.add_argument("--pool2", type=int, default=0)
+    parser.add_argument("--keep2", type=float, default=0.3)
     parser.add_argument("--model", default=SMOLLM2_HUB_ID)
     parser.add_argument("--tokenizer")
     parser.add_argument("--out", required=True)
@@ -91,9 +132,21 @@ def main() -> None:
     model, tok = study_lm(args.model, args.tokenizer)
     for i, example in enumerate(examples):
         path = out / f"{i:03d}.pt"
-        if i < args.start or path.exists():
+        if i < args.start:
             continue
-        found = dump_example(model, tok, example, i, args.pool)
+        found = torch.load(path, weights_only=True) if path.exists() else None
+        if found is not None and (not args.pool2 or "pool2_keep" in found):
+            continue
+        began = time.process_time()
+        unit = example_unit(model, tok, example, i)
+        spent = time.process_time() - began
+        if found is None:
+            found = dump_example(model, tok, example, unit, spent, args.pool, i)
+        if args.pool2:
+            n = len(example.sources)
+            found.update(
+                second_pool(model, tok, unit.batch, n, i, args.pool2, args.keep2)
+            )
         torch.save(found, path.with_suffix(".tmp"))
         path.with_suffix(".tmp").rename(path)
         print(f"{i}: S {found['n_sources']} {found['cpu_seconds']:.0f} CPU-s "

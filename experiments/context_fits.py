@@ -4,7 +4,8 @@ held-out ablations (:func:`~captum_iba.metrics.context.linear_datamodeling_score
 the study's).
 
 Each fit takes a set of ablations (``design``: ``iba-surrogate`` 's 16;
-``pool:<a>``: the pool's first ``a`` random ones; ``design+pool:<a>``: both)
+``pool:<a>``: the pool's first ``a`` random ones; ``pool2:<a>``: the second
+pool's, drawn at its own keep probability; ``design+pool:<a>``: both)
 and a solver: ``ridge`` (``iba-surrogate`` 's prior ridge on the outcomes'
 ranks, :func:`~captum_iba.evaluation.surrogate.rank_ridge`), ``ridge-lo``
 (the same on the log-odds per token), ``lasso`` (ContextCite's: scikit-learn's
@@ -64,8 +65,9 @@ def ablations(d: Dict[str, Any], which: str) -> Tuple[Tensor, Tensor]:
         if part == "design":
             parts.append((d["design_keep"], d["design_log_probs"]))
         else:
-            a = int(part.split(":")[1])
-            parts.append((d["pool_keep"][:a], d["pool_log_probs"][:a]))
+            pool, a = part.split(":")
+            a = int(a)
+            parts.append((d[f"{pool}_keep"][:a], d[f"{pool}_log_probs"][:a]))
     return torch.cat([k for k, _ in parts]), torch.cat([lp for _, lp in parts])
 
 

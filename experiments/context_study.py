@@ -372,13 +372,14 @@ def stepped_scorers(
 
 
 def surrogate_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
-    """Each ``iba-surrogate-<k>[-log-odds][-focused][-p<penalty>][-t<shrink>]``
+    """Each ``iba-surrogate-<k>[-log-odds][-focused|-sparse][-p<penalty>][-t<shrink>]``
     method's scorer (``model, tok -> scorer``): ``iba-surrogate`` with k ablations a
     context, fitted to the outcomes' ranks (its default) or to their log-odds,
     its design the factorial one over every source (what the records without
     ``-focused`` ran: ``iba-surrogate`` 's default before issue 77's long
-    contexts) or ``focused`` on the prior's top sources (its default since;
-    the two are the same below 16 sources at 16 ablations), the prior's
+    contexts), ``focused`` on the prior's top sources (its default since;
+    the two are the same below 16 sources at 16 ablations) or ``sparse``
+    (every source at random, kept with probability 0.3), the prior's
     weight ``penalty`` (default 1), the weights soft-thresholded at ``shrink``
     times their spread (default 0: not). The variants of
     one run share their ablations and prior where they are the same
@@ -396,8 +397,8 @@ def surrogate_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
         for part in parts:
             if part == "log_odds":
                 options["outcome"] = "log-odds"
-            elif part == "focused":
-                options["design"] = "focused"
+            elif part in ("focused", "sparse"):
+                options["design"] = part
             elif part[:1] == "p" and part[1:].replace(".", "", 1).isdigit():
                 options["penalty"] = float(part[1:])
             elif part[:1] == "t" and part[1:].replace(".", "", 1).isdigit():
@@ -406,7 +407,7 @@ def surrogate_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
                 k = ""  # refused below
         if not k.isdigit() or int(k) < 2:
             raise SystemExit(
-                f"{m}: the methods are {SURROGATE}<k>[-log-odds][-focused]"
+                f"{m}: the methods are {SURROGATE}<k>[-log-odds][-focused|-sparse]"
                 "[-p<penalty>][-t<shrink>], k >= 2 ablations"
             )
         makers[m] = lambda model, tok, k=int(k), options=options: shared.attach(

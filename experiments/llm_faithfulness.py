@@ -193,8 +193,10 @@ def _stem(name: str, args: argparse.Namespace) -> str:
         return name + ("" if trained_on == args.task else f"-from-{trained_on}")
     stem = record_name(name)
     steps = getattr(args, "iba_steps", None)
+    layer = getattr(args, "iba_layer", None)
     if name == "iba-deletion" and (
         steps
+        or layer is not None
         or getattr(args, "iba_option", None)
         or getattr(args, "second", None)
         or getattr(args, "norm_rule", False)
@@ -205,7 +207,8 @@ def _stem(name: str, args: argparse.Namespace) -> str:
         rest_from = getattr(args, "rest_from", None)
         extra += f"-from{rest_from}" if second and rest_from else ""
         extra += "-normrule" if getattr(args, "norm_rule", False) else ""
-        return stem + (f"-steps{steps}" if steps else "") + extra
+        at = "" if layer is None else f"-layer{layer}"
+        return stem + at + (f"-steps{steps}" if steps else "") + extra
     if name != AMORTIZED:
         return stem
     if args.fit_on not in (None, args.task):
@@ -258,7 +261,10 @@ def _scorer(
     """The method's scorer; ``iba-amortized`` 's with its explainer
     (:func:`_explainer`), the fit's statistics added to the record's ``meta``
     (``fit``); ``iba-deletion`` with ``--iba-steps`` steps when given."""
-    given = {"iba-deletion": {"steps": args.iba_steps}} if args.iba_steps else {}
+    run = {"steps": args.iba_steps} if args.iba_steps else {}
+    if getattr(args, "iba_layer", None) is not None:
+        run["layer"] = args.iba_layer
+    given = {"iba-deletion": run} if run else {}
     if args.refine_steps:
         given[AMORTIZED] = {"refine_steps": args.refine_steps}
     is_amortized = name == AMORTIZED
@@ -414,6 +420,14 @@ def main() -> None:
         type=int,
         help="iba-amortized: epochs of its fit (default the objective's; given: "
         "recorded as iba-amortized-e<E>)",
+    )
+    sub.choices["run"].add_argument(
+        "--iba-layer",
+        type=int,
+        help="iba-deletion: the bottleneck after this layer of the model's stack "
+        "(0-based; the deletion acts in the layers above it, a step runs and "
+        "differentiates only those; default the embeddings), recorded as "
+        "llm-iba-deletion-layer<K>",
     )
     sub.choices["run"].add_argument(
         "--iba-steps",

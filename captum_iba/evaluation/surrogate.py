@@ -89,10 +89,13 @@ __all__ = [
     "prior_ridge",
     "prior_scale",
     "rank_ridge",
+    "sparse_masks",
 ]
 
 #: The probability of keeping a source in an ablation (ContextCite's).
 KEEP_PROB = 0.5
+#: ... in an ablation of the ``"sparse"`` design (:func:`sparse_masks`).
+SPARSE_KEEP_PROB = 0.3
 
 
 def distinct_masks(n_sources: int, n_ablations: int, seed: int = 0) -> Tensor:
@@ -127,13 +130,18 @@ def distinct_masks(n_sources: int, n_ablations: int, seed: int = 0) -> Tensor:
     return _more_distinct(torch.zeros(0, n_sources, dtype=torch.bool), n_ablations, gen)
 
 
-def _more_distinct(rows: Tensor, n_ablations: int, gen: torch.Generator) -> Tensor:
-    """``rows``, then uniform draws none of them seen before, up to
-    ``n_ablations`` rows (rejection: for where the subsets far outnumber
-    them)."""
+def _more_distinct(
+    rows: Tensor,
+    n_ablations: int,
+    gen: torch.Generator,
+    keep_prob: float = KEEP_PROB,
+) -> Tensor:
+    """``rows``, then draws (each source kept with probability
+    ``keep_prob``) none of them seen before, up to ``n_ablations`` rows
+    (rejection: for where the subsets far outnumber them)."""
     seen = dict.fromkeys(tuple(row) for row in rows.tolist())
     while len(seen) < n_ablations:
-        row = torch.rand(rows.shape[1], generator=gen) < KEEP_PROB
+        row = torch.rand(rows.shape[1], generator=gen) < keep_prob
         seen.setdefault(tuple(row.tolist()), None)
     return torch.tensor(list(seen), dtype=torch.bool).reshape(-1, rows.shape[1])
 
@@ -248,6 +256,38 @@ def focused_masks(prior: Tensor, n_ablations: int, seed: int = 0) -> Tensor:
     kept = torch.rand(len(design), n_sources, generator=gen) < KEEP_PROB
     kept[:, top] = design
     return _more_distinct(kept, n_ablations, gen)
+
+
+def sparse_masks(
+    n_sources: int, n_ablations: int, seed: int = 0, keep_prob: float = SPARSE_KEEP_PROB
+) -> Tensor:
+    """Ablations of ``n_sources`` sources, each kept with probability
+    ``keep_prob`` (0.3: shorter ablated prompts than ContextCite's 1/2, so
+    cheaper forward passes; docs/studies/context_long_fifth.rst), none twice;
+    every subset (in a random order) when there are at most ``n_ablations``.
+
+    Args:
+        n_sources (int): Sources in the context, >= 1.
+        n_ablations (int): Ablations wanted, >= 1.
+        seed (int): Seed of their own generator. Default 0.
+        keep_prob (float): The probability of keeping a source, in (0, 1).
+            Default :data:`SPARSE_KEEP_PROB`.
+
+    Returns:
+        Tensor: ``(min(n_ablations, 2 ** n_sources), n_sources)`` bool, True =
+        kept, no two rows equal.
+
+    Raises:
+        ValueError: For no sources or no ablations, or a probability outside
+            (0, 1).
+    """
+    if not 0.0 < keep_prob < 1.0:
+        raise ValueError(f"keep_prob must be in (0, 1); got {keep_prob!r}")
+    if n_sources < 1 or n_ablations < 1 or 2**n_sources <= n_ablations:
+        return distinct_masks(n_sources, n_ablations, seed)  # and its errors
+    gen = torch.Generator().manual_seed(int(seed))
+    empty = torch.zeros(0, n_sources, dtype=torch.bool)
+    return _more_distinct(empty, n_ablations, gen, keep_prob)
 
 
 def per_token_log_odds(log_probs: Tensor, tokens: int) -> Tensor:
@@ -380,8 +420,10 @@ class IBASurrogateScorer(AblationScorer):
         design (str): ``"focused"`` (:func:`focused_masks`; the default:
             where the sources outnumber what a factorial design separates,
             the design over the prior's top sources, else the factorial
-            design) or ``"factorial"`` (:func:`factorial_masks`: at random
-            where no design holds the sources).
+            design), ``"factorial"`` (:func:`factorial_masks`: at random
+            where no design holds the sources) or ``"sparse"``
+            (:func:`sparse_masks`: every source at random, kept with
+            probability 0.3).
         **kwargs: See :class:`~captum_iba.evaluation.source_methods.AblationScorer`.
     """
 
@@ -426,7 +468,7 @@ class IBASurrogateScorer(AblationScorer):
             n_ablations=self.n_ablations,
             penalty=float(penalty),
             seed=seed,
-            keep_prob=KEEP_PROB,
+            keep_prob=SPARSE_KEEP_PROB if design == "sparse" else KEEP_PROB,
             design=design,
             outcome=outcome,
             prior=f"iba-deletion, 1 step, {ONE_STEP_POOLING}",
@@ -437,6 +479,8 @@ class IBASurrogateScorer(AblationScorer):
         seed = common.instance_seed(int(self.seed), ids)
         if self.design == "focused":
             return focused_masks(prior, self.n_ablations, seed)
+        if self.design == "sparse":
+            return sparse_masks(len(prior), self.n_ablations, seed)
         return factorial_masks(len(prior), self.n_ablations, seed)
 
     def _source_scores(
