@@ -260,7 +260,8 @@ def _scorer(
 ) -> Any:
     """The method's scorer; ``iba-amortized`` 's with its explainer
     (:func:`_explainer`), the fit's statistics added to the record's ``meta``
-    (``fit``); ``iba-deletion`` with ``--iba-steps`` steps when given."""
+    (``fit``); ``iba-deletion`` with ``--iba-steps`` steps and its bottleneck
+    after layer ``--iba-layer`` when given."""
     run = {"steps": args.iba_steps} if args.iba_steps else {}
     if getattr(args, "iba_layer", None) is not None:
         run["layer"] = args.iba_layer
