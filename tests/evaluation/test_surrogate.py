@@ -376,41 +376,33 @@ def test_the_ablations_follow_the_seed_and_the_prompt(lm):
     assert not torch.equal(one._keep(batch, 0, prior)[:, :2], second)
 
 
-def test_the_registered_method_takes_its_options(lm):
+def _registered(lm, **options):
+    """``iba-surrogate`` as the registry builds it for a causal LM, with
+    ``options`` (the command line's names)."""
     model, tok = lm
-    scorer = build_scorers(
+    return build_scorers(
         ["iba-surrogate"],
         Resources(model, tok),
-        method_options={"iba-surrogate": {"ablations": 5}},
+        method_options={"iba-surrogate": options},
         kind="causal-lm",
     )["iba-surrogate"]
+
+
+def test_the_registered_method_takes_its_options(lm):
+    tok = lm[1]
+    scorer = _registered(lm, ablations=5)
     assert isinstance(scorer, IBASurrogateScorer)
     assert scorer.settings["n_ablations"] == 5
     assert scorer.settings["outcome"] == "ranks"
     assert scorer.fit is rank_ridge
-    scorer = build_scorers(
-        ["iba-surrogate"],
-        Resources(model, tok),
-        method_options={"iba-surrogate": {"surrogate_outcome": "log-odds"}},
-        kind="causal-lm",
-    )["iba-surrogate"]
+    scorer = _registered(lm, surrogate_outcome="log-odds")
     assert scorer.settings["outcome"] == "log-odds"
     assert scorer.fit is prior_ridge
     assert scorer.settings["prior"] == "iba-deletion, 1 step, logit-max"
     assert scorer.settings["design"] == "focused"
-    scorer = build_scorers(
-        ["iba-surrogate"],
-        Resources(model, tok),
-        method_options={"iba-surrogate": {"surrogate_design": "factorial"}},
-        kind="causal-lm",
-    )["iba-surrogate"]
+    scorer = _registered(lm, surrogate_design="factorial")
     assert scorer.settings["design"] == "factorial"
-    scorer = build_scorers(
-        ["iba-surrogate"],
-        Resources(model, tok),
-        method_options={"iba-surrogate": {"surrogate_design": "sparse"}},
-        kind="causal-lm",
-    )["iba-surrogate"]
+    scorer = _registered(lm, surrogate_design="sparse")
     assert (scorer.settings["design"], scorer.settings["keep_prob"]) == ("sparse", 0.3)
     keep = scorer._keep(_batch(tok), 0, torch.zeros(3))  # 3 sources: 8 subsets
     assert len({tuple(row) for row in keep.tolist()}) == 8 == len(keep)
