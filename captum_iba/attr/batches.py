@@ -10,10 +10,11 @@ returns: the one typed contract of every method
   (:func:`~captum_iba.attr.llm_batch.prompt_batch` builds it); a method
   scores each prompt token for the answer: :class:`AnswerScores`.
 
-:data:`Batch` and :data:`Scores` name the pair. A batch knows how a scorer
-scores it (``batch.scored_by(scorer, per_token)``), so a scorer never tests
-which batch it was given; its model's kind
-(:class:`~captum_iba.attr.kinds.ModelKind`) says which batch it takes. A
+:data:`Batch` and :data:`Scores` name the pair. The model's kind
+(:class:`~captum_iba.attr.kinds.ModelKind`) says which batch a scorer takes
+and packs it into the rows a method scores
+(:class:`~captum_iba.attr.rows.Rows`), so a scorer never tests which batch
+it was given. A
 causal LM's passes are sized by :func:`rows_per_pass` (rows x tokens within
 :data:`ROW_TOKENS`).
 """
@@ -82,11 +83,6 @@ class TokenBatch:
         """Tensor: ``(B, L)`` the scores of ``scorer`` for this batch."""
         return scorer.attribute(self)
 
-    def scored_by(self, scorer: Any, per_token: bool = False) -> Tensor:
-        """``(B, L)`` the scores of ``scorer`` (its classifier's route;
-        ``per_token`` has no meaning for a class and is ignored)."""
-        return scorer._attribute_tokens(self)
-
     def part(self, instances: slice) -> "TokenBatch":
         """TokenBatch: The same batch for some ``instances`` only."""
 
@@ -141,11 +137,6 @@ class PromptBatch:
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
-
-    def scored_by(self, scorer: Any, per_token: bool = False) -> "AnswerScores":
-        """The scores of ``scorer`` (its causal LM's route), and with
-        ``per_token`` each output token's too."""
-        return scorer._attribute_prompts(self, per_token)
 
     @property
     def answer_mask(self) -> Tensor:

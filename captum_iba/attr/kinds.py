@@ -98,6 +98,31 @@ class ModelKind:
         """type: The batch its methods explain."""
         raise NotImplementedError
 
+    @property
+    def rows_type(self) -> type:
+        """type: Its :class:`~captum_iba.attr.rows.Rows`: how a batch packs
+        into what a method scores, and how the result is built back."""
+        raise NotImplementedError
+
+    def explain(self, scorer: Any, batch: Any, per_token: bool = False) -> Any:
+        """The scores of ``scorer`` for ``batch``: the kind packs the batch
+        into rows (:attr:`rows_type`), the method scores them with its one
+        hook (``scorer._scores(rows)``), and the kind builds the result
+        (a classifier's ``(B, L)`` tensor, a causal LM's
+        :class:`~captum_iba.attr.batches.AnswerScores`). Records the time the
+        method took and the instances."""
+        import time
+
+        start = time.process_time()
+        rows = self.rows_type.pack(batch, scorer, per_token)
+        wall = time.perf_counter()
+        scores = scorer._scores(rows)
+        scorer.seconds += time.perf_counter() - wall
+        out = rows.unpack(scorer, scores)
+        rows.record(scorer, time.process_time() - start)
+        scorer.instances += rows.instances
+        return out
+
     def explained(self, model: Any) -> Any:
         """The function IBA's attribution runs: the model itself, or what
         wraps it so that its output is the quantity explained."""
@@ -153,6 +178,19 @@ class ModelKind:
         """What a method that reads the logits records it explains."""
         return {}
 
+    def captum_settings(
+        self, label: str, pad_token_id: int, own: Mapping[str, Any]
+    ) -> Dict[str, Any]:
+        """What a method run on Captum's class ``label`` records of the run:
+        its ``own`` settings where the model is read directly."""
+        return dict(own)
+
+    def refuse_unread(self, method: str, owner: str, given: Mapping[str, bool]) -> None:
+        """Refuses arguments of ``method`` (a class ``owner``) that this
+        kind's way of running Captum's methods does not read (``given``:
+        each argument, True where it was given a value other than its
+        default); none for a kind whose model is read directly."""
+
 
 class Classifier(ModelKind):
     """A sequence classifier (``...ForSequenceClassification``): a method
@@ -168,6 +206,12 @@ class Classifier(ModelKind):
         from captum_iba.attr.batches import TokenBatch
 
         return TokenBatch
+
+    @property
+    def rows_type(self) -> type:
+        from captum_iba.attr.rows import ClassRows
+
+        return ClassRows
 
     def scorer_settings(
         self, target_class: Optional[int], use_attention_mask: bool
@@ -236,6 +280,12 @@ class CausalLM(ModelKind):
 
         return PromptBatch
 
+    @property
+    def rows_type(self) -> type:
+        from captum_iba.attr.rows import AnswerRows
+
+        return AnswerRows
+
     def explained(self, model: Any) -> Any:
         from captum_iba.attr.llm import CausalLMLogLikelihood
 
@@ -280,6 +330,21 @@ class CausalLM(ModelKind):
 
     def explained_output(self) -> Dict[str, Any]:
         return {"explained": "the sum of the answer tokens' logits"}
+
+    def captum_settings(
+        self, label: str, pad_token_id: int, own: Mapping[str, Any]
+    ) -> Dict[str, Any]:
+        # through Captum's LLM API: its class and the id a removed token becomes
+        return {"captum": label, "baseline_token": pad_token_id}
+
+    def refuse_unread(self, method: str, owner: str, given: Mapping[str, bool]) -> None:
+        wrong = [name for name, was_given in given.items() if was_given]
+        if wrong:
+            raise ValueError(
+                f"{method} explains a causal LM through Captum's LLM API, which "
+                f"takes no {', '.join(wrong)} (arguments of a classifier's "
+                f"{owner}); leave them out"
+            )
 
 
 #: The model kinds' objects.

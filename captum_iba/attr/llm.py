@@ -28,7 +28,7 @@ scored. The loss is a log-probability in **nats** (objective
 """
 
 import inspect
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from captum.attr import LLMAttributionResult, LLMGradientAttribution
@@ -305,33 +305,13 @@ def explain_answers(
         )
     if not (whole or per_token):
         raise ValueError("ask for the whole answer, per output token, or both")
-    options = llm_options(options)
     parts: List[PromptBatch] = [batch] if whole else []
     which = None
     if per_token:
         rows, which = batch.per_token()
         parts.append(rows)
-    combined = _concat(parts)
-    args = combined.arguments()
-    used = options_of(iba, options)
-    by_source = used.mask == "source"
-    if by_source and combined.sources is None:
-        raise ValueError(
-            "mask='source' gives one score per source: the batch has no sources "
-            "(captum_iba.evaluation.sources.with_sources adds them)"
-        )
-    attr = iba.attribute(
-        args["input_ids"],
-        additional_forward_args=(args["attention_mask"], args["labels"]),
-        token_mask=combined.scored[:, :-1].long(),
-        objective="log_probability",
-        feature_mask=combined.sources[:, :-1] if by_source else None,
-        **options,
-    )
-    # one readout for classifiers and causal LMs: a mask's mean over the
-    # features (in [0, 1]), the capacity's sum (nats)
-    scores = token_attributions(attr, reduction=used.token_reduction).detach()
-    scores = torch.cat([scores, scores.new_zeros(scores.shape[0], 1)], dim=1)
+    combined = concat_batches(parts)
+    scores, flat, used = answer_rows(iba, combined, options)
     answer = scores[: len(batch)] if whole else None
     tokens = None
     if which is not None:
@@ -339,21 +319,55 @@ def explain_answers(
         longest = int(which[:, 1].max()) + 1
         tokens = scores.new_zeros(len(batch), longest, scores.shape[1])
         tokens[which[:, 0], which[:, 1]] = per
-    readout = used.readout
-    judged = combined.scored
-    if by_source:  # a source's tokens share its weight: judge one per source
-        assert combined.sources is not None
-        before = nn.functional.pad(combined.sources[:, :-1], (1, 0), value=-1)
-        judged = (combined.sources >= 0) & (combined.sources != before)
-    flat = no_ranking(scores, judged)
     if whole:
         flat = flat[: len(batch)]
     else:  # per output token only: an instance is flat when all its tokens are
         assert which is not None
         flat = torch.stack([flat[which[:, 0] == b].all() for b in range(len(batch))])
     say_if_flat(flat, iba, used)
-    unit = "signal" if readout == "mask_mean" else "nats"
-    return AnswerScores(answer, tokens, unit, flat)
+    return AnswerScores(answer, tokens, answer_unit(used), flat)
+
+
+def answer_unit(options: Any) -> str:
+    """What a score of IBA on a causal LM is under ``options``: ``"signal"``
+    for a mask readout, else ``"nats"``."""
+    return "signal" if options.readout == "mask_mean" else "nats"
+
+
+def answer_rows(
+    iba: InformationBottleneckAttribution, rows: PromptBatch, options: Dict[str, Any]
+) -> Tuple[Tensor, Tensor, Any]:
+    """IBA's scores of every row of ``rows`` (each explaining its labelled
+    tokens) in one call: ``(R, W)`` scores (zero in the last column, which
+    predicts nothing), ``(R,)`` whether a row's scores give no ranking, and
+    the options used (:class:`~captum_iba.attr.options.IBAOptions`)."""
+    options = llm_options(options)
+    args = rows.arguments()
+    used = options_of(iba, options)
+    by_source = used.mask == "source"
+    if by_source and rows.sources is None:
+        raise ValueError(
+            "mask='source' gives one score per source: the batch has no sources "
+            "(captum_iba.evaluation.sources.with_sources adds them)"
+        )
+    attr = iba.attribute(
+        args["input_ids"],
+        additional_forward_args=(args["attention_mask"], args["labels"]),
+        token_mask=rows.scored[:, :-1].long(),
+        objective="log_probability",
+        feature_mask=rows.sources[:, :-1] if by_source else None,
+        **options,
+    )
+    # one readout for classifiers and causal LMs: a mask's mean over the
+    # features (in [0, 1]), the capacity's sum (nats)
+    scores = token_attributions(attr, reduction=used.token_reduction).detach()
+    scores = torch.cat([scores, scores.new_zeros(scores.shape[0], 1)], dim=1)
+    judged = rows.scored
+    if by_source:  # a source's tokens share its weight: judge one per source
+        assert rows.sources is not None
+        before = nn.functional.pad(rows.sources[:, :-1], (1, 0), value=-1)
+        judged = (rows.sources >= 0) & (rows.sources != before)
+    return scores, no_ranking(scores, judged), used
 
 
 #: What a named configuration changes on a causal LM where the call does not
@@ -397,7 +411,8 @@ def options_of(iba: InformationBottleneckAttribution, options: Dict[str, Any]) -
     return IBAOptions.from_config(options.get("config", "paper"), **rest)
 
 
-def _concat(parts: Sequence[PromptBatch]) -> PromptBatch:
+def concat_batches(parts: Sequence[PromptBatch]) -> PromptBatch:
+    """The rows of ``parts`` in one :class:`PromptBatch`, in order."""
     if len(parts) == 1:
         return parts[0]
     sources = [p.sources for p in parts]

@@ -16,10 +16,8 @@ the model's greedy answers, as the causal-LM route explains them).
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 
-from captum_iba._utils.common import model_device
-from captum_iba.attr._amortized_pass import unpack
 from captum_iba.attr.amortized import (
     AmortizedExplainer,
     AmortizedInformationBottleneckAttribution,
@@ -27,12 +25,12 @@ from captum_iba.attr.amortized import (
 from captum_iba.attr.explainer import OBJECTIVE_OPTIONS
 from captum_iba.attr.kinds import kind_of
 from captum_iba.attr.llm import (
-    AnswerScores,
     llm_options,
     no_ranking,
 )
 from captum_iba.attr.llm_batch import PromptBatch, _pad_id, prompt_batch
 from captum_iba.attr.options import ConfigLike, IBAOptions, _check_int
+from captum_iba.attr.rows import Rows, RowScores
 from captum_iba.attr.text import LayerLike, resolve_layer
 from captum_iba.evaluation.scorers import TokenScorer
 from captum_iba.evaluation.sources import MASK_POOLINGS
@@ -327,6 +325,7 @@ class IBAAmortizedScorer(TokenScorer):
         **kwargs: See :class:`TokenScorer`.
     """
 
+    unit = "signal"
     meaning = (
         "the share of the token's signal the fitted explainer's mask keeps (lambda "
         "in [0, 1], the same for every feature; refined per sample when asked): "
@@ -390,32 +389,22 @@ class IBAAmortizedScorer(TokenScorer):
         if ref.index is not None:
             self.settings["layer_index"] = ref.index
 
-    def _scores(
-        self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
-    ) -> Tensor:
-        extra = (mask,) if tt is None else (mask, tt)
+    def _scores(self, rows: Rows) -> RowScores:
+        read = rows.read()
         refine = {"seed": self.seed} if self.refine_steps else {}
         attr = self.aiba.attribute(
-            ids,
-            target=target,
-            additional_forward_args=extra,
-            token_mask=mask,
+            read.input_ids,
+            target=read.target,
+            additional_forward_args=read.args,
+            token_mask=read.token_mask,
             refine_steps=self.refine_steps,
             **refine,
         )
-        return attr.reshape(attr.shape[:2] + (-1,)).mean(-1)  # lambda, in [0, 1]
-
-    def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
-        rows = unpack(batch, model_device(self.model))
-        refine = {"seed": self.seed} if self.refine_steps else {}
-        attr = self.aiba.attribute(
-            rows.ids,
-            additional_forward_args=rows.extra,
-            token_mask=rows.mask,
-            refine_steps=self.refine_steps,
-            **refine,
-        )
-        scores = attr.detach().reshape(attr.shape[:2] + (-1,)).mean(-1).float().cpu()
-        # the last column (the answer's last token) is read by no forward
-        scores = torch.cat([scores, scores.new_zeros(len(batch), 1)], dim=1)
-        return AnswerScores(scores, None, "signal", no_ranking(scores, batch.scored))
+        # lambda, in [0, 1]
+        scores = attr.detach().reshape(attr.shape[:2] + (-1,)).mean(-1).float()
+        width = rows.input_ids.shape[1]
+        if scores.shape[1] < width:  # a column read by no forward
+            pad = scores.new_zeros(scores.shape[0], width - scores.shape[1])
+            scores = torch.cat([scores, pad], dim=1)
+        scored = rows.scored.to(scores.device)
+        return RowScores(scores, flat=no_ranking(scores, scored))

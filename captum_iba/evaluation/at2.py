@@ -45,8 +45,7 @@ from torch import Tensor
 from captum_iba._utils.common import import_optional
 from captum_iba._utils.digest import weights_digest
 from captum_iba._utils.io import cache_root, model_slug
-from captum_iba.attr.llm import AnswerScores
-from captum_iba.attr.llm_batch import PromptBatch
+from captum_iba.attr.rows import Rows, RowScores
 from captum_iba.evaluation.at2_model import (
     at2_model,
     check_window,
@@ -644,9 +643,10 @@ class AT2Scorer(TokenScorer):
             trained_on=extras.get("task"),
         )
 
-    def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+    def _scores(self, rows: Rows) -> RowScores:
         """Each prompt's token and source scores, row by row (AT2 reads one
         text at a time)."""
+        batch, per_token = rows.prompts, rows.per_token
         if batch.sources is None or not batch.prompts:
             raise ValueError(
                 "AT2 scores the sources of a context: the batch has none "
@@ -669,4 +669,4 @@ class AT2Scorer(TokenScorer):
             if tokens is not None:
                 tokens[b, : per.shape[0], real] = per[:, : len(ids)].float()
             sources[b, : own.shape[0]] = own
-        return AnswerScores(answer, tokens, "attention", sources=sources)
+        return RowScores(rows.spread(answer, tokens), "attention", groups=sources)

@@ -31,14 +31,13 @@ checks before any model loads).
 
 import importlib
 from contextlib import contextmanager, nullcontext
-from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Any, Iterator, Mapping, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
 
 from captum_iba._utils.lazy import renamed
-from captum_iba.attr.llm import AnswerScores
-from captum_iba.attr.llm_batch import IGNORE_INDEX, PromptBatch, position_ids
+from captum_iba.attr.rows import Rows
 from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = [
@@ -209,6 +208,7 @@ class AttnLRPScorer(TokenScorer):
         ValueError: For a model family lxt does not support.
     """
 
+    unit = "relevance"
     meaning = (
         "the token's relevance for the class's logit (LRP: the relevances add "
         "up to about the logit): + for the class, - against it"
@@ -225,39 +225,14 @@ class AttnLRPScorer(TokenScorer):
         self.settings.update(implementation="lxt.efficient (AttnLRP rules)")
         self.settings.update(self.model_kind.explained_output())
 
-    def _scores(
-        self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
-    ) -> Tensor:
+    def _scores(self, rows: Rows) -> Tensor:
+        ids = rows.read().input_ids
         with _patched(self.module_name) as module, torch.enable_grad():
             copy = self._copies.get(self.model, module)
             embeds = copy.get_input_embeddings()(ids).detach().requires_grad_(True)
-            extra: Dict[str, Tensor] = {"attention_mask": mask}
-            if tt is not None:
-                extra["token_type_ids"] = tt
-            logits = copy(inputs_embeds=embeds, **extra).logits
-            chosen = logits.gather(1, target[:, None].to(logits.device)).sum()
-            (grad,) = torch.autograd.grad(chosen, embeds)
-        relevance = (embeds.detach() * grad).sum(-1)
-        return relevance.float() * self._removable(ids, mask)
-
-    def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
-        args = batch.arguments()
-        mask = args["attention_mask"]
-        target = args["labels"][:, 1:]
-        with _patched(self.module_name) as module, torch.enable_grad():
-            copy = self._copies.get(self.model, module)
-            ids = args["input_ids"]
-            embeds = copy.get_input_embeddings()(ids).detach().requires_grad_(True)
-            logits = copy(
-                inputs_embeds=embeds, attention_mask=mask,
-                position_ids=position_ids(mask), use_cache=False,
-            ).logits  # fmt: skip
-            answer = target != IGNORE_INDEX
-            picked = logits.gather(-1, target.clamp_min(0)[..., None].to(logits.device))
-            (grad,) = torch.autograd.grad((picked.squeeze(-1) * answer).sum(), embeds)
+            (grad,) = torch.autograd.grad(rows.logits(copy, embeds).sum(), embeds)
         relevance = (embeds.detach() * grad).sum(-1).float()
-        last = relevance.new_zeros(relevance.shape[0], 1)  # the answer's last token
-        return AnswerScores(torch.cat([relevance, last], dim=1), None, "relevance")
+        return relevance * rows.removable()[:, : ids.shape[1]].to(relevance.device)
 
 
 #: 0.3's class of AttnLRP on a causal LM (``AttnLRPScorer`` now), until 0.4.

@@ -32,7 +32,6 @@ your own the same way::
 import inspect
 from typing import Any, Callable, Dict, Mapping, Optional, Type, Union
 
-import torch
 from captum.attr import (
     KernelShap,
     LayerAttribution,
@@ -40,9 +39,9 @@ from captum.attr import (
     Occlusion,
     ShapleyValueSampling,
 )
-from torch import Tensor, nn
+from torch import nn
 
-from captum_iba._utils.common import instance_seed, kept_random_state
+from captum_iba.attr.rows import CaptumRun
 from captum_iba.evaluation.captum_prompts import CaptumPromptScorer
 from captum_iba.evaluation.ig import embedding_layer
 
@@ -126,36 +125,38 @@ class CaptumScorer(CaptumPromptScorer):
             raise TypeError(
                 f"method must be a Captum attribution class; got {self.method!r}"
             )
-        if self._explains_prompts():
-            options = {**self.defaults, **(attribute_options or {})}
-            self._prompt_setup(
-                options.pop("n_samples", None),
-                seed,
-                layer=layer not in (None, "embeddings"),
-                baseline=baseline != "pad",
-                mask_baseline=not mask_baseline,
-                output=output != "logits",
-                attribute_options=bool(options),
-            )
-            return
+        options = {**self.defaults, **(attribute_options or {})}
+        n_samples = options.get("n_samples")
+        self._refuse_unread(
+            layer=layer not in (None, "embeddings"),
+            baseline=baseline != "pad",
+            mask_baseline=not mask_baseline,
+            output=output != "logits",
+            attribute_options=bool(set(options) - {"n_samples"}),
+        )
         if output not in ("logits", "probs"):
             raise ValueError(f"output must be 'logits' or 'probs'; got {output!r}")
         self.output = output
-        self.options: Dict[str, Any] = {**self.defaults, **(attribute_options or {})}
+        self.options: Dict[str, Any] = options
         self.is_layer_method = issubclass(self.method, LayerAttribution)
         self.layer = embedding_layer(model, layer) if self.is_layer_method else None
         self.baseline_token_id = self._baseline_id(baseline)
         self.mask_baseline = mask_baseline and (
             self.baseline_token_id == self.pad_token_id
         )
-        self.settings.update(
-            implementation=f"captum.attr.{self.method.__name__}",
-            output=output,
-            options=dict(self.options),
-            layer=None if self.layer is None else type(self.layer).__name__,
-            baseline_token_id=None if self.is_layer_method else self.baseline_token_id,
-            mask_baseline=self.mask_baseline,
-            seed=seed,
+        self._record(
+            dict(
+                implementation=f"captum.attr.{self.method.__name__}",
+                output=output,
+                options=dict(self.options),
+                layer=None if self.layer is None else type(self.layer).__name__,
+                baseline_token_id=None
+                if self.is_layer_method
+                else self.baseline_token_id,
+                mask_baseline=self.mask_baseline,
+                seed=seed,
+            ),
+            n_samples,
         )
 
     def _baseline_id(self, baseline: Union[str, int]) -> int:
@@ -176,69 +177,17 @@ class CaptumScorer(CaptumPromptScorer):
             )
         return int(found)
 
-    def _model_forward(self) -> Callable[..., Tensor]:
-        return self._forward_masking(
-            self.output, self.baseline_token_id, self.mask_baseline
+    def _captum_run(self) -> CaptumRun:
+        return CaptumRun(
+            self.method,
+            arguments=self.method_arguments,
+            options=self.options,
+            seed=self.seed,
+            layer=self.layer,
+            output=self.output,
+            baseline_token_id=self.baseline_token_id,
+            mask_baseline=self.mask_baseline,
         )
-
-    def _scores(
-        self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
-    ) -> Tensor:
-        removable = self._removable(ids, mask)
-        if self.is_layer_method:
-            method = self.method(
-                self._forward(self.output), self.layer, **self.method_arguments
-            )
-            extra = (mask,) if tt is None else (mask, tt)
-            attr = method.attribute(
-                ids, target=target, additional_forward_args=extra, **self.options
-            )
-            return attr.reshape(attr.shape[:2] + (-1,)).sum(-1) * removable
-        out = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)
-        method = self.method(self._model_forward())
-        for b in range(ids.shape[0]):
-            if not removable[b].any():
-                continue
-            with kept_random_state(ids.device):
-                if self.seed is not None:
-                    real = ids[b][mask[b].bool()]
-                    torch.manual_seed(instance_seed(self.seed, real))
-                out[b] = self._instance(method, ids, mask, tt, target, removable, b)
-        return out
-
-    def _instance(
-        self,
-        method: Any,
-        ids: Tensor,
-        mask: Tensor,
-        tt: Optional[Tensor],
-        target: Tensor,
-        removable: Tensor,
-        b: int,
-    ) -> Tensor:
-        """A perturbation method's token scores for instance ``b``."""
-        row = slice(b, b + 1)
-        rem = removable[b]
-        n = int(rem.sum())
-        args: Dict[str, Any] = dict(
-            baselines=ids[row].masked_fill(rem[None], self.baseline_token_id),
-            target=int(target[b]),
-            additional_forward_args=(mask[row],)
-            if tt is None
-            else (mask[row], tt[row]),
-        )
-        params = inspect.signature(method.attribute).parameters
-        if "feature_mask" in params:
-            fmask = torch.full_like(ids[b], n)  # specials: one feature, a no-op
-            fmask[rem] = torch.arange(n, device=ids.device)
-            args["feature_mask"] = fmask[None]
-        if "sliding_window_shapes" in params:
-            args["sliding_window_shapes"] = (1,)
-        if "perturbations_per_eval" in params:
-            args["perturbations_per_eval"] = max(1, n)
-        args.update(self.options)
-        attr = method.attribute(ids[row], **args)
-        return attr[0].float() * rem
 
 
 class OcclusionScorer(CaptumScorer):

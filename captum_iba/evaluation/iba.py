@@ -23,15 +23,10 @@ from torch import Tensor
 from captum_iba.attr._precision import precision_used
 from captum_iba.attr.batches import scatter_back
 from captum_iba.attr.iba import InformationBottleneckAttribution
-from captum_iba.attr.llm import (
-    AnswerScores,
-    explain_answers,
-)
-from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.attr.options import ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
-from captum_iba.attr.text import LayerLike, resolve_layer, token_attributions
-from captum_iba.evaluation.batches import rows_per_pass
+from captum_iba.attr.rows import Rows, RowScores
+from captum_iba.attr.text import LayerLike, resolve_layer
 from captum_iba.evaluation.scorers import TokenScorer
 from captum_iba.evaluation.sources import MASK_POOLINGS, POOLINGS, pool_sources
 
@@ -213,64 +208,48 @@ class IBAScorer(TokenScorer):
             )
         return "the information (nats) the answer needs from the token"
 
-    def _scores(
-        self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
-    ) -> Tensor:
-        extra = (mask,) if tt is None else (mask, tt)
-        attr = self.iba.attribute(
-            ids,
-            target=target,
-            additional_forward_args=extra,
-            config=self.options,
-            token_mask=mask,
-        )
-        run = self._last_run()
-        reason = run.get("no_ranking", "")
+    def _scores(self, rows: Rows) -> RowScores:
+        options = rows.sized(self.options)
+        found = rows.bottleneck(self.iba, options)
+        reason = self._last_run().get("no_ranking", "")
         if reason:  # the layer ranks no token: said wherever the settings go
             self.settings["no_ranking"] = reason
-        if attr.dim() != 3:
-            return attr
-        return token_attributions(attr, reduction=self.options.token_reduction)
-
-    def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
-        rows = rows_per_pass(batch.input_ids.shape[1], self.options.internal_batch_size)
-        options = self.options.replace(internal_batch_size=rows)
-        scores = explain_answers(self.iba, batch, per_token=per_token, config=options)
-        self._last_run()
-        if self.rest_share and scores.answer is not None:
-            scores = self._rest_step(batch, scores, options)
-        if options.mask == "source" and scores.answer is not None:
-            # one weight per source: every token of a source holds it
-            own = pool_sources(scores.answer, batch.sources, batch.n_sources, "mean")
-            scores = dataclasses.replace(scores, sources=own)
-        return scores
+        if self.rest_share:
+            found = self._rest_step(rows, found, options)
+        if options.mask == "source":  # one weight per source: its tokens hold it
+            B = rows.instances
+            groups = rows.groups
+            assert groups is not None
+            own = pool_sources(found.values[:B], groups[:B], rows.n_groups, "mean")
+            found = dataclasses.replace(found, groups=own)
+        return found
 
     def _rest_step(
-        self, batch: PromptBatch, scores: AnswerScores, options: IBAOptions
-    ) -> AnswerScores:
-        """One step more, on the prompts without the top :attr:`rest_share`
-        of their scored tokens by the whole answer's ``scores`` (deleted for
-        real: :meth:`~captum_iba.attr.batches.PromptBatch.without`), from
-        lambda = 1/2: which of the remaining tokens the answer still needs.
-        A token's score stays its mask averaged over the steps: the deleted
-        tokens count as kept (1) in the last, the others hold its mask. The
-        per-token rows keep the first steps' scores, and so do the prompts of
-        fewer than :attr:`rest_from` scored tokens."""
-        long = (batch.scored.sum(1) >= self.rest_from).nonzero().flatten()
+        self, rows: Rows, found: RowScores, options: IBAOptions
+    ) -> RowScores:
+        """One step more, on the instances without the top :attr:`rest_share`
+        of their scored tokens by the first steps' scores (deleted for
+        real: :meth:`~captum_iba.attr.rows.Rows.without`), from lambda =
+        1/2: which of the remaining tokens the output still needs. A token's
+        score stays its mask averaged over the steps: the deleted tokens
+        count as kept (1) in the last, the others hold its mask. Rows that
+        explain one output keep the first steps' scores, and so do the
+        instances of fewer than :attr:`rest_from` scored tokens."""
+        B = rows.instances
+        long = (rows.scored[:B].sum(1) >= self.rest_from).nonzero().flatten()
         if len(long) == 0:
-            return scores
-        part, first = batch.rows(long.tolist()), scores.answer[long]
+            return found
+        part, first = rows.part(long.tolist()), found.values[long]
         scored = part.scored.bool()
         top = top_share(first, scored, self.rest_share)
-        rest, columns = part.without(top, self.pad_token_id)
-        one = options.replace(steps=1)
-        last = explain_answers(self.iba, rest, per_token=False, config=one).answer
+        rest, columns = part.without(top)
+        last = rest.bottleneck(self.iba, options.replace(steps=1)).values
         back = scatter_back(last, columns, first.shape[1])
         back = torch.where(top, torch.ones_like(back), back)
         steps = options.steps
-        answer = scores.answer.clone()
-        answer[long] = torch.where(scored, (steps * first + back) / (steps + 1), first)
-        return dataclasses.replace(scores, answer=answer)
+        values = found.values.clone()
+        values[long] = torch.where(scored, (steps * first + back) / (steps + 1), first)
+        return dataclasses.replace(found, values=values)
 
     def _last_run(self) -> Dict[str, Any]:
         """The attribution's last run's record; the precision that ran (on

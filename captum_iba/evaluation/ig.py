@@ -1,13 +1,13 @@
 """Integrated gradients on an embedding layer, as a per-token scorer (of a
 classifier, or of a causal LM through Captum's LLM API)."""
 
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from captum.attr import LayerIntegratedGradients
 from torch import Tensor, nn
 
+from captum_iba.attr.rows import CaptumRun, Rows
 from captum_iba.attr.text import resolve_layer
-from captum_iba.evaluation.batches import rows_per_pass
 from captum_iba.evaluation.captum_prompts import CaptumPromptScorer
 
 __all__ = ["IntegratedGradientsScorer", "embedding_layer"]
@@ -88,16 +88,13 @@ class IntegratedGradientsScorer(CaptumPromptScorer):
         super().__init__(model, **kwargs)
         self.n_steps = int(n_steps)
         self.internal_batch_size = internal_batch_size
-        if self._explains_prompts():
-            self._prompt_setup(
-                layer=layer is not None,
-                output=output != "logits",
-                normalize=normalize is not None,
-                baseline_token_id=baseline_token_id is not None,
-                max_tokens_per_pass=max_tokens_per_pass != 16384,
-            )
-            self.settings["n_steps"] = self.n_steps
-            return
+        self._refuse_unread(
+            layer=layer is not None,
+            output=output != "logits",
+            normalize=normalize is not None,
+            baseline_token_id=baseline_token_id is not None,
+            max_tokens_per_pass=max_tokens_per_pass != 16384,
+        )
         layer = embedding_layer(model, layer)
         if max_tokens_per_pass < 1:
             raise ValueError("max_tokens_per_pass must be a positive integer")
@@ -112,39 +109,34 @@ class IntegratedGradientsScorer(CaptumPromptScorer):
             self.pad_token_id if baseline_token_id is None else int(baseline_token_id)
         )
         self.max_tokens_per_pass = int(max_tokens_per_pass)
-        self.settings.update(
-            n_steps=self.n_steps,
-            output=output,
-            normalize=normalize,
+        self._record(
+            dict(
+                n_steps=self.n_steps,
+                output=output,
+                normalize=normalize,
+                baseline_token_id=self.baseline_token_id,
+                layer=type(layer).__name__,
+                internal_batch_size=internal_batch_size,
+                max_tokens_per_pass=self.max_tokens_per_pass,
+            )
+        )
+        self.settings["n_steps"] = self.n_steps
+
+    def _captum_run(self) -> CaptumRun:
+        return CaptumRun(
+            LayerIntegratedGradients,
+            options={"n_steps": self.n_steps},
+            layer=self.layer,
+            output=self.output,
             baseline_token_id=self.baseline_token_id,
-            layer=type(layer).__name__,
-            internal_batch_size=internal_batch_size,
+            baselines=True,
+            features_only=False,
+            internal_batch_size=self.internal_batch_size,
             max_tokens_per_pass=self.max_tokens_per_pass,
         )
 
-    def _prompt_options(self, length: int) -> Dict[str, Any]:
-        rows = rows_per_pass(length, self.internal_batch_size)
-        return {"n_steps": self.n_steps, "internal_batch_size": rows}
-
-    def _scores(
-        self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
-    ) -> Tensor:
-        lig = LayerIntegratedGradients(self._forward(self.output), self.layer)
-        removable = self._removable(ids, mask)
-        baseline = ids.masked_fill(removable, self.baseline_token_id)
-        extra = (mask,) if tt is None else (mask, tt)
-        rows = self.internal_batch_size
-        if rows is None and ids.numel() * self.n_steps > self.max_tokens_per_pass:
-            rows = max(ids.shape[0], self.max_tokens_per_pass // ids.shape[1])
-        attr = lig.attribute(
-            ids,
-            baselines=baseline,
-            target=target,
-            additional_forward_args=extra,
-            n_steps=self.n_steps,
-            internal_batch_size=rows,
-        )
-        scores = attr.sum(-1) * mask
+    def _scores(self, rows: Rows) -> Tensor:
+        scores = rows.captum(self._captum_run())
         if self.normalize == "l2":
             scores = scores / scores.norm(dim=1, keepdim=True).clamp_min(1e-12)
         return scores

@@ -23,7 +23,8 @@ from captum_iba._utils.captum_compat import (
     SkLearnRidge,
     get_exp_kernel_similarity_function,
 )
-from captum_iba._utils.common import hf_call, instance_seed
+from captum_iba._utils.common import hf_call
+from captum_iba.attr.rows import CaptumRun, Rows
 from captum_iba.evaluation.captum_prompts import CaptumPromptScorer
 from captum_iba.evaluation.scorers import TokenScorer
 
@@ -109,18 +110,14 @@ class CaptumLimeScorer(CaptumPromptScorer):
         **kwargs: Any,
     ) -> None:
         super().__init__(model, **kwargs)
-        if self._explains_prompts():
-            self._prompt_setup(
-                n_samples,
-                seed,
-                perturbations_per_eval=perturbations_per_eval != 50,
-                kernel_width=kernel_width != 0.25,
-                ridge_alpha=ridge_alpha != 1.0,
-                baseline_token_id=baseline_token_id is not None,
-                mask_baseline=not mask_baseline,
-                output=output != "probs",
-            )
-            return
+        self._refuse_unread(
+            perturbations_per_eval=perturbations_per_eval != 50,
+            kernel_width=kernel_width != 0.25,
+            ridge_alpha=ridge_alpha != 1.0,
+            baseline_token_id=baseline_token_id is not None,
+            mask_baseline=not mask_baseline,
+            output=output != "probs",
+        )
         self.n_samples = int(n_samples)
         self.perturbations_per_eval = int(perturbations_per_eval)
         self.kernel_width = float(kernel_width)
@@ -133,84 +130,66 @@ class CaptumLimeScorer(CaptumPromptScorer):
         )
         self.output = output
         self.seed = int(seed)
-        self.settings.update(
-            implementation="captum.attr.Lime",
-            n_samples=self.n_samples,
-            kernel_width=self.kernel_width,
-            kernel="exp(-d^2/(2w^2)), d = cosine distance",
-            interpretable_model=f"Ridge(alpha={self.ridge_alpha})",
-            sampling="uniform count then uniform tokens",
+        self._record(
+            dict(
+                implementation="captum.attr.Lime",
+                n_samples=self.n_samples,
+                kernel_width=self.kernel_width,
+                kernel="exp(-d^2/(2w^2)), d = cosine distance",
+                interpretable_model=f"Ridge(alpha={self.ridge_alpha})",
+                sampling="uniform count then uniform tokens",
+                baseline_token_id=self.baseline_token_id,
+                mask_baseline=self.mask_baseline,
+                output=output,
+                seed=self.seed,
+                seeding="per instance",
+            ),
+            self.n_samples,
+        )
+
+    def _captum_run(self) -> CaptumRun:
+        """Captum's ``Lime`` with ridge regression (Captum's Lasso(0.01) can
+        zero every weight): through a causal LM's LLM API with Captum's
+        exponential cosine kernel (width 1) and sampling; where the model is
+        read directly, one per row with the count-then-tokens sampling and
+        the ``lime`` package's kernel (:meth:`_per_row`)."""
+        return CaptumRun(
+            Lime,
+            arguments={
+                "interpretable_model": SkLearnRidge(alpha=1.0),
+                "similarity_func": get_exp_kernel_similarity_function("cosine", 1.0),
+            },
+            options={"n_samples": self.n_samples},
+            seed=self.seed,
+            output=self.output,
             baseline_token_id=self.baseline_token_id,
             mask_baseline=self.mask_baseline,
-            output=output,
-            seed=self.seed,
-            seeding="per instance",
+            direct_options={"perturbations_per_eval": self.perturbations_per_eval},
+            per_row=self._per_row,
         )
 
-    def _prompt_attribution(self) -> Any:
-        # Captum's Lasso(0.01) can zero every weight: ridge regression instead
-        return Lime(
-            self.model,
-            interpretable_model=SkLearnRidge(alpha=1.0),
-            similarity_func=get_exp_kernel_similarity_function("cosine", 1.0),
-        )
-
-    def _lime_forward(self) -> Callable[..., Tensor]:
-        return self._forward_masking(self.output, self.pad_token_id, self.mask_baseline)
-
-    def _scores(
-        self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
-    ) -> Tensor:
-        out = torch.zeros(ids.shape, dtype=torch.float32)
-        removable = self._removable(ids, mask)
-        forward = self._lime_forward()
+    def _per_row(self, n: int, gen: torch.Generator) -> Dict[str, Any]:
+        """Lime's arguments for a row of ``n`` features: a uniform count of
+        tokens removed, then uniform tokens (drawn from ``gen``), the
+        ``lime`` package's kernel on the share kept."""
         width = self.kernel_width
-        for b in range(ids.shape[0]):
-            rem = removable[b]
-            n = int(rem.sum())
-            if n == 0:
-                continue
-            gen = torch.Generator().manual_seed(
-                instance_seed(self.seed, ids[b][mask[b].bool()])
-            )
-            fmask = torch.full_like(ids[b], n)
-            fmask[rem] = torch.arange(n, device=ids.device)
 
-            def perturb(
-                original_inp: Any, n: int = n, gen: torch.Generator = gen, **kw: Any
-            ) -> Tensor:
-                z = torch.ones(1, n + 1, dtype=torch.long)
-                off = int(torch.randint(1, n + 1, (1,), generator=gen))
-                z[0, torch.randperm(n, generator=gen)[:off]] = 0
-                return z.to(ids.device)
+        def perturb(original_inp: Any, **kw: Any) -> Tensor:
+            z = torch.ones(1, n + 1, dtype=torch.long)
+            off = int(torch.randint(1, n + 1, (1,), generator=gen))
+            z[0, torch.randperm(n, generator=gen)[:off]] = 0
+            return z.to(original_inp.device)
 
-            def similarity(
-                orig: Any, pert: Any, interp: Tensor, n: int = n, **kw: Any
-            ) -> float:
-                kept = float(interp[0, :n].sum())
-                d = 1.0 - (kept / n) ** 0.5
-                return float(np.exp(-(d**2) / (2 * width**2)))
+        def similarity(orig: Any, pert: Any, interp: Tensor, **kw: Any) -> float:
+            kept = float(interp[0, :n].sum())
+            d = 1.0 - (kept / n) ** 0.5
+            return float(np.exp(-(d**2) / (2 * width**2)))
 
-            lime = Lime(
-                forward,
-                interpretable_model=SkLearnRidge(alpha=self.ridge_alpha),
-                similarity_func=similarity,
-                perturb_func=perturb,
-            )
-            extra = (
-                (mask[b : b + 1],) if tt is None else (mask[b : b + 1], tt[b : b + 1])
-            )
-            attr = lime.attribute(
-                ids[b : b + 1],
-                baselines=ids[b : b + 1].masked_fill(rem[None], self.baseline_token_id),
-                target=int(target[b]),
-                additional_forward_args=extra,
-                feature_mask=fmask[None],
-                n_samples=self.n_samples,
-                perturbations_per_eval=self.perturbations_per_eval,
-            )
-            out[b] = attr[0].float().cpu() * rem.cpu()
-        return out
+        return {
+            "interpretable_model": SkLearnRidge(alpha=self.ridge_alpha),
+            "similarity_func": similarity,
+            "perturb_func": perturb,
+        }
 
 
 class LimeTextScorer(TokenScorer):
@@ -439,17 +418,19 @@ class LimeTextScorer(TokenScorer):
             None if new_tt is None else new_tt[:, :width],
         )
 
-    def _scores(
-        self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
-    ) -> Tensor:
-        rem = self._removable(ids, mask)
-        rows = []
+    def _scores(self, rows: Rows) -> Tensor:
+        read = rows.read()
+        ids, mask, target = rows.input_ids, rows.attention_mask, read.target
+        assert target is not None
+        tt = read.args[1] if len(read.args) > 1 else None
+        rem = rows.removable()
+        out = []
         for b in range(ids.shape[0]):
             if self.mode == "released":
-                rows.append(self._paper_instance(ids[b], rem[b], int(target[b])))
+                out.append(self._paper_instance(ids[b], rem[b], int(target[b])))
             else:
                 row_tt = None if tt is None else tt[b]
-                rows.append(
+                out.append(
                     self._fair_instance(ids[b], mask[b], row_tt, rem[b], int(target[b]))
                 )
-        return torch.stack(rows)
+        return torch.stack(out)

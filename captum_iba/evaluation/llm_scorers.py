@@ -74,9 +74,6 @@ class LLMScorer(TokenScorer):
     def _kind_of(cls, model: Any) -> ModelKind:
         return CAUSAL_LM  # also a causal LM whose class the rule does not know
 
-    def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
-        return self._scores(batch, per_token)  # type: ignore[call-arg,arg-type]
-
     def _scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:  # type: ignore[override]
         raise NotImplementedError
 

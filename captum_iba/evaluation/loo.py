@@ -24,6 +24,7 @@ from captum.attr import FeatureAblation
 from torch import Tensor
 
 from captum_iba._utils.common import hf_call
+from captum_iba.attr.rows import CaptumRun, Rows
 from captum_iba.evaluation.captum_prompts import CaptumPromptScorer
 from captum_iba.metrics._removal import delete_tokens
 
@@ -61,23 +62,30 @@ class LeaveOneOutScorer(CaptumPromptScorer):
         **kwargs: Any,
     ) -> None:
         super().__init__(model, **kwargs)
-        if self._explains_prompts():
-            self._prompt_setup(
-                output=output != "probs",
-                max_tokens_per_pass=max_tokens_per_pass != 16384,
-            )
-            return
+        self._refuse_unread(
+            output=output != "probs",
+            max_tokens_per_pass=max_tokens_per_pass != 16384,
+        )
         if output not in ("probs", "log_odds"):
             raise ValueError(f"output must be 'probs' or 'log_odds'; got {output!r}")
         if isinstance(max_tokens_per_pass, bool) or max_tokens_per_pass < 1:
             raise ValueError("max_tokens_per_pass must be a positive integer")
         self.output = output
         self.max_tokens_per_pass = int(max_tokens_per_pass)
-        self.settings.update(
-            removal="delete",
-            output=output,
-            max_tokens_per_pass=self.max_tokens_per_pass,
+        self._record(
+            dict(
+                removal="delete",
+                output=output,
+                max_tokens_per_pass=self.max_tokens_per_pass,
+            )
         )
+
+    def _captum_run(self) -> CaptumRun:
+        """Captum's ``FeatureAblation`` (a token replaced by the pad token)
+        where a kind runs Captum's class its own way (a causal LM's LLM
+        API); where the model is read directly, each token deleted
+        (:meth:`_deleted`), as the degradation test deletes it."""
+        return CaptumRun(FeatureAblation, seed=self.seed, own=self._deleted)
 
     def _value(self, logits: Tensor, target: Tensor) -> Tensor:
         logp = torch.log_softmax(logits.double(), dim=-1)
@@ -109,10 +117,15 @@ class LeaveOneOutScorer(CaptumPromptScorer):
         out[order] = logits
         return out
 
-    def _scores(
-        self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
-    ) -> Tensor:
-        removable = self._removable(ids, mask)
+    def _deleted(self, rows: Rows) -> Tensor:
+        """``(R, L)``: how far the explained output drops when each removable
+        token of a row is deleted (one forward row per token, batched)."""
+        read = rows.read()
+        ids, mask = rows.input_ids, rows.attention_mask
+        tt = read.args[1] if len(read.args) > 1 else None
+        target = read.target
+        assert target is not None
+        removable = rows.removable()
         rows, cols = removable.nonzero(as_tuple=True)
         scores = torch.zeros(ids.shape, dtype=torch.float64, device=ids.device)
         if rows.numel() == 0:

@@ -7,8 +7,7 @@ import torch
 from torch import Tensor
 
 from captum_iba._utils.common import instance_seed
-from captum_iba.attr.llm import AnswerScores
-from captum_iba.attr.llm_batch import PromptBatch
+from captum_iba.attr.rows import Rows
 from captum_iba.evaluation.scorers import TokenScorer
 
 __all__ = ["RandomScorer", "seeded_uniform"]
@@ -30,6 +29,9 @@ class RandomScorer(TokenScorer):
         **kwargs: See :class:`TokenScorer`.
     """
 
+    #: It reads no model: a classifier's target is not resolved for it.
+    reads_model = False
+    unit = "random"
     meaning = "uniform random numbers in [0, 1): a floor to compare with, no meaning"
     prompt_meaning = "uniform random numbers in [0, 1): a floor to compare with"
 
@@ -42,20 +44,11 @@ class RandomScorer(TokenScorer):
         if self.model_kind.has_classes:
             self.settings.update(seeding="per instance", explains="n/a")
 
-    def _attribute(
-        self, input_ids: Tensor, target: Any, mask: Tensor, tt: Optional[Tensor]
-    ) -> Tensor:
-        """Uniform scores ``(B, L)`` (no forward pass, no target needed)."""
-        return seeded_uniform(input_ids, mask, self.seed)
-
-    def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
-        """Uniform scores of the prompts' tokens (no forward pass)."""
-        out = seeded_uniform(batch.input_ids, batch.attention_mask, self.seed)
-        tokens = None
-        if per_token:  # every output token gets the answer's draw
-            width = int(batch.answer_mask.sum(1).max())
-            tokens = out[:, None].expand(-1, width, -1).clone()
-        return AnswerScores(out, tokens, "random")
+    def _scores(self, rows: Rows) -> Tensor:
+        """Uniform scores of the rows' real tokens (no forward pass, no
+        target needed): a row that explains one output of an instance holds
+        the instance's tokens, so it gets the instance's draw."""
+        return seeded_uniform(rows.input_ids, rows.attention_mask, self.seed)
 
 
 def seeded_uniform(input_ids: Tensor, mask: Tensor, seed: int) -> Tensor:

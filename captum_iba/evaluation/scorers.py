@@ -32,8 +32,6 @@ live in
 ``"fair"`` configurations in :mod:`~captum_iba.evaluation.presets`.
 """
 
-import dataclasses
-import time
 import warnings
 from typing import (
     Any,
@@ -49,26 +47,18 @@ from typing import (
     Union,
 )
 
-import torch
 from captum.log import log_usage
 from torch import Tensor
 
 from captum_iba._utils import common
-from captum_iba._utils.common import (
-    check_length,
-    format_target,
-    hf_call,
-    model_device,
-)
 from captum_iba.attr.batches import (
     BATCH_TYPES,
-    AnswerScores,
     Batch,
-    PromptBatch,
     Scores,
     TokenBatch,
 )
 from captum_iba.attr.kinds import ModelKind, kind_named, kind_of
+from captum_iba.attr.rows import Rows, RowScores
 from captum_iba.evaluation.sources import POOLINGS
 from captum_iba.registry import METHODS, SETTINGS
 
@@ -291,6 +281,12 @@ class TokenScorer(MethodFacts):
     #: :data:`~captum_iba.evaluation.sources.POOLINGS`, and for a mask's
     #: scores in [0, 1] ``"logit-max"`` too.
     source_poolings: Tuple[str, ...] = POOLINGS
+    #: What a score is, where the method's scores of a causal LM's prompts
+    #: say no other (:attr:`~captum_iba.attr.batches.AnswerScores.unit`).
+    unit: str = "nats"
+    #: Whether it reads the model (False: a classifier's target is not
+    #: resolved for it, no forward pass runs).
+    reads_model: bool = True
 
     def __init__(
         self,
@@ -415,146 +411,65 @@ class TokenScorer(MethodFacts):
                 f"{self.name} was built on {self.model_kind.article}: give it a "
                 f"{expected.__name__}, not a {type(batch).__name__}"
             )
-        return batch.scored_by(self, per_token)
-
-    def _attribute_tokens(self, batch: TokenBatch) -> Tensor:
-        """A classifier's ``(B, L)`` scores (:meth:`_scores`), zero at
-        padding, the inputs checked."""
-        input_ids = batch.input_ids
-        if input_ids.dim() != 2:
-            raise ValueError("input_ids must be (B, L)")
-        check_length(self.model, input_ids.shape[1], "input_ids")
-        mask = self._mask_of(input_ids, batch.attention_mask)
-        scores = self._attribute(input_ids, batch.target, mask, batch.token_type_ids)
-        self.instances += input_ids.shape[0]
-        return scores.masked_fill(~mask.bool().cpu(), 0.0)
-
-    def _attribute_prompts(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
-        """A causal LM's scores (:meth:`_prompt_scores`), zero outside
-        ``batch.scored``, the CPU seconds recorded."""
-        if batch.explained is not None:
-            self._check_span(per_token)
-        start = time.process_time()
-        found = self._prompt_scores(batch, per_token)
-        self.settings["cpu_seconds"] = time.process_time() - start
-        self.instances += len(batch)
-        scored = batch.scored
-        keep = scored if found.answer is None else scored.to(found.answer.device)
-        answer = None if found.answer is None else found.answer * keep
-        tokens = None if found.tokens is None else found.tokens * keep[:, None]
-        return dataclasses.replace(found, answer=answer, tokens=tokens)
-
-    def _check_span(self, per_token: bool) -> None:
-        """Refuses a batch that explains a part of each answer for a method
-        that explains the whole answer only (:attr:`explains_spans`), or
-        with per-token scores (each output token's are the whole answer's
-        tokens, whatever part is explained)."""
-        if not self.explains_spans:
-            raise ValueError(
-                f"{self.name} explains the whole answer only: it cannot explain "
-                "a part of it (the batch's explained tokens); leave it out, or "
-                "explain the whole answer"
-            )
-        if per_token:
-            raise ValueError(
-                "per_token scores each output token of the whole answer: explain "
-                "a part of the answer without per_token"
-            )
-
-    def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
-        """A causal LM's scores of ``batch``'s prompt tokens (a subclass that
-        explains causal LMs implements it)."""
-        raise TypeError(
-            f"{self.name} explains classifiers, not causal LMs (a PromptBatch): "
-            "its registry entry's kinds say which models it explains"
-        )
-
-    def _attribute(
-        self, input_ids: Tensor, target: Any, mask: Tensor, tt: Optional[Tensor]
-    ) -> Tensor:
-        """Scores ``(B, L)`` on the CPU, before padding is zeroed: the method
-        runs on the model's device, without the all-padding columns."""
-        B, L = input_ids.shape
-        dev = model_device(self.model)
-        ids, mask = input_ids.to(dev), mask.to(dev)
-        tt = tt.to(dev) if tt is not None else None
-        tgt = self._target(target, ids, mask, tt)
-        # Columns that are padding in every row (a slice of a data set padded
-        # to its longest instance) are dropped for the method and put back.
-        real = mask.bool().any(dim=0).nonzero()
-        width = int(real.max()) + 1 if real.numel() else L
-        start = time.perf_counter()
-        scores = self._scores(
-            ids[:, :width],
-            mask[:, :width],
-            None if tt is None else tt[:, :width],
-            tgt.to(dev),
-        )
-        self.seconds += time.perf_counter() - start
-        if scores.shape != (B, width):
-            raise RuntimeError(
-                f"{self.name} returned {tuple(scores.shape)}; expected {(B, width)}"
-            )
-        out = torch.zeros(B, L)
-        out[:, :width] = scores.detach().float().cpu()
-        return out
-
-    def _target(
-        self, target: Any, ids: Tensor, mask: Tensor, tt: Optional[Tensor]
-    ) -> Tensor:
-        """The class explained per instance: the fixed one, the given one or the
-        predicted one."""
-        batch = ids.shape[0]
-        if self.target_class is not None:
-            return torch.full((batch,), int(self.target_class), dtype=torch.long)
-        if target is None:
-            with torch.no_grad():
-                return hf_call(self.model, ids, mask, tt).argmax(-1).cpu()
-        formatted = format_target(target, batch)
-        if formatted is None or formatted.dim() != 1:
-            raise ValueError("target must be one class index per instance")
-        return formatted
-
-    def _scores(
-        self, ids: Tensor, mask: Tensor, tt: Optional[Tensor], target: Tensor
-    ) -> Tensor:
-        """A classifier's ``(B, L)`` scores of ``target`` (a subclass that
-        explains classifiers implements it)."""
-        raise TypeError(
-            f"{self.name} explains causal LMs, not classifiers (token ids): its "
-            "registry entry's kinds say which models it explains"
-        )
-
-    def _mask_of(self, input_ids: Tensor, attention_mask: Optional[Tensor]) -> Tensor:
-        """The attention mask, or ``input_ids != pad`` when none is given."""
-        if attention_mask is not None:
-            return attention_mask
-        return (input_ids != self.pad_token_id).long()
+        return self.model_kind.explain(self, batch, per_token)
 
     def _removable(self, ids: Tensor, mask: Tensor) -> Tensor:
+        """``(B, L)`` bool: the real tokens of ``ids`` that are not special."""
         return common.removable_mask(ids, mask, self.special_token_ids)
 
-    def _forward(self, output: str) -> Callable[..., Tensor]:
-        model, use_mask = self.model, self.use_attention_mask
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _adopt_legacy_hook(cls)
 
-        def forward(ids: Tensor, mask: Tensor, tt: Optional[Tensor] = None) -> Tensor:
-            logits = hf_call(
-                model, ids, mask if use_mask else None, tt if use_mask else None
-            )
-            return logits.softmax(-1) if output == "probs" else logits
+    def _scores(self, rows: Rows) -> Union[Tensor, RowScores]:
+        """The method's one hook: a score per row and token of ``rows``
+        (:class:`~captum_iba.attr.rows.Rows`, whatever the model's kind:
+        the kind packs the batch into them and builds the result from the
+        scores), ``(R, L)`` or the width of :meth:`Rows.read
+        <captum_iba.attr.rows.Rows.read>`, or
+        :class:`~captum_iba.attr.rows.RowScores`. A subclass implements it."""
+        raise NotImplementedError(f"{type(self).__name__} implements no _scores(rows)")
 
-        return forward
 
-    def _forward_masking(
-        self, output: str, token_id: int, masked: bool
-    ) -> Callable[..., Tensor]:
-        """:meth:`_forward`, with attention mask 0 at ``token_id`` when
-        ``masked`` (perturbed inputs whose removed tokens are that id)."""
-        base = self._forward(output)
+#: The hooks of 0.3 a user's subclass may still define, by their parameters
+#: (after ``self``): a classifier's ``_scores(ids, mask, tt, target)``, a
+#: causal LM's ``_prompt_scores(batch, per_token)`` (``LLMScorer``'s
+#: ``_scores(batch, per_token)``).
+_LEGACY_CLASS, _LEGACY_PROMPT = 4, 2
 
-        def forward(ids: Tensor, mask: Tensor, tt: Optional[Tensor] = None) -> Tensor:
-            if masked:
-                mask = mask * (ids != token_id).to(mask.dtype)
-            return base(ids, mask, tt)
 
-        return forward
+def _adopt_legacy_hook(cls: type) -> None:
+    """Gives a subclass that defines a hook of 0.3 (see
+    :data:`_LEGACY_CLASS`) the one hook ``_scores(rows)`` around it, with a
+    ``DeprecationWarning`` when it runs (0.3's hooks go in 0.5)."""
+    import inspect
+
+    own = cls.__dict__
+    legacy = own.get("_prompt_scores")
+    hook = own.get("_scores")
+    if legacy is None and hook is not None:
+        params = list(inspect.signature(hook).parameters)[1:]
+        if len(params) in (_LEGACY_CLASS, _LEGACY_PROMPT) and params[0] != "rows":
+            legacy = hook
+    if legacy is None:
+        return
+    arity = len(inspect.signature(legacy).parameters) - 1
+    cls._legacy_hook = legacy  # type: ignore[attr-defined]
+
+    def _scores(self: Any, rows: Rows) -> Union[Tensor, RowScores]:
+        warnings.warn(
+            f"{type(self).__name__} implements a hook of 0.3 "
+            f"({legacy.__name__} with {arity} arguments): implement "
+            "_scores(rows) instead (docs/extending.rst); 0.3's hooks go in 0.5",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+        if arity == _LEGACY_CLASS:
+            read = rows.read()
+            tt = read.args[1] if len(read.args) > 1 else None
+            return legacy(self, rows.input_ids, rows.attention_mask, tt, read.target)
+        found = legacy(self, rows.prompts, rows.per_token)
+        values = rows.spread(found.answer, found.tokens)
+        return RowScores(values, found.unit, found.flat, found.sources)
+
+    cls._scores = _scores  # type: ignore[method-assign]

@@ -31,8 +31,9 @@ from captum.attr import LLMAttribution, ShapleyValueSampling, TextTemplateInput
 from torch import Tensor
 
 from captum_iba._utils import common
-from captum_iba.attr.llm import AnswerScores, CausalLMLogLikelihood
+from captum_iba.attr.llm import CausalLMLogLikelihood
 from captum_iba.attr.llm_batch import PromptBatch
+from captum_iba.attr.rows import Rows, RowScores
 from captum_iba.evaluation.batches import rows_per_pass
 from captum_iba.evaluation.scorers import TokenScorer
 from captum_iba.evaluation.sources import row_ablation
@@ -98,18 +99,22 @@ class SourceScorer(TokenScorer):
             )
         self.settings.update(removal="source text (sources.ablated_prompt)")
 
-    def _prompt_scores(self, batch: PromptBatch, per_token: bool) -> AnswerScores:
+    def _scores(self, rows: Rows) -> RowScores:
+        """The rows' scores from the sources' (:meth:`_source_scores`: the
+        prompt batch in, one score per source out), every token of a source
+        holding its source's score."""
+        batch = rows.prompts
         if batch.sources is None or not batch.spans:
             raise ValueError(
                 f"{self.name} scores a context's sources: the batch has no sources "
                 "(captum_iba.evaluation.sources.with_sources adds them)"
             )
-        scores, tokens = self._source_scores(batch, per_token)
+        scores, tokens = self._source_scores(batch, rows.per_token)
         answer = spread(torch.nan_to_num(scores), batch.sources)
         by_token = None
-        if per_token and not self.per_token_note and tokens is not None:
+        if tokens is not None:
             by_token = spread(torch.nan_to_num(tokens), batch.sources)
-        return AnswerScores(answer, by_token, self.unit, sources=scores)
+        return RowScores(rows.spread(answer, by_token), self.unit, groups=scores)
 
     def _source_scores(
         self, batch: PromptBatch, per_token: bool

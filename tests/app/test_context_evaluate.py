@@ -115,15 +115,16 @@ def test_an_example_a_method_refuses_is_left_out_and_the_rest_scored(
     for every method, says so, and its re-run does not stop at it."""
     from captum_iba.evaluation.random_scorer import RandomScorer
 
-    original, first = RandomScorer._prompt_scores, []
+    original, first = RandomScorer._scores, []
 
-    def refusing(self, batch, per_token):
-        first[:] = first or [batch.prompts[0]]
-        if first[0] in batch.prompts:
+    def refusing(self, rows):
+        prompts = rows.prompts.prompts
+        first[:] = first or [prompts[0]]
+        if first[0] in prompts:
             raise ValueError("reads the response as other tokens")
-        return original(self, batch, per_token)
+        return original(self, rows)
 
-    monkeypatch.setattr(RandomScorer, "_prompt_scores", refusing)
+    monkeypatch.setattr(RandomScorer, "_scores", refusing)
     out = tmp_path / "out"
     argv = _argv(tiny_llm, tmp_path, out, "--passages", "3-4", "--methods",
                  "iba-sources,random", "--steps", "1")  # fmt: skip

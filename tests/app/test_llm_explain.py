@@ -367,14 +367,14 @@ def test_non_finite_scores_get_the_same_error(monkeypatch):
 
     from captum_iba.evaluation.loo import LeaveOneOutScorer
 
-    real = LeaveOneOutScorer._prompt_scores
+    real = LeaveOneOutScorer._scores
 
-    def broken(self, batch, per_token):
-        found = real(self, batch, per_token)
-        found.answer[0, -3] = float("nan")
+    def broken(self, rows):
+        found = real(self, rows)
+        found[0, -3] = float("nan")
         return found
 
-    monkeypatch.setattr(LeaveOneOutScorer, "_prompt_scores", broken)
+    monkeypatch.setattr(LeaveOneOutScorer, "_scores", broken)
     model, tok = tiny_causal_lm("llama"), tiny_word_tokenizer()
     with pytest.raises(ValueError, match="llm-ablation's scores are not finite"):
         explain_answer("the cat", model, "llm-ablation", tokenizer=tok, target=" ran")

@@ -154,21 +154,19 @@ def test_a_scorer_reads_its_facts_from_the_registry():
         assert built.word_reduction == facts["reduction"]
 
 
-#: The hook a method's class implements for each kind of model it explains
-#: (RandomScorer overrides the classifier's whole ``_attribute``).
-HOOKS = {"classifier": ("_scores", "_attribute"), "causal-lm": ("_prompt_scores",)}
-
-
 @pytest.mark.parametrize("name", BUILT_IN)
-def test_a_method_s_class_implements_every_kind_it_declares(name):
-    """Each kind an entry declares has its hook implemented by the class the
-    entry names for it (not the base's, which refuses the kind)."""
+def test_a_method_s_class_implements_the_one_hook(name):
+    """The class an entry names implements the one hook, ``_scores(rows)``
+    (not the base's, which refuses), and no hook per kind of model."""
+    import inspect
+
     from captum_iba.evaluation.scorers import TokenScorer
 
     for kind in METHODS.entry(name).facts["models"]:
         cls = method_entry(name, kind).load()
-        own = [h for h in HOOKS[kind] if getattr(cls, h) is not vars(TokenScorer)[h]]
-        assert own, (name, kind, cls.__name__)
+        assert cls._scores is not TokenScorer._scores, (name, kind, cls.__name__)
+        assert list(inspect.signature(cls._scores).parameters) == ["self", "rows"]
+        assert not hasattr(cls, "_prompt_scores"), (name, cls.__name__)
 
 
 @pytest.mark.parametrize("name", BUILT_IN)
