@@ -276,7 +276,8 @@ _method(
     "amortized:IBAAmortizedScorer",
     "amortized IBA: an explainer taught by iba-deletion once per model, then one "
     "forward pass per attribution (a causal LM: fitted on a prompt task's "
-    "prompts or a context task's contexts, the whole answer only)",
+    "prompts or a context task's contexts, the whole answer only; measured no "
+    "better than random there: docs/amortized.rst)",
     ("layer", "explainer_objective"),
     signed=False,
     reduction="mean",
@@ -303,11 +304,10 @@ _method(
 _method(
     "iba-fast",
     _IBA,
-    "iba-deletion in two steps at about AttnLRP's cost: one step from every "
-    "token half kept, then one more on the prompt with the tokens that step "
-    "ranks highest deleted for real, which finds the tokens that still carry "
-    "the answer without them (on prompts of 128 scored tokens or more; "
-    "behind seven steps on long prompts, offered for a budget: docs/llm.rst)",
+    "iba-deletion in two steps, for a budget: one step from every token half "
+    "kept, then one more on the prompt with the tokens that step ranks highest "
+    "deleted for real, which finds the tokens that still carry the answer "
+    "without them (on prompts of 128 scored tokens or more; docs/llm.rst)",
     _IBA_RUN + ("rest_share",),
     signed=False,
     reduction="mean",
@@ -357,12 +357,10 @@ _method(
     "iba-surrogate",
     "surrogate:IBASurrogateScorer",
     "ContextCite's linear surrogate of the response's logit-probability over "
-    "source ablations (16 by default, a fractional factorial design; over the "
-    "top sources of the prior where the sources outnumber it), its "
+    "source ablations (16 by default, drawn as --surrogate-design says), its "
     "weights shrunk toward one iba-deletion step's source scores instead of "
-    "toward 0: IBA as "
-    "the surrogate's prior, fitted to the outcomes' ranks (a prompt with "
-    "sources)",
+    "toward 0: IBA as the surrogate's prior, fitted to the outcomes' ranks (a "
+    "prompt with sources)",
     (
         "ablations",
         "surrogate_outcome",
