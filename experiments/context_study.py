@@ -12,13 +12,13 @@ each method scores the sources for that response:
   checks the package reads the same response ids);
 * ``at2-<n>`` - AT2's package with its head weights trained on ``n``
   examples (``experiments/train_at2.py``; the file
-  :func:`~captum_iba.evaluation.at2.at2_weights_path` names under
+  :func:`~captum_iba_lab.at2.at2_weights_path` names under
   ``--at2-dir``, trained on ``--at2-task``) as the method ``at2``
-  (:class:`~captum_iba.evaluation.at2.AT2Scorer`, its own source scores);
+  (:class:`~captum_iba_lab.at2.AT2Scorer`, its own source scores);
   ``at2-iba-[<task>-]<n>`` the same with head weights taught on ``n``
   contexts by one ``iba-deletion`` step instead of ablations (``iba-heads``'
   scorer; ``experiments/teach_at2.py``,
-  :mod:`~captum_iba.evaluation.at2_taught`);
+  :mod:`~captum_iba_lab.at2_taught`);
   its CPU-s are the scoring alone (the training is paid once per model);
 * ``iba-amortized-from-<task>`` - ``iba-amortized`` with the explainer
   the command line fitted on the prompt task's training prompts (a
@@ -77,6 +77,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent / "lab"))  # the lab: captum_iba_lab
 from context_tables import AT2_PREFIX, CONTEXTCITE, tables  # noqa: E402
 from study_lm import TOKENIZER_HELP, study_lm  # noqa: E402
 
@@ -231,8 +232,8 @@ def at2_scorers(
     scorer, made once the model is loaded (``model, tok -> AT2Scorer``); its
     weights file is checked here, before the model loads (the message names
     the training command)."""
-    from captum_iba.evaluation.at2 import AT2Scorer, at2_weights_path
-    from captum_iba.evaluation.at2_taught import TEACHER, TaughtHeadsScorer
+    from captum_iba_lab.at2 import AT2Scorer, at2_weights_path
+    from captum_iba_lab.at2_taught import TEACHER, TaughtHeadsScorer
 
     makers = {}
     for m in (m for m in methods if m.startswith(AT2_PREFIX)):

@@ -1,9 +1,9 @@
 """Teach AT2's head weights with one ``iba-deletion`` step instead of
-ablations (:mod:`captum_iba.evaluation.at2_taught`), on a context task's
+ablations (:mod:`captum_iba_lab.at2_taught`), on a context task's
 search contexts (never the report split), at one or several nested budgets.
 
 The command line's ``iba-heads`` is taught the same way on 128 contexts
-(:mod:`captum_iba.app.context_heads`, whose functions this script calls).
+(:mod:`captum_iba_lab.context_heads`, whose functions this script calls).
 The contexts are those ``experiments/train_at2.py`` trains AT2 on (its
 seed 1000 and, for ``context-facts``, 3-6 passages; ``--seed``,
 ``--passages``), in the layout every context method reads. Per context: the
@@ -15,7 +15,7 @@ reads as other tokens, is skipped and counted. Each budget ``n`` then fits
 the weights on the first ``n`` contexts kept, with AT2's own trainer, and
 saves them in AT2's format as
 ``<model>-<task>-n<n>-iba-deletion-steps1.pt``
-(:func:`~captum_iba.evaluation.at2.at2_weights_path`, default folder
+(:func:`~captum_iba_lab.at2.at2_weights_path`, default folder
 ``~/.cache/captum_iba/at2``), which ``experiments/context_study.py`` reads as
 the method ``at2-iba-<n>``::
 
@@ -32,17 +32,20 @@ from pathlib import Path
 
 import torch
 
-from captum_iba._utils.io import cache_root
-from captum_iba.app.context_corpus import parse_passages
-from captum_iba.app.context_fit import CONTEXT_FIT, fit_contexts
-from captum_iba.app.context_heads import (
+sys.path.insert(0, str(Path(__file__).parent / "lab"))  # the lab: captum_iba_lab
+
+from captum_iba_lab.at2 import import_at2
+from captum_iba_lab.context_heads import (
     collect_taught,
     fit_taught_budgets,
     taught_store,
 )
+
+from captum_iba._utils.io import cache_root  # noqa: E402
+from captum_iba.app.context_corpus import parse_passages
+from captum_iba.app.context_fit import CONTEXT_FIT, fit_contexts
 from captum_iba.app.context_tasks import CONTEXT_TASKS
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID
-from captum_iba.evaluation.at2 import import_at2
 
 
 def parse(argv=None) -> argparse.Namespace:

@@ -14,7 +14,7 @@ store; ``--train-only``: ablate none). The budget ``n`` trains on the first
 ``n`` examples ablated (budgets nest; 0: AT2's untrained starting point,
 every head the same weight). Each budget's weights go to ``--out`` as
 ``<model>-<task>-n<n>-a<ablations>.pt``
-(:func:`~captum_iba.evaluation.at2.at2_weights_path`; default folder
+(:func:`~captum_iba_lab.at2.at2_weights_path`; default folder
 ``~/.cache/captum_iba/at2``), which ``experiments/context_study.py`` reads as
 the method ``at2-<n>``, and the budget's CPU- and wall-seconds beside them as
 ``<model>-<task>-n<n>-a<ablations>.json``
@@ -56,6 +56,8 @@ from typing import Any, Dict
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent / "lab"))  # the lab: captum_iba_lab
+from captum_iba_lab.at2 import at2_weights_path, import_at2
 from studylib.at2_training import (  # noqa: E402
     AblationPlan,
     at2_fit_path,
@@ -71,7 +73,6 @@ from captum_iba.app.context_tasks import BASE_SUFFIX, CONTEXT_TASKS, context_exa
 from captum_iba.app.llm_tasks import TASKS, task_examples
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID
 from captum_iba.attr.llm_batch import uses_chat
-from captum_iba.evaluation.at2 import at2_weights_path, import_at2
 from captum_iba.evaluation.llm_loop import content_words
 
 

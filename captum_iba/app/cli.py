@@ -117,8 +117,7 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
             if DEFAULT_LLM_METHOD == DEFAULT_METHOD
             else f" ({DEFAULT_LLM_METHOD} for a causal LM)"
         )
-        + f"; with --context, {DEFAULT_CONTEXT_METHOD} (16 ablations and one "
-        "deletion step: level with ContextCite-32 at about 0.6x its cost)",
+        + f"; with --context, {DEFAULT_CONTEXT_METHOD} (docs/context.rst)",
     )
     choose.add_argument(
         "--compare",

@@ -130,9 +130,6 @@ class PreparedContexts:
         skipped (list of str): Why each skipped example was (its number and
             its tokens).
         positions (int, optional): The model's positions.
-        window (int, optional): The model's sliding window, where a method
-            that reads AT2's features runs and it is shorter than the
-            positions (those methods cannot read past it).
     """
 
     data: Any
@@ -141,24 +138,12 @@ class PreparedContexts:
     made: int
     skipped: List[str]
     positions: Optional[int]
-    window: Optional[int] = None
-
-    def limit(self) -> Optional[int]:
-        """The most tokens an example's prompt and response may have."""
-        return self.window if self.window is not None else self.positions
 
     def skipped_line(self) -> str:
         """One line on the examples skipped ("" for none)."""
         if not self.skipped:
             return ""
         limit = f"the model's {self.positions} positions"
-        if self.window is not None:
-            from captum_iba.evaluation.at2_model import READS_AT2_FEATURES
-
-            limit = (
-                f"the model's sliding window of {self.window} tokens, past which "
-                f"AT2's features ({', '.join(READS_AT2_FEATURES)}) cannot read"
-            )
         return (
             f"skipped {len(self.skipped)} of {self.made} examples: their prompt and "
             f"longest response need more than {limit} "
@@ -167,24 +152,10 @@ class PreparedContexts:
         )
 
 
-def _window(request: Any, config: Any, positions: Optional[int]) -> Optional[int]:
-    """The model's sliding window where a requested method reads AT2's
-    features and it is shorter than the positions; else None."""
-    from captum_iba.evaluation.at2_model import READS_AT2_FEATURES, attention_window
-
-    if not set(request.methods) & set(READS_AT2_FEATURES):
-        return None
-    window = attention_window(config)
-    shorter = window is not None and (positions is None or window < positions)
-    return window if shorter else None
-
-
 def prepare_contexts(args: argparse.Namespace) -> PreparedContexts:
     """The task's examples (seeded by ``--examples-seed``; ``--passages`` for
     context-facts), each fitted to the model's positions with its longest
-    response - to its sliding window where a method reads AT2's features
-    (``at2``, ``iba-heads``) - (those that do not fit are skipped and
-    counted), the request
+    response (those that do not fit are skipped and counted), the request
     checked against the model's configuration - all before its weights.
 
     Raises:
@@ -219,12 +190,9 @@ def prepare_contexts(args: argparse.Namespace) -> PreparedContexts:
     layout = prompt_layout(chat)
     kept, numbers, skipped = [], [], []
     data = ContextData(tuple(examples), layout)
-    prepared = PreparedContexts(
-        None, tok, chat, len(examples), skipped, positions,
-        _window(args.request, config, positions),
-    )  # fmt: skip
+    prepared = PreparedContexts(None, tok, chat, len(examples), skipped, positions)
     for i, example in enumerate(examples):
-        length = too_long(tok, data, i, chat, prepared.limit())
+        length = too_long(tok, data, i, chat, prepared.positions)
         if length is not None:
             skipped.append(f"example {i}: {length} tokens")
             continue
@@ -258,12 +226,7 @@ def context_job(
             args.data_dir, 0, lm_objective(args.request, objective, args.task),
         )  # fmt: skip
 
-    def heads() -> Any:  # iba-heads' weights, taught on the task when none are
-        from captum_iba.app.context_heads import cached_heads
-
-        return cached_heads(model, tok, args.task, args.data_dir)
-
-    resources = Resources(model, tok, explainer=explainer, heads=heads)
+    resources = Resources(model, tok, explainer=explainer)
     return ContextJob(
         model=model,
         tokenizer=tok,

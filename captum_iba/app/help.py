@@ -1,52 +1,25 @@
 """The help texts of ``captum-iba``: a formatter that gives every option's
 default, the listings of the registered names (methods with the options each
 takes, priors) with their summaries, and what a score means - all read from
-the registry - and the methods measured at random's level on a kind of model
-(:data:`EXPERIMENTAL`), marked in the listing. Torch-free, like the parser
+the registry. A method says what it does in its one line; the figures that
+compare methods live in the docs (issue 88). Torch-free, like the parser
 (:mod:`captum_iba.app.cli`)."""
 
 import argparse
 import textwrap
-from types import MappingProxyType
-from typing import List, Mapping, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 from captum_iba.attr.kinds import kinds_named
 from captum_iba.registry import METHODS, MODEL_KINDS, OPTIONS, PRIORS, explains
 
 __all__ = [
     "DESCRIPTION",
-    "EXPERIMENTAL",
     "HelpFormatter",
     "methods_listing",
     "option_help",
     "priors_listing",
     "scores_text",
 ]
-
-#: Issue 76: a learned method whose measured faithfulness on a kind of model
-#: is at random's level is marked experimental for that kind in the methods'
-#: listing, with the measured figure in one short clause and the page that
-#: reports it: method name (as registered) -> kind of model -> the note.
-#: The figures are SmolLM2's report splits (AOPC of the degradation test;
-#: docs/_generated/llm_amortized_report.rst, from the records in
-#: experiments/llm_results). On classifiers iba-amortized is measured above
-#: random (docs/amortized.rst): not marked.
-EXPERIMENTAL: Mapping[str, Mapping[str, str]] = MappingProxyType(
-    {
-        "iba-amortized": {
-            "causal-lm": "at random's level on the prompt tasks (SmolLM2, "
-            "fitted on the task's 128 prompts: SST-2 AOPC .081 vs random's "
-            ".091, AG News .081 vs .089; below random on RTE; "
-            "docs/amortized.rst)",
-        },
-        "at2": {
-            "causal-lm": "at or just above random's level on the prompt "
-            "tasks' words (SmolLM2, trained on the task's 128 prompts: SST-2 "
-            "AOPC .100 vs random's .091, AG News .110 vs .089; "
-            "docs/amortized.rst); the anchor on contexts (docs/context.rst)",
-        },
-    }
-)
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -84,9 +57,7 @@ def _flag(option: str) -> str:
 def methods_listing(kinds: Sequence[str] = MODEL_KINDS) -> str:
     """The registered methods that explain models of ``kinds``, each with
     its summary, the options it takes, its other names, where it explains
-    one kind of model only, that kind, and where it is experimental on a
-    kind of ``kinds``, its measured figure
-    (:data:`EXPERIMENTAL`); then the deprecated
+    one kind of model only, that kind; then the deprecated
     ``llm-*`` names. One listing: a name is the same for every kind it explains."""
     plural = {k.name: k.plural for k in kinds_named(kinds)}
     items = []
@@ -101,12 +72,6 @@ def methods_listing(kinds: Sequence[str] = MODEL_KINDS) -> str:
         text += f" (also: {', '.join(others)})" if others else ""
         if len(kinds) > 1 and len(models) == 1:
             text += f" ({plural[models[0]]} only)"
-        marks = EXPERIMENTAL.get(name, {}).items()
-        text += "".join(
-            f" [experimental on {plural[k]}: {note}]"
-            for k, note in marks
-            if k in plural
-        )
         items.append((name.lower(), text))
     both = "; each explains both, unless marked" if len(kinds) > 1 else ""
     title = (

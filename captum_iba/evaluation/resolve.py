@@ -75,9 +75,6 @@ class Resources:
         explainer (optional): ``iba-amortized``'s fitted explainer, or a
             function of the layer module returning one (called only when
             that method is built).
-        heads (optional): ``iba-heads``' taught weights' file, or a function
-            returning it (called only when that method is built). None: the
-            ones cached for the model.
         options (Mapping[str, Any]): More declared options for every method
             that takes them (e.g. ``{"beta": 1e-4, "steps": 5}``).
     """
@@ -94,7 +91,6 @@ class Resources:
     special_token_ids: Optional[Sequence[int]] = None
     pad_token_id: Optional[int] = None
     explainer: Any = None
-    heads: Any = None
     options: Mapping[str, Any] = field(default_factory=dict)
     _layers: Dict[Any, LayerRef] = field(default_factory=dict, repr=False)
     _priors: Dict[Tuple[Any, int], NoisePrior] = field(default_factory=dict, repr=False)

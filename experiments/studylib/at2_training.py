@@ -1,5 +1,5 @@
 """AT2's head weights trained by its own trainer (``at2.AT2Trainer``) on
-given contexts, for :mod:`~captum_iba.evaluation.at2`.
+given contexts, for :mod:`~captum_iba_lab.at2`.
 
 :func:`at2_trainer` hands the package our contexts (a task of its own over
 our prompt and sources), lets it generate each response (greedy) and run
@@ -10,7 +10,7 @@ its store under ``work_dir`` makes a run resumable. :func:`train_at2` fits
 the weights on ``n`` ablated examples (AT2's defaults: 1000 Adam steps,
 learning rate 1e-3, negative Pearson correlation) and saves them in the
 package's format with the model's fingerprint
-(:func:`~captum_iba.evaluation.at2.load_at2` checks it). The response is one
+(:func:`~captum_iba_lab.at2.load_at2` checks it). The response is one
 target (``split_target_by=None``: the package's sentence splitter needs an
 NLTK download, which fails offline).
 
@@ -28,21 +28,21 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-
-from captum_iba.attr.llm_batch import _pad_id
-from captum_iba.evaluation.at2 import (
+from captum_iba_lab.at2 import (
     PathLike,
     _task_class,
     import_at2,
     layout,
 )
-from captum_iba.evaluation.at2_model import (
+from captum_iba_lab.at2_model import (
     at2_model,
     check_window,
     model_as_found,
     model_type_of,
 )
-from captum_iba.evaluation.at2_taught import save_at2_weights
+from captum_iba_lab.at2_taught import save_at2_weights
+
+from captum_iba.attr.llm_batch import _pad_id
 
 __all__ = ["AblationPlan", "at2_trainer", "check_store", "train_at2", "wall_seconds"]
 
@@ -107,7 +107,7 @@ def at2_trainer(
             all, one response and four ablations a pass).
         chat (bool): The prompts as user turns of the chat template (the
             package's way); False: as plain text (a base model, as
-            :func:`~captum_iba.evaluation.at2.at2_token_scores` reads them).
+            :func:`~captum_iba_lab.at2.at2_token_scores` reads them).
             Default True.
         suffix (str): After each prompt (a base model's ``"\\nAnswer:"``).
         laid (bool): ``examples`` are ``(prompt, spans)`` pairs. Default

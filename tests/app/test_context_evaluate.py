@@ -207,48 +207,6 @@ def test_examples_past_the_model_s_positions_are_skipped_and_counted(tmp_path, c
     assert "none is left" in err and "100 positions" in err
 
 
-def test_examples_past_a_sliding_window_are_skipped_where_at2_s_features_run(
-    tmp_path, monkeypatch
-):
-    """AT2's features (at2, iba-heads) cannot read past a sliding window
-    (Gemma 3's 512 tokens): with those methods an example past it is skipped
-    and counted before the weights load, as one past the positions is; with
-    other methods it is kept."""
-    import argparse
-    import sys
-    import types
-
-    from captum_iba.app.context_corpus import prepare_contexts
-    from captum_iba.request import check_request
-
-    # iba-heads needs the package at2 (checked first): found, installed or not
-    monkeypatch.setitem(sys.modules, "at2", types.ModuleType("at2"))
-
-    folder = tmp_path / "llama-1000"
-    _llama_dir(tmp_path, 1000)
-    config = json.loads((folder / "config.json").read_text())
-    config.update(sliding_window=100, layer_types=["sliding_attention"] * 2)
-    (folder / "config.json").write_text(json.dumps(config))
-    data = _tiny_ag_news(tmp_path / "data")
-
-    def prepared(methods):
-        args = argparse.Namespace(
-            model=str(folder), request=check_request(methods, model_kind="causal-lm"),
-            task="context-facts", split="report", n=6, examples_seed=0,
-            data_dir=str(data), passages=(3, 12),
-        )  # fmt: skip
-        return prepare_contexts(args)
-
-    found = prepared(["iba-heads", "random"])
-    assert found.window == 100 and 0 < len(found.data.examples) < 6
-    line = found.skipped_line()
-    assert "sliding window of 100 tokens" in line and "(at2, iba-heads)" in line
-    assert "of 6 examples" in line
-    other = prepared(["random"])
-    assert other.window is None and not other.skipped
-    assert len(other.data.examples) == 6
-
-
 def test_attnlrp_without_lxt_is_refused_before_any_model_loads(
     tiny_llm, tmp_path, capsys, monkeypatch
 ):
@@ -311,45 +269,3 @@ def test_iba_amortized_is_fitted_on_the_task_s_search_contexts_then_loaded(
     err = _fails(explain + ["--fit-on", "context-topics"], capsys)
     assert "no explainer fitted on the context-topics task's search contexts" in err
     assert "`captum-iba evaluate --task context-topics --methods iba-amortized`" in err
-
-
-def test_iba_heads_are_taught_on_the_task_s_search_contexts_then_loaded(
-    at2_package, tiny_llm, tmp_path, capsys, monkeypatch
-):
-    """``--methods iba-heads`` on a context task teaches AT2's head weights
-    once, by one deletion step on the task's search contexts, and caches
-    them by the model's fingerprint; a later run and ``explain --context``
-    load them, and AT2's own method never takes them (4 contexts)."""
-    from captum_iba.app import context_heads
-    from captum_iba.app.finetune.recipes import CACHE_ENV_VAR
-
-    monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path / "cache"))
-    monkeypatch.setitem(context_heads.HEADS_FIT, "contexts", 4)
-    context = "the cat sat on the mat . a dog ran in the park ."
-    explain = ["explain", "--query", "where did the cat move ?", "--context", context,
-               "--model", tiny_llm, "--method", "iba-heads",
-               "--max-new-tokens", "2"]  # fmt: skip
-    err = _fails(explain, capsys)  # none taught yet: the command that teaches them
-    assert "no weights taught by iba-deletion-steps1" in err
-    assert (
-        "captum-iba evaluate --task context-facts --model MODEL --methods iba-heads"
-        in err
-    )
-    more = ("--passages", "3-4", "--methods", "iba-heads,random")
-    assert main(_argv(tiny_llm, tmp_path, tmp_path / "r1", *more)) == 0
-    said = capsys.readouterr().out
-    assert "teaching iba-heads on 4 search contexts of the context-facts task" in said
-    assert "| iba-heads | 3 |" in said, said
-    (weights,) = (tmp_path / "cache" / "at2").glob("*.pt")
-    assert weights.name.endswith("-context-facts-n4-iba-deletion-steps1.pt")
-    assert len(list((tmp_path / "cache" / "at2" / "taught").glob("*/*.npz"))) == 4
-    rows = [
-        json.loads(line) for line in (tmp_path / "r1" / "attributions.jsonl").open()
-    ]
-    assert {r["method"] for r in rows} == {"iba-heads", "random"}
-    assert main(_argv(tiny_llm, tmp_path, tmp_path / "r2", *more)) == 0
-    assert "teaching iba-heads" not in capsys.readouterr().out
-    assert main(explain) == 0
-    assert "iba-heads" in capsys.readouterr().out
-    err = _fails(explain[:-3] + ["at2", "--max-new-tokens", "2"], capsys)
-    assert "no AT2 weights for this model" in err and "train_at2.py" in err

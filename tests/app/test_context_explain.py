@@ -361,8 +361,7 @@ class _Missing:
 
 @pytest.mark.parametrize(
     "method, package",
-    [("contextcite-32", "context_cite"), ("contextcite-256", "context_cite"),
-     ("at2", "at2"), ("iba-heads", "at2")],
+    [("contextcite-32", "context_cite"), ("contextcite-256", "context_cite")],
 )  # fmt: skip
 def test_cli_context_method_without_its_package_before_the_weights(
     lm_dir, no_lm_weights, monkeypatch, capsys, method, package
@@ -379,10 +378,9 @@ def test_cli_context_method_without_its_package_before_the_weights(
             lm_dir, "--method", method]  # fmt: skip
     err = _refused(argv, capsys)
     assert len(err.strip().splitlines()) == 1, err
-    install = "context-cite" if package == "context_cite" else "at2"
     assert (
         f"{method} needs its package {package}, which is not installed: "
-        f"pip install {install} (or pip install captum-iba[context])"
+        "pip install context-cite (or pip install captum-iba[context])"
     ) in err, err
 
 
@@ -450,7 +448,7 @@ def test_a_span_that_cuts_a_token_is_warned_before_the_weights(lm_dir, no_lm_wei
             )  # fmt: skip
 
 
-@pytest.mark.parametrize("method", ["at2", "contextcite-32"])
+@pytest.mark.parametrize("method", ["contextcite-32"])
 def test_an_answer_of_only_whitespace_is_refused_before_at2_or_contextcite(
     method, monkeypatch
 ):
@@ -542,34 +540,3 @@ def test_contextcite_s_noise_is_kept_from_the_terminal(lm, fake_context_cite, ca
     assert scores == [0.0, 0.5, 1.0] and str(scores[0]) == "0.0"
     listing = context_text(result)
     assert "-0 " not in listing and "        0  [1] the cat sat" in listing
-
-
-def test_at2_s_listing_names_the_weights_file_it_used(lm, tmp_path, monkeypatch):
-    """Issue 79 item 3: the listing never named the file of AT2's weights it
-    used (the cache's, on the most examples): it does now, as the method's
-    settings record it. AT2's package and its scores are stand-ins here."""
-    import torch
-
-    from captum_iba._utils import common
-    from captum_iba._utils.io import CACHE_ENV_VAR
-    from captum_iba.app.context_explain import context_text
-    from captum_iba.evaluation import at2
-    from captum_iba.evaluation.at2_taught import save_at2_weights
-    from tests.evaluation.test_at2 import SavedHeads, stub_at2
-
-    stub_at2(monkeypatch)
-    monkeypatch.setattr(common, "module_found", lambda name: True)
-
-    def scores(model, tok, prompt, spans, response, estimator, ids=None, chat=True):
-        n = len(ids)
-        return torch.ones(n), torch.ones(len(response), n), torch.arange(len(spans))
-
-    monkeypatch.setattr(at2, "at2_token_scores", scores)
-    monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path))
-    path = tmp_path / "at2" / "tiny-toy-n4-a32.pt"
-    path.parent.mkdir()
-    save_at2_weights(SavedHeads(), lm[0], path, {"n": 4, "ablations": 32})
-    result = _explain(lm, SOURCES, "at2")
-    assert result.methods["at2"].settings["weights"] == str(path)
-    assert f"; weights {path}; " in result.details("at2")
-    assert f"at2: {result.details('at2')}" in context_text(result)

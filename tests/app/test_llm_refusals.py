@@ -141,10 +141,10 @@ def test_every_source_method_without_a_context_before_the_weights(
 
     from captum_iba.registry import METHODS
 
-    for package in ("at2", "context_cite"):  # installed or not: found
+    for package in ("context_cite",):  # installed or not: found
         monkeypatch.setitem(sys.modules, package, types.ModuleType(package))
-    named = ["iba-sources", "loso", "shapley-sources", "iba-surrogate", "at2",
-             "contextcite-32", "contextcite-256", "iba-heads"]  # fmt: skip
+    named = ["iba-sources", "loso", "shapley-sources", "iba-surrogate",
+             "contextcite-32", "contextcite-256"]  # fmt: skip
     facts = [n for n in METHODS.names() if METHODS.entry(n).facts.get("sources")]
     assert sorted(facts) == sorted(named)
     for name in named:
@@ -252,27 +252,6 @@ def test_a_gguf_files_header_without_its_tensors():
     assert (config.model_type, config.num_hidden_layers) == ("llama", 30)
     assert config.max_position_embeddings == 8192
     assert config.sliding_window is None and config.layer_types is None
-
-
-def test_a_gguf_header_gives_its_sliding_window(tmp_path):
-    """A model with sliding layers (Gemma 3) says its window in the header:
-    AT2's features cannot read past it (attention_window)."""
-    gguf = pytest.importorskip("gguf")
-    from captum_iba.app.llm_checks import lm_config
-    from captum_iba.evaluation.at2_model import attention_window
-
-    path = tmp_path / "tiny.gguf"
-    writer = gguf.GGUFWriter(str(path), arch="gemma3")
-    writer.add_block_count(2)
-    writer.add_context_length(64)
-    writer.add_uint32("gemma3.attention.sliding_window", 16)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    config = lm_config(str(path))
-    assert (config.num_hidden_layers, config.max_position_embeddings) == (2, 64)
-    assert attention_window(config) == 16
 
 
 @_SMOLLM2

@@ -27,8 +27,8 @@ LLM_METHODS = [
     for m in METHODS.names()
     if "causal-lm" in METHODS.entry(m).facts["models"]
     and (m != "AttnLRP" or attnlrp_available()[0])  # lxt: transformers 4.x
-    and m != "at2"  # trained weights and sources: tests/evaluation/test_at2.py
-    and m != "iba-heads"  # taught weights: tests/evaluation/test_at2_taught.py
+    and m != "at2"  # trained weights and sources: the lab, tests/lab/test_at2.py
+    and m != "iba-heads"  # taught weights: the lab, tests/lab/test_at2_taught.py
     # a fitted explainer: tests/evaluation/test_amortized_llm.py
     and "explainer" not in METHODS.entry(m).facts["uses"]
     and m not in SOURCE_METHODS

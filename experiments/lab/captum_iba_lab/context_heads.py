@@ -1,10 +1,12 @@
-"""How the command line teaches ``iba-heads`` (AT2's head weights taught by
-one ``iba-deletion`` step, :mod:`captum_iba.evaluation.at2_taught`) on a
+"""How the lab teaches ``iba-heads`` (AT2's head weights taught by
+one ``iba-deletion`` step, :mod:`captum_iba_lab.at2_taught`) on a
 context task's search contexts, and caches them (issue 52;
 docs/studies/amortized_llm_contexts.rst, "Reading the response's attention").
 
-``captum-iba evaluate --task context-facts --methods iba-heads`` teaches the
-model's weights on :data:`HEADS_FIT` 's search contexts of the run's task -
+:func:`cached_heads` (before the lab, ``captum-iba evaluate --task
+context-facts --methods iba-heads``; now ``experiments/teach_at2.py``)
+teaches the model's weights on :data:`HEADS_FIT` 's search contexts of the
+run's task -
 AT2's training examples (``experiments/train_at2.py``'s seed 1000, 3-6
 passages), never the report split - when none are cached for the model and
 task (under a file lock: a ``torchrun`` 's processes wait for one fit), and
@@ -13,7 +15,7 @@ context the store under ``<cache>/at2/taught`` keeps the features and the
 teacher's scores as they are done (:func:`collect_taught`, resumable); the
 weights go to ``<cache>/at2`` in AT2's format, their file named by the model's
 fingerprint, the task, the contexts and the teacher
-(:func:`~captum_iba.evaluation.at2.at2_weights_path`), read back only for a
+(:func:`~captum_iba_lab.at2.at2_weights_path`), read back only for a
 model of that fingerprint.
 """
 
@@ -60,16 +62,16 @@ def collect_taught(model: Any, tok: Any, examples: Sequence[Any], work: Path) ->
     cannot read), or that AT2 reads as other tokens, is kept as skipped."""
     from captum_iba.app.context_tasks import prompt_layout
     from captum_iba.attr.llm_batch import uses_chat
-    from captum_iba.evaluation.at2_taught import (
-        TEACHER_POOLING,
-        source_features,
-        teacher_scorer,
-    )
     from captum_iba.evaluation.context_loop import (
         ContextData,
         context_batch,
         method_source_scores,
         too_long,
+    )
+    from captum_iba_lab.at2_taught import (
+        TEACHER_POOLING,
+        source_features,
+        teacher_scorer,
     )
 
     chat = uses_chat(tok, None)
@@ -118,7 +120,7 @@ def fit_taught_budgets(
 ) -> List[Dict[str, Any]]:
     """Each budget ``n`` of ``budgets`` fitted on the first ``n`` contexts
     kept of ``work`` 's first ``pool`` (:func:`kept_contexts`) and saved into
-    ``out`` (named by :func:`~captum_iba.evaluation.at2.at2_weights_path`
+    ``out`` (named by :func:`~captum_iba_lab.at2.at2_weights_path`
     with ``extras["model_name"]``, ``extras["task"]`` and the teacher;
     ``extras`` kept in the file); a budget above the contexts kept is
     skipped, said.
@@ -127,8 +129,8 @@ def fit_taught_budgets(
         list of dict: Per budget fitted, its file and CPU-seconds (the
         contexts' responses, teacher steps and features, then the fit).
     """
-    from captum_iba.evaluation.at2 import at2_weights_path
-    from captum_iba.evaluation.at2_taught import (
+    from captum_iba_lab.at2 import at2_weights_path
+    from captum_iba_lab.at2_taught import (
         TEACHER,
         feature_extractor,
         fit_taught,
@@ -183,12 +185,12 @@ def cached_heads(
 
     from captum_iba.app.context_fit import fit_contexts
     from captum_iba.app.errors import CLIError
-    from captum_iba.evaluation.at2 import (
+    from captum_iba_lab.at2 import (
         find_at2_weights,
         import_at2,
         model_fingerprint,
     )
-    from captum_iba.evaluation.at2_taught import TEACHER
+    from captum_iba_lab.at2_taught import TEACHER
 
     import_at2()  # its package named before any work
     fit = HEADS_FIT if fit is None else fit

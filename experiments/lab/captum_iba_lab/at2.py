@@ -1,7 +1,10 @@
 """AT2 (Cohen-Wang et al. 2025, *Learning to Attribute with Attention*) as
 an anchor of context attribution: one score per source, from its own
-package (``pip install at2``, this package's ``context`` extra), imported
-on first use.
+package (``pip install at2``), imported on first use. A method of the lab
+(``experiments/lab``), registered as ``at2`` through the entry point
+``captum_iba.methods``: measured at random's level on a prompt's words and
+below ContextCite and one deletion step on contexts
+(docs/studies/amortized_llm_transfer.rst, docs/studies/context_at2.rst).
 
 AT2 learns, once per model, one weight per attention head: a source's score
 is the weighted sum, over heads, of the attention the response's tokens pay
@@ -29,7 +32,7 @@ the prompt as plain text, its ids those
 before it), exactly the ids the study's other methods explain.
 
 The model is handed to the package as
-:func:`~captum_iba.evaluation.at2_model.at2_model` makes it (Gemma 3
+:func:`~captum_iba_lab.at2_model.at2_model` makes it (Gemma 3
 through a view) and left as found.
 """
 
@@ -45,15 +48,15 @@ from torch import Tensor
 from captum_iba._utils.common import import_optional
 from captum_iba._utils.digest import weights_digest
 from captum_iba._utils.io import cache_root, model_slug
-from captum_iba.attr.rows import Rows, RowScores
-from captum_iba.evaluation.at2_model import (
+from captum_iba.attr.llm_batch import PromptBatch
+from captum_iba.attr.rows import RowScores, Rows
+from captum_iba.evaluation.scorers import TokenScorer
+from captum_iba.evaluation.sources import plain_text, row_chat
+from captum_iba_lab.at2_model import (
     at2_model,
     check_window,
     model_as_found,
 )
-from captum_iba.evaluation.scorers import TokenScorer
-from captum_iba.evaluation.sources import plain_text, row_chat
-from captum_iba.registry import METHODS
 
 __all__ = [
     "AT2Scorer",
@@ -72,16 +75,16 @@ __all__ = [
     "read_task",
 ]
 
-#: The install command named when the package is missing (the registry's).
-INSTALL = METHODS.entry("at2").facts["package"][1]
+#: The install command named when the package is missing.
+INSTALL = "pip install at2 (or pip install ./experiments/lab, the lab with it)"
 #: The command that trains weights (named when a file is missing).
 TRAIN_COMMAND = (
     "python experiments/train_at2.py --model MODEL --task TASK --n {n} "
     "--ablations {a} --out {folder}"
 )
-#: How the command line teaches ``iba-heads`` (AT2's weights taught by IBA).
+#: How the lab teaches ``iba-heads`` (AT2's weights taught by IBA).
 TEACH_COMMAND = (
-    "captum-iba evaluate --task context-facts --model MODEL --methods iba-heads "
+    "python experiments/teach_at2.py --model MODEL --task context-facts --n 128 "
     "(or --task context-topics)"
 )
 #: What begins a fingerprint of all the model's weights (:func:`model_fingerprint`);
@@ -269,7 +272,7 @@ def at2_weights_path(
     (``folder`` by default ``<cache>/at2``, ``<cache>`` being
     ``$CAPTUM_IBA_CACHE`` or ``~/.cache/captum_iba``); weights taught by a
     ``teacher`` instead of ablations
-    (:mod:`~captum_iba.evaluation.at2_taught`): ``...-n<n>-<teacher>.pt``."""
+    (:mod:`~captum_iba_lab.at2_taught`): ``...-n<n>-<teacher>.pt``."""
     folder = cache_root() / "at2" if folder is None else Path(folder)
     how = f"a{ablations}" if teacher is None else teacher
     return folder / f"{model_slug(model_name)}-{task}-n{n}-{how}.pt"
@@ -343,7 +346,7 @@ def at2_token_scores(
 
     Args:
         model: A causal LM of a family AT2 knows
-            (:data:`~captum_iba.evaluation.at2_model.MODEL_TYPES`).
+            (:data:`~captum_iba_lab.at2_model.MODEL_TYPES`).
         tokenizer: Its fast tokenizer (with a chat template for ``chat``).
         prompt (str): The prompt (before the template).
         spans (sequence of (int, int)): Its sources' characters (>= 2).
@@ -457,7 +460,7 @@ def at2_scores(
 
     Args:
         model: A Hugging Face causal LM of a family AT2 knows
-            (:data:`~captum_iba.evaluation.at2_model.MODEL_TYPES`).
+            (:data:`~captum_iba_lab.at2_model.MODEL_TYPES`).
         tokenizer: Its fast tokenizer (with a chat template for ``chat``).
         sources (Sequence[str]): The context's sources, in order (>= 2),
             joined by blank lines (:func:`layout`).
@@ -493,7 +496,7 @@ def find_at2_weights(
     """The weights trained for ``model`` in ``folder`` (default
     ``<cache>/at2``) on the most examples (then ablations): AT2's own, or
     with ``teacher`` those taught by it instead of ablations
-    (:mod:`~captum_iba.evaluation.at2_taught`); with ``task``, only those
+    (:mod:`~captum_iba_lab.at2_taught`); with ``task``, only those
     trained on that task.
 
     Each ``.pt`` file that cannot be read (:func:`read_extras`: damaged,
@@ -605,7 +608,7 @@ class AT2Scorer(TokenScorer):
 
     Args:
         model: A causal LM of a family AT2 knows
-            (:data:`~captum_iba.evaluation.at2_model.MODEL_TYPES`).
+            (:data:`~captum_iba_lab.at2_model.MODEL_TYPES`).
         weights (str or Path, optional): AT2's weights for it
             (``experiments/train_at2.py``); default: the file trained for
             this model on the most examples in ``<cache>/at2``
@@ -619,7 +622,14 @@ class AT2Scorer(TokenScorer):
         ValueError: Without a tokenizer, or weights for another model.
     """
 
+    # the method's facts, read by the registry from its entry point (they
+    # were its entry's in captum_iba.registry before the lab): a prompt with
+    # sources; its package re-reads the answer as text and reads only the
+    # whole answer (explains_spans: False, the default)
     models = ("causal-lm",)
+    needs_sources = True
+    reads_answer_text = True
+    package = ("at2", INSTALL)
     prompt_meaning = (
         "the response's attention to the token through AT2's learned head "
         "weights (a source's score: the sum over its tokens)"

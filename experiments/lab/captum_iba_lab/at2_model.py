@@ -1,4 +1,4 @@
-"""AT2's package (:mod:`~captum_iba.evaluation.at2`) on a model: the model
+"""AT2's package (:mod:`~captum_iba_lab.at2`) on a model: the model
 families whose attention it recomputes (:func:`model_type_of`), the model as
 its code reads it (:func:`at2_model`: Gemma 3 under transformers 5 through a
 view, the model unchanged), texts its recomputed attention cannot follow

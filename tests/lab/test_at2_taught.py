@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from captum_iba.app.context_tasks import ContextExample
-from tests.evaluation.test_at2 import TEMPLATE, _sourced_batch
 from tests.helpers import experiment, no_hooks, tiny_causal_lm, tiny_word_tokenizer
+from tests.lab.test_at2 import TEMPLATE, _sourced_batch
 
 EXAMPLES = [
     ContextExample(
@@ -36,7 +36,7 @@ def lm():
 
 def _heads():
     """AT2's features of a 2-layer, 2-head Llama."""
-    from captum_iba.evaluation.at2 import import_at2
+    from captum_iba_lab.at2 import import_at2
 
     return import_at2().AT2FeatureExtractor(2, 2, model_type="llama")
 
@@ -50,7 +50,7 @@ def test_the_outcomes_are_the_teachers_prediction_of_each_half():
     """Row j: AT2's features of half m_j, (2 m_j - 1) F, and the outcome
     m_j t; for a teacher t = F w the rows times w are 2 m_j t - sum(t), so
     their correlation with the outcomes is exactly 1."""
-    from captum_iba.evaluation.at2_taught import taught_outcomes
+    from captum_iba_lab.at2_taught import taught_outcomes
 
     F = np.array([[1.0, 0.0, 2.0, 1.0], [0.5, 1.0, 0.0, 0.0], [0.0, 3.0, 1.0, 2.0]])
     w = np.array([0.1, 0.2, 0.3, 0.4])
@@ -70,7 +70,7 @@ def test_the_fit_recovers_a_teacher_linear_in_the_heads():
     outcomes, learns weights whose source scores order held-out sources as
     F w does (L1-normalised, as AT2 saves them)."""
     pytest.importorskip("at2")
-    from captum_iba.evaluation.at2_taught import fit_taught
+    from captum_iba_lab.at2_taught import fit_taught
 
     rng = np.random.default_rng(1)
     w = np.array([0.6, 0.3, 0.1, 0.0])
@@ -84,7 +84,7 @@ def test_the_fit_recovers_a_teacher_linear_in_the_heads():
 
 
 def test_the_fit_refuses_unpaired_examples():
-    from captum_iba.evaluation.at2_taught import fit_taught
+    from captum_iba_lab.at2_taught import fit_taught
 
     with pytest.raises(ValueError, match="as many features as teachers"):
         fit_taught([], [], None)
@@ -97,8 +97,8 @@ def test_features_times_the_weights_are_at2s_source_scores(lm, tmp_path):
     sources' features times them are its source scores; the model is left
     without hooks."""
     pytest.importorskip("at2")
-    from captum_iba.evaluation.at2 import AT2Scorer
-    from captum_iba.evaluation.at2_taught import (
+    from captum_iba_lab.at2 import AT2Scorer
+    from captum_iba_lab.at2_taught import (
         fit_taught,
         save_at2_weights,
         source_features,
@@ -125,8 +125,8 @@ def test_features_times_the_weights_are_at2s_source_scores(lm, tmp_path):
 
 
 def test_taught_weights_are_named_apart():
-    from captum_iba.evaluation.at2 import at2_weights_path
-    from captum_iba.evaluation.at2_taught import TEACHER
+    from captum_iba_lab.at2 import at2_weights_path
+    from captum_iba_lab.at2_taught import TEACHER
 
     taught = at2_weights_path("org/tiny", "context-facts", 2, 0, "w", TEACHER)
     assert taught.name == "tiny-context-facts-n2-iba-deletion-steps1.pt"
@@ -146,8 +146,8 @@ def test_the_study_refuses_a_bad_or_missing_taught_method_before_any_model():
 
 def test_taught_weights_are_never_taken_for_at2s(lm, tmp_path):
     pytest.importorskip("at2")
-    from captum_iba.evaluation.at2 import at2_weights_path, find_at2_weights
-    from captum_iba.evaluation.at2_taught import TEACHER, fit_taught, save_at2_weights
+    from captum_iba_lab.at2 import at2_weights_path, find_at2_weights
+    from captum_iba_lab.at2_taught import TEACHER, fit_taught, save_at2_weights
 
     model, _ = lm
     taught = at2_weights_path("org/tiny", "context-facts", 2, 0, tmp_path, TEACHER)
@@ -201,19 +201,22 @@ def test_the_method_takes_taught_weights_only(lm, tmp_path, monkeypatch):
     AT2's own and a prompt without sources, and names the command that
     teaches them when none are cached."""
     pytest.importorskip("at2")
-    from captum_iba._utils.io import CACHE_ENV_VAR
-    from captum_iba.attr.llm_batch import prompt_batch
-    from captum_iba.evaluation import Resources, build_scorers
-    from captum_iba.evaluation.at2_taught import (
+    from captum_iba_lab.at2_taught import (
         TEACHER,
         TaughtHeadsScorer,
         fit_taught,
         save_at2_weights,
     )
 
+    from captum_iba._utils.io import CACHE_ENV_VAR
+    from captum_iba.attr.llm_batch import prompt_batch
+    from captum_iba.evaluation import Resources, build_scorers
+
     model, tok = lm
     monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path))
-    with pytest.raises(FileNotFoundError, match="evaluate --task context-facts"):
+    with pytest.raises(
+        FileNotFoundError, match="teach_at2.py --model MODEL --task context-facts"
+    ):
         build_scorers(["iba-heads"], Resources(model, tok), kind="causal-lm")
     estimator = fit_taught([np.ones((2, 4))], [np.arange(2.0)], _heads(), iterations=2)
     own = tmp_path / "at2" / "own.pt"
@@ -230,8 +233,8 @@ def test_the_method_takes_taught_weights_only(lm, tmp_path, monkeypatch):
     assert scorer.settings["weights"] == str(taught)
     assert scorer.settings["teacher"] == TEACHER
     assert "taught by one iba-deletion step" in scorer.prompt_meaning
-    given = build_scorers(["iba-heads"], Resources(model, tok, heads=lambda: taught))
-    assert given["iba-heads"].settings["weights"] == str(taught)
+    given = TaughtHeadsScorer(model, heads=lambda: taught, tokenizer=tok)
+    assert given.settings["weights"] == str(taught)
     plain = prompt_batch(tok, ["the cat sat"], ["the mat"], chat=True)
     with pytest.raises(ValueError, match="with_sources"):
         scorer.attribute(plain)
@@ -253,8 +256,8 @@ def test_the_weights_are_saved_with_the_model_s_fingerprint(lm, tmp_path):
     """``save_at2_weights`` (what the command line's ``iba-heads`` and the
     study's ``train_at2`` save with; no AT2 package needed): the estimator's
     own save, with the extras, the model's fingerprint and its name."""
-    from captum_iba.evaluation.at2 import model_fingerprint
-    from captum_iba.evaluation.at2_taught import save_at2_weights
+    from captum_iba_lab.at2 import model_fingerprint
+    from captum_iba_lab.at2_taught import save_at2_weights
 
     saved = []
 

@@ -58,7 +58,7 @@ def trained(lm, tmp_path_factory):
 
 
 def test_without_the_package_the_install_is_named(monkeypatch, lm):
-    from captum_iba.evaluation.at2 import at2_scores
+    from captum_iba_lab.at2 import at2_scores
 
     model, tok = lm
     monkeypatch.setitem(sys.modules, "at2", None)
@@ -67,7 +67,7 @@ def test_without_the_package_the_install_is_named(monkeypatch, lm):
 
 
 def test_training_runs_and_saves_the_weights(lm, trained, tmp_path):
-    from captum_iba.evaluation.at2 import load_at2
+    from captum_iba_lab.at2 import load_at2
 
     model, _ = lm
     estimator, path, seconds, trainer = trained
@@ -95,7 +95,7 @@ def test_training_runs_and_saves_the_weights(lm, trained, tmp_path):
 
 
 def test_the_loader_refuses_another_model_and_a_missing_file(lm, trained, tmp_path):
-    from captum_iba.evaluation.at2 import load_at2
+    from captum_iba_lab.at2 import load_at2
 
     path = trained[1]
     for other in (tiny_causal_lm("llama", layers=3), tiny_causal_lm("llama", seed=1)):
@@ -109,7 +109,7 @@ def test_the_loader_refuses_another_model_and_a_missing_file(lm, trained, tmp_pa
 
 
 def test_scores_are_one_per_source_for_the_given_response(lm, trained):
-    from captum_iba.evaluation.at2 import at2_scores
+    from captum_iba_lab.at2 import at2_scores
 
     model, tok = lm
     estimator = trained[0]
@@ -131,7 +131,7 @@ def test_scores_are_one_per_source_for_the_given_response(lm, trained):
 
 
 def test_a_response_read_as_other_tokens_is_refused(lm, trained):
-    from captum_iba.evaluation.at2 import at2_scores
+    from captum_iba_lab.at2 import at2_scores
 
     model, tok = lm
     tok = copy.deepcopy(tok)
@@ -152,7 +152,7 @@ def test_an_unknown_model_family_is_refused_before_any_work(lm, tmp_path):
 
 
 def _sourced_batch(tok):
-    from captum_iba.evaluation.at2 import layout
+    from captum_iba_lab.at2 import layout
 
     laid = [layout(SOURCES, "the cat is"), layout(EXAMPLES[3][0], "the mat is")]
     batch = prompt_batch(tok, [p for p, _ in laid], ["the mat", "red"], chat=True)
@@ -163,7 +163,7 @@ def test_the_method_fills_the_source_scores(lm, trained, monkeypatch):
     """The registered method finds the weights trained for the model in the
     cache, gives AT2's source scores per prompt (NaN past a prompt's
     sources), token scores that sum to them, and leaves the model as it was."""
-    from captum_iba.evaluation.at2 import at2_scores
+    from captum_iba_lab.at2 import at2_scores
 
     model, tok = lm
     estimator, path = trained[:2]
@@ -252,7 +252,7 @@ def test_training_on_laid_out_prompts_takes_their_spans(lm, tmp_path):
     sources' characters (a prompt task's content words), trained on as
     given; one-token responses."""
     pytest.importorskip("at2")
-    from captum_iba.evaluation.at2 import layout
+    from captum_iba_lab.at2 import layout
 
     training = study_module("at2_training")
     at2_trainer, train_at2 = training.at2_trainer, training.train_at2
@@ -341,7 +341,8 @@ def test_the_training_script_takes_passages_as_every_context_command(capsys, tmp
     """``--passages LOW-HIGH`` as ``evaluate --task`` and the study take it
     (``parse_passages``); ``--sources LOW,HIGH`` still works with a warning
     naming ``--passages``; the store and the weights keep their names."""
-    from captum_iba.evaluation.at2 import at2_weights_path
+    from captum_iba_lab.at2 import at2_weights_path
+
     from tests.helpers import experiment
 
     script = experiment("train_at2")
@@ -433,7 +434,8 @@ def test_the_training_script_writes_each_budgets_costs_beside_its_weights(
     with the CPU's kind; a budget past the examples ablated is refused."""
     import json
 
-    from captum_iba.evaluation.at2 import at2_weights_path
+    from captum_iba_lab.at2 import at2_weights_path
+
     from tests.helpers import experiment
 
     at2_fit_path = study_module("at2_training").at2_fit_path
@@ -506,7 +508,7 @@ def test_the_fingerprint_covers_every_weight(lm):
     embedding values, so a fine-tune that kept its embeddings matched its
     parent; now every weight counts (computed once while the model is
     unchanged)."""
-    from captum_iba.evaluation.at2 import FINGERPRINT_MARK, model_fingerprint
+    from captum_iba_lab.at2 import FINGERPRINT_MARK, model_fingerprint
 
     model = lm[0]
     tuned = _fine_tune(model)
@@ -527,8 +529,8 @@ def test_weights_of_a_model_are_refused_for_its_fine_tune(lm, tmp_path, monkeypa
     """Issue 79 item 1: weights saved for a model were found and loaded for a
     fine-tune that kept its embeddings (its parent's head weights, without a
     word); both the search and the loader refuse them now."""
-    from captum_iba.evaluation.at2 import find_at2_weights, load_at2
-    from captum_iba.evaluation.at2_taught import save_at2_weights
+    from captum_iba_lab.at2 import find_at2_weights, load_at2
+    from captum_iba_lab.at2_taught import save_at2_weights
 
     stub_at2(monkeypatch)
     model = lm[0]
@@ -551,7 +553,7 @@ def test_weights_saved_with_the_older_fingerprint_are_refused(
     """Issue 79 item 1: a file of the older fingerprint (shape and first
     embedding values, which a fine-tune shares with its parent) never
     matches: refused, saying why and how to train (or teach) it again."""
-    from captum_iba.evaluation.at2 import (
+    from captum_iba_lab.at2 import (
         _older_fingerprint,
         find_at2_weights,
         load_at2,
@@ -570,7 +572,9 @@ def test_weights_saved_with_the_older_fingerprint_are_refused(
     assert str(own) in said and "could not tell a fine-tune from its parent" in said
     assert "train them again with python experiments/train_at2.py" in said
     assert "--n 16 --ablations 32" in said
-    with pytest.raises(ValueError, match="teach them again with captum-iba evaluate"):
+    with pytest.raises(
+        ValueError, match="teach them again with python experiments/teach_at2.py"
+    ):
         load_at2(taught, model)
     with pytest.raises(FileNotFoundError, match="saved by an older version") as err:
         find_at2_weights(model, tmp_path)
@@ -589,8 +593,8 @@ def test_a_damaged_weights_file_is_warned_of_and_named(lm, tmp_path, monkeypatch
     "no AT2 weights for this model" without naming it. Each damaged file is
     warned of in one line; a file torch reads that is not AT2's is skipped
     without a word; the loader names a damaged file."""
-    from captum_iba.evaluation.at2 import find_at2_weights, load_at2
-    from captum_iba.evaluation.at2_taught import save_at2_weights
+    from captum_iba_lab.at2 import find_at2_weights, load_at2
+    from captum_iba_lab.at2_taught import save_at2_weights
 
     stub_at2(monkeypatch)
     model = lm[0]

@@ -54,8 +54,9 @@ def test_the_trainer_and_the_scores_read_a_base_model_s_plain_text(base, tmp_pat
     ``chat=False``, its trainer runs on the plain-text layout, and the
     method reads each row's ids (BOS + prompt + response) as the batch has
     them, its source scores the sums of its token scores over our sources."""
+    from captum_iba_lab.at2 import at2_scores, at2_token_scores, layout
+
     from captum_iba.evaluation import Resources, build_scorers
-    from captum_iba.evaluation.at2 import at2_scores, at2_token_scores, layout
 
     training = study_module("at2_training")
     at2_trainer, train_at2 = training.at2_trainer, training.train_at2
@@ -125,8 +126,7 @@ def test_a_gemma3_text_model_is_read_through_a_view_with_its_attention():
     sliding window is refused."""
     pytest.importorskip("at2")
     from at2.attribution.attention import get_attention_weights
-
-    from captum_iba.evaluation.at2_model import (
+    from captum_iba_lab.at2_model import (
         at2_model,
         check_window,
         model_type_of,

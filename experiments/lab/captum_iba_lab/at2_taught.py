@@ -1,7 +1,7 @@
 r"""AT2's head weights taught by IBA (issue 52): amortized IBA that reads the
 response's attention, fitted without a single ablated prompt.
 
-AT2 (Cohen-Wang et al. 2025; :mod:`captum_iba.evaluation.at2`) scores a
+AT2 (Cohen-Wang et al. 2025; :mod:`captum_iba_lab.at2`) scores a
 source :math:`s` by the attention the response pays to its tokens, each
 attention head :math:`h` weighted by a weight :math:`\theta_h` learned once
 per model: :math:`\hat a_s = \sum_h \theta_h F_{s,h}`, where :math:`F_{s,h}`
@@ -22,7 +22,7 @@ run: a training example costs its response, one deletion step (a forward and
 a backward pass) and AT2's features (one forward pass), against AT2's
 response, 32 forward passes and features. The fit itself is AT2's own
 trainer, unchanged (:func:`fit_taught`), and the weights are saved in AT2's
-format, so :class:`~captum_iba.evaluation.at2.AT2Scorer` explains with them
+format, so :class:`~captum_iba_lab.at2.AT2Scorer` explains with them
 at AT2's cost (``experiments/teach_at2.py``, docs/amortized.rst).
 """
 
@@ -35,15 +35,15 @@ from torch import Tensor
 
 from captum_iba._utils.io import PathLike
 from captum_iba.attr.llm_batch import PromptBatch
-from captum_iba.evaluation.at2 import (
+from captum_iba.evaluation.iba import ONE_STEP_POOLING, one_step_deletion
+from captum_iba_lab.at2 import (
     AT2Scorer,
     find_at2_weights,
     import_at2,
     model_fingerprint,
     read_task,
 )
-from captum_iba.evaluation.at2_model import model_as_found, model_type_of
-from captum_iba.evaluation.iba import ONE_STEP_POOLING, one_step_deletion
+from captum_iba_lab.at2_model import model_as_found, model_type_of
 
 __all__ = [
     "TEACHER",
@@ -69,7 +69,7 @@ def save_at2_weights(
     estimator: Any, model: Any, path: PathLike, extras: Dict[str, Any]
 ) -> Any:
     """Save AT2's head weights (``estimator``) in AT2's format, with the
-    model's fingerprint (which :func:`~captum_iba.evaluation.at2.load_at2`
+    model's fingerprint (which :func:`~captum_iba_lab.at2.load_at2`
     checks) and ``extras``; returns ``estimator``."""
     meta = dict(extras, model=model_fingerprint(model))
     meta.setdefault("model_name", str(getattr(model, "name_or_path", "")))
@@ -101,7 +101,7 @@ def source_features(
             tokens than the batch (it re-encodes the decoded response), or
             for a text longer than a sliding-window model's window (AT2
             recomputes the attention with a full causal mask);
-            :func:`~captum_iba.evaluation.at2.read_task`.
+            :func:`~captum_iba_lab.at2.read_task`.
     """
     at2 = import_at2()
     real = batch.attention_mask[row].bool().cpu()
@@ -225,11 +225,11 @@ class TaughtHeadsScorer(AT2Scorer):
     Args:
         model: A causal LM of a family AT2 knows.
         heads (str, Path or Callable, optional): The taught weights' file, or
-            a function returning it (the command line's, which teaches them
-            first when none are cached, :func:`~captum_iba.app.context_heads.
+            a function returning it (e.g. one that teaches them first when
+            none are cached, :func:`~captum_iba_lab.context_heads.
             cached_heads`). None: those cached for the model with the most
-            contexts (:func:`~captum_iba.evaluation.at2.find_at2_weights`).
-        **kwargs: :class:`~captum_iba.evaluation.at2.AT2Scorer` 's.
+            contexts (:func:`~captum_iba_lab.at2.find_at2_weights`).
+        **kwargs: :class:`~captum_iba_lab.at2.AT2Scorer` 's.
 
     Raises:
         ImportError: Without AT2's package (naming the install command).
@@ -239,7 +239,9 @@ class TaughtHeadsScorer(AT2Scorer):
             taught for another model.
     """
 
-    needs = ("heads",)
+    # no shared resource since the lab (the product's resource ``heads`` went
+    # with it): the weights are given (``heads=``) or found in the cache
+    needs = ()
     models = ("causal-lm",)
     prompt_meaning = (
         "the response's attention to the token through AT2's head weights taught "
