@@ -48,8 +48,7 @@ from torch import Tensor
 from captum_iba._utils.common import import_optional
 from captum_iba._utils.digest import weights_digest
 from captum_iba._utils.io import cache_root, model_slug
-from captum_iba.attr.llm_batch import PromptBatch
-from captum_iba.attr.rows import RowScores, Rows
+from captum_iba.attr.rows import Rows, RowScores
 from captum_iba.evaluation.scorers import TokenScorer
 from captum_iba.evaluation.sources import plain_text, row_chat
 from captum_iba_lab.at2_model import (
