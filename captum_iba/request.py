@@ -132,6 +132,12 @@ class MethodRequest:
     notes: Tuple[str, ...] = ()
     kind: Optional[str] = None
 
+    def checked_for(self, kind: Any) -> bool:
+        """Whether the request was checked for models of ``kind`` (a name or
+        a :class:`~captum_iba.attr.kinds.ModelKind`): its methods explain
+        them (:func:`check_model_kind`), not to be checked again."""
+        return self.kind == kind_named(kind).name
+
     def values(self, method: str) -> Dict[str, Any]:
         """The option values ``method`` gets: those given for all methods
         that it takes, then its own."""

@@ -109,9 +109,14 @@ def causal_lm_source(path: Union[str, Path]) -> Tuple[str, dict]:
     return name, {"local_files_only": local}
 
 
-def load_lm_tokenizer(path: Union[str, Path]) -> Any:
+def load_lm_tokenizer(path: Union[str, Path], checked: bool = False) -> Any:
     """A causal LM's tokenizer alone (far quicker than its weights: what
     depends only on it is checked before they load).
+
+    Args:
+        path (str or Path): The model.
+        checked (bool): The caller decided the model is a causal LM (its
+            request's kind): its name is not judged again.
 
     Raises:
         ModelLoadError: For a model whose tokenizer cannot be read, or that
@@ -120,7 +125,7 @@ def load_lm_tokenizer(path: Union[str, Path]) -> Any:
     from transformers import AutoTokenizer
 
     name, keywords = causal_lm_source(path)
-    if kind_hint(str(path)) == "classifier":  # (only a folder says so)
+    if not checked and kind_hint(str(path)) == "classifier":  # (a folder says so)
         raise ModelLoadError(
             f"model {path!s} is a sequence classifier, not a causal LM: "
             "explain it with a classifier's method (e.g. --method iba)"

@@ -506,12 +506,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     warnings.formatwarning = _warning_line  # the command's warnings, plain
     try:
         cpu_bf16_setting()  # the environment's, before anything loads
-        CHECKS[args.command](args)
+        request = CHECKS[args.command](args)  # built once, checked once
         from captum_iba.app import commands  # the heavy stack, only now
 
         with removed_on_failure(args):
-            code = commands.COMMANDS[args.command](args)
-        for note in deprecation_notes(args):  # after the run: an error stays one line
+            code = commands.COMMANDS[args.command](args, request)
+        for note in deprecation_notes(args, request):  # after the run: one line
             print(f"captum-iba: note: {note}", file=sys.stderr)
         return code
     except KeyboardInterrupt:

@@ -9,27 +9,28 @@ the corpus, the data folder and ``reproduce``'s choices. Each check raises
 
 import argparse
 import os
-from typing import Dict, List, Optional
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
 
 from captum_iba.app.data.corpora import DEFAULT_CORPUS, HELDOUT_SPLIT
 from captum_iba.app.errors import CLIError, split_choices
 from captum_iba.app.model_kind import kind_hint
 from captum_iba.app.profiles import CORPORA, PARTS
-from captum_iba.attr.kinds import kind_named
 from captum_iba.registry import (
     METHODS,
     OPTIONS,
     SETTINGS,
 )
-from captum_iba.request import check_request
+from captum_iba.request import MethodRequest, check_request
 
 __all__ = [
     "CHECKS",
     "DATASETS",
     "REPRODUCE_SETTINGS",
+    "CorpusRequest",
+    "ReproduceRequest",
     "check_corpus",
     "check_explain",
-    "check_options",
     "check_reproduce",
     "deprecation_notes",
     "method_names",
@@ -58,11 +59,12 @@ def method_names(text: str, option: str) -> List[str]:
     return [METHODS.entry(m, warn=False).name for m in chosen]
 
 
-def deprecation_notes(args: argparse.Namespace) -> List[str]:
+def deprecation_notes(args: argparse.Namespace, request: Any = None) -> List[str]:
     """What the command line says, in one line each on stderr after a run,
     of the deprecated method names it was given (the ``llm-*`` ones: the
-    new name to write)."""
-    given = list(getattr(args, "methods", None) or [])
+    new name to write): the request's methods and ``--set`` 's."""
+    methods = getattr(request, "methods", None)
+    given = list(getattr(methods, "methods", methods) or [])
     given += [m.partition(":")[0].strip() for m in getattr(args, "set", None) or []]
     notes = [METHODS.deprecation(m) for m in dict.fromkeys(given)]
     return [n for n in notes if n]
@@ -86,62 +88,112 @@ def per_method_options(given: Optional[List[str]]) -> Dict[str, Dict[str, str]]:
     return out
 
 
-def check_options(
-    args: argparse.Namespace, setting: Optional[str], kind: Optional[str] = None
-) -> None:
-    """The methods and their options checked against the declarations, before
-    anything loads: ``args.request`` (an option no chosen method takes, a
-    value a method refuses, ``--set`` for a method not chosen: an error)."""
+def _checked(
+    args: argparse.Namespace,
+    methods: Optional[List[str]],
+    setting: Optional[str],
+    question: Any = None,
+    model: Any = None,
+) -> MethodRequest:
+    """The methods and their options checked once, before anything loads
+    (an option no chosen method takes, a value a method refuses, ``--set``
+    for a method not chosen: an error); with a ``question`` (``explain``),
+    also against the model's kind, its default methods when none is named
+    (:func:`~captum_iba.app.explain_request.check_methods`)."""
+    from captum_iba.app.explain_request import check_methods
+
     given = {name: getattr(args, name, None) for name in OPTIONS.names()}
+    per_method = per_method_options(getattr(args, "set", None))
     try:
-        args.request = check_request(
-            args.methods,
-            given,
-            per_method_options(getattr(args, "set", None)),
-            setting=setting,
-            cli=True,
-            model_kind=kind or getattr(args, "model_kind", None),
+        if question is None:
+            return check_request(methods, given, per_method, setting=setting, cli=True)
+        return check_methods(
+            methods, question, model, given, per_method, setting=setting, cli=True
         )
     except (ValueError, TypeError) as err:
         raise CLIError(str(err)) from None
 
 
-def check_explain(args: argparse.Namespace) -> None:
-    """The methods (the default one for the model's kind, where its name
-    says it: :func:`~captum_iba.app.model_kind.kind_hint`) and their options;
-    a method for the other kind of model is refused here when the kind is
-    known, else once the model's configuration is read."""
-    args.model_kind = kind_hint(args.model)
-    args.method_given = args.compare is not None or args.method is not None
+def check_explain(args: argparse.Namespace) -> Any:
+    """``explain`` 's one request (:class:`~captum_iba.app.explain_request.
+    ExplainRequest`): the methods named, the model's kind decided once (its
+    configuration, before any weights), the question (a prediction, an
+    answer, the sources of an answer), the methods (the question's default
+    when none is named) and their options checked once against the kind,
+    then the text or the query and its context."""
+    from captum_iba.app.explain_command import explain_request
+    from captum_iba.app.explain_request import decide_kind, question_of
+
+    names = None
     if args.compare is not None:
-        args.methods = method_names(args.compare, "--compare")
+        names = method_names(args.compare, "--compare")
     elif args.method is not None:
-        args.methods = method_names(args.method, "--method")
-    else:  # the default of the kind the name says (a classifier's if none)
-        kind = kind_named(args.model_kind or "classifier")
-        args.methods = [kind.default_for(args.context is not None)]
-    check_options(args, "fair")
+        names = method_names(args.method, "--method")
+    kind = decide_kind(args.model)
+    question = question_of(kind, args.context is not None)
+    methods = _checked(args, names, "fair", question, kind)
+    return explain_request(args, question, kind, methods)
 
 
-def check_corpus(args: argparse.Namespace) -> None:
+class CorpusRequest:
+    """``evaluate`` 's and ``attribute`` 's request: the options given, with
+    the values resolved at the entry in their place (the corpus, the batch
+    size, the methods, a context task's split and passages), and the
+    checked methods (``request``). Read as attributes, as the parsed
+    arguments are; frozen: nothing after the entry sets a value
+    (:meth:`replace` makes a new request).
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self, given: Any, **resolved: Any) -> None:
+        values = dict(given.items() if hasattr(given, "items") else vars(given))
+        object.__setattr__(self, "_values", {**values, **resolved})
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_values":
+            raise AttributeError(name)
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"the request has no {name!r}") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a request is frozen: {name} cannot be set")
+
+    def items(self) -> Any:
+        """The request's values, by name (what a run's settings record)."""
+        return self._values.items()
+
+    def replace(self, **resolved: Any) -> "CorpusRequest":
+        """A new request with ``resolved`` values in place of these."""
+        return CorpusRequest(self, **resolved)
+
+
+def check_corpus(args: argparse.Namespace) -> CorpusRequest:
+    """The corpus commands' request: a context task's arguments, the corpus,
+    the methods (the defaults for the kind the model's name says) and their
+    options, the data folder - checked before anything loads."""
     from captum_iba.app.context_corpus import CONTEXT_METHODS, check_context_args
 
-    check_context_args(args, kind_hint(args.model))
+    resolved = check_context_args(args, kind_hint(args.model))
     task = getattr(args, "task", None)
     if task is None:
-        args.dataset = (args.dataset or DEFAULT_CORPUS).lower()
-        args.batch_size = args.batch_size or CORPUS_BATCH
-        if args.dataset not in DATASETS:
-            raise CLIError(f"unknown dataset {args.dataset!r}; choose from {DATASETS}")
+        resolved["dataset"] = (args.dataset or DEFAULT_CORPUS).lower()
+        resolved["batch_size"] = args.batch_size or CORPUS_BATCH
+        if resolved["dataset"] not in DATASETS:
+            raise CLIError(
+                f"unknown dataset {resolved['dataset']!r}; choose from {DATASETS}"
+            )
     if args.methods is None and task is not None:
-        args.methods = list(CONTEXT_METHODS)
+        methods = list(CONTEXT_METHODS)
     elif args.methods is None:
         from captum_iba.app.llm_corpus import default_methods
 
-        args.methods = default_methods(args.command, args.model)
+        methods = default_methods(args.command, args.model)
     else:
-        args.methods = method_names(args.methods, "--methods")
-    check_options(args, args.setting)
+        methods = method_names(args.methods, "--methods")
+    request = _checked(args, methods, args.setting)
     if args.data_dir is not None:
         folder = os.path.expanduser(args.data_dir)
         if not os.path.isdir(folder):
@@ -150,12 +202,24 @@ def check_corpus(args: argparse.Namespace) -> None:
                 f"--data-dir {args.data_dir}: {what}; give the folder holding the "
                 "corpora (sst2/, imdb/, rte/, ag_news/)"
             )
+    return CorpusRequest(args, **resolved, methods=methods, request=request)
 
 
-def check_reproduce(args: argparse.Namespace) -> None:
-    args.parts = split_choices(args.parts, PARTS, "part")
-    args.settings = split_choices(args.settings, REPRODUCE_SETTINGS, "setting")
-    args.datasets = split_choices(args.datasets, CORPORA, "dataset")
+@dataclass(frozen=True)
+class ReproduceRequest:
+    """``reproduce`` 's choices, each list checked."""
+
+    parts: List[str]
+    settings: List[str]
+    datasets: List[str]
+
+
+def check_reproduce(args: argparse.Namespace) -> ReproduceRequest:
+    return ReproduceRequest(
+        split_choices(args.parts, PARTS, "part"),
+        split_choices(args.settings, REPRODUCE_SETTINGS, "setting"),
+        split_choices(args.datasets, CORPORA, "dataset"),
+    )
 
 
 #: The check of each command.

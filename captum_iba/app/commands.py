@@ -15,7 +15,7 @@ folder) lives in :mod:`~captum_iba.app.command_parts`, below them all.
 """
 
 import argparse
-from typing import Callable, Dict
+from typing import Any, Callable, Dict
 
 from captum_iba.app.command_parts import MARKER, config_and_record, prior_data
 from captum_iba.app.models import (
@@ -37,28 +37,28 @@ __all__ = [
 ]
 
 
-def cmd_explain(args: argparse.Namespace) -> int:
+def cmd_explain(args: argparse.Namespace, request: Any) -> int:
     """``captum-iba explain`` (:mod:`captum_iba.app.explain_command`)."""
     from captum_iba.app.explain_command import run
 
-    return run(args)
+    return run(args, request)
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
+def cmd_evaluate(args: argparse.Namespace, request: Any) -> int:
     """``captum-iba evaluate`` (:mod:`captum_iba.app.corpus_command`)."""
     from captum_iba.app.corpus_command import evaluate
 
-    return evaluate(args)
+    return evaluate(args, request)
 
 
-def cmd_attribute(args: argparse.Namespace) -> int:
+def cmd_attribute(args: argparse.Namespace, request: Any) -> int:
     """``captum-iba attribute`` (:mod:`captum_iba.app.corpus_command`)."""
     from captum_iba.app.corpus_command import attribute
 
-    return attribute(args)
+    return attribute(args, request)
 
 
-def cmd_reproduce(args: argparse.Namespace) -> int:
+def cmd_reproduce(args: argparse.Namespace, request: Any) -> int:
     """``captum-iba reproduce``: the paper's experiments, package code."""
     from captum_iba.app import reproduce
     from captum_iba.app.checks import output_folder
@@ -66,9 +66,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     reproduce.run(
         profile=args.profile,
         out=str(output_folder(args.out, "--out")),
-        datasets=args.datasets,
-        parts=args.parts,
-        settings=args.settings,
+        datasets=request.datasets,
+        parts=request.parts,
+        settings=request.settings,
         sweep_dataset=args.sweep_dataset,
         fair_prior=args.fair_prior,
     )
@@ -76,7 +76,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 #: The commands by name.
-COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {
+COMMANDS: Dict[str, Callable[[argparse.Namespace, Any], int]] = {
     "explain": cmd_explain,
     "evaluate": cmd_evaluate,
     "attribute": cmd_attribute,

@@ -60,9 +60,13 @@ def parse_passages(text: str) -> Tuple[int, int]:
     return got
 
 
-def check_context_args(args: argparse.Namespace, model_kind: Optional[str]) -> None:
+def check_context_args(
+    args: argparse.Namespace, model_kind: Optional[str]
+) -> Dict[str, Any]:
     """A context task's arguments, before anything loads (``model_kind``:
-    what the model's name says, None when it does not).
+    what the model's name says, None when it does not); returns the values
+    it resolves (``passages``, ``split``, ``batch_size``; none without a
+    task).
 
     Raises:
         ~captum_iba.app.errors.CLIError: Naming the argument: ``--task`` on
@@ -82,7 +86,7 @@ def check_context_args(args: argparse.Namespace, model_kind: Optional[str]) -> N
                     f"{flag} {value}: it applies to a context task only (--task "
                     "context-facts or context-topics)"
                 )
-        return
+        return {}
     if args.model is None or model_kind == "classifier":
         raise on_classifier(args)
     if args.dataset is not None:
@@ -101,12 +105,16 @@ def check_context_args(args: argparse.Namespace, model_kind: Optional[str]) -> N
                 f"--passages {args.passages}: {task} has one passage per topic; "
                 "--passages applies to context-facts"
             )
-        args.passages = parse_passages(args.passages)
-    args.split = args.split or DEFAULT_SPLIT
-    args.batch_size = args.batch_size or CONTEXT_BATCH
+    resolved: Dict[str, Any] = {
+        "split": args.split or DEFAULT_SPLIT,
+        "batch_size": args.batch_size or CONTEXT_BATCH,
+    }
+    if args.passages is not None:
+        resolved["passages"] = parse_passages(args.passages)
+    return resolved
 
 
-def on_classifier(args: argparse.Namespace) -> Exception:
+def on_classifier(args: Any) -> Exception:
     """The error (:class:`~captum_iba.app.errors.CLIError`) of a context
     task on a classifier."""
     what = "the default model" if args.model is None else f"--model {args.model}"
@@ -152,7 +160,7 @@ class PreparedContexts:
         )
 
 
-def prepare_contexts(args: argparse.Namespace) -> PreparedContexts:
+def prepare_contexts(args: Any) -> PreparedContexts:
     """The task's examples (seeded by ``--examples-seed``; ``--passages`` for
     context-facts), each fitted to the model's positions with its longest
     response (those that do not fit are skipped and counted), the request
@@ -204,9 +212,7 @@ def prepare_contexts(args: argparse.Namespace) -> PreparedContexts:
     return prepared
 
 
-def context_job(
-    args: argparse.Namespace, prepared: PreparedContexts, settings: Dict[str, Any]
-) -> Any:
+def context_job(args: Any, prepared: PreparedContexts, settings: Dict[str, Any]) -> Any:
     """The :class:`~captum_iba.evaluation.context_loop.ContextJob` of the
     run: the model loaded, the methods built."""
     from captum_iba.app.causal_lm import load_causal_lm
@@ -300,7 +306,7 @@ def context_summary(columns: Dict[str, Dict[str, list]]) -> str:
 
 
 def write_context_report(
-    args: argparse.Namespace, merged: Any, prepared: PreparedContexts
+    args: Any, merged: Any, prepared: PreparedContexts
 ) -> Tuple[str, List[str]]:
     """The summary table (``<task>_<split>.md``, the skipped examples said
     under it) and each method's per-example metrics

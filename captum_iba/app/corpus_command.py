@@ -23,6 +23,7 @@ from captum_iba.app.checks import (
     corpus_warning,
     output_folder,
 )
+from captum_iba.app.cli_checks import CorpusRequest
 from captum_iba.app.command_parts import config_and_record
 from captum_iba.app.context_corpus import (
     context_job,
@@ -80,7 +81,7 @@ _RUN_ONLY = ("out", "data_dir", "device", "command", "request", "llm", "contexts
 _CONTEXT_ONLY = ("task", "passages", "examples_seed")
 
 
-def _scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
+def _scorers(args: CorpusRequest, model: Any, tok: Any) -> Dict:
     """The scorers of ``evaluate`` / ``attribute``: every method built once,
     by the harness's one resolver, from the checked request."""
 
@@ -103,10 +104,10 @@ def _scorers(args: argparse.Namespace, model: Any, tok: Any) -> Dict:
     return build_scorers(args.request, resources, preset, kind="classifier")
 
 
-def _run_settings(args: argparse.Namespace, split: str) -> Dict[str, Any]:
+def _run_settings(args: CorpusRequest, split: str) -> Dict[str, Any]:
     """What defines a corpus run: its resolved options (compared on a re-run;
     a method option not given is recorded as ``"default"``)."""
-    settings = {k: v for k, v in sorted(vars(args).items()) if k not in _RUN_ONLY}
+    settings = {k: v for k, v in sorted(args.items()) if k not in _RUN_ONLY}
     if getattr(args, "task", None) is None:  # a corpus run's settings as before
         for name in _CONTEXT_ONLY:
             settings.pop(name, None)
@@ -129,11 +130,13 @@ class _Route:
     made and checked before any weights load (``prepare``: what the job
     needs, and a warning or None), and the job on this rank's device."""
 
-    prepare: Callable[[argparse.Namespace, str], _Prepared]
-    job: Callable[[argparse.Namespace, World, str, Any], CorpusJob]
+    prepare: Callable[[CorpusRequest, str], _Prepared]
+    job: Callable[[CorpusRequest, World, str, Any], CorpusJob]
+    defaults: Callable[[CorpusRequest], Dict[str, Any]] = lambda args: {}
+    note: Callable[[Any], str] = lambda prepared: ""
 
 
-def _route(args: argparse.Namespace) -> _Route:
+def _route(args: CorpusRequest) -> _Route:
     """The run's route, decided once from the model's kind and ``--task``;
     its methods checked against the kind.
 
@@ -150,32 +153,38 @@ def _route(args: argparse.Namespace) -> _Route:
     return route
 
 
-def _prepare_corpus(args: argparse.Namespace, split: str) -> _Prepared:
+def _prepare_corpus(args: CorpusRequest, split: str) -> _Prepared:
     """A classifier's corpus run: ``--max-length``, the layers and the
     classes checked against the configuration; its warning."""
-    args.max_length = args.max_length or CLASSIFIER_MAX_LENGTH
     config, record = config_and_record(args.model, args.dataset)
     check_against_config(config, max_length=args.max_length)
     check_request_layers(args.request, config)
     return None, corpus_warning(record, args.dataset)
 
 
-def _prepare_prompts(args: argparse.Namespace, split: str) -> _Prepared:
+def _prepare_prompts(args: CorpusRequest, split: str) -> _Prepared:
     """A causal LM's prompt task: the prompts made and checked."""
     check_prompt_task(args)
     return prepare_prompts(args, split), None
 
 
-def _prepare_contexts(
-    args: argparse.Namespace, split: str
-) -> Tuple[Any, Optional[str]]:
-    """A context task: the examples made and fitted (``args.contexts``)."""
-    args.contexts = prepare_contexts(args)
-    return None, None
+def _prepare_contexts(args: CorpusRequest, split: str) -> _Prepared:
+    """A context task: the examples made and fitted."""
+    return prepare_contexts(args), None
+
+
+def _classifier_defaults(args: CorpusRequest) -> Dict[str, Any]:
+    """A classifier's corpus run: ``--max-length`` when not given."""
+    return {"max_length": args.max_length or CLASSIFIER_MAX_LENGTH}
+
+
+def _skipped(prepared: Any) -> str:
+    """A context task's examples skipped, in one line ("" for none)."""
+    return prepared.skipped_line()
 
 
 def _prompt_job(
-    args: argparse.Namespace, world: World, split: str, prepared: Any
+    args: CorpusRequest, world: World, split: str, prepared: Any
 ) -> CorpusJob:
     job = prompt_job(args, prepared, _run_settings(args, split))
     job.model.to(world.device)
@@ -183,15 +192,15 @@ def _prompt_job(
 
 
 def _context_job(
-    args: argparse.Namespace, world: World, split: str, prepared: Any
+    args: CorpusRequest, world: World, split: str, prepared: Any
 ) -> CorpusJob:
-    job = context_job(args, args.contexts, _run_settings(args, split))
+    job = context_job(args, prepared, _run_settings(args, split))
     job.model.to(world.device)
     return job
 
 
 def _corpus_job(
-    args: argparse.Namespace, world: World, split: str, prepared: Any = None
+    args: CorpusRequest, world: World, split: str, prepared: Any = None
 ) -> CorpusJob:
     """A classifier's corpus run: the model on this rank's device, the
     scorers and the corpus."""
@@ -224,9 +233,13 @@ def _corpus_job(
 #: The routes, by question and model kind (a context task on a classifier
 #: has none).
 _ROUTES = {
-    ("corpus", "classifier"): _Route(_prepare_corpus, _corpus_job),
+    ("corpus", "classifier"): _Route(
+        _prepare_corpus, _corpus_job, defaults=_classifier_defaults
+    ),
     ("corpus", "causal-lm"): _Route(_prepare_prompts, _prompt_job),
-    ("context task", "causal-lm"): _Route(_prepare_contexts, _context_job),
+    ("context task", "causal-lm"): _Route(
+        _prepare_contexts, _context_job, note=_skipped
+    ),
 }
 
 
@@ -254,10 +267,11 @@ def _write_degradation(
 
 
 def _run(
-    args: argparse.Namespace, split: str
-) -> Tuple[Optional[Merged], Optional[str]]:
-    """Run ``args``' corpus job on this process's share; rank 0 gets the
-    merge, and every rank the run's warning (None: none).
+    args: CorpusRequest, split: str
+) -> Tuple[Optional[Merged], Optional[str], Any]:
+    """Run the request's corpus job on this process's share; rank 0 gets
+    the merge, and every rank the run's warning (None: none) and what its
+    route prepared before the weights.
 
     The output folder and the model-dependent numbers (a causal LM's prompts
     too) are checked before any model loads; the folder's completion marker
@@ -266,7 +280,7 @@ def _run(
     """
     out = output_folder(args.out, "--out")
     route = _route(args)
-    args.contexts = None
+    args = args.replace(**route.defaults(args))  # the route's own defaults
     prepared, warning = route.prepare(args, split)  # before any weights
     threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)  # CPU rounding depends on it
@@ -288,10 +302,11 @@ def _run(
                 flush=True,
             )
             command_parts.print_notes(args.request)
-        if args.contexts is not None and args.contexts.skipped:
-            print(_wrap(f"note: {args.contexts.skipped_line()}"), flush=True)
+        skipped = route.note(prepared)
+        if skipped:
+            print(_wrap(f"note: {skipped}"), flush=True)
         job = route.job(args, world, split, prepared)
-        return run_corpus_job(job, args.out, world), warning
+        return run_corpus_job(job, args.out, world), warning, prepared
     except BaseException:
         if finished is not None and not marker.exists():
             # a finished folder's re-run (same settings: every unit was
@@ -303,17 +318,20 @@ def _run(
         torch.set_num_threads(threads)
 
 
-def evaluate(args: argparse.Namespace) -> int:
+def evaluate(parsed: argparse.Namespace, args: CorpusRequest) -> int:
     """``captum-iba evaluate``: the degradation test of several methods, on
     the corpus engine (resumable; one process or ``torchrun``); a context
-    task's metrics with ``--task``."""
+    task's metrics with ``--task``. ``args`` is the checked request
+    (:func:`~captum_iba.app.cli_checks.check_corpus`), ``parsed`` what it
+    was made of."""
     task = getattr(args, "task", None)
-    merged, warning = _run(args, args.split if task else HELDOUT_SPLIT[args.dataset])
+    split = args.split if task else HELDOUT_SPLIT[args.dataset]
+    merged, warning, prepared = _run(args, split)
     if merged is None:
         return 0
     out = Path(args.out)
     if task:
-        return _context_report(args, merged)
+        return _context_report(args, merged, prepared)
     stem = f"{args.dataset}_{args.setting}"
     n = len({row["index"] for row in merged.rows})  # methods may be several IBAs
     notes = merged.ranking_notes(n) + merged.left_out_notes()
@@ -337,9 +355,9 @@ def evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _context_report(args: argparse.Namespace, merged: Merged) -> int:
+def _context_report(args: CorpusRequest, merged: Merged, prepared: Any) -> int:
     """A context task's summary (:func:`write_context_report`), printed."""
-    table, written = write_context_report(args, merged, args.contexts)
+    table, written = write_context_report(args, merged, prepared)
     n = len({row["index"] for row in merged.rows})
     write_marker(
         Path(args.out), command_parts.MARKER, files=ENGINE_FILES + written,
@@ -356,7 +374,7 @@ def _context_report(args: argparse.Namespace, merged: Merged) -> int:
             "scores (sum, mean, max) or its own source scores (its name alone)"
         )
     )
-    note = args.contexts.skipped_line()
+    note = prepared.skipped_line()
     if note:
         print(_wrap(f"note: {note}"))
     for refused in merged.left_out_notes():
@@ -376,9 +394,10 @@ def _wrap(text: str) -> str:
     return "\n".join(textwrap.wrap(text, 88))
 
 
-def attribute(args: argparse.Namespace) -> int:
+def attribute(parsed: argparse.Namespace, args: CorpusRequest) -> int:
     """``captum-iba attribute``: token scores of a whole corpus as JSON lines
-    (and the degradation test's summary with ``--degradation``)."""
+    (and the degradation test's summary with ``--degradation``); ``args``
+    is the checked request, ``parsed`` what it was made of."""
     split = HELDOUT_SPLIT[args.dataset] if args.split is None else args.split
     merged = _run(args, canonical_split(args.dataset, split))[0]
     if merged is None:

@@ -11,7 +11,7 @@ every method once and scores the text.
 """
 
 import argparse
-from typing import Any, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 from captum_iba._utils.io import atomic_write_text
 from captum_iba.app import command_parts
@@ -19,25 +19,54 @@ from captum_iba.app.checks import class_index, class_names, output_file, pair_wa
 from captum_iba.app.command_parts import config_and_record
 from captum_iba.app.data.corpora import DEFAULT_CORPUS
 from captum_iba.app.errors import CLIError
-from captum_iba.app.explanation import Explanation, explain
-from captum_iba.app.models import check_request_layers, kind_of
+from captum_iba.app.explain_request import (
+    ANSWER,
+    PREDICTION,
+    SOURCES,
+    ExplainRequest,
+    Question,
+)
+from captum_iba.app.explanation import Explanation, prediction
+from captum_iba.app.models import check_request_layers
 from captum_iba.app.words import blank
-from captum_iba.attr.kinds import CAUSAL_LM
-from captum_iba.request import check_model_kind
+from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER, ModelKind
 
-__all__ = ["run"]
+__all__ = ["explain_request", "run"]
 
 #: How the page names the default model.
 DEFAULT_MODEL_NAME = "MiniLM-L6 fine-tuned on SST-2 (the default model, cached)"
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``captum-iba explain`` with checked arguments (see the module
-    docstring); returns the exit code."""
-    prompt = _prompt(args)  # the text, or a query and its context: checked
+def explain_request(
+    args: argparse.Namespace, question: Question, kind: ModelKind, methods: Any
+) -> ExplainRequest:
+    """``explain`` 's request from its checked parts (the question, the kind,
+    the methods: :func:`~captum_iba.app.cli_checks.check_explain`) and its
+    inputs, the text (or the query and its context) checked."""
+    flag = _span_flag(args)
+    return ExplainRequest(
+        question,
+        kind,
+        methods,
+        args.model,
+        _prompt(args),  # the text, or a query and its context: checked
+        target=args.target,
+        pair=args.pair,
+        chat=args.chat,
+        max_new_tokens=args.max_new_tokens or 20,
+        per_token=args.per_token,
+        answer_span="sentences" if args.answer_sentences else args.answer_span,
+        model_name=args.model or DEFAULT_MODEL_NAME,
+        labels=("--max-new-tokens", flag or "answer_span="),
+    )
+
+
+def run(args: argparse.Namespace, request: ExplainRequest) -> int:
+    """Run ``captum-iba explain`` with its checked request (see the module
+    docstring); ``args`` gives the listing's and the page's options only;
+    returns the exit code."""
     html = output_file(args.html, "--html")
-    route = _ROUTES[kind_of(args.model)]  # the model's kind, decided once
-    result = route(args, html is not None, prompt)
+    result = _ROUTES[request.question](args, request)
     print(result.to_text(args.top, args.pieces))
     if html is not None:
         atomic_write_text(html, result.to_html(args.pieces))
@@ -98,7 +127,7 @@ def _span_flag(args: argparse.Namespace) -> str:
 
 
 def _explain_classifier(
-    args: argparse.Namespace, page: bool, prompt: Any
+    args: argparse.Namespace, request: ExplainRequest
 ) -> Explanation:
     """``explain`` of a classifier: the checks of its flags, its class and
     layers against its configuration, then its explanation."""
@@ -115,64 +144,50 @@ def _explain_classifier(
     for flag, value in llm_only:
         if value is not None:
             raise CLIError(f"{flag} is for a causal LM; the model is a classifier")
-    check_model_kind(args.request.methods, "classifier", cli=True)
-    _check_fit_on(args, "classifier")
-    if args.pair is not None and blank(args.pair):
+    methods = request.methods
+    fit_on = _check_fit_on(args.fit_on, methods, request.kind)
+    if request.pair is not None and blank(request.pair):
         raise CLIError("--pair is empty: give the second text, or leave --pair out")
-    config, record = config_and_record(args.model, DEFAULT_CORPUS)
-    check_request_layers(args.request, config)
-    if args.target is not None:
-        class_index(args.target, class_names(config))
-    warning = pair_warning(config, record) if args.pair is not None else None
+    config, record = config_and_record(request.model, DEFAULT_CORPUS)
+    check_request_layers(methods, config)
+    if request.target is not None:
+        class_index(request.target, class_names(config))
+    warning = pair_warning(config, record) if request.pair is not None else None
     if warning:
         print(f"warning: {warning}")
-    command_parts.print_notes(args.request)
-    model, tok = command_parts.model_and_tokenizer(args.model)
+    command_parts.print_notes(methods)
+    model, tok = command_parts.model_and_tokenizer(request.model)
     corpus = (record or {}).get("dataset")
-    data = command_parts.prior_data(args.request, corpus, None)
+    data = command_parts.prior_data(methods, corpus, None)
 
     def explainer(module: Any, objective: str = "distil") -> Any:  # iba-amortized's
         from captum_iba.app.amortized import cached_explainer
         from captum_iba.attr.text import resolve_layer
 
         ref = resolve_layer(model, module)
-        name = args.fit_on or corpus or DEFAULT_CORPUS
+        name = fit_on or corpus or DEFAULT_CORPUS
         return cached_explainer(model, tok, ref, name, False, objective=objective)
 
-    return explain(
-        args.text,
-        model,
-        args.request,
-        tokenizer=tok,
-        pair=args.pair,
-        target=args.target,
-        model_name=args.model or DEFAULT_MODEL_NAME,
-        explainer=explainer,
-        prior_data=data,
-    )
+    return prediction(request, model, tok, explainer=explainer, prior_data=data)
 
 
 def _explain_causal_lm(
-    args: argparse.Namespace, page: bool, prompt: Any
+    args: argparse.Namespace, request: ExplainRequest
 ) -> Explanation:
     """``explain --model <causal LM>``: the answer (greedy, or --target) to
-    ``prompt`` (the text, or a query and its context), the prompt's words
-    (a context's: its sources' and the sources) with their scores for the
-    whole answer; for the page (``page``: --html) or --per-token, each
+    the request's prompt (the text, or a query and its context), the
+    prompt's words (a context's: its sources' and the sources) with their
+    scores for the whole answer; for the page (--html) or --per-token, each
     output token's too; with --answer-sentences or --answer-span, each part
     of the answer's source scores as well."""
-    from captum_iba.app.cli_checks import check_options
     from captum_iba.app.llm_checks import check_lm_request, lm_config
-    from captum_iba.app.llm_explanation import explain_answer
+    from captum_iba.app.llm_explanation import answer
 
     if args.pair is not None:
         raise CLIError("--pair is for a classifier; a causal LM explains one prompt")
-    if not args.method_given:  # the kind was found only now: its default
-        args.methods = [CAUSAL_LM.default_for(args.context is not None)]
-    check_options(args, "fair", "causal-lm")
-    check_lm_request(args.request, lm_config(args.model), explainer=True)
-    _check_fit_on(args, "causal-lm")
-    command_parts.print_notes(args.request)
+    check_lm_request(request.methods, lm_config(request.model), explainer=True)
+    fit_on = _check_fit_on(args.fit_on, request.methods, request.kind)
+    command_parts.print_notes(request.methods)
 
     def explainer(model: Any, tok: Any, chat: bool) -> Any:  # iba-amortized's
         from captum_iba.app.amortized import cached_lm_explainer, requested_objective
@@ -180,53 +195,42 @@ def _explain_causal_lm(
 
         def for_layer(module: Any, objective: Any = None) -> Any:
             ref = resolve_layer(model, module)
-            chosen = requested_objective(args.request, objective)
-            return cached_lm_explainer(model, tok, ref, chosen, chat, args.fit_on)
+            chosen = requested_objective(request.methods, objective)
+            return cached_lm_explainer(model, tok, ref, chosen, chat, fit_on)
 
         return for_layer
 
-    flag = _span_flag(args)
-    return explain_answer(
-        prompt,
-        args.model,
-        args.request,
-        target=args.target,
-        chat=args.chat,
-        max_new_tokens=args.max_new_tokens or 20,
-        per_token=args.per_token,
-        model_name=args.model,
-        max_new_option="--max-new-tokens",
-        explainer=explainer,
-        answer_span="sentences" if args.answer_sentences else args.answer_span,
-        span_option=flag or "answer_span=",
-    )
+    return answer(request, explainer)
 
 
-def _check_fit_on(args: argparse.Namespace, kind: str) -> None:
+def _check_fit_on(given: Optional[str], methods: Any, kind: ModelKind) -> Optional[str]:
     """``--fit-on``, before the weights load: it goes with ``iba-amortized``
     and names a corpus (a classifier's explainer: fitted on its training
     split) or a prompt task (a causal LM's: on its training prompts) that
-    ``evaluate`` fits an explainer on; lower-cased in ``args``."""
-    if args.fit_on is None:
-        return
-    if "iba-amortized" not in args.request.methods:
+    ``evaluate`` fits an explainer on; returned lower-cased (None: not
+    given)."""
+    if given is None:
+        return None
+    if "iba-amortized" not in methods.methods:
         raise CLIError(
-            f"--fit-on {args.fit_on} chooses iba-amortized's cached explainer; "
-            f"the methods chosen are {', '.join(args.request.methods)}: give "
+            f"--fit-on {given} chooses iba-amortized's cached explainer; "
+            f"the methods chosen are {', '.join(methods.methods)}: give "
             "--method iba-amortized (or --compare with it), or leave --fit-on out"
         )
     names, what = _FIT_ON[kind]()
-    args.fit_on = args.fit_on.strip().lower()
-    if args.fit_on not in names:
+    fit_on = given.strip().lower()
+    if fit_on not in names:
         raise CLIError(
-            f"--fit-on {args.fit_on}: not a {what}; choose from {', '.join(names)}"
+            f"--fit-on {fit_on}: not a {what}; choose from {', '.join(names)}"
         )
+    return fit_on
 
 
 def _corpora() -> Tuple[Sequence[str], str]:
-    from captum_iba.app.cli_checks import DATASETS
+    from captum_iba.app.data.corpora import HELDOUT_SPLIT
 
-    return DATASETS, "corpus (a classifier's explainer is fitted on its training split)"
+    fitted = "corpus (a classifier's explainer is fitted on its training split)"
+    return tuple(HELDOUT_SPLIT), fitted
 
 
 def _prompt_tasks() -> Tuple[Sequence[str], str]:
@@ -240,6 +244,10 @@ def _prompt_tasks() -> Tuple[Sequence[str], str]:
     return (*TASKS, *CONTEXT_TASKS), what
 
 
-#: ``explain``'s route per kind of model, and what ``--fit-on`` names for it.
-_ROUTES = {"classifier": _explain_classifier, "causal-lm": _explain_causal_lm}
-_FIT_ON = {"classifier": _corpora, "causal-lm": _prompt_tasks}
+#: ``explain``'s route per question, and what ``--fit-on`` names per kind.
+_ROUTES = {
+    PREDICTION: _explain_classifier,
+    ANSWER: _explain_causal_lm,
+    SOURCES: _explain_causal_lm,
+}
+_FIT_ON = {CLASSIFIER: _corpora, CAUSAL_LM: _prompt_tasks}

@@ -39,26 +39,32 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 
-from captum_iba._utils.common import hf_call
+from captum_iba._utils.common import hf_call, user_stacklevel
 from captum_iba._utils.hooks import evaluation_mode
 from captum_iba._utils.ranking import check_finite, flat_reason
 from captum_iba.app.checks import class_index, class_names
 from captum_iba.app.data.corpora import DEFAULT_CORPUS
-from captum_iba.app.models import check_request_layers, kind_of
+from captum_iba.app.explain_request import (
+    ANSWER,
+    PREDICTION,
+    SOURCES,
+    ExplainRequest,
+    Question,
+    check_methods,
+    decide_kind,
+    question_of,
+)
+from captum_iba.app.models import check_request_layers
 from captum_iba.app.page import Explanation, MethodScores
 from captum_iba.app.subjects import ClassifierSubject
 from captum_iba.app.words import encode, grouping
+from captum_iba.attr.kinds import ModelKind
 from captum_iba.registry import DEFAULT_METHOD, METHODS
-from captum_iba.request import (
-    MethodRequest,
-    check_model_kind,
-    check_request,
-    check_values,
-)
+from captum_iba.request import MethodRequest, check_values
 
 # Explanation and MethodScores import from here as before; documented where
 # they are defined (captum_iba.app.page)
-__all__ = ["DEFAULT_METHOD", "explain"]
+__all__ = ["DEFAULT_METHOD", "explain", "prediction"]
 
 
 def explain(
@@ -181,40 +187,64 @@ def explain(
     """
     prompt = _context(text, context, sources)
     check_values(options)  # a bad value is named before the model is looked up
-    route = _ROUTES[kind_of(model)]  # the model's kind, decided once
-    return route(
-        prompt, model, method, tokenizer=tokenizer, pair=pair, target=target,
-        method_options=method_options, model_name=model_name,
+    kind = decide_kind(model)  # the model's kind, decided once
+    question = question_of(kind, context is not None)
+    return _ROUTES[question](
+        question, kind, prompt, model, method, tokenizer=tokenizer, pair=pair,
+        target=target, method_options=method_options, model_name=model_name,
         context=context, resources=(explainer, prior_data),
         answer_span=answer_span, **options,
     )  # fmt: skip
 
 
 def _explain_answer(
+    question: Question,
+    kind: ModelKind,
     prompt: Any,
     model: Any,
     method: Any,
     *,
+    tokenizer: Any,
     pair: Optional[str],
     target: Union[None, int, str],
+    method_options: Optional[Mapping[str, Mapping[str, Any]]],
+    model_name: Optional[str],
     context: Any,
     resources: Any,
     answer_span: Any,
+    chat: Optional[bool] = None,
+    max_new_tokens: int = 20,
+    per_token: bool = False,
     **options: Any,
 ) -> Explanation:
     """:func:`explain` of a causal LM: its answer to ``prompt``
-    (:func:`~captum_iba.app.llm_explanation.explain_answer`)."""
+    (:func:`~captum_iba.app.llm_explanation.answer`), the request built
+    here, once."""
     if pair is not None:
         raise ValueError("pair is for a classifier; a causal LM explains a prompt")
-    from captum_iba.app.llm_explanation import explain_answer
+    from captum_iba.app.llm_explanation import answer
 
-    return explain_answer(
-        prompt, model, method, target=None if target is None else str(target),
-        answer_span=answer_span, **options,
-    )  # fmt: skip
+    given = {k: v for k, v in options.items() if v is not None}
+    request = ExplainRequest(
+        question,
+        kind,
+        check_methods(method, question, kind, given, method_options),
+        model,
+        prompt,
+        tokenizer=tokenizer,
+        target=None if target is None else str(target),
+        chat=chat,
+        max_new_tokens=max_new_tokens,
+        per_token=per_token,
+        answer_span=answer_span,
+        model_name=model_name,
+    )
+    return answer(request)
 
 
 def _explain_prediction(
+    question: Question,
+    kind: ModelKind,
     text: str,
     model: Any,
     method: Any,
@@ -240,29 +270,57 @@ def _explain_prediction(
             "answer_span= is for a causal LM's answer to a context= (a "
             "classifier explains its prediction of text)"
         )
-    method = DEFAULT_METHOD if method is None else method
     given = {k: v for k, v in options.items() if v is not None}
-    if isinstance(method, MethodRequest):
-        if given or method_options:
-            raise ValueError("give the options in the request, or no request")
-        request = method
-        check_model_kind(request.methods, "classifier")
-    else:
-        request = check_request(
-            method, given, method_options, setting="fair", model_kind="classifier"
-        )
-    model, tokenizer, described = load(model, tokenizer, request)
+    methods = check_methods(
+        method, question, kind, given, method_options, setting="fair"
+    )
+    request = ExplainRequest(
+        question, kind, methods, model, text, tokenizer=tokenizer, target=target,
+        pair=pair, model_name=model_name,
+    )  # fmt: skip
+    loaded, tokenizer, described = load(model, tokenizer, methods)
+    return prediction(request, loaded, tokenizer, described, *resources)
+
+
+def prediction(
+    request: ExplainRequest,
+    model: Any,
+    tokenizer: Any,
+    described: str = "",
+    explainer: Any = None,
+    prior_data: Any = None,
+) -> Explanation:
+    """A classifier's prediction of a checked request's text explained, the
+    model loaded (in eval mode while it runs, with a warning when it was
+    in training mode; its flags put back after).
+
+    Args:
+        request (ExplainRequest): The request, built and checked once by the
+            entry (:func:`explain`, the command line).
+        model: The loaded classifier.
+        tokenizer: Its tokenizer.
+        described (str): How the page names the model when the request
+            does not.
+        explainer, prior_data (optional): The methods' shared resources
+            (see :func:`explain`).
+
+    Returns:
+        Explanation: The prediction and every method's scores.
+    """
     warn_if_training(model)
-    explainer, prior_data = resources
     with evaluation_mode(model, []):  # dropout off; every flag put back after
         return _explain(
-            text, pair, target, request, model, tokenizer,
-            model_name or described, explainer, prior_data,
+            request.prompt, request.pair, request.target, request.methods, model,
+            tokenizer, request.model_name or described, explainer, prior_data,
         )  # fmt: skip
 
 
-#: :func:`explain`'s route per kind of model.
-_ROUTES = {"classifier": _explain_prediction, "causal-lm": _explain_answer}
+#: :func:`explain`'s route per question.
+_ROUTES = {
+    PREDICTION: _explain_prediction,
+    ANSWER: _explain_answer,
+    SOURCES: _explain_answer,
+}
 
 
 def _context(text: str, context: Any, sources: Any) -> Any:
@@ -406,7 +464,7 @@ def build(
     for name in request.methods:
         one = _only(request, name)
         try:
-            built = build_scorers(one, resources, "fair", kind="classifier")
+            built = build_scorers(one, resources, "fair")
         except ImportError as err:
             if len(request.methods) == 1:
                 raise
@@ -426,6 +484,7 @@ def _only(request: MethodRequest, method: str) -> MethodRequest:
         {k: v for k, v in request.options.items() if k in options_of(method)},
         {k: v for k, v in request.method_options.items() if k == method},
         {k: v for k, v in request.passthrough.items() if k == method},
+        kind=request.kind,
     )
 
 
@@ -437,7 +496,7 @@ def warn_if_training(model: Any) -> None:
             "prediction and the scores random): it is explained in eval mode, and "
             "its flags are put back afterwards; call model.eval() to silence this",
             UserWarning,
-            stacklevel=3,
+            user_stacklevel(),
         )
 
 
@@ -484,5 +543,5 @@ def no_ranking(result: Any, name: str, scorer: Any) -> str:
     # IBA warns itself of a flat instance (its last_run says so)
     runs = getattr(getattr(scorer, "iba", None), "last_run", None) or []
     if not any(run.get("flat_instances") for run in runs):
-        warnings.warn(f"{name}: no ranking: {reason}", UserWarning, stacklevel=4)
+        warnings.warn(f"{name}: no ranking: {reason}", UserWarning, user_stacklevel())
     return reason

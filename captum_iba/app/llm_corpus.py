@@ -10,7 +10,6 @@ configuration; the methods are checked against it (a classifier's method on
 a causal LM is refused, naming the methods for causal LMs).
 """
 
-import argparse
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Tuple
@@ -78,7 +77,7 @@ class PreparedPrompts:
     train: List[str] = field(default_factory=list)
 
 
-def prepare_prompts(args: argparse.Namespace, split: str) -> PreparedPrompts:
+def prepare_prompts(args: Any, split: str) -> PreparedPrompts:
     """Everything of a causal LM's corpus run that needs no weights, checked
     before they load: the request against the model's configuration
     (:func:`~captum_iba.app.llm_checks.check_lm_request`), the answer words
@@ -160,9 +159,7 @@ def _uses_explainer(request: Any) -> bool:
     )
 
 
-def prompt_job(
-    args: argparse.Namespace, prepared: PreparedPrompts, settings: Dict[str, Any]
-) -> Any:
+def prompt_job(args: Any, prepared: PreparedPrompts, settings: Dict[str, Any]) -> Any:
     """The :class:`~captum_iba.evaluation.llm_loop.PromptJob` of a corpus run
     on a causal LM: the model loaded (its tokenizer and prompts were
     prepared before, :func:`prepare_prompts`), the methods built."""
@@ -211,7 +208,7 @@ def prompt_job(
     )
 
 
-def check_methods(args: argparse.Namespace, kind: str) -> None:
+def check_methods(args: Any, kind: str) -> None:
     """The methods explain the model's ``kind``.
 
     Raises:
@@ -226,7 +223,7 @@ def check_methods(args: argparse.Namespace, kind: str) -> None:
         raise CLIError(f"--methods: {err}") from None
 
 
-def check_prompt_task(args: argparse.Namespace) -> None:
+def check_prompt_task(args: Any) -> None:
     """A causal LM's corpus has a prompt task.
 
     Raises:

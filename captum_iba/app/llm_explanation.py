@@ -43,6 +43,7 @@ from captum_iba._utils.common import user_stacklevel
 from captum_iba._utils.ranking import check_finite, flat_reason, is_flat, spread_said
 from captum_iba.app.answer_spans import AnswerSpan, answer_spans, check_answer_span
 from captum_iba.app.context_explain import ContextPrompt, warn_cut_tokens
+from captum_iba.app.explain_request import ExplainRequest, check_methods, question_of
 from captum_iba.app.llm_odds import answer_odds
 from captum_iba.app.model_kind import refuse_classifier
 from captum_iba.app.page import Explanation, MethodScores, SpanScores
@@ -50,9 +51,9 @@ from captum_iba.app.subjects import ContextSubject, PromptSubject
 from captum_iba.app.words import blank, prompt_words, token_labels
 from captum_iba.attr.kinds import CAUSAL_LM
 from captum_iba.registry import METHODS
-from captum_iba.request import MethodRequest, check_request
+from captum_iba.request import MethodRequest
 
-__all__ = ["explain_answer"]
+__all__ = ["answer", "explain_answer"]
 
 #: The names of 0.2, deprecated (PEP 562): one explanation class and one
 #: method-scores class explain a classifier or a causal LM (issue 50).
@@ -70,31 +71,33 @@ _TRY = (
 )
 
 
-def _load(
-    model: Any, tokenizer: Any, request: MethodRequest, explainer: bool
-) -> Tuple[Any, Any, str, Any]:
-    """The causal LM's configuration checked against ``request``
+def _load(request: ExplainRequest, explainer: bool) -> Tuple[Any, Any, str, Any]:
+    """The causal LM's configuration checked against the request's methods
     (:func:`~captum_iba.app.llm_checks.check_lm_request`), then its
     tokenizer, and a function that loads the model (the weights come last:
-    what the tokenizer alone decides is checked before them); its name.
+    what the tokenizer alone decides is checked before them); its name and
+    configuration.
 
     Raises:
-        ValueError: For a classifier given as an object, or no tokenizer.
+        ValueError: For a model given as an object without its tokenizer.
     """
     from captum_iba.app.llm_checks import check_lm_request
 
+    model, tokenizer = request.model, request.tokenizer
     if isinstance(model, (str, Path)):
         from captum_iba.app.causal_lm import load_causal_lm, load_lm_tokenizer
         from captum_iba.app.llm_checks import lm_config
 
         name = str(model)
-        check_lm_request(request, lm_config(name), cli=False, explainer=explainer)
-        tok = load_lm_tokenizer(name) if tokenizer is None else tokenizer
-        return tok, lambda: load_causal_lm(name, tok)[0], name, lm_config(name)
-    refuse_classifier(model)
+        config = lm_config(name)
+        check_lm_request(request.methods, config, cli=False, explainer=explainer)
+        if tokenizer is None:  # (the kind was decided: not judged again)
+            tokenizer = load_lm_tokenizer(name, checked=True)
+        tok = tokenizer
+        return tok, lambda: load_causal_lm(name, tok)[0], name, config
     if tokenizer is None:
         raise ValueError("a model given as an object needs its tokenizer=")
-    check_lm_request(request, model.config, cli=False, explainer=explainer)
+    check_lm_request(request.methods, model.config, cli=False, explainer=explainer)
     name = getattr(getattr(model, "config", None), "name_or_path", "") or ""
     return tokenizer, lambda: model, name or type(model).__name__, model.config
 
@@ -198,30 +201,54 @@ def explain_answer(
             answer, NaN or infinite log-probabilities or scores; a source
             that holds no token of its own.
     """
+    refuse_classifier(model)  # the kind, decided once: this entry's is a causal LM
+    question = question_of(CAUSAL_LM, isinstance(prompt, ContextPrompt))
+    given = {k: v for k, v in options.items() if v is not None}
+    request = ExplainRequest(
+        question,
+        CAUSAL_LM,
+        check_methods(method, question, CAUSAL_LM, given, method_options),
+        model,
+        prompt,
+        tokenizer=tokenizer,
+        target=target,
+        chat=chat,
+        max_new_tokens=max_new_tokens,
+        per_token=per_token,
+        answer_span=answer_span,
+        model_name=model_name,
+        labels=(max_new_option, span_option),
+    )
+    return answer(request, explainer)
+
+
+def answer(request: ExplainRequest, explainer: Any = None) -> Explanation:
+    """:func:`explain_answer` of a checked request (its kind a causal LM's,
+    its question an answer or the sources of one): the checks that need the
+    configuration and the tokenizer, then the weights, the answer and every
+    method's scores.
+
+    Args:
+        request (ExplainRequest): The request, built and checked once by the
+            entry (the command line, :func:`captum_iba.explain`,
+            :func:`explain_answer`).
+        explainer (Callable, optional): As :func:`explain_answer` 's.
+
+    Returns:
+        Explanation: The answer and every method's scores.
+    """
     from captum_iba._utils.common import max_positions
     from captum_iba.app.llm_checks import answer_budget, prompt_lengths
     from captum_iba.attr.llm_batch import prompt_batch, uses_chat
     from captum_iba.evaluation import Resources, build_scorers
 
-    given = {k: v for k, v in options.items() if v is not None}
-    if isinstance(method, MethodRequest):
-        if given or method_options:
-            raise ValueError("give the options in the request, or no request")
-        request = method
-        check_request(request.methods, model_kind="causal-lm")
-    else:
-        request = check_request(
-            method or CAUSAL_LM.default_for(isinstance(prompt, ContextPrompt)),
-            given,
-            method_options,
-            model_kind="causal-lm",
-        )
-    if isinstance(model, (str, Path)):  # where its name says it, before loading
-        refuse_classifier(model)
-    context = prompt if isinstance(prompt, ContextPrompt) else None
-    prompt = prompt if context is None else context.text
-    _check_context(request, context)
-    span_request = _check_span_request(request, context, answer_span, span_option)
+    methods, context, prompt = request.methods, request.context, request.text
+    max_new_option, span_option = request.labels
+    target = request.target
+    _check_context(methods, context)
+    span_request = _check_span_request(
+        methods, context, request.answer_span, span_option
+    )
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError(f"the prompt is empty ({prompt!r}): give the text to explain")
     if target == "":
@@ -229,17 +256,15 @@ def explain_answer(
             "target '' has no token: give the answer to explain, or leave it out "
             "for the model's own"
         )
-    tokenizer, weights, described, config = _load(
-        model, tokenizer, request, explainer is not None
-    )
-    wrap = uses_chat(tokenizer, chat)
+    tokenizer, weights, described, config = _load(request, explainer is not None)
+    wrap = uses_chat(tokenizer, request.chat)
     given = None  # a given answer, encoded and checked before the weights
     if target is not None:
         given = prompt_batch(tokenizer, [prompt], [target], chat=wrap)
     budget = answer_budget(
         prompt_lengths(tokenizer, [prompt], wrap),
         max_positions(SimpleNamespace(config=config)),
-        max_new_tokens,
+        request.max_new_tokens,
         None if given is None else int(given.answer_mask.sum()),
         option=max_new_option,
     )
@@ -247,7 +272,7 @@ def explain_answer(
         warn_cut_tokens(tokenizer, context, wrap)
     parts: List[AnswerSpan] = []
     if given is not None:
-        _check_answer_text(request, tokenizer, given)
+        _check_answer_text(methods, tokenizer, given)
         if span_request is not None:  # a given answer's parts: before the weights
             parts = answer_spans(
                 span_request, tokenizer, given.answer_ids(0), span_option
@@ -261,7 +286,7 @@ def explain_answer(
         )
     )
     if given is None:  # a greedy answer, known only now
-        _check_answer_text(request, tokenizer, batch)
+        _check_answer_text(methods, tokenizer, batch)
         if span_request is not None:
             parts = answer_spans(
                 span_request, tokenizer, batch.answer_ids(0), span_option
@@ -274,15 +299,15 @@ def explain_answer(
     check_finite(odds.log_probs, "the model's log-probabilities")
     fitted = None if explainer is None else explainer(model, tokenizer, wrap)
     resources = Resources(model, tokenizer, explainer=fitted)
-    scorers = build_scorers(request, resources, kind="causal-lm")
-    result = _result(batch, tokenizer, context or prompt, wrap, target is None)
-    result.model_name = model_name or described
+    scorers = build_scorers(methods, resources, kind=request.kind.name)
+    result = _result(batch, tokenizer, prompt, context, wrap, target is None)
+    result.model_name = request.model_name or described
     result.subject.odds = odds
-    result.subject.per_token = per_token
+    result.subject.per_token = request.per_token
     if parts:
         result.subject.answer_spans = parts
     for name, scorer in scorers.items():
-        result.methods[name], tied = _scored(name, scorer, batch, per_token)
+        result.methods[name], tied = _scored(name, scorer, batch, request.per_token)
         _say_no_ranking(result, name, tied)
         if parts:
             _scored_parts(result.methods[name], scorer, batch, parts)
@@ -471,7 +496,8 @@ def _say_no_ranking(result: Explanation, name: str, tied: bool) -> None:
 def _result(
     batch: Any,
     tokenizer: Any,
-    prompt: Union[str, ContextPrompt],
+    prompt: str,
+    context: Optional[ContextPrompt],
     chat: bool,
     generated: bool,
 ) -> Explanation:
@@ -479,8 +505,6 @@ def _result(
     context's: its sources'), before any method's scores."""
     from captum_iba.attr.llm_batch import encode_prompt
 
-    context = prompt if isinstance(prompt, ContextPrompt) else None
-    prompt = prompt if context is None else context.text
     ids, _, spans = encode_prompt(tokenizer, prompt, chat)
     start = int(batch.attention_mask[0].nonzero()[0])
     own = batch.scored[0, start : start + len(ids)].tolist()

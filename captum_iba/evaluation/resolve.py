@@ -253,7 +253,8 @@ def build_scorers(
             methods, resources.given(), method_options, setting=preset.name
         )
     kind = kind or request.kind or model_kind_of(request.methods, resources.model)
-    check_model_kind(request.methods, kind)
+    # (a request checked for the model's kind is not checked again)
+    request.checked_for(kind) or check_model_kind(request.methods, kind)
     out: Dict[str, Any] = {}
     for method in request.methods:
         entry = method_entry(method, kind)

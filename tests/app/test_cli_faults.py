@@ -169,7 +169,7 @@ def test_nan_weights_are_named(tiny_model_dir, capsys):
 def test_messages_keep_their_quotes(monkeypatch, capsys):
     """P6: a message is printed as it is (no quote stripped off its ends)."""
 
-    def raising(args):
+    def raising(args, request):
         raise ValueError("'utf-8' codec can't decode byte 0xff in 'x.tsv'")
 
     monkeypatch.setitem(commands.COMMANDS, "explain", raising)
@@ -178,7 +178,7 @@ def test_messages_keep_their_quotes(monkeypatch, capsys):
 
 
 def test_unexpected_errors_are_one_line_unless_debugging(monkeypatch, capsys):
-    def buggy(args):
+    def buggy(args, request):
         raise KeyError("oops")
 
     monkeypatch.setitem(commands.COMMANDS, "explain", buggy)
@@ -453,7 +453,7 @@ def test_warnings_are_one_plain_line_while_a_command_runs(
     before = warnings.formatwarning
     shown = []
 
-    def command(args):
+    def command(args, request):
         shown.append(
             warnings.formatwarning(
                 "iba: nearly flat -\n  read it with care",

@@ -3,6 +3,8 @@ the method's constructor as the keyword it declares), or refused before any
 model loads with the option, the methods chosen and those that take it
 named. Options for one method of a comparison (``--set``) likewise."""
 
+from types import SimpleNamespace
+
 import pytest
 
 from captum_iba.app import cli, cli_checks, command_parts
@@ -49,8 +51,10 @@ def _checked(command, methods, extra, setting="fair"):
     else:
         argv += ["--methods", ",".join(methods), "--setting", setting]
     args = cli._parser().parse_args(argv + extra)
-    cli_checks.CHECKS[command](args)
-    return args
+    checked = cli_checks.CHECKS[command](args)
+    # the checked methods and options: an explain's, or a corpus run's
+    methods = checked.methods if command == "explain" else checked.request
+    return SimpleNamespace(request=methods)
 
 
 def test_every_flagged_option_has_a_value_here():
