@@ -60,7 +60,7 @@ implements the hook of every kind its entry declares.
 
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from captum_iba._utils import values as _v
 from captum_iba._utils.registry import Entry, Registry
@@ -449,7 +449,7 @@ _method(
 )
 
 
-def method_entry(name: str, kind: str = "classifier") -> Entry:
+def method_entry(name: str, kind: Any = "classifier") -> Entry:
     """Method ``name``'s entry, checked to explain models of ``kind``: its
     class, its fixed arguments and its facts (a deprecated name gives its
     entry without a warning: its request warned).
@@ -467,13 +467,16 @@ def method_kinds(entry: Entry) -> Tuple[str, ...]:
     return tuple(entry.facts.get("models", ("classifier",)))
 
 
-def explains(method: str, kind: str) -> bool:
+def explains(method: str, kind: Any) -> bool:
     """Whether the registered ``method`` explains models of ``kind`` (a
-    name of :data:`MODEL_KINDS`), by its entry's ``models`` fact."""
+    :class:`~captum_iba.attr.kinds.ModelKind` or a name of
+    :data:`MODEL_KINDS`), by its entry's ``models`` fact."""
+    kind = getattr(kind, "name", kind)
     return kind in method_kinds(METHODS.entry(method, warn=False))
 
 
-def _for_kind(entry: Entry, kind: str) -> Entry:
+def _for_kind(entry: Entry, kind: Any) -> Entry:
+    kind = getattr(kind, "name", kind)  # a ModelKind, or its name
     if kind not in method_kinds(entry):
         raise ValueError(
             f"{entry.name} explains {' and '.join(method_kinds(entry))} models, "

@@ -167,10 +167,6 @@ class Rows:
         model (Any): The model the rows are explained on.
         special_token_ids (tuple of int): Ids a method never scores.
         pad_token_id (int): The id a removed token becomes.
-        seed_mask (Tensor, optional): ``(R, L)`` the tokens whose ids seed a
-            sampling method's draws per row (default: the attention mask).
-        groups (Tensor, optional): ``(R, L)`` long: each token's group (a
-            source of a context), -1 outside every group.
     """
 
     input_ids: Tensor
@@ -222,6 +218,13 @@ class Rows:
         :class:`ClassRows`) or through its own wrapper (a causal LM's:
         Captum's LLM API)."""
         raise NotImplementedError
+
+    def legacy(self, scorer: Any) -> Union[Tensor, RowScores]:
+        """The scores of a user's class that implements a hook of 0.3 for
+        this kind (the kind calls it as 0.3 did)."""
+        raise TypeError(
+            f"{type(scorer).__name__} has no hook for {type(self).__name__}"
+        )
 
     def record(self, scorer: Any, cpu_seconds: float) -> None:
         """Records what a run on the rows took in the scorer's settings (a
@@ -395,6 +398,14 @@ class ClassRows(Rows):
             return logits.softmax(-1) if output == "probs" else logits
 
         return forward
+
+    def legacy(self, scorer: Any) -> Union[Tensor, RowScores]:
+        """0.3's ``_scores(ids, mask, tt, target)`` of a classifier."""
+        hook = getattr(scorer, "_legacy_tokens", None)
+        if hook is None:
+            return super().legacy(scorer)
+        tt = self.token_type_ids
+        return hook(self.input_ids, self.attention_mask, tt, self.target)
 
     def logits(self, model: Any, inputs_embeds: Tensor) -> Tensor:
         """The class's logit per row (see :meth:`Rows.logits`)."""
@@ -590,6 +601,15 @@ class AnswerRows(Rows):
         if self.which is None:
             return self.batch
         return self.batch.rows(list(range(self.instances)))
+
+    def legacy(self, scorer: Any) -> Union[Tensor, RowScores]:
+        """0.3's ``_prompt_scores(batch, per_token)`` of a causal LM."""
+        hook = getattr(scorer, "_legacy_prompts", None)
+        if hook is None:
+            return super().legacy(scorer)
+        found = hook(self.prompts, self.per_token)
+        values = self.spread(found.answer, found.tokens)
+        return RowScores(values, found.unit, found.flat, found.sources)
 
     def spread(self, instances: Tensor, per_token: Optional[Tensor]) -> Tensor:
         """``(R, W)`` row values from the instances' ``(B, W)`` and, where

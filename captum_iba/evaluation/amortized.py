@@ -23,7 +23,7 @@ from captum_iba.attr.amortized import (
     AmortizedInformationBottleneckAttribution,
 )
 from captum_iba.attr.explainer import OBJECTIVE_OPTIONS
-from captum_iba.attr.kinds import kind_of
+from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER, kind_of
 from captum_iba.attr.llm import (
     llm_options,
     no_ranking,
@@ -125,7 +125,7 @@ def fit_amortized(
     if options.get("distil", 0) > 0:
         options.setdefault("teacher", default_teacher(model, layer))
     kind = kind_of(model)
-    options = _FIT_SETTINGS[kind.name](options, tokenizer)
+    options = _FIT_SETTINGS[kind](options, tokenizer)
     return AmortizedExplainer.fit(
         kind.explained(model), layer, data, tokenizer=tokenizer, folder=folder,
         show_progress=show_progress, **options,
@@ -164,8 +164,8 @@ def classifier_settings(options: Dict[str, Any], tokenizer: Any) -> Dict[str, An
     return options
 
 
-#: The fit settings per kind of model.
-_FIT_SETTINGS = {"classifier": classifier_settings, "causal-lm": causal_lm_settings}
+#: The fit settings per kind of model (keyed by the kind's object).
+_FIT_SETTINGS = {CLASSIFIER: classifier_settings, CAUSAL_LM: causal_lm_settings}
 
 
 def _log_probability(value: Any) -> IBAOptions:

@@ -23,6 +23,7 @@ from torch import Tensor
 from captum_iba.attr._precision import precision_used
 from captum_iba.attr.batches import scatter_back
 from captum_iba.attr.iba import InformationBottleneckAttribution
+from captum_iba.attr.kinds import CAUSAL_LM
 from captum_iba.attr.options import ConfigLike, IBAOptions
 from captum_iba.attr.priors import PriorLike
 from captum_iba.attr.rows import Rows, RowScores
@@ -283,7 +284,7 @@ def one_step_deletion(model: Any, tokenizer: Any) -> IBAScorer:
         ["iba-deletion"],
         Resources(model, tokenizer),
         method_options={"iba-deletion": {"steps": 1}},
-        kind="causal-lm",
+        kind=CAUSAL_LM,
     )["iba-deletion"]
 
 

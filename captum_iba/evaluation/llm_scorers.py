@@ -68,7 +68,7 @@ class LLMScorer(TokenScorer):
 
     #: The kinds of model a user's subclass explains, when it is registered
     #: with :func:`~captum_iba.evaluation.register_scorer`.
-    models = ("causal-lm",)
+    models = (CAUSAL_LM.name,)
 
     @classmethod
     def _kind_of(cls, model: Any) -> ModelKind:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Dict, Iterator, Mapping, Tuple, Union
 
-from captum_iba.attr.kinds import ModelKind, kind_named
+from captum_iba.attr.kinds import CLASSIFIER, ModelKind, kind_named
 from captum_iba.metrics import PAPER_LEVELS, DegradationOptions, Deletion
 from captum_iba.registry import SETTINGS as _SETTING_NAMES
 
@@ -87,7 +87,7 @@ class Preset:
     own_prior: bool = True
 
     def scorer_arguments(
-        self, method: str, kind: Union[str, ModelKind] = "classifier"
+        self, method: str, kind: Union[str, ModelKind] = CLASSIFIER
     ) -> Dict[str, Any]:
         """The constructor arguments this preset gives ``method``'s scorer
         for models of ``kind`` (a copy; none for a causal LM's:

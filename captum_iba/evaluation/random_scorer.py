@@ -41,8 +41,9 @@ class RandomScorer(TokenScorer):
         super().__init__(model, **kwargs)  # type: ignore[arg-type]
         self.seed = int(seed)
         self.settings.update(distribution="uniform[0, 1)", seed=self.seed)
-        if self.model_kind.has_classes:
-            self.settings.update(seeding="per instance", explains="n/a")
+        # nothing is explained: a class the kind records is not read
+        self.settings.update({k: "n/a" for k in self.settings if k == "explains"})
+        self.settings.update(seeding="per instance")
 
     def _scores(self, rows: Rows) -> Tensor:
         """Uniform scores of the rows' real tokens (no forward pass, no

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from torch import nn
 
-from captum_iba.attr.kinds import kind_of
+from captum_iba.attr.kinds import ModelKind, kind_named, kind_of
 from captum_iba.attr.priors import NoisePrior, resolve_prior
 from captum_iba.attr.text import LayerRef, resolve_layer
 from captum_iba.evaluation.corpus import encoded_batches
@@ -163,7 +163,7 @@ def _label(value: Any) -> str:
 
 
 def _method_values(
-    method: str, request: MethodRequest, resources: Resources, kind: str
+    method: str, request: MethodRequest, resources: Resources, kind: ModelKind
 ) -> Dict[str, List[Any]]:
     """Option name -> the method's resolved values (one per variant): the
     given ones, and its default layer (for models of ``kind``) when it takes
@@ -209,7 +209,7 @@ def build_scorers(
     resources: Resources,
     setting: Union[str, Preset] = "fair",
     method_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
-    kind: Optional[str] = None,
+    kind: Union[None, str, ModelKind] = None,
 ) -> Dict[str, Any]:
     """Every named method as a scorer, each option checked and resolved once.
 
@@ -225,7 +225,7 @@ def build_scorers(
         method_options (Mapping, optional): Method name -> its options (by
             name, e.g. ``{"IG": {"ig_steps": 20}}``) or more constructor
             keywords of its scorer (``{"IG": {"n_steps": 20}}``).
-        kind (str, optional): The kind of ``resources.model``,
+        kind (ModelKind or str, optional): The kind of ``resources.model``,
             ``"classifier"`` or ``"causal-lm"``: each method is built as its
             class for that kind (:func:`~captum_iba.registry.method_entry`).
             None: the request's (:attr:`MethodRequest.kind`), else
@@ -252,7 +252,10 @@ def build_scorers(
         request = check_request(
             methods, resources.given(), method_options, setting=preset.name
         )
-    kind = kind or request.kind or model_kind_of(request.methods, resources.model)
+    # the kind's object from here on (given as an object or a name)
+    kind = kind_named(
+        kind or request.kind or model_kind_of(request.methods, resources.model)
+    )
     # (a request checked for the model's kind is not checked again)
     request.checked_for(kind) or check_model_kind(request.methods, kind)
     out: Dict[str, Any] = {}

@@ -440,36 +440,36 @@ _LEGACY_CLASS, _LEGACY_PROMPT = 4, 2
 
 def _adopt_legacy_hook(cls: type) -> None:
     """Gives a subclass that defines a hook of 0.3 (see
-    :data:`_LEGACY_CLASS`) the one hook ``_scores(rows)`` around it, with a
-    ``DeprecationWarning`` when it runs (0.3's hooks go in 0.5)."""
+    :data:`_LEGACY_CLASS`) the one hook ``_scores(rows)`` around it: the
+    rows call the hook of their kind (:meth:`Rows.legacy
+    <captum_iba.attr.rows.Rows.legacy>`), with a ``DeprecationWarning``
+    (0.3's hooks go in 0.5)."""
     import inspect
 
     own = cls.__dict__
-    legacy = own.get("_prompt_scores")
-    hook = own.get("_scores")
-    if legacy is None and hook is not None:
+    hooks = {}
+    for name in ("_scores", "_prompt_scores"):
+        hook = own.get(name)
+        if hook is None:
+            continue
         params = list(inspect.signature(hook).parameters)[1:]
-        if len(params) in (_LEGACY_CLASS, _LEGACY_PROMPT) and params[0] != "rows":
-            legacy = hook
-    if legacy is None:
+        if params[:1] != ["rows"] and len(params) in (_LEGACY_CLASS, _LEGACY_PROMPT):
+            hooks[len(params)] = hook
+    if not hooks:
         return
-    arity = len(inspect.signature(legacy).parameters) - 1
-    cls._legacy_hook = legacy  # type: ignore[attr-defined]
+    if _LEGACY_CLASS in hooks:
+        cls._legacy_tokens = hooks[_LEGACY_CLASS]  # type: ignore[attr-defined]
+    if _LEGACY_PROMPT in hooks:
+        cls._legacy_prompts = hooks[_LEGACY_PROMPT]  # type: ignore[attr-defined]
 
     def _scores(self: Any, rows: Rows) -> Union[Tensor, RowScores]:
         warnings.warn(
-            f"{type(self).__name__} implements a hook of 0.3 "
-            f"({legacy.__name__} with {arity} arguments): implement "
+            f"{type(self).__name__} implements a hook of 0.3 (_scores(ids, mask, "
+            "tt, target) or _prompt_scores(batch, per_token)): implement "
             "_scores(rows) instead (docs/extending.rst); 0.3's hooks go in 0.5",
             DeprecationWarning,
             stacklevel=4,
         )
-        if arity == _LEGACY_CLASS:
-            read = rows.read()
-            tt = read.args[1] if len(read.args) > 1 else None
-            return legacy(self, rows.input_ids, rows.attention_mask, tt, read.target)
-        found = legacy(self, rows.prompts, rows.per_token)
-        values = rows.spread(found.answer, found.tokens)
-        return RowScores(values, found.unit, found.flat, found.sources)
+        return rows.legacy(self)
 
     cls._scores = _scores  # type: ignore[method-assign]
