@@ -79,7 +79,7 @@ def _load(
     what the tokenizer alone decides is checked before them); its name.
 
     Raises:
-        ValueError: For a classifier given as an object, or no tokenizer.
+        ValueError: For a model given as an object without its tokenizer.
     """
     from captum_iba.app.llm_checks import check_lm_request
 
@@ -91,7 +91,6 @@ def _load(
         check_lm_request(request, lm_config(name), cli=False, explainer=explainer)
         tok = load_lm_tokenizer(name) if tokenizer is None else tokenizer
         return tok, lambda: load_causal_lm(name, tok)[0], name, lm_config(name)
-    refuse_classifier(model)
     if tokenizer is None:
         raise ValueError("a model given as an object needs its tokenizer=")
     check_lm_request(request, model.config, cli=False, explainer=explainer)
@@ -189,7 +188,10 @@ def explain_answer(
             its last layer, ``attnlrp`` without ``lxt``, a prior fitted
             on data, an empty prompt or answer, a prompt and answer past the
             model's positions (a longer greedy answer than they leave room
-            for is cut, with a warning), a classifier given as the model, a
+            for is cut, with a warning), a classifier given as the model or
+            a model of no kind the package explains (another head, an
+            encoder-decoder, an ``nn.Module`` without a Hugging Face
+            configuration: :class:`~captum_iba.attr.kinds.NotExplainedError`), a
             target with a word the tokenizer does not know, a prompt of
             unknown words only, an ``answer_span`` without a context, of a
             bad form, for a method that explains the whole answer only
@@ -216,8 +218,7 @@ def explain_answer(
             method_options,
             model_kind="causal-lm",
         )
-    if isinstance(model, (str, Path)):  # where its name says it, before loading
-        refuse_classifier(model)
+    refuse_classifier(model)  # a name where it says, an object by its class
     context = prompt if isinstance(prompt, ContextPrompt) else None
     prompt = prompt if context is None else context.text
     _check_context(request, context)
