@@ -428,6 +428,17 @@ def other_head_model(name: str) -> nn.Module:
     return getattr(tf, OTHER_HEADS[name][0])(other_head_config(name)).eval()
 
 
+def forward_fails(model: nn.Module) -> nn.Module:
+    """``model``, whose forward fails the test when called (a refusal
+    before any work)."""
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the model ran")
+
+    model.register_forward_pre_hook(fail)
+    return model
+
+
 class PlainClassifier(nn.Module):
     """A plain ``nn.Module`` (no Hugging Face configuration): token ids ->
     two classes' logits (the mean of their embeddings)."""

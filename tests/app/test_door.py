@@ -21,6 +21,7 @@ from captum_iba.attr.kinds import NotExplainedError
 from tests.helpers import (
     OTHER_HEADS,
     PlainClassifier,
+    forward_fails,
     other_head_config,
     other_head_model,
     tiny_word_tokenizer,
@@ -147,19 +148,9 @@ def test_the_common_refusals_need_no_torch(tmp_path):
     _says(out[0], "BertForTokenClassification")
 
 
-def _forward_fails(model):
-    """``model``, whose forward fails the test when called."""
-
-    def fail(*args, **kwargs):
-        raise AssertionError("the model ran")
-
-    model.register_forward_pre_hook(fail)
-    return model
-
-
 @pytest.mark.parametrize("name", list(OTHER_HEADS))
 def test_python_refuses_a_loaded_model_of_another_head_before_any_work(name):
-    model, tok = _forward_fails(other_head_model(name)), tiny_word_tokenizer()
+    model, tok = forward_fails(other_head_model(name)), tiny_word_tokenizer()
     cls = OTHER_HEADS[name][0]
     with pytest.raises(NotExplainedError) as err:
         explain("the cat sat", model=model, tokenizer=tok)
@@ -179,7 +170,7 @@ def test_python_refuses_a_folder_of_another_head_by_name(name, tmp_path, no_weig
 
 
 def test_python_refuses_a_plain_module_where_a_hugging_face_model_is_needed():
-    model, tok = _forward_fails(PlainClassifier()), tiny_word_tokenizer()
+    model, tok = forward_fails(PlainClassifier()), tiny_word_tokenizer()
     for call in (explain, explain_answer):
         with pytest.raises(NotExplainedError) as err:
             call("the cat sat", model, tokenizer=tok)

@@ -22,23 +22,16 @@ from captum_iba.evaluation import Resources, build_scorer, build_scorers, make_s
 from tests.helpers import (
     OTHER_HEADS,
     PlainClassifier,
+    forward_fails,
     other_head_model,
     tiny_causal_lm,
     tiny_word_tokenizer,
 )
 
 
-def _forward_fails(model):
-    def fail(*args, **kwargs):
-        raise AssertionError("the model ran")
-
-    model.register_forward_pre_hook(fail)
-    return model
-
-
 @pytest.mark.parametrize("name", list(OTHER_HEADS))
 def test_methods_on_a_model_of_another_head_are_refused(name):
-    model, tok = _forward_fails(other_head_model(name)), tiny_word_tokenizer()
+    model, tok = forward_fails(other_head_model(name)), tiny_word_tokenizer()
     cls = OTHER_HEADS[name][0]
     calls = {
         "build_scorers": lambda: build_scorers(["IG", "random"], Resources(model, tok)),
