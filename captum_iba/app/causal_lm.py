@@ -186,7 +186,7 @@ def load_causal_lm(path: Union[str, Path], tokenizer: Any = None) -> Tuple[Any, 
     check_no_missing_weights(
         info,
         str(path),
-        "causal LM",
+        "trained causal LM",
         "a folder of another head, e.g. a token classifier, saved without its "
         "architectures",
         "give a causal LM's folder (...ForCausalLM)",

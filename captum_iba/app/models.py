@@ -134,7 +134,7 @@ def check_no_missing_weights(
         info (dict): ``from_pretrained``'s loading info
             (``output_loading_info=True``).
         name (str): The model, as the message names it.
-        what (str): What it was loaded as (``"classifier"``).
+        what (str): What it was loaded as (``"trained classifier"``).
         likely (str): What such a folder likely is.
         remedy (str): What to give instead.
 
@@ -144,7 +144,7 @@ def check_no_missing_weights(
     missing = sorted(info.get("missing_keys") or ())
     if missing:
         raise ModelLoadError(
-            f"model {name!r} is no trained {what}: its weights "
+            f"model {name!r} is no {what}: its weights "
             f"{', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''} are "
             "missing, so transformers initialised them at random and every "
             f"output would be noise ({likely}); {remedy}"
@@ -237,7 +237,7 @@ def load_classifier(
     check_no_missing_weights(
         info,
         name,
-        "classifier",
+        "trained classifier",
         "a base model, or a causal LM's folder saved without its architectures",
         "give a model fine-tuned for classification",
     )
