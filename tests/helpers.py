@@ -362,3 +362,92 @@ def byte_level_tokenizer(text: str = "the cat sat"):
     return tf.PreTrainedTokenizerFast(
         tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>"
     )
+
+
+#: Tiny models of no kind the package explains (issue 88's door), by what
+#: they are: their transformers class and configuration class.
+OTHER_HEADS = {
+    "llama-token-classification": ("LlamaForTokenClassification", "LlamaConfig"),
+    "gpt2-token-classification": ("GPT2ForTokenClassification", "GPT2Config"),
+    "bert-token-classification": ("BertForTokenClassification", "BertConfig"),
+    "bert-masked-lm": ("BertForMaskedLM", "BertConfig"),
+    "llama-question-answering": ("LlamaForQuestionAnswering", "LlamaConfig"),
+    "bert-multiple-choice": ("BertForMultipleChoice", "BertConfig"),
+    "t5-encoder-decoder": ("T5ForConditionalGeneration", "T5Config"),
+    "vit-image-classification": ("ViTForImageClassification", "ViTConfig"),
+}
+_OTHER_SIZES = {
+    "LlamaConfig": dict(
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+    ),
+    "GPT2Config": dict(
+        n_positions=32, n_embd=16, n_layer=2, n_head=2, bos_token_id=1, eos_token_id=1
+    ),
+    "BertConfig": dict(
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    ),
+    "T5Config": dict(d_model=16, d_ff=32, d_kv=8, num_layers=2, num_heads=2),
+    "ViTConfig": dict(
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        image_size=8,
+        patch_size=4,
+    ),
+}
+
+
+def other_head_config(name: str):
+    """The configuration of :data:`OTHER_HEADS`' model ``name`` over
+    :data:`TINY_WORDS`, its ``architectures`` naming its class."""
+    import transformers as tf
+
+    cls, config = OTHER_HEADS[name]
+    cfg = getattr(tf, config)(
+        vocab_size=len(TINY_WORDS), pad_token_id=0, **_OTHER_SIZES[config]
+    )
+    cfg.architectures = [cls]
+    return cfg
+
+
+def other_head_model(name: str) -> nn.Module:
+    """:data:`OTHER_HEADS`' model ``name``, tiny and random, in eval mode."""
+    import transformers as tf
+
+    torch.manual_seed(0)
+    return getattr(tf, OTHER_HEADS[name][0])(other_head_config(name)).eval()
+
+
+def forward_fails(model: nn.Module) -> nn.Module:
+    """``model``, whose forward fails the test when called (a refusal
+    before any work)."""
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the model ran")
+
+    model.register_forward_pre_hook(fail)
+    return model
+
+
+class PlainClassifier(nn.Module):
+    """A plain ``nn.Module`` (no Hugging Face configuration): token ids ->
+    two classes' logits (the mean of their embeddings)."""
+
+    def __init__(self, vocab_size: int = 20) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.embeddings = nn.Embedding(vocab_size, 4)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None):
+        return self.head(self.embeddings(input_ids).mean(1))

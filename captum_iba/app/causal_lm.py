@@ -33,6 +33,7 @@ from captum_iba.app.models import (
     _first_line,
     _source,
     check_finite_weights,
+    check_no_missing_weights,
     quiet_transformers,
 )
 
@@ -165,8 +166,10 @@ def load_causal_lm(path: Union[str, Path], tokenizer: Any = None) -> Tuple[Any, 
 
     Raises:
         ModelLoadError: For a model that cannot be read (a GGUF file without
-            the ``gguf`` package: the install command), or that is a
-            classifier, not a causal LM.
+            the ``gguf`` package: the install command), that is a
+            classifier, not a causal LM, or whose folder lacks weights of
+            the causal LM (its head would be random: a folder of another
+            head saved without its ``architectures``).
     """
     import torch
     from transformers import AutoModelForCausalLM
@@ -178,11 +181,21 @@ def load_causal_lm(path: Union[str, Path], tokenizer: Any = None) -> Tuple[Any, 
             # float32 named for a GGUF file: left to "auto", transformers
             # reads a name not ending in lower-case ".gguf" with torch.load
             gguf = {_dtype_keyword(): torch.float32} if "gguf_file" in keywords else {}
-            model = AutoModelForCausalLM.from_pretrained(name, **keywords, **gguf)
+            model, info = AutoModelForCausalLM.from_pretrained(
+                name, **keywords, **gguf, output_loading_info=True
+            )
     except Exception as err:  # transformers raises many kinds on bad files
         raise ModelLoadError(
             f"cannot load causal LM {path!s}: {_first_line(err)}"
         ) from None
+    check_no_missing_weights(
+        info,
+        str(path),
+        "trained causal LM",
+        "a folder of another head, e.g. a token classifier, saved without its "
+        "architectures",
+        "give a causal LM's folder (...ForCausalLM)",
+    )
     if "gguf_file" not in keywords and model.dtype != torch.float32:
         model = model.float()  # (a GGUF model is de-quantised to float32)
     check_finite_weights(model, str(path))

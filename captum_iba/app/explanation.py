@@ -97,7 +97,13 @@ def explain(
             folder, a Hugging Face hub id, or a loaded model (then pass
             ``tokenizer``); or a causal LM (a folder, a GGUF file, a hub id, a
             ``...ForCausalLM``). Default: MiniLM-L6 fine-tuned on SST-2, made
-            once on first use and cached.
+            once on first use and cached. A model of another head (token
+            classification, masked LM, question answering, multiple choice),
+            an encoder-decoder, a vision or audio model, or an ``nn.Module``
+            without a Hugging Face configuration is refused before any work
+            (:class:`~captum_iba.attr.kinds.NotExplainedError`; a plain
+            forward function's scores come from
+            :func:`~captum_iba.evaluation.build_scorers`).
         method (str, Sequence[str] or MethodRequest): A registered method
             name (:data:`captum_iba.registry.METHODS`, any case), or several
             to compare, or a request checked by
@@ -170,7 +176,8 @@ def explain(
         answer: the same class); it shows as a page in Jupyter.
 
     Raises:
-        ValueError: Before any weights load: for an unknown method, an option
+        ValueError: Before any weights load: for a model of no kind the
+            package explains (see ``model``), an unknown method, an option
             no chosen method takes, a bad value, options for a method not
             asked for, or a layer index out of the model's range; a context
             for a classifier, with fewer than two sources, an empty one or

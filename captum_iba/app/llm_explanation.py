@@ -192,7 +192,10 @@ def explain_answer(
             its last layer, ``attnlrp`` without ``lxt``, a prior fitted
             on data, an empty prompt or answer, a prompt and answer past the
             model's positions (a longer greedy answer than they leave room
-            for is cut, with a warning), a classifier given as the model, a
+            for is cut, with a warning), a classifier given as the model or
+            a model of no kind the package explains (another head, an
+            encoder-decoder, an ``nn.Module`` without a Hugging Face
+            configuration: :class:`~captum_iba.attr.kinds.NotExplainedError`), a
             target with a word the tokenizer does not know, a prompt of
             unknown words only, an ``answer_span`` without a context, of a
             bad form, for a method that explains the whole answer only

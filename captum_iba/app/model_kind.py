@@ -53,7 +53,13 @@ def kind_hint(path: Optional[str]) -> Optional[str]:
     loading anything heavy: ``"causal-lm"`` for a GGUF file (transformers
     reads language models from them) and SmolLM2's hub id, else as a
     folder's ``config.json`` says (:func:`config_kind`); None when unknown
-    (another hub id, a folder whose configuration says neither, no name)."""
+    (another hub id, a folder whose configuration says neither, no name).
+
+    Raises:
+        ~captum_iba.attr.kinds.NotExplainedError: For a folder whose
+            configuration names a model of no kind the package explains
+            (another head, an encoder-decoder, ...: :func:`config_kind`).
+    """
     if path is None:
         return None
     if is_gguf_file(path) or is_smollm2_hub_id(path):
@@ -63,14 +69,15 @@ def kind_hint(path: Optional[str]) -> Optional[str]:
         found = json.loads(config.read_text())
     except (OSError, ValueError):
         return None
-    return config_kind(found) if isinstance(found, dict) else None
+    return config_kind(found, path) if isinstance(found, dict) else None
 
 
 def model_kind(model_or_config: Any) -> str:
     """``"causal-lm"`` or ``"classifier"``: a loaded model by its class (a
     ``...ForCausalLM`` or ``...LMHeadModel``), a configuration by
     :func:`~captum_iba.attr.kinds.config_kind`; a sequence classifier
-    otherwise (:func:`~captum_iba.attr.kinds.kind_of_config`'s name)."""
+    otherwise (:func:`~captum_iba.attr.kinds.kind_of_config`'s name, which
+    refuses a model of no kind the package explains)."""
     return kind_of_config(model_or_config).name
 
 
@@ -82,6 +89,9 @@ def refuse_classifier(model: Any) -> None:
 
     Raises:
         ValueError: Naming the model and the route for a classifier.
+        ~captum_iba.attr.kinds.NotExplainedError: For a model of no kind
+            the package explains (another head, an encoder-decoder, a
+            module without a Hugging Face configuration), naming it.
     """
     if isinstance(model, (str, Path)):
         if kind_hint(str(model)) == "classifier":

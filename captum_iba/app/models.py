@@ -25,6 +25,7 @@ from captum_iba.request import MethodRequest
 
 __all__ = [
     "ModelLoadError",
+    "check_no_missing_weights",
     "check_last_layer",
     "check_request_layers",
     "kind_of",
@@ -121,6 +122,35 @@ def check_finite_weights(model: Any, name: str) -> None:
         )
 
 
+def check_no_missing_weights(
+    info: Any, name: str, what: str, likely: str, remedy: str
+) -> None:
+    """Refuses a model whose folder lacks weights of its head (transformers
+    initialises them at random and loads without an error): what the
+    configuration could not say (a folder saved without ``architectures``
+    from a model of another head, a base model) is caught here.
+
+    Args:
+        info (dict): ``from_pretrained``'s loading info
+            (``output_loading_info=True``).
+        name (str): The model, as the message names it.
+        what (str): What it was loaded as (``"trained classifier"``).
+        likely (str): What such a folder likely is.
+        remedy (str): What to give instead.
+
+    Raises:
+        ModelLoadError: Naming the model and its missing weights.
+    """
+    missing = sorted(info.get("missing_keys") or ())
+    if missing:
+        raise ModelLoadError(
+            f"model {name!r} is no {what}: its weights "
+            f"{', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''} are "
+            "missing, so transformers initialised them at random and every "
+            f"output would be noise ({likely}); {remedy}"
+        )
+
+
 def _first_line(err: BaseException) -> str:
     text = str(err).strip() or type(err).__name__
     return text.splitlines()[0]
@@ -204,16 +234,13 @@ def load_classifier(
             f"cannot load model {name!r}: {_first_line(err)}"
             + (" (the folder is damaged or incomplete)" if local else "")
         ) from None
-    missing = sorted(info.get("missing_keys") or ())
-    if missing:
-        raise ModelLoadError(
-            f"model {name!r} is no trained classifier: its weights "
-            f"{', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''} are "
-            "missing, so transformers initialised them at random and every "
-            "prediction would be noise (a base model, or a causal LM's folder "
-            "saved without its architectures); give a model fine-tuned for "
-            "classification"
-        )
+    check_no_missing_weights(
+        info,
+        name,
+        "trained classifier",
+        "a base model, or a causal LM's folder saved without its architectures",
+        "give a model fine-tuned for classification",
+    )
     check_finite_weights(model, name)
     if device is not None:
         model = model.to(device)

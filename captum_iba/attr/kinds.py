@@ -21,6 +21,14 @@ The module imports neither torch nor the rest of the package at import (the
 command line's parser reads :attr:`ModelKind.article` before anything heavy
 loads); what a member needs is imported when it runs.
 
+The door: a model of no kind the package explains (another head - token
+classification, masked LM, question answering, multiple choice -, an
+encoder-decoder, a vision or audio model, a base model without a head) is
+refused where its kind is decided, from its configuration before any
+weights load (:func:`config_kind`) or from a loaded model's class
+(:func:`kind_of`), with one line naming what it is
+(:class:`NotExplainedError`).
+
 Room for a third kind (an encoder-decoder): a subclass of :class:`ModelKind`
 added to :data:`KINDS` and its name to
 :data:`captum_iba.registry.MODEL_KINDS`.
@@ -28,7 +36,13 @@ added to :data:`KINDS` and its name to
 
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
-from captum_iba._utils.kinds import is_causal_lm, kind_of_class_names
+from captum_iba._utils.kinds import (
+    ENCODER_DECODER,
+    NotExplainedError,
+    head_of,
+    not_explained,
+    transformers_table,
+)
 from captum_iba.registry import (
     DEFAULT_CONTEXT_METHOD,
     DEFAULT_LLM_METHOD,
@@ -42,6 +56,8 @@ __all__ = [
     "KINDS",
     "OUTPUT_WORDS",
     "ModelKind",
+    "NotExplainedError",
+    "check_explained",
     "config_kind",
     "kind_named",
     "kind_of",
@@ -356,65 +372,158 @@ assert tuple(KINDS) == MODEL_KINDS, "KINDS and registry.MODEL_KINDS differ"
 
 
 def kind_of(model: Any) -> ModelKind:
-    """The kind of a loaded model, decided once by its class: a Hugging Face
-    causal LM (a ``...ForCausalLM`` or ``...LMHeadModel``) is
-    :data:`CAUSAL_LM`; anything else (a sequence classifier, even one on a
-    decoder such as ``GPT2ForSequenceClassification``, or a plain function)
-    is :data:`CLASSIFIER`.
+    """The kind of a loaded model, decided once by its class
+    (:func:`~captum_iba._utils.kinds.head_of`): a Hugging Face causal LM
+    (a ``...ForCausalLM``, ``...LMHeadModel``, or a class in transformers'
+    causal-LM table such as ``Gemma3ForConditionalGeneration``) is
+    :data:`CAUSAL_LM`; a sequence classifier (even one on a decoder, such as
+    ``GPT2ForSequenceClassification``) is :data:`CLASSIFIER`, and so is
+    what is no Hugging Face model (a forward function or an ``nn.Module``
+    without a ``config``: its output is read as a classifier's, ``(B,
+    classes)``, as Captum reads a ``forward_func``) or a class the rule does
+    not know.
 
     Args:
         model (Any): The model, or a :class:`ModelKind` (returned as it is).
 
     Returns:
         ModelKind: Its kind's object.
+
+    Raises:
+        NotExplainedError: For a Hugging Face model of no kind the package
+            explains (a token classifier, a masked LM, question answering,
+            multiple choice, an encoder-decoder, a vision or audio model, a
+            base model without a head), naming its class.
     """
     if isinstance(model, ModelKind):
         return model
-    return CAUSAL_LM if is_causal_lm(model) else CLASSIFIER
+    return kind_named(_kind_of_class(model) or CLASSIFIER.name)
 
 
-def _kind_of_model_type(model_type: Any) -> Optional[str]:
-    """A ``model_type``'s kind by transformers' own auto-class tables."""
+def check_explained(model: Any) -> None:
+    """Refuses a loaded model of no kind the package explains, before any
+    work (:func:`kind_of`'s refusal; a forward function or a plain
+    ``nn.Module`` passes, as a classifier's forward).
+
+    Raises:
+        NotExplainedError: Naming the model's class and what it is.
+    """
+    kind_of(model)
+
+
+def _classes(names: Any) -> Tuple[Optional[str], Optional[Tuple[str, str]]]:
+    """The kind Hugging Face class names say (a causal-LM class wins; None
+    when none says), and the first class of another head with what it is
+    (None when none is)."""
+    heads = [(str(n), head_of(str(n))) for n in names or ()]
+    explained = [h for _, h in heads if h in KINDS]
+    other = next(((n, h) for n, h in heads if h is not None and h not in KINDS), None)
+    if CAUSAL_LM.name in explained:
+        return CAUSAL_LM.name, other
+    return (explained[0] if explained else None), other
+
+
+def _kind_of_class(model: Any) -> Optional[str]:
+    """The kind's name of a loaded Hugging Face model by its class; None
+    for what is no Hugging Face model (no ``config``) or a class the rule
+    does not know.
+
+    Raises:
+        NotExplainedError: For another head or an encoder-decoder.
+    """
+    config = getattr(model, "config", None)
+    if config is None:
+        return None  # a forward function, a plain module
+    name = type(model).__name__
+    found, other = _classes([name])
+    if other is not None or getattr(config, "is_encoder_decoder", False) is True:
+        raise not_explained(
+            f"the model ({name})", other[1] if other else ENCODER_DECODER
+        )
+    return found
+
+
+def _kind_of_model_type(model_type: Any, subject: str) -> Optional[str]:
+    """A ``model_type``'s kind by transformers' own auto-class tables (for a
+    configuration without ``architectures``; :func:`config_kind`).
+
+    Raises:
+        NotExplainedError: For a type transformers has a sequence-to-sequence
+            class of (an encoder-decoder), or has neither a sequence
+            classifier nor a causal LM of.
+    """
     if not isinstance(model_type, str) or not model_type:
         return None
-    from transformers.models.auto.modeling_auto import (
-        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
-        MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES,
-    )
-
-    encoder = model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES
-    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and not encoder:
-        return "causal-lm"
-    if model_type in MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES:
-        return "classifier"
+    subject = f"{subject} (model_type {model_type!r}, no architectures)"
+    seq2seq = transformers_table("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES")
+    if model_type in seq2seq:
+        raise not_explained(subject, ENCODER_DECODER)
+    encoder = model_type in transformers_table("MODEL_FOR_MASKED_LM_MAPPING_NAMES")
+    lm = model_type in transformers_table("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES")
+    if lm and not encoder:
+        return CAUSAL_LM.name
+    if model_type in transformers_table(
+        "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES"
+    ):
+        return CLASSIFIER.name
+    if model_type in transformers_table("CONFIG_MAPPING_NAMES"):
+        raise not_explained(
+            subject,
+            "a model type without a sequence classifier or causal LM in transformers",
+        )
     return None
 
 
-def config_kind(config: Any) -> Optional[str]:
+def config_kind(config: Any, name: Optional[str] = None) -> Optional[str]:
     """The one decision of a model's kind from its configuration (a
-    ``transformers`` configuration, or ``config.json`` read as a dict).
+    ``transformers`` configuration, or ``config.json`` read as a dict),
+    before any weights load.
 
     The rule, in order:
 
     1. A GGUF file's configuration (its ``quantization_config``) is a causal
        LM: transformers reads only language models from GGUF files.
-    2. ``architectures``, the classes the weights were saved from: a
-       ``...ForCausalLM`` / ``...LMHeadModel`` is a causal LM, a
-       ``...ForSequenceClassification`` a classifier. It is the folder's own
-       word, so it wins.
-    3. Else ``model_type`` (a folder saved without ``architectures``): a type
-       with a causal-LM class in transformers
-       (``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``) is a causal LM unless it is an
-       encoder - a type with a masked-LM class
+    2. An encoder-decoder (``is_encoder_decoder``) is refused, whatever its
+       head.
+    3. ``architectures``, the classes the weights were saved from
+       (:func:`~captum_iba._utils.kinds.head_of`: the name's ending, else
+       transformers' auto tables): a causal LM's class
+       (``...ForCausalLM``, ``...LMHeadModel``, or one in
+       ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``) is a causal LM, a
+       ``...ForSequenceClassification`` a classifier. Else a class of
+       another head (``...ForTokenClassification``, ``...ForMaskedLM``,
+       ``...ForQuestionAnswering``, ``...ForMultipleChoice``, a
+       sequence-to-sequence, vision, audio or pretraining class, a base
+       ``...Model`` without a head) is refused. It is the folder's own word,
+       so it wins.
+    4. Else ``model_type`` (a folder saved without ``architectures``),
+       conservatively, by transformers' tables: a type with a
+       sequence-to-sequence class (T5, BART, ...) is refused; a type with a
+       causal-LM class (``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``) is a causal
+       LM unless it is an encoder - a type with a masked-LM class
        (``MODEL_FOR_MASKED_LM_MAPPING_NAMES``: BERT, RoBERTa, ELECTRA, ...,
        whose causal-LM class is a rarely used variant, so such a folder is
-       far more likely a classifier or a base encoder). Llama, GPT-2, Gemma,
-       Qwen, Mistral have a causal-LM class and no masked-LM class: a Llama
-       folder is never taken for a classifier with a random head. A type
-       with only a sequence-classification class (DistilBERT, ...) is a
-       classifier.
-    4. Else None (unknown: the caller's default, a classifier).
+       far more likely a classifier or a base encoder); Llama, GPT-2,
+       Gemma, Qwen, Mistral have a causal-LM class and no masked-LM class: a
+       Llama folder is never taken for a classifier with a random head. A
+       type with a sequence-classification class (DistilBERT, ...) is a
+       classifier (its loader refuses a folder whose classification head is
+       missing, :func:`~captum_iba.app.models.load_classifier`). A type
+       transformers knows that has neither (ViT, Wav2Vec2, ...) is refused.
+    5. Else None (no ``model_type``, or one transformers does not know: the
+       caller's default, a classifier, whose loader says what is wrong).
+
+    Args:
+        config (Any): The configuration.
+        name (str, optional): The model as a refusal names it (default: the
+            configuration's ``name_or_path``).
+
+    Returns:
+        str or None: ``"causal-lm"``, ``"classifier"``, or None (unknown).
+
+    Raises:
+        NotExplainedError: In one line naming the model, what it is and
+            what the package explains, for a model of no kind it explains.
     """
     if isinstance(config, dict):
         get = config.get
@@ -425,20 +534,52 @@ def config_kind(config: Any) -> Optional[str]:
 
     quant = get("quantization_config") or {}
     if isinstance(quant, dict) and quant.get("quant_method") == "gguf":
-        return "causal-lm"
-    found = kind_of_class_names(get("architectures"))
-    return found or _kind_of_model_type(get("model_type"))
+        return CAUSAL_LM.name
+    name = name or get("_name_or_path") or get("name_or_path")
+    subject = f"model {name}" if name else "the model"
+    classes = [str(c) for c in get("architectures") or ()]
+    found, other = _classes(classes)
+    if get("is_encoder_decoder") is True:
+        said = (
+            ", ".join(classes) or f"model_type {get('model_type')!r}, no architectures"
+        )
+        raise not_explained(
+            f"{subject} ({said})", other[1] if other else ENCODER_DECODER
+        )
+    if found is None and other is not None:
+        raise not_explained(f"{subject} ({other[0]})", other[1])
+    return found or _kind_of_model_type(get("model_type"), subject)
 
 
 def kind_of_config(model_or_config: Any) -> ModelKind:
-    """The kind of a loaded model or of a configuration (a ``transformers``
-    configuration, or ``config.json`` read as a dict): a causal LM by its
-    class (:func:`kind_of`), else as :func:`config_kind` says; a classifier
-    when neither says."""
-    found = kind_of(model_or_config)
-    if found.generates:
-        return found
-    config = getattr(model_or_config, "config", model_or_config)
+    """The kind of a loaded Hugging Face model or of a configuration (a
+    ``transformers`` configuration, or ``config.json`` read as a dict), as
+    a route that needs a Hugging Face model decides it: a loaded model by
+    its class (:func:`kind_of`), where the class does not say by its
+    configuration (:func:`config_kind`); a configuration by
+    :func:`config_kind`; a classifier when neither says.
+
+    Raises:
+        NotExplainedError: For a model of no kind the package explains, and
+            for a loaded model (anything callable) without a Hugging Face
+            ``config`` (a plain ``nn.Module`` or function), naming its class.
+    """
+    if isinstance(model_or_config, ModelKind):
+        return model_or_config
+    config = model_or_config
+    if callable(model_or_config):  # a loaded model
+        config = getattr(model_or_config, "config", None)
+        if config is None:
+            raise not_explained(
+                f"the model ({type(model_or_config).__name__})",
+                "no Hugging Face model (it has no config)",
+                "a forward function's scores come from "
+                "captum_iba.evaluation.build_scorers or "
+                "InformationBottleneckAttribution",
+            )
+        found = _kind_of_class(model_or_config)
+        if found is not None:
+            return kind_named(found)
     return kind_named(config_kind(config) or CLASSIFIER.name)
 
 

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from torch import nn
 
-from captum_iba.attr.kinds import ModelKind, kind_named, kind_of
+from captum_iba.attr.kinds import ModelKind, check_explained, kind_named, kind_of
 from captum_iba.attr.priors import NoisePrior, resolve_prior
 from captum_iba.attr.text import LayerRef, resolve_layer
 from captum_iba.evaluation.corpus import encoded_batches
@@ -173,7 +173,9 @@ def _method_values(
     if "layer" in options_of(method):
         given.setdefault("layer", entry.defaults.get("layer"))
     out: Dict[str, List[Any]] = {}
-    layers = [resources.layer_ref(v) for v in _several("layer", given.get("layer"))]
+    layers: List[LayerRef] = []
+    if "layer" in given:  # (one without a layer needs no layer stack)
+        layers = [resources.layer_ref(v) for v in _several("layer", given["layer"])]
     for name, value in given.items():
         if name == "layer":
             out[name] = layers
@@ -235,12 +237,26 @@ def build_scorers(
         dict[str, TokenScorer or LLMScorer]: Name -> scorer, in the order of
         ``methods`` (one per variant, see the module docstring).
 
+    ``resources.model`` is a Hugging Face sequence classifier or causal LM,
+    or a forward function or plain ``nn.Module`` (no Hugging Face
+    ``config``), which is explained as a classifier, as Captum explains a
+    ``forward_func``: called with the token ids (then the attention mask and
+    the segment ids, where given) in a Hugging Face model's positional
+    order, its output (or its ``logits``), ``(B, classes)``, is read as a
+    classifier's. A method that reaches into the model needs what it reads
+    there (IG: ``get_input_embeddings()``; IBA: a ``layer`` given, where the
+    module has no layer stack).
+
     Raises:
-        ValueError: Before anything is built: for an unknown method, an
-            option no chosen method takes, a bad value, options for a method
-            not asked for, or a method that does not explain the model's
-            kind. While building: for a layer out of range.
+        ValueError: Before anything is built: for a Hugging Face model of no
+            kind the package explains (another head, an encoder-decoder: a
+            :class:`~captum_iba.attr.kinds.NotExplainedError` naming its
+            class), an unknown method, an option no chosen method takes, a
+            bad value, options for a method not asked for, or a method that
+            does not explain the model's kind. While building: for a layer
+            out of range.
     """
+    check_explained(resources.model)  # another head: refused before anything
     preset = get_preset(setting)
     if isinstance(methods, MethodRequest):
         if resources.given() or method_options:

@@ -95,7 +95,10 @@ def make_scorers(
     is Captum's Lime, ``"LIME-text"`` the lime package (the paper's method).
 
     Args:
-        model (nn.Module): HF sequence classifier (in eval mode).
+        model (nn.Module): HF sequence classifier (in eval mode), or a
+            forward function read as a classifier's (see
+            :func:`~captum_iba.evaluation.build_scorers`); a Hugging Face
+            model of another head is refused before anything is built.
         tokenizer: Its tokenizer (special ids; needed for ``"LIME-text"``).
         setting (str or Preset): ``"paper"`` or ``"fair"``. Default ``"fair"``.
         methods (Sequence[str]): Which methods. Default random, IG, both

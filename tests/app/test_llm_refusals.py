@@ -86,11 +86,19 @@ def test_a_llama_folder_without_architectures_is_a_causal_lm(tmp_path, capsys):
 
 
 def test_a_classifier_whose_head_would_be_random_is_refused(tmp_path, capsys):
+    """A base encoder's folder: by its ``architectures`` (BertModel) before
+    the weights load (issue 88); saved without them, by the classifier's
+    head its weights lack."""
     folder = tmp_path / "bert-base"
     tiny_bert(8).bert.save_pretrained(folder)  # the encoder, no head
     bert_tokenizer(
         ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]
     ).save_pretrained(folder)
+    err = _refused(["explain", "a b", "--model", str(folder)], capsys)
+    assert "(BertModel) is a base model without a head" in err, err
+    config = json.loads((folder / "config.json").read_text())
+    config.pop("architectures")
+    (folder / "config.json").write_text(json.dumps(config))
     err = _refused(["explain", "a b", "--model", str(folder)], capsys)
     assert "no trained classifier" in err and "classifier.weight" in err, err
 
