@@ -303,7 +303,8 @@ class ContextSubject(PromptSubject):
         query (str): The question.
         sources (list of str): The sources' texts, in order.
         spans (list of (int, int)): Where each lies in ``prompt``.
-        split (str): How the sources were made (``"list"``, ``"spans"``,
+        split (str): How the sources were made (``"a list, joined by a blank
+            line"``, ``"spans"``,
             ``"sentence"``, ``"documents"``, ``"lines"``, ``"turns"``).
         answer_spans (list of AnswerSpan): The parts of the answer also
             explained (``answer_span=``;
