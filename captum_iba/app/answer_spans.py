@@ -72,16 +72,11 @@ class AnswerSpan:
 
 
 class CitedSource(NamedTuple):
-    """A source a part of the answer cites (a tuple ``(index, text,
-    score)``, as before 0.4).
-
-    Attributes:
-        index (int): Its index in ``result.sources()`` and
-            ``result.source_scores()``, from 0 as Python's lists.
-        text (str): Its text.
-        score (float): The method's score of it for the part (its unit: the
-            listing's and the page's, per method).
-    """
+    """A source a part of the answer cites: a tuple ``(index, text,
+    score)``, as before 0.4 - ``index`` in ``result.sources()`` and
+    ``result.source_scores()``, from 0 as Python's lists; its text; the
+    method's score of it for the part (its unit: the listing's and the
+    page's, per method)."""
 
     index: int
     text: str

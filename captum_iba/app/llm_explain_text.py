@@ -15,7 +15,7 @@ import textwrap
 from typing import Any, List, Sequence
 
 from captum_iba._utils.ranking import NEAR_RTOL, flat_reason
-from captum_iba.app.words import shown
+from captum_iba.app.words import form_words_note, shown
 
 __all__ = ["WHOLE_ANSWER_ONLY", "answer_text", "near_flat_said", "per_token_lines"]
 
@@ -63,6 +63,9 @@ def answer_text(result: Any, top: int = 5, pieces: bool = False) -> str:
             if name in result.near_flat_methods():
                 lines.append(f"  warning: {result.near_flat(name)}")
         lines += per_token_lines(result, name, min(top, 3), pieces)
+    small = form_words_note(result, pieces, causal=True)  # issue 90, item 17
+    if small:
+        lines += [""] + textwrap.wrap(f"note: {small}", 88, subsequent_indent="  ")
     lines += [f"note: {m} left out: {why}" for m, why in result.skipped.items()]
     return "\n".join(lines)
 

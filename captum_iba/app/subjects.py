@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 from captum_iba.app.llm_explain_text import WHOLE_ANSWER_ONLY, answer_text
 from captum_iba.app.llm_odds import READING_NOTE, AnswerProbability
+from captum_iba.app.words import form_words_note
 
 __all__ = ["ClassifierSubject", "ContextSubject", "PromptSubject", "Subject"]
 
@@ -176,7 +177,9 @@ class ClassifierSubject(Subject):
                 for name, m in result.methods.items()
             )
             shown = f"A word's score is made from its word pieces' scores ({by})."
-        return [f"{shown} Special tokens ([CLS], [SEP], ...) are left out."]
+        small = form_words_note(result, pieces, causal=False)
+        notes = [f"{shown} Special tokens ([CLS], [SEP], ...) are left out."]
+        return notes + ([small] if small else [])
 
     def breaks(self, result: Any, pieces: bool) -> List[int]:
         """Where the pair's second text starts ([] for one text)."""
@@ -281,6 +284,8 @@ class PromptSubject(Subject):
         notes += [
             f"{name}: {result.near_flat(name)}" for name in result.near_flat_methods()
         ]
+        small = form_words_note(result, pieces, causal=True)
+        notes += [small] if small else []
         return notes + ([READING_NOTE] if self.odds is not None else [])
 
     def matrix_labels(self) -> List[str]:

@@ -9,7 +9,6 @@ import html
 import io
 import sys
 import threading
-import warnings
 
 import numpy as np
 import pytest
@@ -185,8 +184,10 @@ def test_an_option_a_method_does_not_declare_is_refused_at_both_doors():
 def test_a_keyword_no_scorer_takes_is_a_clear_error(lm):
     model, tok = lm
     with pytest.raises(ValueError, match=r"method_options\['loso'\]: 'foo' is "):
-        captum_iba.explain(QUERY, model=model, tokenizer=tok, context=SOURCES,
-                           method="loso", method_options={"loso": {"foo": 1}})  # fmt: skip
+        captum_iba.explain(
+            QUERY, model=model, tokenizer=tok, context=SOURCES, method="loso",
+            method_options={"loso": {"foo": 1}},
+        )  # fmt: skip
 
 
 def test_a_bad_per_method_value_is_named_once():
@@ -333,3 +334,53 @@ def test_near_flat_and_tied_warnings_speak_of_the_method_that_ran():
     said = str(got[0].message)
     assert "use config='deletion'" not in said
     assert "the deletion configuration already ran" in said
+
+
+# -- item 17: a ranking that looks wrong, said where it is shown ---------------
+
+
+class _Ranked:
+    """An explanation's ``methods`` and ``top`` as the note reads them."""
+
+    def __init__(self, tops):
+        self.tops = tops
+        self.methods = {n: type("M", (), {"no_ranking": ""})() for n in tops}
+
+    def top(self, k, name, pieces=False):
+        return [(w, 1.0) for w in self.tops[name][:k]]
+
+
+def test_function_words_ranked_first_are_explained_where_shown(tiny_model_dir):
+    """Item 17: a whole answer ranked "the" first and "France?" last, and
+    iba-deletion ranked "," and "." third and fourth on a classifier, with
+    no hint: a note says why, under the page and in the listing."""
+    from captum_iba.app.words import form_words_note
+
+    answer = _Ranked({"iba-deletion": ["the", "capital", "France?"]})
+    note = form_words_note(answer, False, causal=True)
+    assert "iba-deletion: 'the'" in note and "copies from the prompt" in note
+    assert "--per-token" in note
+    classifier = _Ranked({"iba-deletion": ["gripping", "film", ","], "IG": ["dull"]})
+    note = form_words_note(classifier, False, causal=False)
+    assert "iba-deletion: ','" in note and "IG" not in note
+    assert (
+        form_words_note(_Ranked({"IG": ["gripping", "film", "dull"]}), False, True)
+        == ""
+    )
+    # where it is shown: a classifier's listing and page carry the notes
+    result = captum_iba.explain(". , the", model=tiny_model_dir, method="ig")
+    assert "Function words or punctuation among the top words" in result.to_text()
+    assert "Function words or punctuation among the top words" in result.to_html()
+
+
+def test_an_answer_s_listing_says_why_form_words_rank(lm):
+    model, tok = lm
+    result = captum_iba.explain(
+        "the key is the door", model=model, tokenizer=tok,
+        method="iba-deletion", target=ANSWER, steps=1,
+    )  # fmt: skip
+    top = [w for w, _ in result.top(3, "iba-deletion")]
+    assert any(w in ("the", "is") for w in top), top  # 3 of the 5 words are
+    assert "note: Function words or punctuation among the top words" in (
+        result.to_text()
+    )
