@@ -15,11 +15,16 @@ import pytest
 
 import captum_iba
 from captum_iba.app.answer_spans import check_answer_span
-from captum_iba.app.cli import main
 from captum_iba.app.context_explain import context_prompt_of, context_text
 from captum_iba.app.errors import CLIError
 from captum_iba.request import check_request
-from tests.app.test_answer_spans import ANSWER, QUERY, SOURCES, two_fact_tokenizer
+from tests.app.test_answer_spans import (
+    ANSWER,
+    QUERY,
+    SOURCES,
+    _refused,
+    two_fact_tokenizer,
+)
 from tests.app.test_answer_spans import _tiny_lm as _two_fact_lm
 from tests.helpers import saved_lm
 
@@ -39,15 +44,6 @@ def _explain(lm, context=SOURCES, method="loso", **options):
     return captum_iba.explain(
         QUERY, model=model, tokenizer=tok, context=context, method=method, **options
     )
-
-
-def _refused(argv, capsys):
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    err = capsys.readouterr().err
-    assert exc.value.code == 2, err
-    return err
 
 
 # -- items 3 and 4: one numbering, scores with their unit ----------------------
