@@ -63,7 +63,8 @@ def answer_text(result: Any, top: int = 5, pieces: bool = False) -> str:
             if name in result.near_flat_methods():
                 lines.append(f"  warning: {result.near_flat(name)}")
         lines += per_token_lines(result, name, min(top, 3), pieces)
-    small = form_words_note(result, pieces, causal=True)  # issue 90, item 17
+    why = result.subject.form_words_why  # issue 90, item 17
+    small = form_words_note(result, pieces, why)
     if small:
         lines += [""] + textwrap.wrap(f"note: {small}", 88, subsequent_indent="  ")
     lines += [f"note: {m} left out: {why}" for m, why in result.skipped.items()]

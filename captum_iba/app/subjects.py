@@ -125,6 +125,12 @@ class ClassifierSubject(Subject):
 
     kind: ClassVar[str] = "classifier"
     what: ClassVar[str] = "a classifier's prediction"
+    #: Why function words or punctuation can rank first (issue 90, item 17).
+    form_words_why: ClassVar[str] = (
+        "the model's prediction used them (a classifier's attention often "
+        "rests on sentence boundaries and small words); a faithful method "
+        "shows that, and --compare shows whether another method agrees."
+    )
 
     text: str
     pair: Optional[str]
@@ -177,7 +183,7 @@ class ClassifierSubject(Subject):
                 for name, m in result.methods.items()
             )
             shown = f"A word's score is made from its word pieces' scores ({by})."
-        small = form_words_note(result, pieces, causal=False)
+        small = form_words_note(result, pieces, self.form_words_why)
         notes = [f"{shown} Special tokens ([CLS], [SEP], ...) are left out."]
         return notes + ([small] if small else [])
 
@@ -220,6 +226,13 @@ class PromptSubject(Subject):
 
     kind: ClassVar[str] = "causal-lm"
     what: ClassVar[str] = "a causal LM's answer"
+    #: Why function words or punctuation can rank first (issue 90, item 17).
+    form_words_why: ClassVar[str] = (
+        "a whole answer's log-probability rests mostly on its form and on the "
+        "words it copies from the prompt, not only on the content words a "
+        "reader looks for. Per output token (--per-token, per_token=True) "
+        "shows which words each word of the answer needed."
+    )
     seconds_unit: ClassVar[str] = "CPU-s"
 
     prompt: str
@@ -284,7 +297,7 @@ class PromptSubject(Subject):
         notes += [
             f"{name}: {result.near_flat(name)}" for name in result.near_flat_methods()
         ]
-        small = form_words_note(result, pieces, causal=True)
+        small = form_words_note(result, pieces, self.form_words_why)
         notes += [small] if small else []
         return notes + ([READING_NOTE] if self.odds is not None else [])
 

@@ -134,7 +134,7 @@ def form_words(words: Sequence[str]) -> List[str]:
     return out
 
 
-def form_words_note(result: Any, pieces: bool, causal: bool, top: int = 3) -> str:
+def form_words_note(result: Any, pieces: bool, why: str, top: int = 3) -> str:
     """Why a ranking puts punctuation or function words among its ``top``
     words, where it does ("" where none does): the note under the page and
     the listing (issue 90, item 17: "the" first for a whole answer, "," and
@@ -143,7 +143,8 @@ def form_words_note(result: Any, pieces: bool, causal: bool, top: int = 3) -> st
     Args:
         result (Explanation): The explanation.
         pieces (bool): Tokens instead of words.
-        causal (bool): A causal LM's answer (else a classifier's prediction).
+        why (str): Why, for what was explained (its subject's
+            ``form_words_why``).
         top (int): How many top words are looked at. Default 3.
     """
     found = []
@@ -155,20 +156,8 @@ def form_words_note(result: Any, pieces: bool, causal: bool, top: int = 3) -> st
             found.append(f"{name}: {', '.join(repr(w) for w in small)}")
     if not found:
         return ""
-    said = "; ".join(found)
-    if causal:
-        return (
-            f"Function words or punctuation among the top words ({said}): a "
-            "whole answer's log-probability rests mostly on its form and on the "
-            "words it copies from the prompt, not only on the content words a "
-            "reader looks for. Per output token (--per-token, per_token=True) "
-            "shows which words each word of the answer needed."
-        )
     return (
-        f"Function words or punctuation among the top words ({said}): the "
-        "model's prediction used them (a classifier's attention often rests on "
-        "sentence boundaries and small words); a faithful method shows that, "
-        "and --compare shows whether another method agrees."
+        f"Function words or punctuation among the top words ({'; '.join(found)}): {why}"
     )
 
 

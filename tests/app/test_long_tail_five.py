@@ -350,14 +350,19 @@ def test_function_words_ranked_first_are_explained_where_shown(tiny_model_dir):
     """Item 17: a whole answer ranked "the" first and "France?" last, and
     iba-deletion ranked "," and "." third and fourth on a classifier, with
     no hint: a note says why, under the page and in the listing."""
+    from captum_iba.app.subjects import ClassifierSubject, PromptSubject
     from captum_iba.app.words import form_words_note
 
+    causal, classifier_why = (
+        PromptSubject.form_words_why,
+        ClassifierSubject.form_words_why,
+    )
     answer = _Ranked({"iba-deletion": ["the", "capital", "France?"]})
-    note = form_words_note(answer, False, causal=True)
+    note = form_words_note(answer, False, causal)
     assert "iba-deletion: 'the'" in note and "copies from the prompt" in note
     assert "--per-token" in note
     classifier = _Ranked({"iba-deletion": ["gripping", "film", ","], "IG": ["dull"]})
-    note = form_words_note(classifier, False, causal=False)
+    note = form_words_note(classifier, False, classifier_why)
     assert "iba-deletion: ','" in note and "IG" not in note
     assert (
         form_words_note(_Ranked({"IG": ["gripping", "film", "dull"]}), False, True)
