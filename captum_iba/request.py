@@ -39,6 +39,7 @@ __all__ = [
     "option_label",
     "options_of",
     "takers",
+    "unknown_keyword",
 ]
 
 
@@ -205,7 +206,9 @@ def _per_method(
         for option_key, value in dict(given).items():
             name = option_for(method, option_key)
             if name is None or not takes(method, name, setting):
-                if cli or name is not None:
+                # one rule for both doors (issue 90, item 8): an option some
+                # method declares is refused where this one does not
+                if cli or name is not None or _declared(option_key):
                     own = ", ".join(options_of(method)) or "none"
                     also = f" in the {setting!r} setting" if name and setting else ""
                     raise ValueError(
@@ -214,10 +217,41 @@ def _per_method(
                     )
                 rest.setdefault(method, {})[option_key] = value
                 continue
-            label = f"{method}:{name}" if cli else f"method_options[{method!r}]"
-            checked = _check_value(name, value, f"{label} {name}:")
+            label = (
+                f"--set {method.lower()}:{name}"
+                if cli
+                else f"method_options[{method!r}][{option_key!r}]"
+            )
+            checked = _check_value(name, value, f"{label}:")
             chosen.setdefault(method, {})[name] = checked
     return chosen, rest
+
+
+def unknown_keyword(method: str, given: Mapping[str, Any], err: TypeError) -> None:
+    """A constructor's ``TypeError`` on a keyword given in ``method_options``
+    that is no option (:attr:`MethodRequest.passthrough`) as a clear error
+    (issue 90, item 10: "TokenScorer.__init__() got an unexpected keyword
+    argument").
+
+    Raises:
+        ValueError: Naming the keyword and the method's options, when
+            ``err`` is about one of ``given``; else nothing.
+    """
+    bad = [k for k in given if f"'{k}'" in str(err)]
+    if bad:
+        own = ", ".join(options_of(method)) or "none"
+        raise ValueError(
+            f"method_options[{method!r}]: {bad[0]!r} is neither an option of "
+            f"{method} (its options: {own}) nor a keyword its scorer takes"
+        ) from err
+
+
+def _declared(key: str) -> bool:
+    """Whether ``key`` names a declared option, or the keyword of one."""
+    key = key.replace("-", "_")
+    return key in OPTIONS or any(
+        OPTIONS.entry(n).facts.get("kwarg") == key for n in OPTIONS.names()
+    )
 
 
 def models_of(method: str) -> Tuple[str, ...]:

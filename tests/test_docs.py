@@ -77,7 +77,7 @@ class TestDocs(BaseTest):
             [],
             "add these modules to a docs/api page: an '.. automodule:: <module>' "
             "line in docs/api/<layer>.rst (docs/extending.rst: a new module needs "
-            "it, and its line in the README's Layout table)",
+            "it, and its line on docs/contributing.rst's layout)",
         )
 
 

@@ -98,11 +98,21 @@ def test_the_quick_start_leaves_special_tokens_out_of_the_word_scores(
     assert bool(((scores[real] > 0) & (scores[real] < 1)).all())
 
 
+#: The contributors' page holding the layout (issue 90, item 6: it was a
+#: third of the README).
+CONTRIBUTING = (ROOT / "docs" / "contributing.rst").read_text(encoding="utf-8")
+
+
 def _layout_rows():
-    """The README's Layout table as (the paths of its first cell, its text)."""
-    layout = README.split("## Layout")[1].split("\n## ")[0]
-    rows = [ln for ln in layout.splitlines() if ln.startswith("| `")]
-    return [(re.findall(r"`([^`]+)`", r.split(" | ")[0]), r) for r in rows]
+    """The layout's entries (docs/contributing.rst's definition list) as
+    (the paths of its term, its text)."""
+    layout = CONTRIBUTING.split("Every module, folder by folder")[1]
+    entries = re.split(r"\n(?=``)", layout)
+    rows = [e for e in entries if e.startswith("``")]
+    return [
+        (re.findall(r"``([^`]+)``", r.splitlines()[0]), r.replace("``", "`"))
+        for r in rows
+    ]
 
 
 def _named(module: str, rows) -> bool:
@@ -121,8 +131,8 @@ def _named(module: str, rows) -> bool:
 
 def test_the_layout_names_every_module():
     """Issue 50, item 7: the map is the territory - every module of the
-    package (but the packages' ``__init__.py``) is named in the README's
-    Layout table, in the row of its folder."""
+    package (but the packages' ``__init__.py``) is named in the layout
+    (docs/contributing.rst since issue 90), in the entry of its folder."""
     rows = _layout_rows()
     modules = sorted(
         p.relative_to(ROOT).as_posix()
@@ -131,7 +141,7 @@ def test_the_layout_names_every_module():
     )
     assert len(modules) > 100
     missing = [m for m in modules if not _named(m, rows)]
-    assert not missing, f"name these in the README's Layout table: {missing}"
+    assert not missing, f"name these in docs/contributing.rst's layout: {missing}"
 
 
 def test_the_front_door_stays_a_front_door():
@@ -155,3 +165,53 @@ def test_the_front_door_stays_a_front_door():
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     release = changelog.split("\n## ")[1]
     assert len(release.splitlines()) <= 200, len(release.splitlines())
+
+
+def test_the_layout_is_on_the_contributors_page_not_the_readme():
+    """Issue 90, item 6: the Layout table was a third of the README, for
+    contributors; it lives on docs/contributing.rst (in the docs' table of
+    contents) and the README links it."""
+    assert "## Layout" not in README and "| path | what |" not in README
+    assert "(docs/contributing.rst)" in README
+    index = (ROOT / "docs" / "index.rst").read_text(encoding="utf-8")
+    assert "\n   contributing\n" in index
+    assert len(README) < 20_000, len(README)  # 28,133 characters with it
+
+
+def test_the_two_set_up_commands_run_the_tests_too():
+    """Issue 90, item 1: after the README's install, its test command failed
+    ("No module named pytest"): pytest comes with the ``test`` extra, which
+    the README described as "the local MiniLM tokenizer". The install's two
+    commands bring it, the README says what the extra holds, and CI installs
+    the same extras as the README."""
+    install = README.split("## Install")[1].split("```bash")[1].split("```")[0]
+    commands = [ln.split("#")[0].strip() for ln in install.strip().splitlines()]
+    assert len(commands) == 2 and commands[0].startswith("pip install torch")
+    extras = re.fullmatch(r'pip install -e "\.\[([\w,]+)\]"', commands[1])
+    assert extras, commands[1]
+    wanted = set(extras.group(1).split(","))
+    assert {"hub", "test"} <= wanted
+    setup = (ROOT / "setup.py").read_text(encoding="utf-8")
+    tests_need = setup.split("TEST_REQUIRES = [")[1].split("]")[0]
+    assert '"pytest' in tests_need and '"ruff' in tests_need
+    assert "`test` (pytest" in " ".join(README.split())
+    assert "python -m pytest -q" in README
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert f'pip install -q -e ".[{extras.group(1)}]"' in ci
+
+
+def test_the_front_door_says_what_a_first_run_costs_and_how_to_cite():
+    """Issue 90, items 2 and 3: "a few minutes" for a first run of 11
+    (the fine-tune 626 s on two cores), nothing on where SST-2 must be;
+    citations (``--answer-sentences``, ``answer_span="sentences"``,
+    ``result.citations()``) and the notes file's format missing."""
+    flat = " ".join(README.split())
+    assert "a few minutes" not in flat
+    assert "about 10 minutes on a 2-core CPU (626 s measured" in flat
+    assert "It needs SST-2, local" in flat and "or from the hub" in flat
+    for said in ("--answer-sentences", 'answer_span="sentences"',
+                 "result.citations()", "separated by blank lines",
+                 "`--context -` reads standard input"):  # fmt: skip
+        assert said in flat, said
+    recipes = (ROOT / "captum_iba" / "app" / "finetune" / "recipes.py").read_text()
+    assert "a few minutes" not in recipes

@@ -20,9 +20,11 @@ import contextlib
 import hashlib
 import importlib
 import importlib.util
+import io
 import numbers
 import random
 import sys
+import warnings
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import torch
@@ -37,6 +39,7 @@ __all__ = [
     "instance_seed",
     "logits_of",
     "max_positions",
+    "import_problem",
     "module_found",
     "model_device",
     "pad_token_id",
@@ -421,6 +424,32 @@ def module_found(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):  # a finder that refuses it
         return False
+
+
+def import_problem(name: str) -> Optional[str]:
+    """Why the optional package ``name`` cannot be used: ``"not installed"``,
+    or ``"installed but does not import (...)"`` (issue 90, item 15: a
+    package whose import fails was refused only once the model had loaded);
+    None when it imports. What it prints while importing (NLTK's download
+    messages, offline) is kept from the terminal.
+
+    Args:
+        name (str): The package's module name (``"at2"``).
+
+    Returns:
+        str or None: The problem, or None.
+    """
+    if not module_found(name):
+        return "not installed"
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                importlib.import_module(name)
+    except Exception as err:  # any failure of a third party's import
+        return f"installed but does not import ({type(err).__name__}: {err})"
+    return None
 
 
 def import_optional(modules: Sequence[str], needs: str, install: str) -> List[Any]:

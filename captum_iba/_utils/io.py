@@ -41,10 +41,20 @@ def cache_root() -> Path:
 
     Returns:
         Path: ``$CAPTUM_IBA_CACHE`` if set, else ``~/.cache/captum_iba``.
+
+    Raises:
+        NotADirectoryError: When ``$CAPTUM_IBA_CACHE`` names a file.
     """
     env = os.environ.get(CACHE_ENV_VAR)
     if env:
-        return Path(env).expanduser()
+        root = Path(env).expanduser()
+        if root.exists() and not root.is_dir():  # issue 90, item 16
+            raise NotADirectoryError(
+                f"{CACHE_ENV_VAR}={env} is a file: give a folder (the cache of "
+                "fine-tuned models and learned weights), or unset it for "
+                "~/.cache/captum_iba"
+            )
+        return root
     return Path.home() / ".cache" / "captum_iba"
 
 

@@ -23,9 +23,12 @@ Torch-free: the command line parses ``--answer-span`` with
 :func:`parse_answer_span` before anything loads.
 """
 
+import numbers
+import operator
+import re
 import warnings
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from captum_iba._utils.common import user_stacklevel
 
@@ -33,9 +36,11 @@ __all__ = [
     "SENTENCES",
     "AnswerSpan",
     "Citation",
+    "CitedSource",
     "answer_spans",
     "check_answer_span",
     "cited_paragraph",
+    "is_index",
     "parse_answer_span",
 ]
 
@@ -66,29 +71,54 @@ class AnswerSpan:
     tokens: Tuple[int, int]
 
 
+class CitedSource(NamedTuple):
+    """A source a part of the answer cites: a tuple ``(index, text,
+    score)``, as before 0.4 - ``index`` in ``result.sources()`` and
+    ``result.source_scores()``, from 0 as Python's lists; its text; the
+    method's score of it for the part (its unit: the listing's and the
+    page's, per method)."""
+
+    index: int
+    text: str
+    score: float
+
+    @property
+    def number(self) -> int:
+        """int: Its number on the page and in the listing, ``[number]``:
+        ``index + 1`` (sources are numbered from 1 where they are read)."""
+        return self.index + 1
+
+    @property
+    def mark(self) -> str:
+        """str: Its citation mark, ``"[2]"`` for ``index`` 1."""
+        return f"[{self.number}]"
+
+
 @dataclass(frozen=True)
 class Citation:
     """A part of the answer and the sources it cites.
 
     Attributes:
         span (AnswerSpan): The part.
-        sources (list of (int, str, float)): Its top sources, best first:
-            each source's index in ``result.sources()``, its text and its
-            score for the part - only sources scoring above 0 and at least
-            a share of the part's best
+        sources (list of CitedSource): Its top sources, best first: each a
+            :class:`CitedSource` ``(index, text, score)`` - its ``index`` in
+            ``result.sources()`` (from 0), its ``number`` on the page and in
+            the listing (from 1: ``[number]``) -, only sources scoring above
+            0 and at least a share of the part's best
             (:meth:`~captum_iba.app.page.Explanation.citations`).
     """
 
     span: AnswerSpan
-    sources: List[Tuple[int, str, float]]
+    sources: List[CitedSource]
 
     @property
     def marks(self) -> str:
-        """str: The citation marks, ``"[2][3]"`` (numbered from 1), or
-        ``"[-]"`` when no source scores above 0."""
+        """str: The citation marks, ``"[2][3]"`` (each source's
+        :attr:`CitedSource.number`, from 1), or ``"[-]"`` when no source
+        scores above 0."""
         if not self.sources:
             return "[-]"
-        return "".join(f"[{i + 1}]" for i, _, _ in self.sources)
+        return "".join(CitedSource(*s).mark for s in self.sources)
 
 
 def check_answer_span(value: Any, option: str = "answer_span=") -> SpanRequest:
@@ -117,19 +147,29 @@ def check_answer_span(value: Any, option: str = "answer_span=") -> SpanRequest:
             "answer) or (start, end), characters of the answer"
         )
     pair = tuple(value) if isinstance(value, (tuple, list)) else ()
-    whole = all(isinstance(x, int) and not isinstance(x, bool) for x in pair)
+    whole = all(is_index(x) for x in pair)  # NumPy's integers too (issue 90)
     if len(pair) != 2 or not whole:
         raise ValueError(
             f"{said}: give (start, end), two integers - characters of the "
             "answer - or 'sentences'"
         )
-    start, end = int(pair[0]), int(pair[1])
+    start, end = operator.index(pair[0]), operator.index(pair[1])
     if not 0 <= start < end:
         raise ValueError(
             f"{_named(option, (start, end))} is empty or starts before the "
             "answer: give 0 <= start < end, characters of the answer"
         )
     return start, end
+
+
+#: ``--answer-span``'s value: two integers, digits only, around one colon.
+_START_END = re.compile(r"([+-]?[0-9]+):([+-]?[0-9]+)")
+
+
+def is_index(value: Any) -> bool:
+    """Whether ``value`` is an integer (``int``, NumPy's, any
+    :class:`numbers.Integral`), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def parse_answer_span(text: str) -> Tuple[int, int]:
@@ -139,16 +179,13 @@ def parse_answer_span(text: str) -> Tuple[int, int]:
         ValueError: For anything but two integers around one colon, with
             ``0 <= start < end``.
     """
-    parts = str(text).split(":")
-    try:
-        if len(parts) != 2:
-            raise ValueError
-        start, end = int(parts[0]), int(parts[1])
-    except ValueError:
+    found = _START_END.fullmatch(str(text).strip())
+    if found is None:  # int() would read "1_0" as 10 (issue 90, item 11)
         raise ValueError(
             f"--answer-span {text}: give START:END, two integers (characters of "
-            "the answer), e.g. 0:24"
-        ) from None
+            "the answer, digits only), e.g. 0:24"
+        )
+    start, end = int(found.group(1)), int(found.group(2))
     found = check_answer_span((start, end), "--answer-span")
     assert isinstance(found, tuple)
     return found

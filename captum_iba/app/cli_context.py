@@ -6,6 +6,7 @@ which source of a prompt a causal LM's answer used.
 """
 
 import argparse
+import re
 from typing import Tuple
 
 __all__ = ["add_context_tasks", "add_explain_context"]
@@ -37,6 +38,10 @@ def add_explain_context(p: argparse.ArgumentParser) -> None:
         "(separated by blank lines), lines, turns (a line opening with a "
         "speaker's label such as 'User:' starts one)",
     )
+    # "-3:5" is a value, not an option (issue 90, item 11: argparse said
+    # "expected one argument"): as argparse reads "-3", while no option of
+    # the parser looks like a negative number
+    p._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d+:")
     parts = p.add_mutually_exclusive_group()
     parts.add_argument(
         "--answer-sentences",

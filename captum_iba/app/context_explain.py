@@ -24,14 +24,17 @@ token scores:
 """
 
 import re
+import sys
 import textwrap
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, List, Sequence, Tuple, Union
 
+from captum_iba._utils.common import user_stacklevel
 from captum_iba.app.context_tasks import JOIN, LAYOUT
 from captum_iba.app.errors import CLIError
+from captum_iba.app.llm_explain_text import per_token_lines
 from captum_iba.app.words import blank, shown
 from captum_iba.evaluation.sources import check_sources, split_sources
 
@@ -72,8 +75,9 @@ class ContextPrompt:
         query (str): The question.
         text (str): The whole prompt (the layout filled).
         spans (tuple of (int, int)): Each source's characters in ``text``.
-        split (str): How the sources were made (``"list"``: one per item
-            given; ``"spans"``: given as spans; else a key of
+        split (str): How the sources were made (``"a list, joined by a
+            blank line"``: one per item given, and how they were joined;
+            ``"spans"``: given as spans; else a key of
             :data:`SOURCE_SPLITS`).
     """
 
@@ -88,23 +92,43 @@ class ContextPrompt:
         return [self.text[a:b] for a, b in self.spans]
 
 
+#: What joins the items of a context given as a list, by the split that
+#: would cut the joined text back into them (``sources=``): a list of
+#: documents (the default) is a notes file's text, blank lines between its
+#: items; a list of sentences is a text of sentences, joined with spaces as
+#: ContextCite joins them.
+LIST_JOINS = {"documents": JOIN, "sentence": " ", "lines": "\n", "turns": "\n"}
+
+#: How the listing and the page name each list's layout.
+_JOINED = {"\n\n": "a blank line", " ": "a space", "\n": "a line break"}
+
+
 def context_prompt_of(
     query: str,
     context: Union[str, Sequence[str]],
-    sources: Union[str, Sequence[Span]] = "sentence",
+    sources: Union[None, str, Sequence[Span]] = None,
     option: str = "sources=",
 ) -> ContextPrompt:
     """``query`` and ``context`` in ContextCite's layout, checked before any
     model loads.
 
+    The same text gives the same prompt whatever form it comes in (issue
+    90, item 5): a text cut by a split is laid out without its leading and
+    trailing whitespace (a notes file's last line break), and a list's items
+    are joined as the split ``sources`` names would cut them back
+    (:data:`LIST_JOINS`): by a blank line by default, as documents - the
+    prompt of a notes file with the same documents -, with spaces for
+    ``sources="sentence"`` (ContextCite's layout of sentences).
+
     Args:
         query (str): The question.
         context (str or Sequence[str]): One text, cut by ``sources``; or a
-            list of sources, one per item (laid out separated by blank
-            lines, as ContextCite's tasks are).
-        sources (str or Sequence of (int, int)): For a text: how to cut it
-            (a key of :data:`SOURCE_SPLITS`; default ``"sentence"``) or its
-            sources as character spans of ``context``.
+            list of sources, one per item.
+        sources (str or Sequence of (int, int), optional): For a text: how
+            to cut it (a key of :data:`SOURCE_SPLITS`; default
+            ``"sentence"``) or its sources as character spans of ``context``
+            (the text then laid out as given). For a list: how its items are
+            joined (default ``"documents"``: a blank line between them).
         option (str): How ``sources`` was given, for the messages.
 
     Returns:
@@ -113,7 +137,7 @@ def context_prompt_of(
     Raises:
         ValueError: For an empty query or source, fewer than two sources,
             spans that overlap or lie outside the context, an unknown
-            split, or a list of sources with a split.
+            split, or a list of sources with spans.
     """
     if not isinstance(query, str) or not query.strip():
         raise ValueError(f"the query is empty ({query!r}): give the question")
@@ -121,15 +145,22 @@ def context_prompt_of(
     if isinstance(context, str):
         if not context.strip():
             raise ValueError("the context is empty: give the text to attribute to")
-        spans, split = _cut(context, sources, option)
+        if sources is None or isinstance(sources, str):
+            context = context.strip()  # the text, as a list of it is laid out
+        spans, split = _cut(context, "sentence" if sources is None else sources, option)
         spans = [(a + len(head), b + len(head)) for a, b in spans]
     else:
         context = list(context)
-        if sources != "sentence":
+        if sources is not None and (
+            not isinstance(sources, str) or sources not in LIST_JOINS
+        ):
             raise ValueError(
-                f"{option} is for a context given as one text; a list is one "
-                "source per item"
+                f"{option} {sources!r}: for a list of sources, how its items are "
+                f"joined - one of {', '.join(LIST_JOINS)} (default documents: a "
+                "blank line between them); spans are for a context given as one "
+                "text"
             )
+        join = LIST_JOINS[sources or "documents"]
         bad = [i for i, s in enumerate(context) if not isinstance(s, str)]
         bad = bad or [i for i, s in enumerate(context) if blank(s)]
         if bad:
@@ -138,12 +169,13 @@ def context_prompt_of(
                 f"source {bad[0]} ({context[bad[0]]!r}) is not (only spaces or "
                 "invisible characters such as zero-width spaces, or not a text)"
             )
-        spans, pos, split = [], len(head), "list"
+        spans, pos = [], len(head)
+        split = f"a list, joined by {_JOINED[join]}"
         for i, source in enumerate(context):
-            pos += len(JOIN) if i else 0
+            pos += len(join) if i else 0
             spans.append((pos, pos + len(source)))
             pos += len(source)
-        context = JOIN.join(context)
+        context = join.join(context)
     text = LAYOUT.format(context=context, query=query)
     check_sources(spans, len(text), name="the context's sources")
     return ContextPrompt(query, text, tuple(spans), split)
@@ -212,7 +244,7 @@ def warn_cut_tokens(tokenizer: Any, context: ContextPrompt, chat: bool) -> None:
                     f"{shown(piece)!r} in two: the token is scored with one "
                     "source only; give spans that begin and end between words",
                     UserWarning,
-                    stacklevel=3,
+                    stacklevel=user_stacklevel(),  # the user's call (issue 90, 16)
                 )
                 return
 
@@ -253,16 +285,22 @@ def _looks_like_a_path(value: str) -> bool:
 def read_context(value: str) -> str:
     """``--context``: the text of the file it names, else itself - unless it
     names a folder, or looks like a path (:func:`_looks_like_a_path`) and
-    names nothing: both refused, not explained as a text.
+    names nothing: both refused, not explained as a text. ``-`` reads
+    standard input, as does any file that is no regular file but can be
+    read (``/dev/stdin``, a named pipe).
 
     Raises:
         ~captum_iba.app.errors.CLIError: For a folder, a path-like name that
-            names no file, or a file that cannot be read as UTF-8 text.
+            names no file, a file that cannot be read as UTF-8 text, or an
+            empty one (``/dev/null``, nothing on standard input).
     """
+    if value == "-":
+        return _nonempty(sys.stdin.read(), value, "standard input is empty")
     path = Path(value).expanduser()
     try:
         short = len(value) < 4096 and "\n" not in value
-        is_file, is_dir = short and path.is_file(), short and path.is_dir()
+        is_dir = short and path.is_dir()
+        is_file = short and not is_dir and path.exists()  # a device, a pipe too
     except OSError:  # a name too long for the file system: a text
         is_file = is_dir = False
     if is_dir:
@@ -278,9 +316,39 @@ def read_context(value: str) -> str:
     if not is_file:
         return value
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:  # a device or pipe: no size
+            text = handle.read()
     except (OSError, UnicodeDecodeError) as err:
         raise CLIError(f"--context {value}: cannot read the file: {err}") from err
+    return _nonempty(text, value, "the file is empty")
+
+
+def _nonempty(text: str, value: str, why: str) -> str:
+    """``text``, refused when it holds nothing but whitespace."""
+    if not text.strip():
+        raise CLIError(
+            f"--context {value}: {why}: the context is empty; give the text to "
+            "attribute to"
+        )
+    return text
+
+
+#: What a source's own score is, by its unit (issue 90, item 4: "21.69
+#: against 2.146" and "logit-probability" were shown unexplained).
+UNIT_WORDS = {
+    "nats": "nats: the answer's log-probability it adds (natural log)",
+    "logit-probability": "logit-probability, log(p / (1 - p)) of the answer's "
+    "probability p per answer token: how much the source adds to it",
+    "attention": "the weight of the answer's attention to the source",
+}
+
+
+def _score_said(m: Any) -> str:
+    """What one method's score of a source is, with its unit: its own score
+    (:data:`UNIT_WORDS`), or how its token scores were pooled."""
+    if not m.by_source:
+        return m.source_pooling
+    return f"its own score of each source, in {UNIT_WORDS.get(m.unit, m.unit)}"
 
 
 def _short(text: str) -> str:
@@ -316,14 +384,13 @@ def context_text(result: Any, top: int = 5, pieces: bool = False) -> str:
         lines += subject.odds.listed()
     for name, m in result.methods.items():
         values = result.source_scores(name)
-        lines += ["", f"{name}: {result.details(name)}"]
-        lines.append(f"  sources ranked (higher = more used; {m.source_pooling}):")
+        lines += ["", f"{name}: {result.details(name, brief=True)}"]
+        lines.append(f"  sources, best first (higher = more used; {_score_said(m)}):")
         order = sorted(range(len(values)), key=lambda i: -values[i])
-        width = len(str(len(values)))
-        for rank, i in enumerate(order, 1):
+        width = len(str(len(values))) + 2
+        for i in order:
             lines.append(
-                f"  {rank:>{width}}. {values[i]:>9.4g}  "
-                f"[{i + 1:>{width}}] {_short(texts[i])}"
+                f"  {f'[{i + 1}]':<{width}} {values[i]:>9.4g}  {_short(texts[i])}"
             )
         if m.no_ranking:
             level = "sources" if m.by_source else "words"
@@ -343,6 +410,7 @@ def context_text(result: Any, top: int = 5, pieces: bool = False) -> str:
                 f"{shown(w)} ({v:.3g})" for w, v in result.top(top, name, pieces)
             )
             lines.append(f"  top words: {best}")
+        lines += per_token_lines(result, name, min(top, 3), pieces)  # issue 90, 14
         lines += _cited_lines(result, name)
     lines += [f"note: {m} left out: {why}" for m, why in result.skipped.items()]
     return "\n".join(lines)
@@ -378,7 +446,7 @@ def _cited_lines(result: Any, method: str) -> List[str]:
         subsequent_indent="    ",
     )
     for k, c in enumerate(cited, 1):
-        marks = ", ".join(f"[{i + 1}] {v:.4g}" for i, _, v in c.sources) or "none"
+        marks = ", ".join(f"{s.mark} {s.score:.4g}" for s in c.sources) or "none"
         lines.append(f"    part {k} {_short(c.span.text)!r}: {marks}")
     used = sorted({i for c in cited for i, _, _ in c.sources})
     texts = result.sources()
@@ -398,12 +466,14 @@ def source_rows(result: Any) -> List[Any]:
         rows.append(
             ScoreRow(
                 method=f"{name}: sources",
-                words=texts,
+                words=[f"[{i}] {text}" for i, text in enumerate(texts, 1)],
+                numbered=True,
                 scores=scores,
                 # a mask's log-odds ("logit-max") are signed though the mask is not
                 signed=m.signed or min(scores, default=0.0) < 0,
-                meaning=f"one per source, {m.source_pooling}, where a "
-                f"token's score is {m.meaning}",
+                meaning=f"one per source, {_score_said(m)}"
+                + ("" if m.by_source else f", where a token's score is {m.meaning}"),
+                unit=m.unit if m.by_source else "",
                 details=result.details(name),
             )
         )
@@ -424,7 +494,7 @@ def cited_answers(result: Any) -> List[Any]:
     for name, m in result.methods.items():
         cited = result.citations(CITED, name)
         parts = [
-            (c.span.start, c.span.end, [(i + 1, v) for i, _, v in c.sources])
+            (c.span.start, c.span.end, [(s.number, s.score) for s in c.sources])
             for c in cited
         ]
         used = sorted({i for c in cited for i, _, _ in c.sources})
@@ -439,9 +509,10 @@ def cited_answers(result: Any) -> List[Any]:
                 f"of the answer, each explained alone ({seconds})",
                 meaning=f"Each part of the answer is followed by the sources it "
                 f"cites: up to {CITED}, each scoring above 0 and at least a "
-                f"quarter of the part's best; a score is {m.source_pooling}, "
-                f"where a token's score is {m.meaning}. Hover a part or a mark "
-                "for its scores; [-]: no source scores above 0.",
+                f"quarter of the part's best; a score is {_score_said(m)}"
+                + ("" if m.by_source else f", where a token's score is {m.meaning}")
+                + ". Hover a part or a mark for its scores; [-]: no source "
+                "scores above 0.",
             )
         )
     return blocks

@@ -56,9 +56,9 @@ _RELATIVE = {
 
 
 def _scale_words(signed: bool, label: str) -> str:
-    if signed:
-        return f"+ for {label}, - against it; relative: {_RELATIVE[True]}"
-    return f"no direction; relative: {_RELATIVE[False]}"
+    """The direction of a score; what a relative score is is said once, by
+    the top words (issue 90, item 6: it was said twice per method)."""
+    return f"+ for {label}, - against it" if signed else "no direction"
 
 
 def _score(value: float) -> str:
@@ -139,7 +139,7 @@ def terminal_text(result: Any, top: int = 5, pieces: bool = False) -> str:
     ]
     for name, method in result.methods.items():
         lines.append("")
-        lines += _wrapped(f"{name}: {result.details(name)}", "")
+        lines.append(f"{name}: {result.details(name, brief=True)}")  # one line
         lines += _wrapped(f"score = {method.meaning}.")
         if not method.no_ranking:
             lines += _wrapped(f"({_scale_words(method.signed, label)})")

@@ -132,12 +132,18 @@ def explain(
             result's :meth:`~captum_iba.app.page.Explanation.sources` and
             :meth:`~captum_iba.app.page.Explanation.source_scores` give one
             score per source (docs/context.rst). A list: one source per
-            item; a text: cut by ``sources``.
+            item, laid out as ``sources`` says (default: a blank line
+            between items, as a notes file's documents); a text: cut by
+            ``sources``, without its leading and trailing whitespace.
         sources (str or Sequence[tuple[int, int]], optional): How a text
             ``context`` is cut into sources: ``"sentence"`` (default),
             ``"documents"`` (separated by blank lines), ``"lines"``,
             ``"turns"`` (a line opening with a speaker's label, ``User:``),
-            or the sources' character spans of the text.
+            or the sources' character spans of the text. For a list, how
+            its items are joined, as that split would cut them back:
+            ``"documents"`` (default, a blank line), ``"sentence"`` (a
+            space, as ContextCite joins sentences), ``"lines"`` or
+            ``"turns"`` (a line break).
         explainer (optional): A classifier's ``iba-amortized``'s fitted
             explainer (see :func:`captum_iba.app.amortized.cached_explainer`),
             or a function of the layer module returning one: a resource its
@@ -340,7 +346,7 @@ def _context(text: str, context: Any, sources: Any) -> Any:
         return text
     from captum_iba.app.context_explain import context_prompt_of
 
-    return context_prompt_of(text, context, "sentence" if sources is None else sources)
+    return context_prompt_of(text, context, sources)
 
 
 def _explain(

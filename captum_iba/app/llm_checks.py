@@ -141,7 +141,7 @@ def check_lm_request(
     Raises:
         ~captum_iba.app.errors.CLIError: Naming the option or the method.
     """
-    from captum_iba._utils.common import module_found
+    from captum_iba._utils.common import import_problem
     from captum_iba.app.command_parts import _priors_named
     from captum_iba.app.models import check_request_layers
     from captum_iba.registry import PRIORS, method_entry
@@ -158,10 +158,10 @@ def check_lm_request(
                 "amortized.fit_amortized with prompt_batches; docs/amortized.rst)"
             )
         package, install = entry.facts.get("package", (None, ""))
-        if package is not None and not module_found(package):
+        problem = None if package is None else import_problem(package)
+        if problem:  # issue 90, item 15: a broken import too, before the weights
             raise CLIError(
-                f"{method} needs its package {package}, which is not installed: "
-                f"{install}"
+                f"{method} needs its package {package}, which is {problem}: {install}"
             )
         module = str(entry.target).partition(":")[0]
         if module.endswith(".attnlrp"):

@@ -15,9 +15,9 @@ import textwrap
 from typing import Any, List, Sequence
 
 from captum_iba._utils.ranking import NEAR_RTOL, flat_reason
-from captum_iba.app.words import shown
+from captum_iba.app.words import form_words_note, shown
 
-__all__ = ["WHOLE_ANSWER_ONLY", "answer_text", "near_flat_said"]
+__all__ = ["WHOLE_ANSWER_ONLY", "answer_text", "near_flat_said", "per_token_lines"]
 
 #: Why a method gives no per-token scores, unless it says more.
 WHOLE_ANSWER_ONLY = "the method explains the whole answer only"
@@ -47,7 +47,7 @@ def answer_text(result: Any, top: int = 5, pieces: bool = False) -> str:
     for name, m in result.methods.items():
         values = result.scores(name, pieces)
         lines.append("")
-        lines.append(f"{name}: {result.details(name)}")
+        lines.append(f"{name}: {result.details(name, brief=True)}")
         words = [shown(w) for w in result.tokens(pieces)]
         lines.append("  " + " | ".join(f"{w} {v:.3g}" for w, v in zip(words, values)))
         if m.no_ranking:
@@ -62,12 +62,16 @@ def answer_text(result: Any, top: int = 5, pieces: bool = False) -> str:
             lines.append(f"  top {min(top, len(values))}: {best}")
             if name in result.near_flat_methods():
                 lines.append(f"  warning: {result.near_flat(name)}")
-        lines += _per_token_lines(result, name, min(top, 3), pieces)
+        lines += per_token_lines(result, name, min(top, 3), pieces)
+    why = result.subject.form_words_why  # issue 90, item 17
+    small = form_words_note(result, pieces, why)
+    if small:
+        lines += [""] + textwrap.wrap(f"note: {small}", 88, subsequent_indent="  ")
     lines += [f"note: {m} left out: {why}" for m, why in result.skipped.items()]
     return "\n".join(lines)
 
 
-def _per_token_lines(result: Any, method: str, top: int, pieces: bool) -> List[str]:
+def per_token_lines(result: Any, method: str, top: int, pieces: bool) -> List[str]:
     """Per output token, its ``top`` words (none without per-token scores)."""
     found = result._method(method)
     matrix = result.matrix(method, pieces)
@@ -86,13 +90,15 @@ def _per_token_lines(result: Any, method: str, top: int, pieces: bool) -> List[s
     return lines
 
 
-def near_flat_said(values: Sequence[float]) -> str:
+def near_flat_said(values: Sequence[float], mask: bool = True) -> str:
     """What a nearly flat ranking means
-    (:func:`~captum_iba._utils.ranking.is_near_flat`), with its range."""
+    (:func:`~captum_iba._utils.ranking.is_near_flat`), with its range;
+    ``mask``: the method is IBA's mask (said: it barely moved; not of AT2's
+    or another method's scores, issue 90, item 16)."""
+    why = " (IBA's mask barely moved from where it started)" if mask else ""
     return (
         f"nearly flat - every token's score is within {100 * NEAR_RTOL:g} % "
         f"of the largest ({min(values):.3g} to {max(values):.3g}): a ranking "
-        "by small differences (for IBA, the mask barely moved from where it "
-        "started); read it with care, beside another method's ranking "
-        "(--compare; docs/llm.rst)"
+        f"by small differences{why}; read it with care, beside another "
+        "method's ranking (--compare; docs/llm.rst)"
     )

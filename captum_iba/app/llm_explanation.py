@@ -447,6 +447,7 @@ def _scored(
         word_reduction=scorer.word_reduction,
         settings=dict(scorer.settings),
         per_token_note=getattr(scorer, "per_token_note", "") if per_token else "",
+        unit=found.unit,
     )
     if batch.sources is not None:
         from captum_iba.evaluation.sources import POOLING_WORDS, source_scores

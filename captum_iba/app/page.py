@@ -11,6 +11,7 @@ classifier's prediction, and the entry that chooses the route) and
 them; what was explained is the explanation's subject
 (:mod:`captum_iba.app.subjects`)."""
 
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -122,6 +123,9 @@ class MethodScores:
             context (None without one): the method's own, or its token
             scores pooled (:func:`~captum_iba.evaluation.sources.source_scores`).
         source_pooling (str): How :attr:`sources` were made, in words.
+        unit (str): The unit of the method's own scores
+            (:attr:`~captum_iba.attr.batches.AnswerScores.unit`:
+            ``"nats"``, ``"logit-probability"``, ...).
         by_source (bool): The method scores each source as such (``iba-sources``,
             ``loso``, ``at2``, ...): every token of a source holds the source's
             score, so its words tie within a source and rank nothing among
@@ -148,6 +152,7 @@ class MethodScores:
     per_token_note: str = ""
     sources: Optional[List[float]] = None
     source_pooling: str = ""
+    unit: str = ""
     by_source: bool = False
     spans: List[SpanScores] = field(default_factory=list)
     span_seconds: float = 0.0
@@ -156,6 +161,15 @@ class MethodScores:
     def flat(self) -> bool:
         """bool: The scores rank no word (:attr:`no_ranking` says why)."""
         return bool(self.no_ranking)
+
+
+def _first_clause(summary: str) -> str:
+    """A method's summary up to its first ``:``, ``;``, comma or parenthesis: what
+    it is in a few words (issue 90, item 6: the listings repeated 6-10
+    lines of it per method)."""
+    marks = (": ", "; ", " (", ", ")
+    cut = min((i for i in map(summary.find, marks) if i > 0), default=-1)
+    return summary if cut < 0 else summary[:cut]
 
 
 @dataclass
@@ -313,8 +327,10 @@ class Explanation(Page):
 
     def _check_span(self, span: int) -> None:
         """Refuses a ``span`` that indexes no part explained."""
+        from captum_iba.app.answer_spans import is_index
+
         n = len(self.subject.answer_spans)
-        if isinstance(span, bool) or not isinstance(span, int) or not 0 <= span < n:
+        if not is_index(span) or not 0 <= span < n:
             said = (
                 f"the parts are 0..{n - 1}"
                 if n
@@ -341,18 +357,24 @@ class Explanation(Page):
         Returns:
             list of Citation: One
             :class:`~captum_iba.app.answer_spans.Citation` per part: the
-            part, and its sources as ``(index, text, score)``, best first.
+            part, and its sources best first, each a
+            :class:`~captum_iba.app.answer_spans.CitedSource` ``(index,
+            text, score)``: ``index`` in :meth:`sources` from 0, as Python
+            indexes; ``.number`` (``index + 1``) is its ``[number]`` on the
+            page and in the listing.
 
         Raises:
             ValueError: For an explanation without a context or without
                 parts explained, ``k`` below 1 or ``share`` outside [0, 1].
         """
-        from captum_iba.app.answer_spans import Citation
+        from captum_iba.app.answer_spans import Citation, CitedSource, is_index
 
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        if not is_index(k) or k < 1:
             raise ValueError(f"k must be a positive integer; got {k!r}")
-        if isinstance(share, bool) or not 0.0 <= float(share) <= 1.0:
-            raise ValueError(f"share must be in [0, 1]; got {share!r}")
+        real = isinstance(share, numbers.Real) and not isinstance(share, bool)
+        if not real or not 0.0 <= float(share) <= 1.0:  # NaN too (issue 90, 12)
+            raise ValueError(f"share must be a number in [0, 1]; got {share!r}")
+        k, share = int(k), float(share)
         texts, parts = self.sources(), self.spans()
         if not parts:
             raise ValueError(
@@ -367,7 +389,7 @@ class Explanation(Page):
             top = max(values[order[0]], 0.0) if order else 0.0
             best = [i for i in order if values[i] > 0 and values[i] >= share * top]
             best = best[:k]
-            cited = [(i, texts[i], scores.sources[i]) for i in best]
+            cited = [CitedSource(i, texts[i], scores.sources[i]) for i in best]
             out.append(Citation(part, cited))
         return out
 
@@ -402,7 +424,9 @@ class Explanation(Page):
 
     def near_flat(self, method: str) -> str:
         """What a nearly flat ranking of ``method`` means, with its range."""
-        return near_flat_said(self._method(method).scores)
+        found = self._method(method)
+        mask = found.method.lower().startswith("iba") and found.unit != "attention"
+        return near_flat_said(found.scores, mask)
 
     def facts(self) -> List[Tuple[str, str]]:
         """What a reader needs beside the colours: the model, then what was
@@ -415,19 +439,27 @@ class Explanation(Page):
         notes = self.subject.notes(self, pieces)
         return notes + [f"{m} left out: {why}" for m, why in self.skipped.items()]
 
-    def details(self, method: str) -> str:
+    def details(self, method: str, brief: bool = False) -> str:
         """One line on how ``method`` ran (configuration, layer, the file of
-        its learned weights, time)."""
+        its learned weights, time); ``brief``: its summary's first clause
+        only (the listings: the page and ``--help`` give it whole)."""
         m = self._method(method)
         where = self.subject.where(m)
-        parts = [m.summary] if m.summary else []
+        summary = _first_clause(m.summary) if brief else m.summary
+        parts = [summary] if summary else []
         parts += [where] if where else []
         steps = m.settings.get("steps", (m.settings.get("options") or {}).get("steps"))
         if steps is not None:  # IBA's optimisation, as run
             parts.append(f"{steps} step" + ("" if steps == 1 else "s"))
         if m.settings.get("rest_share"):  # and one more on what it leaves
-            share = m.settings["rest_share"]
-            parts.append(f"then 1 with its top {share:.0%} of the tokens deleted")
+            share, least = m.settings["rest_share"], m.settings.get("rest_from", 0)
+            if len(m.scores) >= least:
+                parts.append(f"then 1 with its top {share:.0%} of the tokens deleted")
+            else:  # issue 90, item 7: a short prompt takes no second step
+                parts.append(
+                    f"no step with its top {share:.0%} deleted (the prompt's "
+                    f"{len(m.scores)} scored tokens are under its {least})"
+                )
         if "precision" in m.settings:
             parts.append(str(m.settings["precision"]))
         if "weights" in m.settings:  # a learned method's file (AT2's heads)

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 from captum_iba.app.llm_explain_text import WHOLE_ANSWER_ONLY, answer_text
 from captum_iba.app.llm_odds import READING_NOTE, AnswerProbability
+from captum_iba.app.words import form_words_note
 
 __all__ = ["ClassifierSubject", "ContextSubject", "PromptSubject", "Subject"]
 
@@ -124,6 +125,12 @@ class ClassifierSubject(Subject):
 
     kind: ClassVar[str] = "classifier"
     what: ClassVar[str] = "a classifier's prediction"
+    #: Why function words or punctuation can rank first (issue 90, item 17).
+    form_words_why: ClassVar[str] = (
+        "the model's prediction used them (a classifier's attention often "
+        "rests on sentence boundaries and small words); a faithful method "
+        "shows that, and --compare shows whether another method agrees."
+    )
 
     text: str
     pair: Optional[str]
@@ -176,7 +183,9 @@ class ClassifierSubject(Subject):
                 for name, m in result.methods.items()
             )
             shown = f"A word's score is made from its word pieces' scores ({by})."
-        return [f"{shown} Special tokens ([CLS], [SEP], ...) are left out."]
+        small = form_words_note(result, pieces, self.form_words_why)
+        notes = [f"{shown} Special tokens ([CLS], [SEP], ...) are left out."]
+        return notes + ([small] if small else [])
 
     def breaks(self, result: Any, pieces: bool) -> List[int]:
         """Where the pair's second text starts ([] for one text)."""
@@ -217,6 +226,13 @@ class PromptSubject(Subject):
 
     kind: ClassVar[str] = "causal-lm"
     what: ClassVar[str] = "a causal LM's answer"
+    #: Why function words or punctuation can rank first (issue 90, item 17).
+    form_words_why: ClassVar[str] = (
+        "a whole answer's log-probability rests mostly on its form and on the "
+        "words it copies from the prompt, not only on the content words a "
+        "reader looks for. Per output token (--per-token, per_token=True) "
+        "shows which words each word of the answer needed."
+    )
     seconds_unit: ClassVar[str] = "CPU-s"
 
     prompt: str
@@ -281,6 +297,8 @@ class PromptSubject(Subject):
         notes += [
             f"{name}: {result.near_flat(name)}" for name in result.near_flat_methods()
         ]
+        small = form_words_note(result, pieces, self.form_words_why)
+        notes += [small] if small else []
         return notes + ([READING_NOTE] if self.odds is not None else [])
 
     def matrix_labels(self) -> List[str]:
@@ -303,7 +321,8 @@ class ContextSubject(PromptSubject):
         query (str): The question.
         sources (list of str): The sources' texts, in order.
         spans (list of (int, int)): Where each lies in ``prompt``.
-        split (str): How the sources were made (``"list"``, ``"spans"``,
+        split (str): How the sources were made (``"a list, joined by a blank
+            line"``, ``"spans"``,
             ``"sentence"``, ``"documents"``, ``"lines"``, ``"turns"``).
         answer_spans (list of AnswerSpan): The parts of the answer also
             explained (``answer_span=``;

@@ -8,6 +8,9 @@ from typing import Any, List, Optional, Sequence, Tuple
 from captum_iba.app.errors import CLIError
 
 __all__ = [
+    "FUNCTION_WORDS",
+    "form_words",
+    "form_words_note",
     "blank",
     "encode",
     "grouping",
@@ -106,6 +109,56 @@ def _join_contractions(
                     break
                 out[j] = before
     return out
+
+
+#: Words that carry a sentence's form rather than its content (English).
+FUNCTION_WORDS = frozenset(
+    "a an the is are was were be been am of to in on at by for from with and or "
+    "but not no it its this that these those as if so do does did has have had "
+    "i you he she we they me him her us them my your his our their what which "
+    "who whom whose where when why how".split()
+)
+
+
+def form_words(words: Sequence[str]) -> List[str]:
+    """The ``words`` that are punctuation or :data:`FUNCTION_WORDS` (their
+    letters, case aside): what a reader looking for content words does not
+    expect a ranking to put first (issue 90, item 17)."""
+    out = []
+    for word in words:
+        core = word.strip().lstrip("\u2581\u0120#").strip()
+        letters = core.strip(".,;:!?'\"()[]-").lower()
+        punct = bool(core) and all(unicodedata.category(c)[0] == "P" for c in core)
+        if punct or letters in FUNCTION_WORDS:
+            out.append(word)
+    return out
+
+
+def form_words_note(result: Any, pieces: bool, why: str, top: int = 3) -> str:
+    """Why a ranking puts punctuation or function words among its ``top``
+    words, where it does ("" where none does): the note under the page and
+    the listing (issue 90, item 17: "the" first for a whole answer, "," and
+    "." third and fourth on a classifier, with no hint).
+
+    Args:
+        result (Explanation): The explanation.
+        pieces (bool): Tokens instead of words.
+        why (str): Why, for what was explained (its subject's
+            ``form_words_why``).
+        top (int): How many top words are looked at. Default 3.
+    """
+    found = []
+    for name, m in result.methods.items():
+        if m.no_ranking:
+            continue
+        small = form_words([w for w, _ in result.top(top, name, pieces)])
+        if small:
+            found.append(f"{name}: {', '.join(repr(w) for w in small)}")
+    if not found:
+        return ""
+    return (
+        f"Function words or punctuation among the top words ({'; '.join(found)}): {why}"
+    )
 
 
 def blank(text: str) -> bool:

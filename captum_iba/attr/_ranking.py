@@ -217,7 +217,12 @@ def say_if_flat(flat: Tensor, iba: Any, options: Any) -> None:
     site = Site(iba._layers[0], layer, None, False)
     at_embeddings = stack_above(iba.forward_func, site)
     advice = (
-        "use config='deletion' (the default for causal LMs, docs/llm.rst)"
+        # issue 90, item 16: the deletion configuration already ran
+        "the deletion configuration already ran: sources or tokens with the "
+        "same text, or that the answer does not use, tie; give distinct "
+        "sources, or compare another method"
+        if options.removal == "attention"
+        else "use config='deletion' (the default for causal LMs, docs/llm.rst)"
         + (
             ", or mask='token' (one weight per token: the noise of the "
             "features' gradients averages out)"

@@ -39,6 +39,7 @@ from captum_iba.request import (
     check_request,
     models_of,
     options_of,
+    unknown_keyword,
 )
 
 __all__ = ["Resources", "build_scorers"]
@@ -289,13 +290,18 @@ def build_scorers(
             if combo:
                 name += " (" + ", ".join(_label(v) for v in combo) + ")"
             built = dict(kwargs, **{keyword[k]: v for k, v in zip(varying, combo)})
-            built.update(request.passthrough.get(method, {}))
-            out[name] = entry.build(
-                resources.model,
-                name=name,
-                method_name=entry.name,
-                model_kind=kind,
-                **built,
-                **_common(resources, preset),
-            )
+            extra = request.passthrough.get(method, {})
+            built.update(extra)
+            try:
+                out[name] = entry.build(
+                    resources.model,
+                    name=name,
+                    method_name=entry.name,
+                    model_kind=kind,
+                    **built,
+                    **_common(resources, preset),
+                )
+            except TypeError as err:  # a keyword its scorer does not take
+                unknown_keyword(method, extra, err)
+                raise
     return out

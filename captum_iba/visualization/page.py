@@ -77,6 +77,9 @@ class ScoreRow:
             per-token attributions), drawn under the words on one scale.
         matrix_labels (Sequence[str]): The output tokens, one per row of
             ``matrix``.
+        numbered (bool): The words are numbered sources (``"[2] text"``):
+            their rank is in the tooltip only, so that one numbering - the
+            sources' - shows beside them (issue 90, item 3).
     """
 
     method: str
@@ -90,6 +93,7 @@ class ScoreRow:
     no_ranking: str = ""
     matrix: Optional[Sequence[Sequence[float]]] = None
     matrix_labels: Sequence[str] = ()
+    numbered: bool = False
 
 
 @dataclass(frozen=True)
@@ -220,7 +224,7 @@ def _words(row: ScoreRow, top: int) -> str:
             cells.append('<span class="sep">|</span>')
         back, fore = score_colors(v, row.signed)
         tip = f"rank {rank[i]} of {len(scores)}, score {raw:.4g}{unit}"
-        mark = f"<sup>{rank[i]}</sup>" if rank[i] <= top else ""
+        mark = f"<sup>{rank[i]}</sup>" if rank[i] <= top and not row.numbered else ""
         if row.no_ranking:
             tip, mark = f"score {raw:.4g}{unit} (no ranking)", ""
         cells.append(

@@ -177,8 +177,9 @@ def test_a_bad_span_index_or_k_is_named(lm):
         result.source_scores(span=2)
     with pytest.raises(ValueError, match="k must be a positive integer"):
         result.citations(0)
-    with pytest.raises(ValueError, match=r"share must be in \[0, 1\]"):
-        result.citations(share=2)
+    for share in (2, "0.5", None, float("nan")):  # issue 90, item 12
+        with pytest.raises(ValueError, match=r"share must be a number in \[0, 1\]"):
+            result.citations(share=share)
     plain = _explain(lm, target=ANSWER)
     assert plain.spans() == []
     with pytest.raises(ValueError, match="no part of the answer was explained"):
@@ -358,6 +359,8 @@ def fake_context_cite(tmp_path, monkeypatch):
     for name, text in _FAKE.items():
         (folder / name).write_text(text)
     monkeypatch.syspath_prepend(str(folder.parent))
+    for name in [n for n in sys.modules if n.split(".")[0] == "context_cite"]:
+        monkeypatch.delitem(sys.modules, name)  # the real one, if imported
     yield
     for name in [n for n in sys.modules if n.split(".")[0] == "context_cite"]:
         del sys.modules[name]

@@ -119,7 +119,8 @@ DEFAULT_SETTINGS: Dict[str, Any] = FineTuneOptions().as_dict()
 
 #: Per-corpus recipes for the default base model (MiniLM-L6), in optimisation
 #: steps. ``get_finetuned_model(name)`` uses these settings. SST-2's is the
-#: quick recipe behind ``captum-iba explain`` (a few minutes on a 2-core CPU);
+#: quick recipe behind ``captum-iba explain`` (about 10 minutes on a 2-core
+#: CPU: 626 s measured, issue 90);
 #: the others are the step counts the earlier 8-15 minute time budgets gave
 #: (experiments/FINETUNE_RESULTS.md).
 RECIPES: Dict[str, Dict[str, Any]] = {

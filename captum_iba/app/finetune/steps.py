@@ -11,6 +11,7 @@ with :class:`FineTuneTimeoutError` past a time guard, never silently.
 
 import math
 import random
+import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -98,26 +99,61 @@ def _check_guard(
 #: step, slower while memory is allocated, is left out of the estimate).
 ESTIMATE_AFTER = 10
 
+#: A step's fixed cost (the optimiser's update, the batch's set-up) in
+#: padded positions of its batch: a step of a batch padded to ``w`` positions
+#: takes about ``(STEP_OVERHEAD + w)`` times one unit (MiniLM-L6, batches of
+#: 16, two CPU threads: 0.18 s at 8 positions, 0.45 s at 40). Issue 90,
+#: item 2: SST-2's first ten batches are padded to 24 positions on average,
+#: its 900 to 14, so an estimate from their seconds per step said 18 min
+#: where the run took 10.
+STEP_OVERHEAD = 13.0
 
-def estimate_line(step_seconds: List[float], planned: int) -> str:
+
+def _per_step(
+    step_seconds: List[float],
+    widths: Optional[List[int]] = None,
+    mean_width: Optional[float] = None,
+) -> float:
+    """The seconds of a step of the whole run, from the steps after the
+    first: their median (a step slowed by a burst of load, or by warming up,
+    weighs little), and, given each step's padded width and the run's mean
+    one, per unit of ``STEP_OVERHEAD + width`` (a run's first batches are no
+    sample of its lengths)."""
+    steady = step_seconds[1:] or step_seconds
+    if widths is None or mean_width is None:
+        return statistics.median(steady)
+    sized = widths[1:] if len(step_seconds) > 1 else widths
+    unit = statistics.median(s / (STEP_OVERHEAD + w) for s, w in zip(steady, sized))
+    return unit * (STEP_OVERHEAD + mean_width)
+
+
+def estimate_line(
+    step_seconds: List[float],
+    planned: int,
+    widths: Optional[List[int]] = None,
+    mean_width: Optional[float] = None,
+) -> str:
     """The one line saying how long the training takes on this machine.
 
     Args:
         step_seconds (list[float]): Seconds of each step taken so far.
         planned (int): Steps of the whole run.
+        widths (list[int], optional): The padded width of each step's batch.
+        mean_width (float, optional): The mean padded width of the run's
+            batches: with ``widths``, a step's time is scaled to it
+            (:data:`STEP_OVERHEAD`).
 
     Returns:
-        str: The estimate of the remaining time, from the mean of the steps
-        after the first, and what it depends on.
+        str: The estimate of the remaining time, from the median step after
+        the first, and what it depends on.
     """
-    steady = step_seconds[1:] or step_seconds
-    per_step = sum(steady) / len(steady)
+    per_step = _per_step(step_seconds, widths, mean_width)
     left = per_step * (planned - len(step_seconds))
-    minutes = left / 60
-    when = f"about {minutes:.0f} min" if minutes >= 1.5 else f"about {left:.0f} s"
+    when = _when(left)
+    sized = " at the run's mean batch length," if mean_width is not None else ""
     return (
         f"[captum_iba] Training time left on this machine: {when} ({per_step:.2f} "
-        f"s per step over steps 2-{len(step_seconds)}; it depends on the "
+        f"s per step{sized} over steps 2-{len(step_seconds)}; it depends on the "
         f"CPU, on how busy it is and on torch's threads, {torch.get_num_threads()} "
         "here)."
     )
@@ -161,10 +197,14 @@ class Estimate:
     direction: int = 0
 
     @classmethod
-    def first(cls, step_seconds: List[float]) -> "Estimate":
+    def first(
+        cls,
+        step_seconds: List[float],
+        widths: Optional[List[int]] = None,
+        mean_width: Optional[float] = None,
+    ) -> "Estimate":
         """The estimate of :func:`estimate_line` (steps after the first)."""
-        steady = step_seconds[1:] or step_seconds
-        return cls(len(step_seconds), _mean(steady))
+        return cls(len(step_seconds), _per_step(step_seconds, widths, mean_width))
 
     def _changed(self, per_step: float, left: int) -> int:
         """+1 or -1 when ``per_step`` differs from the estimate's enough to be
@@ -308,12 +348,16 @@ def train_steps(
         disable=not progress or lines,
     )
     step_seconds: List[float] = []
+    widths: List[int] = []
     estimate: Optional[Estimate] = None
     while run.steps < run.planned:
-        for idx in bucketed_batches(lengths, batch_size, rng):
+        batches = bucketed_batches(lengths, batch_size, rng)
+        mean_width = _mean([max(lengths[i] for i in idx) for idx in batches])
+        for idx in batches:
             if run.steps >= run.planned:
                 break
             batch = collate([feats[i] for i in idx], pad_id)
+            widths.append(int(batch["input_ids"].shape[1]))
             run.seen += len(idx)
             started = time.perf_counter()
             loss = _train_step(model, optimizer, scheduler, batch)
@@ -328,8 +372,9 @@ def train_steps(
                     flush=True,
                 )
             if progress and run.steps == min(ESTIMATE_AFTER, run.planned - 1):
-                bar.write(estimate_line(step_seconds, run.planned))
-                estimate = Estimate.first(step_seconds)
+                said = estimate_line(step_seconds, run.planned, widths, mean_width)
+                bar.write(said)
+                estimate = Estimate.first(step_seconds, widths, mean_width)
             elif estimate is not None and run.steps % REVISE_EVERY == 0:
                 line = estimate.revised(step_seconds, run.planned)
                 if line:
