@@ -60,12 +60,15 @@ class Read:
             ``token_mask``).
         target (Tensor, optional): ``(R,)`` the output explained per row; None
             when the forward returns one value per row.
+        objective (str, optional): IBA's objective where the kind's output
+            asks for another than its default (None: IBA's default).
     """
 
     input_ids: Tensor
     args: Tuple[Tensor, ...]
     token_mask: Tensor
     target: Optional[Tensor]
+    objective: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -247,12 +250,14 @@ class Rows:
         from captum_iba.attr.text import token_attributions
 
         read = self.read()
+        objective = {} if read.objective is None else {"objective": read.objective}
         attr = iba.attribute(
             read.input_ids,
             target=read.target,
             additional_forward_args=read.args,
             config=options,
             token_mask=read.token_mask,
+            **objective,
         )
         if attr.dim() == 3:
             attr = token_attributions(attr, reduction=options.token_reduction)
@@ -337,7 +342,7 @@ class ClassRows(Rows):
         tt = tt.to(dev) if tt is not None else None
         target = None
         if getattr(scorer, "reads_model", True):
-            target = _class_target(scorer, batch.target, ids, dmask, tt).to(dev)
+            target = cls._target_of(scorer, batch.target, ids, dmask, tt)
         # Columns that are padding in every row (a slice of a data set padded
         # to its longest instance) are dropped for the method and put back.
         real = dmask.bool().any(dim=0).nonzero()
@@ -356,6 +361,14 @@ class ClassRows(Rows):
             scorer.use_attention_mask,
             mask,
         )
+
+    @classmethod
+    def _target_of(
+        cls, scorer: Any, given: Any, ids: Tensor, mask: Tensor, tt: Optional[Tensor]
+    ) -> Optional[Tensor]:
+        """The class explained per row, on the rows' device (the scorer's
+        fixed one, the given one, or the predicted one)."""
+        return _class_target(scorer, given, ids, mask, tt).to(ids.device)
 
     def unpack(self, scorer: Any, scores: Union[Tensor, "RowScores"]) -> Tensor:
         """``(B, L)`` float scores on the CPU, zero at padding."""
@@ -490,10 +503,9 @@ class ClassRows(Rows):
         row = slice(b, b + 1)
         rem = removable[b]
         n = int(rem.sum())
-        assert self.target is not None
         args: Dict[str, Any] = dict(
             baselines=self.input_ids[row].masked_fill(rem[None], baseline),
-            target=int(self.target[b]),
+            target=None if self.target is None else int(self.target[b]),
             additional_forward_args=tuple(a[row] for a in read.args),
         )
         params = _attribute_args(attribution)

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from torch import nn
 
-from captum_iba.attr.kinds import ModelKind, check_explained, kind_named, kind_of
+from captum_iba.attr.kinds import ModelKind, kind_named, kind_of
 from captum_iba.attr.priors import NoisePrior, resolve_prior
 from captum_iba.attr.text import LayerRef, resolve_layer
 from captum_iba.evaluation.corpus import encoded_batches
@@ -196,15 +196,15 @@ def _common(resources: Resources, preset: Preset) -> Dict[str, Any]:
     )
 
 
-def model_kind_of(methods: Sequence[str], model: Any) -> str:
+def model_kind_of(methods: Sequence[str], model: Any) -> ModelKind:
     """The kind of model to build ``methods`` for when no one said it: the
     one kind they all explain when there is one (e.g. the deprecated
     ``llm-*`` names: causal LMs), else the model's
-    (:func:`~captum_iba.attr.kinds.kind_of`)."""
+    (:func:`~captum_iba.attr.kinds.kind_of`, the one decision: a model of
+    no kind the package explains is refused there)."""
+    own = kind_of(model)
     common = [k for k in MODEL_KINDS if all(k in models_of(m) for m in methods)]
-    if len(common) == 1:
-        return common[0]
-    return kind_of(model).name
+    return kind_named(common[0]) if len(common) == 1 else own
 
 
 def build_scorers(
@@ -257,7 +257,6 @@ def build_scorers(
             does not explain the model's kind. While building: for a layer
             out of range.
     """
-    check_explained(resources.model)  # another head: refused before anything
     preset = get_preset(setting)
     if isinstance(methods, MethodRequest):
         if resources.given() or method_options:

@@ -407,7 +407,7 @@ def test_flat_scores_of_any_method_say_so_and_warn(tiny_model_dir, monkeypatch):
     so) lists no top words, says why, and warns naming it."""
     from captum_iba.evaluation.ig import IntegratedGradientsScorer as IG
 
-    monkeypatch.setattr(IG, "_scores", lambda self, ids, *a: ids * 0.0 + 0.25)
+    monkeypatch.setattr(IG, "_scores", lambda self, rows: rows.input_ids * 0.0 + 0.25)
     with pytest.warns(UserWarning, match=r"IG: no ranking: every piece's score is"):
         result = explain(TEXT, tiny_model_dir, ["ig", "random"])
     said = result.methods["IG"].no_ranking
@@ -424,7 +424,7 @@ def test_non_finite_logits_or_scores_are_one_error(tiny_model_dir, monkeypatch):
     from captum_iba.evaluation.ig import IntegratedGradientsScorer as IG
 
     model, tok = load_classifier(tiny_model_dir)
-    monkeypatch.setattr(IG, "_scores", lambda self, ids, *a: ids * float("nan"))
+    monkeypatch.setattr(IG, "_scores", lambda self, rows: rows.input_ids * float("nan"))
     with pytest.raises(ValueError, match="IG's scores are not finite"):
         explain(TEXT, model, ["random", "ig"], tokenizer=tok)
     with torch.no_grad():
