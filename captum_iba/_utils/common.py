@@ -8,7 +8,8 @@
 * :func:`tokenizer_ids` / :func:`special_token_ids` / :func:`pad_token_id` - the
   ids a tokenizer reserves, with explicit values winning;
 * :func:`removable_mask` - the tokens a removal may take: real (not padding)
-  and not special;
+  and not special; :func:`delete_tokens` - the degradation test's deletion
+  (each sequence compacted to the left);
 * :func:`hf_call` - the Hugging Face positional call
   ``model(input_ids, attention_mask, token_type_ids, *extra)``;
 * :func:`instance_seed` - a seed derived from a base seed and an instance's
@@ -34,6 +35,7 @@ __all__ = [
     "import_optional",
     "check_length",
     "check_target_range",
+    "delete_tokens",
     "format_target",
     "hf_call",
     "instance_seed",
@@ -469,3 +471,34 @@ def import_optional(modules: Sequence[str], needs: str, install: str) -> List[An
         raise ImportError(
             f"{needs} need its package, which is not installed ({err}): {install}"
         ) from err
+
+
+def _compact(t: Tensor, perm: Tensor, tail: Tensor, fill: int) -> Tensor:
+    idx = perm.reshape(perm.shape + (1,) * (t.dim() - 2)).expand_as(t)
+    out = t.gather(1, idx)
+    tail_t = tail.reshape(tail.shape + (1,) * (t.dim() - 2)).expand_as(out)
+    return out.masked_fill(tail_t, fill)
+
+
+def delete_tokens(
+    keep: Tensor, tensors: Sequence[Optional[Tensor]], fills: Sequence[int]
+) -> Tuple[List[Optional[Tensor]], Tensor]:
+    """Delete the positions not kept: each sequence is compacted to the left.
+
+    Args:
+        keep (Tensor): ``(N, L)`` bool, the positions that stay.
+        tensors (Sequence[Tensor or None]): ``(N, L, ...)`` per-token tensors
+            (ids, mask, segment ids, ...); None entries stay None.
+        fills (Sequence[int]): The value of the freed tail, per tensor.
+
+    Returns:
+        (list, Tensor): The compacted tensors and the ``(N,)`` lengths left.
+    """
+    lengths = keep.sum(1)
+    perm = torch.sort((~keep).to(torch.uint8), dim=1, stable=True).indices
+    tail = torch.arange(keep.shape[1], device=keep.device)[None, :] >= lengths[:, None]
+    out = [
+        None if t is None else _compact(t, perm, tail, fill)
+        for t, fill in zip(tensors, fills)
+    ]
+    return out, lengths

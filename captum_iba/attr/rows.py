@@ -281,6 +281,34 @@ class Rows:
             f"{type(self).__name__} cannot delete tokens for a further step"
         )
 
+    def with_ids(self, input_ids: Tensor) -> "Rows":
+        """The rows with their token ids replaced by ``input_ids`` (same
+        shape; positions, masks and what is explained unchanged): a removal
+        that substitutes tokens in place."""
+        raise NotImplementedError(f"{type(self).__name__} cannot replace its ids")
+
+    @property
+    def explained_tokens(self) -> Tensor:
+        """``(R,)`` how many tokens the output each row explains spans (a
+        class: 1; an answer: its explained tokens)."""
+        raise NotImplementedError
+
+    def log_probability(self, rows_per_pass: Optional[int] = None) -> Tensor:
+        """``(R,)`` float64 on the CPU: the log-probability of the output each
+        row explains (a class's; an answer's explained tokens'), without
+        gradients, ``rows_per_pass`` rows a forward pass (None: as many as
+        :func:`~captum_iba.attr.batches.rows_per_pass` allows)."""
+        raise NotImplementedError
+
+
+def _passes(rows: Rows, given: Optional[int]) -> Sequence[slice]:
+    """The rows' forward passes: ``given`` rows each, or as many as
+    :func:`~captum_iba.attr.batches.rows_per_pass` allows at their width."""
+    from captum_iba.attr.batches import rows_per_pass
+
+    step = rows_per_pass(int(rows.input_ids.shape[1]), given)
+    return [slice(s, s + step) for s in range(0, len(rows), step)]
+
 
 def _class_target(
     scorer: Any, target: Any, ids: Tensor, mask: Tensor, tt: Optional[Tensor]
@@ -411,6 +439,76 @@ class ClassRows(Rows):
             return logits.softmax(-1) if output == "probs" else logits
 
         return forward
+
+    def part(self, index: Sequence[int]) -> "ClassRows":
+        """The rows ``index`` (in that order; a row may repeat)."""
+        at = torch.as_tensor(list(index), dtype=torch.long, device=self.device)
+
+        def pick(t: Optional[Tensor]) -> Optional[Tensor]:
+            return None if t is None else t[at.to(t.device)]
+
+        return dataclasses.replace(
+            self,
+            input_ids=self.input_ids[at],
+            attention_mask=self.attention_mask[at],
+            scored=self.scored[at],
+            instances=len(at),
+            token_type_ids=pick(self.token_type_ids),
+            target=pick(self.target),
+            batch_mask=pick(self.batch_mask),
+        )
+
+    def without(self, drop: Tensor) -> Tuple["ClassRows", Tensor]:
+        """The rows with the tokens ``drop`` (``(R, L)`` bool) deleted as the
+        degradation test deletes them (:func:`~captum_iba._utils.common.delete_tokens`:
+        each row compacted to the left, the segment ids following, the freed
+        tail padding), as narrow as the longest row left; and ``(R, L')`` the
+        original column of each position (-1 at new padding)."""
+        if tuple(drop.shape) != tuple(self.input_ids.shape):
+            raise ValueError(
+                f"drop must be (R, L) like the rows {tuple(self.input_ids.shape)}, "
+                f"got {tuple(drop.shape)}"
+            )
+        keep = self.attention_mask.bool() & ~drop.bool().to(self.device)
+        columns = torch.arange(keep.shape[1], device=self.device).expand_as(keep)
+        tensors = [self.input_ids, self.attention_mask, self.token_type_ids, columns]
+        fills = [self.pad_token_id, 0, 0, -1]
+        (ids, mask, tt, cols), lengths = common.delete_tokens(keep, tensors, fills)
+        width = max(int(lengths.max()) if len(lengths) else 1, 1)
+        ids, mask = ids[:, :width], mask[:, :width]  # type: ignore[index]
+        rows = dataclasses.replace(
+            self,
+            input_ids=ids,
+            attention_mask=mask,
+            scored=common.removable_mask(ids, mask, self.special_token_ids),
+            token_type_ids=None if tt is None else tt[:, :width],
+            batch_mask=mask,
+        )
+        return rows, cols[:, :width]  # type: ignore[index]
+
+    def with_ids(self, input_ids: Tensor) -> "ClassRows":
+        return dataclasses.replace(self, input_ids=input_ids.to(self.device))
+
+    @property
+    def explained_tokens(self) -> Tensor:
+        return torch.ones(len(self), dtype=torch.long)
+
+    def log_probability(self, rows_per_pass: Optional[int] = None) -> Tensor:
+        """See :meth:`Rows.log_probability`: the log-softmax of the class
+        explained, each pass without the columns that are padding in all its
+        rows."""
+        read, forward = self.read(), self.forward()
+        assert read.target is not None
+        out = []
+        with torch.no_grad():
+            for part in _passes(self, rows_per_pass):
+                real = self.attention_mask[part].bool().any(0).nonzero()
+                width = int(real.max()) + 1 if real.numel() else 1
+                args = [a[part, :width] for a in read.args]
+                logits = forward(read.input_ids[part, :width], *args).double()
+                picked = logits.log_softmax(-1).gather(1, read.target[part, None])
+                out.append(picked.squeeze(1).cpu())
+        return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
 
     def legacy(self, scorer: Any) -> Union[Tensor, RowScores]:
         """0.3's ``_scores(ids, mask, tt, target)`` of a classifier."""
@@ -675,6 +773,26 @@ class AnswerRows(Rows):
     def without(self, drop: Tensor) -> Tuple["AnswerRows", Tensor]:
         shorter, columns = self.batch.without(drop, self.pad_token_id)
         return self._of(shorter), columns
+
+    def with_ids(self, input_ids: Tensor) -> "AnswerRows":
+        ids = input_ids.to(self.batch.input_ids.device)
+        return self._of(dataclasses.replace(self.batch, input_ids=ids))
+
+    @property
+    def explained_tokens(self) -> Tensor:
+        return self.batch.explained_mask.sum(1).cpu()
+
+    def log_probability(self, rows_per_pass: Optional[int] = None) -> Tensor:
+        """See :meth:`Rows.log_probability`: the explained tokens'
+        log-likelihood (:class:`~captum_iba.attr.llm.CausalLMLogLikelihood`)."""
+        read, forward = self.read(), self.forward()
+        mask, labels = read.args
+        out = []
+        with torch.no_grad():
+            for part in _passes(self, rows_per_pass):
+                found = forward(read.input_ids[part], mask[part], labels[part])
+                out.append(found.detach().double().reshape(-1).cpu())
+        return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
 
     def _of(self, batch: Any) -> "AnswerRows":
         """Rows of the instances of ``batch`` (no per-token rows)."""

@@ -15,7 +15,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
-from captum_iba._utils.common import logits_of
+from captum_iba._utils.common import delete_tokens, logits_of
 from captum_iba.metrics.strategies import Deletion, RemovalStrategy
 
 # Guards floor() against products like 3/9 * 18 = 5.999999999999999.
@@ -108,37 +108,6 @@ def removed_positions(
     """``(N, L)`` bool: the positions each job removes."""
     k = ks[:, None]
     return torch.where(keep_only[:, None], removable & (rank >= k), rank < k)
-
-
-def _compact(t: Tensor, perm: Tensor, tail: Tensor, fill: int) -> Tensor:
-    idx = perm.reshape(perm.shape + (1,) * (t.dim() - 2)).expand_as(t)
-    out = t.gather(1, idx)
-    tail_t = tail.reshape(tail.shape + (1,) * (t.dim() - 2)).expand_as(out)
-    return out.masked_fill(tail_t, fill)
-
-
-def delete_tokens(
-    keep: Tensor, tensors: Sequence[Optional[Tensor]], fills: Sequence[int]
-) -> Tuple[List[Optional[Tensor]], Tensor]:
-    """Delete the positions not kept: each sequence is compacted to the left.
-
-    Args:
-        keep (Tensor): ``(N, L)`` bool, the positions that stay.
-        tensors (Sequence[Tensor or None]): ``(N, L, ...)`` per-token tensors
-            (ids, mask, segment ids, ...); None entries stay None.
-        fills (Sequence[int]): The value of the freed tail, per tensor.
-
-    Returns:
-        (list, Tensor): The compacted tensors and the ``(N,)`` lengths left.
-    """
-    lengths = keep.sum(1)
-    perm = torch.sort((~keep).to(torch.uint8), dim=1, stable=True).indices
-    tail = torch.arange(keep.shape[1])[None, :] >= lengths[:, None]
-    out = [
-        None if t is None else _compact(t, perm, tail, fill)
-        for t, fill in zip(tensors, fills)
-    ]
-    return out, lengths
 
 
 def _length_groups(lengths: Tensor, by_length: bool) -> Tuple[List[Tensor], List[int]]:
