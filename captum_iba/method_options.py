@@ -181,9 +181,10 @@ _option(
 _option(
     "ablations",
     lambda value: _v.int_in(value, 2),
-    "iba-surrogate's source ablations a prompt: a two-level fractional "
-    "factorial design where one fits, none twice (default 16; at least 2; at "
-    "most 2^S for S sources: then every subset once)",
+    "iba-surrogate's ablations an input: a two-level fractional factorial "
+    "design where one fits, none twice (default: 16 for a context's sources; "
+    "for n words the smallest power of two above n, 16 to 64; at least 2; at "
+    "most 2^S for S sources or words: then every subset once)",
     kwarg="n_ablations",
 )
 _option(

@@ -356,11 +356,12 @@ _method(
 _method(
     "iba-surrogate",
     "surrogate:IBASurrogateScorer",
-    "ContextCite's linear surrogate of the response's logit-probability over "
-    "source ablations (16 by default, drawn as --surrogate-design says), its "
-    "weights shrunk toward one iba-deletion step's source scores instead of "
-    "toward 0: IBA as the surrogate's prior, fitted to the outcomes' ranks (a "
-    "prompt with sources)",
+    "ContextCite's linear surrogate of the output's log-odds over ablations "
+    "(drawn as --surrogate-design says), its weights shrunk toward one "
+    "iba-deletion step's scores instead of toward 0: IBA as the surrogate's "
+    "prior, fitted to the outcomes' ranks; of a context's sources where the "
+    "prompt has them (16 ablations), else of the words (a class, an answer: "
+    "the degradation test's deletion, 16 to 64 ablations by the words' number)",
     (
         "ablations",
         "surrogate_outcome",
@@ -369,8 +370,7 @@ _method(
         "internal_batch_size",
     ),
     reduction="mean",
-    models=("causal-lm",),
-    sources=True,
+    models=MODEL_KINDS,
 )
 for _ablations in (32, 256):
     _method(

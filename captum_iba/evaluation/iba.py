@@ -274,17 +274,28 @@ def top_share(scores: Tensor, scored: Tensor, share: float) -> Tensor:
     return scored & (rank < k[:, None])
 
 
-def one_step_deletion(model: Any, tokenizer: Any) -> IBAScorer:
-    """``iba-deletion`` with one step, a causal LM's scorer (its sources pool
-    by :data:`ONE_STEP_POOLING`): about one forward and backward of the
-    prompt; the teacher of ``iba-heads`` and the prior of ``iba-surrogate``."""
+def one_step_deletion(
+    model: Any,
+    tokenizer: Any,
+    kind: Any = CAUSAL_LM,
+    special_token_ids: Optional[Any] = None,
+    pad_token_id: Optional[int] = None,
+) -> IBAScorer:
+    """``iba-deletion`` with one step, built through the registry for a model
+    of ``kind`` (default a causal LM's; its sources pool by
+    :data:`ONE_STEP_POOLING`): about one forward and backward of the input;
+    the teacher of ``iba-heads`` and the prior of ``iba-surrogate``.
+    ``special_token_ids`` and ``pad_token_id``: default the tokenizer's."""
     from captum_iba.evaluation import Resources, build_scorers
 
+    resources = Resources(
+        model, tokenizer, special_token_ids=special_token_ids, pad_token_id=pad_token_id
+    )
     return build_scorers(
         ["iba-deletion"],
-        Resources(model, tokenizer),
+        resources,
         method_options={"iba-deletion": {"steps": 1}},
-        kind=CAUSAL_LM,
+        kind=kind,
     )["iba-deletion"]
 
 

@@ -89,15 +89,23 @@ class SourceScorer(TokenScorer):
     )
     #: What a score is (:attr:`~captum_iba.attr.batches.AnswerScores.unit`).
     unit = "nats"
+    #: Whether it scores nothing but sources, so needs the tokenizer when
+    #: built (else when it meets a context's sources).
+    sources_only = True
 
     def __init__(self, model: Any, **kwargs: Any) -> None:
         super().__init__(model, **kwargs)
+        if self.sources_only:
+            self._check_tokenizer()
+        self.settings.update(removal="source text (sources.ablated_prompt)")
+
+    def _check_tokenizer(self) -> None:
+        """Refuses a scorer without a tokenizer: sources are removed as text."""
         if self.tokenizer is None:
             raise ValueError(
                 f"{self.name} removes a context's sources as text: give the "
                 "tokenizer (tokenizer=...)"
             )
-        self.settings.update(removal="source text (sources.ablated_prompt)")
 
     def _scores(self, rows: Rows) -> RowScores:
         """The rows' scores from the sources' (:meth:`_source_scores`: the

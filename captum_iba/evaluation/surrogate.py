@@ -63,6 +63,11 @@ contexts that beat drawing every source at random
 ContextCite does, so it is not a one-pass method;
 docs/studies/context_surrogate.rst measures it against ContextCite at equal
 CPU time, docs/studies/context_surrogate_fresh.rst on fresh contexts.
+
+The same method explains words - a classifier's prediction, a causal LM's
+answer from its prompt's words - where the rows have no sources: a word is a
+source one token long, removed as the degradation test removes it
+(:mod:`~captum_iba.evaluation.word_surrogate`).
 """
 
 from typing import Any, List, Optional, Tuple
@@ -72,10 +77,13 @@ from torch import Tensor
 
 from captum_iba._utils import common
 from captum_iba.attr.llm_batch import PromptBatch
+from captum_iba.attr.rows import Rows, RowScores
 from captum_iba.evaluation.iba import ONE_STEP_POOLING, one_step_deletion
 from captum_iba.evaluation.source_methods import AblationScorer
 from captum_iba.evaluation.sources import source_scores
+from captum_iba.evaluation.word_surrogate import word_scores
 from captum_iba.metrics.context import log_odds
+from captum_iba.metrics.strategies import as_removal
 from captum_iba.registry import SURROGATE_DESIGNS, SURROGATE_OUTCOMES  # their home
 
 __all__ = [
@@ -92,6 +100,9 @@ __all__ = [
     "sparse_masks",
 ]
 
+#: The ablations of a context's sources when none is given (measured:
+#: docs/studies/context_surrogate_fresh.rst).
+SOURCE_ABLATIONS = 16
 #: The probability of keeping a source in an ablation (ContextCite's).
 KEEP_PROB = 0.5
 #: ... in an ablation of the ``"sparse"`` design (:func:`sparse_masks`).
@@ -290,7 +301,7 @@ def sparse_masks(
     return _more_distinct(empty, n_ablations, gen, keep_prob)
 
 
-def per_token_log_odds(log_probs: Tensor, tokens: int) -> Tensor:
+def per_token_log_odds(log_probs: Tensor, tokens: Any) -> Tensor:
     """The ablations' outcomes as the surrogate fits them: the response's
     logit-probability per response token (ContextCite's ``outputs /
     num_output_tokens``), finite where :math:`p = 1`.
@@ -298,7 +309,8 @@ def per_token_log_odds(log_probs: Tensor, tokens: int) -> Tensor:
     Args:
         log_probs (Tensor): ``(A,)`` the response's log-probability per
             ablation.
-        tokens (int): The response's tokens.
+        tokens (int or Tensor): The response's tokens (``(A,)``: per
+            ablation).
 
     Returns:
         Tensor: ``(A,)``.
@@ -402,18 +414,24 @@ def rank_ridge(
 class IBASurrogateScorer(AblationScorer):
     """ContextCite's linear surrogate with one ``iba-deletion`` step as its
     prior (see the module docstring): a source's score is its weight in the
-    surrogate of the response's logit-probability.
+    surrogate of the response's logit-probability; on rows without sources
+    (a classifier's instances, a causal LM's prompts) a word's, in the
+    surrogate of the explained output's log-odds over the degradation test's
+    removals (:mod:`~captum_iba.evaluation.word_surrogate`).
 
     Args:
-        model: A Hugging Face causal LM.
-        n_ablations (int): Ablations a prompt: a fractional factorial design
-            where one fits (over the prior's top sources where the sources
-            outnumber it: ``design``), none twice (at most :math:`2^S` for S
-            sources). Default 16.
+        model: A Hugging Face causal LM or sequence classifier.
+        n_ablations (int, optional): Ablations an input: a fractional
+            factorial design where one fits (over the prior's top sources
+            where the sources outnumber it: ``design``), none twice (at most
+            :math:`2^S` for S sources). None (default): 16 for a context's
+            sources; for words,
+            :func:`~captum_iba.evaluation.word_surrogate.word_ablations` of
+            their number.
         penalty (float): The prior's weight :math:`\\lambda` (per response
             token). Default 1.
-        seed (int): The ablations of a prompt are drawn from it and the
-            prompt's tokens. Default 0.
+        seed (int): The ablations of an input are drawn from it and the
+            input's tokens. Default 0.
         outcome (str): What the surrogate is fitted to: ``"ranks"`` (the
             outcomes' ranks, :func:`rank_ridge`; the default) or
             ``"log-odds"`` (:func:`prior_ridge` on the log-odds per token).
@@ -424,31 +442,51 @@ class IBASurrogateScorer(AblationScorer):
             where no design holds the sources) or ``"sparse"``
             (:func:`sparse_masks`: every source at random, kept with
             probability 0.3).
-        **kwargs: See :class:`~captum_iba.evaluation.source_methods.AblationScorer`.
+        removal (str, int, Callable or RemovalStrategy): How an ablation
+            removes words: the degradation test's strategies
+            (:func:`~captum_iba.metrics.strategies.as_removal`). Default
+            ``"delete"``. A context's sources are removed as text.
+        prior_scorer (TokenScorer, optional): The prior, a scorer of the
+            model whose scores are a mask in [0, 1]. Default one
+            ``iba-deletion`` step
+            (:func:`~captum_iba.evaluation.iba.one_step_deletion`).
+        **kwargs: See :class:`~captum_iba.evaluation.source_methods.AblationScorer`
+            (the tokenizer is needed for a context's sources only).
     """
 
     per_token_note = "it fits one surrogate of the whole response a prompt"
+    #: A context's sources are removed as text, when it meets them.
+    sources_only = False
+    meaning = (
+        "the weight of the token in a linear surrogate of the class's log-odds "
+        "(or of their ranks) over removals of the tokens, shrunk toward one "
+        "iba-deletion step's scores: + for the class, - against it"
+    )
     prompt_meaning = (
-        "the weight of the token's source in a linear surrogate of the "
-        "response's logit-probability (or of its ranks) over source ablations, "
-        "shrunk toward one iba-deletion step's scores, each token of a source "
-        "holding it"
+        "the weight of the token (with a context's sources: of its source, each "
+        "token of a source holding it) in a linear surrogate of the response's "
+        "logit-probability (or of its ranks) over removals of them, shrunk "
+        "toward one iba-deletion step's scores"
     )
     unit = "logit-probability"
 
     def __init__(
         self,
         model: Any,
-        n_ablations: int = 16,
+        n_ablations: Optional[int] = None,
         penalty: float = 1.0,
         seed: int = 0,
         outcome: str = "ranks",
         design: str = "focused",
         internal_batch_size: Optional[int] = None,
+        removal: Any = "delete",
+        prior_scorer: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(model, internal_batch_size, **kwargs)
-        if isinstance(n_ablations, bool) or int(n_ablations) < 2:
+        if n_ablations is not None and (
+            isinstance(n_ablations, bool) or int(n_ablations) < 2
+        ):
             raise ValueError(f"n_ablations must be >= 2; got {n_ablations!r}")
         if not float(penalty) > 0:
             raise ValueError(f"penalty must be > 0; got {penalty!r}")
@@ -460,28 +498,65 @@ class IBASurrogateScorer(AblationScorer):
             raise ValueError(
                 f"design must be one of {SURROGATE_DESIGNS}; got {design!r}"
             )
-        self.n_ablations, self.penalty, self.seed = int(n_ablations), penalty, seed
+        self.removal = as_removal(
+            removal, self.tokenizer, pad_token_id=self.pad_token_id
+        )
+        self.n_ablations = None if n_ablations is None else int(n_ablations)
+        self.penalty, self.seed = penalty, seed
         self.design = design
         self.fit = rank_ridge if outcome == "ranks" else prior_ridge
-        self.prior = one_step_deletion(self.model, self.tokenizer)
+        self.prior = prior_scorer or one_step_deletion(
+            self.model,
+            self.tokenizer,
+            self.model_kind,
+            self.special_token_ids,
+            self.pad_token_id,
+        )
         self.settings.update(
-            n_ablations=self.n_ablations,
+            n_ablations=SOURCE_ABLATIONS if n_ablations is None else self.n_ablations,
             penalty=float(penalty),
             seed=seed,
             keep_prob=SPARSE_KEEP_PROB if design == "sparse" else KEEP_PROB,
             design=design,
             outcome=outcome,
             prior=f"iba-deletion, 1 step, {ONE_STEP_POOLING}",
+            word_ablations=(
+                self.n_ablations
+                if n_ablations is not None
+                else "16 up to 15 words, 32 up to 31, 64 beyond"
+            ),
+            word_removal=self.removal.name,
         )
+        if prior_scorer is not None:
+            self.settings["prior"] = prior_scorer.name
+
+    def _masks(self, prior: Tensor, n_ablations: int, seed: int) -> Tensor:
+        """The kept sources (or words) of ``n_ablations`` ablations by the
+        scorer's design, ``prior`` their prior's scores."""
+        if self.design == "focused":
+            return focused_masks(prior, n_ablations, seed)
+        if self.design == "sparse":
+            return sparse_masks(len(prior), n_ablations, seed)
+        return factorial_masks(len(prior), n_ablations, seed)
 
     def _keep(self, batch: PromptBatch, b: int, prior: Tensor) -> Tensor:
         ids = batch.input_ids[b][batch.prompt_mask[b]]
         seed = common.instance_seed(int(self.seed), ids)
-        if self.design == "focused":
-            return focused_masks(prior, self.n_ablations, seed)
-        if self.design == "sparse":
-            return sparse_masks(len(prior), self.n_ablations, seed)
-        return factorial_masks(len(prior), self.n_ablations, seed)
+        return self._masks(prior, self.n_ablations or SOURCE_ABLATIONS, seed)
+
+    @staticmethod
+    def _outcomes(log_probs: Tensor, tokens: Any) -> Tensor:
+        """The ablations' outcomes as the surrogate fits them
+        (:func:`per_token_log_odds`)."""
+        return per_token_log_odds(log_probs, tokens)
+
+    def _scores(self, rows: Rows) -> RowScores:
+        """A context's sources where the rows have them; else their words
+        (:func:`~captum_iba.evaluation.word_surrogate.word_scores`)."""
+        if rows.groups is None:
+            return word_scores(self, rows)
+        self._check_tokenizer()
+        return super()._scores(rows)
 
     def _source_scores(
         self, batch: PromptBatch, per_token: bool
@@ -494,7 +569,7 @@ class IBASurrogateScorer(AblationScorer):
         out = self._empty(batch)
         for b, found in enumerate(self._ablated(batch, keeps)):
             n, tokens = len(batch.spans[b]), len(batch.explained_ids(b))
-            outcomes = per_token_log_odds(found, tokens)
+            outcomes = self._outcomes(found, tokens)
             weights = self.fit(keeps[b], outcomes, prior[b, :n], self.penalty)
             out[b, :n] = weights * tokens
         return out, None

@@ -251,7 +251,7 @@ def test_a_source_method_scores_the_content_s_words(trained):
         scorer_batch(loso, tok, empty, [(len(INSTRUCTION), len(INSTRUCTION))])
 
 
-@pytest.mark.parametrize("method", ["loso", "shapley-sources", "iba-surrogate"])
+@pytest.mark.parametrize("method", ["loso", "shapley-sources"])
 def test_a_content_of_one_word_is_one_source(trained, method):
     """A prompt task's content of one word (SST-2 has such phrases) is one
     source, scored beside a prompt of six words: leaving it out is the only
@@ -280,10 +280,7 @@ def test_a_content_of_one_word_is_one_source(trained, method):
     assert full - without > 1.0  # the key: leaving it out takes the answer
     score = float(found.sources[0, 0])
     assert torch.isnan(found.sources[0, 1:]).all()
-    if method == "iba-surrogate":
-        assert score > 0
-    else:
-        assert score == pytest.approx(full - without, abs=1e-4)
+    assert score == pytest.approx(full - without, abs=1e-4)
     key = given.sources[0] == 0
     assert torch.allclose(found.answer[0][key], torch.tensor(score).float())
     with pytest.raises(ValueError, match="at least two sources"):

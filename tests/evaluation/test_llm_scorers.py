@@ -20,7 +20,6 @@ KINDS = ("llama", "gpt2")
 #: (tests/evaluation/test_context_anchors.py runs them on one).
 SOURCE_METHODS = (
     "iba-sources", "loso", "shapley-sources", "contextcite-32", "contextcite-256",
-    "iba-surrogate",
 )  # fmt: skip
 LLM_METHODS = [
     m
