@@ -1,5 +1,5 @@
 """A causal LM's way of running one of Captum's methods on its rows
-(:meth:`AnswerRows.captum <captum_iba.attr.rows.AnswerRows.captum>`):
+(:meth:`AnswerRows.captum <captum_iba.attr.answer_rows.AnswerRows.captum>`):
 through Captum's LLM API, which replaces the method's forward by the
 answer's log-probability - the method never learns that it explains an LLM.
 
@@ -64,7 +64,7 @@ class _PromptIds(TextTokenInput):
 
 def llm_captum(rows: Any, run: Any) -> Tensor:
     """``(R, W)`` scores of a causal LM's rows
-    (:class:`~captum_iba.attr.rows.AnswerRows`) by Captum's method ``method``
+    (:class:`~captum_iba.attr.answer_rows.AnswerRows`) by Captum's method ``method``
     (built on the model, and for a ``layer`` method at its token
     embeddings), through Captum's LLM API (see the module docstring).
 

@@ -225,7 +225,7 @@ class Classifier(ModelKind):
 
     @property
     def rows_type(self) -> type:
-        from captum_iba.attr.rows import ClassRows
+        from captum_iba.attr.class_rows import ClassRows
 
         return ClassRows
 
@@ -298,7 +298,7 @@ class CausalLM(ModelKind):
 
     @property
     def rows_type(self) -> type:
-        from captum_iba.attr.rows import AnswerRows
+        from captum_iba.attr.answer_rows import AnswerRows
 
         return AnswerRows
 

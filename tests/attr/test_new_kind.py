@@ -13,7 +13,8 @@ import torch
 
 from captum_iba.attr import kinds
 from captum_iba.attr.batches import TokenBatch
-from captum_iba.attr.rows import ClassRows, Read
+from captum_iba.attr.class_rows import ClassRows
+from captum_iba.attr.rows import Read
 from captum_iba.evaluation.captum_methods import SaliencyScorer
 from captum_iba.evaluation.iba import IBAScorer
 from captum_iba.evaluation.ig import IntegratedGradientsScorer

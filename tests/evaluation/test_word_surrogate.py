@@ -10,8 +10,8 @@ import torch
 
 from captum_iba.app.context_tasks import layout_prompt
 from captum_iba.attr.batches import TokenBatch
+from captum_iba.attr.class_rows import ClassRows
 from captum_iba.attr.llm_batch import prompt_batch
-from captum_iba.attr.rows import ClassRows
 from captum_iba.evaluation import Resources, build_scorers
 from captum_iba.evaluation.scorers import TokenScorer
 from captum_iba.evaluation.surrogate import IBASurrogateScorer
