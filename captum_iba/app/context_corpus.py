@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from captum_iba.app.corpus_task import CorpusTask, Prepared
+from captum_iba.app.corpus_task import CorpusTask, Prepared, on_device
 from captum_iba.app.errors import CLIError
 
 __all__ = [
@@ -341,9 +341,7 @@ class ContextTask(CorpusTask):
     def job(
         self, args: Any, world: Any, split: str, prepared: Any, settings: Dict
     ) -> Any:
-        job = context_job(args, prepared, settings)
-        job.model.to(world.device)
-        return job
+        return on_device(context_job(args, prepared, settings), world)
 
     def report(
         self, args: Any, merged: Any, prepared: Any, warning: Optional[str]

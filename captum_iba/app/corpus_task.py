@@ -28,6 +28,7 @@ __all__ = [
     "CorpusTask",
     "DatasetTask",
     "corpus_methods",
+    "on_device",
 ]
 
 #: Corpora ``evaluate`` accepts (each on its held-out split, see the loaders).
@@ -99,6 +100,12 @@ class CorpusTask:
         """``evaluate`` 's summary of the merged run, written and printed;
         the exit code."""
         raise NotImplementedError
+
+
+def on_device(job: Any, world: Any) -> Any:
+    """``job`` with its model on this rank's device."""
+    job.model.to(world.device)
+    return job
 
 
 def corpus_methods(command: str, kind: ModelKind) -> List[str]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Tuple
 
-from captum_iba.app.corpus_task import DatasetTask, Prepared
+from captum_iba.app.corpus_task import DatasetTask, Prepared, on_device
 from captum_iba.app.errors import CLIError
 
 __all__ = [
@@ -213,9 +213,7 @@ class PromptTask(DatasetTask):
     def job(
         self, args: Any, world: Any, split: str, prepared: Any, settings: Dict
     ) -> Any:
-        job = prompt_job(args, prepared, settings)
-        job.model.to(world.device)
-        return job
+        return on_device(prompt_job(args, prepared, settings), world)
 
 
 #: The causal LM's corpus task (:func:`~captum_iba.app.cli_checks.corpus_task`).
