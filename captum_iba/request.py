@@ -32,6 +32,7 @@ from captum_iba.registry import METHODS, OPTIONS, explains, method_kinds
 
 __all__ = [
     "MethodRequest",
+    "WrongKindError",
     "check_model_kind",
     "check_request",
     "check_values",
@@ -259,6 +260,11 @@ def models_of(method: str) -> Tuple[str, ...]:
     return method_kinds(METHODS.entry(method, warn=False))
 
 
+class WrongKindError(ValueError):
+    """Methods that do not explain the model's kind (:func:`check_model_kind`;
+    the command line names the option that chose them)."""
+
+
 def check_model_kind(methods: Sequence[str], kind: str, cli: bool = False) -> None:
     """Every method explains models of ``kind``.
 
@@ -269,7 +275,7 @@ def check_model_kind(methods: Sequence[str], kind: str, cli: bool = False) -> No
         cli (bool): Spell the methods as on the command line.
 
     Raises:
-        ValueError: Naming the methods that do not, and those that do.
+        WrongKindError: Naming the methods that do not, and those that do.
     """
     model = kind_named(kind)
     wrong = [m for m in method_names(methods) if not explains(m, model.name)]
@@ -281,7 +287,7 @@ def check_model_kind(methods: Sequence[str], kind: str, cli: bool = False) -> No
         k.plural for k in kinds_named(n for m in wrong for n in models_of(m))
     )
     verb = "explain" if len(wrong) > 1 else "explains"
-    raise ValueError(
+    raise WrongKindError(
         f"{', '.join(spell(m) for m in wrong)} {verb} {theirs}, but the model is "
         f"{model.article}; the methods for {model.plural}: "
         f"{', '.join(spell(m) for m in fits)}"

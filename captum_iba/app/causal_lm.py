@@ -1,9 +1,9 @@
 """Causal LMs by name: a model folder, a GGUF file or a hub id, with clear errors.
 
-:func:`~captum_iba.app.model_kind.model_kind` says from a configuration
-(before any weights load) whether a model is a sequence classifier or a
-causal LM, :func:`~captum_iba.app.model_kind.kind_hint` from its name where
-it can, without torch. :func:`load_causal_lm` loads tokenizer and model
+:func:`~captum_iba.app.model_kind.decide_kind` says from a name or a
+configuration (before any weights load) whether a model is a sequence
+classifier or a causal LM, :func:`~captum_iba.app.model_kind.kind_hint` from
+its name where it can, without torch. :func:`load_causal_lm` loads tokenizer and model
 (de-quantised to float32 from a GGUF file, which needs the ``gguf`` and
 ``accelerate`` packages).
 
@@ -26,7 +26,6 @@ from captum_iba.app.model_kind import (
     is_gguf_file,
     is_smollm2_hub_id,
     kind_hint,
-    model_kind,
 )
 from captum_iba.app.models import (
     ModelLoadError,
@@ -36,6 +35,7 @@ from captum_iba.app.models import (
     check_no_missing_weights,
     quiet_transformers,
 )
+from captum_iba.attr.kinds import CAUSAL_LM
 
 __all__ = [
     "SMOLLM2_HUB_ID",
@@ -44,7 +44,6 @@ __all__ = [
     "kind_hint",
     "load_causal_lm",
     "load_lm_tokenizer",
-    "model_kind",
     "smollm2_path",
 ]
 
@@ -126,10 +125,12 @@ def load_lm_tokenizer(path: Union[str, Path], checked: bool = False) -> Any:
     from transformers import AutoTokenizer
 
     name, keywords = causal_lm_source(path)
-    if not checked and kind_hint(str(path)) == "classifier":  # (a folder says so)
-        raise ModelLoadError(
-            f"model {path!s} is a sequence classifier, not a causal LM: "
-            "explain it with a classifier's method (e.g. --method iba)"
+    if not checked:  # a classifier refused where its name (a folder) says so
+        (kind_hint(str(path)) or CAUSAL_LM).check_generates(
+            ModelLoadError(
+                f"model {path!s} is a sequence classifier, not a causal LM: "
+                "explain it with a classifier's method (e.g. --method iba)"
+            )
         )
     try:
         with quiet_transformers(warnings=False):

@@ -135,10 +135,9 @@ def n_encoder_layers(config: Any) -> Optional[int]:
 def layer_kind(config: Any) -> str:
     """``"decoder"`` for a causal LM's configuration, else ``"encoder"``
     (how messages name its layers)."""
-    from captum_iba.app.model_kind import model_kind
-    from captum_iba.attr.kinds import kind_named
+    from captum_iba.attr.kinds import kind_of_config
 
-    return kind_named(model_kind(config)).layers
+    return kind_of_config(config).layers
 
 
 def check_against_config(

@@ -200,11 +200,11 @@ def _corpus_arguments(p: argparse.ArgumentParser, n: Optional[int]) -> None:
         help=f"the corpus (its held-out split), one of {', '.join(DATASETS)} "
         f"(default {DEFAULT_CORPUS})",
     )
-    from captum_iba.app.llm_corpus import DEFAULT_METHODS
+    from captum_iba.app.corpus_task import corpus_methods
+    from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER
 
     classifier, llm = (
-        ",".join(m.lower() for m in DEFAULT_METHODS[(p.prog.split()[-1], k)])
-        for k in ("classifier", "causal-lm")
+        ",".join(corpus_methods(p.prog.split()[-1], k)) for k in (CLASSIFIER, CAUSAL_LM)
     )
     p.add_argument(
         "--methods",

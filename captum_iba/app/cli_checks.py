@@ -12,24 +12,25 @@ import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-from captum_iba.app.data.corpora import DEFAULT_CORPUS, HELDOUT_SPLIT
+from captum_iba.app.corpus_task import CORPUS_BATCH, DATASETS
 from captum_iba.app.errors import CLIError, split_choices
-from captum_iba.app.model_kind import kind_hint
 from captum_iba.app.profiles import CORPORA, PARTS
 from captum_iba.registry import (
     METHODS,
     OPTIONS,
     SETTINGS,
 )
-from captum_iba.request import MethodRequest, check_request
+from captum_iba.request import MethodRequest, WrongKindError, check_request
 
 __all__ = [
     "CHECKS",
     "DATASETS",
     "REPRODUCE_SETTINGS",
+    "CORPUS_BATCH",
     "CorpusRequest",
     "ReproduceRequest",
     "check_corpus",
+    "corpus_task",
     "check_explain",
     "check_reproduce",
     "deprecation_notes",
@@ -37,10 +38,6 @@ __all__ = [
     "per_method_options",
 ]
 
-#: Corpora ``evaluate`` accepts (each on its held-out split, see the loaders).
-DATASETS = tuple(HELDOUT_SPLIT)
-#: ``--batch-size`` of a corpus when not given.
-CORPUS_BATCH = 16
 #: The presets ``reproduce`` and ``--setting`` take.
 REPRODUCE_SETTINGS = tuple(SETTINGS.names())
 
@@ -94,22 +91,30 @@ def _checked(
     setting: Optional[str],
     question: Any = None,
     model: Any = None,
+    option: str = "",
 ) -> MethodRequest:
     """The methods and their options checked once, before anything loads
     (an option no chosen method takes, a value a method refuses, ``--set``
-    for a method not chosen: an error); with a ``question`` (``explain``),
-    also against the model's kind, its default methods when none is named
-    (:func:`~captum_iba.app.explain_request.check_methods`)."""
+    for a method not chosen: an error), against the model's kind (``model``)
+    where given; with a ``question`` (``explain``), its default methods when
+    none is named (:func:`~captum_iba.app.explain_request.check_methods`).
+    ``option`` starts the message of methods of another kind (the option
+    that named them)."""
     from captum_iba.app.explain_request import check_methods
 
     given = {name: getattr(args, name, None) for name in OPTIONS.names()}
     per_method = per_method_options(getattr(args, "set", None))
+    kind = getattr(model, "name", None)
     try:
         if question is None:
-            return check_request(methods, given, per_method, setting=setting, cli=True)
+            return check_request(
+                methods, given, per_method, setting=setting, cli=True, model_kind=kind
+            )
         return check_methods(
             methods, question, model, given, per_method, setting=setting, cli=True
         )
+    except WrongKindError as err:
+        raise CLIError(f"{option}{err}") from None
     except (ValueError, TypeError) as err:
         raise CLIError(str(err)) from None
 
@@ -122,7 +127,8 @@ def check_explain(args: argparse.Namespace) -> Any:
     when none is named) and their options checked once against the kind,
     then the text or the query and its context."""
     from captum_iba.app.explain_command import explain_request
-    from captum_iba.app.explain_request import decide_kind, question_of
+    from captum_iba.app.explain_request import question_of
+    from captum_iba.app.model_kind import decide_kind
 
     names = None
     if args.compare is not None:
@@ -170,30 +176,40 @@ class CorpusRequest:
         return CorpusRequest(self, **resolved)
 
 
+def corpus_task(kind: Any, context: bool) -> Any:
+    """The corpus job (a :class:`~captum_iba.app.corpus_task.CorpusTask`) of
+    a model of ``kind``, with ``--task`` (``context``) or without: chosen
+    once, at the entry. A classifier's corpus refuses a context task in its
+    own words (its ``check``)."""
+    from captum_iba.app.classifier_corpus import CLASSIFIER_CORPUS
+    from captum_iba.app.context_corpus import CONTEXT_TASK
+    from captum_iba.app.llm_corpus import PROMPT_TASK
+    from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER
+
+    tasks = {
+        CLASSIFIER: (CLASSIFIER_CORPUS, CLASSIFIER_CORPUS),
+        CAUSAL_LM: (PROMPT_TASK, CONTEXT_TASK),
+    }
+    return tasks[kind][bool(context)]
+
+
 def check_corpus(args: argparse.Namespace) -> CorpusRequest:
-    """The corpus commands' request: a context task's arguments, the corpus,
-    the methods (the defaults for the kind the model's name says) and their
-    options, the data folder - checked before anything loads."""
-    from captum_iba.app.context_corpus import CONTEXT_METHODS, check_context_args
+    """The corpus commands' request: the model's kind decided once (its
+    configuration, before any weights), the corpus job chosen once from it
+    and ``--task`` (:func:`corpus_task`), the
+    job's arguments, the methods (its defaults when none is named) and
+    their options checked once against the kind, the data folder - before
+    anything loads."""
+    from captum_iba.app.model_kind import decide_kind
 
-    resolved = check_context_args(args, kind_hint(args.model))
-    task = getattr(args, "task", None)
-    if task is None:
-        resolved["dataset"] = (args.dataset or DEFAULT_CORPUS).lower()
-        resolved["batch_size"] = args.batch_size or CORPUS_BATCH
-        if resolved["dataset"] not in DATASETS:
-            raise CLIError(
-                f"unknown dataset {resolved['dataset']!r}; choose from {DATASETS}"
-            )
-    if args.methods is None and task is not None:
-        methods = list(CONTEXT_METHODS)
-    elif args.methods is None:
-        from captum_iba.app.llm_corpus import default_methods
-
-        methods = default_methods(args.command, args.model)
+    kind = decide_kind(args.model)
+    task = corpus_task(kind, getattr(args, "task", None) is not None)
+    resolved = task.check(args)
+    if args.methods is None:
+        methods = task.default_methods(args.command, kind)
     else:
         methods = method_names(args.methods, "--methods")
-    request = _checked(args, methods, args.setting)
+    request = _checked(args, methods, args.setting, model=kind, option="--methods: ")
     if args.data_dir is not None:
         folder = os.path.expanduser(args.data_dir)
         if not os.path.isdir(folder):
@@ -202,7 +218,10 @@ def check_corpus(args: argparse.Namespace) -> CorpusRequest:
                 f"--data-dir {args.data_dir}: {what}; give the folder holding the "
                 "corpora (sst2/, imdb/, rte/, ag_news/)"
             )
-    return CorpusRequest(args, **resolved, methods=methods, request=request)
+    return CorpusRequest(
+        args, **resolved, methods=methods, request=request, kind=kind,
+        corpus_task=task,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

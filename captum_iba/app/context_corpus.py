@@ -3,9 +3,10 @@ of a context did a causal LM's answer use, every method measured with
 ContextCite's metrics (:class:`~captum_iba.evaluation.context_loop.ContextJob`)
 on the corpus engine (resumable, many processes), as the other tasks are.
 
-The arguments are checked before anything loads (:func:`check_context_args`:
-a context task on a classifier, with ``--dataset``, ``--passages`` for a task
-without it, ...), the examples made and fitted to the model's positions
+The arguments are checked before anything loads (:meth:`ContextTask.check`:
+with ``--dataset``, ``--passages`` for a task without it, ...; a context task
+on a classifier is refused by the classifier's corpus,
+:func:`on_classifier`), the examples made and fitted to the model's positions
 before its weights load (:func:`prepare_contexts`: an example whose prompt
 and longest response do not fit is skipped, counted and said), and the
 summary (:func:`context_summary`) is one row per method and pooling: mean
@@ -18,12 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from captum_iba.app.corpus_task import CorpusTask, Prepared, on_device
 from captum_iba.app.errors import CLIError
 
 __all__ = [
-    "PreparedContexts",
     "CONTEXT_METHODS",
-    "check_context_args",
+    "CONTEXT_TASK",
+    "ContextTask",
+    "PreparedContexts",
     "context_columns",
     "context_job",
     "context_summary",
@@ -58,60 +61,6 @@ def parse_passages(text: str) -> Tuple[int, int]:
             "2 <= MIN <= MAX, e.g. 3-20"
         )
     return got
-
-
-def check_context_args(
-    args: argparse.Namespace, model_kind: Optional[str]
-) -> Dict[str, Any]:
-    """A context task's arguments, before anything loads (``model_kind``:
-    what the model's name says, None when it does not); returns the values
-    it resolves (``passages``, ``split``, ``batch_size``; none without a
-    task).
-
-    Raises:
-        ~captum_iba.app.errors.CLIError: Naming the argument: ``--task`` on
-            a classifier (the default model included), with ``--dataset`` or
-            ``--max-length``;
-            ``--passages`` or ``--split`` without a task, ``--passages`` for a
-            task without it.
-    """
-    task = getattr(args, "task", None)
-    if task is None:
-        given = (("--passages", getattr(args, "passages", None)),)
-        if args.command == "evaluate":
-            given += (("--split", args.split),)
-        for flag, value in given:
-            if value is not None:
-                raise CLIError(
-                    f"{flag} {value}: it applies to a context task only (--task "
-                    "context-facts or context-topics)"
-                )
-        return {}
-    if args.model is None or model_kind == "classifier":
-        raise on_classifier(args)
-    if args.dataset is not None:
-        raise CLIError(
-            f"--task {task} and --dataset {args.dataset}: a context task reads "
-            "its own passages (AG News); give one of them"
-        )
-    if args.max_length is not None:
-        raise CLIError(
-            f"--max-length {args.max_length}: a context task's prompts are not "
-            "cut (an example past the model's positions is skipped, counted)"
-        )
-    if args.passages is not None:
-        if task != "context-facts":
-            raise CLIError(
-                f"--passages {args.passages}: {task} has one passage per topic; "
-                "--passages applies to context-facts"
-            )
-    resolved: Dict[str, Any] = {
-        "split": args.split or DEFAULT_SPLIT,
-        "batch_size": args.batch_size or CONTEXT_BATCH,
-    }
-    if args.passages is not None:
-        resolved["passages"] = parse_passages(args.passages)
-    return resolved
 
 
 def on_classifier(args: Any) -> Exception:
@@ -180,7 +129,7 @@ def prepare_contexts(args: Any) -> PreparedContexts:
     config = lm_config(args.model)
     check_lm_request(args.request, config, explainer=True)  # fitted on the task
     positions = max_positions(argparse.Namespace(config=config))
-    tok = load_lm_tokenizer(args.model)
+    tok = load_lm_tokenizer(args.model, checked=True)  # (the request's kind)
     if not getattr(tok, "is_fast", False):
         raise CLIError(
             f"--model {args.model}: its tokenizer gives no character offsets (not "
@@ -237,7 +186,7 @@ def context_job(args: Any, prepared: PreparedContexts, settings: Dict[str, Any])
         model=model,
         tokenizer=tok,
         data=prepared.data,
-        scorers=build_scorers(args.request, resources, kind="causal-lm"),
+        scorers=build_scorers(args.request, resources, kind=args.kind),
         settings=dict(
             settings,
             weights=weights_digest(model),
@@ -332,3 +281,104 @@ def write_context_report(
         atomic_write_text(out / f"{name}.json", json.dumps(result, indent=1) + "\n")
         written.append(f"{name}.json")
     return table, written
+
+
+class ContextTask(CorpusTask):
+    """A context task's run: which source of a context a causal LM's answer
+    used, every method measured with ContextCite's metrics."""
+
+    def check(self, args: Any) -> Dict[str, Any]:
+        """The task's arguments; resolves ``split``, ``batch_size`` and
+        ``passages``.
+
+        Raises:
+            ~captum_iba.app.errors.CLIError: Naming the argument: ``--task``
+                with ``--dataset`` or ``--max-length``, ``--passages`` for a
+                task without it.
+        """
+        task = args.task
+        if args.dataset is not None:
+            raise CLIError(
+                f"--task {task} and --dataset {args.dataset}: a context task reads "
+                "its own passages (AG News); give one of them"
+            )
+        if args.max_length is not None:
+            raise CLIError(
+                f"--max-length {args.max_length}: a context task's prompts are not "
+                "cut (an example past the model's positions is skipped, counted)"
+            )
+        if args.passages is not None:
+            if task != "context-facts":
+                raise CLIError(
+                    f"--passages {args.passages}: {task} has one passage per topic; "
+                    "--passages applies to context-facts"
+                )
+        resolved: Dict[str, Any] = {
+            "split": args.split or DEFAULT_SPLIT,
+            "batch_size": args.batch_size or CONTEXT_BATCH,
+        }
+        if args.passages is not None:
+            resolved["passages"] = parse_passages(args.passages)
+        return resolved
+
+    def default_methods(self, command: str, kind: Any) -> List[str]:
+        return list(CONTEXT_METHODS)
+
+    def split(self, args: Any) -> str:
+        return str(args.split)
+
+    def title(self, args: Any) -> str:
+        return str(args.task)
+
+    def prepare(self, args: Any, split: str) -> Prepared:
+        """The examples made and fitted (:func:`prepare_contexts`)."""
+        return prepare_contexts(args), None
+
+    def note(self, prepared: Any) -> str:
+        """The examples skipped, in one line ("" for none)."""
+        return prepared.skipped_line()
+
+    def job(
+        self, args: Any, world: Any, split: str, prepared: Any, settings: Dict
+    ) -> Any:
+        return on_device(context_job(args, prepared, settings), world)
+
+    def report(
+        self, args: Any, merged: Any, prepared: Any, warning: Optional[str]
+    ) -> int:
+        """The summary (:func:`write_context_report`), printed."""
+        from captum_iba._utils.io import write_marker
+        from captum_iba.app.command_parts import MARKER
+        from captum_iba.app.corpus_report import ENGINE_FILES, wrap
+
+        table, written = write_context_report(args, merged, prepared)
+        n = len({row["index"] for row in merged.rows})
+        write_marker(
+            Path(args.out), MARKER, files=ENGINE_FILES + written,
+            command="evaluate", n=n,
+        )  # fmt: skip
+        print(f"\n{args.task} {args.split} (n={n}), {args.model}")
+        print(table)
+        print(
+            wrap(
+                "Columns: LDS (Spearman over the held-out ablations; higher = more "
+                "faithful), top-1 hit (the key source ranked first), top-k drop (the "
+                "response's log-probability fall, nats, removing the k sources "
+                "ranked first), CPU-s per example; a method's rows by pooling of its "
+                "token scores (sum, mean, max) or its own source scores (its name "
+                "alone)"
+            )
+        )
+        note = prepared.skipped_line()
+        if note:
+            print(wrap(f"note: {note}"))
+        for refused in merged.left_out_notes():
+            print(wrap(refused))
+        print(
+            f"done: {merged.run_line(n, len(merged.results))}; results in {args.out}/"
+        )
+        return 0
+
+
+#: The context task (:func:`~captum_iba.app.cli_checks.corpus_task`).
+CONTEXT_TASK = ContextTask()

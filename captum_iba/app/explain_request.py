@@ -9,9 +9,9 @@ again, nor checks the methods again.
   the route an explain takes, chosen once (:func:`question_of`) from the
   model's kind and whether a context was given; it supplies what differs
   between them (the context of a prompt, the default method);
-* :func:`decide_kind` - the model's kind, decided once from its name (its
-  configuration, before any weights) or the loaded object
-  (:func:`captum_iba.app.models.kind_of`);
+* :func:`~captum_iba.app.model_kind.decide_kind` - the model's kind,
+  decided once from its name (its configuration, before any weights) or
+  the loaded object;
 * :func:`check_methods` - the methods (the question's default when none is
   named) and their options checked once, against the declarations and the
   kind (:func:`captum_iba.request.check_request`);
@@ -21,7 +21,8 @@ again, nor checks the methods again.
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
-from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER, ModelKind, kind_named
+from captum_iba.app.model_kind import decide_kind
+from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER, ModelKind
 from captum_iba.request import MethodRequest, check_model_kind, check_request
 
 __all__ = [
@@ -96,20 +97,6 @@ def question_of(model: ModelKind, context: bool) -> Question:
     """The question asked of a model of kind ``model``, with a context or
     without: decided once, at the entry."""
     return _QUESTIONS[model][bool(context)]
-
-
-def decide_kind(model: Any) -> ModelKind:
-    """The kind of ``model`` (None: the default model, a name, or a loaded
-    model), decided once: :func:`captum_iba.app.models.kind_of` (a name's
-    configuration is read, never its weights).
-
-    Raises:
-        ~captum_iba.app.models.ModelLoadError: For a name whose
-            configuration cannot be found or read.
-    """
-    from captum_iba.app.models import kind_of
-
-    return kind_named(kind_of(model))
 
 
 def check_methods(

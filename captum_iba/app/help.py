@@ -10,7 +10,14 @@ import textwrap
 from typing import List, Sequence, Tuple
 
 from captum_iba.attr.kinds import kinds_named
-from captum_iba.registry import METHODS, MODEL_KINDS, OPTIONS, PRIORS, explains
+from captum_iba.registry import (
+    METHODS,
+    MODEL_KINDS,
+    OPTIONS,
+    PRIORS,
+    explains,
+    method_kinds,
+)
 
 __all__ = [
     "DESCRIPTION",
@@ -63,7 +70,7 @@ def methods_listing(kinds: Sequence[str] = MODEL_KINDS) -> str:
     items = []
     for name, summary in METHODS.items():
         facts = METHODS.entry(name).facts
-        models = facts.get("models", ("classifier",))
+        models = method_kinds(METHODS.entry(name))
         if not any(explains(name, k) for k in kinds):
             continue
         options = [f for f in map(_flag, facts.get("options", ())) if f]

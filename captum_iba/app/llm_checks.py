@@ -23,6 +23,7 @@ from types import SimpleNamespace
 from typing import Any, BinaryIO, Dict, Optional, Sequence, Tuple, Union
 
 from captum_iba.app.errors import CLIError
+from captum_iba.attr.kinds import CAUSAL_LM
 from captum_iba.request import MethodRequest
 
 __all__ = [
@@ -148,7 +149,7 @@ def check_lm_request(
 
     check_request_layers(request, config, cli)
     for method in request.methods:
-        entry = method_entry(method, "causal-lm")
+        entry = method_entry(method, CAUSAL_LM)
         if "explainer" in entry.facts.get("uses", ()) and not explainer:
             raise CLIError(
                 f"{method}: a causal LM's explainer is fitted on a prompt task's "

@@ -4,50 +4,27 @@ choice among the task's answer words explained and tested
 (:class:`~captum_iba.evaluation.llm_loop.PromptJob`), on the corpus engine
 (many processes, resumable) as for a classifier.
 
-The model's kind is known before anything loads where its name says it (a
-GGUF file, a folder's ``config.json``, SmolLM2's hub id), else from its
-configuration; the methods are checked against it (a classifier's method on
-a causal LM is refused, naming the methods for causal LMs).
+The model's kind was decided at the entry, before anything loads, and the
+methods checked against it (a classifier's method on a causal LM is refused,
+naming the methods for causal LMs): :class:`PromptTask` is the causal LM's
+corpus job (:func:`~captum_iba.app.cli_checks.corpus_task`).
 """
 
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Tuple
 
+from captum_iba.app.corpus_task import DatasetTask, Prepared, on_device
 from captum_iba.app.errors import CLIError
-from captum_iba.app.model_kind import kind_hint
-from captum_iba.registry import (
-    DEFAULT_COMPARISON,
-    DEFAULT_LLM_COMPARISON,
-    DEFAULT_LLM_METHOD,
-    DEFAULT_METHOD,
-)
 
 __all__ = [
-    "DEFAULT_METHODS",
+    "PROMPT_TASK",
     "PreparedPrompts",
-    "check_methods",
+    "PromptTask",
     "check_prompt_task",
-    "default_methods",
     "prepare_prompts",
     "prompt_job",
 ]
-
-
-#: The methods run when none is named, by command and kind of model.
-DEFAULT_METHODS = {
-    ("evaluate", "classifier"): DEFAULT_COMPARISON,
-    ("evaluate", "causal-lm"): DEFAULT_LLM_COMPARISON,
-    ("attribute", "classifier"): (DEFAULT_METHOD,),
-    ("attribute", "causal-lm"): (DEFAULT_LLM_METHOD,),
-}
-
-
-def default_methods(command: str, model: Optional[str]) -> List[str]:
-    """What ``command`` runs when no method is named: for a model whose name
-    says it is a causal LM, the methods for causal LMs."""
-    kind = kind_hint(model) or "classifier"
-    return [m.lower() for m in DEFAULT_METHODS[(command, kind)]]
 
 
 @dataclass
@@ -106,7 +83,7 @@ def prepare_prompts(args: Any, split: str) -> PreparedPrompts:
     check_lm_request(args.request, config, explainer=True)
     check_against_config(config, max_length=args.max_length)
     positions = max_positions(SimpleNamespace(config=config))
-    tok = load_lm_tokenizer(args.model)
+    tok = load_lm_tokenizer(args.model, checked=True)  # (the request's kind)
     try:
         choices = answer_token_ids(task, tok)
     except ValueError as err:
@@ -141,7 +118,7 @@ def prepare_prompts(args: Any, split: str) -> PreparedPrompts:
         )
     if args.max_length is None:
         out.cut = []
-    if _uses_explainer(args.request):  # iba-amortized's, made before the weights
+    if _uses_explainer(args):  # iba-amortized's, made before the weights
         from captum_iba.app.amortized import training_prompts
 
         cut = args.max_length is not None
@@ -149,13 +126,13 @@ def prepare_prompts(args: Any, split: str) -> PreparedPrompts:
     return out
 
 
-def _uses_explainer(request: Any) -> bool:
-    """Whether a method of ``request`` needs a fitted explainer."""
+def _uses_explainer(args: Any) -> bool:
+    """Whether a method of the request needs a fitted explainer."""
     from captum_iba.registry import method_entry
 
     return any(
-        "explainer" in method_entry(m, "causal-lm").facts.get("uses", ())
-        for m in request.methods
+        "explainer" in method_entry(m, args.kind).facts.get("uses", ())
+        for m in args.request.methods
     )
 
 
@@ -192,7 +169,7 @@ def prompt_job(args: Any, prepared: PreparedPrompts, settings: Dict[str, Any]) -
             args.request,
             Resources(model, tok, explainer=explainer),
             preset,
-            kind="causal-lm",
+            kind=args.kind,
         ),
         settings=dict(settings, weights=weights_digest(model), task=repr(task)),
         preset=preset,
@@ -208,21 +185,6 @@ def prompt_job(args: Any, prepared: PreparedPrompts, settings: Dict[str, Any]) -
     )
 
 
-def check_methods(args: Any, kind: str) -> None:
-    """The methods explain the model's ``kind``.
-
-    Raises:
-        ~captum_iba.app.errors.CLIError: Naming the methods that do not fit
-            (and those that do).
-    """
-    from captum_iba.request import check_model_kind
-
-    try:
-        check_model_kind(args.request.methods, kind, cli=True)
-    except ValueError as err:
-        raise CLIError(f"--methods: {err}") from None
-
-
 def check_prompt_task(args: Any) -> None:
     """A causal LM's corpus has a prompt task.
 
@@ -236,3 +198,23 @@ def check_prompt_task(args: Any) -> None:
             f"--dataset {args.dataset}: no prompt task for a causal LM; the "
             f"tasks are {', '.join(sorted(TASKS))}"
         )
+
+
+class PromptTask(DatasetTask):
+    """A causal LM's corpus run: the corpus as zero-shot prompts, the model's
+    choice among the task's answer words explained and tested."""
+
+    def prepare(self, args: Any, split: str) -> Prepared:
+        """The prompt task checked, the prompts made and checked
+        (:func:`prepare_prompts`)."""
+        check_prompt_task(args)
+        return prepare_prompts(args, split), None
+
+    def job(
+        self, args: Any, world: Any, split: str, prepared: Any, settings: Dict
+    ) -> Any:
+        return on_device(prompt_job(args, prepared, settings), world)
+
+
+#: The causal LM's corpus task (:func:`~captum_iba.app.cli_checks.corpus_task`).
+PROMPT_TASK = PromptTask()

@@ -1,29 +1,35 @@
-"""Which kind of model a name or a configuration is - a sequence classifier
-or a causal LM - decided in one place
-(:func:`~captum_iba.attr.kinds.config_kind`, from the configuration's
-``architectures``, else its ``model_type``) and without
-torch at import (the command line's parser decides its default method with
-it before anything heavy loads; transformers' tables are read only for a
-configuration without ``architectures``). Every route asks
-:func:`~captum_iba.app.models.kind_of` (a name or an object: it reads a
-name's configuration), :func:`kind_hint` (a name, cheaply) or
-:func:`model_kind` (a loaded model or configuration); this module imports
-none of the loading code."""
+"""Which kind of model a name, a configuration or a loaded model is - a
+sequence classifier or a causal LM - decided once, at the entry, as the
+kind's object (:class:`~captum_iba.attr.kinds.ModelKind`):
+:func:`decide_kind` (the default model, a name - its configuration, read
+before any weights -, or a loaded model), :func:`kind_hint` (a name,
+cheaply, where it says; the command line's parser's choices) - both by the
+one rule of :func:`~captum_iba.attr.kinds.config_kind`. Torch-free at
+import; this module imports none of the loading code (a name whose kind
+only its configuration says has it read when decided).
+"""
 
 import json
 from pathlib import Path
 from typing import Any, Optional
 
-from captum_iba.attr.kinds import config_kind, kind_of_config
+from captum_iba.attr.kinds import (
+    CAUSAL_LM,
+    CLASSIFIER,
+    KINDS,
+    ModelKind,
+    config_kind,
+    kind_of_config,
+)
 
 __all__ = [
     "SMOLLM2_HUB_ID",
     "SMOLLM2_INSTALL",
     "config_kind",
+    "decide_kind",
     "is_gguf_file",
     "is_smollm2_hub_id",
     "kind_hint",
-    "model_kind",
     "refuse_classifier",
 ]
 
@@ -48,12 +54,12 @@ def is_gguf_file(path: Any) -> bool:
     return name.lower().endswith(".gguf") and not Path(name).expanduser().is_dir()
 
 
-def kind_hint(path: Optional[str]) -> Optional[str]:
+def kind_hint(path: Optional[str]) -> Optional[ModelKind]:
     """The kind of the model named ``path`` where the name says it, without
-    loading anything heavy: ``"causal-lm"`` for a GGUF file (transformers
-    reads language models from them) and SmolLM2's hub id, else as a
-    folder's ``config.json`` says (:func:`config_kind`); None when unknown
-    (another hub id, a folder whose configuration says neither, no name).
+    loading anything heavy: a causal LM for a GGUF file (transformers reads
+    language models from them) and SmolLM2's hub id, else as a folder's
+    ``config.json`` says (:func:`config_kind`); None when unknown (another
+    hub id, a folder whose configuration says neither, no name).
 
     Raises:
         ~captum_iba.attr.kinds.NotExplainedError: For a folder whose
@@ -63,22 +69,38 @@ def kind_hint(path: Optional[str]) -> Optional[str]:
     if path is None:
         return None
     if is_gguf_file(path) or is_smollm2_hub_id(path):
-        return "causal-lm"
+        return CAUSAL_LM
     config = Path(path).expanduser() / "config.json"
     try:
         found = json.loads(config.read_text())
     except (OSError, ValueError):
         return None
-    return config_kind(found, path) if isinstance(found, dict) else None
+    return KINDS.get(config_kind(found, path)) if isinstance(found, dict) else None
 
 
-def model_kind(model_or_config: Any) -> str:
-    """``"causal-lm"`` or ``"classifier"``: a loaded model by its class (a
-    ``...ForCausalLM`` or ``...LMHeadModel``), a configuration by
-    :func:`~captum_iba.attr.kinds.config_kind`; a sequence classifier
-    otherwise (:func:`~captum_iba.attr.kinds.kind_of_config`'s name, which
-    refuses a model of no kind the package explains)."""
-    return kind_of_config(model_or_config).name
+def decide_kind(model: Any) -> ModelKind:
+    """The kind of ``model``, decided once, at the entry: None (the default
+    model, a classifier), a loaded model or a configuration by
+    :func:`~captum_iba.attr.kinds.kind_of_config`, a name by
+    :func:`kind_hint`, else by its configuration (read before any weights;
+    a hub id's from the hub's cache or the hub).
+
+    Raises:
+        ~captum_iba.app.models.ModelLoadError: For a name whose
+            configuration cannot be found or read.
+        ~captum_iba.attr.kinds.NotExplainedError: For a model of no kind
+            the package explains, naming it.
+    """
+    if model is None:
+        return CLASSIFIER
+    if not isinstance(model, (str, Path)):
+        return kind_of_config(model)
+    hint = kind_hint(str(model))
+    if hint is not None:
+        return hint
+    from captum_iba.app.models import model_config
+
+    return kind_of_config(model_config(str(model)))
 
 
 def refuse_classifier(model: Any) -> None:
@@ -94,14 +116,18 @@ def refuse_classifier(model: Any) -> None:
             module without a Hugging Face configuration), naming it.
     """
     if isinstance(model, (str, Path)):
-        if kind_hint(str(model)) == "classifier":
-            raise ValueError(
+        (kind_hint(str(model)) or CAUSAL_LM).check_generates(
+            ValueError(
                 f"model {model!s} is a sequence classifier, not a causal LM: "
                 "explain its predictions with captum_iba.explain and a "
                 "classifier's method"
             )
-    elif not kind_of_config(model).generates:
-        raise ValueError(
-            f"model is a {type(model).__name__}, not a causal LM (a "
-            "...ForCausalLM): explain a classifier's prediction with its own methods"
+        )
+    else:
+        kind_of_config(model).check_generates(
+            ValueError(
+                f"model is a {type(model).__name__}, not a causal LM (a "
+                "...ForCausalLM): explain a classifier's prediction with its own "
+                "methods"
+            )
         )

@@ -20,7 +20,6 @@ import torch
 from captum_iba.app.checks import check_against_config, layer_kind, n_encoder_layers
 from captum_iba.app.errors import CLIError
 from captum_iba.app.hub import TIMEOUT, hub_reachable
-from captum_iba.app.model_kind import kind_hint, model_kind
 from captum_iba.request import MethodRequest
 
 __all__ = [
@@ -28,7 +27,6 @@ __all__ = [
     "check_no_missing_weights",
     "check_last_layer",
     "check_request_layers",
-    "kind_of",
     "load_classifier",
     "load_label_names",
     "looks_like_hub_id",
@@ -332,25 +330,3 @@ def check_last_layer(request: MethodRequest, config: Any, cli: bool = True) -> N
             f"(0..{n - 1}): {method} there ranks nothing ({why}); choose "
             + ("'embeddings'" if n < 2 else f"'embeddings' or a layer in 0..{n - 2}")
         )
-
-
-def kind_of(model: Any) -> str:
-    """The kind of ``model`` as every route decides it: None (the default
-    model, a classifier), a loaded model or configuration
-    (:func:`~captum_iba.app.model_kind.model_kind`), a name by
-    :func:`~captum_iba.app.model_kind.kind_hint`, else by its
-    configuration (read before any weights; a hub id's from the hub's
-    cache or the hub).
-
-    Raises:
-        ModelLoadError: For a name whose
-            configuration cannot be found or read.
-    """
-    if model is None:
-        return "classifier"
-    if not isinstance(model, (str, Path)):
-        return model_kind(model)
-    hint = kind_hint(str(model))
-    if hint is not None:
-        return hint
-    return model_kind(model_config(str(model)))

@@ -243,8 +243,9 @@ class Explanation(Page):
     @property
     def kind(self) -> str:
         """str: The kind of model explained, ``"classifier"`` or
-        ``"causal-lm"``."""
-        return self.subject.kind
+        ``"causal-lm"`` (the name of the subject's
+        :class:`~captum_iba.attr.kinds.ModelKind`)."""
+        return self.subject.kind.name
 
     def tokens(self, pieces: bool = False) -> List[str]:
         """The words (or, with ``pieces``, the word pieces) shown, special

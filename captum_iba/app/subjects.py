@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 from captum_iba.app.llm_explain_text import WHOLE_ANSWER_ONLY, answer_text
 from captum_iba.app.llm_odds import READING_NOTE, AnswerProbability
 from captum_iba.app.words import form_words_note
+from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER, ModelKind
 
 __all__ = ["ClassifierSubject", "ContextSubject", "PromptSubject", "Subject"]
 
@@ -42,14 +43,15 @@ class Subject:
     ``result.subject.answer``).
 
     Attributes:
-        kind (str): The kind of model explained: ``"classifier"`` or
-            ``"causal-lm"`` (the names of :mod:`captum_iba.registry`).
+        kind (ModelKind): The kind of model explained (its object,
+            :data:`~captum_iba.attr.kinds.CLASSIFIER` or
+            :data:`~captum_iba.attr.kinds.CAUSAL_LM`).
         what (str): What was explained, in words.
         seconds_unit (str): How a method's time was measured (``"s"``: wall
             clock; ``"CPU-s"``: the process's CPU time).
     """
 
-    kind: ClassVar[str] = ""
+    kind: ClassVar[ModelKind]
     what: ClassVar[str] = ""
     seconds_unit: ClassVar[str] = "s"
 
@@ -123,7 +125,7 @@ class ClassifierSubject(Subject):
         n_layers (int, optional): The model's encoder layers.
     """
 
-    kind: ClassVar[str] = "classifier"
+    kind: ClassVar[ModelKind] = CLASSIFIER
     what: ClassVar[str] = "a classifier's prediction"
     #: Why function words or punctuation can rank first (issue 90, item 17).
     form_words_why: ClassVar[str] = (
@@ -224,7 +226,7 @@ class PromptSubject(Subject):
             answer (:func:`~captum_iba.app.llm_odds.answer_odds`).
     """
 
-    kind: ClassVar[str] = "causal-lm"
+    kind: ClassVar[ModelKind] = CAUSAL_LM
     what: ClassVar[str] = "a causal LM's answer"
     #: Why function words or punctuation can rank first (issue 90, item 17).
     form_words_why: ClassVar[str] = (

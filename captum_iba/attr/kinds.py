@@ -44,7 +44,9 @@ from captum_iba._utils.kinds import (
     transformers_table,
 )
 from captum_iba.registry import (
+    DEFAULT_COMPARISON,
     DEFAULT_CONTEXT_METHOD,
+    DEFAULT_LLM_COMPARISON,
     DEFAULT_LLM_METHOD,
     DEFAULT_METHOD,
     MODEL_KINDS,
@@ -84,6 +86,8 @@ class ModelKind:
         generates (bool): Whether it generates text: a method explains its
             answers to prompts.
         default_method (str): The method explained when none is named.
+        default_comparison (tuple of str): The methods ``evaluate``
+            compares when none is named.
         context_method (str, optional): The method that attributes an answer
             to the sources of a context when none is named (None: the kind
             takes no context).
@@ -96,6 +100,7 @@ class ModelKind:
     has_classes = True
     generates = False
     default_method = DEFAULT_METHOD
+    default_comparison: Tuple[str, ...] = DEFAULT_COMPARISON
     context_method: Optional[str] = None
 
     def default_for(self, context: bool) -> str:
@@ -105,6 +110,13 @@ class ModelKind:
         if context and self.context_method:
             return self.context_method
         return self.default_method
+
+    def check_generates(self, refusal: Exception) -> None:
+        """The guard of a route that explains answers to prompts: raises
+        ``refusal`` (naming the model and the route) unless models of this
+        kind generate text (:attr:`generates`)."""
+        if not self.generates:
+            raise refusal
 
     def __repr__(self) -> str:
         return f"<model kind {self.name}>"
@@ -288,6 +300,7 @@ class CausalLM(ModelKind):
     has_classes = False
     generates = True
     default_method = DEFAULT_LLM_METHOD
+    default_comparison = DEFAULT_LLM_COMPARISON
     context_method = DEFAULT_CONTEXT_METHOD
 
     @property

@@ -9,9 +9,10 @@ import pytest
 
 from captum_iba.app import cli, cli_checks, command_parts
 from captum_iba.app.errors import CLIError
+from captum_iba.attr.kinds import CLASSIFIER
 from captum_iba.attr.priors import NoisePrior
 from captum_iba.attr.text import LayerRef
-from captum_iba.registry import METHODS, OPTIONS
+from captum_iba.registry import METHODS, OPTIONS, explains
 from captum_iba.request import options_of, takers
 
 #: A valid command-line value of each option, and what it becomes.
@@ -50,6 +51,10 @@ def _checked(command, methods, extra, setting="fair"):
         argv += ["some text", "--compare", ",".join(methods)]
     else:
         argv += ["--methods", ",".join(methods), "--setting", setting]
+        if not all(explains(m, CLASSIFIER) for m in methods):
+            # a causal LM's methods: a model whose name says it is one (the
+            # kind is decided, and the methods checked for it, at the entry)
+            argv += ["--model", "model.gguf"]
     args = cli._parser().parse_args(argv + extra)
     checked = cli_checks.CHECKS[command](args)
     # the checked methods and options: an explain's, or a corpus run's

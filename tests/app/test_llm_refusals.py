@@ -17,9 +17,10 @@ from captum_iba.app.cli import main
 from captum_iba.app.model_kind import (
     SMOLLM2_HUB_ID,
     config_kind,
+    decide_kind,
     kind_hint,
 )
-from captum_iba.app.models import kind_of
+from captum_iba.attr.kinds import CAUSAL_LM
 from tests.helpers import (
     bert_tokenizer,
     saved_lm,
@@ -78,7 +79,7 @@ def test_one_function_decides_the_kind(config, kind):
 
 def test_a_llama_folder_without_architectures_is_a_causal_lm(tmp_path, capsys):
     folder = _save_lm(tmp_path / "llama", architectures=False)
-    assert kind_hint(folder) == "causal-lm" and kind_of(folder) == "causal-lm"
+    assert kind_hint(folder) is CAUSAL_LM and decide_kind(folder) is CAUSAL_LM
     argv = ["explain", "the cat", "--model", folder, "--max-new-tokens", "2"]
     assert main(argv + ["--steps", "2"]) == 0
     out = capsys.readouterr().out
@@ -210,7 +211,7 @@ def test_a_generated_answer_is_not_called_the_target():
 def test_a_folder_named_like_a_gguf_file_is_a_folder(lm_dir, tmp_path, capsys):
     folder = tmp_path / "x.gguf"
     shutil.copytree(lm_dir, folder)
-    assert kind_hint(str(folder)) == "causal-lm"
+    assert kind_hint(str(folder)) is CAUSAL_LM
     argv = ["explain", "the cat", "--model", str(folder), "--max-new-tokens", "2"]
     assert main(argv + ["--method", "llm-random"]) == 0
     assert "answer (greedy" in capsys.readouterr().out
@@ -225,7 +226,7 @@ def test_no_chat_on_a_classifier_is_named_as_given(tiny_model_dir, capsys):
 
 @pytest.mark.parametrize("name", [SMOLLM2_HUB_ID, SMOLLM2_HUB_ID.lower()])
 def test_smollm2s_hub_id_is_a_causal_lm_before_anything_loads(name, capsys):
-    assert kind_hint(name) == "causal-lm"
+    assert kind_hint(name) is CAUSAL_LM
     err = _refused(
         ["explain", "a fine film", "--model", name, "--n-samples", "3"], capsys
     )

@@ -151,8 +151,9 @@ def test_one_kind_rule_for_a_name_a_configuration_and_a_model(tiny_model_dir, tm
     import json
 
     from captum_iba.app.causal_lm import load_lm_tokenizer
-    from captum_iba.app.model_kind import config_kind, kind_hint, model_kind
-    from captum_iba.app.models import ModelLoadError, kind_of, load_classifier
+    from captum_iba.app.model_kind import config_kind, decide_kind, kind_hint
+    from captum_iba.app.models import ModelLoadError, load_classifier
+    from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER, kind_of_config
 
     lm = tiny_causal_lm("gpt2")
     lm.config.architectures = [type(lm).__name__]
@@ -160,12 +161,13 @@ def test_one_kind_rule_for_a_name_a_configuration_and_a_model(tiny_model_dir, tm
     lm.save_pretrained(folder)
     tiny_word_tokenizer().save_pretrained(folder)
     for name, model, kind in [
-        (tiny_model_dir, load_classifier(tiny_model_dir)[0], "classifier"),
-        (str(folder), lm, "causal-lm"),
+        (tiny_model_dir, load_classifier(tiny_model_dir)[0], CLASSIFIER),
+        (str(folder), lm, CAUSAL_LM),
     ]:
         config = json.loads((Path(name) / "config.json").read_text())
-        assert config_kind(config) == kind_hint(name) == kind_of(name) == kind
-        assert model_kind(model) == model_kind(model.config) == kind_of(model) == kind
+        assert config_kind(config) == kind.name
+        assert kind_hint(name) is decide_kind(name) is kind
+        assert kind_of_config(model.config) is decide_kind(model) is kind
     with pytest.raises(ModelLoadError, match="is a sequence classifier, not a causal"):
         load_lm_tokenizer(tiny_model_dir)
 

@@ -11,12 +11,13 @@ another (a name's kind read from its configuration) is one decision, a check
 that checks the kind inside it one check.
 """
 
+import ast
 import functools
 import importlib
 import os
 import sys
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List
+from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import pytest
 
@@ -31,9 +32,8 @@ DECISIONS = (
     ("captum_iba.attr.kinds", "config_kind"),
     ("captum_iba._utils.kinds", "head_of"),
     ("captum_iba.app.model_kind", "kind_hint"),
-    ("captum_iba.app.model_kind", "model_kind"),
+    ("captum_iba.app.model_kind", "decide_kind"),
     ("captum_iba.app.model_kind", "refuse_classifier"),
-    ("captum_iba.app.models", "kind_of"),
 )
 #: The functions that check a request's methods and options.
 CHECKS = (
@@ -154,3 +154,51 @@ def test_one_default_explain_decides_once_and_checks_once(
     # fixed request, not the one asked for
     asked = calls["checks"][0].rpartition(" ")[2]
     assert [c for c in calls["checks"] if c.endswith(asked)] == calls["checks"][:1]
+
+
+def _corpus(name: str, tiny_model_dir: str, lm_dir: str, tmp_path) -> List[str]:
+    """One default ``evaluate`` of the corpus job ``name`` (a classifier's
+    corpus, a causal LM's prompt task, a context task), as the command
+    line's arguments: few instances, each method at its defaults."""
+    from tests.app.test_cli_faults import _tiny_sst2
+    from tests.app.test_context_evaluate import _llama_dir, _tiny_ag_news
+
+    data, out = tmp_path / "data", tmp_path / "out"
+    argv = ["evaluate", "--data-dir", str(data), "--out", str(out), "--n", "2"]
+    if name == "context":
+        _tiny_ag_news(data)
+        model = _llama_dir(tmp_path, 160)
+        return argv + ["--model", model, "--task", "context-facts"]
+    _tiny_sst2(data)
+    model = tiny_model_dir if name == "classifier" else lm_dir
+    return argv + ["--model", model, "--batch-size", "2", "--steps", "2"]
+
+
+@pytest.mark.parametrize("corpus", ["classifier", "prompts", "context"])
+def test_one_default_evaluate_decides_once_and_checks_once(
+    corpus, tiny_model_dir, tiny_llm_dir, monkeypatch, capsys, tmp_path
+):
+    """``evaluate`` of each corpus job - a classifier's corpus, a causal LM's
+    prompt task, a context task - decides the model's kind once (its
+    request holds the object) and checks its methods once."""
+    argv = _corpus(corpus, tiny_model_dir, tiny_llm_dir, tmp_path)
+    with traced(monkeypatch) as calls:
+        _cli(argv)
+    capsys.readouterr()
+    print(corpus, calls)  # (shown on failure)
+    if os.environ.get("TRACE_OUT"):
+        with open(os.environ["TRACE_OUT"], "a") as f:
+            f.write(f"evaluate {corpus}: {calls}\n")
+    assert len(calls["decisions"]) == 1, calls["decisions"]
+    # the request's methods, however a check spells them (``ig``, ``IG``;
+    # ``ablation``, ``LOO``)
+    checks = [_registered(c) for c in calls["checks"]]
+    assert [c for c in checks if c == checks[0]] == checks[:1], calls["checks"]
+
+
+def _registered(check: str) -> Tuple[str, ...]:
+    """The registered names of the methods a traced check checked."""
+    from captum_iba.registry import METHODS
+
+    names = ast.literal_eval(check.partition(" <- ")[2].partition(" ")[2])
+    return tuple(METHODS.entry(m, warn=False).name for m in names)

@@ -9,7 +9,7 @@ nothing is called a kind it is not."""
 import pytest
 import torch
 
-from captum_iba.app.model_kind import model_kind
+from captum_iba.app.model_kind import decide_kind
 from captum_iba.attr import InformationBottleneckAttribution
 from captum_iba.attr.kinds import (
     CAUSAL_LM,
@@ -49,21 +49,21 @@ def test_methods_on_a_model_of_another_head_are_refused(name):
 
 def test_nothing_is_called_a_kind_it_is_not():
     """Before: a LlamaForTokenClassification was a causal LM by its
-    configuration's ``model_type`` (``model_kind``), a BertForMaskedLM a
+    configuration's ``model_type`` (the application's kind by name), a BertForMaskedLM a
     classifier (``kind_of``), a GPT-2 classifier built without
     ``architectures`` a causal LM."""
     import transformers as tf
 
     for name in ("llama-token-classification", "bert-masked-lm"):
         model = other_head_model(name)
-        for decide in (kind_of, model_kind):
+        for decide in (kind_of, decide_kind):
             with pytest.raises(NotExplainedError, match=OTHER_HEADS[name][0]):
                 decide(model)
     gpt2 = tf.GPT2ForSequenceClassification(
         tf.GPT2Config(n_embd=8, n_layer=1, n_head=2, vocab_size=20, pad_token_id=0)
     )
     assert gpt2.config.architectures is None
-    assert kind_of(gpt2) is CLASSIFIER and model_kind(gpt2) == "classifier"
+    assert kind_of(gpt2) is CLASSIFIER and decide_kind(gpt2) is CLASSIFIER
     assert kind_of(tiny_causal_lm("llama")) is CAUSAL_LM
     # transformers' causal-LM table holds a class the name's ending does not
     gemma = {
