@@ -393,11 +393,11 @@ def test_a_source_method_gives_no_word_level_verdict(lm, monkeypatch):
     ranking of the words ... found nothing that changes the answer' (its
     words tie within a source): a method that scores sources as such is
     judged by its sources only."""
-    import captum_iba.app.llm_explanation as le
+    import captum_iba.app.answer_route as route
     from captum_iba.app.context_explain import context_text
 
-    scored = le._scored
-    monkeypatch.setattr(le, "_scored", lambda *a: (scored(*a)[0], True))
+    say = route._say_no_ranking  # told that IBA found most tokens tied
+    monkeypatch.setattr(route, "_say_no_ranking", lambda r, n, _: say(r, n, True))
     result = _explain(lm, SOURCES, "iba-sources", steps=2)
     assert result.methods["iba-sources"].by_source
     assert result.methods["iba-sources"].no_ranking == ""
