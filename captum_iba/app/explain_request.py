@@ -8,7 +8,10 @@ again, nor checks the methods again.
 * :class:`Question` - a prediction, an answer, the sources of an answer:
   the route an explain takes, chosen once (:func:`question_of`) from the
   model's kind and whether a context was given; it supplies what differs
-  between them (the context of a prompt, the default method);
+  between them: the context of a prompt, the default method, the request
+  of a Python entry (:meth:`Question.request`), and its parts of the one
+  pipeline (:meth:`Question.prepare`;
+  :mod:`~captum_iba.app.explain_pipeline`);
 * :func:`decide_kind` - the model's kind, decided once from its name (its
   configuration, before any weights) or the loaded object
   (:func:`captum_iba.app.models.kind_of`);

@@ -9,17 +9,24 @@
     result.top(5)               # [("beautifully", 0.41), ...]
     result.scores()             # one score per word, in text order
 
-It checks the request - the methods and their options - against the
-declarations (:func:`~captum_iba.request.check_request`; a layer index also
-against the model's configuration) before any weights load, loads the model
-(the default: MiniLM-L6 fine-tuned on SST-2, made once and cached), predicts,
-builds the methods once through the one resolver of the harness
+It decides the model's kind once (its configuration, before any weights)
+and the question - a classifier's prediction, a causal LM's answer, or with
+a ``context`` the sources of an answer
+(:mod:`~captum_iba.app.explain_request`) -, builds the request the question
+takes and checks it - the methods and their options against the
+declarations and the kind - before any weights load, and runs the one
+pipeline (:func:`~captum_iba.app.explain_pipeline.explained`: prepare,
+score, present) with the question's parts: for a classifier
+(:mod:`~captum_iba.app.prediction_route`) the model loaded (the default:
+MiniLM-L6 fine-tuned on SST-2, made once and cached, a layer index checked
+against its configuration), the text predicted, the methods built once
+through the one resolver of the harness
 (:func:`~captum_iba.evaluation.build_scorers`; any registered method works),
-scores the text's word pieces, and groups them into words (a word's score is
-the sum or the mean of its pieces', as the method's registry entry says),
-saying where a method's scores rank no word (``no_ranking``). For
-a causal LM it explains the model's answer to the text instead
-(:func:`~captum_iba.app.llm_explanation.explain_answer`).
+the text's word pieces scored and grouped into words (a word's score is the
+sum or the mean of its pieces', as the method's registry entry says), where
+a method's scores rank no word said (``no_ranking``); for a causal LM its
+answer to the text (:mod:`~captum_iba.app.answer_route`,
+:mod:`~captum_iba.app.sources_route`).
 
 Either way it returns one class, :class:`~captum_iba.app.page.Explanation`
 (defined in :mod:`captum_iba.app.page`, below both routes; importable from
@@ -27,22 +34,22 @@ here): the pieces, the words and every method's scores
 (:class:`~captum_iba.app.page.MethodScores`), and what was explained, its
 ``subject`` (:mod:`captum_iba.app.subjects`: a classifier's prediction or a
 causal LM's answer). It renders as the page of
-:func:`~captum_iba.visualization.page.explanation_html` and as the terminal
-listing (:func:`~captum_iba.app.explain_text.terminal_text`,
-:func:`~captum_iba.app.llm_explain_text.answer_text`).
+:func:`~captum_iba.visualization.page.explanation_html` and as the one
+terminal listing (:func:`~captum_iba.app.listing.listing`), each with the
+subject's parts.
 """
 
 from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
 from captum_iba.app.explain_pipeline import explained
 from captum_iba.app.explain_request import decide_kind, question_of
-from captum_iba.app.page import Explanation, MethodScores
+from captum_iba.app.page import Explanation, MethodScores  # noqa: F401
 from captum_iba.registry import DEFAULT_METHOD
 from captum_iba.request import MethodRequest, check_values
 
 # Explanation and MethodScores import from here as before; documented where
 # they are defined (captum_iba.app.page)
-__all__ = ["DEFAULT_METHOD", "Explanation", "MethodScores", "explain"]
+__all__ = ["DEFAULT_METHOD", "explain"]
 
 
 def explain(

@@ -11,9 +11,12 @@
     result                      # in Jupyter: the page
 
 It checks the request against the declarations and the model's kind before
-any weights load, loads the model (a folder, a GGUF file or a hub id;
-:mod:`captum_iba.app.causal_lm`), wraps the prompt as a user turn when the
-tokenizer has a chat template (``chat``), takes the answer as given
+any weights load, then runs the one pipeline
+(:func:`~captum_iba.app.explain_pipeline.explained`) with the answer's parts
+(:mod:`~captum_iba.app.answer_route`; a query about a context:
+:mod:`~captum_iba.app.sources_route`): it loads the model (a folder, a GGUF
+file or a hub id; :mod:`captum_iba.app.causal_lm`), wraps the prompt as a
+user turn when the tokenizer has a chat template (``chat``), takes the answer as given
 (``target``) or the model's greedy answer, builds every method once through
 :func:`~captum_iba.evaluation.build_scorers`, and scores the prompt's own
 tokens (never the template nor a special token) for the whole answer and,
@@ -23,7 +26,7 @@ log-probability alone, :mod:`~captum_iba.app.answer_spans`). It returns the one
 :class:`~captum_iba.app.page.Explanation` of both kinds of model, whose
 :class:`~captum_iba.app.subjects.PromptSubject` holds the prompt and the
 answer: it renders as the terminal listing
-(:mod:`~captum_iba.app.llm_explain_text`) and as the page of
+(:func:`~captum_iba.app.listing.listing`) and as the page of
 :func:`~captum_iba.visualization.page.explanation_html` (each method's row of
 prompt words, and its output-token x word matrix).
 
