@@ -3,7 +3,7 @@
 (:func:`~captum_iba.app.explain_pipeline.explained`); the sources of an
 answer (:mod:`~captum_iba.app.sources_route`) take it with their own parts.
 
-* prepare (:func:`prepare`, :class:`Answer`) - the inputs checked before
+* prepare (:class:`Answer`) - the inputs checked before
   anything loads (a method that scores a context's sources, parts of the
   answer, an empty prompt or target), the model's configuration checked
   against the methods and its tokenizer loaded, a given answer encoded and
@@ -21,15 +21,14 @@ answer (:mod:`~captum_iba.app.sources_route`) take it with their own parts.
 
 import time
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 from captum_iba._utils.common import user_stacklevel
 from captum_iba._utils.ranking import check_finite, flat_reason, is_flat, spread_said
 from captum_iba.app.answer_spans import check_answer_span
-from captum_iba.app.explain_pipeline import Prepared, Supplied
+from captum_iba.app.explain_pipeline import Prepared
 from captum_iba.app.llm_odds import answer_odds
 from captum_iba.app.page import Explanation, MethodScores
 from captum_iba.app.subjects import PromptSubject
@@ -37,7 +36,7 @@ from captum_iba.app.words import blank, prompt_words, token_labels
 from captum_iba.registry import METHODS
 from captum_iba.request import MethodRequest
 
-__all__ = ["Answer", "methods_with", "prepare"]
+__all__ = ["Answer", "methods_with"]
 
 _FLAT = (
     "most prompt words have the same score (within 0.1 % of the median), so "
@@ -49,21 +48,6 @@ _TRY = (
     "sampling method with too few samples, or a configuration the model "
     "barely reads: docs/llm.rst; try iba-deletion)"
 )
-
-
-@contextmanager
-def prepare(request: Any, supplied: Supplied) -> Iterator["Answer"]:
-    """A causal LM's request prepared (:class:`Answer`).
-
-    Args:
-        request (ExplainRequest): The checked request (its question
-            :data:`~captum_iba.app.explain_request.ANSWER`).
-        supplied (Supplied): ``iba-amortized`` 's explainer, if any.
-
-    Yields:
-        Answer: The prepared answer.
-    """
-    yield Answer(request, supplied.explainer)
 
 
 class Answer(Prepared):

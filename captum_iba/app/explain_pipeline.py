@@ -55,7 +55,15 @@ class Prepared:
     built. :func:`explained` asks it, in this order, for the methods
     (:meth:`build`), the result before any score (:meth:`result`), each
     method's scores (:meth:`score`), and what is said after them all
-    (:meth:`finish`)."""
+    (:meth:`finish`). It is its own context manager (a route that holds
+    something while the explain runs - a classifier's eval mode - gives
+    one of its own)."""
+
+    def __enter__(self) -> "Prepared":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
 
     def build(self) -> Tuple[Dict[str, Any], Dict[str, str]]:
         """The scorers by name, and the methods left out with the reason

@@ -197,10 +197,10 @@ class _Answer(Question):
         return Supplied()
 
     def prepare(self, request, supplied):
-        """:func:`~captum_iba.app.answer_route.prepare`."""
-        from captum_iba.app.answer_route import prepare
+        """:class:`~captum_iba.app.answer_route.Answer`."""
+        from captum_iba.app.answer_route import Answer
 
-        return prepare(request, supplied)
+        return Answer(request, supplied.explainer)
 
 
 class _Sources(_Answer):
@@ -214,10 +214,10 @@ class _Sources(_Answer):
         return prompt.text
 
     def prepare(self, request, supplied):
-        """:func:`~captum_iba.app.sources_route.prepare`."""
-        from captum_iba.app.sources_route import prepare
+        """:class:`~captum_iba.app.sources_route.Sources`."""
+        from captum_iba.app.sources_route import Sources
 
-        return prepare(request, supplied)
+        return Sources(request, supplied.explainer)
 
 
 #: The three questions.

@@ -17,33 +17,16 @@
 """
 
 import time
-from contextlib import contextmanager
-from typing import Any, Dict, Iterator, Sequence
+from typing import Any, Dict, Sequence
 
 from captum_iba._utils.ranking import check_finite
 from captum_iba.app.answer_route import Answer, methods_with
 from captum_iba.app.answer_spans import AnswerSpan, answer_spans, check_answer_span
 from captum_iba.app.context_explain import warn_cut_tokens
-from captum_iba.app.explain_pipeline import Supplied
 from captum_iba.app.page import Explanation, MethodScores, SpanScores
 from captum_iba.app.subjects import ContextSubject
 
-__all__ = ["Sources", "prepare"]
-
-
-@contextmanager
-def prepare(request: Any, supplied: Supplied) -> Iterator["Sources"]:
-    """The request about a context's sources prepared (:class:`Sources`).
-
-    Args:
-        request (ExplainRequest): The checked request (its question
-            :data:`~captum_iba.app.explain_request.SOURCES`).
-        supplied (Supplied): ``iba-amortized`` 's explainer, if any.
-
-    Yields:
-        Sources: The prepared answer to the context.
-    """
-    yield Sources(request, supplied.explainer)
+__all__ = ["Sources"]
 
 
 class Sources(Answer):
