@@ -380,12 +380,13 @@ def instance_seed(seed: int, token_ids: Tensor) -> int:
 
 def user_stacklevel() -> int:
     """The ``stacklevel`` of :func:`warnings.warn` that points at the first
-    frame outside this package (and the dataclass / Captum wrappers it goes
-    through), for warnings raised deep inside a call."""
+    frame outside this package (and the dataclass / Captum wrappers and the
+    context managers it goes through), for warnings raised deep inside a
+    call."""
     import sys
 
     frame, level = sys._getframe(1), 1
-    skip = ("captum_iba", "dataclasses", "captum.", "<string>")
+    skip = ("captum_iba", "dataclasses", "captum.", "contextlib", "<string>")
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
         if not name.startswith(skip) and frame.f_code.co_filename != "<string>":

@@ -14,13 +14,14 @@ token scores:
 * :func:`read_context` - ``--context``: a file's text when the argument
   names a file, else the argument itself (a folder, or a path-like name
   that names nothing, refused);
-* :func:`context_text` and :func:`source_rows` - the terminal listing (each
-  method's sources ranked, with their text) and the page's rows (the
+* :func:`sources_head`, :func:`sources_lines` and :func:`source_rows` - the
+  parts of the one terminal listing (:func:`~captum_iba.app.listing.listing`:
+  each method's sources ranked, with their text) and of the page (the
   sources coloured by score), read through the explanation's public
   methods;
 * :func:`cited_answers` - with parts of the answer explained
   (``answer_span``), the page's cited paragraphs (the listing's are in
-  :func:`context_text`): each part followed by the sources it cites.
+  :func:`sources_lines`): each part followed by the sources it cites.
 """
 
 import re
@@ -44,9 +45,10 @@ __all__ = [
     "ContextPrompt",
     "cited_answers",
     "context_prompt_of",
-    "context_text",
     "read_context",
     "source_rows",
+    "sources_head",
+    "sources_lines",
     "warn_cut_tokens",
 ]
 
@@ -356,64 +358,52 @@ def _short(text: str) -> str:
     return shown(one if len(one) <= _SHORT else one[: _SHORT - 3] + "...")
 
 
-def context_text(result: Any, top: int = 5, pieces: bool = False) -> str:
-    """The listing printed by ``captum-iba explain --context``: the query,
-    the answer, then per method its sources ranked by score (with their
-    text, shortened) and its top words - none for a method that scores
-    sources as such (its words tie within a source).
-
-    Args:
-        result (Explanation): An explanation of an answer to a context.
-        top (int): How many top words to list per method. Default 5.
-        pieces (bool): Tokens instead of words. Default False.
-
-    Returns:
-        str: The listing.
-    """
+def sources_head(result: Any) -> List[str]:
+    """The listing's head of ``captum-iba explain --context``: the query,
+    the context, the answer and how much the model wanted it."""
     subject = result.subject  # a ContextSubject
-    texts = result.sources()
     how = "greedy" if subject.generated else "given"
     turn = ", as a user turn" if subject.chat else ""
     lines = [
         f"query: {subject.query!r}",
-        f"context: {len(texts)} sources ({subject.split}), in ContextCite's "
-        f"layout{turn}",
+        f"context: {len(result.sources())} sources ({subject.split}), in "
+        f"ContextCite's layout{turn}",
         f"answer ({how}, {subject.length()}): {subject.answer!r}",
     ]
-    if subject.odds is not None:
-        lines += subject.odds.listed()
-    for name, m in result.methods.items():
-        values = result.source_scores(name)
-        lines += ["", f"{name}: {result.details(name, brief=True)}"]
-        lines.append(f"  sources, best first (higher = more used; {_score_said(m)}):")
-        order = sorted(range(len(values)), key=lambda i: -values[i])
-        width = len(str(len(values))) + 2
-        for i in order:
-            lines.append(
-                f"  {f'[{i + 1}]':<{width}} {values[i]:>9.4g}  {_short(texts[i])}"
-            )
-        if m.no_ranking:
-            level = "sources" if m.by_source else "words"
-            lines += textwrap.wrap(
-                f"no ranking of the {level}: {m.no_ranking}",
-                88,
-                initial_indent="  ",
-                subsequent_indent="    ",
-            )
-        elif m.by_source:  # its words tie within a source: no word ranking
-            lines.append(
-                "  words: the words of one source share its score; see the "
-                "source ranking"
-            )
-        else:
-            best = ", ".join(
-                f"{shown(w)} ({v:.3g})" for w, v in result.top(top, name, pieces)
-            )
-            lines.append(f"  top words: {best}")
-        lines += per_token_lines(result, name, min(top, 3), pieces)  # issue 90, 14
-        lines += _cited_lines(result, name)
-    lines += [f"note: {m} left out: {why}" for m, why in result.skipped.items()]
-    return "\n".join(lines)
+    return lines + (subject.odds.listed() if subject.odds is not None else [])
+
+
+def sources_lines(result: Any, name: str, top: int, pieces: bool) -> List[str]:
+    """A method's lines: its sources ranked by score (with their text,
+    shortened) and its top words - none for a method that scores sources
+    as such (its words tie within a source) -, each output token's top
+    words, and its cited answer (:func:`_cited_lines`)."""
+    m, texts = result.methods[name], result.sources()
+    values = result.source_scores(name)
+    lines = [f"  sources, best first (higher = more used; {_score_said(m)}):"]
+    order = sorted(range(len(values)), key=lambda i: -values[i])
+    width = len(str(len(values))) + 2
+    for i in order:
+        lines.append(f"  {f'[{i + 1}]':<{width}} {values[i]:>9.4g}  {_short(texts[i])}")
+    if m.no_ranking:
+        level = "sources" if m.by_source else "words"
+        lines += textwrap.wrap(
+            f"no ranking of the {level}: {m.no_ranking}",
+            88,
+            initial_indent="  ",
+            subsequent_indent="    ",
+        )
+    elif m.by_source:  # its words tie within a source: no word ranking
+        lines.append(
+            "  words: the words of one source share its score; see the source ranking"
+        )
+    else:
+        best = ", ".join(
+            f"{shown(w)} ({v:.3g})" for w, v in result.top(top, name, pieces)
+        )
+        lines.append(f"  top words: {best}")
+    lines += per_token_lines(result, name, min(top, 3), pieces)  # issue 90, 14
+    return lines + _cited_lines(result, name)
 
 
 #: The most sources a part of the answer cites in the listing and the page.

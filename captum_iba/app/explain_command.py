@@ -19,6 +19,7 @@ from captum_iba.app.checks import class_index, class_names, output_file, pair_wa
 from captum_iba.app.command_parts import config_and_record
 from captum_iba.app.data.corpora import DEFAULT_CORPUS
 from captum_iba.app.errors import CLIError
+from captum_iba.app.explain_pipeline import Supplied, explained
 from captum_iba.app.explain_request import (
     ANSWER,
     PREDICTION,
@@ -26,7 +27,6 @@ from captum_iba.app.explain_request import (
     ExplainRequest,
     Question,
 )
-from captum_iba.app.explanation import Explanation, prediction
 from captum_iba.app.models import check_request_layers
 from captum_iba.app.words import blank
 from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER, ModelKind
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace, request: ExplainRequest) -> int:
     docstring); ``args`` gives the listing's and the page's options only;
     returns the exit code."""
     html = output_file(args.html, "--html")
-    result = _ROUTES[request.question](args, request)
+    result = explained(request, _SUPPLIED[request.question](args, request))
     print(result.to_text(args.top, args.pieces))
     if html is not None:
         atomic_write_text(html, result.to_html(args.pieces))
@@ -126,11 +126,10 @@ def _span_flag(args: argparse.Namespace) -> str:
     return ""
 
 
-def _explain_classifier(
-    args: argparse.Namespace, request: ExplainRequest
-) -> Explanation:
-    """``explain`` of a classifier: the checks of its flags, its class and
-    layers against its configuration, then its explanation."""
+def _classifier_supplies(args: argparse.Namespace, request: ExplainRequest) -> Supplied:
+    """What ``explain`` of a classifier supplies: its flags, its class and
+    layers checked against its configuration, then its model loaded, the
+    priors' data and ``iba-amortized`` 's cached explainer."""
     if args.context is not None:
         raise CLIError(
             "--context is for a causal LM (a generative model): give --model "
@@ -168,20 +167,15 @@ def _explain_classifier(
         name = fit_on or corpus or DEFAULT_CORPUS
         return cached_explainer(model, tok, ref, name, False, objective=objective)
 
-    return prediction(request, model, tok, explainer=explainer, prior_data=data)
+    return Supplied(loaded=(model, tok), explainer=explainer, prior_data=data)
 
 
-def _explain_causal_lm(
-    args: argparse.Namespace, request: ExplainRequest
-) -> Explanation:
-    """``explain --model <causal LM>``: the answer (greedy, or --target) to
-    the request's prompt (the text, or a query and its context), the
-    prompt's words (a context's: its sources' and the sources) with their
-    scores for the whole answer; for the page (--html) or --per-token, each
-    output token's too; with --answer-sentences or --answer-span, each part
-    of the answer's source scores as well."""
+def _causal_lm_supplies(args: argparse.Namespace, request: ExplainRequest) -> Supplied:
+    """What ``explain --model <causal LM>`` supplies: its flags and its
+    methods checked against the configuration, then ``iba-amortized`` 's
+    cached explainer (the route explains the answer - greedy, or --target -
+    to the prompt, or to a query and its context)."""
     from captum_iba.app.llm_checks import check_lm_request, lm_config
-    from captum_iba.app.llm_explanation import answer
 
     if args.pair is not None:
         raise CLIError("--pair is for a classifier; a causal LM explains one prompt")
@@ -200,7 +194,7 @@ def _explain_causal_lm(
 
         return for_layer
 
-    return answer(request, explainer)
+    return Supplied(explainer=explainer)
 
 
 def _check_fit_on(given: Optional[str], methods: Any, kind: ModelKind) -> Optional[str]:
@@ -244,10 +238,12 @@ def _prompt_tasks() -> Tuple[Sequence[str], str]:
     return (*TASKS, *CONTEXT_TASKS), what
 
 
-#: ``explain``'s route per question, and what ``--fit-on`` names per kind.
-_ROUTES = {
-    PREDICTION: _explain_classifier,
-    ANSWER: _explain_causal_lm,
-    SOURCES: _explain_causal_lm,
+#: What ``explain`` supplies per question (its flags checked, the model
+#: loaded when a classifier, the cached explainer), and what ``--fit-on``
+#: names per kind.
+_SUPPLIED = {
+    PREDICTION: _classifier_supplies,
+    ANSWER: _causal_lm_supplies,
+    SOURCES: _causal_lm_supplies,
 }
 _FIT_ON = {CLASSIFIER: _corpora, CAUSAL_LM: _prompt_tasks}

@@ -8,7 +8,10 @@ again, nor checks the methods again.
 * :class:`Question` - a prediction, an answer, the sources of an answer:
   the route an explain takes, chosen once (:func:`question_of`) from the
   model's kind and whether a context was given; it supplies what differs
-  between them (the context of a prompt, the default method);
+  between them: the context of a prompt, the default method, the request
+  of a Python entry (:meth:`Question.request`), and its parts of the one
+  pipeline (:meth:`Question.prepare`;
+  :mod:`~captum_iba.app.explain_pipeline`);
 * :func:`~captum_iba.app.model_kind.decide_kind` - the model's kind,
   decided once from its name (its configuration, before any weights) or
   the loaded object;
@@ -40,7 +43,13 @@ __all__ = [
 class Question:
     """What an explain asks of the model: its prediction of a text
     (:data:`PREDICTION`), its answer to a prompt (:data:`ANSWER`), or which
-    sources of a context its answer used (:data:`SOURCES`).
+    sources of a context its answer used (:data:`SOURCES`) - and the route
+    it takes: the question supplies the parts of the one pipeline
+    (:func:`~captum_iba.app.explain_pipeline.explained`) that differ between
+    them: the request of :func:`captum_iba.explain` (:meth:`request`), what
+    is explained and how its batch is built (:meth:`prepare`, whose parts
+    build the result and its subject: which rows the listing and the page
+    show).
 
     Attributes:
         name (str): The question in one word.
@@ -65,11 +74,137 @@ class Question:
         """The method run when none is named, for models of ``kind``."""
         return kind.default_for(self.context)
 
+    def request(
+        self,
+        kind: ModelKind,
+        prompt: Any,
+        model: Any,
+        methods: Any,
+        *,
+        tokenizer: Any = None,
+        pair: Optional[str] = None,
+        target: Any = None,
+        method_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
+        model_name: Optional[str] = None,
+        context: Any = None,
+        answer_span: Any = None,
+        labels: Tuple[str, str] = ("max_new_tokens=", "answer_span="),
+        **options: Any,
+    ) -> "ExplainRequest":
+        """The request of a Python entry (:func:`captum_iba.explain`,
+        :func:`captum_iba.explain_answer`), its inputs and methods checked
+        once (``context``: what was given, refused where the question has
+        none; ``options``: the methods' options, None left out).
+
+        Raises:
+            ValueError: For an input the question does not take, and as
+                :func:`check_methods` says.
+        """
+        raise NotImplementedError
+
+    def supplied(self, explainer: Any, prior_data: Any) -> Any:
+        """What :func:`captum_iba.explain` supplies beside the request: a
+        classifier's methods' shared resources (its ``explainer`` and
+        ``prior_data``), which a causal LM's route does not take."""
+        from captum_iba.app.explain_pipeline import Supplied
+
+        return Supplied(explainer=explainer, prior_data=prior_data)
+
+    def prepare(self, request: "ExplainRequest", supplied: Any) -> Any:
+        """The request prepared (a context manager giving a
+        :class:`~captum_iba.app.explain_pipeline.Prepared`): its inputs
+        checked against the model's configuration and tokenizer, the model
+        and tokenizer loaded, the batch built.
+
+        Args:
+            request (ExplainRequest): The checked request.
+            supplied (Supplied): What the caller supplies beside it
+                (:class:`~captum_iba.app.explain_pipeline.Supplied`).
+        """
+        raise NotImplementedError
+
     def __repr__(self) -> str:
         return f"<question {self.name}>"
 
 
-class _Sources(Question):
+def _given(options: Mapping[str, Any]) -> dict:
+    """The options given (None: not given)."""
+    return {k: v for k, v in options.items() if v is not None}
+
+
+class _Prediction(Question):
+    name = "prediction"
+
+    def request(self, kind, prompt, model, methods, *, tokenizer=None, pair=None,
+                target=None, method_options=None, model_name=None, context=None,
+                answer_span=None, labels=("max_new_tokens=", "answer_span="),
+                **options):  # fmt: skip
+        if context is not None:
+            raise ValueError(
+                "context= is for a causal LM (a generative model): a classifier "
+                "explains its prediction of text"
+            )
+        if answer_span is not None:
+            raise ValueError(
+                "answer_span= is for a causal LM's answer to a context= (a "
+                "classifier explains its prediction of text)"
+            )
+        checked = check_methods(
+            methods, self, kind, _given(options), method_options, setting="fair"
+        )
+        return ExplainRequest(
+            self, kind, checked, model, prompt, tokenizer=tokenizer, target=target,
+            pair=pair, model_name=model_name,
+        )  # fmt: skip
+
+    def prepare(self, request, supplied):
+        """:func:`~captum_iba.app.prediction_route.prepare`."""
+        from captum_iba.app.prediction_route import prepare
+
+        return prepare(request, supplied)
+
+
+class _Answer(Question):
+    name = "answer"
+
+    def request(self, kind, prompt, model, methods, *, tokenizer=None, pair=None,
+                target=None, method_options=None, model_name=None, context=None,
+                answer_span=None, labels=("max_new_tokens=", "answer_span="),
+                chat=None, max_new_tokens=20, per_token=False, **options):  # fmt: skip
+        if pair is not None:
+            raise ValueError("pair is for a classifier; a causal LM explains a prompt")
+        return ExplainRequest(
+            self,
+            kind,
+            check_methods(methods, self, kind, _given(options), method_options),
+            model,
+            prompt,
+            tokenizer=tokenizer,
+            target=None if target is None else str(target),
+            chat=chat,
+            max_new_tokens=max_new_tokens,
+            per_token=per_token,
+            answer_span=answer_span,
+            model_name=model_name,
+            labels=labels,
+        )
+
+    def supplied(self, explainer, prior_data):
+        """Nothing: :func:`captum_iba.explain` 's resources are a
+        classifier's (:func:`captum_iba.explain_answer` takes a causal LM's
+        ``explainer``)."""
+        from captum_iba.app.explain_pipeline import Supplied
+
+        return Supplied()
+
+    def prepare(self, request, supplied):
+        """:class:`~captum_iba.app.answer_route.Answer`."""
+        from captum_iba.app.answer_route import Answer
+
+        return Answer(request, supplied.explainer)
+
+
+class _Sources(_Answer):
     name = "sources"
     context = True
 
@@ -79,14 +214,15 @@ class _Sources(Question):
     def text_of(self, prompt: Any) -> Any:
         return prompt.text
 
+    def prepare(self, request, supplied):
+        """:class:`~captum_iba.app.sources_route.Sources`."""
+        from captum_iba.app.sources_route import Sources
 
-class _Plain(Question):
-    def __init__(self, name: str) -> None:
-        self.name = name
+        return Sources(request, supplied.explainer)
 
 
 #: The three questions.
-PREDICTION, ANSWER, SOURCES = _Plain("prediction"), _Plain("answer"), _Sources()
+PREDICTION, ANSWER, SOURCES = _Prediction(), _Answer(), _Sources()
 
 #: The question of each kind of model, without and with a context (a
 #: classifier's route refuses a context in its own words).

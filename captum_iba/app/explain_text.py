@@ -1,5 +1,7 @@
-"""The terminal listing of an :class:`~captum_iba.app.page.Explanation`
-of a classifier (its :class:`~captum_iba.app.subjects.ClassifierSubject`'s).
+"""A classifier's parts of the one terminal listing
+(:func:`~captum_iba.app.listing.listing`) of an
+:class:`~captum_iba.app.page.Explanation` (its
+:class:`~captum_iba.app.subjects.ClassifierSubject`'s).
 
 One method: a line saying what a score means, then every word in text order
 with its rank, its score and a bar on the row's scale (min-max for scores
@@ -21,7 +23,7 @@ import numpy as np
 
 from captum_iba.visualization import scale_scores
 
-__all__ = ["terminal_text"]
+__all__ = ["prediction_head", "prediction_lines", "prediction_notes"]
 
 _WIDTH = 88
 _BAR = 20
@@ -117,37 +119,35 @@ def _table(result: Any, name: str, pieces: bool) -> List[str]:
     return lines
 
 
-def terminal_text(result: Any, top: int = 5, pieces: bool = False) -> str:
-    """The listing printed by ``captum-iba explain``.
-
-    Args:
-        result (Explanation): What :func:`~captum_iba.app.explanation.explain`
-            returned.
-        top (int): How many top words to list per method. Default 5.
-        pieces (bool): Word pieces instead of words. Default False.
-
-    Returns:
-        str: The lines, joined.
-    """
+def prediction_head(result: Any) -> List[str]:
+    """The listing's head: the prediction and the class explained."""
     subject = result.subject  # a ClassifierSubject
     pred, target = subject.predicted, subject.target
     which = "the predicted class" if target == pred else "not the predicted class"
-    label = repr(subject.label(target))
-    lines = [
+    return [
         f"prediction: {subject.label(pred)} (p = {subject.probabilities[pred]:.3f}); "
-        f"explaining class {label} (index {target}, {which})"
+        f"explaining class {subject.label(target)!r} (index {target}, {which})"
     ]
-    for name, method in result.methods.items():
-        lines.append("")
-        lines.append(f"{name}: {result.details(name, brief=True)}")  # one line
-        lines += _wrapped(f"score = {method.meaning}.")
-        if not method.no_ranking:
-            lines += _wrapped(f"({_scale_words(method.signed, label)})")
-        rel = _relative(result.scores(name, pieces), method.signed)
-        if len(result.methods) == 1:
-            lines += _table(result, name, pieces)
-        lines += _top_lines(result, name, top, pieces, rel)
-    lines.append("")
+
+
+def prediction_lines(result: Any, name: str, top: int, pieces: bool) -> List[str]:
+    """A method's lines: what a score means and its direction, every word
+    with its score (one method only), then the top words."""
+    method = result.methods[name]
+    label = repr(result.subject.label(result.subject.target))
+    lines = _wrapped(f"score = {method.meaning}.")
+    if not method.no_ranking:
+        lines += _wrapped(f"({_scale_words(method.signed, label)})")
+    rel = _relative(result.scores(name, pieces), method.signed)
+    if len(result.methods) == 1:
+        lines += _table(result, name, pieces)
+    return lines + _top_lines(result, name, top, pieces, rel)
+
+
+def prediction_notes(result: Any, pieces: bool) -> List[str]:
+    """The listing's end: the explanation's notes (the methods left out
+    among them)."""
+    lines = [""]
     for note in result.notes(pieces):
         lines += _wrapped(note, "")
-    return "\n".join(lines)
+    return lines

@@ -9,17 +9,24 @@
     result.top(5)               # [("beautifully", 0.41), ...]
     result.scores()             # one score per word, in text order
 
-It checks the request - the methods and their options - against the
-declarations (:func:`~captum_iba.request.check_request`; a layer index also
-against the model's configuration) before any weights load, loads the model
-(the default: MiniLM-L6 fine-tuned on SST-2, made once and cached), predicts,
-builds the methods once through the one resolver of the harness
+It decides the model's kind once (its configuration, before any weights)
+and the question - a classifier's prediction, a causal LM's answer, or with
+a ``context`` the sources of an answer
+(:mod:`~captum_iba.app.explain_request`) -, builds the request the question
+takes and checks it - the methods and their options against the
+declarations and the kind - before any weights load, and runs the one
+pipeline (:func:`~captum_iba.app.explain_pipeline.explained`: prepare,
+score, present) with the question's parts: for a classifier
+(:mod:`~captum_iba.app.prediction_route`) the model loaded (the default:
+MiniLM-L6 fine-tuned on SST-2, made once and cached, a layer index checked
+against its configuration), the text predicted, the methods built once
+through the one resolver of the harness
 (:func:`~captum_iba.evaluation.build_scorers`; any registered method works),
-scores the text's word pieces, and groups them into words (a word's score is
-the sum or the mean of its pieces', as the method's registry entry says),
-saying where a method's scores rank no word (``no_ranking``). For
-a causal LM it explains the model's answer to the text instead
-(:func:`~captum_iba.app.llm_explanation.explain_answer`).
+the text's word pieces scored and grouped into words (a word's score is the
+sum or the mean of its pieces', as the method's registry entry says), where
+a method's scores rank no word said (``no_ranking``); for a causal LM its
+answer to the text (:mod:`~captum_iba.app.answer_route`,
+:mod:`~captum_iba.app.sources_route`).
 
 Either way it returns one class, :class:`~captum_iba.app.page.Explanation`
 (defined in :mod:`captum_iba.app.page`, below both routes; importable from
@@ -27,44 +34,22 @@ here): the pieces, the words and every method's scores
 (:class:`~captum_iba.app.page.MethodScores`), and what was explained, its
 ``subject`` (:mod:`captum_iba.app.subjects`: a classifier's prediction or a
 causal LM's answer). It renders as the page of
-:func:`~captum_iba.visualization.page.explanation_html` and as the terminal
-listing (:func:`~captum_iba.app.explain_text.terminal_text`,
-:func:`~captum_iba.app.llm_explain_text.answer_text`).
+:func:`~captum_iba.visualization.page.explanation_html` and as the one
+terminal listing (:func:`~captum_iba.app.listing.listing`), each with the
+subject's parts.
 """
 
-import time
-import warnings
-from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
-import torch
-
-from captum_iba._utils.common import hf_call, user_stacklevel
-from captum_iba._utils.hooks import evaluation_mode
-from captum_iba._utils.ranking import check_finite, flat_reason
-from captum_iba.app.checks import class_index, class_names
-from captum_iba.app.data.corpora import DEFAULT_CORPUS
-from captum_iba.app.explain_request import (
-    ANSWER,
-    PREDICTION,
-    SOURCES,
-    ExplainRequest,
-    Question,
-    check_methods,
-    decide_kind,
-    question_of,
-)
-from captum_iba.app.models import check_request_layers
-from captum_iba.app.page import Explanation, MethodScores
-from captum_iba.app.subjects import ClassifierSubject
-from captum_iba.app.words import encode, grouping
-from captum_iba.attr.kinds import ModelKind
-from captum_iba.registry import DEFAULT_METHOD, METHODS
+from captum_iba.app.explain_pipeline import explained
+from captum_iba.app.explain_request import decide_kind, question_of
+from captum_iba.app.page import Explanation, MethodScores  # noqa: F401
+from captum_iba.registry import DEFAULT_METHOD
 from captum_iba.request import MethodRequest, check_values
 
 # Explanation and MethodScores import from here as before; documented where
 # they are defined (captum_iba.app.page)
-__all__ = ["DEFAULT_METHOD", "explain", "prediction"]
+__all__ = ["DEFAULT_METHOD", "explain"]
 
 
 def explain(
@@ -202,138 +187,12 @@ def explain(
     check_values(options)  # a bad value is named before the model is looked up
     kind = decide_kind(model)  # the model's kind, decided once
     question = question_of(kind, context is not None)
-    return _ROUTES[question](
-        question, kind, prompt, model, method, tokenizer=tokenizer, pair=pair,
-        target=target, method_options=method_options, model_name=model_name,
-        context=context, resources=(explainer, prior_data),
+    request = question.request(
+        kind, prompt, model, method, tokenizer=tokenizer, pair=pair, target=target,
+        method_options=method_options, model_name=model_name, context=context,
         answer_span=answer_span, **options,
     )  # fmt: skip
-
-
-def _explain_answer(
-    question: Question,
-    kind: ModelKind,
-    prompt: Any,
-    model: Any,
-    method: Any,
-    *,
-    tokenizer: Any,
-    pair: Optional[str],
-    target: Union[None, int, str],
-    method_options: Optional[Mapping[str, Mapping[str, Any]]],
-    model_name: Optional[str],
-    context: Any,
-    resources: Any,
-    answer_span: Any,
-    chat: Optional[bool] = None,
-    max_new_tokens: int = 20,
-    per_token: bool = False,
-    **options: Any,
-) -> Explanation:
-    """:func:`explain` of a causal LM: its answer to ``prompt``
-    (:func:`~captum_iba.app.llm_explanation.answer`), the request built
-    here, once."""
-    if pair is not None:
-        raise ValueError("pair is for a classifier; a causal LM explains a prompt")
-    from captum_iba.app.llm_explanation import answer
-
-    given = {k: v for k, v in options.items() if v is not None}
-    request = ExplainRequest(
-        question,
-        kind,
-        check_methods(method, question, kind, given, method_options),
-        model,
-        prompt,
-        tokenizer=tokenizer,
-        target=None if target is None else str(target),
-        chat=chat,
-        max_new_tokens=max_new_tokens,
-        per_token=per_token,
-        answer_span=answer_span,
-        model_name=model_name,
-    )
-    return answer(request)
-
-
-def _explain_prediction(
-    question: Question,
-    kind: ModelKind,
-    text: str,
-    model: Any,
-    method: Any,
-    *,
-    tokenizer: Any,
-    pair: Optional[str],
-    target: Union[None, int, str],
-    method_options: Optional[Mapping[str, Mapping[str, Any]]],
-    model_name: Optional[str],
-    context: Any,
-    resources: Any,
-    answer_span: Any,
-    **options: Any,
-) -> Explanation:
-    """:func:`explain` of a classifier: its prediction of ``text``."""
-    if context is not None:
-        raise ValueError(
-            "context= is for a causal LM (a generative model): a classifier "
-            "explains its prediction of text"
-        )
-    if answer_span is not None:
-        raise ValueError(
-            "answer_span= is for a causal LM's answer to a context= (a "
-            "classifier explains its prediction of text)"
-        )
-    given = {k: v for k, v in options.items() if v is not None}
-    methods = check_methods(
-        method, question, kind, given, method_options, setting="fair"
-    )
-    request = ExplainRequest(
-        question, kind, methods, model, text, tokenizer=tokenizer, target=target,
-        pair=pair, model_name=model_name,
-    )  # fmt: skip
-    loaded, tokenizer, described = load(model, tokenizer, methods)
-    return prediction(request, loaded, tokenizer, described, *resources)
-
-
-def prediction(
-    request: ExplainRequest,
-    model: Any,
-    tokenizer: Any,
-    described: str = "",
-    explainer: Any = None,
-    prior_data: Any = None,
-) -> Explanation:
-    """A classifier's prediction of a checked request's text explained, the
-    model loaded (in eval mode while it runs, with a warning when it was
-    in training mode; its flags put back after).
-
-    Args:
-        request (ExplainRequest): The request, built and checked once by the
-            entry (:func:`explain`, the command line).
-        model: The loaded classifier.
-        tokenizer: Its tokenizer.
-        described (str): How the page names the model when the request
-            does not.
-        explainer, prior_data (optional): The methods' shared resources
-            (see :func:`explain`).
-
-    Returns:
-        Explanation: The prediction and every method's scores.
-    """
-    warn_if_training(model)
-    with evaluation_mode(model, []):  # dropout off; every flag put back after
-        return _explain(
-            request.prompt, request.pair, request.target, request.methods, model,
-            tokenizer, request.model_name or described, explainer, prior_data,
-        )  # fmt: skip
-
-
-#: :func:`explain`'s route per question.
-_ROUTES = {
-    PREDICTION: _explain_prediction,
-    ANSWER: _explain_answer,
-    SOURCES: _explain_answer,
-}
+    return explained(request, question.supplied(explainer, prior_data))
 
 
 def _context(text: str, context: Any, sources: Any) -> Any:
@@ -347,214 +206,3 @@ def _context(text: str, context: Any, sources: Any) -> Any:
     from captum_iba.app.context_explain import context_prompt_of
 
     return context_prompt_of(text, context, sources)
-
-
-def _explain(
-    text: str,
-    pair: Optional[str],
-    target: Union[None, int, str],
-    request: MethodRequest,
-    model: Any,
-    tokenizer: Any,
-    model_name: str,
-    explainer: Any,
-    prior_data: Any,
-) -> Explanation:
-    """:func:`explain` once the model is loaded (in eval mode)."""
-    from captum_iba.attr.text import encoder_layers
-    from captum_iba.evaluation import Resources
-
-    enc = encode(tokenizer, model, text, pair)
-    ids, mask = enc["input_ids"], enc["attention_mask"]
-    types = enc.get("token_type_ids")
-    with torch.no_grad():
-        logits = hf_call(model, ids, mask, types)
-    check_finite(logits, "the model's logits")
-    probs = logits.softmax(-1)[0]
-    labels = class_names(model.config)[: probs.numel()]
-    labels += [str(i) for i in range(len(labels), probs.numel())]
-    index = int(probs.argmax()) if target is None else class_index(target, labels)
-    resources = Resources(model, tokenizer, explainer=explainer, prior_data=prior_data)
-    scorers, skipped = build(request, resources)
-    texts = [text] if pair is None else [text, pair]
-    special, words, of_piece, segment = grouping(enc, tokenizer, texts)
-    subject = ClassifierSubject(
-        text=text,
-        pair=pair,
-        segment=segment,
-        labels=labels,
-        probabilities=probs.tolist(),
-        target=index,
-        n_layers=n_layers(model, encoder_layers),
-    )
-    result = Explanation(
-        subject=subject,
-        pieces=tokenizer.convert_ids_to_tokens(ids[0].tolist()),
-        special=special,
-        words=words,
-        word_of_piece=of_piece,
-        model_name=model_name,
-        skipped=skipped,
-    )
-    for name, scorer in scorers.items():
-        start = time.perf_counter()
-        scores = scorer.attribute(
-            ids, target=torch.tensor([index]), attention_mask=mask, token_type_ids=types
-        )
-        check_finite(scores, f"{name}'s scores")
-        result.methods[name] = MethodScores(
-            method=name,
-            summary=METHODS.entry(scorer.method_name, warn=False).summary,
-            scores=scores[0].tolist(),
-            signed=bool(scorer.signed),
-            meaning=scorer.score_meaning,
-            seconds=time.perf_counter() - start,
-            word_reduction=getattr(scorer, "word_reduction", "sum"),
-            layer=scorer.settings.get("layer_index"),
-            settings=dict(scorer.settings),
-        )
-        result.methods[name].no_ranking = no_ranking(result, name, scorer)
-    return result
-
-
-def load(model: Any, tokenizer: Any, request: MethodRequest) -> Tuple[Any, Any, str]:
-    """The model and tokenizer (loaded when given by name, after the
-    request's layers are checked against its configuration), and a
-    description."""
-    from captum_iba.app.command_parts import config_and_record
-    from captum_iba.app.models import load_classifier
-
-    if model is None or isinstance(model, (str, Path)):
-        path = None if model is None else str(model)
-        config, _ = config_and_record(path, DEFAULT_CORPUS)
-        check_request_layers(request, config, cli=False)
-    if model is None:
-        if tokenizer is not None:
-            raise ValueError(
-                "tokenizer= given without model=: the default model comes with its "
-                "own tokenizer; give the model this tokenizer belongs to"
-            )
-        from captum_iba.app.finetune import get_finetuned_model
-
-        path = get_finetuned_model(DEFAULT_CORPUS)
-        model, tokenizer = load_classifier(path)
-        return model, tokenizer, f"MiniLM-L6 fine-tuned on SST-2 ({path})"
-    if isinstance(model, (str, Path)):
-        name = str(model)
-        model, own = load_classifier(model)
-        if tokenizer is None:
-            return model, own, name
-        _check_fits(tokenizer, model)
-        return model, tokenizer, name
-    if tokenizer is None:
-        raise ValueError("a model given as an object needs its tokenizer=")
-    _check_fits(tokenizer, model)
-    name = getattr(getattr(model, "config", None), "name_or_path", "") or ""
-    return model, tokenizer, name or type(model).__name__
-
-
-def _check_fits(tokenizer: Any, model: Any) -> None:
-    """Refuses a tokenizer whose ids the model's vocabulary cannot hold."""
-    vocab = getattr(getattr(model, "config", None), "vocab_size", None)
-    size = len(tokenizer) if hasattr(tokenizer, "__len__") else None
-    if isinstance(vocab, int) and isinstance(size, int) and size > vocab:
-        raise ValueError(
-            f"tokenizer= has {size} tokens but the model's vocabulary has {vocab}: "
-            "it is not this model's tokenizer"
-        )
-
-
-def build(
-    request: MethodRequest, resources: Any
-) -> Tuple[Dict[str, Any], Dict[str, str]]:
-    """The scorers by name, each method's class for a classifier; with
-    several methods, one that cannot be imported (an optional package) is
-    left out, with the reason."""
-    from captum_iba.evaluation import build_scorers
-
-    scorers: Dict[str, Any] = {}
-    skipped: Dict[str, str] = {}
-    for name in request.methods:
-        one = _only(request, name)
-        try:
-            built = build_scorers(one, resources, "fair")
-        except ImportError as err:
-            if len(request.methods) == 1:
-                raise
-            first = str(err).splitlines()[0]
-            skipped[name] = first.split(". ")[0].rstrip(".") + "."
-            continue
-        scorers.update(built)
-    return scorers, skipped
-
-
-def _only(request: MethodRequest, method: str) -> MethodRequest:
-    """The part of a request that concerns one of its methods."""
-    from captum_iba.request import options_of
-
-    return MethodRequest(
-        (method,),
-        {k: v for k, v in request.options.items() if k in options_of(method)},
-        {k: v for k, v in request.method_options.items() if k == method},
-        {k: v for k, v in request.passthrough.items() if k == method},
-        kind=request.kind,
-    )
-
-
-def warn_if_training(model: Any) -> None:
-    """Warns that a model in training mode is explained in eval mode."""
-    if isinstance(model, torch.nn.Module) and model.training:
-        warnings.warn(
-            "the model is in training mode (dropout on, which would make the "
-            "prediction and the scores random): it is explained in eval mode, and "
-            "its flags are put back afterwards; call model.eval() to silence this",
-            UserWarning,
-            user_stacklevel(),
-        )
-
-
-def n_layers(model: Any, encoder_layers: Any) -> Optional[int]:
-    """The number of encoder layers ``encoder_layers(model)`` finds, None
-    where it finds none."""
-    try:
-        return len(encoder_layers(model))
-    except (ValueError, TypeError, AttributeError):
-        return None
-
-
-def no_ranking(result: Any, name: str, scorer: Any) -> str:
-    """Why a method's scores of a classifier's text rank no word: its own
-    finding (IBA after a layer whose first token alone is read, which IBA
-    warned), or flat scores of its pieces or words
-    (:func:`~captum_iba._utils.ranking.flat_reason`, special tokens left
-    out; warned here unless the method warned itself); "" when they rank.
-
-    Args:
-        result (Explanation): The explanation, with ``name``'s scores.
-        name (str): The method.
-        scorer (TokenScorer): Its scorer, just run.
-
-    Returns:
-        str: The reason, or "".
-    """
-    method = result.methods[name]
-    reason = str(method.settings.get("no_ranking", ""))
-    if reason:
-        return reason
-    # the pieces (a word of several pieces sums them, for an additive method)
-    # or the words shown (a mean of the pieces)
-    flat = flat_reason(result.scores(name, pieces=True), result.scores(name))
-    if not flat:
-        return ""
-    where = result.subject.where(method)
-    reason = (
-        f"{flat}: the method found nothing in this text that changes "
-        "the prediction. For IBA this happens after a layer the prediction barely "
-        f"reads{f' (here {where})' if where else ''}: try an earlier layer, or "
-        "iba-deletion"
-    )
-    # IBA warns itself of a flat instance (its last_run says so)
-    runs = getattr(getattr(scorer, "iba", None), "last_run", None) or []
-    if not any(run.get("flat_instances") for run in runs):
-        warnings.warn(f"{name}: no ranking: {reason}", UserWarning, user_stacklevel())
-    return reason

@@ -1,5 +1,6 @@
-"""The terminal listing of an
-:class:`~captum_iba.app.page.Explanation` of a causal LM's answer (its
+"""A causal LM's answer's parts of the one terminal listing
+(:func:`~captum_iba.app.listing.listing`) of an
+:class:`~captum_iba.app.page.Explanation` (its
 :class:`~captum_iba.app.subjects.PromptSubject`'s): the prompt and the answer,
 how much the model wanted the answer, then per method the prompt's words with
 their scores, its top words (or why it ranks none) and, when scored per output
@@ -17,24 +18,23 @@ from typing import Any, List, Sequence
 from captum_iba._utils.ranking import NEAR_RTOL, flat_reason
 from captum_iba.app.words import form_words_note, shown
 
-__all__ = ["WHOLE_ANSWER_ONLY", "answer_text", "near_flat_said", "per_token_lines"]
+__all__ = [
+    "WHOLE_ANSWER_ONLY",
+    "answer_head",
+    "answer_lines",
+    "answer_notes",
+    "near_flat_said",
+    "per_token_lines",
+    "skipped_lines",
+]
 
 #: Why a method gives no per-token scores, unless it says more.
 WHOLE_ANSWER_ONLY = "the method explains the whole answer only"
 
 
-def answer_text(result: Any, top: int = 5, pieces: bool = False) -> str:
-    """The listing printed by ``captum-iba explain --model <causal LM>``.
-
-    Args:
-        result (Explanation): What
-            :func:`~captum_iba.app.llm_explanation.explain_answer` returned.
-        top (int): How many top words to list per method. Default 5.
-        pieces (bool): Tokens instead of words. Default False.
-
-    Returns:
-        str: The listing.
-    """
+def answer_head(result: Any) -> List[str]:
+    """The listing's head: the prompt, the answer and how much the model
+    wanted it."""
     subject = result.subject  # a PromptSubject
     turn = "  (as a user turn)" if subject.chat else ""
     how = "greedy" if subject.generated else "given"
@@ -42,33 +42,43 @@ def answer_text(result: Any, top: int = 5, pieces: bool = False) -> str:
         f"prompt: {subject.prompt!r}{turn}",
         f"answer ({how}, {subject.length()}): {subject.answer!r}",
     ]
-    if subject.odds is not None:
-        lines += subject.odds.listed()
-    for name, m in result.methods.items():
-        values = result.scores(name, pieces)
-        lines.append("")
-        lines.append(f"{name}: {result.details(name, brief=True)}")
-        words = [shown(w) for w in result.tokens(pieces)]
-        lines.append("  " + " | ".join(f"{w} {v:.3g}" for w, v in zip(words, values)))
-        if m.no_ranking:
-            said = f"no ranking: {m.no_ranking}; no top words are listed"
-            lines += textwrap.wrap(
-                said, 88, initial_indent="  ", subsequent_indent="    "
-            )
-        else:
-            best = ", ".join(
-                f"{shown(w)} ({v:.3g})" for w, v in result.top(top, name, pieces)
-            )
-            lines.append(f"  top {min(top, len(values))}: {best}")
-            if name in result.near_flat_methods():
-                lines.append(f"  warning: {result.near_flat(name)}")
-        lines += per_token_lines(result, name, min(top, 3), pieces)
+    return lines + (subject.odds.listed() if subject.odds is not None else [])
+
+
+def answer_lines(result: Any, name: str, top: int, pieces: bool) -> List[str]:
+    """A method's lines: the prompt's words with their scores, its top words
+    (or why it ranks none), and each output token's top words."""
+    m = result.methods[name]
+    values = result.scores(name, pieces)
+    words = [shown(w) for w in result.tokens(pieces)]
+    lines = ["  " + " | ".join(f"{w} {v:.3g}" for w, v in zip(words, values))]
+    if m.no_ranking:
+        said = f"no ranking: {m.no_ranking}; no top words are listed"
+        lines += textwrap.wrap(said, 88, initial_indent="  ", subsequent_indent="    ")
+    else:
+        best = ", ".join(
+            f"{shown(w)} ({v:.3g})" for w, v in result.top(top, name, pieces)
+        )
+        lines.append(f"  top {min(top, len(values))}: {best}")
+        if name in result.near_flat_methods():
+            lines.append(f"  warning: {result.near_flat(name)}")
+    return lines + per_token_lines(result, name, min(top, 3), pieces)
+
+
+def answer_notes(result: Any, pieces: bool) -> List[str]:
+    """The listing's end: why function words rank first, when they do; the
+    methods left out."""
     why = result.subject.form_words_why  # issue 90, item 17
     small = form_words_note(result, pieces, why)
+    lines = []
     if small:
         lines += [""] + textwrap.wrap(f"note: {small}", 88, subsequent_indent="  ")
-    lines += [f"note: {m} left out: {why}" for m, why in result.skipped.items()]
-    return "\n".join(lines)
+    return lines + skipped_lines(result)
+
+
+def skipped_lines(result: Any) -> List[str]:
+    """A line for each method left out, and why."""
+    return [f"note: {m} left out: {why}" for m, why in result.skipped.items()]
 
 
 def per_token_lines(result: Any, method: str, top: int, pieces: bool) -> List[str]:

@@ -499,10 +499,11 @@ class Explanation(Page):
         )
 
     def to_text(self, top: int = 5, pieces: bool = False) -> str:
-        """The terminal listing (a classifier's:
-        :mod:`~captum_iba.app.explain_text`; a causal LM's:
-        :mod:`~captum_iba.app.llm_explain_text`)."""
-        return self.subject.listing(self, top, pieces)
+        """The terminal listing (:func:`~captum_iba.app.listing.listing`,
+        with the parts of what was explained: its subject's)."""
+        from captum_iba.app.listing import listing
+
+        return listing(self, top, pieces)
 
     def __str__(self) -> str:
         return self.to_text()

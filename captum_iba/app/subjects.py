@@ -18,8 +18,9 @@ A subject holds those facts and answers the few questions whose answer
 depends on the kind (:class:`Subject`): the page's heading and facts, where a
 method ran, the notes under the page, where a pair's second text starts, the
 labels of a method's per-output-token rows, the sources of a context, and the
-terminal listing. The explanation asks its subject and never its kind: a
-context to attribute is one more subject here. Neither subject imports
+parts of the terminal listing (:func:`~captum_iba.app.listing.listing`). The
+explanation asks its subject and never its kind: a context to attribute is one
+more subject here. Neither subject imports
 :mod:`captum_iba.app.explanation`: each reads an explanation through its
 public methods (as the listings do).
 """
@@ -27,7 +28,13 @@ public methods (as the listings do).
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
-from captum_iba.app.llm_explain_text import WHOLE_ANSWER_ONLY, answer_text
+from captum_iba.app.llm_explain_text import (
+    WHOLE_ANSWER_ONLY,
+    answer_head,
+    answer_lines,
+    answer_notes,
+    skipped_lines,
+)
 from captum_iba.app.llm_odds import READING_NOTE, AnswerProbability
 from captum_iba.app.words import form_words_note
 from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER, ModelKind
@@ -105,8 +112,17 @@ class Subject:
         (:class:`~captum_iba.visualization.page.CitedAnswer`; none here)."""
         return []
 
-    def listing(self, result: Any, top: int, pieces: bool) -> str:
-        """The terminal listing of ``result``."""
+    def listing_head(self, result: Any) -> List[str]:
+        """The head of the terminal listing
+        (:func:`~captum_iba.app.listing.listing`): what was explained."""
+        raise NotImplementedError
+
+    def method_lines(self, result: Any, name: str, top: int, pieces: bool) -> List[str]:
+        """The listing's lines of method ``name``, under its name."""
+        raise NotImplementedError
+
+    def listing_notes(self, result: Any, pieces: bool) -> List[str]:
+        """The listing's end (its notes, the methods left out)."""
         raise NotImplementedError
 
 
@@ -203,11 +219,23 @@ class ClassifierSubject(Subject):
             segs = list(self.segment)
         return [i for i in range(1, len(segs)) if segs[i] != segs[i - 1]]
 
-    def listing(self, result: Any, top: int, pieces: bool) -> str:
-        """:func:`~captum_iba.app.explain_text.terminal_text`."""
-        from captum_iba.app.explain_text import terminal_text
+    def listing_head(self, result: Any) -> List[str]:
+        """:func:`~captum_iba.app.explain_text.prediction_head`."""
+        from captum_iba.app.explain_text import prediction_head
 
-        return terminal_text(result, top, pieces)
+        return prediction_head(result)
+
+    def method_lines(self, result: Any, name: str, top: int, pieces: bool) -> List[str]:
+        """:func:`~captum_iba.app.explain_text.prediction_lines`."""
+        from captum_iba.app.explain_text import prediction_lines
+
+        return prediction_lines(result, name, top, pieces)
+
+    def listing_notes(self, result: Any, pieces: bool) -> List[str]:
+        """:func:`~captum_iba.app.explain_text.prediction_notes`."""
+        from captum_iba.app.explain_text import prediction_notes
+
+        return prediction_notes(result, pieces)
 
 
 @dataclass
@@ -307,9 +335,17 @@ class PromptSubject(Subject):
         """The answer's tokens."""
         return list(self.output_tokens)
 
-    def listing(self, result: Any, top: int, pieces: bool) -> str:
-        """:func:`~captum_iba.app.llm_explain_text.answer_text`."""
-        return answer_text(result, top, pieces)
+    def listing_head(self, result: Any) -> List[str]:
+        """:func:`~captum_iba.app.llm_explain_text.answer_head`."""
+        return answer_head(result)
+
+    def method_lines(self, result: Any, name: str, top: int, pieces: bool) -> List[str]:
+        """:func:`~captum_iba.app.llm_explain_text.answer_lines`."""
+        return answer_lines(result, name, top, pieces)
+
+    def listing_notes(self, result: Any, pieces: bool) -> List[str]:
+        """:func:`~captum_iba.app.llm_explain_text.answer_notes`."""
+        return answer_notes(result, pieces)
 
 
 @dataclass
@@ -377,8 +413,18 @@ class ContextSubject(PromptSubject):
 
         return cited_answers(result)
 
-    def listing(self, result: Any, top: int, pieces: bool) -> str:
-        """:func:`~captum_iba.app.context_explain.context_text`."""
-        from captum_iba.app.context_explain import context_text
+    def listing_head(self, result: Any) -> List[str]:
+        """:func:`~captum_iba.app.context_explain.sources_head`."""
+        from captum_iba.app.context_explain import sources_head
 
-        return context_text(result, top, pieces)
+        return sources_head(result)
+
+    def method_lines(self, result: Any, name: str, top: int, pieces: bool) -> List[str]:
+        """:func:`~captum_iba.app.context_explain.sources_lines`."""
+        from captum_iba.app.context_explain import sources_lines
+
+        return sources_lines(result, name, top, pieces)
+
+    def listing_notes(self, result: Any, pieces: bool) -> List[str]:
+        """The methods left out."""
+        return skipped_lines(result)

@@ -24,7 +24,6 @@ from captum_iba.app.answer_spans import (
     parse_answer_span,
 )
 from captum_iba.app.cli import main
-from captum_iba.app.context_explain import context_text
 from tests.copy_model import TWO_WORDS, two_fact_tokenizer
 from tests.helpers import no_hooks
 
@@ -217,7 +216,7 @@ def test_a_token_written_in_byte_pieces_is_kept_whole():
 def test_the_listing_and_the_page_show_the_cited_answer(lm):
     result = _explain(lm, ["loso", "iba-surrogate"], target=ANSWER,
                       answer_span="sentences")  # fmt: skip
-    listing = context_text(result)
+    listing = result.to_text()
     assert listing.count("cited answer (2 parts") == 2
     paragraph = cited_paragraph(ANSWER, result.citations(3, "loso"))
     assert f"    {paragraph}" in listing

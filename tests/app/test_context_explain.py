@@ -393,15 +393,14 @@ def test_a_source_method_gives_no_word_level_verdict(lm, monkeypatch):
     ranking of the words ... found nothing that changes the answer' (its
     words tie within a source): a method that scores sources as such is
     judged by its sources only."""
-    import captum_iba.app.llm_explanation as le
-    from captum_iba.app.context_explain import context_text
+    import captum_iba.app.answer_route as route
 
-    scored = le._scored
-    monkeypatch.setattr(le, "_scored", lambda *a: (scored(*a)[0], True))
+    say = route._say_no_ranking  # told that IBA found most tokens tied
+    monkeypatch.setattr(route, "_say_no_ranking", lambda r, n, _: say(r, n, True))
     result = _explain(lm, SOURCES, "iba-sources", steps=2)
     assert result.methods["iba-sources"].by_source
     assert result.methods["iba-sources"].no_ranking == ""
-    assert "no ranking" not in context_text(result)
+    assert "no ranking" not in result.to_text()
 
 
 def test_a_source_method_lists_no_top_words(lm):
@@ -409,9 +408,7 @@ def test_a_source_method_lists_no_top_words(lm):
     source's tie shown as a word ranking; a source method lists its sources
     and says its words share their source's score; a token method keeps its
     top words."""
-    from captum_iba.app.context_explain import context_text
-
-    listing = context_text(_explain(lm, SOURCES, ["loso", "ig"]))
+    listing = _explain(lm, SOURCES, ["loso", "ig"]).to_text()
     loso, ig = listing.split("\nIG: ")
     assert "top words" not in loso
     assert "words: the words of one source share its score; see the source" in loso
@@ -421,7 +418,6 @@ def test_a_source_method_lists_no_top_words(lm):
 def test_a_source_method_whose_sources_tie_says_so_of_the_sources(lm, monkeypatch):
     import torch
 
-    from captum_iba.app.context_explain import context_text
     from captum_iba.evaluation.source_methods import LeaveOneSourceOutScorer
 
     def tied(self, batch, per_token):
@@ -431,7 +427,7 @@ def test_a_source_method_whose_sources_tie_says_so_of_the_sources(lm, monkeypatc
     with pytest.warns(UserWarning, match="every source's score is within"):
         result = _explain(lm, SOURCES, "loso")
     assert "every source's score" in result.methods["loso"].no_ranking
-    assert "no ranking of the sources: every source's" in context_text(result)
+    assert "no ranking of the sources: every source's" in result.to_text()
 
 
 def test_a_span_that_cuts_a_token_is_warned_before_the_weights(lm_dir, no_lm_weights):
@@ -535,8 +531,6 @@ def test_contextcite_s_noise_is_kept_from_the_terminal(lm, fake_context_cite, ca
     """Issue 79 item 19: ContextCite's adapter let '[nltk_data] Error loading
     punkt_tab', a FutureWarning and a UserWarning through, and showed a zero
     score as '-0'."""
-    from captum_iba.app.context_explain import context_text
-
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = _explain(lm, SOURCES, "contextcite-32")
@@ -546,5 +540,5 @@ def test_contextcite_s_noise_is_kept_from_the_terminal(lm, fake_context_cite, ca
     assert not [w for w in caught if "deprecated" in str(w.message)]
     scores = result.source_scores("contextcite-32")
     assert scores == [0.0, 0.5, 1.0] and str(scores[0]) == "0.0"
-    listing = context_text(result)
+    listing = result.to_text()
     assert "-0 " not in listing and "  [1]         0  the cat sat" in listing

@@ -15,7 +15,7 @@ import pytest
 
 import captum_iba
 from captum_iba.app.answer_spans import check_answer_span
-from captum_iba.app.context_explain import context_prompt_of, context_text
+from captum_iba.app.context_explain import context_prompt_of
 from captum_iba.app.errors import CLIError
 from captum_iba.request import check_request
 from tests.app.test_answer_spans import (
@@ -59,7 +59,7 @@ def test_citations_number_sources_as_the_page_and_the_listing_do(lm):
 
     result = _explain(lm, method=["loso", "iba-deletion"], target=ANSWER,
                       answer_span="sentences", steps=2)  # fmt: skip
-    page, listing = result.to_html(), context_text(result)
+    page, listing = result.to_html(), result.to_text()
     cited = [s for c in result.citations(3, "iba-deletion") for s in c.sources]
     assert cited and all(isinstance(s, CitedSource) for s in cited)
     for s in cited:
@@ -83,7 +83,7 @@ def test_a_source_s_score_says_its_unit_where_it_is_shown(lm):
     """Item 4: "21.69 against 2.146" and "logit-probability" were shown
     without what they are."""
     result = _explain(lm, method=["loso", "iba-surrogate"], target=ANSWER)
-    listing, page = context_text(result), html.unescape(result.to_html())
+    listing, page = result.to_text(), html.unescape(result.to_html())
     assert "its own score of each source, in nats: the answer's log-probability" in (
         listing
     )
@@ -121,7 +121,7 @@ def test_the_same_context_gives_the_same_prompt_in_any_form(lm):
         assert other.subject.prompt == first.subject.prompt
         assert other.tokens(pieces=True) == first.tokens(pieces=True)
         assert other.source_scores() == first.source_scores()
-    listing = context_text(results[1])
+    listing = results[1].to_text()
     assert "3 sources (a list, joined by a blank line)" in listing
 
 
@@ -260,7 +260,7 @@ def test_per_token_scores_of_a_context_are_listed(lm):
     result = _explain(lm, target=ANSWER, method="iba-deletion", steps=1,
                       per_token=True)  # fmt: skip
     assert result.matrix("iba-deletion") is not None
-    listing = context_text(result)
+    listing = result.to_text()
     assert "per output token (top words):" in listing
     assert "'key'" in listing.split("per output token")[1]
 

@@ -159,7 +159,6 @@ def test_at2_s_listing_names_the_weights_file_it_used(lm, tmp_path, monkeypatch)
 
     from captum_iba._utils import common
     from captum_iba._utils.io import CACHE_ENV_VAR
-    from captum_iba.app.context_explain import context_text
     from tests.lab.test_at2 import SavedHeads, stub_at2
 
     stub_at2(monkeypatch)
@@ -177,7 +176,7 @@ def test_at2_s_listing_names_the_weights_file_it_used(lm, tmp_path, monkeypatch)
     result = _explain(lm, SOURCES, "at2")
     assert result.methods["at2"].settings["weights"] == str(path)
     assert f"; weights {path}; " in result.details("at2")
-    assert f"at2: {result.details('at2', brief=True)}" in context_text(result)
+    assert f"at2: {result.details('at2', brief=True)}" in result.to_text()
     assert f"; weights {path}; " in result.details("at2", brief=True)
 
 
