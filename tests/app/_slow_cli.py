@@ -15,9 +15,9 @@ class SlowRandomScorer(RandomScorer):
 
     name = "slow-random"
 
-    def _attribute(self, *args, **kwargs):
+    def _scores(self, rows):
         time.sleep(float(os.environ.get("SLOW_SCORER_SECONDS", "0.5")))
-        return super()._attribute(*args, **kwargs)
+        return super()._scores(rows)
 
 
 if __name__ == "__main__":

@@ -371,7 +371,7 @@ def test_failed_runs_leave_no_folder_they_made(
         def fail(*args, **kwargs):
             raise error("fails in the first unit")
 
-        monkeypatch.setattr(RandomScorer, "_attribute", fail)
+        monkeypatch.setattr(RandomScorer, "_scores", fail)
     kept = tmp_path / "kept"
     kept.mkdir()
     (kept / "notes.txt").write_text("mine")
@@ -394,7 +394,7 @@ def test_failed_resumed_run_keeps_the_earlier_work(
     argv = ["evaluate", "--model", tiny_model_dir, "--data-dir", str(data),
             "--methods", "random", "--n", "8", "--batch-size", "4",
             "--out", str(out)]  # fmt: skip
-    real, calls = RandomScorer._attribute, []
+    real, calls = RandomScorer._scores, []
 
     def second_unit_fails(self, *args, **kwargs):
         calls.append(1)
@@ -402,7 +402,7 @@ def test_failed_resumed_run_keeps_the_earlier_work(
             raise RuntimeError("fails in the second unit")
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(RandomScorer, "_attribute", second_unit_fails)
+    monkeypatch.setattr(RandomScorer, "_scores", second_unit_fails)
     _failing(argv, capsys)
     shards = {p: p.read_bytes() for p in (out / "shards").glob("*.jsonl")}
     assert any(b'"kind": "row"' in b or b'"kind":"row"' in b for b in shards.values())
@@ -410,7 +410,7 @@ def test_failed_resumed_run_keeps_the_earlier_work(
     _failing(argv, capsys)
     for path, content in shards.items():
         assert path.read_bytes().startswith(content)
-    monkeypatch.setattr(RandomScorer, "_attribute", real)
+    monkeypatch.setattr(RandomScorer, "_scores", real)
     assert main(argv) == 0 and (out / commands.MARKER).exists()
 
 

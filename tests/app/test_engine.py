@@ -279,17 +279,18 @@ def _refuse(monkeypatch, refused):
     ids in ``refused`` (``"*"``: every batch)."""
     from captum_iba.evaluation.random_scorer import RandomScorer
 
-    original = RandomScorer._attribute
+    original = RandomScorer._scores
 
-    def refusing(self, input_ids, target, mask, tt):
+    def refusing(self, rows):
         texts = [
-            " ".join(self.tokenizer.convert_ids_to_tokens(row)) for row in input_ids
+            " ".join(self.tokenizer.convert_ids_to_tokens(row))
+            for row in rows.input_ids
         ]
         if refused == "*" or any(f" {refused} " in t for t in texts):
             raise ValueError(f"cannot explain {refused!r}")
-        return original(self, input_ids, target, mask, tt)
+        return original(self, rows)
 
-    monkeypatch.setattr(RandomScorer, "_attribute", refusing)
+    monkeypatch.setattr(RandomScorer, "_scores", refusing)
 
 
 def test_an_instance_a_method_refuses_is_left_out_and_the_rest_scored(
