@@ -380,7 +380,8 @@ def surrogate_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
     ``-focused`` ran: ``iba-surrogate`` 's default before issue 77's long
     contexts), ``focused`` on the prior's top sources (its default since;
     the two are the same below 16 sources at 16 ablations) or ``sparse``
-    (every source at random, kept with probability 0.3), the prior's
+    (every source at random, kept with probability 0.3: the lab's
+    :class:`~captum_iba_lab.sparse_surrogate.SparseSurrogateScorer`), the prior's
     weight ``penalty`` (default 1), the weights soft-thresholded at ``shrink``
     times their spread (default 0: not). The variants of
     one run share their ablations and prior where they are the same
@@ -425,7 +426,13 @@ def _surrogate(model: Any, tok: Any, k: int, options: Dict[str, Any]) -> Any:
     from captum_iba.evaluation.surrogate import IBASurrogateScorer
 
     shrink = options.pop("shrink", 0.0)
-    scorer = IBASurrogateScorer(model, n_ablations=k, tokenizer=tok, **options)
+    if options.get("design") == "sparse":  # a variant that lost: the lab's
+        from captum_iba_lab.sparse_surrogate import SparseSurrogateScorer
+
+        del options["design"]
+        scorer = SparseSurrogateScorer(model, n_ablations=k, tokenizer=tok, **options)
+    else:
+        scorer = IBASurrogateScorer(model, n_ablations=k, tokenizer=tok, **options)
     return shrunk(scorer, shrink) if shrink else scorer
 
 

@@ -9,7 +9,11 @@
 * ``iba-heads`` (:class:`~captum_iba_lab.at2_taught.TaughtHeadsScorer`): AT2's
   head weights taught by one ``iba-deletion`` step
   (``experiments/teach_at2.py``); level with its teacher, below ContextCite-32
-  and the product's default for contexts.
+  and the product's default for contexts;
+* ``iba-surrogate`` 's sparse design
+  (:class:`~captum_iba_lab.sparse_surrogate.SparseSurrogateScorer`, no
+  method name: the context study's ``iba-surrogate-<k>-sparse``), no more
+  faithful than the product's default at 1.2x its cost.
 
 Installed (``pip install ./experiments/lab``), the methods are found by name
 (``captum-iba explain --method at2``, ``captum_iba.explain(method="at2")``);
