@@ -55,6 +55,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "experiments" / "lab"))  # the lab
 from bench_llm import forward_backward  # noqa: E402
 
 TASKS = ("sst2", "ag_news", "rte", "imdb")
@@ -125,14 +126,15 @@ def load_model(args: argparse.Namespace) -> Tuple[Any, Any]:
 
 def fitted(model: Any, tok: Any, task: str, k: int, rows: List[Dict[str, Any]]) -> Any:
     """A function of the layer module: the command line's explainer for
-    ``task`` (:func:`~captum_iba.app.amortized.cached_explainer` on ``k``
-    training prompts), its fit timed into ``rows``."""
-    from captum_iba.app.amortized import (
+    ``task`` (the lab's :func:`~captum_iba_lab.amortized_lm.lm_explainer` on
+    ``k`` training prompts), its fit timed into ``rows``."""
+    from captum_iba_lab.amortized_lm import (
         LLM_OBJECTIVE,
-        cached_explainer,
-        explainer_folder,
+        lm_explainer,
+        lm_folder,
         training_prompts,
     )
+
     from captum_iba.attr.amortized_store import RECORD
     from captum_iba.attr.text import resolve_layer
 
@@ -142,7 +144,7 @@ def fitted(model: Any, tok: Any, task: str, k: int, rows: List[Dict[str, Any]]) 
         limit = model.config.max_position_embeddings
         prompts = training_prompts(task, tok, None, limit, cut=False, count=k)
         ref, made = resolve_layer(model, module), []
-        folder = explainer_folder(model, ref, task, 0, LLM_OBJECTIVE)
+        folder = lm_folder(model, ref, task, LLM_OBJECTIVE)
         if (folder / RECORD).is_file():  # it would be loaded, not fitted
             raise SystemExit(
                 f"an explainer is cached in {folder}: to time a fit, set "
@@ -150,15 +152,8 @@ def fitted(model: Any, tok: Any, task: str, k: int, rows: List[Dict[str, Any]]) 
             )
         seconds = timed(
             lambda: made.append(
-                cached_explainer(
-                    model,
-                    tok,
-                    ref,
-                    task,
-                    True,
-                    max_length=0,
-                    objective=LLM_OBJECTIVE,
-                    prompts=prompts,
+                lm_explainer(
+                    model, tok, ref, task, True, LLM_OBJECTIVE, prompts=prompts
                 )
             ),  # fmt: skip
             model.device,
@@ -248,10 +243,15 @@ def method_rows(
     from captum_iba.evaluation import Resources, build_scorers
 
     name, options = method_of(spec)
-    explainer = fitted(model, tok, task, args.fit_prompts, fits)
+    if name == "iba-amortized":  # on a causal LM: the lab's iba-amortized-lm
+        from captum_iba_lab import register
+
+        register()
+        explainer = fitted(model, tok, task, args.fit_prompts, fits)
+        name, options = "iba-amortized-lm", dict(options, explainer=explainer)
     (scorer,) = build_scorers(
-        [name], Resources(model, tok, explainer=explainer),
-        method_options={name: options}, kind="causal-lm",
+        [name], Resources(model, tok), method_options={name: options},
+        kind="causal-lm",
     ).values()  # fmt: skip
     scorer.attribute(work[0])  # untimed: kernels, allocator, path check
     device, mine = model.device, []
@@ -332,7 +332,7 @@ def main() -> None:
         table(args.table, args.reference)
         return
     if args.fit_prompts is None:
-        from captum_iba.app.amortized import LLM_TRAIN_PROMPTS
+        from captum_iba_lab.amortized_lm import LLM_TRAIN_PROMPTS
 
         args.fit_prompts = LLM_TRAIN_PROMPTS
     measure(args)  # --json: written as each method finishes

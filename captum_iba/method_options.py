@@ -73,10 +73,9 @@ SURROGATE_OUTCOMES = ("ranks", "log-odds")
 #: How ``iba-surrogate`` draws its ablations, the default first: where the
 #: sources outnumber what a factorial design separates, the design over the
 #: prior's top sources (:func:`captum_iba.evaluation.surrogate.focused_masks`;
-#: the factorial design below that), a factorial design over every source
-#: where one fits, at random where none does, or every source at random, kept
-#: with probability 0.3 (:func:`captum_iba.evaluation.surrogate.sparse_masks`).
-SURROGATE_DESIGNS = ("focused", "factorial", "sparse")
+#: the factorial design below that), or a factorial design over every source
+#: where one fits, at random where none does (0.3.0's draws).
+SURROGATE_DESIGNS = ("focused", "factorial")
 
 
 def _precision(value: object) -> str:
@@ -201,9 +200,8 @@ _option(
     "how iba-surrogate draws its ablations: 'focused' (default: a fractional "
     "factorial design over every source where one fits, else over the sources "
     "one deletion step ranks highest, the others at random), 'factorial' (the "
-    "design where one fits, else every source at random: the default of 0.3) "
-    "or 'sparse' (every source at random, kept with probability 0.3: shorter "
-    "ablated prompts); docs/context.rst",
+    "design where one fits, else every source at random: 0.3.0's draws); "
+    "docs/context.rst",
     kwarg="design",
 )
 _option(

@@ -275,16 +275,12 @@ _method(
     "iba-amortized",
     "amortized:IBAAmortizedScorer",
     "amortized IBA: an explainer taught by iba-deletion once per model, then one "
-    "forward pass per attribution (a causal LM: fitted on a prompt task's "
-    "prompts or a context task's contexts, the whole answer only; measured no "
-    "better than random there: docs/amortized.rst)",
+    "forward pass per attribution",
     ("layer", "explainer_objective"),
     signed=False,
     reduction="mean",
     uses=("explainer",),
     layer="embeddings",
-    models=MODEL_KINDS,
-    spans=False,  # its explainer is fitted for the whole answer
 )
 _method(
     "iba-deletion",

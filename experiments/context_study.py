@@ -274,13 +274,18 @@ def at2_scorers(
 
 def amortized_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
     """Each ``iba-amortized-from-<task>`` method's scorer, made once the
-    model is loaded (``model, tok -> IBAAmortizedScorer``): the explainer
-    cached by ``captum-iba evaluate --dataset <task> --methods iba-amortized``
-    for the model (refused, naming that command, when there is none)."""
-    from captum_iba.app.amortized import LLM_OBJECTIVE, cached_explainer
+    model is loaded (``model, tok -> AmortizedLMScorer``): the explainer
+    cached for the model on the task's training prompts (the lab's
+    :func:`~captum_iba_lab.amortized_lm.lm_explainer`; refused, naming the
+    command that fits it, when there is none)."""
+    from captum_iba_lab.amortized_lm import (
+        LLM_OBJECTIVE,
+        AmortizedLMScorer,
+        lm_explainer,
+    )
+
     from captum_iba.app.llm_tasks import TASKS
     from captum_iba.attr.text import resolve_layer
-    from captum_iba.evaluation.amortized import IBAAmortizedScorer
 
     makers = {}
     for m in (m for m in methods if m.startswith(AMORTIZED)):
@@ -290,10 +295,8 @@ def amortized_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
 
         def make(model: Any, tok: Any, task: str = task) -> Any:
             ref = resolve_layer(model, "embeddings")
-            found = cached_explainer(
-                model, tok, ref, task, False, objective=LLM_OBJECTIVE
-            )
-            return IBAAmortizedScorer(model, explainer=found, tokenizer=tok)
+            found = lm_explainer(model, tok, ref, task, False, LLM_OBJECTIVE)
+            return AmortizedLMScorer(model, explainer=found, tokenizer=tok)
 
         makers[m] = make
     return makers
@@ -334,16 +337,18 @@ def context_explainer_scorers(
 
 
 def _loaded_scorer(model: Any, tok: Any, folder: Path) -> Any:
-    """``iba-amortized`` with the explainer saved in ``folder``."""
+    """``iba-amortized`` (the lab's, on a causal LM) with the explainer
+    saved in ``folder``."""
+    from captum_iba_lab.amortized_lm import AmortizedLMScorer
+
     from captum_iba.attr.amortized import AmortizedExplainer
     from captum_iba.attr.text import resolve_layer
-    from captum_iba.evaluation.amortized import IBAAmortizedScorer
 
     layer = resolve_layer(model, "embeddings").module
     explainer = AmortizedExplainer.load(
         folder, CausalLMLogLikelihood(model), layer, tokenizer=tok
     )
-    return IBAAmortizedScorer(model, explainer=explainer, tokenizer=tok)
+    return AmortizedLMScorer(model, explainer=explainer, tokenizer=tok)
 
 
 def _stepped(method: str, steps: Optional[int]) -> str:
@@ -380,7 +385,8 @@ def surrogate_scorers(methods: Sequence[str]) -> Dict[str, Callable[..., Any]]:
     ``-focused`` ran: ``iba-surrogate`` 's default before issue 77's long
     contexts), ``focused`` on the prior's top sources (its default since;
     the two are the same below 16 sources at 16 ablations) or ``sparse``
-    (every source at random, kept with probability 0.3), the prior's
+    (every source at random, kept with probability 0.3: the lab's
+    :class:`~captum_iba_lab.sparse_surrogate.SparseSurrogateScorer`), the prior's
     weight ``penalty`` (default 1), the weights soft-thresholded at ``shrink``
     times their spread (default 0: not). The variants of
     one run share their ablations and prior where they are the same
@@ -425,7 +431,13 @@ def _surrogate(model: Any, tok: Any, k: int, options: Dict[str, Any]) -> Any:
     from captum_iba.evaluation.surrogate import IBASurrogateScorer
 
     shrink = options.pop("shrink", 0.0)
-    scorer = IBASurrogateScorer(model, n_ablations=k, tokenizer=tok, **options)
+    if options.get("design") == "sparse":  # a variant that lost: the lab's
+        from captum_iba_lab.sparse_surrogate import SparseSurrogateScorer
+
+        del options["design"]
+        scorer = SparseSurrogateScorer(model, n_ablations=k, tokenizer=tok, **options)
+    else:
+        scorer = IBASurrogateScorer(model, n_ablations=k, tokenizer=tok, **options)
     return shrunk(scorer, shrink) if shrink else scorer
 
 

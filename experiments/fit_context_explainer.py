@@ -9,8 +9,8 @@ response (at most the context study's 24 tokens) in batches of
 ``--batch-size``, its sources marked (the explainer masks the sources'
 tokens only, as every method of the context study scores them). The
 explainer is fitted as the command line fits one on a context task
-(:func:`~captum_iba.app.context_fit.fit_on_contexts`, its defaults
-:data:`~captum_iba.app.context_fit.CONTEXT_FIT` those of this script) on
+(:func:`~captum_iba_lab.context_fit.fit_on_contexts`, its defaults
+:data:`~captum_iba_lab.context_fit.CONTEXT_FIT` those of this script) on
 ``--objective`` (``distil``: ``iba-deletion``'s masks alone; ``deletion``:
 its objective, warm-started by them), its teacher ``iba-deletion`` with
 ``--teacher-steps`` steps (one step's mask is what the context study found
@@ -37,6 +37,12 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent / "lab"))  # the lab: captum_iba_lab
+from captum_iba_lab.context_fit import (  # noqa: E402
+    CONTEXT_FIT,
+    fit_contexts,
+    fit_on_contexts,
+)
 from study_lm import study_lm  # noqa: E402
 
 from captum_iba._utils.io import (  # noqa: E402
@@ -45,11 +51,6 @@ from captum_iba._utils.io import (  # noqa: E402
     model_slug,
 )
 from captum_iba.app.context_corpus import parse_passages  # noqa: E402
-from captum_iba.app.context_fit import (  # noqa: E402
-    CONTEXT_FIT,
-    fit_contexts,
-    fit_on_contexts,
-)
 from captum_iba.app.context_tasks import CONTEXT_TASKS  # noqa: E402
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID  # noqa: E402
 from captum_iba.registry import EXPLAINER_OBJECTIVES  # noqa: E402
@@ -82,7 +83,7 @@ def fit_context_explainer(
     """Fit (or resume) the explainer of ``model`` 's embeddings on
     ``examples`` (``task`` 's contexts) with their greedy responses, saved in
     ``folder``, with ``fit`` overriding
-    :data:`~captum_iba.app.context_fit.CONTEXT_FIT`; returns it and the
+    :data:`~captum_iba_lab.context_fit.CONTEXT_FIT`; returns it and the
     CPU-seconds of the responses and of the fit."""
     from captum_iba.attr.text import resolve_layer
 

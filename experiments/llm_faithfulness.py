@@ -57,7 +57,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent / "lab"))  # the lab: captum_iba_lab
 import faithfulness_study as fs  # noqa: E402
+from captum_iba_lab import register  # noqa: E402
+from captum_iba_lab.amortized_lm import LLM_OBJECTIVE, LLM_TRAIN_PROMPTS  # noqa: E402
 from context_study import at2_scorers  # noqa: E402
 from context_tables import AT2_PREFIX  # noqa: E402
 from llm_study_tables import (  # noqa: E402
@@ -72,7 +75,6 @@ from study_lm import TOKENIZER_HELP, study_lm  # noqa: E402
 from study_parts import Record  # noqa: E402
 from studylib.at2_training import at2_fit_path  # noqa: E402
 
-from captum_iba.app.amortized import LLM_OBJECTIVE, LLM_TRAIN_PROMPTS  # noqa: E402
 from captum_iba.app.data import HELDOUT_SPLIT  # noqa: E402
 from captum_iba.app.llm_tasks import (  # noqa: E402
     TASKS,
@@ -90,6 +92,10 @@ from captum_iba.evaluation.llm_degradation import (  # noqa: E402
 )
 from captum_iba.evaluation.llm_loop import scorer_batch  # noqa: E402
 from captum_iba.registry import EXPLAINER_OBJECTIVES, METHODS  # noqa: E402
+
+register()  # the lab's methods: iba-amortized on a causal LM is iba-amortized-lm
+#: The lab's method the records named ``iba-amortized`` (AMORTIZED) run.
+LAB_AMORTIZED = "iba-amortized-lm"
 
 
 def _split(task: str, split: str) -> str:
@@ -119,7 +125,10 @@ def run(args: argparse.Namespace) -> None:
     options = get_preset("fair").test.with_tokenizer(tok)
     choices = answer_token_ids(task, tok)
     for given in args.methods.split(","):
-        name = given if given in at2 else METHODS.entry(given).name  # old: warns
+        # a registered method by its name now (old: warns); iba-amortized on a
+        # causal LM is the lab's (_scorer), its records keep the name
+        known = given in at2 or given == AMORTIZED
+        name = given if known else METHODS.entry(given).name
         meta = dict(cpu=cpu, model=args.model)
         record = Record(
             Path(args.out) / args.task / _folder(args) / f"{_stem(name, args)}.json",
@@ -223,14 +232,16 @@ def _explainer(model: Any, tok: Any, module: Any, args: argparse.Namespace) -> A
     answer words the model chooses: with the command line's settings, the
     command line's explainer (its cache folder); with others, in that
     folder's name plus :func:`_variant` (never taken by the command line)."""
-    from captum_iba.app.amortized import (
-        cached_explainer,
-        explainer_folder,
+    from captum_iba_lab.amortized_lm import (
+        fit_lm,
+        lm_explainer,
+        lm_folder,
         task_batches,
         training_prompts,
     )
+
     from captum_iba.attr.text import resolve_layer
-    from captum_iba.evaluation.amortized import fit_amortized, objective_settings
+    from captum_iba.evaluation.amortized import objective_settings
 
     fit_on, k = args.fit_on or args.task, args.fit_prompts
     objective, variant = args.fit_objective or LLM_OBJECTIVE, _variant(args)
@@ -240,19 +251,18 @@ def _explainer(model: Any, tok: Any, module: Any, args: argparse.Namespace) -> A
         fit_on, tok, None, limit, cut=False, count=max(k, LLM_TRAIN_PROMPTS)
     )
     if not variant:
-        return cached_explainer(
-            model, tok, ref, fit_on, True, max_length=0,
-            objective=LLM_OBJECTIVE, prompts=prompts,
-        )  # fmt: skip
+        return lm_explainer(
+            model, tok, ref, fit_on, True, LLM_OBJECTIVE, prompts=prompts
+        )
     if k > len(prompts):
         raise SystemExit(f"--fit-prompts {k}: {fit_on} gives {len(prompts)}")
-    folder = explainer_folder(model, ref, fit_on, 0, objective)
+    folder = lm_folder(model, ref, fit_on, objective)
     folder = folder.with_name(folder.name + variant)
     batches = task_batches(model, tok, fit_on, prompts[:k])
     settings = objective_settings(objective)  # (loaded when fitted before)
     if args.fit_epochs is not None:
         settings["epochs"] = args.fit_epochs
-    return fit_amortized(model, ref.module, batches, tok, folder, **settings)
+    return fit_lm(model, ref.module, batches, tok, folder, **settings)
 
 
 def _scorer(
@@ -269,12 +279,14 @@ def _scorer(
     if args.refine_steps:
         given[AMORTIZED] = {"refine_steps": args.refine_steps}
     is_amortized = name == AMORTIZED
-    explainer = partial(_explainer, model, tok, args=args) if is_amortized else None
-    options = {name: given[name]} if name in given else {}
+    method = LAB_AMORTIZED if is_amortized else name  # the lab's, for the records' name
+    options = {method: given[name]} if name in given else {}
+    if is_amortized:
+        explainer = partial(_explainer, model, tok, args=args)
+        options[method] = dict(options.get(method, {}), explainer=explainer)
     scorer = build_scorers(
-        [name], Resources(model, tok, explainer=explainer),
-        method_options=options, kind="causal-lm",
-    )[name]  # fmt: skip
+        [method], Resources(model, tok), method_options=options, kind="causal-lm"
+    )[method]
     if name == "iba-deletion" and _iba_options(args):
         fields = _iba_options(args)  # study options no request takes
         scorer.options = dataclasses.replace(scorer.options, **fields)

@@ -18,10 +18,11 @@ from typing import Any, Dict, List
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent / "lab"))  # the lab: captum_iba_lab
 import faithfulness_study as fs  # noqa: E402
+from captum_iba_lab.amortized_lm import LLM_OBJECTIVE  # noqa: E402
 from context_tables import AT2_PREFIX  # noqa: E402
 
-from captum_iba.app.amortized import LLM_OBJECTIVE  # noqa: E402
 from captum_iba.registry import LLM_NAMES, METHODS  # noqa: E402
 
 #: The tasks' names in tables.

@@ -35,6 +35,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent / "lab"))  # the lab: captum_iba_lab
 
 from captum_iba_lab.at2 import import_at2
+from captum_iba_lab.context_fit import CONTEXT_FIT, fit_contexts
 from captum_iba_lab.context_heads import (
     collect_taught,
     fit_taught_budgets,
@@ -43,7 +44,6 @@ from captum_iba_lab.context_heads import (
 
 from captum_iba._utils.io import cache_root  # noqa: E402
 from captum_iba.app.context_corpus import parse_passages
-from captum_iba.app.context_fit import CONTEXT_FIT, fit_contexts
 from captum_iba.app.context_tasks import CONTEXT_TASKS
 from captum_iba.app.model_kind import SMOLLM2_HUB_ID
 

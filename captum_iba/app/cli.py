@@ -145,13 +145,10 @@ def _explain_parser(sub: "argparse._SubParsersAction") -> None:
     _answer_arguments(ex)
     ex.add_argument(
         "--fit-on",
-        metavar="CORPUS|TASK",
+        metavar="CORPUS",
         help="iba-amortized: the explainer fitted on this corpus's training split "
-        "(a classifier; default: the model's own corpus), this prompt task's "
-        "training prompts or this context task's search contexts (a causal LM; "
-        "default: the one task whose explainer is cached); fitted by "
-        "`captum-iba evaluate --dataset CORPUS|TASK` (a context task: `--task "
-        "TASK`) `--methods iba-amortized`",
+        "(default: the model's own corpus), fitted by `captum-iba evaluate "
+        "--dataset CORPUS --methods iba-amortized`",
     )
     _method_options(ex)
     ex.add_argument(

@@ -127,7 +127,7 @@ def prepare_contexts(args: Any) -> PreparedContexts:
     from captum_iba.evaluation.context_loop import ContextData, too_long
 
     config = lm_config(args.model)
-    check_lm_request(args.request, config, explainer=True)  # fitted on the task
+    check_lm_request(args.request, config)
     positions = max_positions(argparse.Namespace(config=config))
     tok = load_lm_tokenizer(args.model, checked=True)  # (the request's kind)
     if not getattr(tok, "is_fast", False):
@@ -171,17 +171,7 @@ def context_job(args: Any, prepared: PreparedContexts, settings: Dict[str, Any])
 
     tok = prepared.tokenizer
     model, _ = load_causal_lm(args.model, tok)
-
-    def explainer(module: Any, objective: Optional[str] = None) -> Any:
-        from captum_iba.app.amortized import cached_explainer, lm_objective
-        from captum_iba.attr.text import resolve_layer
-
-        return cached_explainer(
-            model, tok, resolve_layer(model, module), args.task, True,
-            args.data_dir, 0, lm_objective(args.request, objective, args.task),
-        )  # fmt: skip
-
-    resources = Resources(model, tok, explainer=explainer)
+    resources = Resources(model, tok)
     return ContextJob(
         model=model,
         tokenizer=tok,

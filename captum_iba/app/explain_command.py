@@ -11,7 +11,7 @@ every method once and scores the text.
 """
 
 import argparse
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Optional
 
 from captum_iba._utils.io import atomic_write_text
 from captum_iba.app import command_parts
@@ -29,7 +29,7 @@ from captum_iba.app.explain_request import (
 )
 from captum_iba.app.models import check_request_layers
 from captum_iba.app.words import blank
-from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER, ModelKind
+from captum_iba.attr.kinds import ModelKind
 
 __all__ = ["explain_request", "run"]
 
@@ -144,7 +144,7 @@ def _classifier_supplies(args: argparse.Namespace, request: ExplainRequest) -> S
         if value is not None:
             raise CLIError(f"{flag} is for a causal LM; the model is a classifier")
     methods = request.methods
-    fit_on = _check_fit_on(args.fit_on, methods, request.kind)
+    fit_on = _check_fit_on(args.fit_on, methods)
     if request.pair is not None and blank(request.pair):
         raise CLIError("--pair is empty: give the second text, or leave --pair out")
     config, record = config_and_record(request.model, DEFAULT_CORPUS)
@@ -172,37 +172,29 @@ def _classifier_supplies(args: argparse.Namespace, request: ExplainRequest) -> S
 
 def _causal_lm_supplies(args: argparse.Namespace, request: ExplainRequest) -> Supplied:
     """What ``explain --model <causal LM>`` supplies: its flags and its
-    methods checked against the configuration, then ``iba-amortized`` 's
-    cached explainer (the route explains the answer - greedy, or --target -
-    to the prompt, or to a query and its context)."""
+    methods checked against the configuration (the route explains the
+    answer - greedy, or --target - to the prompt, or to a query and its
+    context)."""
     from captum_iba.app.llm_checks import check_lm_request, lm_config
 
     if args.pair is not None:
         raise CLIError("--pair is for a classifier; a causal LM explains one prompt")
-    check_lm_request(request.methods, lm_config(request.model), explainer=True)
-    fit_on = _check_fit_on(args.fit_on, request.methods, request.kind)
+    check_lm_request(request.methods, lm_config(request.model))
+    if args.fit_on is not None:
+        raise CLIError(
+            f"--fit-on {args.fit_on} chooses iba-amortized's explainer, which "
+            "explains classifiers; the model is a causal LM"
+        )
     command_parts.print_notes(request.methods)
-
-    def explainer(model: Any, tok: Any, chat: bool) -> Any:  # iba-amortized's
-        from captum_iba.app.amortized import cached_lm_explainer, requested_objective
-        from captum_iba.attr.text import resolve_layer
-
-        def for_layer(module: Any, objective: Any = None) -> Any:
-            ref = resolve_layer(model, module)
-            chosen = requested_objective(request.methods, objective)
-            return cached_lm_explainer(model, tok, ref, chosen, chat, fit_on)
-
-        return for_layer
-
-    return Supplied(explainer=explainer)
+    return Supplied()
 
 
-def _check_fit_on(given: Optional[str], methods: Any, kind: ModelKind) -> Optional[str]:
+def _check_fit_on(given: Optional[str], methods: Any) -> Optional[str]:
     """``--fit-on``, before the weights load: it goes with ``iba-amortized``
-    and names a corpus (a classifier's explainer: fitted on its training
-    split) or a prompt task (a causal LM's: on its training prompts) that
-    ``evaluate`` fits an explainer on; returned lower-cased (None: not
-    given)."""
+    and names a corpus that ``evaluate`` fits a classifier's explainer on
+    (its training split); returned lower-cased (None: not given)."""
+    from captum_iba.app.data.corpora import HELDOUT_SPLIT
+
     if given is None:
         return None
     if "iba-amortized" not in methods.methods:
@@ -211,39 +203,19 @@ def _check_fit_on(given: Optional[str], methods: Any, kind: ModelKind) -> Option
             f"the methods chosen are {', '.join(methods.methods)}: give "
             "--method iba-amortized (or --compare with it), or leave --fit-on out"
         )
-    names, what = _FIT_ON[kind]()
     fit_on = given.strip().lower()
-    if fit_on not in names:
+    if fit_on not in HELDOUT_SPLIT:
         raise CLIError(
-            f"--fit-on {fit_on}: not a {what}; choose from {', '.join(names)}"
+            f"--fit-on {fit_on}: not a corpus (a classifier's explainer is fitted "
+            f"on its training split); choose from {', '.join(HELDOUT_SPLIT)}"
         )
     return fit_on
 
 
-def _corpora() -> Tuple[Sequence[str], str]:
-    from captum_iba.app.data.corpora import HELDOUT_SPLIT
-
-    fitted = "corpus (a classifier's explainer is fitted on its training split)"
-    return tuple(HELDOUT_SPLIT), fitted
-
-
-def _prompt_tasks() -> Tuple[Sequence[str], str]:
-    from captum_iba.app.context_tasks import CONTEXT_TASKS
-    from captum_iba.app.llm_tasks import TASKS
-
-    what = (
-        "prompt or context task (a causal LM's explainer is fitted on its "
-        "prompts or search contexts)"
-    )
-    return (*TASKS, *CONTEXT_TASKS), what
-
-
 #: What ``explain`` supplies per question (its flags checked, the model
-#: loaded when a classifier, the cached explainer), and what ``--fit-on``
-#: names per kind.
+#: loaded when a classifier, the cached explainer).
 _SUPPLIED = {
     PREDICTION: _classifier_supplies,
     ANSWER: _causal_lm_supplies,
     SOURCES: _causal_lm_supplies,
 }
-_FIT_ON = {CLASSIFIER: _corpora, CAUSAL_LM: _prompt_tasks}

@@ -10,7 +10,7 @@ does not need the weights comes before them:
   range, ``iba-deletion`` at the last layer), ``attnlrp`` without
   ``lxt``, a prior fitted on data (a causal LM's route has no corpus to fit
   it on), a method that needs a fitted explainer where the caller has none
-  (``iba-amortized`` outside a prompt task's run and ``explain``);
+  (a user's method declaring the ``explainer`` resource);
 * :func:`answer_budget` - a prompt and its answer against the positions,
   from the tokenizer alone (loaded before the model): the longest answer
   the positions leave room for, or a refusal.
@@ -152,11 +152,9 @@ def check_lm_request(
         entry = method_entry(method, CAUSAL_LM)
         if "explainer" in entry.facts.get("uses", ()) and not explainer:
             raise CLIError(
-                f"{method}: a causal LM's explainer is fitted on a prompt task's "
-                "training prompts: run `captum-iba evaluate --dataset TASK --methods "
-                f"{method}` with the model (then `captum-iba explain --method "
-                f"{method}` uses it), or fit one in Python (captum_iba.evaluation."
-                "amortized.fit_amortized with prompt_batches; docs/amortized.rst)"
+                f"{method} needs a fitted explainer (the resource 'explainer'), "
+                "which the commands give a classifier's methods only: give it in "
+                f"Python (method_options={{{method!r}: {{'explainer': ...}}}})"
             )
         package, install = entry.facts.get("package", (None, ""))
         problem = None if package is None else import_problem(package)

@@ -10,7 +10,7 @@ naming the methods for causal LMs): :class:`PromptTask` is the causal LM's
 corpus job (:func:`~captum_iba.app.cli_checks.corpus_task`).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -40,9 +40,6 @@ class PreparedPrompts:
         cut (list of int): Per instance, the content tokens cut to fit
             ``--max-length`` (empty when it was not given).
         choices (list of int): The answer words' token ids.
-        train (list of str): The training prompts ``iba-amortized`` 's
-            explainer is fitted on (:func:`~captum_iba.app.amortized.
-            training_prompts`; empty when it is not asked for).
     """
 
     data: Any
@@ -51,7 +48,6 @@ class PreparedPrompts:
     spans: List[Tuple[int, int]]
     cut: List[int]
     choices: List[int]
-    train: List[str] = field(default_factory=list)
 
 
 def prepare_prompts(args: Any, split: str) -> PreparedPrompts:
@@ -80,7 +76,7 @@ def prepare_prompts(args: Any, split: str) -> PreparedPrompts:
 
     task = TASKS[args.dataset]  # (check_prompt_task said it is there)
     config = lm_config(args.model)
-    check_lm_request(args.request, config, explainer=True)
+    check_lm_request(args.request, config)
     check_against_config(config, max_length=args.max_length)
     positions = max_positions(SimpleNamespace(config=config))
     tok = load_lm_tokenizer(args.model, checked=True)  # (the request's kind)
@@ -118,22 +114,7 @@ def prepare_prompts(args: Any, split: str) -> PreparedPrompts:
         )
     if args.max_length is None:
         out.cut = []
-    if _uses_explainer(args):  # iba-amortized's, made before the weights
-        from captum_iba.app.amortized import training_prompts
-
-        cut = args.max_length is not None
-        out.train = training_prompts(args.dataset, tok, args.data_dir, limit, cut)
     return out
-
-
-def _uses_explainer(args: Any) -> bool:
-    """Whether a method of the request needs a fitted explainer."""
-    from captum_iba.registry import method_entry
-
-    return any(
-        "explainer" in method_entry(m, args.kind).facts.get("uses", ())
-        for m in args.request.methods
-    )
 
 
 def prompt_job(args: Any, prepared: PreparedPrompts, settings: Dict[str, Any]) -> Any:
@@ -150,24 +131,13 @@ def prompt_job(args: Any, prepared: PreparedPrompts, settings: Dict[str, Any]) -
     tok = prepared.tokenizer
     model, _ = load_causal_lm(args.model, tok)
     preset = get_preset(args.setting)
-
-    def explainer(module: Any, objective: Optional[str] = None) -> Any:
-        from captum_iba.app.amortized import cached_explainer, lm_objective
-        from captum_iba.attr.text import resolve_layer
-
-        return cached_explainer(
-            model, tok, resolve_layer(model, module), args.dataset, True,
-            args.data_dir, args.max_length or 0,
-            lm_objective(args.request, objective), prepared.train,
-        )  # fmt: skip
-
     return PromptJob(
         model=model,
         tokenizer=tok,
         data=prepared.data,
         scorers=build_scorers(
             args.request,
-            Resources(model, tok, explainer=explainer),
+            Resources(model, tok),
             preset,
             kind=args.kind,
         ),

@@ -38,7 +38,6 @@ from captum_iba.attr._seam import (
     stack_for,
 )
 from captum_iba.attr.explainer import ExplainerSettings
-from captum_iba.attr.llm_batch import PromptBatch
 from captum_iba.attr.priors import NoisePrior
 
 __all__ = ["Batch", "Clean", "Passes", "module_name", "unpack"]
@@ -65,10 +64,8 @@ class Batch:
 def unpack(batch: Any, device: torch.device) -> Batch:
     """A loader's batch as a :class:`Batch`, on ``device``.
 
-    Accepts a causal LM's :class:`~captum_iba.attr.batches.PromptBatch`
-    (the arguments of :class:`~captum_iba.attr.llm.CausalLMLogLikelihood`,
-    its ``scored`` tokens the explained ones, as
-    :func:`~captum_iba.attr.llm.explain_answers` explains them), a dict
+    Accepts a :class:`Batch` itself (the explained forward's arguments
+    laid out by the caller: a causal LM's prompts, e.g.), a dict
     with ``input_ids``, ``attention_mask`` and optionally ``token_type_ids``
     and ``labels`` (or ``label``), or a tuple/list
     ``(input_ids, attention_mask[, token_type_ids][, labels])`` where the
@@ -77,11 +74,10 @@ def unpack(batch: Any, device: torch.device) -> Batch:
     Raises:
         ValueError: Naming what is missing or of the wrong shape.
     """
-    if isinstance(batch, PromptBatch):
-        args = batch.arguments()
-        extra = (args["attention_mask"].to(device), args["labels"].to(device))
-        scored = batch.scored[:, :-1].to(device).bool()
-        return Batch(args["input_ids"].to(device), extra, scored)
+    if isinstance(batch, Batch):
+        extra = tuple(e.to(device) if isinstance(e, Tensor) else e for e in batch.extra)
+        labels = None if batch.labels is None else batch.labels.to(device)
+        return Batch(batch.ids.to(device), extra, batch.mask.to(device), labels)
     if isinstance(batch, dict):
         ids, mask = batch.get("input_ids"), batch.get("attention_mask")
         tt = batch.get("token_type_ids")

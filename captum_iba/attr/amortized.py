@@ -112,10 +112,10 @@ class AmortizedExplainer:
             layer (Module): The layer after which the bottleneck goes.
             data (Iterable): Batches: dicts with ``input_ids``,
                 ``attention_mask`` and optionally ``token_type_ids`` and
-                ``labels``, or tuples in that order (e.g. a ``DataLoader``);
-                for a causal LM (``model`` a
-                :class:`~captum_iba.attr.llm.CausalLMLogLikelihood`),
-                :class:`~captum_iba.attr.batches.PromptBatch` es.
+                ``labels``, or tuples in that order (e.g. a ``DataLoader``),
+                or :class:`~captum_iba.attr._amortized_pass.Batch` es laid
+                out for another forward (the lab's causal LMs:
+                ``captum_iba_lab.amortized_lm``).
             settings (ExplainerSettings, optional): The fit's settings; its
                 fields may also be given as keywords (``options``).
             readout (sequence of Module, optional): The layers the explainer

@@ -188,12 +188,11 @@ def _batch_digest(batch: Batch, target: Optional[Tensor]) -> str:
 
 def summary_of(model: Module) -> str:
     """Which position the explainer reads as the input's summary
-    (:class:`~captum_iba.attr.explainer.MaskExplainer`): a causal LM's last
-    (the answer's log-probability of :class:`~captum_iba.attr.llm.
-    CausalLMLogLikelihood`), a classifier's first."""
-    from captum_iba.attr.llm import CausalLMLogLikelihood
-
-    return "last" if isinstance(model, CausalLMLogLikelihood) else "first"
+    (:class:`~captum_iba.attr.explainer.MaskExplainer`), as the explained
+    forward says it (its ``summary_position``; a causal LM's answer
+    log-probability, :class:`~captum_iba.attr.llm.CausalLMLogLikelihood`:
+    ``"last"``), else the first (a classifier's [CLS])."""
+    return str(getattr(model, "summary_position", "first"))
 
 
 def make_teacher(model: Module, layer: Module, settings: ExplainerSettings) -> Teacher:

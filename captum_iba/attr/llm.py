@@ -216,6 +216,11 @@ class CausalLMLogLikelihood(nn.Module):
         model (nn.Module): A Hugging Face ``...ForCausalLM``.
     """
 
+    #: The position a fitted explainer reads as the input's summary
+    #: (:func:`~captum_iba.attr.amortized_fit.summary_of`): the last, which
+    #: has read every token before it.
+    summary_position = "last"
+
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = model

@@ -1,19 +1,14 @@
-"""Amortized IBA as a per-token scorer (``iba-amortized``), of a classifier
-or a causal LM.
+"""Amortized IBA as a per-token scorer (``iba-amortized``) of a classifier.
 
 The explainer is fitted once per model and layer
 (:meth:`~captum_iba.attr.amortized.AmortizedExplainer.fit`, e.g. on the
-corpus's training split, or on prompts with their answers for a causal LM)
-and given to the scorer; :func:`fit_amortized` fits one with the settings
-chosen by the faithfulness study. A causal LM's explainer predicts the mask
-of the answer's log-probability (:class:`~captum_iba.attr.llm.
-CausalLMLogLikelihood`) over the prompt's scored tokens, one forward pass per
-batch of prompts; it is fitted on
-:class:`~captum_iba.attr.batches.PromptBatch` es (:func:`prompt_batches`:
-the model's greedy answers, as the causal-LM route explains them).
-"""
+corpus's training split) and given to the scorer; :func:`fit_amortized`
+fits one with the settings chosen by the faithfulness study. On a causal
+LM's prompts it measured at random's level (docs/studies/amortized_llm.rst):
+that use is the lab's (``experiments/lab``, ``iba-amortized-lm``), which fits
+with :func:`fit_with` and its own settings."""
 
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, Optional, Union
 
 import torch
 from torch import nn
@@ -22,19 +17,14 @@ from captum_iba.attr.amortized import (
     AmortizedExplainer,
     AmortizedInformationBottleneckAttribution,
 )
-from captum_iba.attr.explainer import OBJECTIVE_OPTIONS
-from captum_iba.attr.kinds import CAUSAL_LM, CLASSIFIER, kind_of
-from captum_iba.attr.llm import (
-    llm_options,
-    no_ranking,
-)
-from captum_iba.attr.llm_batch import PromptBatch, _pad_id, prompt_batch
-from captum_iba.attr.options import ConfigLike, IBAOptions, _check_int
+from captum_iba.attr.kinds import kind_of
+from captum_iba.attr.llm import no_ranking
+from captum_iba.attr.options import ConfigLike, IBAOptions
 from captum_iba.attr.rows import Rows, RowScores
 from captum_iba.attr.text import LayerLike, resolve_layer
 from captum_iba.evaluation.scorers import TokenScorer
 from captum_iba.evaluation.sources import MASK_POOLINGS
-from captum_iba.registry import EXPLAINER_OBJECTIVES  # their one home
+from captum_iba.registry import EXPLAINER_OBJECTIVES, method_entry  # their home
 
 __all__ = [
     "AMORTIZED_SETTINGS",
@@ -46,7 +36,7 @@ __all__ = [
     "faithful_teacher",
     "teacher_options",
     "fit_amortized",
-    "prompt_batches",
+    "fit_with",
 ]
 
 ExplainerLike = Union[AmortizedExplainer, Callable[[nn.Module], AmortizedExplainer]]
@@ -87,26 +77,19 @@ def fit_amortized(
     show_progress: bool = True,
     **settings: Any,
 ) -> AmortizedExplainer:
-    """Fit (or load from ``folder``) an explainer with ``iba-amortized``'s
-    settings (:data:`AMORTIZED_SETTINGS`, overridden by ``settings``): the
-    distillation of a per-sample teacher, ``iba-deletion`` at the embeddings
-    and ``iba-faithful`` at an encoder layer (:func:`default_teacher`).
+    """Fit (or load from ``folder``) a classifier's explainer with
+    ``iba-amortized``'s settings (:data:`AMORTIZED_SETTINGS`, overridden by
+    ``settings``): the distillation of a per-sample teacher,
+    ``iba-deletion`` at the embeddings and ``iba-faithful`` at an encoder
+    layer (:func:`default_teacher`).
 
     Args:
-        model (nn.Module): The classifier, or a causal LM (a Hugging Face
-            ``...ForCausalLM``: its explainer explains the answer's
-            log-probability, :class:`~captum_iba.attr.llm.
-            CausalLMLogLikelihood`, with the teacher's and the objective's
-            configurations as the causal-LM route runs them,
-            :func:`~captum_iba.attr.llm.llm_options`).
+        model (nn.Module): The classifier.
         layer (nn.Module): The bottlenecked layer.
         data (Iterable): Training batches (see
-            :meth:`~captum_iba.attr.amortized.AmortizedExplainer.fit`; a
-            causal LM's: :class:`~captum_iba.attr.batches.PromptBatch` es,
-            :func:`prompt_batches`).
+            :meth:`~captum_iba.attr.amortized.AmortizedExplainer.fit`).
         tokenizer (optional): Gives the [PAD] and special ids; its digest
-            is kept with the explainer (another tokenizer is refused). A
-            causal LM's is needed.
+            is kept with the explainer (another tokenizer is refused).
         folder (optional): Where the explainer is saved (and resumed from).
         show_progress (bool): A progress bar with the ETA.
         **settings: :class:`~captum_iba.attr.explainer.ExplainerSettings`
@@ -118,42 +101,45 @@ def fit_amortized(
 
     Returns:
         AmortizedExplainer: The explainer.
+
+    Raises:
+        ValueError: For a model of a kind ``iba-amortized`` does not explain
+            (a causal LM's explainer is the lab's).
     """
+    method_entry("iba-amortized", kind_of(model))  # the kinds it explains
+    return fit_with(
+        model, layer, data, classifier_settings, tokenizer, folder, show_progress,
+        **settings,
+    )  # fmt: skip
+
+
+def fit_with(
+    model: nn.Module,
+    layer: nn.Module,
+    data: Iterable[Any],
+    resolve: Callable[[Dict[str, Any], Any], Dict[str, Any]],
+    tokenizer: Any = None,
+    folder: Optional[Any] = None,
+    show_progress: bool = True,
+    **settings: Any,
+) -> AmortizedExplainer:
+    """Fit (or load from ``folder``) an explainer of the forward ``model`` 's
+    kind explains (:meth:`~captum_iba.attr.kinds.ModelKind.explained`) with
+    :data:`AMORTIZED_SETTINGS` overridden by ``settings`` and the teacher
+    :func:`default_teacher` of the layer unless given, then resolved for
+    that forward by ``resolve(options, tokenizer)``
+    (:func:`classifier_settings` for a classifier; the lab's for a causal
+    LM). The other arguments are :func:`fit_amortized` 's."""
     options = {**AMORTIZED_SETTINGS, **settings}
     if options.get("distil_only") and not options.get("distil"):
         options["distil_only"] = False  # a budget or beta instead of the teacher
     if options.get("distil", 0) > 0:
         options.setdefault("teacher", default_teacher(model, layer))
-    kind = kind_of(model)
-    options = _FIT_SETTINGS[kind](options, tokenizer)
+    options = resolve(options, tokenizer)
     return AmortizedExplainer.fit(
-        kind.explained(model), layer, data, tokenizer=tokenizer, folder=folder,
-        show_progress=show_progress, **options,
+        kind_of(model).explained(model), layer, data, tokenizer=tokenizer,
+        folder=folder, show_progress=show_progress, **options,
     )  # fmt: skip
-
-
-def causal_lm_settings(options: Dict[str, Any], tokenizer: Any) -> Dict[str, Any]:
-    """A causal LM's fit settings from ``options``: the objective's and the
-    teacher's IBA options explain the answer's log-probability (objective
-    ``"log_probability"``), a named configuration with the fields the
-    causal-LM route adds (:func:`~captum_iba.attr.llm.llm_options`:
-    ``iba-deletion``'s complement at every step); the padding id is the
-    tokenizer's pad, else its end-of-text token, as the causal-LM route's.
-
-    Raises:
-        ValueError: Without a tokenizer.
-    """
-    if tokenizer is None:
-        raise ValueError(
-            "a causal LM's explainer needs its tokenizer (tokenizer=): its digest "
-            "is kept with the explainer, and it gives the padding id"
-        )
-    out = dict(options)
-    out["options"] = _log_probability(out.get("options", OBJECTIVE_OPTIONS))
-    if out.get("teacher") is not None:
-        out["teacher"] = _log_probability(out["teacher"])
-    out.setdefault("pad_token_id", _pad_id(tokenizer))  # the batches' padding
-    return out
 
 
 def classifier_settings(options: Dict[str, Any], tokenizer: Any) -> Dict[str, Any]:
@@ -162,76 +148,6 @@ def classifier_settings(options: Dict[str, Any], tokenizer: Any) -> Dict[str, An
     if isinstance(options.get("teacher"), (str, IBAOptions)):
         options["teacher"] = teacher_options(options["teacher"])
     return options
-
-
-#: The fit settings per kind of model (keyed by the kind's object).
-_FIT_SETTINGS = {CLASSIFIER: classifier_settings, CAUSAL_LM: causal_lm_settings}
-
-
-def _log_probability(value: Any) -> IBAOptions:
-    """IBA options (themselves, a configuration name or a dict of fields with
-    an optional ``config``) for the answer's log-probability."""
-    if isinstance(value, IBAOptions):
-        return value.replace(objective="log_probability")
-    fields = {"config": value} if isinstance(value, str) else dict(value)
-    fields = llm_options({"config": "paper", **fields})
-    config = fields.pop("config")
-    return IBAOptions.from_config(config, **{**fields, "objective": "log_probability"})
-
-
-def prompt_batches(
-    model: nn.Module,
-    tokenizer: Any,
-    prompts: Sequence[str],
-    batch_size: int = 8,
-    chat: Optional[bool] = False,
-    max_new_tokens: int = 25,
-    answers: Optional[Sequence[str]] = None,
-) -> List[PromptBatch]:
-    """Prompts with the model's greedy answers, in batches: a causal LM's
-    training data for :func:`fit_amortized` (the answers the causal-LM route
-    explains).
-
-    Args:
-        model (nn.Module): The causal LM.
-        tokenizer: Its tokenizer.
-        prompts (Sequence[str]): The training prompts.
-        batch_size (int): Prompts per batch. Default 8.
-        chat (bool, optional): Wrap each prompt as a user turn of the chat
-            template; None: when the tokenizer has one. Default False, as
-            :func:`~captum_iba.attr.llm_batch.prompt_batch`: explain with
-            the same choice (it is not part of the explainer's key).
-        max_new_tokens (int): The longest greedy answer.
-        answers (Sequence[str], optional): The answers to explain instead,
-            one per prompt (e.g. a prompt task's choice among its answer
-            words). Default None: the model's greedy answers.
-
-    Returns:
-        list of PromptBatch: The batches.
-
-    Raises:
-        ValueError: For no prompt, a bad ``batch_size``, or ``answers`` not
-            one per prompt.
-    """
-    _check_int("batch_size", batch_size)
-    if isinstance(prompts, str) or not prompts:
-        raise ValueError("prompts must be a non-empty sequence of strings")
-    if answers is not None and len(answers) != len(prompts):
-        raise ValueError(
-            f"answers must hold one answer per prompt: {len(answers)} for "
-            f"{len(prompts)} prompts"
-        )
-    return [
-        prompt_batch(
-            tokenizer,
-            prompts[i : i + batch_size],
-            None if answers is None else list(answers[i : i + batch_size]),
-            model=model,
-            chat=chat,
-            max_new_tokens=max_new_tokens,
-        )  # fmt: skip
-        for i in range(0, len(prompts), batch_size)
-    ]
 
 
 def teacher_options(config: ConfigLike = "faithful") -> IBAOptions:
@@ -298,14 +214,9 @@ class IBAAmortizedScorer(TokenScorer):
     """Amortized IBA: a fitted explainer's mask per token (one forward pass),
     optionally refined by a few per-sample steps.
 
-    A causal LM's scores (a :class:`~captum_iba.attr.batches.PromptBatch`)
-    are the mask of the whole answer over the prompt's scored tokens, from an
-    explainer fitted on prompts (:func:`fit_amortized`); there are no
-    per-output-token scores.
-
     Args:
         model (Callable): HF model (``(ids, mask[, tt])`` positionally), a
-            classifier or a causal LM.
+            classifier.
         layer (nn.Module, LayerRef or str): The bottlenecked layer (the
             explainer's; ``"embeddings"``, the registry's, for the model's
             embeddings).
@@ -336,14 +247,6 @@ class IBAAmortizedScorer(TokenScorer):
     #: A mask in [0, 1], as IBA's: a source's most kept token.
     source_pooling = "max"
     source_poolings = MASK_POOLINGS
-    per_token_note = (
-        "its explainer is fitted for the whole answer's log-probability, not "
-        "for each output token"
-    )
-    prompt_meaning = (
-        "the share of the token's signal the answer needs, as the fitted "
-        "explainer predicts it (the mask in [0, 1]; 0: none)"
-    )
 
     def __init__(
         self,

@@ -97,7 +97,6 @@ __all__ = [
     "prior_ridge",
     "prior_scale",
     "rank_ridge",
-    "sparse_masks",
 ]
 
 #: The ablations of a context's sources when none is given (measured:
@@ -105,8 +104,6 @@ __all__ = [
 SOURCE_ABLATIONS = 16
 #: The probability of keeping a source in an ablation (ContextCite's).
 KEEP_PROB = 0.5
-#: ... in an ablation of the ``"sparse"`` design (:func:`sparse_masks`).
-SPARSE_KEEP_PROB = 0.3
 
 
 def distinct_masks(n_sources: int, n_ablations: int, seed: int = 0) -> Tensor:
@@ -269,38 +266,6 @@ def focused_masks(prior: Tensor, n_ablations: int, seed: int = 0) -> Tensor:
     return _more_distinct(kept, n_ablations, gen)
 
 
-def sparse_masks(
-    n_sources: int, n_ablations: int, seed: int = 0, keep_prob: float = SPARSE_KEEP_PROB
-) -> Tensor:
-    """Ablations of ``n_sources`` sources, each kept with probability
-    ``keep_prob`` (0.3: shorter ablated prompts than ContextCite's 1/2, so
-    cheaper forward passes; docs/studies/context_long_fifth.rst), none twice;
-    every subset (in a random order) when there are at most ``n_ablations``.
-
-    Args:
-        n_sources (int): Sources in the context, >= 1.
-        n_ablations (int): Ablations wanted, >= 1.
-        seed (int): Seed of their own generator. Default 0.
-        keep_prob (float): The probability of keeping a source, in (0, 1).
-            Default :data:`SPARSE_KEEP_PROB`.
-
-    Returns:
-        Tensor: ``(min(n_ablations, 2 ** n_sources), n_sources)`` bool, True =
-        kept, no two rows equal.
-
-    Raises:
-        ValueError: For no sources or no ablations, or a probability outside
-            (0, 1).
-    """
-    if not 0.0 < keep_prob < 1.0:
-        raise ValueError(f"keep_prob must be in (0, 1); got {keep_prob!r}")
-    if n_sources < 1 or n_ablations < 1 or 2**n_sources <= n_ablations:
-        return distinct_masks(n_sources, n_ablations, seed)  # and its errors
-    gen = torch.Generator().manual_seed(int(seed))
-    empty = torch.zeros(0, n_sources, dtype=torch.bool)
-    return _more_distinct(empty, n_ablations, gen, keep_prob)
-
-
 def per_token_log_odds(log_probs: Tensor, tokens: Any) -> Tensor:
     """The ablations' outcomes as the surrogate fits them: the response's
     logit-probability per response token (ContextCite's ``outputs /
@@ -438,10 +403,8 @@ class IBASurrogateScorer(AblationScorer):
         design (str): ``"focused"`` (:func:`focused_masks`; the default:
             where the sources outnumber what a factorial design separates,
             the design over the prior's top sources, else the factorial
-            design), ``"factorial"`` (:func:`factorial_masks`: at random
-            where no design holds the sources) or ``"sparse"``
-            (:func:`sparse_masks`: every source at random, kept with
-            probability 0.3).
+            design) or ``"factorial"`` (:func:`factorial_masks`: at random
+            where no design holds the sources; 0.3.0's draws).
         removal (str, int, Callable or RemovalStrategy): How an ablation
             removes words: the degradation test's strategies
             (:func:`~captum_iba.metrics.strategies.as_removal`). Default
@@ -516,7 +479,7 @@ class IBASurrogateScorer(AblationScorer):
             n_ablations=SOURCE_ABLATIONS if n_ablations is None else self.n_ablations,
             penalty=float(penalty),
             seed=seed,
-            keep_prob=SPARSE_KEEP_PROB if design == "sparse" else KEEP_PROB,
+            keep_prob=KEEP_PROB,
             design=design,
             outcome=outcome,
             prior=f"iba-deletion, 1 step, {ONE_STEP_POOLING}",
@@ -535,8 +498,6 @@ class IBASurrogateScorer(AblationScorer):
         scorer's design, ``prior`` their prior's scores."""
         if self.design == "focused":
             return focused_masks(prior, n_ablations, seed)
-        if self.design == "sparse":
-            return sparse_masks(len(prior), n_ablations, seed)
         return factorial_masks(len(prior), n_ablations, seed)
 
     def _keep(self, batch: PromptBatch, b: int, prior: Tensor) -> Tensor:

@@ -120,7 +120,11 @@ def test_an_explainer_fitted_with_other_settings_is_not_taken(
     assert _evaluate(tiny_model_dir, corpus, tmp_path / "r1") == 0
     root = tmp_path / "cache" / "explainers"
     first = [f.name for f in root.glob("sst2-*") if f.is_dir()]
-    assert len(first) == 1 and f"-s{app_amortized.settings_digest()}-" in first[0]
+    assert (
+        len(first) == 1
+        and f"-s{app_amortized.settings_digest(eval_amortized.objective_settings())}-"
+        in first[0]
+    )
     changed = dict(eval_amortized.AMORTIZED_SETTINGS, epochs=1)
     monkeypatch.setattr(eval_amortized, "AMORTIZED_SETTINGS", changed)
     capsys.readouterr()
@@ -143,6 +147,7 @@ def test_explainer_objective_deletion_trains_its_own_explainer(
     refused before anything loads."""
     from captum_iba.app.amortized import settings_digest
     from captum_iba.evaluation.amortized import EXPLAINER_OBJECTIVES as SETTINGS
+    from captum_iba.evaluation.amortized import objective_settings
     from captum_iba.registry import EXPLAINER_OBJECTIVES
 
     assert SETTINGS is EXPLAINER_OBJECTIVES  # one home of the names and settings
@@ -157,8 +162,9 @@ def test_explainer_objective_deletion_trains_its_own_explainer(
     assert "fitting the amortized explainer" in capsys.readouterr().out
     root = tmp_path / "cache" / "explainers"
     (folder,) = [f for f in root.glob("sst2-*") if f.is_dir()]
-    assert f"-s{settings_digest('deletion')}-" in folder.name
-    assert settings_digest("deletion") != settings_digest()
+    deletion = settings_digest(objective_settings("deletion"))
+    assert f"-s{deletion}-" in folder.name
+    assert deletion != settings_digest(objective_settings())
     settings = json.loads((folder / "explainer.json").read_text())["key"]["settings"]
     assert settings["options"]["removal"] == "attention"
     assert (settings["keep"], settings["distil"], settings["distil_only"]) == (

@@ -163,9 +163,7 @@ def test_refused_without_a_context_for_a_classifier_and_for_whole_answer_methods
         captum_iba.explain(QUERY, model=lm_dir, answer_span="sentences")
     with pytest.raises(ValueError, match="answer_span= is for a causal LM"):
         captum_iba.explain(QUERY, model=tiny_model_dir, answer_span="sentences")
-    with pytest.raises(
-        ValueError, match="iba-amortized explains the whole answer only"
-    ):
+    with pytest.raises(ValueError, match="iba-amortized explains classifiers"):
         captum_iba.explain(QUERY, model=lm_dir, context=SOURCES,
                            method="iba-amortized", answer_span=(0, 3))  # fmt: skip
 
@@ -272,7 +270,7 @@ def test_cli_answer_sentences_lists_and_pages_a_cited_paragraph(
         (["--answer-span", "0:30", "--target", ANSWER], "--answer-span 0:30 lies"),
         (
             ["--answer-sentences", "--method", "iba-amortized"],
-            "iba-amortized explains the whole answer only",
+            "iba-amortized explains classifiers",
         ),
     ],
 )

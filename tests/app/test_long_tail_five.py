@@ -168,7 +168,7 @@ def test_an_option_a_method_does_not_declare_is_refused_at_both_doors():
     TypeError."""
     for method, key, value in (
         ("iba-deletion", "rest_share", 0.5),
-        ("loso", "surrogate_design", "sparse"),
+        ("loso", "surrogate_design", "factorial"),
     ):
         for cli in (False, True):
             with pytest.raises(ValueError, match=f"{method} takes no option '{key}'"):

@@ -51,14 +51,15 @@ def _scorer(model, tok, method):
 
 
 def test_the_methods_that_explain_a_part():
-    """All but the explainer fitted for the whole answer and AT2's two."""
+    """All the product's methods for causal LMs (the explainer fitted for
+    the whole answer and AT2's two are the lab's)."""
     whole_only = {
         m
         for m in METHODS.names()
         if "causal-lm" in METHODS.entry(m).facts["models"]
         and not METHODS.entry(m).facts.get("spans")
     }
-    assert whole_only == {"iba-amortized"}  # at2, iba-heads: the lab's
+    assert whole_only == set()  # iba-amortized-lm, at2, iba-heads: the lab's
     assert {"iba-deletion", "iba-surrogate", "loso", "IG", "LOO"} <= set(SPAN_METHODS)
 
 

@@ -198,7 +198,10 @@ def test_amortized_transfer_names_a_prompt_task(study, tmp_path, monkeypatch):
     assert list(makers) == ["iba-amortized-from-sst2"]
     monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path))
     model = tiny_causal_lm("llama", layers=1, positions=64)
-    with pytest.raises(CLIError, match="captum-iba evaluate --dataset sst2"):
+    with pytest.raises(
+        CLIError,
+        match="python -m captum_iba_lab.amortized_lm --model MODEL --task sst2",
+    ):
         makers["iba-amortized-from-sst2"](model, copy_tokenizer())
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-# the product's tiny models, as its context tests make them
+# the product's tiny models, as its context and evaluation tests make them
 from tests.app.test_context_evaluate import tiny_llm  # noqa: F401
 from tests.app.test_context_explain import lm, lm_dir  # noqa: F401
+from tests.evaluation.conftest import copy_model  # noqa: F401
 
 LAB = Path(__file__).resolve().parents[2] / "experiments" / "lab"
 if str(LAB) not in sys.path:

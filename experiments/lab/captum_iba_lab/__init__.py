@@ -9,7 +9,17 @@
 * ``iba-heads`` (:class:`~captum_iba_lab.at2_taught.TaughtHeadsScorer`): AT2's
   head weights taught by one ``iba-deletion`` step
   (``experiments/teach_at2.py``); level with its teacher, below ContextCite-32
-  and the product's default for contexts.
+  and the product's default for contexts;
+* ``iba-amortized-lm`` (:class:`~captum_iba_lab.amortized_lm.AmortizedLMScorer`):
+  ``iba-amortized`` on a causal LM, its explainer fitted on a prompt task's
+  prompts or a context task's contexts
+  (``python -m captum_iba_lab.amortized_lm``); at random's level on a
+  prompt's words, below random on topic contexts (the product's
+  ``iba-amortized`` explains classifiers);
+* ``iba-surrogate`` 's sparse design
+  (:class:`~captum_iba_lab.sparse_surrogate.SparseSurrogateScorer`, no
+  method name: the context study's ``iba-surrogate-<k>-sparse``), no more
+  faithful than the product's default at 1.2x its cost.
 
 Installed (``pip install ./experiments/lab``), the methods are found by name
 (``captum-iba explain --method at2``, ``captum_iba.explain(method="at2")``);
@@ -27,6 +37,7 @@ __all__ = ["ENTRY_POINTS", "register"]
 ENTRY_POINTS: Dict[str, str] = {
     "at2": "captum_iba_lab.at2:AT2Scorer",
     "iba-heads": "captum_iba_lab.at2_taught:TaughtHeadsScorer",
+    "iba-amortized-lm": "captum_iba_lab.amortized_lm:AmortizedLMScorer",
 }
 
 

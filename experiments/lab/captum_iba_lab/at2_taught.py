@@ -17,7 +17,7 @@ Here the outcome of an ablation is **IBA's linear prediction of it**,
 :math:`y_m = \sum_s m_s t_s`, with :math:`t_s` the source's score by one
 ``iba-deletion`` step (the log-odds of its largest mask weight,
 ``logit-max``; docs/context.rst) - the teacher a context explainer is
-distilled from (:mod:`captum_iba.app.context_fit`). No ablated prompt is
+distilled from (:mod:`captum_iba_lab.context_fit`). No ablated prompt is
 run: a training example costs its response, one deletion step (a forward and
 a backward pass) and AT2's features (one forward pass), against AT2's
 response, 32 forward passes and features. The fit itself is AT2's own

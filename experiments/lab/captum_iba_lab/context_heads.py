@@ -183,7 +183,6 @@ def cached_heads(
     """
     from filelock import FileLock
 
-    from captum_iba.app.context_fit import fit_contexts
     from captum_iba.app.errors import CLIError
     from captum_iba_lab.at2 import (
         find_at2_weights,
@@ -191,6 +190,7 @@ def cached_heads(
         model_fingerprint,
     )
     from captum_iba_lab.at2_taught import TEACHER
+    from captum_iba_lab.context_fit import fit_contexts
 
     import_at2()  # its package named before any work
     fit = HEADS_FIT if fit is None else fit

@@ -1,13 +1,14 @@
-"""How the command line fits a causal LM's ``iba-amortized`` explainer on a
-context task (issue 52; ``captum-iba evaluate --task context-facts --methods
-iba-amortized``): the task's search contexts - AG News's training part,
-never the report split - with the model's greedy responses, their sources
+"""How the lab fits a causal LM's ``iba-amortized-lm`` explainer on a
+context task (issue 52, the product's until issue 88; ``python -m
+captum_iba_lab.amortized_lm --task context-facts``): the task's search
+contexts - AG News's training part, never the report split - with the
+model's greedy responses, their sources
 marked, distilled from one ``iba-deletion`` step's masks
 (docs/studies/amortized_llm_contexts.rst, "Fitted on contexts": the settings
 measured there against AT2).
 
-The explainer is cached as every other (:func:`~captum_iba.app.amortized.
-explainer_folder`, the task's name as its corpus); these settings are part of
+The explainer is cached as every other (:func:`~captum_iba_lab.amortized_lm.
+lm_folder`, the task's name as its corpus); these settings are part of
 its folder's digest, so an explainer fitted otherwise is never taken for it.
 """
 
@@ -144,7 +145,7 @@ def fit_on_contexts(
         AmortizedExplainer: The explainer.
     """
     from captum_iba._utils.common import max_positions
-    from captum_iba.evaluation.amortized import fit_amortized
+    from captum_iba_lab.amortized_lm import fit_lm
 
     fit = CONTEXT_FIT if fit is None else fit
     if examples is None:
@@ -161,7 +162,7 @@ def fit_on_contexts(
     batches = context_fit_batches(
         model, tokenizer, examples, max_positions(model), before=say, fit=fit
     )
-    return fit_amortized(
+    return fit_lm(
         model, layer.module, batches, tokenizer, folder,
         **context_fit_settings(objective, fit),
     )  # fmt: skip

@@ -1,4 +1,5 @@
-"""``iba-amortized`` on a causal LM (issue 52): an explainer fitted on prompts
+"""``iba-amortized`` on a causal LM (issue 52; the lab's ``iba-amortized-lm``
+since issue 88, :mod:`captum_iba_lab.amortized_lm`): an explainer fitted on prompts
 finds the one token the answer copies, on held-out prompts; random does not.
 
 The model is :mod:`tests.copy_model`'s tiny Llama (its answer copies the
@@ -17,18 +18,17 @@ import re
 
 import pytest
 import torch
+from captum_iba_lab.amortized_lm import AmortizedLMScorer as IBAAmortizedScorer
+from captum_iba_lab.amortized_lm import fit_lm as fit_amortized
+from captum_iba_lab.amortized_lm import prompt_batches
 
 from captum_iba._utils.digest import weights_digest
 from captum_iba.app.context_tasks import layout_prompt
 from captum_iba.attr.amortized import AmortizedExplainer
 from captum_iba.attr.llm import CausalLMLogLikelihood
 from captum_iba.evaluation import Resources, build_scorers
-from captum_iba.evaluation.amortized import (
-    IBAAmortizedScorer,
-    fit_amortized,
-    objective_settings,
-    prompt_batches,
-)
+from captum_iba.evaluation.amortized import fit_amortized as product_fit
+from captum_iba.evaluation.amortized import objective_settings
 from captum_iba.evaluation.sources import source_scores, with_sources
 from captum_iba.registry import METHODS
 from tests.copy_model import copy_examples, copy_tokenizer
@@ -140,15 +140,24 @@ def test_no_hook_left_and_the_model_unchanged(fitted, heldout):
 
 
 def test_the_registry_says_it_explains_causal_lms(fitted, heldout):
+    """The lab's entry explains causal LMs (an explainer given through
+    ``method_options``); the product's ``iba-amortized`` explains
+    classifiers only, and its fit refuses a causal LM."""
     model, tok, _, found = fitted
-    assert "causal-lm" in METHODS.entry("iba-amortized").facts["models"]
+    data = _batches(model, tok, _prompts(2, 5)[0])
+    assert METHODS.entry("iba-amortized-lm").facts["models"] == ("causal-lm",)
+    assert METHODS.entry("iba-amortized").facts["models"] == ("classifier",)
     built = build_scorers(
-        ["iba-amortized"], Resources(model, tok, explainer=found["deletion"]),
-        kind="causal-lm",
+        ["iba-amortized-lm"], Resources(model, tok), kind="causal-lm",
+        method_options={"iba-amortized-lm": {"explainer": found["deletion"]}},
     )  # fmt: skip
-    assert built["iba-amortized"].attribute(heldout[0]).answer.shape == (
+    assert built["iba-amortized-lm"].attribute(heldout[0]).answer.shape == (
         heldout[0].input_ids.shape
     )
+    with pytest.raises(ValueError, match="iba-amortized explains classifiers"):
+        build_scorers(["iba-amortized"], Resources(model, tok), kind="causal-lm")
+    with pytest.raises(ValueError, match="explains classifier models"):
+        product_fit(model, model.model.embed_tokens, data, tok)
 
 
 def test_saved_and_loaded_it_gives_the_same_scores(fitted, heldout, tmp_path):
