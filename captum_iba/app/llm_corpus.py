@@ -12,7 +12,7 @@ corpus job (:func:`~captum_iba.app.cli_checks.corpus_task`).
 
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 from captum_iba.app.corpus_task import DatasetTask, Prepared, on_device
 from captum_iba.app.errors import CLIError
