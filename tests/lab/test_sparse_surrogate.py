@@ -58,8 +58,8 @@ def test_the_sparse_scorer_draws_its_design_and_says_so():
     }
     assert scorer.settings["method"] == "SparseSurrogateScorer"
     prior = torch.arange(20.0)
-    assert torch.equal(scorer._masks(prior, 11), sparse_masks(20, 16, 11))
-    assert not torch.equal(scorer._masks(prior, 11), product._masks(prior, 11))
+    assert torch.equal(scorer._masks(prior, 16, 11), sparse_masks(20, 16, 11))
+    assert not torch.equal(scorer._masks(prior, 16, 11), product._masks(prior, 16, 11))
     keep = scorer._keep(_batch(tok), 0, torch.zeros(3))
     assert len({tuple(row) for row in keep.tolist()}) == 8 == len(keep)
     with pytest.raises(TypeError, match="no design="):

@@ -286,7 +286,8 @@ def fit_lm(
     :class:`~captum_iba.attr.batches.PromptBatch` es (:func:`fit_batch`).
     The arguments are :func:`~captum_iba.evaluation.amortized.fit_amortized`
     's; the tokenizer is needed."""
-    batches = [fit_batch(b) for b in data] if hasattr(data, "__len__") else _Fit(data)
+    # read lazily: a loader that stops (Ctrl-C) stops the fit, which resumes
+    batches = _SizedFit(data) if hasattr(data, "__len__") else _Fit(data)
     return fit_with(
         model, layer, batches, causal_lm_settings, tokenizer, folder, show_progress,
         **settings,
@@ -302,6 +303,13 @@ class _Fit:
 
     def __iter__(self) -> Any:
         return (fit_batch(b) for b in self.data)
+
+
+class _SizedFit(_Fit):
+    """:class:`_Fit` of a loader that has a length."""
+
+    def __len__(self) -> int:
+        return len(self.data)
 
 
 def lm_explainer(
