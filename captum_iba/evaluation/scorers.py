@@ -466,7 +466,7 @@ def _adopt_legacy_hook(cls: type) -> None:
         warnings.warn(
             f"{type(self).__name__} implements a hook of 0.3 (_scores(ids, mask, "
             "tt, target) or _prompt_scores(batch, per_token)): implement "
-            "_scores(rows) instead (docs/extending.rst); deprecated since 0.4; "
+            "_scores(rows) instead (docs/extending.rst); deprecated since 0.3; "
             "removed in 0.5",
             DeprecationWarning,
             stacklevel=4,
