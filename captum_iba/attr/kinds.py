@@ -207,7 +207,12 @@ class ModelKind:
         return {}
 
     def captum_settings(
-        self, label: str, pad_token_id: int, own: Mapping[str, Any]
+        self,
+        label: str,
+        pad_token_id: int,
+        own: Mapping[str, Any],
+        n_samples: Optional[int] = None,
+        seed: Optional[int] = None,
     ) -> Dict[str, Any]:
         """What a method run on Captum's class ``label`` records of the run:
         its ``own`` settings where the model is read directly."""
@@ -361,10 +366,19 @@ class CausalLM(ModelKind):
         return {"explained": "the sum of the answer tokens' logits"}
 
     def captum_settings(
-        self, label: str, pad_token_id: int, own: Mapping[str, Any]
+        self,
+        label: str,
+        pad_token_id: int,
+        own: Mapping[str, Any],
+        n_samples: Optional[int] = None,
+        seed: Optional[int] = None,
     ) -> Dict[str, Any]:
-        # through Captum's LLM API: its class and the id a removed token becomes
-        return {"captum": label, "baseline_token": pad_token_id}
+        # through Captum's LLM API: its class and the id a removed token
+        # becomes, and a sampling method's samples and seed
+        out: Dict[str, Any] = {"captum": label, "baseline_token": pad_token_id}
+        if n_samples is not None:
+            out.update(n_samples=n_samples, seed=seed)
+        return out
 
     def refuse_unread(self, method: str, owner: str, given: Mapping[str, bool]) -> None:
         wrong = [name for name, was_given in given.items() if was_given]

@@ -19,9 +19,10 @@ setting), returns ``(B, L)`` scores with 0 at padding and special tokens, and
 records the method and its options in ``settings``. The registered anchors
 below are subclasses that fix the method and its defaults; those that also
 explain a causal LM (saliency, input x gradient, KernelSHAP, Shapley
-sampling) name the Captum class they run through Captum's LLM API
-(``prompt_method``, :mod:`~captum_iba.evaluation.captum_prompts`). Register
-your own the same way::
+sampling) say so in their registry entries, and a causal LM's rows run the
+same Captum class through Captum's LLM API
+(:mod:`~captum_iba.evaluation.captum_prompts`). Register your own the same
+way::
 
     @register_scorer
     class DeepLiftScorer(CaptumScorer):
@@ -63,10 +64,10 @@ _BASELINES = ("pad", "mask", "unk")
 class CaptumScorer(CaptumPromptScorer):
     """Any Captum attribution method, scoring tokens (see the module docstring).
 
-    A subclass that names a ``prompt_method`` also explains a causal LM
-    (:class:`~captum_iba.evaluation.captum_prompts.CaptumPromptScorer`):
-    there it takes ``n_samples`` (in ``attribute_options``) and ``seed``
-    only, and refuses the other arguments given.
+    On a causal LM (where its registry entry says it explains one:
+    :class:`~captum_iba.evaluation.captum_prompts.CaptumPromptScorer`) it
+    takes ``n_samples`` (in ``attribute_options``) and ``seed`` only, and
+    refuses the other arguments given.
 
     Args:
         model (Callable): HF model, or a function ``(ids, mask[, tt]) -> logits``.
@@ -236,7 +237,6 @@ class InputXGradientScorer(CaptumScorer):
     for a classifier, as for a causal LM."""
 
     method = LayerGradientXActivation
-    prompt_method = LayerGradientXActivation
     prompt_label = "InputXGradient"
     meaning = (
         "gradient of the class's {output} times the token's word embedding: + "
@@ -253,8 +253,6 @@ class SaliencyScorer(GradientXActivationScorer):
     over the features.)"""
 
     method_arguments = {"multiply_by_inputs": False}
-    prompt_method = LayerGradientXActivation
-    prompt_arguments = method_arguments
     prompt_label = "Saliency"
     meaning = (
         "the gradient of the class's {output} at the token's embedding, "
@@ -288,7 +286,6 @@ class KernelShapScorer(SamplingScorer):
     masked ``[PAD]``; ``n_samples`` coalitions per instance (default 500)."""
 
     method = KernelShap
-    prompt_method = KernelShap
     per_token_note = (
         "Captum's KernelShap fits one surrogate model to the whole answer's "
         "log-probability, so it scores no single output token"
@@ -306,7 +303,6 @@ class ShapleySamplingScorer(SamplingScorer):
     ``25 (n + 1)`` forward rows for ``n`` tokens)."""
 
     method = ShapleyValueSampling
-    prompt_method = ShapleyValueSampling
     meaning = (
         "the token's Shapley value for the class's {output} (sampled "
         "permutations): + for the class, - against it"

@@ -13,7 +13,7 @@ the answer's log-probability (:mod:`~captum_iba.attr._llm_captum`). The
 method never learns which kind it explains; what differs is the kind's.
 """
 
-from typing import Any, Mapping, Optional, Type, Union
+from typing import Any, Mapping, Optional, Union
 
 from torch import Tensor
 
@@ -25,19 +25,12 @@ __all__ = ["CaptumPromptScorer"]
 
 class CaptumPromptScorer(TokenScorer):
     """Base class of a method run on one of Captum's classes (see the module
-    docstring). A subclass describes its run (:meth:`_captum_run`) and, for a
-    causal LM, names the class its Captum LLM API runs
-    (:attr:`prompt_method`; None: the method explains classifiers only).
+    docstring). A subclass describes its run (:meth:`_captum_run`); the
+    kinds it explains are its registry entry's.
     """
 
-    #: Captum's class a causal LM's runner wraps (None: the method explains
-    #: classifiers only; its registry entry says so).
-    prompt_method: Optional[Type[Any]] = None
-    #: The arguments of :attr:`prompt_method` itself (e.g.
-    #: ``multiply_by_inputs``).
-    prompt_arguments: Mapping[str, Any] = {}
-    #: What a causal LM's ``settings["captum"]`` records (default:
-    #: :attr:`prompt_method`'s name).
+    #: What a causal LM's ``settings["captum"]`` records (default: the run's
+    #: Captum class's name).
     prompt_label: str = ""
     prompt_meaning = (
         "log-probability of the answer the token adds (+) or takes away (-)"
@@ -54,13 +47,12 @@ class CaptumPromptScorer(TokenScorer):
     def _record(self, own: Mapping[str, Any], n_samples: Optional[int] = None) -> None:
         """Records the run in ``settings``, as the model's kind's runner
         states it (``own``: where the model is read directly)."""
-        cls = self.prompt_method
-        label = self.prompt_label or (cls.__name__ if cls is not None else "")
+        label = self.prompt_label or self._captum_run().method.__name__
         self.settings.update(
-            self.model_kind.captum_settings(label, self.pad_token_id, own)
+            self.model_kind.captum_settings(
+                label, self.pad_token_id, own, n_samples, self.seed
+            )
         )
-        if n_samples is not None and "captum" in self.settings:
-            self.settings.update(n_samples=n_samples, seed=self.seed)
 
     def _captum_run(self) -> CaptumRun:
         """The run on Captum's class (a subclass describes it)."""

@@ -67,7 +67,6 @@ class IntegratedGradientsScorer(CaptumPromptScorer):
         **kwargs: See :class:`~captum_iba.evaluation.TokenScorer`.
     """
 
-    prompt_method = LayerIntegratedGradients
     meaning = (
         "the part of the class's {output} (against an input of [PAD]s) that the "
         "token's embedding accounts for: + for the class, - against it"

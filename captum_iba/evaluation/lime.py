@@ -85,7 +85,6 @@ class CaptumLimeScorer(CaptumPromptScorer):
         **kwargs: See :class:`~captum_iba.evaluation.TokenScorer`.
     """
 
-    prompt_method = Lime
     per_token_note = (
         "Captum's Lime fits one surrogate model to the whole answer's "
         "log-probability, so it scores no single output token"

@@ -47,8 +47,6 @@ class LeaveOneOutScorer(CaptumPromptScorer):
         **kwargs: See :class:`~captum_iba.evaluation.TokenScorer`.
     """
 
-    prompt_method = FeatureAblation
-
     meaning = (
         "how much the class's {output} drops when the token is deleted: + for "
         "the class, - against it"

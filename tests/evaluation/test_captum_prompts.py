@@ -28,19 +28,19 @@ def _prompts(tok):
 
 @pytest.mark.parametrize("method", CAPTUM)
 def test_one_class_per_method_for_both_kinds(method):
-    """A method is one class, which names the Captum class it runs for a
-    causal LM; the registry fixes no per-kind argument; no string table."""
+    """A method is one class, whose one run of a Captum class serves both
+    kinds; the registry fixes no per-kind argument; no string table."""
     classifier, causal = (method_entry(method, k) for k in MODEL_KINDS)
     assert classifier.target == causal.target
     assert not classifier.defaults and not causal.defaults
     cls = scorer_class(method)
-    assert issubclass(cls, CaptumPromptScorer) and cls.prompt_method is not None
+    assert issubclass(cls, CaptumPromptScorer)
+    assert cls._captum_run is not CaptumPromptScorer._captum_run
     assert not hasattr(llm_scorers, "CAPTUM_METHODS")
 
 
 @pytest.mark.parametrize("method", ["occlusion", "grad-x-act"])
 def test_classifier_only_anchors_name_no_captum_class_for_prompts(method):
-    assert scorer_class(method).prompt_method is None
     assert METHODS.entry(method).facts["models"] == ("classifier",)
 
 
