@@ -297,7 +297,7 @@ def _scored(
     finite, and what the method found (its
     :class:`~captum_iba.attr.batches.AnswerScores`)."""
     start = time.process_time()
-    found = scorer.attribute(batch, per_token=per_token)
+    found = scorer.attribute(batch.with_each_token(per_token))
     keep = batch.scored[0]
     check_finite(found.answer[0][keep], f"{name}'s scores")
     per = None if found.tokens is None else found.tokens[0][:, keep]

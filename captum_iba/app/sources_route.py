@@ -130,7 +130,7 @@ def _scored_parts(
     start = time.process_time()
     if todo:
         rows = batch.rows([0] * len(todo)).explaining([parts[k].tokens for k in todo])
-        done = scorer.attribute(rows, per_token=False)
+        done = scorer.attribute(rows.with_each_token(False))
         keep = rows.scored[0]
         check_finite(done.answer[:, keep], f"{scores.method}'s scores of the parts")
         own = None

@@ -45,20 +45,21 @@ class AnswerRows(Rows):
     tokenizer: Any = None
 
     @classmethod
-    def pack(cls, batch: Any, scorer: Any, per_token: bool = False) -> "AnswerRows":
+    def pack(cls, batch: Any, scorer: Any) -> "AnswerRows":
         """A causal LM's :class:`~captum_iba.attr.batches.PromptBatch` as rows:
-        its prompts and, with ``per_token`` (where the method gives per-token
-        scores: no ``per_token_note``), one row per answer token after them.
+        its prompts and, where the batch asks for each answer token
+        (``each_token``) and the method gives per-token scores (no
+        ``per_token_note``), one row per answer token after them.
 
         Raises:
             ValueError: For a part of the answers explained by a method that
-                explains whole answers only, or with ``per_token``.
+                explains whole answers only, or with ``each_token``.
         """
         if batch.explained is not None:
-            _check_span(scorer, per_token)
+            _check_span(scorer, batch.each_token)
         which = None
         rows = batch
-        if per_token and not scorer.per_token_note:
+        if batch.each_token and not scorer.per_token_note:
             from captum_iba.attr.llm import concat_batches
 
             tokens, which = batch.per_token()
@@ -261,5 +262,5 @@ def _check_span(scorer: Any, per_token: bool) -> None:
     if per_token:
         raise ValueError(
             "per_token scores each output token of the whole answer: explain "
-            "a part of the answer without per_token"
+            "a part of the answer without per_token (the batch's each_token)"
         )

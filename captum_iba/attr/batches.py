@@ -124,6 +124,11 @@ class PromptBatch:
             whole answer. Every method's objective reads it through
             :meth:`arguments` (the labels), :meth:`explained_ids`,
             :meth:`explained_range` and :attr:`lead_mask`.
+        each_token (bool): Also explain each answer token on its own (a
+            method's per-token scores, ``AnswerScores.tokens``: one more row
+            per answer token, where the method gives them) - the causal LM's
+            option (:meth:`with_each_token`). Default False: the whole
+            answer.
     """
 
     input_ids: Tensor
@@ -134,9 +139,14 @@ class PromptBatch:
     sources: Optional[Tensor] = None
     spans: Tuple[Tuple[Tuple[int, int], ...], ...] = ()
     explained: Optional[Tensor] = None
+    each_token: bool = False
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
+
+    def with_each_token(self, each_token: bool = True) -> "PromptBatch":
+        """The same batch, each answer token explained too (or not)."""
+        return dataclasses.replace(self, each_token=bool(each_token))
 
     @property
     def answer_mask(self) -> Tensor:

@@ -64,13 +64,12 @@ class ClassRows(Rows):
     batch_mask: Optional[Tensor] = None
 
     @classmethod
-    def pack(cls, batch: Any, scorer: Any, per_token: bool = False) -> "ClassRows":
+    def pack(cls, batch: Any, scorer: Any) -> "ClassRows":
         """A classifier's :class:`~captum_iba.attr.batches.TokenBatch` as
         rows on the model's device: the inputs checked, the attention mask
         ``input_ids != pad`` where none is given, the class explained
         resolved (the scorer's fixed class, the given one, or the predicted
-        one), the columns that are padding in every row left out
-        (``per_token`` has no meaning for a class)."""
+        one), the columns that are padding in every row left out."""
         input_ids = batch.input_ids
         if input_ids.dim() != 2:
             raise ValueError("input_ids must be (B, L)")

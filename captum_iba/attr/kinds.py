@@ -132,7 +132,7 @@ class ModelKind:
         into what a method scores, and how the result is built back."""
         raise NotImplementedError
 
-    def explain(self, scorer: Any, batch: Any, per_token: bool = False) -> Any:
+    def explain(self, scorer: Any, batch: Any) -> Any:
         """The scores of ``scorer`` for ``batch``: the kind packs the batch
         into rows (:attr:`rows_type`), the method scores them with its one
         hook (``scorer._scores(rows)``), and the kind builds the result
@@ -142,7 +142,7 @@ class ModelKind:
         import time
 
         start = time.process_time()
-        rows = self.rows_type.pack(batch, scorer, per_token)
+        rows = self.rows_type.pack(batch, scorer)
         wall = time.perf_counter()
         scores = scorer._scores(rows)
         scorer.seconds += time.perf_counter() - wall

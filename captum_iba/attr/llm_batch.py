@@ -202,6 +202,7 @@ def prompt_batch(
     model: Any = None,
     chat: Optional[bool] = False,
     max_new_tokens: int = 25,
+    each_token: bool = False,
 ) -> PromptBatch:
     """Prompts and their answers as one batch padded on the left.
 
@@ -217,6 +218,8 @@ def prompt_batch(
         chat (bool, optional): Wrap each prompt as a user turn of the chat
             template; None: when the tokenizer has one. Default False.
         max_new_tokens (int): The longest generated answer.
+        each_token (bool): Explain each answer token too (a method's
+            per-token scores). Default False: the whole answer.
 
     Returns:
         PromptBatch: The batch.
@@ -259,7 +262,9 @@ def prompt_batch(
         mask[i, start:] = 1
         labels[i, start + len(p_ids) :] = torch.tensor(answer)
         scored[i, start : start + len(p_ids)] = torch.tensor(own)
-    return PromptBatch(ids, mask, labels, scored, tuple(prompts))
+    return PromptBatch(
+        ids, mask, labels, scored, tuple(prompts), each_token=bool(each_token)
+    )
 
 
 def check_target(model: Any, tokenizer: Any, inp: Any, target: Any) -> None:

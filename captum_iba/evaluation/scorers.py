@@ -361,7 +361,7 @@ class TokenScorer(MethodFacts):
         target: TargetLike = None,
         attention_mask: Optional[Tensor] = None,
         token_type_ids: Optional[Tensor] = None,
-        per_token: bool = False,
+        per_token: Optional[bool] = None,
     ) -> Scores:
         """Per-token scores of one batch: ``attribute(batch) -> scores``.
 
@@ -381,16 +381,19 @@ class TokenScorer(MethodFacts):
                 at padding.
             token_type_ids (Tensor, optional): With token ids: ``(B, L)``
                 segment ids.
-            per_token (bool): With a prompt batch: also score each output
-                token (``tokens``). Default False.
+            per_token (bool, optional): Deprecated since 0.3 (removed in
+                0.5): each output token is the causal LM's option, the
+                batch's ``each_token``
+                (:meth:`PromptBatch.with_each_token
+                <captum_iba.attr.batches.PromptBatch.with_each_token>`).
 
         Returns:
             Tensor or AnswerScores: A classifier's ``(B, L)`` float scores on
             the CPU, higher = more relevant, zero at padding; a causal LM's
             :class:`~captum_iba.attr.batches.AnswerScores` (``answer``
-            ``(B, W)`` and, when asked for and the method gives them,
-            ``tokens`` ``(B, T, W)``), zero wherever ``batch.scored`` is
-            False.
+            ``(B, W)`` and, where the batch asks for each answer token and
+            the method gives them, ``tokens`` ``(B, T, W)``), zero wherever
+            ``batch.scored`` is False.
 
         Raises:
             TypeError: For a batch of neither kind, or not the batch of the
@@ -400,6 +403,8 @@ class TokenScorer(MethodFacts):
             batch = TokenBatch(batch, target, attention_mask, token_type_ids)
         elif isinstance(target, bool):  # 0.3's attribute(prompt_batch, per_token)
             per_token = target
+        if per_token is not None:
+            batch = _each_token(batch, per_token)
         if not isinstance(batch, BATCH_TYPES):
             raise TypeError(
                 "batch must be a TokenBatch or token ids (a classifier) or a "
@@ -411,7 +416,7 @@ class TokenScorer(MethodFacts):
                 f"{self.name} was built on {self.model_kind.article}: give it a "
                 f"{expected.__name__}, not a {type(batch).__name__}"
             )
-        return self.model_kind.explain(self, batch, per_token)
+        return self.model_kind.explain(self, batch)
 
     def _removable(self, ids: Tensor, mask: Tensor) -> Tensor:
         """``(B, L)`` bool: the real tokens of ``ids`` that are not special."""
@@ -474,3 +479,18 @@ def _adopt_legacy_hook(cls: type) -> None:
         return rows.legacy(self)
 
     cls._scores = _scores  # type: ignore[method-assign]
+
+
+def _each_token(batch: Any, per_token: bool) -> Any:
+    """0.3's ``attribute(batch, per_token=...)``: the batch asking for each
+    answer token (a causal LM's), with a ``DeprecationWarning``; a
+    classifier's batch as it is (the argument never meant anything there)."""
+    warnings.warn(
+        "attribute(..., per_token=...) is deprecated since 0.3; removed in 0.5: "
+        "each output token is the causal LM's option, the batch's "
+        "(batch.with_each_token(), prompt_batch(..., each_token=True))",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    with_each = getattr(batch, "with_each_token", None)
+    return batch if with_each is None else with_each(bool(per_token))
