@@ -16,6 +16,7 @@ It reads an explanation through its public methods only (``methods``,
 calls it: the listing sits below the explanation.
 """
 
+import re
 import textwrap
 from typing import Any, List, Sequence
 
@@ -130,12 +131,19 @@ def prediction_head(result: Any) -> List[str]:
     ]
 
 
+def brief_meaning(meaning: str) -> str:
+    """What a score means, in brief for a listing: the sentence before its
+    first colon, without its asides in brackets (the page gives it whole)."""
+    head = meaning.split(": ", 1)[0]
+    return re.sub(r" \([^()]*\)", "", head)
+
+
 def prediction_lines(result: Any, name: str, top: int, pieces: bool) -> List[str]:
     """A method's lines: what a score means and its direction, every word
     with its score (one method only), then the top words."""
     method = result.methods[name]
     label = repr(result.subject.label(result.subject.target))
-    lines = _wrapped(f"score = {method.meaning}.")
+    lines = _wrapped(f"score = {brief_meaning(method.meaning)}.")
     if not method.no_ranking:
         lines += _wrapped(f"({_scale_words(method.signed, label)})")
     rel = _relative(result.scores(name, pieces), method.signed)

@@ -143,6 +143,24 @@ def test_the_listings_say_a_method_in_one_line_and_relative_once(tiny_model_dir)
         assert block.count("relative") == 1, block
 
 
+def test_a_classifier_s_listing_says_what_a_score_means_in_brief(tiny_model_dir):
+    """Item 6, seen on a fresh clone after the first round: a classifier's
+    listing still gave each method's whole meaning (iba-deletion's: five
+    lines) before its top words. It gives the sentence before the colon,
+    without its asides; the page keeps it whole."""
+    result = captum_iba.explain(
+        "a fine film", model=tiny_model_dir, method=["iba-deletion", "ig"]
+    )
+    text = result.to_text()
+    for name in ("iba-deletion", "IG"):
+        block = text.split(f"\n{name}: ")[1].split("\n\n")[0]
+        said = block.split("score = ")[1].split("\n  (")[0]
+        assert len(said.splitlines()) <= 2, block
+        assert "[0, 1]" not in said and ": " not in said
+        page = html.unescape(result.to_html())
+        assert result.methods[name].meaning in page
+
+
 def test_iba_fast_on_a_short_prompt_says_it_took_no_second_step(lm):
     """Item 7: under 128 scored tokens iba-fast runs one step (its scores
     are one step's), but its details said "then 1 with its top 50 % of the
