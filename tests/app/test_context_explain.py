@@ -458,7 +458,7 @@ def test_an_answer_of_only_whitespace_is_refused_before_at2_or_contextcite(
     from captum_iba._utils import common
     from tests.helpers import byte_level_tokenizer, tiny_causal_lm
 
-    monkeypatch.setattr(common, "module_found", lambda name: True)  # as installed
+    monkeypatch.setattr(common, "import_problem", lambda name: None)  # as installed
     tok = byte_level_tokenizer()
     model = tiny_causal_lm("gpt2", positions=128)
     model.resize_token_embeddings(len(tok), mean_resizing=False)
