@@ -25,23 +25,6 @@ from captum_iba.attr.rows import (
 __all__ = ["ClassRows"]
 
 
-def _class_target(
-    scorer: Any, target: Any, ids: Tensor, mask: Tensor, tt: Optional[Tensor]
-) -> Tensor:
-    """The class explained per instance: the scorer's fixed one, the given
-    one or the predicted one."""
-    batch = ids.shape[0]
-    if scorer.target_class is not None:
-        return torch.full((batch,), int(scorer.target_class), dtype=torch.long)
-    if target is None:
-        with torch.no_grad():
-            return common.hf_call(scorer.model, ids, mask, tt).argmax(-1).cpu()
-    formatted = common.format_target(target, batch)
-    if formatted is None or formatted.dim() != 1:
-        raise ValueError("target must be one class index per instance")
-    return formatted
-
-
 def _attribute_args(method: Any) -> Mapping[str, inspect.Parameter]:
     return inspect.signature(method.attribute).parameters
 
@@ -53,9 +36,12 @@ class ClassRows(Rows):
 
     Attributes:
         token_type_ids (Tensor, optional): ``(R, L)`` segment ids.
-        target (Tensor): ``(R,)`` the class explained per row.
-        output (Callable, optional): What the forward returns of the logits
-            (None: the logits).
+        target (Tensor, optional): ``(R,)`` the class explained per row (None
+            for a method that reads no model).
+        use_attention_mask (bool): Whether the forward is given the mask and
+            the segment ids (the scorer's setting).
+        batch_mask (Tensor, optional): ``(B, L)`` the batch's own attention
+            mask, at its full width (the result is zero at its padding).
     """
 
     token_type_ids: Optional[Tensor] = None
@@ -108,9 +94,19 @@ class ClassRows(Rows):
     def _target_of(
         cls, scorer: Any, given: Any, ids: Tensor, mask: Tensor, tt: Optional[Tensor]
     ) -> Optional[Tensor]:
-        """The class explained per row, on the rows' device (the scorer's
-        fixed one, the given one, or the predicted one)."""
-        return _class_target(scorer, given, ids, mask, tt).to(ids.device)
+        """The class explained per row, on the rows' device: the scorer's
+        fixed one, the given one, or the predicted one."""
+        batch = ids.shape[0]
+        if scorer.target_class is not None:
+            found = torch.full((batch,), int(scorer.target_class), dtype=torch.long)
+        elif given is None:
+            with torch.no_grad():
+                found = common.hf_call(scorer.model, ids, mask, tt).argmax(-1)
+        else:
+            found = common.format_target(given, batch)
+            if found is None or found.dim() != 1:
+                raise ValueError("target must be one class index per instance")
+        return found.to(ids.device)
 
     def unpack(self, scorer: Any, scores: Union[Tensor, "RowScores"]) -> Tensor:
         """``(B, L)`` float scores on the CPU, zero at padding."""
