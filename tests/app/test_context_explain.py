@@ -455,6 +455,12 @@ def test_an_answer_of_only_whitespace_is_refused_before_at2_or_contextcite(
     """Issue 79 item 8: AT2 and ContextCite on the answer '\\n\\n' were refused
     after their work ('reads the prompt as other tokens ([] ... for [198,
     198])'); refused before the weights, naming the answer."""
+    refuses_a_whitespace_answer(method, monkeypatch)
+
+
+def refuses_a_whitespace_answer(method, monkeypatch):
+    """``method`` (its package taken as installed) on the answer '\\n\\n' is
+    refused before the weights load, naming the answer."""
     from captum_iba._utils import common
     from tests.helpers import byte_level_tokenizer, tiny_causal_lm
 

@@ -13,12 +13,18 @@ from pathlib import Path
 
 import pytest
 
-import captum_iba
 from captum_iba.app.cli import main
 from captum_iba.registry import METHODS
 from tests.app.test_cli_faults import _fails
 from tests.app.test_context_evaluate import _argv, _tiny_ag_news
-from tests.app.test_context_explain import QUERY, SOURCES, _explain, _Missing, _refused
+from tests.app.test_context_explain import (
+    QUERY,
+    SOURCES,
+    _explain,
+    _Missing,
+    _refused,
+    refuses_a_whitespace_answer,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "experiments" / "lab"
@@ -132,21 +138,7 @@ def test_a_lab_method_without_its_package_before_the_weights(
 def test_an_answer_of_only_whitespace_is_refused_before_at2(monkeypatch):
     """Issue 79 item 8, kept by the lab: AT2 on the answer '\\n\\n' is
     refused before the weights, naming the answer."""
-    from captum_iba._utils import common
-    from tests.helpers import byte_level_tokenizer, tiny_causal_lm
-
-    monkeypatch.setattr(common, "import_problem", lambda name: None)  # as installed
-    tok = byte_level_tokenizer()
-    model = tiny_causal_lm("gpt2", positions=128)
-    model.resize_token_embeddings(len(tok), mean_resizing=False)
-    with pytest.raises(
-        ValueError,
-        match=r"at2 cannot explain the answer '\\n\\n': it holds only whitespace",
-    ):
-        captum_iba.explain(
-            QUERY, model=model, tokenizer=tok, context=SOURCES, method="at2",
-            target="\n\n",
-        )  # fmt: skip
+    refuses_a_whitespace_answer("at2", monkeypatch)
 
 
 def test_at2_s_listing_names_the_weights_file_it_used(lm, tmp_path, monkeypatch):
